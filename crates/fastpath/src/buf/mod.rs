@@ -1,0 +1,219 @@
+//! Packet buffers: headroom so each layer prepends its header without moving the payload, and a pool that
+//! recycles them.
+//!
+//! A [`PacketBuf`] owns one contiguous allocation with a movable window `[head, tail)` over it. Output
+//! writes the payload once, after [`HEADROOM`] bytes of room, and every layer below prepends its header
+//! with [`PacketBuf::push_front`]; input strips headers with [`PacketBuf::pull_front`]. Nothing is ever
+//! moved.
+//!
+//! [`BufferPool`] hands out buffers either from free lists of fixed-size buffers (the default) or from
+//! the heap, one allocation per packet (the 4.3BSD-like mode the papers measured), selected by
+//! [`BufferMode`].
+
+mod pool;
+
+pub use pool::{BufferMode, BufferPool, PoolStats};
+
+/// Bytes reserved in front of the payload of every buffer made for output: room for a virtio-net header
+/// (12), an IPv4 header with options (60) and a transport header, rounded up.
+pub const HEADROOM: usize = 128;
+
+/// Checksum offload state of a packet, as a link reports it on input or is asked for on output.
+///
+/// The two states mirror the virtio-net header flags the Linux TUN driver uses (paper 002 §3.2:
+/// checksum offloading).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ChecksumOffload {
+    /// No offload information: the transport checksum is complete and must be verified in software.
+    #[default]
+    None,
+    /// The transport checksum field holds only the pseudo-header sum; whoever transmits the packet
+    /// (the link, or the peer it is delivered to locally) completes it. `start` is the offset from the
+    /// start of the IP header where summing starts, `offset` where the result goes, relative to
+    /// `start` (virtio's `VIRTIO_NET_HDR_F_NEEDS_CSUM`). Received like this, the data never crossed
+    /// a wire and is trusted.
+    Partial {
+        /// Offset of the transport header from the start of the packet.
+        start: u16,
+        /// Offset of the checksum field within the transport header.
+        offset: u16,
+    },
+    /// The link verified the transport checksum (virtio's `VIRTIO_NET_HDR_F_DATA_VALID`).
+    Valid,
+}
+
+/// Per-packet metadata that travels with a buffer across a link.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PacketMeta {
+    /// Transport checksum offload state.
+    pub checksum: ChecksumOffload,
+}
+
+/// A packet: one allocation with a window `[head, tail)` of valid bytes, headroom before it and tailroom
+/// after it.
+#[derive(Debug)]
+pub struct PacketBuf {
+    storage: Vec<u8>,
+    head: usize,
+    tail: usize,
+    /// Offload metadata.
+    pub meta: PacketMeta,
+}
+
+impl PacketBuf {
+    /// A buffer over `storage` whose window starts empty at `headroom`.
+    ///
+    /// # Panics
+    /// If `headroom > storage.len()`.
+    pub fn with_storage(storage: Vec<u8>, headroom: usize) -> PacketBuf {
+        assert!(headroom <= storage.len(), "headroom past the end of the buffer");
+        PacketBuf { storage, head: headroom, tail: headroom, meta: PacketMeta::default() }
+    }
+
+    /// A buffer that holds a copy of `bytes` with [`HEADROOM`] in front: for tests and packet
+    /// injection, not for the data path.
+    pub fn from_slice(bytes: &[u8]) -> PacketBuf {
+        let mut storage = vec![0; HEADROOM + bytes.len()];
+        storage[HEADROOM..].copy_from_slice(bytes);
+        PacketBuf { storage, head: HEADROOM, tail: HEADROOM + bytes.len(), meta: PacketMeta::default() }
+    }
+
+    /// The valid bytes.
+    #[inline]
+    pub fn data(&self) -> &[u8] {
+        &self.storage[self.head..self.tail]
+    }
+
+    /// The valid bytes, writable.
+    #[inline]
+    pub fn data_mut(&mut self) -> &mut [u8] {
+        &mut self.storage[self.head..self.tail]
+    }
+
+    /// Number of valid bytes.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.tail - self.head
+    }
+
+    /// True when there are no valid bytes.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.head == self.tail
+    }
+
+    /// Room left in front of the valid bytes.
+    #[inline]
+    pub fn headroom(&self) -> usize {
+        self.head
+    }
+
+    /// Room left after the valid bytes.
+    #[inline]
+    pub fn tailroom(&self) -> usize {
+        self.storage.len() - self.tail
+    }
+
+    /// Bytes of memory this buffer holds, for accounting against limits (Linux calls it truesize).
+    #[inline]
+    pub fn truesize(&self) -> usize {
+        self.storage.len()
+    }
+
+    /// Grows the window `n` bytes to the front and returns the new bytes, for a header to be written.
+    ///
+    /// # Panics
+    /// If there is less than `n` bytes of headroom: output paths reserve [`HEADROOM`], so this is a bug.
+    #[inline]
+    pub fn push_front(&mut self, n: usize) -> &mut [u8] {
+        assert!(n <= self.head, "no headroom for a {n}-byte header");
+        self.head -= n;
+        &mut self.storage[self.head..self.head + n]
+    }
+
+    /// Drops `n` bytes from the front (a parsed header). Returns false, changing nothing, if there are
+    /// fewer than `n` valid bytes.
+    #[inline]
+    pub fn pull_front(&mut self, n: usize) -> bool {
+        if n > self.len() {
+            return false;
+        }
+        self.head += n;
+        true
+    }
+
+    /// Grows the window `n` bytes at the back and returns them, for payload to be written.
+    ///
+    /// # Panics
+    /// If there is less than `n` bytes of tailroom (the buffer was allocated for its payload).
+    #[inline]
+    pub fn extend(&mut self, n: usize) -> &mut [u8] {
+        assert!(n <= self.tailroom(), "no tailroom for {n} bytes");
+        let start = self.tail;
+        self.tail += n;
+        &mut self.storage[start..self.tail]
+    }
+
+    /// Appends a copy of `bytes`.
+    pub fn extend_from_slice(&mut self, bytes: &[u8]) {
+        self.extend(bytes.len()).copy_from_slice(bytes);
+    }
+
+    /// Shortens the window to `len` bytes (no effect if it is shorter already).
+    #[inline]
+    pub fn truncate(&mut self, len: usize) {
+        if len < self.len() {
+            self.tail = self.head + len;
+        }
+    }
+
+    /// Empties the window and places it at `headroom`, for reuse; clears the metadata.
+    #[inline]
+    pub fn reset(&mut self, headroom: usize) {
+        let headroom = headroom.min(self.storage.len());
+        self.head = headroom;
+        self.tail = headroom;
+        self.meta = PacketMeta::default();
+    }
+
+    /// Gives the storage back (for the pool).
+    pub(crate) fn into_storage(self) -> Vec<u8> {
+        self.storage
+    }
+
+    /// A copy in a fresh heap buffer with the same window and metadata (link duplication, broadcast).
+    pub fn duplicate(&self) -> PacketBuf {
+        PacketBuf { storage: self.storage.clone(), head: self.head, tail: self.tail, meta: self.meta }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn headers_prepend_without_moving_the_payload() {
+        let mut b = PacketBuf::with_storage(vec![0; 200], HEADROOM);
+        b.extend_from_slice(b"payload");
+        let payload_at = b.headroom();
+        b.push_front(8).copy_from_slice(&[1; 8]);
+        b.push_front(20).copy_from_slice(&[2; 20]);
+        assert_eq!(b.len(), 35);
+        assert_eq!(&b.data()[28..], b"payload");
+        assert_eq!(b.headroom() + 28, payload_at);
+        assert!(b.pull_front(28));
+        assert_eq!(b.data(), b"payload");
+        assert!(!b.pull_front(8));
+        b.truncate(3);
+        assert_eq!(b.data(), b"pay");
+        b.truncate(10);
+        assert_eq!(b.data(), b"pay");
+    }
+
+    #[test]
+    #[should_panic(expected = "no headroom")]
+    fn pushing_past_the_headroom_is_a_bug() {
+        let mut b = PacketBuf::with_storage(vec![0; 16], 4);
+        b.push_front(5);
+    }
+}

@@ -1,0 +1,150 @@
+//! The buffer pool: recycling instead of allocating and freeing for every packet.
+
+use super::{PacketBuf, HEADROOM};
+
+/// Where packet buffers come from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum BufferMode {
+    /// Free lists of fixed-size buffers, reused packet after packet. Partridge & Pink (paper 000 §6.4)
+    /// kept a one-buffer cache in `sendit` because fixed-size mbufs made reuse trivial; Kay & Pasquale
+    /// (paper 001) count malloc/free among the per-packet costs. Once warm, no allocation per packet.
+    #[default]
+    Pool,
+    /// One heap allocation per packet, sized to the packet, freed after use: the baseline.
+    Heap,
+}
+
+impl std::str::FromStr for BufferMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "pool" => Ok(BufferMode::Pool),
+            "heap" => Ok(BufferMode::Heap),
+            _ => Err(format!("unknown buffer mode `{s}` (expected pool or heap)")),
+        }
+    }
+}
+
+/// Sizes of the pool's buffer classes, headroom included: a 1500-byte frame, a jumbo frame, and a
+/// maximal IPv4 datagram (a reassembled one, or one for a 64 KiB MTU link).
+const CLASSES: [usize; 3] = [2048, 16384, HEADROOM + 65536];
+
+/// Counters of a pool.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PoolStats {
+    /// Buffers handed out from a free list.
+    pub reused: u64,
+    /// Buffers that had to be allocated from the heap.
+    pub allocated: u64,
+    /// Buffers returned to a free list.
+    pub recycled: u64,
+    /// Buffers given back to the heap (heap mode, odd sizes, or a full free list).
+    pub released: u64,
+}
+
+/// Hands out and takes back packet buffers.
+#[derive(Debug)]
+pub struct BufferPool {
+    mode: BufferMode,
+    free: [Vec<Vec<u8>>; 3],
+    max_free: usize,
+    stats: PoolStats,
+}
+
+impl BufferPool {
+    /// A pool in `mode` that keeps at most `max_free` free buffers of each size class.
+    pub fn new(mode: BufferMode, max_free: usize) -> BufferPool {
+        BufferPool { mode, free: Default::default(), max_free, stats: PoolStats::default() }
+    }
+
+    /// The mode.
+    pub fn mode(&self) -> BufferMode {
+        self.mode
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> PoolStats {
+        self.stats
+    }
+
+    /// Free buffers held, and the bytes they hold.
+    pub fn held(&self) -> (usize, usize) {
+        let n = self.free.iter().map(Vec::len).sum();
+        let bytes = self.free.iter().zip(CLASSES).map(|(f, size)| f.len() * size).sum();
+        (n, bytes)
+    }
+
+    /// An empty buffer with [`HEADROOM`] in front and room for at least `capacity` bytes after it.
+    #[inline]
+    pub fn alloc(&mut self, capacity: usize) -> PacketBuf {
+        let needed = HEADROOM + capacity;
+        if self.mode == BufferMode::Pool {
+            if let Some(class) = CLASSES.iter().position(|&size| needed <= size) {
+                if let Some(storage) = self.free[class].pop() {
+                    self.stats.reused += 1;
+                    return PacketBuf::with_storage(storage, HEADROOM);
+                }
+                self.stats.allocated += 1;
+                return PacketBuf::with_storage(vec![0; CLASSES[class]], HEADROOM);
+            }
+        }
+        self.stats.allocated += 1;
+        PacketBuf::with_storage(vec![0; needed], HEADROOM)
+    }
+
+    /// Takes a buffer back: onto its free list in pool mode, to the heap otherwise.
+    #[inline]
+    pub fn free(&mut self, buf: PacketBuf) {
+        if self.mode == BufferMode::Pool {
+            let size = buf.truesize();
+            if let Some(class) = CLASSES.iter().position(|&s| s == size) {
+                if self.free[class].len() < self.max_free {
+                    self.free[class].push(buf.into_storage());
+                    self.stats.recycled += 1;
+                    return;
+                }
+            }
+        }
+        self.stats.released += 1;
+        drop(buf);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pool_reuses_and_heap_does_not() {
+        let mut pool = BufferPool::new(BufferMode::Pool, 4);
+        let b = pool.alloc(64);
+        assert_eq!(b.headroom(), HEADROOM);
+        assert!(b.tailroom() >= 64);
+        pool.free(b);
+        let b = pool.alloc(100);
+        assert_eq!(pool.stats().reused, 1);
+        pool.free(b);
+        let big = pool.alloc(65535);
+        assert!(big.tailroom() >= 65535);
+        pool.free(big);
+        assert_eq!(pool.held().0, 2);
+
+        let mut heap = BufferPool::new(BufferMode::Heap, 4);
+        let b = heap.alloc(64);
+        heap.free(b);
+        let _ = heap.alloc(64);
+        assert_eq!(heap.stats().reused, 0);
+        assert_eq!(heap.stats().allocated, 2);
+    }
+
+    #[test]
+    fn free_lists_are_bounded() {
+        let mut pool = BufferPool::new(BufferMode::Pool, 2);
+        let bufs: Vec<_> = (0..5).map(|_| pool.alloc(10)).collect();
+        for b in bufs {
+            pool.free(b);
+        }
+        assert_eq!(pool.held().0, 2);
+        assert_eq!(pool.stats().released, 3);
+    }
+}

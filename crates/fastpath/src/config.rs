@@ -1,0 +1,167 @@
+//! One configuration for the whole stack, with a named switch for each technique from the papers.
+//!
+//! [`StackConfig::default`] is the fastest correct choice of every switch; [`StackConfig::classic`] is
+//! the 4.3BSD path the papers started from, so an experiment can compare the two (and every step between)
+//! within one build.
+
+use std::ops::RangeInclusive;
+use std::time::Duration;
+
+use crate::buf::BufferMode;
+use crate::checksum::Algorithm;
+use crate::demux::DemuxStrategy;
+
+/// How data is copied between the application and packet buffers, and when it is checksummed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum CopyChecksum {
+    /// Copy, then checksum in a second pass on send; on receive, verify when the datagram arrives and
+    /// copy when the application reads it. The 4.3BSD way.
+    Separate,
+    /// One loop copies and checksums (Partridge & Pink, paper 000 §7.1; Chase et al., paper 002 §2.2).
+    /// On send the user's data is summed as it is copied into the packet. On receive, verification is
+    /// deferred to the copy into the caller's buffer (paper 000 §7.1.1): a datagram that fails is dropped
+    /// and counted, and the call takes the next one or returns `WouldBlock`; the caller's buffer may
+    /// have been written even then.
+    #[default]
+    Fused,
+}
+
+/// When UDP checksums may be left out or left to the link.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ChecksumPolicy {
+    /// Let a link that offers checksum offload complete transport checksums (paper 002 §3.2), and trust
+    /// packets a link marks as already verified.
+    pub use_offload: bool,
+    /// Kay & Pasquale's rule (paper 001, "Eliminating Checksum Redundancy"): send UDP without a checksum when the next hop is the
+    /// destination and the link is CRC-protected, since the link's CRC then covers the whole path.
+    /// Off by default: the CRC does not cover the host's own memory and buses, or a router that is
+    /// later put in the path, which is what the end-to-end checksum is for.
+    pub eliminate_on_protected_hop: bool,
+}
+
+impl Default for ChecksumPolicy {
+    fn default() -> Self {
+        ChecksumPolicy { use_offload: true, eliminate_on_protected_hop: false }
+    }
+}
+
+/// Bounds on everything that grows with input.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Datagrams being reassembled at once; the oldest is evicted to make room.
+    pub reassembly_datagrams: usize,
+    /// Bytes of buffers held by all reassemblies together; the oldest are evicted to make room.
+    pub reassembly_bytes: usize,
+    /// Fragments of one datagram held at once. The default admits a 65535-byte datagram at the
+    /// smallest MTU IPv4 allows, 68 bytes (1366 fragments); `reassembly_bytes` is the real bound.
+    pub reassembly_fragments: usize,
+    /// How long a reassembly waits for its missing fragments (RFC 791 suggests 15 s; Linux uses 30 s).
+    pub reassembly_timeout: Duration,
+    /// Default receive queue limit of a UDP socket, in buffer bytes (Linux's default `rmem_default`).
+    pub udp_rx_queue_bytes: usize,
+    /// ICMP messages the stack sends per second (echo replies and errors), at most.
+    pub icmp_rate_per_sec: u32,
+    /// ICMP messages that may be sent in a burst above the rate.
+    pub icmp_burst: u32,
+    /// Free buffers the pool keeps per size class.
+    pub pool_free_buffers: usize,
+    /// Packets a loopback link queues.
+    pub loopback_queue: usize,
+    /// Echo replies kept for [`Stack::recv_echo_reply`](crate::Stack::recv_echo_reply).
+    pub echo_reply_queue: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            reassembly_datagrams: 64,
+            reassembly_bytes: 4 << 20,
+            reassembly_fragments: 2048,
+            reassembly_timeout: Duration::from_secs(30),
+            udp_rx_queue_bytes: 212_992,
+            icmp_rate_per_sec: 1000,
+            icmp_burst: 100,
+            pool_free_buffers: 1024,
+            loopback_queue: 4096,
+            echo_reply_queue: 64,
+        }
+    }
+}
+
+/// The stack's configuration.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StackConfig {
+    /// The checksum routine used over payloads and, unless in-line, over IP headers (paper 001 fig. 11
+    /// and today's SIMD form; see [`crate::checksum`]).
+    pub checksum: Algorithm,
+    /// Partridge & Pink §6.1: checksum 20-byte IPv4 headers with straight-line in-line code instead of
+    /// a call to the general routine.
+    pub inline_header_checksum: bool,
+    /// Paper 000 §7.1: copy and checksum in one pass, with deferred receive verification.
+    pub copy_checksum: CopyChecksum,
+    /// Partridge & Pink §6.2: when false (the default), `send_to` never connects the socket, even for a
+    /// moment. When true, `send_to` on an unconnected socket connects it, sends and disconnects, as
+    /// 4.3BSD's `udp_output` did, paying for a conflict lookup and two PCB updates per datagram.
+    pub sendto_pseudo_connect: bool,
+    /// Paper 000 §6.4, paper 001: recycle packet buffers, or allocate each from the heap.
+    pub buffers: BufferMode,
+    /// How UDP finds the socket for a datagram (paper 003; paper 000 §6.3).
+    pub demux: DemuxStrategy,
+    /// Checksum offload and elimination (paper 001, paper 002 §3.2).
+    pub checksum_policy: ChecksumPolicy,
+    /// Packets taken from a link per receive call, and queued before a link transmit call: batching,
+    /// the user-space form of interrupt coalescing (paper 002 §2.1).
+    pub rx_batch: usize,
+    /// See `rx_batch`. Queued packets also leave at every `poll` and `flush`.
+    pub tx_batch: usize,
+    /// TTL of datagrams the stack originates.
+    pub default_ttl: u8,
+    /// Accept datagrams that arrive with TTL 0. RFC 1122 §3.2.1.7 says a host must not discard a
+    /// datagram just because its TTL is below 2; RFC 791 says TTL 0 must be destroyed. A TTL-0 datagram
+    /// can only come from a broken or hostile sender, so the default drops it, counted.
+    pub accept_ttl_zero: bool,
+    /// Ports handed out to sockets bound to port 0 (IANA's dynamic range by default).
+    pub ephemeral_ports: RangeInclusive<u16>,
+    /// Every bound.
+    pub limits: Limits,
+}
+
+impl Default for StackConfig {
+    fn default() -> Self {
+        StackConfig {
+            checksum: Algorithm::fastest(),
+            inline_header_checksum: true,
+            copy_checksum: CopyChecksum::Fused,
+            sendto_pseudo_connect: false,
+            buffers: BufferMode::Pool,
+            demux: DemuxStrategy::default(),
+            checksum_policy: ChecksumPolicy::default(),
+            rx_batch: 32,
+            tx_batch: 32,
+            default_ttl: 64,
+            accept_ttl_zero: false,
+            ephemeral_ports: 49152..=65535,
+            limits: Limits::default(),
+        }
+    }
+}
+
+impl StackConfig {
+    /// The 4.3BSD path the papers started from: the reference checksum called as a routine for every
+    /// header and payload, copy and checksum as separate passes, a heap allocation per packet,
+    /// pseudo-connect on `send_to`, linear PCB search, one packet per link call, no offload.
+    pub fn classic() -> StackConfig {
+        StackConfig {
+            checksum: Algorithm::Rfc1071,
+            inline_header_checksum: false,
+            copy_checksum: CopyChecksum::Separate,
+            sendto_pseudo_connect: true,
+            buffers: BufferMode::Heap,
+            demux: DemuxStrategy::Linear,
+            checksum_policy: ChecksumPolicy { use_offload: false, eliminate_on_protected_hop: false },
+            rx_batch: 1,
+            tx_batch: 1,
+            ..StackConfig::default()
+        }
+    }
+}

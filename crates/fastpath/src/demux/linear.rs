@@ -1,0 +1,70 @@
+//! The reference strategy: 4.3BSD's linear best-match search.
+
+use std::net::SocketAddrV4;
+
+use super::{Demux, Pcb, SocketId};
+
+/// One list of PCBs, scanned in full for every lookup; newest first, as 4.3BSD inserted at the head.
+#[derive(Debug, Default)]
+pub struct Linear {
+    pcbs: Vec<(Pcb, SocketId)>,
+}
+
+impl Demux for Linear {
+    fn insert(&mut self, id: SocketId, pcb: Pcb) {
+        self.pcbs.insert(0, (pcb, id));
+    }
+
+    fn remove(&mut self, id: SocketId, pcb: &Pcb) {
+        if let Some(i) = self.pcbs.iter().position(|(p, s)| *s == id && p == pcb) {
+            self.pcbs.remove(i);
+        }
+    }
+
+    fn lookup(&mut self, dst: SocketAddrV4, src: SocketAddrV4) -> Option<SocketId> {
+        let mut best: Option<(u8, SocketId)> = None;
+        for (pcb, id) in &self.pcbs {
+            match pcb.match_wildcards(dst, src) {
+                Some(0) => return Some(*id),
+                Some(w) if best.is_none_or(|(b, _)| w < b) => best = Some((w, *id)),
+                _ => {}
+            }
+        }
+        best.map(|(_, id)| id)
+    }
+
+    fn lookup_all(&mut self, dst: SocketAddrV4, src: SocketAddrV4, out: &mut Vec<SocketId>) {
+        out.extend(self.pcbs.iter().filter(|(p, _)| p.match_wildcards(dst, src).is_some()).map(|(_, id)| *id));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::Ipv4Addr;
+
+    fn sa(s: &str) -> SocketAddrV4 {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn best_match_prefers_fewest_wildcards() {
+        let mut d = Linear::default();
+        let any = Pcb::bound(sa("0.0.0.0:53"));
+        let local = Pcb::bound(sa("10.0.0.1:53"));
+        let connected = Pcb { remote_addr: Ipv4Addr::new(10, 0, 0, 9), remote_port: 4000, ..local };
+        d.insert(SocketId(1), any);
+        d.insert(SocketId(2), local);
+        d.insert(SocketId(3), connected);
+        assert_eq!(d.lookup(sa("10.0.0.1:53"), sa("10.0.0.9:4000")), Some(SocketId(3)));
+        assert_eq!(d.lookup(sa("10.0.0.1:53"), sa("10.0.0.9:4001")), Some(SocketId(2)));
+        assert_eq!(d.lookup(sa("10.0.0.2:53"), sa("10.0.0.9:4000")), Some(SocketId(1)));
+        assert_eq!(d.lookup(sa("10.0.0.2:54"), sa("10.0.0.9:4000")), None);
+        let mut all = Vec::new();
+        d.lookup_all(sa("10.0.0.1:53"), sa("10.0.0.9:4000"), &mut all);
+        all.sort();
+        assert_eq!(all, [SocketId(1), SocketId(2), SocketId(3)]);
+        d.remove(SocketId(3), &connected);
+        assert_eq!(d.lookup(sa("10.0.0.1:53"), sa("10.0.0.9:4000")), Some(SocketId(2)));
+    }
+}

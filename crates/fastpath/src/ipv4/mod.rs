@@ -1,0 +1,239 @@
+//! IPv4: input validation and dispatch, output with routing and fragmentation, reassembly.
+//!
+//! Input reads straight down: parse, verify the header checksum, check the addresses, and hand the
+//! payload up; each failure leaves early and is counted. The test for "is this a fragment?" is one load
+//! and a mask, so datagrams that are not fragments never touch the reassembly table (Kay & Pasquale,
+//! paper 004: the defragmentation queue check).
+
+pub mod reassembly;
+pub mod route;
+
+use std::net::Ipv4Addr;
+
+use crate::buf::{ChecksumOffload, PacketBuf};
+use crate::checksum;
+use crate::link::LinkCapabilities;
+use crate::stack::{Stack, LOOPBACK};
+use crate::stats::DropReason;
+use crate::wire::{IpProtocol, Ipv4Packet, Ipv4Repr, WireError};
+use reassembly::{FragmentKey, Outcome};
+use route::InterfaceId;
+
+/// Where a datagram to some destination goes: the result of routing it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct NextHop {
+    pub(crate) iface: InterfaceId,
+    /// The source address to use unless the socket is bound to one.
+    pub(crate) src: Ipv4Addr,
+    /// The gateway, or the destination itself when it is on the link.
+    pub(crate) next_hop: Ipv4Addr,
+    pub(crate) caps: LinkCapabilities,
+}
+
+/// How an arriving datagram is addressed to this host.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Delivery {
+    Unicast,
+    Broadcast,
+}
+
+impl Stack {
+    /// Routes `dst`: the loopback interface for this host's own addresses, else the longest-prefix match.
+    pub(crate) fn route(&self, dst: Ipv4Addr) -> Result<NextHop, DropReason> {
+        let lo = &self.ifaces[LOOPBACK.0];
+        if lo.cidr.contains(dst) || self.ifaces.iter().any(|f| f.cidr.addr == dst) {
+            return Ok(NextHop { iface: LOOPBACK, src: dst, next_hop: dst, caps: lo.caps });
+        }
+        let route = self.routes.lookup(dst).ok_or(DropReason::Ipv4NoRoute)?;
+        let f = &self.ifaces[route.iface.0];
+        Ok(NextHop { iface: route.iface, src: f.cidr.addr, next_hop: route.gateway.unwrap_or(dst), caps: f.caps })
+    }
+
+    /// True when `addr` is one of this host's unicast addresses (all of 127/8 counts).
+    pub(crate) fn is_own_address(&self, addr: Ipv4Addr) -> bool {
+        addr.is_loopback() || self.ifaces.iter().any(|f| f.cidr.addr == addr)
+    }
+
+    fn classify_destination(&self, dst: Ipv4Addr) -> Option<Delivery> {
+        if dst.is_broadcast() {
+            return Some(Delivery::Broadcast);
+        }
+        for f in &self.ifaces {
+            if f.cidr.addr == dst {
+                return Some(Delivery::Unicast);
+            }
+            if f.cidr.broadcast() == Some(dst) {
+                return Some(Delivery::Broadcast);
+            }
+        }
+        dst.is_loopback().then_some(Delivery::Unicast)
+    }
+
+    fn header_sum(&self, header: &[u8]) -> u16 {
+        match <&[u8; 20]>::try_from(header) {
+            Ok(h) if self.config.inline_header_checksum => checksum::ipv4_header_sum(h),
+            _ => self.config.checksum.sum(header),
+        }
+    }
+
+    /// Input: one packet from `iface`.
+    pub(crate) fn ipv4_input(&mut self, iface: InterfaceId, mut buf: PacketBuf) {
+        self.counters.ip.in_receives += 1;
+        let checked = match self.ipv4_check(buf.data()) {
+            Ok(checked) => checked,
+            Err(reason) => return self.drop_packet(buf, reason),
+        };
+        let (mut repr, header_len, delivery, fragment) = checked;
+        let _ = iface;
+
+        if fragment {
+            self.counters.ip.reasm_reqds += 1;
+            let key = FragmentKey { src: repr.src_addr, dst: repr.dst_addr, protocol: repr.protocol.into(), ident: repr.ident };
+            let mut header = [0u8; 60];
+            header[..header_len].copy_from_slice(&buf.data()[..header_len]);
+            buf.truncate(header_len + repr.payload_len);
+            buf.pull_front(header_len);
+            let offset = repr.frag_offset as usize;
+            let outcome = self.reassembly.insert(
+                key,
+                offset,
+                repr.more_frags,
+                &header[..header_len],
+                buf,
+                self.now,
+                &mut self.pool,
+                &mut self.counters.drops,
+            );
+            match outcome {
+                Outcome::Held => {}
+                Outcome::Dropped(reason) => self.counters.drops.add(reason),
+                Outcome::Complete(payload) => {
+                    self.counters.ip.reasm_oks += 1;
+                    repr.payload_len = payload.len();
+                    repr.more_frags = false;
+                    repr.frag_offset = 0;
+                    self.ipv4_deliver(payload, &repr, delivery);
+                }
+            }
+            return;
+        }
+        buf.truncate(header_len + repr.payload_len);
+        buf.pull_front(header_len);
+        self.ipv4_deliver(buf, &repr, delivery);
+    }
+
+    /// Validates a packet; on success returns its parsed header, header length, how it is addressed to
+    /// us, and whether it is a fragment.
+    fn ipv4_check(&self, data: &[u8]) -> Result<(Ipv4Repr, usize, Delivery, bool), DropReason> {
+        let packet = Ipv4Packet::new_checked(data).map_err(|e| match e {
+            WireError::BadVersion => DropReason::Ipv4BadVersion,
+            WireError::BadHeaderLength => DropReason::Ipv4BadHeaderLength,
+            WireError::BadTotalLength => DropReason::Ipv4BadTotalLength,
+            _ => DropReason::Ipv4Truncated,
+        })?;
+        if self.header_sum(packet.header()) != 0xffff {
+            return Err(DropReason::Ipv4BadChecksum);
+        }
+        let repr = Ipv4Repr::parse(&packet).map_err(|_| DropReason::Ipv4BadHeaderLength)?;
+        if repr.ttl == 0 && !self.config.accept_ttl_zero {
+            return Err(DropReason::Ipv4TtlZero);
+        }
+        let src = repr.src_addr;
+        if src.is_broadcast() || src.is_multicast() || self.ifaces.iter().any(|f| f.cidr.broadcast() == Some(src)) {
+            return Err(DropReason::Ipv4BadSource);
+        }
+        let delivery = self.classify_destination(repr.dst_addr).ok_or(DropReason::Ipv4NotForUs)?;
+        Ok((repr, packet.header_len(), delivery, packet.is_fragment()))
+    }
+
+    fn ipv4_deliver(&mut self, buf: PacketBuf, repr: &Ipv4Repr, delivery: Delivery) {
+        self.counters.ip.in_delivers += 1;
+        match repr.protocol {
+            IpProtocol::Udp => self.udp_input(buf, repr, delivery),
+            IpProtocol::Icmp => self.icmp_input(buf, repr, delivery),
+            _ => {
+                if delivery == Delivery::Unicast {
+                    self.icmp_send_error(
+                        crate::wire::icmpv4::DstUnreachable::ProtoUnreachable,
+                        repr,
+                        buf.data(),
+                    );
+                }
+                self.drop_packet(buf, DropReason::Ipv4UnknownProtocol);
+            }
+        }
+    }
+
+    /// Counts a drop and recycles the buffer.
+    #[inline]
+    pub(crate) fn drop_packet(&mut self, buf: PacketBuf, reason: DropReason) {
+        self.counters.drops.add(reason);
+        self.pool.free(buf);
+    }
+
+    /// Output: prepends an IPv4 header to `buf` (which holds the transport datagram) and queues it for
+    /// `hop`'s link, fragmenting it if it is larger than the link's MTU.
+    pub(crate) fn ipv4_output(&mut self, mut buf: PacketBuf, hop: &NextHop, src: Ipv4Addr, dst: Ipv4Addr, protocol: IpProtocol) {
+        self.counters.ip.out_requests += 1;
+        let ident = self.next_ident;
+        self.next_ident = self.next_ident.wrapping_add(1);
+        let mut repr = Ipv4Repr {
+            src_addr: src,
+            dst_addr: dst,
+            protocol,
+            payload_len: buf.len(),
+            ttl: self.config.default_ttl,
+            tos: 0,
+            ident,
+            dont_frag: false,
+            more_frags: false,
+            frag_offset: 0,
+        };
+        if 20 + buf.len() <= hop.caps.mtu {
+            self.emit_header(&mut buf, &repr);
+            return self.enqueue(hop.iface, buf);
+        }
+
+        // Fragment: every fragment but the last carries a multiple of 8 bytes.
+        debug_assert!(!matches!(buf.meta.checksum, ChecksumOffload::Partial { .. }), "offload across fragments");
+        let max = (hop.caps.mtu.saturating_sub(20)) & !7;
+        if max == 0 {
+            return self.drop_packet(buf, DropReason::Ipv4NoRoute);
+        }
+        let total = buf.len();
+        let mut offset = 0;
+        while offset < total {
+            let len = max.min(total - offset);
+            let mut frag = self.pool.alloc(len);
+            frag.extend_from_slice(&buf.data()[offset..offset + len]);
+            repr.payload_len = len;
+            repr.frag_offset = offset as u16;
+            repr.more_frags = offset + len < total;
+            self.emit_header(&mut frag, &repr);
+            self.counters.ip.frag_creates += 1;
+            self.enqueue(hop.iface, frag);
+            offset += len;
+        }
+        self.counters.ip.frag_oks += 1;
+        self.pool.free(buf);
+    }
+
+    #[inline]
+    fn emit_header(&self, buf: &mut PacketBuf, repr: &Ipv4Repr) {
+        let header = buf.push_front(20);
+        repr.emit(header);
+        let sum = self.header_sum(header);
+        header[10..12].copy_from_slice(&(!sum).to_be_bytes());
+    }
+
+    pub(crate) fn expire_reassembly(&mut self) {
+        let mut expired = Vec::new();
+        let n = self.reassembly.expire(self.now, &mut self.pool, |e| expired.push(e));
+        for _ in 0..n {
+            self.counters.drops.add(DropReason::ReassemblyTimeout);
+        }
+        for e in expired {
+            self.icmp_send_time_exceeded(&e);
+        }
+    }
+}

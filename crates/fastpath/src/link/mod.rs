@@ -1,0 +1,47 @@
+//! Links: what moves IP packets in and out of a stack, a batch at a time.
+//!
+//! Links carry bare IPv4 packets (no link-layer header), like a Linux TUN device. Each packet travels
+//! with its [`PacketMeta`](crate::buf::PacketMeta), the offload metadata a virtio-net header would carry.
+//! Moving packets in batches is the user-space form of interrupt coalescing (paper 002 §2.1): the
+//! per-wake-up cost is paid once per batch, not once per packet.
+
+mod loopback;
+mod pair;
+
+pub use loopback::Loopback;
+pub use pair::{Impairments, PairEnd, PairStats};
+
+use crate::buf::PacketBuf;
+
+/// What a link can do, as the stack sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LinkCapabilities {
+    /// Largest IP packet the link carries, in bytes (up to 65535).
+    pub mtu: usize,
+    /// The link completes transport checksums of packets marked
+    /// [`ChecksumOffload::Partial`](crate::buf::ChecksumOffload::Partial) (paper 002 §3.2).
+    pub tx_checksum_offload: bool,
+    /// The link protects every packet end to end with a strong check of its own (a CRC), so a single-hop
+    /// datagram may go without a transport checksum under Kay & Pasquale's rule (paper 001).
+    pub crc_protected: bool,
+}
+
+impl LinkCapabilities {
+    /// A link with `mtu`, no offloads, no CRC.
+    pub const fn plain(mtu: usize) -> LinkCapabilities {
+        LinkCapabilities { mtu, tx_checksum_offload: false, crc_protected: false }
+    }
+}
+
+/// A packet link.
+pub trait Link: Send {
+    /// What the link can do.
+    fn capabilities(&self) -> LinkCapabilities;
+
+    /// Takes every packet out of `batch` and sends it. Returns how many it had to drop because its
+    /// queue was full (the stack counts them); what a simulated wire loses is the wire's to count.
+    fn transmit(&mut self, batch: &mut Vec<PacketBuf>) -> usize;
+
+    /// Appends up to `max` received packets to `batch`; returns how many.
+    fn receive(&mut self, batch: &mut Vec<PacketBuf>, max: usize) -> usize;
+}

@@ -1,0 +1,208 @@
+//! The stack: interfaces, routes, buffers, sockets and counters, driven by [`Stack::poll`].
+//!
+//! A stack is single-threaded and poll-driven. Socket calls never block: they queue packets for the
+//! links or take datagrams that `poll` delivered. `poll` moves packets: it hands queued output to the
+//! links and runs input for everything the links received, a batch at a time, until they are quiet.
+
+use std::io;
+use std::net::Ipv4Addr;
+
+use crate::buf::{BufferPool, PacketBuf, PoolStats};
+use crate::config::StackConfig;
+use crate::icmp::IcmpState;
+use crate::ipv4::reassembly::ReassemblyTable;
+use crate::ipv4::route::{InterfaceId, Ipv4Cidr, Route, RoutingTable};
+use crate::link::{Link, LinkCapabilities, Loopback};
+use crate::stats::{Counters, DropReason};
+use crate::time::Instant;
+use crate::udp::UdpTable;
+
+/// How many rounds of receive batches one `poll` runs at most before returning, so that a flood cannot
+/// keep the caller inside `poll` for ever.
+const POLL_ROUNDS: usize = 64;
+
+/// A network interface: a link with an address.
+pub(crate) struct Interface {
+    pub(crate) name: String,
+    pub(crate) link: Box<dyn Link>,
+    pub(crate) cidr: Ipv4Cidr,
+    pub(crate) caps: LinkCapabilities,
+    pub(crate) txq: Vec<PacketBuf>,
+}
+
+/// A user-space UDP/IPv4 host.
+pub struct Stack {
+    pub(crate) config: StackConfig,
+    pub(crate) ifaces: Vec<Interface>,
+    pub(crate) routes: RoutingTable,
+    pub(crate) pool: BufferPool,
+    pub(crate) reassembly: ReassemblyTable,
+    pub(crate) udp: UdpTable,
+    pub(crate) icmp: IcmpState,
+    pub(crate) counters: Counters,
+    pub(crate) now: Instant,
+    pub(crate) next_ident: u16,
+    rx_batch: Vec<PacketBuf>,
+}
+
+impl std::fmt::Debug for Stack {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Stack")
+            .field("interfaces", &self.ifaces.iter().map(|i| (&i.name, i.cidr)).collect::<Vec<_>>())
+            .field("routes", &self.routes)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The loopback interface every stack has.
+pub const LOOPBACK: InterfaceId = InterfaceId(0);
+
+impl Stack {
+    /// A stack with `config` and one interface, loopback (`lo`, 127.0.0.1/8, MTU 65535).
+    pub fn new(config: StackConfig) -> Stack {
+        let pool = BufferPool::new(config.buffers, config.limits.pool_free_buffers);
+        let reassembly = ReassemblyTable::new(&config.limits);
+        let udp = UdpTable::new(&config);
+        let icmp = IcmpState::new(&config.limits);
+        let mut stack = Stack {
+            ifaces: Vec::new(),
+            routes: RoutingTable::default(),
+            pool,
+            reassembly,
+            udp,
+            icmp,
+            counters: Counters::default(),
+            now: Instant::ZERO,
+            next_ident: 1,
+            rx_batch: Vec::with_capacity(config.rx_batch),
+            config,
+        };
+        let lo = Loopback::new(65535, stack.config.limits.loopback_queue);
+        stack.add_interface("lo", lo, Ipv4Cidr::new(Ipv4Addr::LOCALHOST, 8));
+        stack
+    }
+
+    /// Adds an interface with address and prefix `cidr`, and the route to its prefix.
+    pub fn add_interface(&mut self, name: &str, link: impl Link + 'static, cidr: Ipv4Cidr) -> InterfaceId {
+        let caps = link.capabilities();
+        let id = InterfaceId(self.ifaces.len());
+        self.ifaces.push(Interface {
+            name: name.to_string(),
+            link: Box::new(link),
+            cidr,
+            caps,
+            txq: Vec::with_capacity(self.config.tx_batch),
+        });
+        self.routes.add(Route { dest: Ipv4Cidr::new(cidr.addr, cidr.prefix_len), gateway: None, iface: id });
+        id
+    }
+
+    /// Adds a route to `dest` through `gateway` (or directly, if `None`) on `iface`.
+    pub fn add_route(&mut self, dest: Ipv4Cidr, gateway: Option<Ipv4Addr>, iface: InterfaceId) -> io::Result<()> {
+        if iface.0 >= self.ifaces.len() {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "no such interface"));
+        }
+        self.routes.add(Route { dest, gateway, iface });
+        Ok(())
+    }
+
+    /// The routing table.
+    pub fn routes(&self) -> &RoutingTable {
+        &self.routes
+    }
+
+    /// Name, address and capabilities of every interface.
+    pub fn interfaces(&self) -> impl Iterator<Item = (InterfaceId, &str, Ipv4Cidr, LinkCapabilities)> {
+        self.ifaces.iter().enumerate().map(|(i, f)| (InterfaceId(i), f.name.as_str(), f.cidr, f.caps))
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &StackConfig {
+        &self.config
+    }
+
+    /// The counters.
+    pub fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    /// The buffer pool's counters, and the free buffers and bytes it holds.
+    pub fn pool_stats(&self) -> (PoolStats, usize, usize) {
+        let (n, bytes) = self.pool.held();
+        (self.pool.stats(), n, bytes)
+    }
+
+    /// Datagrams being reassembled, and the bytes of buffers they hold.
+    pub fn reassembly_stats(&self) -> (usize, usize) {
+        (self.reassembly.len(), self.reassembly.bytes_held())
+    }
+
+    /// The time of the last `poll`.
+    pub fn now(&self) -> Instant {
+        self.now
+    }
+
+    /// Runs the stack: sends queued output, then processes received packets a batch at a time until the
+    /// links are quiet (or a bound on rounds is reached), then runs timers. Returns the number of
+    /// packets received.
+    pub fn poll(&mut self, now: Instant) -> usize {
+        self.now = now;
+        self.flush();
+        let mut processed = 0;
+        let mut batch = std::mem::take(&mut self.rx_batch);
+        for _ in 0..POLL_ROUNDS {
+            let mut got = 0;
+            for i in 0..self.ifaces.len() {
+                got += self.ifaces[i].link.receive(&mut batch, self.config.rx_batch);
+                for packet in batch.drain(..) {
+                    self.ipv4_input(InterfaceId(i), packet);
+                }
+            }
+            self.flush();
+            processed += got;
+            if got == 0 {
+                break;
+            }
+        }
+        self.rx_batch = batch;
+        if self.reassembly.next_deadline().is_some_and(|d| d <= now) {
+            self.expire_reassembly();
+        }
+        processed
+    }
+
+    /// Hands every queued output packet to its link now.
+    pub fn flush(&mut self) {
+        for iface in &mut self.ifaces {
+            if !iface.txq.is_empty() {
+                let dropped = iface.link.transmit(&mut iface.txq);
+                for _ in 0..dropped {
+                    self.counters.drops.add(DropReason::LinkQueueFull);
+                }
+            }
+        }
+    }
+
+    /// Queues `packet` (a whole IP packet) for `iface`; hands the queue to the link once `tx_batch`
+    /// packets wait.
+    #[inline]
+    pub(crate) fn enqueue(&mut self, iface: InterfaceId, packet: PacketBuf) {
+        self.counters.ip.out_packets += 1;
+        let f = &mut self.ifaces[iface.0];
+        f.txq.push(packet);
+        if f.txq.len() >= self.config.tx_batch {
+            let dropped = f.link.transmit(&mut f.txq);
+            for _ in 0..dropped {
+                self.counters.drops.add(DropReason::LinkQueueFull);
+            }
+        }
+    }
+
+    /// Feeds one received IP packet to the stack as if `iface` had received it (for tests, fuzzing and
+    /// links driven from outside).
+    pub fn receive(&mut self, iface: InterfaceId, packet: PacketBuf) {
+        if iface.0 < self.ifaces.len() {
+            self.ipv4_input(iface, packet);
+        }
+    }
+}

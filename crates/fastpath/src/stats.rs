@@ -1,0 +1,255 @@
+//! Counters for every layer, in the manner of `netstat -s`, and every drop by its reason.
+
+use std::fmt;
+
+macro_rules! drop_reasons {
+    ($($(#[doc = $doc:literal])* $name:ident => $label:literal,)*) => {
+        /// Why a packet (or a datagram) was dropped. Every drop in the stack is counted under one of these.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum DropReason {
+            $($(#[doc = $doc])* $name,)*
+        }
+
+        impl DropReason {
+            /// Every reason, in declaration order.
+            pub const ALL: &'static [DropReason] = &[$(DropReason::$name,)*];
+
+            /// A short lowercase label, as printed by the CLI.
+            pub const fn label(self) -> &'static str {
+                match self {
+                    $(DropReason::$name => $label,)*
+                }
+            }
+        }
+    };
+}
+
+drop_reasons! {
+    /// IPv4: shorter than a header, or than its IHL says.
+    Ipv4Truncated => "ipv4: truncated",
+    /// IPv4: version field is not 4.
+    Ipv4BadVersion => "ipv4: bad version",
+    /// IPv4: IHL below 5 or past the packet.
+    Ipv4BadHeaderLength => "ipv4: bad header length",
+    /// IPv4: total length below the header length or past the packet.
+    Ipv4BadTotalLength => "ipv4: bad total length",
+    /// IPv4: header checksum does not verify.
+    Ipv4BadChecksum => "ipv4: bad header checksum",
+    /// IPv4: arrived with TTL 0.
+    Ipv4TtlZero => "ipv4: ttl zero",
+    /// IPv4: source is a broadcast or multicast address.
+    Ipv4BadSource => "ipv4: broadcast or multicast source",
+    /// IPv4: destination is none of ours (this host does not forward).
+    Ipv4NotForUs => "ipv4: not for this host",
+    /// IPv4: protocol this stack does not speak.
+    Ipv4UnknownProtocol => "ipv4: unknown protocol",
+    /// IPv4 output: no route to the destination.
+    Ipv4NoRoute => "ipv4: no route",
+    /// IPv4 output: the link's transmit queue was full.
+    LinkQueueFull => "link: transmit queue full",
+    /// Fragment: bad length (a non-final fragment not a multiple of 8 bytes, or empty).
+    FragmentBadLength => "fragment: bad length",
+    /// Fragment: would extend the datagram past 65535 bytes (ping of death).
+    FragmentTooBig => "fragment: datagram past 65535 bytes",
+    /// Fragment: a first fragment too short to hold the transport header.
+    FragmentTinyFirst => "fragment: tiny first fragment",
+    /// Fragment: an exact duplicate of one already held (the duplicate is dropped).
+    FragmentDuplicate => "fragment: duplicate",
+    /// Reassembly: fragments overlapped; the whole datagram was discarded.
+    ReassemblyOverlap => "reassembly: overlapping fragments",
+    /// Reassembly: timed out with fragments missing.
+    ReassemblyTimeout => "reassembly: timeout",
+    /// Reassembly: evicted to stay within the limits on datagrams or bytes.
+    ReassemblyEvicted => "reassembly: evicted by limits",
+    /// Reassembly: more fragments than a datagram may have.
+    ReassemblyTooManyFragments => "reassembly: too many fragments",
+    /// Reassembly: final fragments disagree on the datagram's length.
+    ReassemblyInconsistent => "reassembly: inconsistent length",
+    /// UDP: shorter than its header.
+    UdpTruncated => "udp: truncated",
+    /// UDP: length field below 8 or past the IP payload.
+    UdpBadLength => "udp: bad length",
+    /// UDP: checksum does not verify (on arrival, or deferred to the copy to the application).
+    UdpBadChecksum => "udp: bad checksum",
+    /// UDP: no socket for the destination port (ICMP port unreachable is sent, rate permitting).
+    UdpNoSocket => "udp: no socket",
+    /// UDP: the socket's receive queue was full.
+    UdpQueueFull => "udp: receive queue full",
+    /// ICMP: shorter than its header.
+    IcmpTruncated => "icmp: truncated",
+    /// ICMP: checksum does not verify.
+    IcmpBadChecksum => "icmp: bad checksum",
+    /// ICMP: a type this stack does not handle, or a malformed error message.
+    IcmpUnhandled => "icmp: unhandled type",
+    /// ICMP: an echo request sent to a broadcast address (ignored, RFC 1122 §3.2.2.6).
+    IcmpBroadcastEcho => "icmp: broadcast echo request",
+    /// ICMP: an echo reply nobody was waiting for, or the reply queue was full.
+    IcmpEchoReplyDropped => "icmp: echo reply dropped",
+    /// ICMP output: suppressed by the rate limit.
+    IcmpRateLimited => "icmp: output rate-limited",
+}
+
+/// Drop counts, one per [`DropReason`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Drops([u64; DropReason::ALL.len()]);
+
+impl Default for Drops {
+    fn default() -> Self {
+        Drops([0; DropReason::ALL.len()])
+    }
+}
+
+impl Drops {
+    /// Counts one drop.
+    #[inline]
+    pub fn add(&mut self, reason: DropReason) {
+        self.0[reason as usize] += 1;
+    }
+
+    /// Drops counted for `reason`.
+    pub fn get(&self, reason: DropReason) -> u64 {
+        self.0[reason as usize]
+    }
+
+    /// All drops.
+    pub fn total(&self) -> u64 {
+        self.0.iter().sum()
+    }
+
+    /// Reasons with a non-zero count.
+    pub fn nonzero(&self) -> impl Iterator<Item = (DropReason, u64)> + '_ {
+        DropReason::ALL.iter().map(|&r| (r, self.get(r))).filter(|&(_, n)| n > 0)
+    }
+}
+
+/// IPv4 counters (RFC 4293 names in spirit).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IpCounters {
+    /// Packets received from links.
+    pub in_receives: u64,
+    /// Datagrams delivered to ICMP or UDP.
+    pub in_delivers: u64,
+    /// Datagrams handed down by ICMP and UDP.
+    pub out_requests: u64,
+    /// Packets handed to links (fragments count one each).
+    pub out_packets: u64,
+    /// Datagrams fragmented on output.
+    pub frag_oks: u64,
+    /// Fragments created on output.
+    pub frag_creates: u64,
+    /// Fragments received.
+    pub reasm_reqds: u64,
+    /// Datagrams reassembled.
+    pub reasm_oks: u64,
+}
+
+/// UDP counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct UdpCounters {
+    /// Datagrams queued to sockets.
+    pub in_datagrams: u64,
+    /// Datagrams read by applications.
+    pub in_read: u64,
+    /// Datagrams sent.
+    pub out_datagrams: u64,
+    /// Datagrams sent with no checksum (socket option or Kay & Pasquale's rule).
+    pub out_no_checksum: u64,
+    /// Datagrams sent with the checksum left to the link.
+    pub out_checksum_offloaded: u64,
+    /// Datagrams received whose checksum the link vouched for.
+    pub in_checksum_offloaded: u64,
+    /// Datagrams received with no checksum (zero field).
+    pub in_no_checksum: u64,
+}
+
+/// ICMP counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IcmpCounters {
+    /// Messages received.
+    pub in_msgs: u64,
+    /// Echo requests received.
+    pub in_echos: u64,
+    /// Echo replies received.
+    pub in_echo_reps: u64,
+    /// Destination unreachable messages received.
+    pub in_dest_unreachs: u64,
+    /// Time exceeded messages received.
+    pub in_time_excds: u64,
+    /// Messages sent.
+    pub out_msgs: u64,
+    /// Echo requests sent.
+    pub out_echos: u64,
+    /// Echo replies sent.
+    pub out_echo_reps: u64,
+    /// Destination unreachable messages sent.
+    pub out_dest_unreachs: u64,
+    /// Time exceeded messages sent.
+    pub out_time_excds: u64,
+}
+
+/// All of a stack's counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// IPv4.
+    pub ip: IpCounters,
+    /// UDP.
+    pub udp: UdpCounters,
+    /// ICMP.
+    pub icmp: IcmpCounters,
+    /// Drops by reason.
+    pub drops: Drops,
+}
+
+impl fmt::Display for Counters {
+    /// Prints like `netstat -s`: one line per non-zero counter, grouped by layer.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let ip = &self.ip;
+        writeln!(f, "ip:")?;
+        for (n, what) in [
+            (ip.in_receives, "packets received"),
+            (ip.in_delivers, "datagrams delivered"),
+            (ip.out_requests, "datagrams sent"),
+            (ip.out_packets, "packets sent"),
+            (ip.frag_oks, "datagrams fragmented"),
+            (ip.frag_creates, "fragments created"),
+            (ip.reasm_reqds, "fragments received"),
+            (ip.reasm_oks, "datagrams reassembled"),
+        ] {
+            writeln!(f, "    {n} {what}")?;
+        }
+        let udp = &self.udp;
+        writeln!(f, "udp:")?;
+        for (n, what) in [
+            (udp.in_datagrams, "datagrams received"),
+            (udp.in_read, "datagrams read"),
+            (udp.out_datagrams, "datagrams sent"),
+            (udp.out_no_checksum, "sent without checksum"),
+            (udp.out_checksum_offloaded, "sent with checksum offloaded"),
+            (udp.in_checksum_offloaded, "received with checksum verified by the link"),
+            (udp.in_no_checksum, "received without checksum"),
+        ] {
+            writeln!(f, "    {n} {what}")?;
+        }
+        let icmp = &self.icmp;
+        writeln!(f, "icmp:")?;
+        for (n, what) in [
+            (icmp.in_msgs, "messages received"),
+            (icmp.in_echos, "echo requests received"),
+            (icmp.in_echo_reps, "echo replies received"),
+            (icmp.in_dest_unreachs, "destination unreachable received"),
+            (icmp.in_time_excds, "time exceeded received"),
+            (icmp.out_msgs, "messages sent"),
+            (icmp.out_echos, "echo requests sent"),
+            (icmp.out_echo_reps, "echo replies sent"),
+            (icmp.out_dest_unreachs, "destination unreachable sent"),
+            (icmp.out_time_excds, "time exceeded sent"),
+        ] {
+            writeln!(f, "    {n} {what}")?;
+        }
+        writeln!(f, "drops: {} in all", self.drops.total())?;
+        for (reason, n) in self.drops.nonzero() {
+            writeln!(f, "    {n} {}", reason.label())?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,63 @@
+//! The stack's clock. Time is passed in explicitly (`Stack::poll(now)`), so tests and simulations are
+//! deterministic; `Instant::now()` reads the process's monotonic clock for real use.
+
+use std::ops::{Add, Sub};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+/// A point in time, in microseconds since an arbitrary origin.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Instant {
+    micros: u64,
+}
+
+impl Instant {
+    /// The origin.
+    pub const ZERO: Instant = Instant { micros: 0 };
+
+    /// `micros` microseconds after the origin.
+    pub const fn from_micros(micros: u64) -> Instant {
+        Instant { micros }
+    }
+
+    /// `millis` milliseconds after the origin.
+    pub const fn from_millis(millis: u64) -> Instant {
+        Instant { micros: millis * 1000 }
+    }
+
+    /// `secs` seconds after the origin.
+    pub const fn from_secs(secs: u64) -> Instant {
+        Instant { micros: secs * 1_000_000 }
+    }
+
+    /// Microseconds since the origin.
+    pub const fn total_micros(self) -> u64 {
+        self.micros
+    }
+
+    /// The monotonic clock of this process (origin: its first call).
+    pub fn now() -> Instant {
+        static ORIGIN: OnceLock<std::time::Instant> = OnceLock::new();
+        let origin = *ORIGIN.get_or_init(std::time::Instant::now);
+        Instant { micros: origin.elapsed().as_micros() as u64 }
+    }
+
+    /// Time from `earlier` to `self`, zero if `earlier` is later.
+    pub fn saturating_since(self, earlier: Instant) -> Duration {
+        Duration::from_micros(self.micros.saturating_sub(earlier.micros))
+    }
+}
+
+impl Add<Duration> for Instant {
+    type Output = Instant;
+    fn add(self, d: Duration) -> Instant {
+        Instant { micros: self.micros.saturating_add(d.as_micros() as u64) }
+    }
+}
+
+impl Sub<Duration> for Instant {
+    type Output = Instant;
+    fn sub(self, d: Duration) -> Instant {
+        Instant { micros: self.micros.saturating_sub(d.as_micros() as u64) }
+    }
+}

@@ -1,0 +1,461 @@
+//! UDP: the socket table, input (checksum, demultiplexing, queueing) and output (copy, checksum, send).
+//!
+//! Input verifies the checksum on arrival, or, with [`CopyChecksum::Fused`], sums only the pseudo-header
+//! and UDP header and leaves the payload to be verified while it is copied to the application
+//! (Partridge & Pink §7.1.1). Output copies the application's data into a buffer once, after headroom
+//! for every header, summing it in the same loop when fused.
+
+mod socket;
+
+pub use socket::{UdpOptions, UdpSocket, UdpSocketRef};
+
+use std::collections::VecDeque;
+use std::io::{self, IoSlice};
+use std::net::{Ipv4Addr, SocketAddrV4};
+
+use crate::buf::{ChecksumOffload, PacketBuf};
+use crate::checksum::{self, Checksum};
+use crate::config::{CopyChecksum, StackConfig};
+use crate::demux::{Demux, Pcb, SocketId};
+use crate::ipv4::{Delivery, NextHop};
+use crate::stack::Stack;
+use crate::stats::DropReason;
+use crate::wire::icmpv4::DstUnreachable;
+use crate::wire::{IpProtocol, Ipv4Repr, UdpPacket, UdpRepr, WireError};
+
+/// Largest UDP payload in one IPv4 datagram: 65535 - 20 - 8.
+pub const MAX_PAYLOAD: usize = 65507;
+
+/// A datagram waiting in a socket's receive queue; its buffer's window is the payload.
+#[derive(Debug)]
+pub(crate) struct RxDatagram {
+    pub(crate) buf: PacketBuf,
+    pub(crate) from: SocketAddrV4,
+    /// With deferred verification: the sum of the pseudo-header and UDP header, to be completed with the
+    /// payload's sum as it is copied out.
+    pub(crate) pending: Option<u16>,
+}
+
+/// Per-socket counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SocketCounters {
+    /// Datagrams queued.
+    pub queued: u64,
+    /// Datagrams dropped because the receive queue was full.
+    pub queue_full: u64,
+    /// Datagrams dropped at read time because the deferred checksum failed.
+    pub bad_checksum: u64,
+}
+
+/// The state of one UDP socket (its protocol control block and queues).
+#[derive(Debug)]
+pub(crate) struct SocketState {
+    pub(crate) pcb: Pcb,
+    /// The local address as bound by the user (restored on disconnect).
+    pub(crate) bound_addr: Ipv4Addr,
+    pub(crate) options: UdpOptions,
+    pub(crate) rx: VecDeque<RxDatagram>,
+    pub(crate) rx_bytes: usize,
+    pub(crate) error: Option<io::ErrorKind>,
+    pub(crate) counters: SocketCounters,
+}
+
+#[derive(Debug)]
+struct Slot {
+    generation: u32,
+    socket: Option<SocketState>,
+}
+
+/// Every UDP socket, the demultiplexer over them, and the ephemeral port cursor.
+#[derive(Debug)]
+pub(crate) struct UdpTable {
+    slots: Vec<Slot>,
+    free: Vec<u32>,
+    pub(crate) demux: Box<dyn Demux>,
+    next_ephemeral: u16,
+    matches: Vec<SocketId>,
+}
+
+impl UdpTable {
+    pub(crate) fn new(config: &StackConfig) -> UdpTable {
+        UdpTable {
+            slots: Vec::new(),
+            free: Vec::new(),
+            demux: config.demux.build(),
+            next_ephemeral: *config.ephemeral_ports.start(),
+            matches: Vec::new(),
+        }
+    }
+
+    pub(crate) fn get(&self, s: UdpSocket) -> Option<&SocketState> {
+        self.slots.get(s.index as usize).filter(|slot| slot.generation == s.generation)?.socket.as_ref()
+    }
+
+    pub(crate) fn get_mut(&mut self, s: UdpSocket) -> Option<&mut SocketState> {
+        self.slots.get_mut(s.index as usize).filter(|slot| slot.generation == s.generation)?.socket.as_mut()
+    }
+
+    fn by_id(&mut self, id: SocketId) -> &mut SocketState {
+        self.slots[id.0 as usize].socket.as_mut().expect("demux holds only live sockets")
+    }
+
+    fn sockets(&self) -> impl Iterator<Item = &SocketState> {
+        self.slots.iter().filter_map(|s| s.socket.as_ref())
+    }
+
+    /// True when binding `local` (with `reuse`) would conflict with an existing socket: same port, and
+    /// addresses that overlap (equal, or either a wildcard), unless both sockets allow reuse.
+    fn conflicts(&self, local: SocketAddrV4, reuse: bool) -> bool {
+        self.sockets().any(|s| {
+            s.pcb.local_port == local.port()
+                && (s.pcb.local_addr.is_unspecified() || local.ip().is_unspecified() || s.pcb.local_addr == *local.ip())
+                && !(reuse && s.options.reuse_address)
+        })
+    }
+
+    fn port_in_use(&self, port: u16) -> bool {
+        self.sockets().any(|s| s.pcb.local_port == port)
+    }
+
+    fn ephemeral_port(&mut self, range: &std::ops::RangeInclusive<u16>) -> Option<u16> {
+        let (lo, hi) = (*range.start(), *range.end());
+        let span = (hi - lo) as u32 + 1;
+        for _ in 0..span {
+            let port = self.next_ephemeral.clamp(lo, hi);
+            self.next_ephemeral = if port == hi { lo } else { port + 1 };
+            if !self.port_in_use(port) {
+                return Some(port);
+            }
+        }
+        None
+    }
+
+    fn insert(&mut self, state: SocketState) -> UdpSocket {
+        let pcb = state.pcb;
+        let index = match self.free.pop() {
+            Some(i) => i,
+            None => {
+                self.slots.push(Slot { generation: 0, socket: None });
+                (self.slots.len() - 1) as u32
+            }
+        };
+        let slot = &mut self.slots[index as usize];
+        slot.socket = Some(state);
+        self.demux.insert(SocketId(index), pcb);
+        UdpSocket { index, generation: slot.generation }
+    }
+
+    pub(crate) fn remove(&mut self, s: UdpSocket) -> Option<SocketState> {
+        let slot = self.slots.get_mut(s.index as usize).filter(|slot| slot.generation == s.generation)?;
+        let state = slot.socket.take()?;
+        slot.generation = slot.generation.wrapping_add(1);
+        self.free.push(s.index);
+        self.demux.remove(SocketId(s.index), &state.pcb);
+        Some(state)
+    }
+
+    /// Replaces socket `s`'s PCB, keeping the demultiplexer in step.
+    pub(crate) fn set_pcb(&mut self, s: UdpSocket, pcb: Pcb) {
+        let id = SocketId(s.index);
+        let state = self.by_id(id);
+        let old = std::mem::replace(&mut state.pcb, pcb);
+        self.demux.remove(id, &old);
+        self.demux.insert(id, pcb);
+    }
+}
+
+fn closed() -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidInput, "no such UDP socket (closed)")
+}
+
+impl Stack {
+    /// Binds a UDP socket to `local` with default options. Port 0 picks an ephemeral port; address
+    /// `0.0.0.0` receives on every address of the host.
+    pub fn udp_bind(&mut self, local: SocketAddrV4) -> io::Result<UdpSocket> {
+        self.udp_bind_with(local, UdpOptions::default())
+    }
+
+    /// Binds a UDP socket with `options` (set before binding, such as `reuse_address`).
+    pub fn udp_bind_with(&mut self, local: SocketAddrV4, mut options: UdpOptions) -> io::Result<UdpSocket> {
+        let addr = *local.ip();
+        if !addr.is_unspecified() && !self.is_own_address(addr) {
+            return Err(io::Error::new(io::ErrorKind::AddrNotAvailable, format!("{addr} is not an address of this host")));
+        }
+        let port = match local.port() {
+            0 => self
+                .udp
+                .ephemeral_port(&self.config.ephemeral_ports)
+                .ok_or_else(|| io::Error::new(io::ErrorKind::AddrInUse, "no free ephemeral port"))?,
+            p => p,
+        };
+        let local = SocketAddrV4::new(addr, port);
+        if self.udp.conflicts(local, options.reuse_address) {
+            return Err(io::Error::new(
+                io::ErrorKind::AddrInUse,
+                format!("{local} is in use (set reuse_address on every socket sharing it)"),
+            ));
+        }
+        options.recv_buffer_bytes = options.recv_buffer_bytes.or(Some(self.config.limits.udp_rx_queue_bytes));
+        Ok(self.udp.insert(SocketState {
+            pcb: Pcb::bound(local),
+            bound_addr: addr,
+            options,
+            rx: VecDeque::new(),
+            rx_bytes: 0,
+            error: None,
+            counters: SocketCounters::default(),
+        }))
+    }
+
+    /// A handle to call socket methods on, in the manner of `std::net::UdpSocket`.
+    pub fn udp(&mut self, socket: UdpSocket) -> UdpSocketRef<'_> {
+        UdpSocketRef { stack: self, socket }
+    }
+
+    /// Connects `s` to `remote`: fixes its remote address, picks its local address by route if bound to
+    /// the wildcard, and refuses a 4-tuple already in use.
+    pub(crate) fn udp_connect(&mut self, s: UdpSocket, remote: SocketAddrV4) -> io::Result<()> {
+        let state = self.udp.get(s).ok_or_else(closed)?;
+        if remote.ip().is_unspecified() || remote.port() == 0 {
+            return Err(io::Error::new(io::ErrorKind::AddrNotAvailable, "cannot connect to a wildcard address or port 0"));
+        }
+        if remote.ip().is_broadcast() && !state.options.broadcast {
+            return Err(broadcast_denied());
+        }
+        let hop = self.route(*remote.ip()).map_err(|_| no_route(*remote.ip()))?;
+        let local_addr = if state.bound_addr.is_unspecified() { hop.src } else { state.bound_addr };
+        let pcb = Pcb { local_addr, local_port: state.pcb.local_port, remote_addr: *remote.ip(), remote_port: remote.port() };
+        self.check_tuple_free(s, &pcb)?;
+        self.udp.set_pcb(s, pcb);
+        Ok(())
+    }
+
+    /// Refuses a connected PCB whose 4-tuple another socket has.
+    fn check_tuple_free(&mut self, s: UdpSocket, pcb: &Pcb) -> io::Result<()> {
+        let local = SocketAddrV4::new(pcb.local_addr, pcb.local_port);
+        let remote = SocketAddrV4::new(pcb.remote_addr, pcb.remote_port);
+        if let Some(other) = self.udp.demux.lookup(local, remote) {
+            if other.0 != s.index && self.udp.by_id(other).pcb == *pcb {
+                return Err(io::Error::new(io::ErrorKind::AddrInUse, format!("{local} -> {remote} is in use")));
+            }
+        }
+        Ok(())
+    }
+
+    /// Undoes a connect: the socket takes datagrams from anyone again.
+    pub(crate) fn udp_disconnect(&mut self, s: UdpSocket) -> io::Result<()> {
+        let state = self.udp.get(s).ok_or_else(closed)?;
+        let pcb = Pcb::bound(SocketAddrV4::new(state.bound_addr, state.pcb.local_port));
+        self.udp.set_pcb(s, pcb);
+        Ok(())
+    }
+
+    /// Sends the concatenation of `pieces` as one datagram from `s` to `dst` (or to its peer if `None`).
+    pub(crate) fn udp_send(&mut self, s: UdpSocket, pieces: &[IoSlice<'_>], dst: Option<SocketAddrV4>) -> io::Result<usize> {
+        let state = self.udp.get_mut(s).ok_or_else(closed)?;
+        if let Some(kind) = state.error.take() {
+            return Err(kind.into());
+        }
+        let pcb = state.pcb;
+        let options = state.options;
+        let dst = match dst {
+            Some(d) => d,
+            None if pcb.is_connected() => SocketAddrV4::new(pcb.remote_addr, pcb.remote_port),
+            None => return Err(io::Error::new(io::ErrorKind::NotConnected, "socket is not connected")),
+        };
+        let len: usize = pieces.iter().map(|p| p.len()).sum();
+        if len > MAX_PAYLOAD {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("datagram of {len} bytes exceeds {MAX_PAYLOAD}")));
+        }
+        if dst.ip().is_unspecified() || dst.port() == 0 {
+            return Err(io::Error::new(io::ErrorKind::AddrNotAvailable, "cannot send to a wildcard address or port 0"));
+        }
+        if dst.ip().is_broadcast() && !options.broadcast {
+            return Err(broadcast_denied());
+        }
+
+        if self.config.sendto_pseudo_connect && !pcb.is_connected() {
+            // 4.3BSD: connect for the duration of the send, then disconnect (paper 000 §6.2).
+            self.udp_connect(s, dst)?;
+            let result = self.udp_output(s, pieces, dst, len);
+            self.udp.set_pcb(s, pcb);
+            return result;
+        }
+        self.udp_output(s, pieces, dst, len)
+    }
+
+    fn udp_output(&mut self, s: UdpSocket, pieces: &[IoSlice<'_>], dst: SocketAddrV4, len: usize) -> io::Result<usize> {
+        let state = self.udp.get(s).ok_or_else(closed)?;
+        let (pcb, options) = (state.pcb, state.options);
+        let hop: NextHop = self.route(*dst.ip()).map_err(|_| no_route(*dst.ip()))?;
+        let src = if pcb.local_addr.is_unspecified() { hop.src } else { pcb.local_addr };
+
+        let policy = self.config.checksum_policy;
+        let fragments = 28 + len > hop.caps.mtu;
+        let mode = if options.no_checksum
+            || (policy.eliminate_on_protected_hop && hop.caps.crc_protected && hop.next_hop == *dst.ip())
+        {
+            TxChecksum::None
+        } else if policy.use_offload && hop.caps.tx_checksum_offload && !fragments {
+            TxChecksum::Offload
+        } else {
+            TxChecksum::Software
+        };
+
+        let mut buf = self.pool.alloc(8 + len);
+        let datagram = buf.extend(8 + len);
+        let (header, payload) = datagram.split_at_mut(8);
+        UdpRepr { src_port: pcb.local_port, dst_port: dst.port(), payload_len: len }.emit(header);
+        let pseudo = checksum::pseudo_header_sum(src, *dst.ip(), 17, (8 + len) as u16);
+        let field = if mode == TxChecksum::Software && self.config.copy_checksum == CopyChecksum::Fused {
+            // One pass over the user's data: copy and sum together (paper 000 §7.1).
+            let mut sum = Checksum::new();
+            sum.add_sum(checksum::fast(header));
+            sum.add_sum(pseudo);
+            let mut at = 0;
+            for piece in pieces {
+                sum.copy_and_add(&mut payload[at..at + piece.len()], piece);
+                at += piece.len();
+            }
+            nonzero(sum.checksum())
+        } else {
+            let mut at = 0;
+            for piece in pieces {
+                payload[at..at + piece.len()].copy_from_slice(piece);
+                at += piece.len();
+            }
+            match mode {
+                // Classic: a second pass over the whole datagram with the configured routine.
+                TxChecksum::Software => nonzero(!checksum::add(self.config.checksum.sum(buf.data()), pseudo)),
+                // The field holds the pseudo-header sum; the link completes it.
+                TxChecksum::Offload => pseudo,
+                TxChecksum::None => 0,
+            }
+        };
+        buf.data_mut()[6..8].copy_from_slice(&field.to_be_bytes());
+        match mode {
+            TxChecksum::Offload => {
+                buf.meta.checksum = ChecksumOffload::Partial { start: 20, offset: 6 };
+                self.counters.udp.out_checksum_offloaded += 1;
+            }
+            TxChecksum::None => self.counters.udp.out_no_checksum += 1,
+            TxChecksum::Software => {}
+        }
+        self.counters.udp.out_datagrams += 1;
+        self.ipv4_output(buf, &hop, src, *dst.ip(), IpProtocol::Udp);
+        Ok(len)
+    }
+
+    /// Input: one UDP datagram (the IP payload in `buf`).
+    pub(crate) fn udp_input(&mut self, mut buf: PacketBuf, ip: &Ipv4Repr, delivery: Delivery) {
+        let (repr, field) = match UdpPacket::new_checked(buf.data()) {
+            Ok(p) => match UdpRepr::parse(&p) {
+                Ok(r) => (r, p.checksum()),
+                Err(_) => return self.drop_packet(buf, DropReason::UdpBadLength),
+            },
+            Err(WireError::Truncated) => return self.drop_packet(buf, DropReason::UdpTruncated),
+            Err(_) => return self.drop_packet(buf, DropReason::UdpBadLength),
+        };
+        let udp_len = 8 + repr.payload_len;
+        buf.truncate(udp_len);
+
+        let pseudo = || checksum::pseudo_header_sum(ip.src_addr, ip.dst_addr, 17, udp_len as u16);
+        let offloaded = self.config.checksum_policy.use_offload && buf.meta.checksum != ChecksumOffload::None;
+        let pending = if field == 0 {
+            self.counters.udp.in_no_checksum += 1;
+            None
+        } else if offloaded {
+            self.counters.udp.in_checksum_offloaded += 1;
+            None
+        } else if self.config.copy_checksum == CopyChecksum::Fused {
+            Some(checksum::add(pseudo(), checksum::fast(&buf.data()[..8])))
+        } else {
+            if checksum::add(pseudo(), self.config.checksum.sum(buf.data())) != 0xffff {
+                return self.drop_packet(buf, DropReason::UdpBadChecksum);
+            }
+            None
+        };
+
+        let dst = SocketAddrV4::new(ip.dst_addr, repr.dst_port);
+        let from = SocketAddrV4::new(ip.src_addr, repr.src_port);
+        if delivery == Delivery::Broadcast {
+            let mut matches = std::mem::take(&mut self.udp.matches);
+            self.udp.demux.lookup_all(dst, from, &mut matches);
+            if matches.is_empty() {
+                self.drop_packet(buf, DropReason::UdpNoSocket);
+            } else {
+                buf.pull_front(8);
+                let last = matches.len() - 1;
+                for &id in &matches[..last] {
+                    let copy = buf.duplicate();
+                    self.udp_enqueue(id, copy, from, pending);
+                }
+                self.udp_enqueue(matches[last], buf, from, pending);
+            }
+            matches.clear();
+            self.udp.matches = matches;
+            return;
+        }
+        match self.udp.demux.lookup(dst, from) {
+            Some(id) => {
+                buf.pull_front(8);
+                self.udp_enqueue(id, buf, from, pending);
+            }
+            None => {
+                self.icmp_send_error(DstUnreachable::PortUnreachable, ip, buf.data());
+                self.drop_packet(buf, DropReason::UdpNoSocket);
+            }
+        }
+    }
+
+    fn udp_enqueue(&mut self, id: SocketId, buf: PacketBuf, from: SocketAddrV4, pending: Option<u16>) {
+        let socket = self.udp.by_id(id);
+        let size = buf.truesize();
+        if socket.rx_bytes + size > socket.options.recv_buffer_bytes.unwrap_or(usize::MAX) {
+            socket.counters.queue_full += 1;
+            return self.drop_packet(buf, DropReason::UdpQueueFull);
+        }
+        socket.rx_bytes += size;
+        socket.counters.queued += 1;
+        socket.rx.push_back(RxDatagram { buf, from, pending });
+        self.counters.udp.in_datagrams += 1;
+    }
+
+    /// Reports an ICMP error about a datagram this host sent (quoted as `ip` and the first bytes of its
+    /// UDP header) to the connected socket that sent it; unconnected sockets are not told (as in BSD
+    /// and Linux without `IP_RECVERR`).
+    pub(crate) fn udp_report_error(&mut self, ip: &Ipv4Repr, head: &[u8; 8], kind: io::ErrorKind) {
+        let local = SocketAddrV4::new(ip.src_addr, u16::from_be_bytes([head[0], head[1]]));
+        let remote = SocketAddrV4::new(ip.dst_addr, u16::from_be_bytes([head[2], head[3]]));
+        if let Some(id) = self.udp.demux.lookup(local, remote) {
+            let socket = self.udp.by_id(id);
+            if socket.pcb.is_connected() {
+                socket.error = Some(kind);
+            }
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum TxChecksum {
+    Software,
+    Offload,
+    None,
+}
+
+/// A computed checksum of zero is sent as `0xffff`: zero means "no checksum" (RFC 768).
+fn nonzero(field: u16) -> u16 {
+    if field == 0 {
+        0xffff
+    } else {
+        field
+    }
+}
+
+fn broadcast_denied() -> io::Error {
+    io::Error::new(io::ErrorKind::PermissionDenied, "sending to a broadcast address needs the broadcast option")
+}
+
+fn no_route(dst: Ipv4Addr) -> io::Error {
+    io::Error::new(io::ErrorKind::NetworkUnreachable, format!("no route to {dst}"))
+}

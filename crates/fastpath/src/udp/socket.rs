@@ -1,0 +1,209 @@
+//! The UDP socket API, shaped like `std::net::UdpSocket`: every call is non-blocking and returns
+//! `io::ErrorKind::WouldBlock` when there is nothing to read.
+
+use std::io::{self, IoSlice, IoSliceMut};
+use std::net::SocketAddrV4;
+
+use super::{closed, SocketCounters};
+use crate::checksum::Checksum;
+use crate::stack::Stack;
+use crate::stats::DropReason;
+
+/// A UDP socket of a [`Stack`]: a handle, used through [`Stack::udp`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct UdpSocket {
+    pub(crate) index: u32,
+    pub(crate) generation: u32,
+}
+
+/// Socket options.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct UdpOptions {
+    /// Allow other sockets with this option to bind the same address and port (`SO_REUSEADDR`).
+    pub reuse_address: bool,
+    /// Allow sending to broadcast addresses (`SO_BROADCAST`).
+    pub broadcast: bool,
+    /// Send with no checksum (zero field, RFC 768). Kay & Pasquale (paper 001) added this socket option
+    /// for applications, such as audio and video, that tolerate corruption and want the speed.
+    pub no_checksum: bool,
+    /// Receive queue limit in buffer bytes (`SO_RCVBUF`); `None` takes the stack's default.
+    pub recv_buffer_bytes: Option<usize>,
+}
+
+/// A socket of a stack, borrowed for a call: `stack.udp(sock).send_to(..)`.
+#[derive(Debug)]
+pub struct UdpSocketRef<'a> {
+    pub(crate) stack: &'a mut Stack,
+    pub(crate) socket: UdpSocket,
+}
+
+impl UdpSocketRef<'_> {
+    /// Sends `buf` to `dst`. On an unconnected socket this never connects it, not even for a moment
+    /// (Partridge & Pink §6.2), unless the `sendto_pseudo_connect` switch asks for the 4.3BSD way.
+    pub fn send_to(&mut self, buf: &[u8], dst: SocketAddrV4) -> io::Result<usize> {
+        self.stack.udp_send(self.socket, &[IoSlice::new(buf)], Some(dst))
+    }
+
+    /// Sends `buf` to the connected peer.
+    pub fn send(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.stack.udp_send(self.socket, &[IoSlice::new(buf)], None)
+    }
+
+    /// Sends the concatenation of `bufs` as one datagram to `dst` (gathered and summed in one pass).
+    pub fn send_to_vectored(&mut self, bufs: &[IoSlice<'_>], dst: SocketAddrV4) -> io::Result<usize> {
+        self.stack.udp_send(self.socket, bufs, Some(dst))
+    }
+
+    /// Sends the concatenation of `bufs` as one datagram to the connected peer.
+    pub fn send_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+        self.stack.udp_send(self.socket, bufs, None)
+    }
+
+    /// Receives one datagram into `buf`; returns its length (bytes past `buf.len()` are discarded) and
+    /// its sender.
+    pub fn recv_from(&mut self, buf: &mut [u8]) -> io::Result<(usize, SocketAddrV4)> {
+        self.read(&mut [IoSliceMut::new(buf)], false)
+    }
+
+    /// Receives one datagram into `buf`.
+    pub fn recv(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.recv_from(buf).map(|(n, _)| n)
+    }
+
+    /// Receives one datagram scattered over `bufs`.
+    pub fn recv_vectored(&mut self, bufs: &mut [IoSliceMut<'_>]) -> io::Result<(usize, SocketAddrV4)> {
+        self.read(bufs, false)
+    }
+
+    /// Copies the next datagram into `buf` without taking it off the queue.
+    pub fn peek_from(&mut self, buf: &mut [u8]) -> io::Result<(usize, SocketAddrV4)> {
+        self.read(&mut [IoSliceMut::new(buf)], true)
+    }
+
+    /// Copies the next datagram into `buf` without taking it off the queue.
+    pub fn peek(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.peek_from(buf).map(|(n, _)| n)
+    }
+
+    /// Connects the socket to `remote`: `send` goes there, and only datagrams from there are received.
+    pub fn connect(&mut self, remote: SocketAddrV4) -> io::Result<()> {
+        self.stack.udp_connect(self.socket, remote)
+    }
+
+    /// Undoes `connect`.
+    pub fn disconnect(&mut self) -> io::Result<()> {
+        self.stack.udp_disconnect(self.socket)
+    }
+
+    /// The local address (its IP is `0.0.0.0` when bound to the wildcard and not connected).
+    pub fn local_addr(&self) -> io::Result<SocketAddrV4> {
+        let s = self.stack.udp.get(self.socket).ok_or_else(closed)?;
+        Ok(SocketAddrV4::new(s.pcb.local_addr, s.pcb.local_port))
+    }
+
+    /// The connected peer.
+    pub fn peer_addr(&self) -> io::Result<SocketAddrV4> {
+        let s = self.stack.udp.get(self.socket).ok_or_else(closed)?;
+        if !s.pcb.is_connected() {
+            return Err(io::Error::new(io::ErrorKind::NotConnected, "socket is not connected"));
+        }
+        Ok(SocketAddrV4::new(s.pcb.remote_addr, s.pcb.remote_port))
+    }
+
+    /// The options.
+    pub fn options(&self) -> io::Result<UdpOptions> {
+        Ok(self.stack.udp.get(self.socket).ok_or_else(closed)?.options)
+    }
+
+    /// Changes the options that can change after binding (`broadcast`, `no_checksum`,
+    /// `recv_buffer_bytes`); `reuse_address` keeps the value it was bound with.
+    pub fn set_options(&mut self, options: UdpOptions) -> io::Result<()> {
+        let default = self.stack.config.limits.udp_rx_queue_bytes;
+        let s = self.stack.udp.get_mut(self.socket).ok_or_else(closed)?;
+        s.options = UdpOptions {
+            reuse_address: s.options.reuse_address,
+            recv_buffer_bytes: options.recv_buffer_bytes.or(Some(default)),
+            ..options
+        };
+        Ok(())
+    }
+
+    /// Takes the pending error (from an ICMP error about a datagram this connected socket sent).
+    pub fn take_error(&mut self) -> io::Result<Option<io::Error>> {
+        let s = self.stack.udp.get_mut(self.socket).ok_or_else(closed)?;
+        Ok(s.error.take().map(io::Error::from))
+    }
+
+    /// Datagrams waiting, and their buffer bytes.
+    pub fn queued(&self) -> io::Result<(usize, usize)> {
+        let s = self.stack.udp.get(self.socket).ok_or_else(closed)?;
+        Ok((s.rx.len(), s.rx_bytes))
+    }
+
+    /// Per-socket counters.
+    pub fn counters(&self) -> io::Result<SocketCounters> {
+        Ok(self.stack.udp.get(self.socket).ok_or_else(closed)?.counters)
+    }
+
+    /// Closes the socket, dropping what it had queued.
+    pub fn close(self) -> io::Result<()> {
+        let state = self.stack.udp.remove(self.socket).ok_or_else(closed)?;
+        for dg in state.rx {
+            self.stack.pool.free(dg.buf);
+        }
+        Ok(())
+    }
+
+    /// Takes (or peeks at) the next datagram whose checksum holds, copying it into `bufs`. A datagram
+    /// whose deferred checksum fails is dropped and counted, and the next one is tried (paper 000
+    /// §7.1.1); `bufs` may have been written even then.
+    fn read(&mut self, bufs: &mut [IoSliceMut<'_>], peek: bool) -> io::Result<(usize, SocketAddrV4)> {
+        let stack = &mut *self.stack;
+        let s = stack.udp.get_mut(self.socket).ok_or_else(closed)?;
+        if let Some(kind) = s.error.take() {
+            return Err(kind.into());
+        }
+        loop {
+            let Some(dg) = s.rx.front_mut() else {
+                return Err(io::ErrorKind::WouldBlock.into());
+            };
+            let payload = dg.buf.data();
+            let mut copied = 0;
+            let ok = match dg.pending {
+                None => {
+                    for b in bufs.iter_mut() {
+                        let n = b.len().min(payload.len() - copied);
+                        b[..n].copy_from_slice(&payload[copied..copied + n]);
+                        copied += n;
+                    }
+                    true
+                }
+                Some(head) => {
+                    let mut sum = Checksum::new();
+                    sum.add_sum(head);
+                    for b in bufs.iter_mut() {
+                        let n = b.len().min(payload.len() - copied);
+                        sum.copy_and_add(&mut b[..n], &payload[copied..copied + n]);
+                        copied += n;
+                    }
+                    sum.add_bytes(&payload[copied..]);
+                    sum.sum() == 0xffff
+                }
+            };
+            let from = dg.from;
+            if ok && peek {
+                dg.pending = None;
+                return Ok((copied, from));
+            }
+            let dg = s.rx.pop_front().expect("front exists");
+            s.rx_bytes -= dg.buf.truesize();
+            stack.pool.free(dg.buf);
+            if ok {
+                stack.counters.udp.in_read += 1;
+                return Ok((copied, from));
+            }
+            s.counters.bad_checksum += 1;
+            stack.counters.drops.add(DropReason::UdpBadChecksum);
+        }
+    }
+}
