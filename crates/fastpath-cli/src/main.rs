@@ -1,1 +1,31 @@
-fn main() {}
+//! `fastpath`: the command-line front of the fastpath stack.
+
+mod demo;
+
+use clap::{Parser, Subcommand};
+
+/// fastpath: a user-space UDP/IPv4 stack that implements and measures the classic end-system fast paths.
+#[derive(Parser, Debug)]
+#[command(name = "fastpath", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Two stacks on an in-memory link exchange UDP datagrams of every size, verify them, ping, and print
+    /// their counters.
+    Demo(demo::DemoArgs),
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Demo(args) => demo::run(&args),
+    };
+    if let Err(e) = result {
+        eprintln!("fastpath: {e}");
+        std::process::exit(1);
+    }
+}

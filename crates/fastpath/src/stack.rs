@@ -144,11 +144,10 @@ impl Stack {
 
     /// Runs the stack: sends queued output, then processes received packets a batch at a time until the
     /// links are quiet (or a bound on rounds is reached), then runs timers. Returns the number of
-    /// packets received.
+    /// packets moved, received and handed to links: zero means there was nothing to do.
     pub fn poll(&mut self, now: Instant) -> usize {
         self.now = now;
-        self.flush();
-        let mut processed = 0;
+        let mut processed = self.flush();
         let mut batch = std::mem::take(&mut self.rx_batch);
         for _ in 0..POLL_ROUNDS {
             let mut got = 0;
@@ -158,8 +157,7 @@ impl Stack {
                     self.ipv4_input(InterfaceId(i), packet);
                 }
             }
-            self.flush();
-            processed += got;
+            processed += got + self.flush();
             if got == 0 {
                 break;
             }
@@ -167,20 +165,24 @@ impl Stack {
         self.rx_batch = batch;
         if self.reassembly.next_deadline().is_some_and(|d| d <= now) {
             self.expire_reassembly();
+            processed += self.flush();
         }
         processed
     }
 
-    /// Hands every queued output packet to its link now.
-    pub fn flush(&mut self) {
+    /// Hands every queued output packet to its link now; returns how many there were.
+    pub fn flush(&mut self) -> usize {
+        let mut n = 0;
         for iface in &mut self.ifaces {
             if !iface.txq.is_empty() {
+                n += iface.txq.len();
                 let dropped = iface.link.transmit(&mut iface.txq);
                 for _ in 0..dropped {
                     self.counters.drops.add(DropReason::LinkQueueFull);
                 }
             }
         }
+        n
     }
 
     /// Queues `packet` (a whole IP packet) for `iface`; hands the queue to the link once `tx_batch`

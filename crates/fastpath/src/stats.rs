@@ -201,7 +201,7 @@ pub struct Counters {
 }
 
 impl fmt::Display for Counters {
-    /// Prints like `netstat -s`: one line per non-zero counter, grouped by layer.
+    /// Prints like `netstat -s`, grouped by layer; counters that are zero are left out.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let ip = &self.ip;
         writeln!(f, "ip:")?;
@@ -215,7 +215,9 @@ impl fmt::Display for Counters {
             (ip.reasm_reqds, "fragments received"),
             (ip.reasm_oks, "datagrams reassembled"),
         ] {
-            writeln!(f, "    {n} {what}")?;
+            if n > 0 {
+                writeln!(f, "    {n} {what}")?;
+            }
         }
         let udp = &self.udp;
         writeln!(f, "udp:")?;
@@ -228,7 +230,9 @@ impl fmt::Display for Counters {
             (udp.in_checksum_offloaded, "received with checksum verified by the link"),
             (udp.in_no_checksum, "received without checksum"),
         ] {
-            writeln!(f, "    {n} {what}")?;
+            if n > 0 {
+                writeln!(f, "    {n} {what}")?;
+            }
         }
         let icmp = &self.icmp;
         writeln!(f, "icmp:")?;
@@ -244,7 +248,9 @@ impl fmt::Display for Counters {
             (icmp.out_dest_unreachs, "destination unreachable sent"),
             (icmp.out_time_excds, "time exceeded sent"),
         ] {
-            writeln!(f, "    {n} {what}")?;
+            if n > 0 {
+                writeln!(f, "    {n} {what}")?;
+            }
         }
         writeln!(f, "drops: {} in all", self.drops.total())?;
         for (reason, n) in self.drops.nonzero() {
