@@ -33,8 +33,16 @@ fn settle(a: &mut Stack, b: &mut Stack, now: Instant) {
 
 /// Runs the demo; an error means a datagram went missing or came back wrong.
 pub fn run(args: &DemoArgs) -> Result<(), String> {
-    let config = if args.classic { StackConfig::classic() } else { StackConfig::default() };
-    let (end_a, end_b) = PairEnd::pair(LinkCapabilities::plain(args.mtu as usize), 65536, Impairments::default());
+    let config = if args.classic {
+        StackConfig::classic()
+    } else {
+        StackConfig::default()
+    };
+    let (end_a, end_b) = PairEnd::pair(
+        LinkCapabilities::plain(args.mtu as usize),
+        65536,
+        Impairments::default(),
+    );
     let mut a = Stack::new(config.clone());
     a.add_interface("pair0", end_a, Ipv4Cidr::new(A, 24));
     let mut b = Stack::new(config);
@@ -45,13 +53,22 @@ pub fn run(args: &DemoArgs) -> Result<(), String> {
         if args.classic { "classic" } else { "default" }
     );
 
-    let client = a.udp_bind(SocketAddrV4::new(A, 0)).map_err(|e| e.to_string())?;
-    let server = b.udp_bind(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, ECHO_PORT)).map_err(|e| e.to_string())?;
+    let client = a
+        .udp_bind(SocketAddrV4::new(A, 0))
+        .map_err(|e| e.to_string())?;
+    let server = b
+        .udp_bind(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, ECHO_PORT))
+        .map_err(|e| e.to_string())?;
     let echo = SocketAddrV4::new(B, ECHO_PORT);
 
-    let sizes: Vec<usize> = (1..=65507).step_by(args.step as usize).chain([65507]).collect();
+    let sizes: Vec<usize> = (1..=65507)
+        .step_by(args.step as usize)
+        .chain([65507])
+        .collect();
     let bar = ProgressBar::new(sizes.len() as u64);
-    bar.set_style(ProgressStyle::with_template("{msg} [{bar:40}] {pos}/{len}").expect("valid template"));
+    bar.set_style(
+        ProgressStyle::with_template("{msg} [{bar:40}] {pos}/{len}").expect("valid template"),
+    );
     bar.set_message("echoing datagrams");
 
     let started = WallClock::now();
@@ -68,15 +85,27 @@ pub fn run(args: &DemoArgs) -> Result<(), String> {
         for (j, byte) in pattern[..len].iter_mut().enumerate() {
             *byte = (j.wrapping_mul(31) ^ len ^ i) as u8;
         }
-        a.udp(client).send_to(&pattern[..len], echo).map_err(|e| format!("send of {len} bytes: {e}"))?;
+        a.udp(client)
+            .send_to(&pattern[..len], echo)
+            .map_err(|e| format!("send of {len} bytes: {e}"))?;
         settle(&mut a, &mut b, now);
         // B's application echoes what it received.
-        let (n, from) = b.udp(server).recv_from(&mut out).map_err(|e| format!("B received nothing for {len} bytes: {e}"))?;
-        b.udp(server).send_to(&out[..n], from).map_err(|e| e.to_string())?;
+        let (n, from) = b
+            .udp(server)
+            .recv_from(&mut out)
+            .map_err(|e| format!("B received nothing for {len} bytes: {e}"))?;
+        b.udp(server)
+            .send_to(&out[..n], from)
+            .map_err(|e| e.to_string())?;
         settle(&mut a, &mut b, now);
-        let (m, _) = a.udp(client).recv_from(&mut out).map_err(|e| format!("no echo of {len} bytes: {e}"))?;
+        let (m, _) = a
+            .udp(client)
+            .recv_from(&mut out)
+            .map_err(|e| format!("no echo of {len} bytes: {e}"))?;
         if m != len || out[..m] != pattern[..len] {
-            return Err(format!("the echo of {len} bytes came back wrong ({m} bytes)"));
+            return Err(format!(
+                "the echo of {len} bytes came back wrong ({m} bytes)"
+            ));
         }
         sent_bytes += len as u64;
         bar.inc(1);
@@ -90,19 +119,29 @@ pub fn run(args: &DemoArgs) -> Result<(), String> {
         elapsed
     );
 
-    a.send_echo_request(B, 0x1234, 1, b"fastpath ping").map_err(|e| e.to_string())?;
+    a.send_echo_request(B, 0x1234, 1, b"fastpath ping")
+        .map_err(|e| e.to_string())?;
     settle(&mut a, &mut b, now + Duration::from_millis(1));
     match a.recv_echo_reply() {
         Some(r) if r.from == B && r.seq_no == 1 && r.data == b"fastpath ping" => {
-            println!("ping {B}: echo reply, seq {}, {} bytes", r.seq_no, r.data.len())
+            println!(
+                "ping {B}: echo reply, seq {}, {} bytes",
+                r.seq_no,
+                r.data.len()
+            )
         }
         other => return Err(format!("ping {B}: no proper reply ({other:?})")),
     }
 
     let closed = SocketAddrV4::new(B, 9999);
-    a.udp(client).send_to(b"anyone?", closed).map_err(|e| e.to_string())?;
+    a.udp(client)
+        .send_to(b"anyone?", closed)
+        .map_err(|e| e.to_string())?;
     settle(&mut a, &mut b, now + Duration::from_millis(2));
-    println!("datagram to closed port {closed}: B answered port unreachable ({} sent)", b.counters().icmp.out_dest_unreachs);
+    println!(
+        "datagram to closed port {closed}: B answered port unreachable ({} sent)",
+        b.counters().icmp.out_dest_unreachs
+    );
 
     for (name, stack) in [("A", &a), ("B", &b)] {
         let (pool, free, bytes) = stack.pool_stats();

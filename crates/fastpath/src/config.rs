@@ -41,7 +41,10 @@ pub struct ChecksumPolicy {
 
 impl Default for ChecksumPolicy {
     fn default() -> Self {
-        ChecksumPolicy { use_offload: true, eliminate_on_protected_hop: false }
+        ChecksumPolicy {
+            use_offload: true,
+            eliminate_on_protected_hop: false,
+        }
     }
 }
 
@@ -158,7 +161,10 @@ impl StackConfig {
             sendto_pseudo_connect: true,
             buffers: BufferMode::Heap,
             demux: DemuxStrategy::Linear,
-            checksum_policy: ChecksumPolicy { use_offload: false, eliminate_on_protected_hop: false },
+            checksum_policy: ChecksumPolicy {
+                use_offload: false,
+                eliminate_on_protected_hop: false,
+            },
             rx_batch: 1,
             tx_batch: 1,
             ..StackConfig::default()

@@ -13,7 +13,7 @@ use crate::stack::Stack;
 use crate::stats::DropReason;
 use crate::time::Instant;
 use crate::wire::icmpv4::{self, DstUnreachable, TimeExceeded};
-use crate::wire::{IpProtocol, Icmpv4Packet, Icmpv4Repr, Ipv4Repr, WireError};
+use crate::wire::{Icmpv4Packet, Icmpv4Repr, IpProtocol, Ipv4Repr, WireError};
 
 /// An echo reply received for a request this host sent.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -40,13 +40,19 @@ pub(crate) struct RateLimit {
 
 impl RateLimit {
     pub(crate) fn new(rate: u32, burst: u32) -> RateLimit {
-        RateLimit { rate: rate as u64, burst: burst as u64, micro_tokens: burst as u64 * 1_000_000, last: Instant::ZERO }
+        RateLimit {
+            rate: rate as u64,
+            burst: burst as u64,
+            micro_tokens: burst as u64 * 1_000_000,
+            last: Instant::ZERO,
+        }
     }
 
     pub(crate) fn allow(&mut self, now: Instant) -> bool {
         let elapsed = now.total_micros().saturating_sub(self.last.total_micros());
         self.last = self.last.max(now);
-        self.micro_tokens = (self.micro_tokens + elapsed.saturating_mul(self.rate)).min(self.burst * 1_000_000);
+        self.micro_tokens =
+            (self.micro_tokens + elapsed.saturating_mul(self.rate)).min(self.burst * 1_000_000);
         if self.micro_tokens >= 1_000_000 {
             self.micro_tokens -= 1_000_000;
             true
@@ -79,7 +85,10 @@ impl IcmpState {
 fn quote(ip: &Ipv4Repr, payload: &[u8]) -> ([u8; 28], usize) {
     let mut q = [0u8; 28];
     let n = payload.len().min(8);
-    let quoted = Ipv4Repr { payload_len: ip.payload_len, ..*ip };
+    let quoted = Ipv4Repr {
+        payload_len: ip.payload_len,
+        ..*ip
+    };
     quoted.emit(&mut q[..20]);
     let sum = crate::checksum::rfc1071(&q[..20]);
     q[10..12].copy_from_slice(&(!sum).to_be_bytes());
@@ -96,26 +105,48 @@ impl Stack {
         };
         let repr = match Icmpv4Repr::parse(&packet) {
             Ok(r) => r,
-            Err(WireError::BadChecksum) => return self.drop_packet(buf, DropReason::IcmpBadChecksum),
+            Err(WireError::BadChecksum) => {
+                return self.drop_packet(buf, DropReason::IcmpBadChecksum)
+            }
             Err(_) => return self.drop_packet(buf, DropReason::IcmpUnhandled),
         };
         match repr {
-            Icmpv4Repr::EchoRequest { ident, seq_no, data } => {
+            Icmpv4Repr::EchoRequest {
+                ident,
+                seq_no,
+                data,
+            } => {
                 self.counters.icmp.in_echos += 1;
                 if delivery == Delivery::Broadcast {
                     return self.drop_packet(buf, DropReason::IcmpBroadcastEcho);
                 }
-                let reply = Icmpv4Repr::EchoReply { ident, seq_no, data };
-                if self.icmp_output(ip.src_addr, Some(ip.dst_addr), &reply, true).is_ok() {
+                let reply = Icmpv4Repr::EchoReply {
+                    ident,
+                    seq_no,
+                    data,
+                };
+                if self
+                    .icmp_output(ip.src_addr, Some(ip.dst_addr), &reply, true)
+                    .is_ok()
+                {
                     self.counters.icmp.out_echo_reps += 1;
                 }
             }
-            Icmpv4Repr::EchoReply { ident, seq_no, data } => {
+            Icmpv4Repr::EchoReply {
+                ident,
+                seq_no,
+                data,
+            } => {
                 self.counters.icmp.in_echo_reps += 1;
                 if self.icmp.replies.len() >= self.icmp.replies_max {
                     self.counters.drops.add(DropReason::IcmpEchoReplyDropped);
                 } else {
-                    let reply = EchoReply { from: ip.src_addr, ident, seq_no, data: data.to_vec() };
+                    let reply = EchoReply {
+                        from: ip.src_addr,
+                        ident,
+                        seq_no,
+                        data: data.to_vec(),
+                    };
                     self.icmp.replies.push_back(reply);
                 }
             }
@@ -173,14 +204,26 @@ impl Stack {
 
     /// Sends a destination unreachable about the datagram `ip` whose payload starts with `payload`,
     /// unless RFC 1122 §3.2.2 forbids an error about it (a source that is not a unicast host).
-    pub(crate) fn icmp_send_error(&mut self, reason: DstUnreachable, ip: &Ipv4Repr, payload: &[u8]) {
+    pub(crate) fn icmp_send_error(
+        &mut self,
+        reason: DstUnreachable,
+        ip: &Ipv4Repr,
+        payload: &[u8],
+    ) {
         let src = ip.src_addr;
         if src.is_unspecified() || src.is_broadcast() || src.is_multicast() {
             return;
         }
         let (q, n) = quote(ip, payload);
-        let repr = Icmpv4Repr::DstUnreachable { reason, next_hop_mtu: 0, data: &q[..n] };
-        if self.icmp_output(src, Some(ip.dst_addr), &repr, true).is_ok() {
+        let repr = Icmpv4Repr::DstUnreachable {
+            reason,
+            next_hop_mtu: 0,
+            data: &q[..n],
+        };
+        if self
+            .icmp_output(src, Some(ip.dst_addr), &repr, true)
+            .is_ok()
+        {
             self.counters.icmp.out_dest_unreachs += 1;
         }
     }
@@ -191,21 +234,44 @@ impl Stack {
         if src.is_unspecified() || src.is_broadcast() || src.is_multicast() {
             return;
         }
-        let repr = Icmpv4Repr::TimeExceeded { reason: TimeExceeded::FragReassembly, data: &expired.quote[..expired.quote_len] };
-        if self.icmp_output(src, Some(expired.key.dst), &repr, true).is_ok() {
+        let repr = Icmpv4Repr::TimeExceeded {
+            reason: TimeExceeded::FragReassembly,
+            data: &expired.quote[..expired.quote_len],
+        };
+        if self
+            .icmp_output(src, Some(expired.key.dst), &repr, true)
+            .is_ok()
+        {
             self.counters.icmp.out_time_excds += 1;
         }
     }
 
     /// Sends an ICMP echo request (ping) to `dst`. Replies are read with
     /// [`recv_echo_reply`](Stack::recv_echo_reply) after a `poll`.
-    pub fn send_echo_request(&mut self, dst: Ipv4Addr, ident: u16, seq_no: u16, data: &[u8]) -> io::Result<()> {
+    pub fn send_echo_request(
+        &mut self,
+        dst: Ipv4Addr,
+        ident: u16,
+        seq_no: u16,
+        data: &[u8],
+    ) -> io::Result<()> {
         if data.len() > 65507 {
-            return Err(io::Error::new(io::ErrorKind::InvalidInput, "echo data longer than 65507 bytes"));
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "echo data longer than 65507 bytes",
+            ));
         }
-        let repr = Icmpv4Repr::EchoRequest { ident, seq_no, data };
-        self.icmp_output(dst, None, &repr, false)
-            .map_err(|_| io::Error::new(io::ErrorKind::NetworkUnreachable, format!("no route to {dst}")))?;
+        let repr = Icmpv4Repr::EchoRequest {
+            ident,
+            seq_no,
+            data,
+        };
+        self.icmp_output(dst, None, &repr, false).map_err(|_| {
+            io::Error::new(
+                io::ErrorKind::NetworkUnreachable,
+                format!("no route to {dst}"),
+            )
+        })?;
         self.counters.icmp.out_echos += 1;
         Ok(())
     }
@@ -229,6 +295,9 @@ mod tests {
         // 100 ms buys one token at 10 a second.
         assert!(r.allow(Instant::from_millis(1100)));
         assert!(!r.allow(Instant::from_millis(1100)));
-        assert_eq!((0..10).filter(|_| r.allow(Instant::from_secs(100))).count(), 3);
+        assert_eq!(
+            (0..10).filter(|_| r.allow(Instant::from_secs(100))).count(),
+            3
+        );
     }
 }

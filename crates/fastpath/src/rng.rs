@@ -10,7 +10,9 @@ pub struct Rng {
 impl Rng {
     /// A generator from `seed` (any value; zero is remapped).
     pub fn new(seed: u64) -> Rng {
-        Rng { state: seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1 }
+        Rng {
+            state: seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1,
+        }
     }
 
     /// The next 64 random bits.

@@ -48,7 +48,14 @@ pub struct Stack {
 impl std::fmt::Debug for Stack {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Stack")
-            .field("interfaces", &self.ifaces.iter().map(|i| (&i.name, i.cidr)).collect::<Vec<_>>())
+            .field(
+                "interfaces",
+                &self
+                    .ifaces
+                    .iter()
+                    .map(|i| (&i.name, i.cidr))
+                    .collect::<Vec<_>>(),
+            )
             .field("routes", &self.routes)
             .finish_non_exhaustive()
     }
@@ -83,7 +90,12 @@ impl Stack {
     }
 
     /// Adds an interface with address and prefix `cidr`, and the route to its prefix.
-    pub fn add_interface(&mut self, name: &str, link: impl Link + 'static, cidr: Ipv4Cidr) -> InterfaceId {
+    pub fn add_interface(
+        &mut self,
+        name: &str,
+        link: impl Link + 'static,
+        cidr: Ipv4Cidr,
+    ) -> InterfaceId {
         let caps = link.capabilities();
         let id = InterfaceId(self.ifaces.len());
         self.ifaces.push(Interface {
@@ -93,16 +105,32 @@ impl Stack {
             caps,
             txq: Vec::with_capacity(self.config.tx_batch),
         });
-        self.routes.add(Route { dest: Ipv4Cidr::new(cidr.addr, cidr.prefix_len), gateway: None, iface: id });
+        self.routes.add(Route {
+            dest: Ipv4Cidr::new(cidr.addr, cidr.prefix_len),
+            gateway: None,
+            iface: id,
+        });
         id
     }
 
     /// Adds a route to `dest` through `gateway` (or directly, if `None`) on `iface`.
-    pub fn add_route(&mut self, dest: Ipv4Cidr, gateway: Option<Ipv4Addr>, iface: InterfaceId) -> io::Result<()> {
+    pub fn add_route(
+        &mut self,
+        dest: Ipv4Cidr,
+        gateway: Option<Ipv4Addr>,
+        iface: InterfaceId,
+    ) -> io::Result<()> {
         if iface.0 >= self.ifaces.len() {
-            return Err(io::Error::new(io::ErrorKind::InvalidInput, "no such interface"));
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "no such interface",
+            ));
         }
-        self.routes.add(Route { dest, gateway, iface });
+        self.routes.add(Route {
+            dest,
+            gateway,
+            iface,
+        });
         Ok(())
     }
 
@@ -112,8 +140,13 @@ impl Stack {
     }
 
     /// Name, address and capabilities of every interface.
-    pub fn interfaces(&self) -> impl Iterator<Item = (InterfaceId, &str, Ipv4Cidr, LinkCapabilities)> {
-        self.ifaces.iter().enumerate().map(|(i, f)| (InterfaceId(i), f.name.as_str(), f.cidr, f.caps))
+    pub fn interfaces(
+        &self,
+    ) -> impl Iterator<Item = (InterfaceId, &str, Ipv4Cidr, LinkCapabilities)> {
+        self.ifaces
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (InterfaceId(i), f.name.as_str(), f.cidr, f.caps))
     }
 
     /// The configuration.
@@ -152,7 +185,9 @@ impl Stack {
         for _ in 0..POLL_ROUNDS {
             let mut got = 0;
             for i in 0..self.ifaces.len() {
-                got += self.ifaces[i].link.receive(&mut batch, self.config.rx_batch);
+                got += self.ifaces[i]
+                    .link
+                    .receive(&mut batch, self.config.rx_batch);
                 for packet in batch.drain(..) {
                     self.ipv4_input(InterfaceId(i), packet);
                 }

@@ -118,7 +118,10 @@ impl Drops {
 
     /// Reasons with a non-zero count.
     pub fn nonzero(&self) -> impl Iterator<Item = (DropReason, u64)> + '_ {
-        DropReason::ALL.iter().map(|&r| (r, self.get(r))).filter(|&(_, n)| n > 0)
+        DropReason::ALL
+            .iter()
+            .map(|&r| (r, self.get(r)))
+            .filter(|&(_, n)| n > 0)
     }
 }
 
@@ -227,7 +230,10 @@ impl fmt::Display for Counters {
             (udp.out_datagrams, "datagrams sent"),
             (udp.out_no_checksum, "sent without checksum"),
             (udp.out_checksum_offloaded, "sent with checksum offloaded"),
-            (udp.in_checksum_offloaded, "received with checksum verified by the link"),
+            (
+                udp.in_checksum_offloaded,
+                "received with checksum verified by the link",
+            ),
             (udp.in_no_checksum, "received without checksum"),
         ] {
             if n > 0 {

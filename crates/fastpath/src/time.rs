@@ -22,12 +22,16 @@ impl Instant {
 
     /// `millis` milliseconds after the origin.
     pub const fn from_millis(millis: u64) -> Instant {
-        Instant { micros: millis * 1000 }
+        Instant {
+            micros: millis * 1000,
+        }
     }
 
     /// `secs` seconds after the origin.
     pub const fn from_secs(secs: u64) -> Instant {
-        Instant { micros: secs * 1_000_000 }
+        Instant {
+            micros: secs * 1_000_000,
+        }
     }
 
     /// Microseconds since the origin.
@@ -39,7 +43,9 @@ impl Instant {
     pub fn now() -> Instant {
         static ORIGIN: OnceLock<std::time::Instant> = OnceLock::new();
         let origin = *ORIGIN.get_or_init(std::time::Instant::now);
-        Instant { micros: origin.elapsed().as_micros() as u64 }
+        Instant {
+            micros: origin.elapsed().as_micros() as u64,
+        }
     }
 
     /// Time from `earlier` to `self`, zero if `earlier` is later.
@@ -51,13 +57,17 @@ impl Instant {
 impl Add<Duration> for Instant {
     type Output = Instant;
     fn add(self, d: Duration) -> Instant {
-        Instant { micros: self.micros.saturating_add(d.as_micros() as u64) }
+        Instant {
+            micros: self.micros.saturating_add(d.as_micros() as u64),
+        }
     }
 }
 
 impl Sub<Duration> for Instant {
     type Output = Instant;
     fn sub(self, d: Duration) -> Instant {
-        Instant { micros: self.micros.saturating_sub(d.as_micros() as u64) }
+        Instant {
+            micros: self.micros.saturating_sub(d.as_micros() as u64),
+        }
     }
 }

@@ -131,7 +131,11 @@ fn unknown_protocol_gets_protocol_unreachable() {
     assert_eq!(b.counters().drops.get(DropReason::Ipv4UnknownProtocol), 1);
     let out = capture(&mut raw);
     assert_eq!(out.len(), 1);
-    assert_eq!((out[0][20], out[0][21]), (3, 2), "ICMP protocol unreachable");
+    assert_eq!(
+        (out[0][20], out[0][21]),
+        (3, 2),
+        "ICMP protocol unreachable"
+    );
 }
 
 #[test]
@@ -175,7 +179,10 @@ fn zero_udp_checksum_means_none_and_is_accepted() {
 #[test]
 fn icmp_truncated_bad_checksum_and_unknown() {
     dropped_as(&ip_packet(A, B, 1, &[8, 0, 0]), DropReason::IcmpTruncated);
-    dropped_as(&ip_packet(A, B, 1, &[8, 0, 0, 0, 0, 1, 0, 1]), DropReason::IcmpBadChecksum);
+    dropped_as(
+        &ip_packet(A, B, 1, &[8, 0, 0, 0, 0, 1, 0, 1]),
+        DropReason::IcmpBadChecksum,
+    );
     let mut unknown = vec![42, 0, 0, 0, 0, 0, 0, 0];
     let sum = fastpath::checksum::rfc1071(&unknown);
     unknown[2..4].copy_from_slice(&(!sum).to_be_bytes());
@@ -202,10 +209,19 @@ fn fragment_attacks() {
     assert_eq!(b.counters().drops.get(DropReason::ReassemblyOverlap), 1);
     assert_eq!(b.reassembly_stats(), (0, 0));
     // Ping of death: a fragment reaching past 65535 bytes.
-    dropped_as(&fragment(2, 65528, false, &[0; 16]), DropReason::FragmentTooBig);
+    dropped_as(
+        &fragment(2, 65528, false, &[0; 16]),
+        DropReason::FragmentTooBig,
+    );
     // Tiny first fragment and a non-final fragment that is not a multiple of 8.
-    dropped_as(&fragment(3, 0, true, &[0; 0]), DropReason::FragmentBadLength);
-    dropped_as(&fragment(4, 0, true, &[0; 12]), DropReason::FragmentBadLength);
+    dropped_as(
+        &fragment(3, 0, true, &[0; 0]),
+        DropReason::FragmentBadLength,
+    );
+    dropped_as(
+        &fragment(4, 0, true, &[0; 12]),
+        DropReason::FragmentBadLength,
+    );
 }
 
 #[test]
@@ -219,7 +235,10 @@ fn a_flood_of_incomplete_fragments_stays_under_the_caps_and_times_out() {
         if ident % 100 == 0 {
             b.poll(Instant::ZERO);
             let (n, bytes) = b.reassembly_stats();
-            assert!(n <= 16 && bytes <= 64 * 1024, "{n} datagrams, {bytes} bytes");
+            assert!(
+                n <= 16 && bytes <= 64 * 1024,
+                "{n} datagrams, {bytes} bytes"
+            );
         }
     }
     b.poll(Instant::ZERO);
@@ -235,7 +254,11 @@ fn a_flood_of_incomplete_fragments_stays_under_the_caps_and_times_out() {
 fn random_garbage_never_panics_and_every_packet_is_accounted_for() {
     let (mut b, mut raw, _) = stack();
     let mut rng = fastpath::rng::Rng::new(1);
-    let mut templates = vec![good(), fragment(9, 0, true, &[1; 16]), ip_packet(A, B, 1, &[8, 0, 0, 0, 0, 0, 0, 0])];
+    let mut templates = vec![
+        good(),
+        fragment(9, 0, true, &[1; 16]),
+        ip_packet(A, B, 1, &[8, 0, 0, 0, 0, 0, 0, 0]),
+    ];
     templates.push(ip_packet(A, B, 17, &[0; 4]));
     for i in 0..20000 {
         let mut p = templates[i % templates.len()].clone();
@@ -259,5 +282,9 @@ fn random_garbage_never_panics_and_every_packet_is_accounted_for() {
         .filter(|r| r.label().starts_with("ipv4:"))
         .map(|&r| c.drops.get(r))
         .sum();
-    assert_eq!(c.ip.in_delivers + ip_drops + c.ip.reasm_reqds - c.ip.reasm_oks, 20000, "{c}");
+    assert_eq!(
+        c.ip.in_delivers + ip_drops + c.ip.reasm_reqds - c.ip.reasm_oks,
+        20000,
+        "{c}"
+    );
 }

@@ -12,19 +12,30 @@ use fastpath::link::LinkCapabilities;
 use fastpath::{Instant, StackConfig};
 
 fn parse(p: &[u8]) -> SlicedPacket<'_> {
-    let sliced = SlicedPacket::from_ip(p).unwrap_or_else(|e| panic!("etherparse rejects {p:02x?}: {e}"));
-    let Some(NetSlice::Ipv4(ip)) = &sliced.net else { panic!("not IPv4") };
+    let sliced =
+        SlicedPacket::from_ip(p).unwrap_or_else(|e| panic!("etherparse rejects {p:02x?}: {e}"));
+    let Some(NetSlice::Ipv4(ip)) = &sliced.net else {
+        panic!("not IPv4")
+    };
     let h = ip.header().to_header();
-    assert_eq!(h.header_checksum, h.calc_header_checksum(), "IP header checksum");
+    assert_eq!(
+        h.header_checksum,
+        h.calc_header_checksum(),
+        "IP header checksum"
+    );
     sliced
 }
 
 fn check_udp(p: &[u8], src: Ipv4Addr, dst: Ipv4Addr, payload: &[u8]) {
     let sliced = parse(p);
-    let Some(TransportSlice::Udp(udp)) = &sliced.transport else { panic!("not UDP") };
+    let Some(TransportSlice::Udp(udp)) = &sliced.transport else {
+        panic!("not UDP")
+    };
     let h = udp.to_header();
     assert_eq!(udp.payload(), payload);
-    let expect = h.calc_checksum_ipv4_raw(src.octets(), dst.octets(), payload).unwrap();
+    let expect = h
+        .calc_checksum_ipv4_raw(src.octets(), dst.octets(), payload)
+        .unwrap();
     assert_eq!(h.checksum, expect, "UDP checksum");
 }
 
@@ -57,24 +68,36 @@ fn fragments_reassemble_into_the_datagram() {
     for (i, p) in out.iter().enumerate() {
         assert!(p.len() <= 1500);
         let sliced = parse(p);
-        let Some(NetSlice::Ipv4(ip)) = &sliced.net else { panic!() };
+        let Some(NetSlice::Ipv4(ip)) = &sliced.net else {
+            panic!()
+        };
         let h = ip.header();
         assert_eq!(h.more_fragments(), i < 2);
         let offset = h.fragments_offset().value() as usize * 8;
         whole[offset..offset + ip.payload().payload.len()].copy_from_slice(ip.payload().payload);
     }
-    let udp = etherparse::UdpHeaderSlice::from_slice(&whole).unwrap().to_header();
+    let udp = etherparse::UdpHeaderSlice::from_slice(&whole)
+        .unwrap()
+        .to_header();
     assert_eq!(udp.length, 4008);
-    let expect = udp.calc_checksum_ipv4_raw(B.octets(), A.octets(), &whole[8..]).unwrap();
+    let expect = udp
+        .calc_checksum_ipv4_raw(B.octets(), A.octets(), &whole[8..])
+        .unwrap();
     assert_eq!(udp.checksum, expect);
     assert_eq!(&whole[8..], &data[..]);
 }
 
 fn icmp(p: &[u8]) -> (Icmpv4Type, Vec<u8>) {
     let sliced = parse(p);
-    let Some(TransportSlice::Icmpv4(icmp)) = &sliced.transport else { panic!("not ICMP") };
+    let Some(TransportSlice::Icmpv4(icmp)) = &sliced.transport else {
+        panic!("not ICMP")
+    };
     let h = icmp.header();
-    assert_eq!(h.checksum, h.icmp_type.calc_checksum(icmp.payload()), "ICMP checksum");
+    assert_eq!(
+        h.checksum,
+        h.icmp_type.calc_checksum(icmp.payload()),
+        "ICMP checksum"
+    );
     (h.icmp_type, icmp.payload().to_vec())
 }
 
@@ -83,7 +106,10 @@ fn echo_reply_port_unreachable_and_time_exceeded() {
     let (mut b, mut raw) = stack_and_raw(StackConfig::default(), LinkCapabilities::plain(1500));
     // Echo request built by etherparse; the reply must mirror it.
     let mut req = Vec::new();
-    etherparse::PacketBuilder::ipv4(A.octets(), B.octets(), 64).icmpv4_echo_request(77, 5).write(&mut req, b"ping data").unwrap();
+    etherparse::PacketBuilder::ipv4(A.octets(), B.octets(), 64)
+        .icmpv4_echo_request(77, 5)
+        .write(&mut req, b"ping data")
+        .unwrap();
     inject(&mut raw, &req);
     b.poll(Instant::ZERO);
     let out = capture(&mut raw);
@@ -100,7 +126,13 @@ fn echo_reply_port_unreachable_and_time_exceeded() {
     b.poll(Instant::ZERO);
     let out = capture(&mut raw);
     let (t, quote) = icmp(&out[0]);
-    assert!(matches!(t, Icmpv4Type::DestinationUnreachable(etherparse::icmpv4::DestUnreachableHeader::Port)), "{t:?}");
+    assert!(
+        matches!(
+            t,
+            Icmpv4Type::DestinationUnreachable(etherparse::icmpv4::DestUnreachableHeader::Port)
+        ),
+        "{t:?}"
+    );
     assert_eq!(&quote[12..20], &dgram[12..20], "quoted addresses");
     assert_eq!(&quote[20..28], &dgram[20..28], "quoted UDP header");
 
@@ -117,7 +149,15 @@ fn echo_reply_port_unreachable_and_time_exceeded() {
     b.poll(Instant::ZERO + Duration::from_secs(31));
     let out = capture(&mut raw);
     let (t, quote) = icmp(&out[0]);
-    assert!(matches!(t, Icmpv4Type::TimeExceeded(etherparse::icmpv4::TimeExceededCode::FragmentReassemblyTimeExceeded)), "{t:?}");
+    assert!(
+        matches!(
+            t,
+            Icmpv4Type::TimeExceeded(
+                etherparse::icmpv4::TimeExceededCode::FragmentReassemblyTimeExceeded
+            )
+        ),
+        "{t:?}"
+    );
     assert_eq!(&quote[..28], &frag[..28]);
 }
 

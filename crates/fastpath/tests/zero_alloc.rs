@@ -47,7 +47,9 @@ fn allocations_per_run(config: StackConfig, rounds: usize) -> u64 {
     let mut stack = Stack::new(config);
     let server = SocketAddrV4::new(Ipv4Addr::LOCALHOST, 9);
     let rx = stack.udp_bind(server).unwrap();
-    let tx = stack.udp_bind(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0)).unwrap();
+    let tx = stack
+        .udp_bind(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0))
+        .unwrap();
     let data = [0x5a; 64];
     let mut out = [0u8; 128];
     let mut round = |stack: &mut Stack| {
@@ -73,9 +75,15 @@ fn allocations_per_run(config: StackConfig, rounds: usize) -> u64 {
 fn pooled_path_allocates_nothing_once_warm() {
     assert_eq!(allocations_per_run(StackConfig::default(), 1000), 0);
     // The pooled path of the classic configuration's other switches allocates nothing either.
-    let classic_pooled = StackConfig { buffers: BufferMode::Pool, ..StackConfig::classic() };
+    let classic_pooled = StackConfig {
+        buffers: BufferMode::Pool,
+        ..StackConfig::classic()
+    };
     assert_eq!(allocations_per_run(classic_pooled, 1000), 0);
     // The heap mode allocates one buffer per datagram: the counter works.
-    let heap = StackConfig { buffers: BufferMode::Heap, ..StackConfig::default() };
+    let heap = StackConfig {
+        buffers: BufferMode::Heap,
+        ..StackConfig::default()
+    };
     assert!(allocations_per_run(heap, 1000) >= 8000);
 }

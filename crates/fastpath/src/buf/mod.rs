@@ -66,8 +66,16 @@ impl PacketBuf {
     /// # Panics
     /// If `headroom > storage.len()`.
     pub fn with_storage(storage: Vec<u8>, headroom: usize) -> PacketBuf {
-        assert!(headroom <= storage.len(), "headroom past the end of the buffer");
-        PacketBuf { storage, head: headroom, tail: headroom, meta: PacketMeta::default() }
+        assert!(
+            headroom <= storage.len(),
+            "headroom past the end of the buffer"
+        );
+        PacketBuf {
+            storage,
+            head: headroom,
+            tail: headroom,
+            meta: PacketMeta::default(),
+        }
     }
 
     /// A buffer that holds a copy of `bytes` with [`HEADROOM`] in front: for tests and packet
@@ -75,7 +83,12 @@ impl PacketBuf {
     pub fn from_slice(bytes: &[u8]) -> PacketBuf {
         let mut storage = vec![0; HEADROOM + bytes.len()];
         storage[HEADROOM..].copy_from_slice(bytes);
-        PacketBuf { storage, head: HEADROOM, tail: HEADROOM + bytes.len(), meta: PacketMeta::default() }
+        PacketBuf {
+            storage,
+            head: HEADROOM,
+            tail: HEADROOM + bytes.len(),
+            meta: PacketMeta::default(),
+        }
     }
 
     /// The valid bytes.
@@ -183,7 +196,12 @@ impl PacketBuf {
 
     /// A copy in a fresh heap buffer with the same window and metadata (link duplication, broadcast).
     pub fn duplicate(&self) -> PacketBuf {
-        PacketBuf { storage: self.storage.clone(), head: self.head, tail: self.tail, meta: self.meta }
+        PacketBuf {
+            storage: self.storage.clone(),
+            head: self.head,
+            tail: self.tail,
+            meta: self.meta,
+        }
     }
 }
 

@@ -54,7 +54,12 @@ pub struct BufferPool {
 impl BufferPool {
     /// A pool in `mode` that keeps at most `max_free` free buffers of each size class.
     pub fn new(mode: BufferMode, max_free: usize) -> BufferPool {
-        BufferPool { mode, free: Default::default(), max_free, stats: PoolStats::default() }
+        BufferPool {
+            mode,
+            free: Default::default(),
+            max_free,
+            stats: PoolStats::default(),
+        }
     }
 
     /// The mode.
@@ -70,7 +75,12 @@ impl BufferPool {
     /// Free buffers held, and the bytes they hold.
     pub fn held(&self) -> (usize, usize) {
         let n = self.free.iter().map(Vec::len).sum();
-        let bytes = self.free.iter().zip(CLASSES).map(|(f, size)| f.len() * size).sum();
+        let bytes = self
+            .free
+            .iter()
+            .zip(CLASSES)
+            .map(|(f, size)| f.len() * size)
+            .sum();
         (n, bytes)
     }
 

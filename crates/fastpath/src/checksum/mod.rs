@@ -86,7 +86,11 @@ impl Checksum {
         Checksum { sum: 0, len: 0 }
     }
     pub fn add_piece(&mut self, sum: u16, len: usize) {
-        let s = if self.len % 2 == 1 { sum.swap_bytes() } else { sum };
+        let s = if self.len % 2 == 1 {
+            sum.swap_bytes()
+        } else {
+            sum
+        };
         self.sum = add(self.sum, s);
         self.len += len;
     }

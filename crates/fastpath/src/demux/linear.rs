@@ -34,7 +34,12 @@ impl Demux for Linear {
     }
 
     fn lookup_all(&mut self, dst: SocketAddrV4, src: SocketAddrV4, out: &mut Vec<SocketId>) {
-        out.extend(self.pcbs.iter().filter(|(p, _)| p.match_wildcards(dst, src).is_some()).map(|(_, id)| *id));
+        out.extend(
+            self.pcbs
+                .iter()
+                .filter(|(p, _)| p.match_wildcards(dst, src).is_some())
+                .map(|(_, id)| *id),
+        );
     }
 }
 
@@ -52,19 +57,35 @@ mod tests {
         let mut d = Linear::default();
         let any = Pcb::bound(sa("0.0.0.0:53"));
         let local = Pcb::bound(sa("10.0.0.1:53"));
-        let connected = Pcb { remote_addr: Ipv4Addr::new(10, 0, 0, 9), remote_port: 4000, ..local };
+        let connected = Pcb {
+            remote_addr: Ipv4Addr::new(10, 0, 0, 9),
+            remote_port: 4000,
+            ..local
+        };
         d.insert(SocketId(1), any);
         d.insert(SocketId(2), local);
         d.insert(SocketId(3), connected);
-        assert_eq!(d.lookup(sa("10.0.0.1:53"), sa("10.0.0.9:4000")), Some(SocketId(3)));
-        assert_eq!(d.lookup(sa("10.0.0.1:53"), sa("10.0.0.9:4001")), Some(SocketId(2)));
-        assert_eq!(d.lookup(sa("10.0.0.2:53"), sa("10.0.0.9:4000")), Some(SocketId(1)));
+        assert_eq!(
+            d.lookup(sa("10.0.0.1:53"), sa("10.0.0.9:4000")),
+            Some(SocketId(3))
+        );
+        assert_eq!(
+            d.lookup(sa("10.0.0.1:53"), sa("10.0.0.9:4001")),
+            Some(SocketId(2))
+        );
+        assert_eq!(
+            d.lookup(sa("10.0.0.2:53"), sa("10.0.0.9:4000")),
+            Some(SocketId(1))
+        );
         assert_eq!(d.lookup(sa("10.0.0.2:54"), sa("10.0.0.9:4000")), None);
         let mut all = Vec::new();
         d.lookup_all(sa("10.0.0.1:53"), sa("10.0.0.9:4000"), &mut all);
         all.sort();
         assert_eq!(all, [SocketId(1), SocketId(2), SocketId(3)]);
         d.remove(SocketId(3), &connected);
-        assert_eq!(d.lookup(sa("10.0.0.1:53"), sa("10.0.0.9:4000")), Some(SocketId(2)));
+        assert_eq!(
+            d.lookup(sa("10.0.0.1:53"), sa("10.0.0.9:4000")),
+            Some(SocketId(2))
+        );
     }
 }

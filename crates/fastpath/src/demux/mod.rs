@@ -34,7 +34,12 @@ pub struct Pcb {
 impl Pcb {
     /// An unconnected PCB bound to `local`.
     pub fn bound(local: SocketAddrV4) -> Pcb {
-        Pcb { local_addr: *local.ip(), local_port: local.port(), remote_addr: Ipv4Addr::UNSPECIFIED, remote_port: 0 }
+        Pcb {
+            local_addr: *local.ip(),
+            local_port: local.port(),
+            remote_addr: Ipv4Addr::UNSPECIFIED,
+            remote_port: 0,
+        }
     }
 
     /// True when connected to a remote address.

@@ -42,11 +42,21 @@ impl Stack {
     pub(crate) fn route(&self, dst: Ipv4Addr) -> Result<NextHop, DropReason> {
         let lo = &self.ifaces[LOOPBACK.0];
         if lo.cidr.contains(dst) || self.ifaces.iter().any(|f| f.cidr.addr == dst) {
-            return Ok(NextHop { iface: LOOPBACK, src: dst, next_hop: dst, caps: lo.caps });
+            return Ok(NextHop {
+                iface: LOOPBACK,
+                src: dst,
+                next_hop: dst,
+                caps: lo.caps,
+            });
         }
         let route = self.routes.lookup(dst).ok_or(DropReason::Ipv4NoRoute)?;
         let f = &self.ifaces[route.iface.0];
-        Ok(NextHop { iface: route.iface, src: f.cidr.addr, next_hop: route.gateway.unwrap_or(dst), caps: f.caps })
+        Ok(NextHop {
+            iface: route.iface,
+            src: f.cidr.addr,
+            next_hop: route.gateway.unwrap_or(dst),
+            caps: f.caps,
+        })
     }
 
     /// True when `addr` is one of this host's unicast addresses (all of 127/8 counts).
@@ -88,7 +98,12 @@ impl Stack {
 
         if fragment {
             self.counters.ip.reasm_reqds += 1;
-            let key = FragmentKey { src: repr.src_addr, dst: repr.dst_addr, protocol: repr.protocol.into(), ident: repr.ident };
+            let key = FragmentKey {
+                src: repr.src_addr,
+                dst: repr.dst_addr,
+                protocol: repr.protocol.into(),
+                ident: repr.ident,
+            };
             let mut header = [0u8; 60];
             header[..header_len].copy_from_slice(&buf.data()[..header_len]);
             buf.truncate(header_len + repr.payload_len);
@@ -139,10 +154,15 @@ impl Stack {
             return Err(DropReason::Ipv4TtlZero);
         }
         let src = repr.src_addr;
-        if src.is_broadcast() || src.is_multicast() || self.ifaces.iter().any(|f| f.cidr.broadcast() == Some(src)) {
+        if src.is_broadcast()
+            || src.is_multicast()
+            || self.ifaces.iter().any(|f| f.cidr.broadcast() == Some(src))
+        {
             return Err(DropReason::Ipv4BadSource);
         }
-        let delivery = self.classify_destination(repr.dst_addr).ok_or(DropReason::Ipv4NotForUs)?;
+        let delivery = self
+            .classify_destination(repr.dst_addr)
+            .ok_or(DropReason::Ipv4NotForUs)?;
         Ok((repr, packet.header_len(), delivery, packet.is_fragment()))
     }
 
@@ -173,7 +193,14 @@ impl Stack {
 
     /// Output: prepends an IPv4 header to `buf` (which holds the transport datagram) and queues it for
     /// `hop`'s link, fragmenting it if it is larger than the link's MTU.
-    pub(crate) fn ipv4_output(&mut self, mut buf: PacketBuf, hop: &NextHop, src: Ipv4Addr, dst: Ipv4Addr, protocol: IpProtocol) {
+    pub(crate) fn ipv4_output(
+        &mut self,
+        mut buf: PacketBuf,
+        hop: &NextHop,
+        src: Ipv4Addr,
+        dst: Ipv4Addr,
+        protocol: IpProtocol,
+    ) {
         self.counters.ip.out_requests += 1;
         let ident = self.next_ident;
         self.next_ident = self.next_ident.wrapping_add(1);
@@ -195,7 +222,10 @@ impl Stack {
         }
 
         // Fragment: every fragment but the last carries a multiple of 8 bytes.
-        debug_assert!(!matches!(buf.meta.checksum, ChecksumOffload::Partial { .. }), "offload across fragments");
+        debug_assert!(
+            !matches!(buf.meta.checksum, ChecksumOffload::Partial { .. }),
+            "offload across fragments"
+        );
         let max = (hop.caps.mtu.saturating_sub(20)) & !7;
         if max == 0 {
             return self.drop_packet(buf, DropReason::Ipv4NoRoute);
@@ -228,7 +258,9 @@ impl Stack {
 
     pub(crate) fn expire_reassembly(&mut self) {
         let mut expired = Vec::new();
-        let n = self.reassembly.expire(self.now, &mut self.pool, |e| expired.push(e));
+        let n = self
+            .reassembly
+            .expire(self.now, &mut self.pool, |e| expired.push(e));
         for _ in 0..n {
             self.counters.drops.add(DropReason::ReassemblyTimeout);
         }

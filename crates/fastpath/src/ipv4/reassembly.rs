@@ -79,7 +79,11 @@ pub struct ReassemblyTable {
 impl ReassemblyTable {
     /// An empty table with these limits.
     pub fn new(limits: &Limits) -> ReassemblyTable {
-        ReassemblyTable { datagrams: Vec::new(), bytes: 0, limits: limits.clone() }
+        ReassemblyTable {
+            datagrams: Vec::new(),
+            bytes: 0,
+            limits: limits.clone(),
+        }
     }
 
     /// Datagrams being reassembled.
@@ -122,7 +126,7 @@ impl ReassemblyTable {
             pool.free(buf);
             Outcome::Dropped(reason)
         };
-        if len == 0 || (more && len % 8 != 0) {
+        if len == 0 || (more && !len.is_multiple_of(8)) {
             return reject(pool, buf, DropReason::FragmentBadLength);
         }
         if header.len() + offset + len > 65535 {
@@ -157,7 +161,10 @@ impl ReassemblyTable {
             let p = &d.fragments[at - 1];
             p.offset + p.buf.len() > offset
         };
-        let same = d.fragments.get(at).is_some_and(|n| n.offset == offset && n.buf.len() == len);
+        let same = d
+            .fragments
+            .get(at)
+            .is_some_and(|n| n.offset == offset && n.buf.len() == len);
         if same {
             return reject(pool, buf, DropReason::FragmentDuplicate);
         }
@@ -169,7 +176,10 @@ impl ReassemblyTable {
         }
         let inconsistent = match (more, d.total) {
             (false, Some(total)) => total != end,
-            (false, None) => d.fragments.last().is_some_and(|f| f.offset + f.buf.len() > end),
+            (false, None) => d
+                .fragments
+                .last()
+                .is_some_and(|f| f.offset + f.buf.len() > end),
             (true, Some(total)) => end >= total,
             (true, None) => false,
         };
@@ -213,7 +223,9 @@ impl ReassemblyTable {
         }
         // Stay within the byte limit, evicting others first.
         while self.bytes > self.limits.reassembly_bytes {
-            let victim = self.oldest_except(key).unwrap_or(index_of(&self.datagrams, key));
+            let victim = self
+                .oldest_except(key)
+                .unwrap_or(index_of(&self.datagrams, key));
             let evicted_self = self.datagrams[victim].key == key;
             self.discard(victim, pool);
             drops.add(DropReason::ReassemblyEvicted);
@@ -227,14 +239,23 @@ impl ReassemblyTable {
     /// Discards every datagram whose deadline has passed, calling `expired` for each one whose first
     /// fragment had arrived (RFC 1122 §3.3.2: only then is an ICMP time exceeded sent). Returns how many
     /// were discarded.
-    pub fn expire(&mut self, now: Instant, pool: &mut BufferPool, mut expired: impl FnMut(Expired)) -> usize {
+    pub fn expire(
+        &mut self,
+        now: Instant,
+        pool: &mut BufferPool,
+        mut expired: impl FnMut(Expired),
+    ) -> usize {
         let mut n = 0;
         let mut i = 0;
         while i < self.datagrams.len() {
             if self.datagrams[i].deadline <= now {
                 let d = &self.datagrams[i];
                 if let Some((quote, quote_len)) = d.first {
-                    expired(Expired { key: d.key, quote, quote_len });
+                    expired(Expired {
+                        key: d.key,
+                        quote,
+                        quote_len,
+                    });
                 }
                 self.discard(i, pool);
                 n += 1;
@@ -245,7 +266,12 @@ impl ReassemblyTable {
         n
     }
 
-    fn make_room(&mut self, incoming: usize, pool: &mut BufferPool, drops: &mut crate::stats::Drops) {
+    fn make_room(
+        &mut self,
+        incoming: usize,
+        pool: &mut BufferPool,
+        drops: &mut crate::stats::Drops,
+    ) {
         while !self.datagrams.is_empty()
             && (self.datagrams.len() >= self.limits.reassembly_datagrams
                 || self.bytes + incoming > self.limits.reassembly_bytes)
@@ -261,7 +287,9 @@ impl ReassemblyTable {
     }
 
     fn oldest_except(&self, key: FragmentKey) -> Option<usize> {
-        (0..self.datagrams.len()).filter(|&i| self.datagrams[i].key != key).min_by_key(|&i| self.datagrams[i].deadline)
+        (0..self.datagrams.len())
+            .filter(|&i| self.datagrams[i].key != key)
+            .min_by_key(|&i| self.datagrams[i].deadline)
     }
 
     fn discard(&mut self, index: usize, pool: &mut BufferPool) {
@@ -274,7 +302,10 @@ impl ReassemblyTable {
 }
 
 fn index_of(datagrams: &[Datagram], key: FragmentKey) -> usize {
-    datagrams.iter().position(|d| d.key == key).expect("datagram present")
+    datagrams
+        .iter()
+        .position(|d| d.key == key)
+        .expect("datagram present")
 }
 
 #[cfg(test)]
@@ -285,7 +316,12 @@ mod tests {
     use std::time::Duration;
 
     fn key(ident: u16) -> FragmentKey {
-        FragmentKey { src: Ipv4Addr::new(10, 0, 0, 1), dst: Ipv4Addr::new(10, 0, 0, 2), protocol: 17, ident }
+        FragmentKey {
+            src: Ipv4Addr::new(10, 0, 0, 1),
+            dst: Ipv4Addr::new(10, 0, 0, 2),
+            protocol: 17,
+            ident,
+        }
     }
 
     struct T {
@@ -296,12 +332,32 @@ mod tests {
 
     impl T {
         fn new(limits: Limits) -> T {
-            T { table: ReassemblyTable::new(&limits), pool: BufferPool::new(BufferMode::Pool, 64), drops: Drops::default() }
+            T {
+                table: ReassemblyTable::new(&limits),
+                pool: BufferPool::new(BufferMode::Pool, 64),
+                drops: Drops::default(),
+            }
         }
-        fn frag(&mut self, ident: u16, offset: usize, more: bool, bytes: &[u8], now: u64) -> Outcome {
+        fn frag(
+            &mut self,
+            ident: u16,
+            offset: usize,
+            more: bool,
+            bytes: &[u8],
+            now: u64,
+        ) -> Outcome {
             let mut buf = self.pool.alloc(bytes.len());
             buf.extend_from_slice(bytes);
-            self.table.insert(key(ident), offset, more, &[0x45; 20], buf, Instant::from_secs(now), &mut self.pool, &mut self.drops)
+            self.table.insert(
+                key(ident),
+                offset,
+                more,
+                &[0x45; 20],
+                buf,
+                Instant::from_secs(now),
+                &mut self.pool,
+                &mut self.drops,
+            )
         }
     }
 
@@ -328,9 +384,15 @@ mod tests {
         let d = data(48);
         let mut t = T::new(Limits::default());
         t.frag(1, 0, true, &d[..16], 0);
-        assert!(matches!(t.frag(1, 0, true, &d[..16], 0), Outcome::Dropped(DropReason::FragmentDuplicate)));
+        assert!(matches!(
+            t.frag(1, 0, true, &d[..16], 0),
+            Outcome::Dropped(DropReason::FragmentDuplicate)
+        ));
         assert_eq!(t.table.len(), 1);
-        assert!(matches!(t.frag(1, 8, true, &d[8..24], 0), Outcome::Dropped(DropReason::ReassemblyOverlap)));
+        assert!(matches!(
+            t.frag(1, 8, true, &d[8..24], 0),
+            Outcome::Dropped(DropReason::ReassemblyOverlap)
+        ));
         assert!(t.table.is_empty());
         assert_eq!(t.table.bytes_held(), 0);
     }
@@ -338,9 +400,18 @@ mod tests {
     #[test]
     fn bad_fragments_are_refused() {
         let mut t = T::new(Limits::default());
-        assert!(matches!(t.frag(1, 0, true, &data(12), 0), Outcome::Dropped(DropReason::FragmentBadLength)));
-        assert!(matches!(t.frag(1, 0, true, &[], 0), Outcome::Dropped(DropReason::FragmentBadLength)));
-        assert!(matches!(t.frag(1, 65512, false, &data(8), 0), Outcome::Dropped(DropReason::FragmentTooBig)));
+        assert!(matches!(
+            t.frag(1, 0, true, &data(12), 0),
+            Outcome::Dropped(DropReason::FragmentBadLength)
+        ));
+        assert!(matches!(
+            t.frag(1, 0, true, &[], 0),
+            Outcome::Dropped(DropReason::FragmentBadLength)
+        ));
+        assert!(matches!(
+            t.frag(1, 65512, false, &data(8), 0),
+            Outcome::Dropped(DropReason::FragmentTooBig)
+        ));
         t.frag(2, 0, true, &data(16), 0);
         assert!(matches!(t.frag(2, 16, false, &data(8), 0), Outcome::Complete(b) if b.len() == 24));
     }
@@ -349,15 +420,25 @@ mod tests {
     fn inconsistent_final_length_discards() {
         let mut t = T::new(Limits::default());
         t.frag(1, 16, false, &data(8), 0);
-        assert!(matches!(t.frag(1, 32, false, &data(8), 0), Outcome::Dropped(DropReason::ReassemblyInconsistent)));
+        assert!(matches!(
+            t.frag(1, 32, false, &data(8), 0),
+            Outcome::Dropped(DropReason::ReassemblyInconsistent)
+        ));
         assert!(t.table.is_empty());
         t.frag(2, 16, false, &data(8), 0);
-        assert!(matches!(t.frag(2, 24, true, &data(8), 0), Outcome::Dropped(DropReason::ReassemblyInconsistent)));
+        assert!(matches!(
+            t.frag(2, 24, true, &data(8), 0),
+            Outcome::Dropped(DropReason::ReassemblyInconsistent)
+        ));
     }
 
     #[test]
     fn limits_evict_the_oldest_and_timeouts_fire() {
-        let limits = Limits { reassembly_datagrams: 4, reassembly_timeout: Duration::from_secs(10), ..Limits::default() };
+        let limits = Limits {
+            reassembly_datagrams: 4,
+            reassembly_timeout: Duration::from_secs(10),
+            ..Limits::default()
+        };
         let mut t = T::new(limits);
         for ident in 0..10 {
             t.frag(ident, 0, true, &data(16), ident as u64);
@@ -365,7 +446,9 @@ mod tests {
         assert_eq!(t.table.len(), 4);
         assert_eq!(t.drops.get(DropReason::ReassemblyEvicted), 6);
         let mut quoted = Vec::new();
-        let n = t.table.expire(Instant::from_secs(17), &mut t.pool, |e| quoted.push(e.key.ident));
+        let n = t.table.expire(Instant::from_secs(17), &mut t.pool, |e| {
+            quoted.push(e.key.ident)
+        });
         assert_eq!(n, 2);
         quoted.sort();
         assert_eq!(quoted, [6, 7]);
@@ -376,7 +459,10 @@ mod tests {
 
     #[test]
     fn byte_limit_holds() {
-        let limits = Limits { reassembly_bytes: 3 * 2048, ..Limits::default() };
+        let limits = Limits {
+            reassembly_bytes: 3 * 2048,
+            ..Limits::default()
+        };
         let mut t = T::new(limits);
         for ident in 0..20 {
             t.frag(ident, 0, true, &data(16), 0);

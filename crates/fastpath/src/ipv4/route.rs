@@ -50,7 +50,11 @@ impl std::str::FromStr for Ipv4Cidr {
     fn from_str(s: &str) -> Result<Self, String> {
         let (a, p) = s.split_once('/').unwrap_or((s, "32"));
         let addr = a.parse().map_err(|_| format!("bad address in `{s}`"))?;
-        let prefix_len = p.parse().ok().filter(|&p| p <= 32).ok_or_else(|| format!("bad prefix length in `{s}`"))?;
+        let prefix_len = p
+            .parse()
+            .ok()
+            .filter(|&p| p <= 32)
+            .ok_or_else(|| format!("bad prefix length in `{s}`"))?;
         Ok(Ipv4Cidr { addr, prefix_len })
     }
 }
@@ -82,7 +86,9 @@ impl RoutingTable {
     /// Adds a route (replacing one for the same prefix).
     pub fn add(&mut self, route: Route) {
         self.routes.retain(|r| r.dest != route.dest);
-        let at = self.routes.partition_point(|r| r.dest.prefix_len >= route.dest.prefix_len);
+        let at = self
+            .routes
+            .partition_point(|r| r.dest.prefix_len >= route.dest.prefix_len);
         self.routes.insert(at, route);
     }
 
@@ -112,13 +118,26 @@ mod tests {
     #[test]
     fn longest_prefix_wins() {
         let mut t = RoutingTable::default();
-        let r = |s: &str, gw: Option<[u8; 4]>, i| Route { dest: s.parse().unwrap(), gateway: gw.map(Ipv4Addr::from), iface: InterfaceId(i) };
+        let r = |s: &str, gw: Option<[u8; 4]>, i| Route {
+            dest: s.parse().unwrap(),
+            gateway: gw.map(Ipv4Addr::from),
+            iface: InterfaceId(i),
+        };
         t.add(r("0.0.0.0/0", Some([10, 0, 0, 254]), 1));
         t.add(r("10.0.0.0/8", None, 2));
         t.add(r("10.1.0.0/16", None, 3));
-        assert_eq!(t.lookup(Ipv4Addr::new(10, 1, 2, 3)).unwrap().iface, InterfaceId(3));
-        assert_eq!(t.lookup(Ipv4Addr::new(10, 2, 2, 3)).unwrap().iface, InterfaceId(2));
-        assert_eq!(t.lookup(Ipv4Addr::new(8, 8, 8, 8)).unwrap().iface, InterfaceId(1));
+        assert_eq!(
+            t.lookup(Ipv4Addr::new(10, 1, 2, 3)).unwrap().iface,
+            InterfaceId(3)
+        );
+        assert_eq!(
+            t.lookup(Ipv4Addr::new(10, 2, 2, 3)).unwrap().iface,
+            InterfaceId(2)
+        );
+        assert_eq!(
+            t.lookup(Ipv4Addr::new(8, 8, 8, 8)).unwrap().iface,
+            InterfaceId(1)
+        );
         assert!(t.remove("0.0.0.0/0".parse().unwrap()));
         assert!(t.lookup(Ipv4Addr::new(8, 8, 8, 8)).is_none());
         let c: Ipv4Cidr = "192.168.7.9/24".parse().unwrap();

@@ -18,8 +18,17 @@ pub struct Loopback {
 impl Loopback {
     /// A loopback link with `mtu` whose queue holds at most `limit` packets.
     pub fn new(mtu: usize, limit: usize) -> Loopback {
-        let caps = LinkCapabilities { mtu, tx_checksum_offload: false, crc_protected: true };
-        Loopback { queue: VecDeque::with_capacity(limit.min(4096)), limit, caps, dropped: 0 }
+        let caps = LinkCapabilities {
+            mtu,
+            tx_checksum_offload: false,
+            crc_protected: true,
+        };
+        Loopback {
+            queue: VecDeque::with_capacity(limit.min(4096)),
+            limit,
+            caps,
+            dropped: 0,
+        }
     }
 
     /// Packets dropped because the queue was full.

@@ -29,7 +29,11 @@ pub struct LinkCapabilities {
 impl LinkCapabilities {
     /// A link with `mtu`, no offloads, no CRC.
     pub const fn plain(mtu: usize) -> LinkCapabilities {
-        LinkCapabilities { mtu, tx_checksum_offload: false, crc_protected: false }
+        LinkCapabilities {
+            mtu,
+            tx_checksum_offload: false,
+            crc_protected: false,
+        }
     }
 }
 

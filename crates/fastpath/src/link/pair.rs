@@ -72,8 +72,20 @@ impl PairEnd {
         };
         let a_to_b = wire(impair.seed);
         let b_to_a = wire(impair.seed ^ 0x5555_5555);
-        let a = PairEnd { tx: a_to_b.clone(), rx: b_to_a.clone(), caps, limit, impair };
-        let b = PairEnd { tx: b_to_a, rx: a_to_b, caps, limit, impair };
+        let a = PairEnd {
+            tx: a_to_b.clone(),
+            rx: b_to_a.clone(),
+            caps,
+            limit,
+            impair,
+        };
+        let b = PairEnd {
+            tx: b_to_a,
+            rx: a_to_b,
+            caps,
+            limit,
+            impair,
+        };
         (a, b)
     }
 
@@ -136,7 +148,8 @@ impl Link for PairEnd {
                     wire.stats.corrupted += 1;
                 }
             }
-            let copy = (im.duplicate > 0.0 && wire.rng.chance(im.duplicate)).then(|| packet.duplicate());
+            let copy =
+                (im.duplicate > 0.0 && wire.rng.chance(im.duplicate)).then(|| packet.duplicate());
             wire.stats.duplicated += copy.is_some() as u64;
             for p in std::iter::once(packet).chain(copy) {
                 if wire.queue.len() >= self.limit {

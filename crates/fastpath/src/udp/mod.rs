@@ -88,15 +88,26 @@ impl UdpTable {
     }
 
     pub(crate) fn get(&self, s: UdpSocket) -> Option<&SocketState> {
-        self.slots.get(s.index as usize).filter(|slot| slot.generation == s.generation)?.socket.as_ref()
+        self.slots
+            .get(s.index as usize)
+            .filter(|slot| slot.generation == s.generation)?
+            .socket
+            .as_ref()
     }
 
     pub(crate) fn get_mut(&mut self, s: UdpSocket) -> Option<&mut SocketState> {
-        self.slots.get_mut(s.index as usize).filter(|slot| slot.generation == s.generation)?.socket.as_mut()
+        self.slots
+            .get_mut(s.index as usize)
+            .filter(|slot| slot.generation == s.generation)?
+            .socket
+            .as_mut()
     }
 
     fn by_id(&mut self, id: SocketId) -> &mut SocketState {
-        self.slots[id.0 as usize].socket.as_mut().expect("demux holds only live sockets")
+        self.slots[id.0 as usize]
+            .socket
+            .as_mut()
+            .expect("demux holds only live sockets")
     }
 
     fn sockets(&self) -> impl Iterator<Item = &SocketState> {
@@ -108,7 +119,9 @@ impl UdpTable {
     fn conflicts(&self, local: SocketAddrV4, reuse: bool) -> bool {
         self.sockets().any(|s| {
             s.pcb.local_port == local.port()
-                && (s.pcb.local_addr.is_unspecified() || local.ip().is_unspecified() || s.pcb.local_addr == *local.ip())
+                && (s.pcb.local_addr.is_unspecified()
+                    || local.ip().is_unspecified()
+                    || s.pcb.local_addr == *local.ip())
                 && !(reuse && s.options.reuse_address)
         })
     }
@@ -135,18 +148,27 @@ impl UdpTable {
         let index = match self.free.pop() {
             Some(i) => i,
             None => {
-                self.slots.push(Slot { generation: 0, socket: None });
+                self.slots.push(Slot {
+                    generation: 0,
+                    socket: None,
+                });
                 (self.slots.len() - 1) as u32
             }
         };
         let slot = &mut self.slots[index as usize];
         slot.socket = Some(state);
         self.demux.insert(SocketId(index), pcb);
-        UdpSocket { index, generation: slot.generation }
+        UdpSocket {
+            index,
+            generation: slot.generation,
+        }
     }
 
     pub(crate) fn remove(&mut self, s: UdpSocket) -> Option<SocketState> {
-        let slot = self.slots.get_mut(s.index as usize).filter(|slot| slot.generation == s.generation)?;
+        let slot = self
+            .slots
+            .get_mut(s.index as usize)
+            .filter(|slot| slot.generation == s.generation)?;
         let state = slot.socket.take()?;
         slot.generation = slot.generation.wrapping_add(1);
         self.free.push(s.index);
@@ -176,16 +198,25 @@ impl Stack {
     }
 
     /// Binds a UDP socket with `options` (set before binding, such as `reuse_address`).
-    pub fn udp_bind_with(&mut self, local: SocketAddrV4, mut options: UdpOptions) -> io::Result<UdpSocket> {
+    pub fn udp_bind_with(
+        &mut self,
+        local: SocketAddrV4,
+        mut options: UdpOptions,
+    ) -> io::Result<UdpSocket> {
         let addr = *local.ip();
         if !addr.is_unspecified() && !self.is_own_address(addr) {
-            return Err(io::Error::new(io::ErrorKind::AddrNotAvailable, format!("{addr} is not an address of this host")));
+            return Err(io::Error::new(
+                io::ErrorKind::AddrNotAvailable,
+                format!("{addr} is not an address of this host"),
+            ));
         }
         let port = match local.port() {
             0 => self
                 .udp
                 .ephemeral_port(&self.config.ephemeral_ports)
-                .ok_or_else(|| io::Error::new(io::ErrorKind::AddrInUse, "no free ephemeral port"))?,
+                .ok_or_else(|| {
+                    io::Error::new(io::ErrorKind::AddrInUse, "no free ephemeral port")
+                })?,
             p => p,
         };
         let local = SocketAddrV4::new(addr, port);
@@ -195,7 +226,9 @@ impl Stack {
                 format!("{local} is in use (set reuse_address on every socket sharing it)"),
             ));
         }
-        options.recv_buffer_bytes = options.recv_buffer_bytes.or(Some(self.config.limits.udp_rx_queue_bytes));
+        options.recv_buffer_bytes = options
+            .recv_buffer_bytes
+            .or(Some(self.config.limits.udp_rx_queue_bytes));
         Ok(self.udp.insert(SocketState {
             pcb: Pcb::bound(local),
             bound_addr: addr,
@@ -209,7 +242,10 @@ impl Stack {
 
     /// A handle to call socket methods on, in the manner of `std::net::UdpSocket`.
     pub fn udp(&mut self, socket: UdpSocket) -> UdpSocketRef<'_> {
-        UdpSocketRef { stack: self, socket }
+        UdpSocketRef {
+            stack: self,
+            socket,
+        }
     }
 
     /// Connects `s` to `remote`: fixes its remote address, picks its local address by route if bound to
@@ -217,14 +253,28 @@ impl Stack {
     pub(crate) fn udp_connect(&mut self, s: UdpSocket, remote: SocketAddrV4) -> io::Result<()> {
         let state = self.udp.get(s).ok_or_else(closed)?;
         if remote.ip().is_unspecified() || remote.port() == 0 {
-            return Err(io::Error::new(io::ErrorKind::AddrNotAvailable, "cannot connect to a wildcard address or port 0"));
+            return Err(io::Error::new(
+                io::ErrorKind::AddrNotAvailable,
+                "cannot connect to a wildcard address or port 0",
+            ));
         }
         if remote.ip().is_broadcast() && !state.options.broadcast {
             return Err(broadcast_denied());
         }
-        let hop = self.route(*remote.ip()).map_err(|_| no_route(*remote.ip()))?;
-        let local_addr = if state.bound_addr.is_unspecified() { hop.src } else { state.bound_addr };
-        let pcb = Pcb { local_addr, local_port: state.pcb.local_port, remote_addr: *remote.ip(), remote_port: remote.port() };
+        let hop = self
+            .route(*remote.ip())
+            .map_err(|_| no_route(*remote.ip()))?;
+        let local_addr = if state.bound_addr.is_unspecified() {
+            hop.src
+        } else {
+            state.bound_addr
+        };
+        let pcb = Pcb {
+            local_addr,
+            local_port: state.pcb.local_port,
+            remote_addr: *remote.ip(),
+            remote_port: remote.port(),
+        };
         self.check_tuple_free(s, &pcb)?;
         self.udp.set_pcb(s, pcb);
         Ok(())
@@ -236,7 +286,10 @@ impl Stack {
         let remote = SocketAddrV4::new(pcb.remote_addr, pcb.remote_port);
         if let Some(other) = self.udp.demux.lookup(local, remote) {
             if other.0 != s.index && self.udp.by_id(other).pcb == *pcb {
-                return Err(io::Error::new(io::ErrorKind::AddrInUse, format!("{local} -> {remote} is in use")));
+                return Err(io::Error::new(
+                    io::ErrorKind::AddrInUse,
+                    format!("{local} -> {remote} is in use"),
+                ));
             }
         }
         Ok(())
@@ -251,7 +304,12 @@ impl Stack {
     }
 
     /// Sends the concatenation of `pieces` as one datagram from `s` to `dst` (or to its peer if `None`).
-    pub(crate) fn udp_send(&mut self, s: UdpSocket, pieces: &[IoSlice<'_>], dst: Option<SocketAddrV4>) -> io::Result<usize> {
+    pub(crate) fn udp_send(
+        &mut self,
+        s: UdpSocket,
+        pieces: &[IoSlice<'_>],
+        dst: Option<SocketAddrV4>,
+    ) -> io::Result<usize> {
         let state = self.udp.get_mut(s).ok_or_else(closed)?;
         if let Some(kind) = state.error.take() {
             return Err(kind.into());
@@ -261,14 +319,25 @@ impl Stack {
         let dst = match dst {
             Some(d) => d,
             None if pcb.is_connected() => SocketAddrV4::new(pcb.remote_addr, pcb.remote_port),
-            None => return Err(io::Error::new(io::ErrorKind::NotConnected, "socket is not connected")),
+            None => {
+                return Err(io::Error::new(
+                    io::ErrorKind::NotConnected,
+                    "socket is not connected",
+                ))
+            }
         };
         let len: usize = pieces.iter().map(|p| p.len()).sum();
         if len > MAX_PAYLOAD {
-            return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("datagram of {len} bytes exceeds {MAX_PAYLOAD}")));
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("datagram of {len} bytes exceeds {MAX_PAYLOAD}"),
+            ));
         }
         if dst.ip().is_unspecified() || dst.port() == 0 {
-            return Err(io::Error::new(io::ErrorKind::AddrNotAvailable, "cannot send to a wildcard address or port 0"));
+            return Err(io::Error::new(
+                io::ErrorKind::AddrNotAvailable,
+                "cannot send to a wildcard address or port 0",
+            ));
         }
         if dst.ip().is_broadcast() && !options.broadcast {
             return Err(broadcast_denied());
@@ -284,16 +353,28 @@ impl Stack {
         self.udp_output(s, pieces, dst, len)
     }
 
-    fn udp_output(&mut self, s: UdpSocket, pieces: &[IoSlice<'_>], dst: SocketAddrV4, len: usize) -> io::Result<usize> {
+    fn udp_output(
+        &mut self,
+        s: UdpSocket,
+        pieces: &[IoSlice<'_>],
+        dst: SocketAddrV4,
+        len: usize,
+    ) -> io::Result<usize> {
         let state = self.udp.get(s).ok_or_else(closed)?;
         let (pcb, options) = (state.pcb, state.options);
         let hop: NextHop = self.route(*dst.ip()).map_err(|_| no_route(*dst.ip()))?;
-        let src = if pcb.local_addr.is_unspecified() { hop.src } else { pcb.local_addr };
+        let src = if pcb.local_addr.is_unspecified() {
+            hop.src
+        } else {
+            pcb.local_addr
+        };
 
         let policy = self.config.checksum_policy;
         let fragments = 28 + len > hop.caps.mtu;
         let mode = if options.no_checksum
-            || (policy.eliminate_on_protected_hop && hop.caps.crc_protected && hop.next_hop == *dst.ip())
+            || (policy.eliminate_on_protected_hop
+                && hop.caps.crc_protected
+                && hop.next_hop == *dst.ip())
         {
             TxChecksum::None
         } else if policy.use_offload && hop.caps.tx_checksum_offload && !fragments {
@@ -305,37 +386,48 @@ impl Stack {
         let mut buf = self.pool.alloc(8 + len);
         let datagram = buf.extend(8 + len);
         let (header, payload) = datagram.split_at_mut(8);
-        UdpRepr { src_port: pcb.local_port, dst_port: dst.port(), payload_len: len }.emit(header);
+        UdpRepr {
+            src_port: pcb.local_port,
+            dst_port: dst.port(),
+            payload_len: len,
+        }
+        .emit(header);
         let pseudo = checksum::pseudo_header_sum(src, *dst.ip(), 17, (8 + len) as u16);
-        let field = if mode == TxChecksum::Software && self.config.copy_checksum == CopyChecksum::Fused {
-            // One pass over the user's data: copy and sum together (paper 000 §7.1).
-            let mut sum = Checksum::new();
-            sum.add_sum(checksum::fast(header));
-            sum.add_sum(pseudo);
-            let mut at = 0;
-            for piece in pieces {
-                sum.copy_and_add(&mut payload[at..at + piece.len()], piece);
-                at += piece.len();
-            }
-            nonzero(sum.checksum())
-        } else {
-            let mut at = 0;
-            for piece in pieces {
-                payload[at..at + piece.len()].copy_from_slice(piece);
-                at += piece.len();
-            }
-            match mode {
-                // Classic: a second pass over the whole datagram with the configured routine.
-                TxChecksum::Software => nonzero(!checksum::add(self.config.checksum.sum(buf.data()), pseudo)),
-                // The field holds the pseudo-header sum; the link completes it.
-                TxChecksum::Offload => pseudo,
-                TxChecksum::None => 0,
-            }
-        };
+        let field =
+            if mode == TxChecksum::Software && self.config.copy_checksum == CopyChecksum::Fused {
+                // One pass over the user's data: copy and sum together (paper 000 §7.1).
+                let mut sum = Checksum::new();
+                sum.add_sum(checksum::fast(header));
+                sum.add_sum(pseudo);
+                let mut at = 0;
+                for piece in pieces {
+                    sum.copy_and_add(&mut payload[at..at + piece.len()], piece);
+                    at += piece.len();
+                }
+                nonzero(sum.checksum())
+            } else {
+                let mut at = 0;
+                for piece in pieces {
+                    payload[at..at + piece.len()].copy_from_slice(piece);
+                    at += piece.len();
+                }
+                match mode {
+                    // Classic: a second pass over the whole datagram with the configured routine.
+                    TxChecksum::Software => {
+                        nonzero(!checksum::add(self.config.checksum.sum(buf.data()), pseudo))
+                    }
+                    // The field holds the pseudo-header sum; the link completes it.
+                    TxChecksum::Offload => pseudo,
+                    TxChecksum::None => 0,
+                }
+            };
         buf.data_mut()[6..8].copy_from_slice(&field.to_be_bytes());
         match mode {
             TxChecksum::Offload => {
-                buf.meta.checksum = ChecksumOffload::Partial { start: 20, offset: 6 };
+                buf.meta.checksum = ChecksumOffload::Partial {
+                    start: 20,
+                    offset: 6,
+                };
                 self.counters.udp.out_checksum_offloaded += 1;
             }
             TxChecksum::None => self.counters.udp.out_no_checksum += 1,
@@ -360,7 +452,8 @@ impl Stack {
         buf.truncate(udp_len);
 
         let pseudo = || checksum::pseudo_header_sum(ip.src_addr, ip.dst_addr, 17, udp_len as u16);
-        let offloaded = self.config.checksum_policy.use_offload && buf.meta.checksum != ChecksumOffload::None;
+        let offloaded =
+            self.config.checksum_policy.use_offload && buf.meta.checksum != ChecksumOffload::None;
         let pending = if field == 0 {
             self.counters.udp.in_no_checksum += 1;
             None
@@ -408,7 +501,13 @@ impl Stack {
         }
     }
 
-    fn udp_enqueue(&mut self, id: SocketId, buf: PacketBuf, from: SocketAddrV4, pending: Option<u16>) {
+    fn udp_enqueue(
+        &mut self,
+        id: SocketId,
+        buf: PacketBuf,
+        from: SocketAddrV4,
+        pending: Option<u16>,
+    ) {
         let socket = self.udp.by_id(id);
         let size = buf.truesize();
         if socket.rx_bytes + size > socket.options.recv_buffer_bytes.unwrap_or(usize::MAX) {
@@ -453,9 +552,15 @@ fn nonzero(field: u16) -> u16 {
 }
 
 fn broadcast_denied() -> io::Error {
-    io::Error::new(io::ErrorKind::PermissionDenied, "sending to a broadcast address needs the broadcast option")
+    io::Error::new(
+        io::ErrorKind::PermissionDenied,
+        "sending to a broadcast address needs the broadcast option",
+    )
 }
 
 fn no_route(dst: Ipv4Addr) -> io::Error {
-    io::Error::new(io::ErrorKind::NetworkUnreachable, format!("no route to {dst}"))
+    io::Error::new(
+        io::ErrorKind::NetworkUnreachable,
+        format!("no route to {dst}"),
+    )
 }

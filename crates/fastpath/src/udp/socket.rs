@@ -41,7 +41,8 @@ impl UdpSocketRef<'_> {
     /// Sends `buf` to `dst`. On an unconnected socket this never connects it, not even for a moment
     /// (Partridge & Pink §6.2), unless the `sendto_pseudo_connect` switch asks for the 4.3BSD way.
     pub fn send_to(&mut self, buf: &[u8], dst: SocketAddrV4) -> io::Result<usize> {
-        self.stack.udp_send(self.socket, &[IoSlice::new(buf)], Some(dst))
+        self.stack
+            .udp_send(self.socket, &[IoSlice::new(buf)], Some(dst))
     }
 
     /// Sends `buf` to the connected peer.
@@ -50,7 +51,11 @@ impl UdpSocketRef<'_> {
     }
 
     /// Sends the concatenation of `bufs` as one datagram to `dst` (gathered and summed in one pass).
-    pub fn send_to_vectored(&mut self, bufs: &[IoSlice<'_>], dst: SocketAddrV4) -> io::Result<usize> {
+    pub fn send_to_vectored(
+        &mut self,
+        bufs: &[IoSlice<'_>],
+        dst: SocketAddrV4,
+    ) -> io::Result<usize> {
         self.stack.udp_send(self.socket, bufs, Some(dst))
     }
 
@@ -71,7 +76,10 @@ impl UdpSocketRef<'_> {
     }
 
     /// Receives one datagram scattered over `bufs`.
-    pub fn recv_vectored(&mut self, bufs: &mut [IoSliceMut<'_>]) -> io::Result<(usize, SocketAddrV4)> {
+    pub fn recv_vectored(
+        &mut self,
+        bufs: &mut [IoSliceMut<'_>],
+    ) -> io::Result<(usize, SocketAddrV4)> {
         self.read(bufs, false)
     }
 
@@ -105,7 +113,10 @@ impl UdpSocketRef<'_> {
     pub fn peer_addr(&self) -> io::Result<SocketAddrV4> {
         let s = self.stack.udp.get(self.socket).ok_or_else(closed)?;
         if !s.pcb.is_connected() {
-            return Err(io::Error::new(io::ErrorKind::NotConnected, "socket is not connected"));
+            return Err(io::Error::new(
+                io::ErrorKind::NotConnected,
+                "socket is not connected",
+            ));
         }
         Ok(SocketAddrV4::new(s.pcb.remote_addr, s.pcb.remote_port))
     }
@@ -157,7 +168,11 @@ impl UdpSocketRef<'_> {
     /// Takes (or peeks at) the next datagram whose checksum holds, copying it into `bufs`. A datagram
     /// whose deferred checksum fails is dropped and counted, and the next one is tried (paper 000
     /// §7.1.1); `bufs` may have been written even then.
-    fn read(&mut self, bufs: &mut [IoSliceMut<'_>], peek: bool) -> io::Result<(usize, SocketAddrV4)> {
+    fn read(
+        &mut self,
+        bufs: &mut [IoSliceMut<'_>],
+        peek: bool,
+    ) -> io::Result<(usize, SocketAddrV4)> {
         let stack = &mut *self.stack;
         let s = stack.udp.get_mut(self.socket).ok_or_else(closed)?;
         if let Some(kind) = s.error.take() {

@@ -15,7 +15,11 @@ pub fn sa(ip: Ipv4Addr, port: u16) -> SocketAddrV4 {
 }
 
 /// Two stacks, A (10.0.0.1) and B (10.0.0.2), joined by an in-memory pair.
-pub fn two_stacks(config: StackConfig, caps: LinkCapabilities, impair: Impairments) -> (Stack, Stack) {
+pub fn two_stacks(
+    config: StackConfig,
+    caps: LinkCapabilities,
+    impair: Impairments,
+) -> (Stack, Stack) {
     let (ea, eb) = PairEnd::pair(caps, 65536, impair);
     let mut a = Stack::new(config.clone());
     a.add_interface("pair0", ea, Ipv4Cidr::new(A, 24));
@@ -81,7 +85,8 @@ pub fn ip_packet(src: Ipv4Addr, dst: Ipv4Addr, protocol: u8, payload: &[u8]) -> 
 
 /// Builds a UDP/IPv4 packet with etherparse, checksum included.
 pub fn udp_packet(src: SocketAddrV4, dst: SocketAddrV4, payload: &[u8]) -> Vec<u8> {
-    let builder = etherparse::PacketBuilder::ipv4(src.ip().octets(), dst.ip().octets(), 64).udp(src.port(), dst.port());
+    let builder = etherparse::PacketBuilder::ipv4(src.ip().octets(), dst.ip().octets(), 64)
+        .udp(src.port(), dst.port());
     let mut out = Vec::new();
     builder.write(&mut out, payload).unwrap();
     out
