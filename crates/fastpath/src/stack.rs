@@ -26,6 +26,8 @@ pub(crate) struct Interface {
     pub(crate) name: String,
     pub(crate) link: Box<dyn Link>,
     pub(crate) cidr: Ipv4Cidr,
+    /// The prefix's directed broadcast address, computed once.
+    pub(crate) broadcast: Option<Ipv4Addr>,
     pub(crate) caps: LinkCapabilities,
     pub(crate) txq: Vec<PacketBuf>,
 }
@@ -102,6 +104,7 @@ impl Stack {
             name: name.to_string(),
             link: Box::new(link),
             cidr,
+            broadcast: cidr.broadcast(),
             caps,
             txq: Vec::with_capacity(self.config.tx_batch),
         });

@@ -72,7 +72,7 @@ impl Stack {
             if f.cidr.addr == dst {
                 return Some(Delivery::Unicast);
             }
-            if f.cidr.broadcast() == Some(dst) {
+            if f.broadcast == Some(dst) {
                 return Some(Delivery::Broadcast);
             }
         }
@@ -156,7 +156,7 @@ impl Stack {
         let src = repr.src_addr;
         if src.is_broadcast()
             || src.is_multicast()
-            || self.ifaces.iter().any(|f| f.cidr.broadcast() == Some(src))
+            || self.ifaces.iter().any(|f| f.broadcast == Some(src))
         {
             return Err(DropReason::Ipv4BadSource);
         }
