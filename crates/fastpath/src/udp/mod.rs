@@ -397,7 +397,7 @@ impl Stack {
             if mode == TxChecksum::Software && self.config.copy_checksum == CopyChecksum::Fused {
                 // One pass over the user's data: copy and sum together (paper 000 §7.1).
                 let mut sum = Checksum::new();
-                sum.add_sum(checksum::fast(header));
+                sum.add_sum(header_sum(pcb.local_port, dst.port(), (8 + len) as u16, 0));
                 sum.add_sum(pseudo);
                 let mut at = 0;
                 for piece in pieces {
@@ -461,7 +461,10 @@ impl Stack {
             self.counters.udp.in_checksum_offloaded += 1;
             None
         } else if self.config.copy_checksum == CopyChecksum::Fused {
-            Some(checksum::add(pseudo(), checksum::fast(&buf.data()[..8])))
+            Some(checksum::add(
+                pseudo(),
+                header_sum(repr.src_port, repr.dst_port, udp_len as u16, field),
+            ))
         } else {
             if checksum::add(pseudo(), self.config.checksum.sum(buf.data())) != 0xffff {
                 return self.drop_packet(buf, DropReason::UdpBadChecksum);
@@ -540,6 +543,15 @@ enum TxChecksum {
     Software,
     Offload,
     None,
+}
+
+/// The sum of a UDP header's four 16-bit words, computed from its fields: cheaper than a call to the
+/// general routine for 8 bytes.
+#[inline(always)]
+fn header_sum(src_port: u16, dst_port: u16, len: u16, field: u16) -> u16 {
+    let acc = src_port as u32 + dst_port as u32 + len as u32 + field as u32;
+    let acc = (acc & 0xffff) + (acc >> 16);
+    ((acc & 0xffff) + (acc >> 16)) as u16
 }
 
 /// A computed checksum of zero is sent as `0xffff`: zero means "no checksum" (RFC 768).

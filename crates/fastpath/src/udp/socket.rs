@@ -201,7 +201,9 @@ impl UdpSocketRef<'_> {
                         sum.copy_and_add(&mut b[..n], &payload[copied..copied + n]);
                         copied += n;
                     }
-                    sum.add_bytes(&payload[copied..]);
+                    if copied < payload.len() {
+                        sum.add_bytes(&payload[copied..]);
+                    }
                     sum.sum() == 0xffff
                 }
             };
