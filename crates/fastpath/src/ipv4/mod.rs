@@ -86,15 +86,15 @@ impl Stack {
         }
     }
 
-    /// Input: one packet from `iface`.
-    pub(crate) fn ipv4_input(&mut self, iface: InterfaceId, mut buf: PacketBuf) {
+    /// Input: one packet from `_iface`. The host model is weak (RFC 1122 §3.3.4.2): the arriving
+    /// interface does not restrict which of the host's addresses the packet may be for.
+    pub(crate) fn ipv4_input(&mut self, _iface: InterfaceId, mut buf: PacketBuf) {
         self.counters.ip.in_receives += 1;
         let checked = match self.ipv4_check(buf.data()) {
             Ok(checked) => checked,
             Err(reason) => return self.drop_packet(buf, reason),
         };
         let (mut repr, header_len, delivery, fragment) = checked;
-        let _ = iface;
 
         if fragment {
             self.counters.ip.reasm_reqds += 1;

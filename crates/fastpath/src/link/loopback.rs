@@ -6,7 +6,8 @@ use super::{Link, LinkCapabilities};
 use crate::buf::PacketBuf;
 
 /// A loopback link with a bounded queue. Its MTU defaults to 65535, as large as IPv4 allows: nothing is
-/// gained by fragmenting packets that never leave the host.
+/// gained by fragmenting packets that never leave the host. It counts as CRC-protected: packets never
+/// leave memory, so Kay & Pasquale's elimination rule, when switched on, applies to it.
 #[derive(Debug)]
 pub struct Loopback {
     queue: VecDeque<PacketBuf>,
