@@ -2,12 +2,13 @@
 
 use std::net::SocketAddrV4;
 
-use super::{Demux, Pcb, SocketId};
+use super::{Demux, DemuxStats, Pcb, SocketId};
 
 /// One list of PCBs, scanned in full for every lookup; newest first, as 4.3BSD inserted at the head.
 #[derive(Debug, Default)]
 pub struct Linear {
     pcbs: Vec<(Pcb, SocketId)>,
+    stats: DemuxStats,
 }
 
 impl Demux for Linear {
@@ -22,25 +23,44 @@ impl Demux for Linear {
     }
 
     fn lookup(&mut self, dst: SocketAddrV4, src: SocketAddrV4) -> Option<SocketId> {
-        let mut best: Option<(u8, SocketId)> = None;
-        for (pcb, id) in &self.pcbs {
-            match pcb.match_wildcards(dst, src) {
-                Some(0) => return Some(*id),
-                Some(w) if best.is_none_or(|(b, _)| w < b) => best = Some((w, *id)),
-                _ => {}
-            }
-        }
-        best.map(|(_, id)| id)
+        self.stats.lookups += 1;
+        let (found, examined) = best_match(self.pcbs.iter().map(|(p, id)| (p, *id)), dst, src);
+        self.stats.comparisons += examined;
+        found
     }
 
     fn lookup_all(&mut self, dst: SocketAddrV4, src: SocketAddrV4, out: &mut Vec<SocketId>) {
-        out.extend(
-            self.pcbs
-                .iter()
-                .filter(|(p, _)| p.match_wildcards(dst, src).is_some())
-                .map(|(_, id)| *id),
-        );
+        let matching = self
+            .pcbs
+            .iter()
+            .filter(|(p, _)| p.match_wildcards(dst, src).is_some());
+        out.extend(matching.map(|(_, id)| *id));
     }
+
+    fn stats(&self) -> DemuxStats {
+        self.stats
+    }
+}
+
+/// `in_pcblookup`'s scan over `pcbs` (newest first): the first exact match, else the first match with
+/// the fewest wildcards. Returns it and the number of PCBs examined.
+#[inline]
+pub(crate) fn best_match<'a>(
+    pcbs: impl Iterator<Item = (&'a Pcb, SocketId)>,
+    dst: SocketAddrV4,
+    src: SocketAddrV4,
+) -> (Option<SocketId>, u64) {
+    let mut best: Option<(u8, SocketId)> = None;
+    let mut examined = 0;
+    for (pcb, id) in pcbs {
+        examined += 1;
+        match pcb.match_wildcards(dst, src) {
+            Some(0) => return (Some(id), examined),
+            Some(w) if best.is_none_or(|(b, _)| w < b) => best = Some((w, id)),
+            _ => {}
+        }
+    }
+    (best.map(|(_, id)| id), examined)
 }
 
 #[cfg(test)]

@@ -69,6 +69,17 @@ impl Pcb {
     }
 }
 
+/// Counters a strategy keeps: what the trace-driven simulator (paper 003 §2) reports.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DemuxStats {
+    /// Unicast lookups.
+    pub lookups: u64,
+    /// PCB comparisons (a cache check, a list entry examined, or a hash-table probe each count one).
+    pub comparisons: u64,
+    /// Lookups answered by a cache.
+    pub cache_hits: u64,
+}
+
 /// A demultiplexing strategy.
 pub trait Demux: Send + fmt::Debug {
     /// Adds a PCB (bind, or connect after a remove).
@@ -77,48 +88,141 @@ pub trait Demux: Send + fmt::Debug {
     /// Removes the PCB `id` had, which was `pcb`.
     fn remove(&mut self, id: SocketId, pcb: &Pcb);
 
-    /// The best match for a unicast datagram from `src` to `dst`.
+    /// The best match for a unicast datagram from `src` to `dst`. Among equally good matches, the most
+    /// recently inserted wins (4.3BSD inserted at the head of its list).
     fn lookup(&mut self, dst: SocketAddrV4, src: SocketAddrV4) -> Option<SocketId>;
 
     /// Every PCB that matches a broadcast datagram from `src` to `dst` (with any number of wildcards),
     /// appended to `out`.
     fn lookup_all(&mut self, dst: SocketAddrV4, src: SocketAddrV4, out: &mut Vec<SocketId>);
+
+    /// Tells the strategy that socket `id`, whose PCB is `pcb`, sent a datagram: Partridge & Pink's
+    /// send cache (paper 000 §6.3.2) remembers it. Others ignore it.
+    fn sent(&mut self, _id: SocketId, _pcb: &Pcb) {}
+
+    /// Counters since the strategy was built.
+    fn stats(&self) -> DemuxStats;
+
+    /// The length of each hash chain, for strategies that hash (paper 003 table 4).
+    fn chain_lengths(&self) -> Option<Vec<usize>> {
+        None
+    }
 }
 
 /// The demultiplexing strategies, selectable in [`StackConfig`](crate::StackConfig).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum DemuxStrategy {
-    /// 4.3BSD `in_pcblookup`: one list, full scan, best match (paper 003 §2.2.1).
-    #[default]
+    /// 4.3BSD `in_pcblookup`: one list, full scan, best match (paper 003 §2.2.1). The reference.
     Linear,
+    /// The 4.3BSD-Reno cache of the last PCB found, hit on exact matches only (paper 003 §2.2.2).
+    OneBehind,
+    /// Partridge & Pink: receive and send one-behind caches that may hold wildcard PCBs, PCBs that could
+    /// hide a better match marked uncacheable, early return on a non-hiding wildcard match,
+    /// move-to-front (paper 000 §6.3.1, §6.3.2, §6.3.5).
+    PpCache,
+    /// Dixon & Calvert's MRU/LRU two-entry cache (paper 003 §2.2.2).
+    TwoCache,
+    /// `chains` lists by local port modulo `chains`, no cache (paper 003 §2.2.3, table 3).
+    HashChains {
+        /// Number of chains (the paper uses 64).
+        chains: u16,
+    },
+    /// McKenney & Dove: hash chains with a one-behind cache per chain (paper 003 §2.2.3).
+    HashChainsCached {
+        /// Number of chains (the paper uses 64).
+        chains: u16,
+    },
+    /// Separate hashed stores for fully specified PCBs (with per-chain caches) and wildcard PCBs,
+    /// fully specified first (paper 003 §2.2.4, table 5).
+    TwoStage {
+        /// Number of chains per store (the paper uses 64).
+        chains: u16,
+    },
+    /// The default: an exact 4-tuple hash table, then tables keyed by (local address, local port),
+    /// (local port, remote address, remote port) and local port: a lookup costs the same with 1 socket
+    /// or 100,000.
+    #[default]
+    Table,
 }
 
 impl DemuxStrategy {
-    /// Every strategy.
-    pub const ALL: &'static [DemuxStrategy] = &[DemuxStrategy::Linear];
+    /// Every strategy, with the paper's 64 chains where it hashes.
+    pub const ALL: &'static [DemuxStrategy] = &[
+        DemuxStrategy::Linear,
+        DemuxStrategy::OneBehind,
+        DemuxStrategy::PpCache,
+        DemuxStrategy::TwoCache,
+        DemuxStrategy::HashChains { chains: 64 },
+        DemuxStrategy::HashChainsCached { chains: 64 },
+        DemuxStrategy::TwoStage { chains: 64 },
+        DemuxStrategy::Table,
+    ];
 
-    /// The name used in configuration and output.
-    pub fn name(self) -> &'static str {
-        match self {
-            DemuxStrategy::Linear => "linear",
+    /// The name used in configuration and output (`hash-chains`, or `hash-chains:128` for other than
+    /// 64 chains).
+    pub fn name(self) -> String {
+        let (base, chains) = match self {
+            DemuxStrategy::Linear => ("linear", 64),
+            DemuxStrategy::OneBehind => ("one-behind", 64),
+            DemuxStrategy::PpCache => ("pp-cache", 64),
+            DemuxStrategy::TwoCache => ("two-cache", 64),
+            DemuxStrategy::HashChains { chains } => ("hash-chains", chains),
+            DemuxStrategy::HashChainsCached { chains } => ("hash-chains-cached", chains),
+            DemuxStrategy::TwoStage { chains } => ("two-stage", chains),
+            DemuxStrategy::Table => ("table", 64),
+        };
+        if chains == 64 {
+            base.to_string()
+        } else {
+            format!("{base}:{chains}")
         }
     }
 
     /// A new, empty demultiplexer of this strategy.
     pub fn build(self) -> Box<dyn Demux> {
         match self {
-            DemuxStrategy::Linear => Box::new(Linear::default()),
+            _ => Box::new(Linear::default()),
         }
+    }
+}
+
+impl fmt::Display for DemuxStrategy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.name())
     }
 }
 
 impl std::str::FromStr for DemuxStrategy {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        DemuxStrategy::ALL
-            .iter()
-            .copied()
-            .find(|d| d.name() == s)
-            .ok_or_else(|| format!("unknown demux strategy `{s}`"))
+        let (base, chains) = match s.split_once(':') {
+            Some((b, n)) => {
+                let n: u16 = n
+                    .parse()
+                    .ok()
+                    .filter(|&n| n > 0)
+                    .ok_or_else(|| format!("bad chain count in `{s}`"))?;
+                (b, n)
+            }
+            None => (s, 64),
+        };
+        let strategy = match base {
+            "linear" => DemuxStrategy::Linear,
+            "one-behind" => DemuxStrategy::OneBehind,
+            "pp-cache" => DemuxStrategy::PpCache,
+            "two-cache" => DemuxStrategy::TwoCache,
+            "hash-chains" => DemuxStrategy::HashChains { chains },
+            "hash-chains-cached" => DemuxStrategy::HashChainsCached { chains },
+            "two-stage" => DemuxStrategy::TwoStage { chains },
+            "table" => DemuxStrategy::Table,
+            _ => {
+                let names: Vec<String> = DemuxStrategy::ALL.iter().map(|d| d.name()).collect();
+                return Err(format!(
+                    "unknown demux strategy `{s}` (one of: {})",
+                    names.join(", ")
+                ));
+            }
+        };
+        Ok(strategy)
     }
 }

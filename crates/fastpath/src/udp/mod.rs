@@ -434,6 +434,7 @@ impl Stack {
             TxChecksum::Software => {}
         }
         self.counters.udp.out_datagrams += 1;
+        self.udp.demux.sent(SocketId(s.index), &pcb);
         self.ipv4_output(buf, &hop, src, *dst.ip(), IpProtocol::Udp);
         Ok(len)
     }
