@@ -6,9 +6,21 @@
 //! fewest wildcards. [`Linear`] is that rule written as 4.3BSD wrote it; it is the reference the others
 //! are tested against.
 
+mod hash_chains;
 mod linear;
+mod one_behind;
+mod pp_cache;
+mod table;
+mod two_cache;
+mod two_stage;
 
+pub use hash_chains::HashChains;
 pub use linear::Linear;
+pub use one_behind::OneBehind;
+pub use pp_cache::PpCache;
+pub use table::Table;
+pub use two_cache::TwoCache;
+pub use two_stage::TwoStage;
 
 use std::fmt;
 use std::net::{Ipv4Addr, SocketAddrV4};
@@ -47,6 +59,11 @@ impl Pcb {
         !self.remote_addr.is_unspecified()
     }
 
+    /// Wildcards among the local address and the remote address and port: 0 (fully specified) to 2.
+    pub fn wildcards(&self) -> u8 {
+        self.local_addr.is_unspecified() as u8 + !self.is_connected() as u8
+    }
+
     /// The number of wildcards this PCB uses to match a datagram from `src` to `dst`, or `None` if it
     /// does not match (the rule of 4.3BSD's `in_pcblookup`).
     #[inline]
@@ -67,6 +84,18 @@ impl Pcb {
         }
         Some(wildcards)
     }
+}
+
+/// True when `pcb` is fully specified and names exactly this datagram's four fields: the only kind of
+/// cache hit that cannot hide a better match.
+#[inline]
+pub(crate) fn exact_hit(pcb: &Pcb, dst: SocketAddrV4, src: SocketAddrV4) -> bool {
+    pcb.local_port == dst.port()
+        && pcb.local_addr == *dst.ip()
+        && pcb.remote_addr == *src.ip()
+        && pcb.remote_port == src.port()
+        && !pcb.local_addr.is_unspecified()
+        && pcb.is_connected()
 }
 
 /// Counters a strategy keeps: what the trace-driven simulator (paper 003 §2) reports.
@@ -181,7 +210,14 @@ impl DemuxStrategy {
     /// A new, empty demultiplexer of this strategy.
     pub fn build(self) -> Box<dyn Demux> {
         match self {
-            _ => Box::new(Linear::default()),
+            DemuxStrategy::Linear => Box::new(Linear::default()),
+            DemuxStrategy::OneBehind => Box::new(OneBehind::default()),
+            DemuxStrategy::PpCache => Box::new(PpCache::new()),
+            DemuxStrategy::TwoCache => Box::new(TwoCache::default()),
+            DemuxStrategy::HashChains { chains } => Box::new(HashChains::new(chains, false)),
+            DemuxStrategy::HashChainsCached { chains } => Box::new(HashChains::new(chains, true)),
+            DemuxStrategy::TwoStage { chains } => Box::new(TwoStage::new(chains)),
+            DemuxStrategy::Table => Box::new(Table::default()),
         }
     }
 }

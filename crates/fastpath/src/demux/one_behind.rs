@@ -1,0 +1,65 @@
+//! 4.3BSD-Reno's one-behind cache (paper 003 §2.2.2).
+
+use std::net::SocketAddrV4;
+
+use super::linear::best_match;
+use super::{exact_hit, Demux, DemuxStats, Pcb, SocketId};
+
+/// [`Linear`](super::Linear)'s list plus a pointer to the PCB the last lookup found. The cache hits only
+/// when that PCB matches the datagram exactly on all four fields, so a cached wildcard PCB never hits:
+/// that is why Partridge & Pink found it useless for UDP servers (paper 000 §6.3.1).
+///
+/// The cache is cleared whenever a PCB is added or removed (Reno cleared it on removal; clearing it on
+/// addition too keeps it from answering for a PCB that a newer identical one now shadows).
+#[derive(Debug, Default)]
+pub struct OneBehind {
+    pcbs: Vec<(Pcb, SocketId)>,
+    cache: Option<(Pcb, SocketId)>,
+    stats: DemuxStats,
+}
+
+impl Demux for OneBehind {
+    fn insert(&mut self, id: SocketId, pcb: Pcb) {
+        self.cache = None;
+        self.pcbs.insert(0, (pcb, id));
+    }
+
+    fn remove(&mut self, id: SocketId, pcb: &Pcb) {
+        self.cache = None;
+        if let Some(i) = self.pcbs.iter().position(|(p, s)| *s == id && p == pcb) {
+            self.pcbs.remove(i);
+        }
+    }
+
+    fn lookup(&mut self, dst: SocketAddrV4, src: SocketAddrV4) -> Option<SocketId> {
+        self.stats.lookups += 1;
+        if let Some((pcb, id)) = self.cache {
+            self.stats.comparisons += 1;
+            if exact_hit(&pcb, dst, src) {
+                self.stats.cache_hits += 1;
+                return Some(id);
+            }
+        }
+        let (found, examined) = best_match(self.pcbs.iter().map(|(p, id)| (p, *id)), dst, src);
+        self.stats.comparisons += examined;
+        self.cache = found.map(|id| {
+            (
+                self.pcbs.iter().find(|(_, s)| *s == id).expect("found").0,
+                id,
+            )
+        });
+        found
+    }
+
+    fn lookup_all(&mut self, dst: SocketAddrV4, src: SocketAddrV4, out: &mut Vec<SocketId>) {
+        let matching = self
+            .pcbs
+            .iter()
+            .filter(|(p, _)| p.match_wildcards(dst, src).is_some());
+        out.extend(matching.map(|(_, id)| *id));
+    }
+
+    fn stats(&self) -> DemuxStats {
+        self.stats
+    }
+}

@@ -1,0 +1,425 @@
+//! The default strategy: hash tables by wildcard shape, so a lookup costs the same with 1 socket or
+//! 100,000.
+
+use std::net::{Ipv4Addr, SocketAddrV4};
+
+use super::{Demux, DemuxStats, Pcb, SocketId};
+
+const EMPTY: u32 = u32::MAX;
+
+/// A key of one of the tables: the PCB fields that are not wildcards, packed into an integer.
+trait Key: Copy + Eq + Default + std::fmt::Debug {
+    /// Fibonacci hashing: multiply by 2^64/φ; the table takes the top bits.
+    fn hash(self) -> u64;
+}
+
+impl Key for u64 {
+    #[inline(always)]
+    fn hash(self) -> u64 {
+        self.wrapping_mul(0x9E37_79B9_7F4A_7C15)
+    }
+}
+
+impl Key for u128 {
+    #[inline(always)]
+    fn hash(self) -> u64 {
+        ((self as u64) ^ ((self >> 64) as u64).rotate_left(32)).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct Slot<K> {
+    key: K,
+    /// The newest socket with this key, or `EMPTY` for a free slot.
+    id: u32,
+    seq: u64,
+    /// Older sockets with the same key (`reuse_address`), an index into `FlatMap::older`, or `EMPTY`.
+    older: u32,
+}
+
+/// An open-addressing hash map with linear probing, at most half full, with backward-shift deletion (no
+/// tombstones, so a miss stops at the first free slot). Only local binds insert, so a remote sender
+/// cannot choose keys that collide.
+#[derive(Debug)]
+struct FlatMap<K> {
+    slots: Vec<Slot<K>>,
+    shift: u32,
+    len: usize,
+    /// Older sockets sharing a key, newest first.
+    older: Vec<Vec<(u64, SocketId)>>,
+    free_older: Vec<u32>,
+}
+
+impl<K: Key> FlatMap<K> {
+    fn new() -> FlatMap<K> {
+        FlatMap {
+            slots: vec![
+                Slot {
+                    id: EMPTY,
+                    ..Slot::default()
+                };
+                8
+            ],
+            shift: 64 - 3,
+            len: 0,
+            older: Vec::new(),
+            free_older: Vec::new(),
+        }
+    }
+
+    #[inline(always)]
+    fn home(&self, key: K) -> usize {
+        (key.hash() >> self.shift) as usize
+    }
+
+    /// The newest socket with `key`, and its sequence number.
+    #[inline(always)]
+    fn get(&self, key: K) -> Option<(SocketId, u64)> {
+        let mask = self.slots.len() - 1;
+        let mut i = self.home(key);
+        loop {
+            let s = &self.slots[i];
+            if s.id == EMPTY {
+                return None;
+            }
+            if s.key == key {
+                return Some((SocketId(s.id), s.seq));
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    fn find(&self, key: K) -> Option<usize> {
+        let mask = self.slots.len() - 1;
+        let mut i = self.home(key);
+        while self.slots[i].id != EMPTY {
+            if self.slots[i].key == key {
+                return Some(i);
+            }
+            i = (i + 1) & mask;
+        }
+        None
+    }
+
+    fn insert(&mut self, key: K, id: SocketId, seq: u64) {
+        if let Some(i) = self.find(key) {
+            // A newer socket with the same key takes the slot; the previous one heads the older list.
+            let s = self.slots[i];
+            let older = if s.older == EMPTY {
+                let o = self.free_older.pop().unwrap_or_else(|| {
+                    self.older.push(Vec::new());
+                    (self.older.len() - 1) as u32
+                });
+                self.slots[i].older = o;
+                o
+            } else {
+                s.older
+            };
+            self.older[older as usize].insert(0, (s.seq, SocketId(s.id)));
+            self.slots[i].id = id.0;
+            self.slots[i].seq = seq;
+            return;
+        }
+        if (self.len + 1) * 2 > self.slots.len() {
+            self.grow();
+        }
+        let mask = self.slots.len() - 1;
+        let mut i = self.home(key);
+        while self.slots[i].id != EMPTY {
+            i = (i + 1) & mask;
+        }
+        self.slots[i] = Slot {
+            key,
+            id: id.0,
+            seq,
+            older: EMPTY,
+        };
+        self.len += 1;
+    }
+
+    fn remove(&mut self, key: K, id: SocketId) {
+        let Some(i) = self.find(key) else { return };
+        let s = self.slots[i];
+        if s.id != id.0 {
+            if s.older != EMPTY {
+                let list = &mut self.older[s.older as usize];
+                list.retain(|&(_, o)| o != id);
+                if list.is_empty() {
+                    self.free_older.push(s.older);
+                    self.slots[i].older = EMPTY;
+                }
+            }
+            return;
+        }
+        if s.older != EMPTY {
+            let list = &mut self.older[s.older as usize];
+            let (seq, next) = list.remove(0);
+            self.slots[i].id = next.0;
+            self.slots[i].seq = seq;
+            if list.is_empty() {
+                self.free_older.push(s.older);
+                self.slots[i].older = EMPTY;
+            }
+            return;
+        }
+        // Backward-shift deletion: pull later members of the probe run back over the hole.
+        let mask = self.slots.len() - 1;
+        let mut hole = i;
+        let mut j = (i + 1) & mask;
+        while self.slots[j].id != EMPTY {
+            let home = self.home(self.slots[j].key);
+            // Move slot j into the hole unless its home lies cyclically in (hole, j].
+            let stays = if hole <= j {
+                hole < home && home <= j
+            } else {
+                hole < home || home <= j
+            };
+            if !stays {
+                self.slots[hole] = self.slots[j];
+                hole = j;
+            }
+            j = (j + 1) & mask;
+        }
+        self.slots[hole].id = EMPTY;
+        self.len -= 1;
+    }
+
+    fn grow(&mut self) {
+        let old = std::mem::take(&mut self.slots);
+        self.slots = vec![
+            Slot {
+                id: EMPTY,
+                ..Slot::default()
+            };
+            old.len() * 2
+        ];
+        self.shift -= 1;
+        let mask = self.slots.len() - 1;
+        for s in old.into_iter().filter(|s| s.id != EMPTY) {
+            let mut i = self.home(s.key);
+            while self.slots[i].id != EMPTY {
+                i = (i + 1) & mask;
+            }
+            self.slots[i] = s;
+        }
+    }
+
+    /// Every (key, socket) held, older sockets included.
+    fn entries(&self) -> impl Iterator<Item = (K, SocketId)> + '_ {
+        self.slots
+            .iter()
+            .filter(|s| s.id != EMPTY)
+            .flat_map(move |s| {
+                let older = (s.older != EMPTY)
+                    .then(|| &self.older[s.older as usize])
+                    .into_iter()
+                    .flatten();
+                std::iter::once((s.key, SocketId(s.id)))
+                    .chain(older.map(move |&(_, id)| (s.key, id)))
+            })
+    }
+}
+
+fn exact_key(laddr: Ipv4Addr, lport: u16, raddr: Ipv4Addr, rport: u16) -> u128 {
+    (u32::from(laddr) as u128) << 64
+        | (lport as u128) << 48
+        | (u32::from(raddr) as u128) << 16
+        | rport as u128
+}
+
+fn local_key(laddr: Ipv4Addr, lport: u16) -> u64 {
+    (u32::from(laddr) as u64) << 16 | lport as u64
+}
+
+fn remote_key(lport: u16, raddr: Ipv4Addr, rport: u16) -> u64 {
+    (lport as u64) << 48 | (u32::from(raddr) as u64) << 16 | rport as u64
+}
+
+/// Four hash tables, one per wildcard shape: fully specified PCBs by their 4-tuple; PCBs with a local
+/// address and no peer by (local address, local port); PCBs with a peer and no local address by (local
+/// port, remote address, remote port); PCBs with neither by local port. A lookup probes the exact table,
+/// then the two one-wildcard tables (the newer of two matches wins, as in 4.3BSD's list), then the port
+/// table, skipping tables that are empty: at most four probes, whatever the number of sockets.
+#[derive(Debug)]
+pub struct Table {
+    exact: FlatMap<u128>,
+    local: FlatMap<u64>,
+    remote: FlatMap<u64>,
+    port: FlatMap<u64>,
+    next_seq: u64,
+    stats: DemuxStats,
+}
+
+impl Default for Table {
+    fn default() -> Self {
+        Table {
+            exact: FlatMap::new(),
+            local: FlatMap::new(),
+            remote: FlatMap::new(),
+            port: FlatMap::new(),
+            next_seq: 0,
+            stats: DemuxStats::default(),
+        }
+    }
+}
+
+impl Demux for Table {
+    fn insert(&mut self, id: SocketId, pcb: Pcb) {
+        self.next_seq += 1;
+        let seq = self.next_seq;
+        let p = pcb;
+        match (p.local_addr.is_unspecified(), p.is_connected()) {
+            (false, true) => self.exact.insert(
+                exact_key(p.local_addr, p.local_port, p.remote_addr, p.remote_port),
+                id,
+                seq,
+            ),
+            (false, false) => self
+                .local
+                .insert(local_key(p.local_addr, p.local_port), id, seq),
+            (true, true) => self.remote.insert(
+                remote_key(p.local_port, p.remote_addr, p.remote_port),
+                id,
+                seq,
+            ),
+            (true, false) => self.port.insert(p.local_port as u64, id, seq),
+        }
+    }
+
+    fn remove(&mut self, id: SocketId, p: &Pcb) {
+        match (p.local_addr.is_unspecified(), p.is_connected()) {
+            (false, true) => self.exact.remove(
+                exact_key(p.local_addr, p.local_port, p.remote_addr, p.remote_port),
+                id,
+            ),
+            (false, false) => self.local.remove(local_key(p.local_addr, p.local_port), id),
+            (true, true) => self
+                .remote
+                .remove(remote_key(p.local_port, p.remote_addr, p.remote_port), id),
+            (true, false) => self.port.remove(p.local_port as u64, id),
+        }
+    }
+
+    #[inline]
+    fn lookup(&mut self, dst: SocketAddrV4, src: SocketAddrV4) -> Option<SocketId> {
+        self.stats.lookups += 1;
+        let lport = dst.port();
+        if self.exact.len != 0 {
+            self.stats.comparisons += 1;
+            if let Some((id, _)) =
+                self.exact
+                    .get(exact_key(*dst.ip(), lport, *src.ip(), src.port()))
+            {
+                return Some(id);
+            }
+        }
+        let local = if self.local.len != 0 {
+            self.stats.comparisons += 1;
+            self.local.get(local_key(*dst.ip(), lport))
+        } else {
+            None
+        };
+        let remote = if self.remote.len != 0 {
+            self.stats.comparisons += 1;
+            self.remote.get(remote_key(lport, *src.ip(), src.port()))
+        } else {
+            None
+        };
+        match (local, remote) {
+            (Some((a, sa)), Some((b, sb))) => return Some(if sa > sb { a } else { b }),
+            (Some((a, _)), None) => return Some(a),
+            (None, Some((b, _))) => return Some(b),
+            (None, None) => {}
+        }
+        if self.port.len != 0 {
+            self.stats.comparisons += 1;
+            return self.port.get(lport as u64).map(|(id, _)| id);
+        }
+        None
+    }
+
+    fn lookup_all(&mut self, dst: SocketAddrV4, src: SocketAddrV4, out: &mut Vec<SocketId>) {
+        // Broadcasts need every match: scan the tables (4.3BSD scanned its whole list for them too).
+        let lport = dst.port();
+        let candidates = self
+            .exact
+            .entries()
+            .map(|(k, id)| {
+                let pcb = Pcb {
+                    local_addr: Ipv4Addr::from((k >> 64) as u32),
+                    local_port: (k >> 48) as u16,
+                    remote_addr: Ipv4Addr::from((k >> 16) as u32),
+                    remote_port: k as u16,
+                };
+                (pcb, id)
+            })
+            .chain(self.local.entries().map(|(k, id)| {
+                (
+                    Pcb::bound(SocketAddrV4::new(
+                        Ipv4Addr::from((k >> 16) as u32),
+                        k as u16,
+                    )),
+                    id,
+                )
+            }))
+            .chain(self.remote.entries().map(|(k, id)| {
+                let pcb = Pcb {
+                    local_addr: Ipv4Addr::UNSPECIFIED,
+                    local_port: (k >> 48) as u16,
+                    remote_addr: Ipv4Addr::from((k >> 16) as u32),
+                    remote_port: k as u16,
+                };
+                (pcb, id)
+            }))
+            .chain(self.port.entries().map(|(k, id)| {
+                (
+                    Pcb::bound(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, k as u16)),
+                    id,
+                )
+            }));
+        out.extend(
+            candidates
+                .filter(|(p, _)| p.local_port == lport && p.match_wildcards(dst, src).is_some())
+                .map(|(_, id)| id),
+        );
+    }
+
+    fn stats(&self) -> DemuxStats {
+        self.stats
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flat_map_insert_remove_grow_and_duplicates() {
+        let mut m: FlatMap<u64> = FlatMap::new();
+        for k in 0..1000u64 {
+            m.insert(k * 7919, SocketId(k as u32), k);
+        }
+        assert_eq!(m.len, 1000);
+        for k in 0..1000u64 {
+            assert_eq!(m.get(k * 7919), Some((SocketId(k as u32), k)));
+        }
+        for k in (0..1000u64).step_by(2) {
+            m.remove(k * 7919, SocketId(k as u32));
+        }
+        for k in 0..1000u64 {
+            assert_eq!(m.get(k * 7919).is_some(), k % 2 == 1, "key {k}");
+        }
+        // Duplicates: newest wins, removal promotes the next newest.
+        m.insert(5, SocketId(1), 2000);
+        m.insert(5, SocketId(2), 2001);
+        m.insert(5, SocketId(3), 2002);
+        assert_eq!(m.get(5), Some((SocketId(3), 2002)));
+        m.remove(5, SocketId(2));
+        assert_eq!(m.get(5), Some((SocketId(3), 2002)));
+        m.remove(5, SocketId(3));
+        assert_eq!(m.get(5), Some((SocketId(1), 2000)));
+        m.remove(5, SocketId(1));
+        assert_eq!(m.get(5), None);
+        assert_eq!(m.entries().count(), 500);
+    }
+}

@@ -1,0 +1,110 @@
+//! Two-stage hashing: fully specified PCBs first, then wildcard ones (paper 003 §2.2.4).
+
+use std::net::SocketAddrV4;
+
+use super::linear::best_match;
+use super::{exact_hit, Demux, DemuxStats, Pcb, SocketId};
+
+/// Two stores of `N` chains each, both hashed by local port mod `N`: one for fully specified PCBs (no
+/// wildcard), searched first with a one-behind cache per chain (McKenney & Dove), one for PCBs with
+/// wildcards, searched without a cache only when the first stage finds nothing.
+#[derive(Debug)]
+pub struct TwoStage {
+    full: Vec<Vec<(Pcb, SocketId)>>,
+    full_cache: Vec<Option<(Pcb, SocketId)>>,
+    wild: Vec<Vec<(Pcb, SocketId)>>,
+    stats: DemuxStats,
+}
+
+fn is_full(pcb: &Pcb) -> bool {
+    !pcb.local_addr.is_unspecified() && pcb.is_connected()
+}
+
+impl TwoStage {
+    /// `n` chains per store (at least 1).
+    pub fn new(n: u16) -> TwoStage {
+        let n = n.max(1) as usize;
+        TwoStage {
+            full: vec![Vec::new(); n],
+            full_cache: vec![None; n],
+            wild: vec![Vec::new(); n],
+            stats: DemuxStats::default(),
+        }
+    }
+
+    #[inline]
+    fn chain_of(&self, port: u16) -> usize {
+        port as usize % self.full.len()
+    }
+}
+
+impl Demux for TwoStage {
+    fn insert(&mut self, id: SocketId, pcb: Pcb) {
+        let r = self.chain_of(pcb.local_port);
+        if is_full(&pcb) {
+            self.full_cache[r] = None;
+            self.full[r].insert(0, (pcb, id));
+        } else {
+            self.wild[r].insert(0, (pcb, id));
+        }
+    }
+
+    fn remove(&mut self, id: SocketId, pcb: &Pcb) {
+        let r = self.chain_of(pcb.local_port);
+        let chain = if is_full(pcb) {
+            self.full_cache[r] = None;
+            &mut self.full[r]
+        } else {
+            &mut self.wild[r]
+        };
+        if let Some(i) = chain.iter().position(|(p, s)| *s == id && p == pcb) {
+            chain.remove(i);
+        }
+    }
+
+    fn lookup(&mut self, dst: SocketAddrV4, src: SocketAddrV4) -> Option<SocketId> {
+        self.stats.lookups += 1;
+        let r = self.chain_of(dst.port());
+        if let Some((pcb, id)) = self.full_cache[r] {
+            self.stats.comparisons += 1;
+            if exact_hit(&pcb, dst, src) {
+                self.stats.cache_hits += 1;
+                return Some(id);
+            }
+        }
+        for (i, (pcb, id)) in self.full[r].iter().enumerate() {
+            if exact_hit(pcb, dst, src) {
+                self.stats.comparisons += i as u64 + 1;
+                self.full_cache[r] = Some((*pcb, *id));
+                return Some(*id);
+            }
+        }
+        self.stats.comparisons += self.full[r].len() as u64;
+        let (found, examined) = best_match(self.wild[r].iter().map(|(p, id)| (p, *id)), dst, src);
+        self.stats.comparisons += examined;
+        found
+    }
+
+    fn lookup_all(&mut self, dst: SocketAddrV4, src: SocketAddrV4, out: &mut Vec<SocketId>) {
+        let r = self.chain_of(dst.port());
+        let both = self.full[r].iter().chain(&self.wild[r]);
+        out.extend(
+            both.filter(|(p, _)| p.match_wildcards(dst, src).is_some())
+                .map(|(_, id)| *id),
+        );
+    }
+
+    fn stats(&self) -> DemuxStats {
+        self.stats
+    }
+
+    fn chain_lengths(&self) -> Option<Vec<usize>> {
+        Some(
+            self.full
+                .iter()
+                .zip(&self.wild)
+                .map(|(f, w)| f.len() + w.len())
+                .collect(),
+        )
+    }
+}
