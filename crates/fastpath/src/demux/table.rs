@@ -1,6 +1,7 @@
 //! The default strategy: hash tables by wildcard shape, so a lookup costs the same with 1 socket or
 //! 100,000.
 
+use std::collections::HashMap;
 use std::net::{Ipv4Addr, SocketAddrV4};
 
 use super::{Demux, DemuxStats, Pcb, SocketId};
@@ -137,19 +138,25 @@ impl<K: Key> FlatMap<K> {
         self.len += 1;
     }
 
-    fn remove(&mut self, key: K, id: SocketId) {
-        let Some(i) = self.find(key) else { return };
+    /// Removes `id` from under `key`; false if it was not there.
+    fn remove(&mut self, key: K, id: SocketId) -> bool {
+        let Some(i) = self.find(key) else {
+            return false;
+        };
         let s = self.slots[i];
         if s.id != id.0 {
-            if s.older != EMPTY {
-                let list = &mut self.older[s.older as usize];
-                list.retain(|&(_, o)| o != id);
-                if list.is_empty() {
-                    self.free_older.push(s.older);
-                    self.slots[i].older = EMPTY;
-                }
+            if s.older == EMPTY {
+                return false;
             }
-            return;
+            let list = &mut self.older[s.older as usize];
+            let before = list.len();
+            list.retain(|&(_, o)| o != id);
+            let removed = list.len() != before;
+            if list.is_empty() {
+                self.free_older.push(s.older);
+                self.slots[i].older = EMPTY;
+            }
+            return removed;
         }
         if s.older != EMPTY {
             let list = &mut self.older[s.older as usize];
@@ -160,7 +167,7 @@ impl<K: Key> FlatMap<K> {
                 self.free_older.push(s.older);
                 self.slots[i].older = EMPTY;
             }
-            return;
+            return true;
         }
         // Backward-shift deletion: pull later members of the probe run back over the hole.
         let mask = self.slots.len() - 1;
@@ -182,6 +189,7 @@ impl<K: Key> FlatMap<K> {
         }
         self.slots[hole].id = EMPTY;
         self.len -= 1;
+        true
     }
 
     fn grow(&mut self) {
@@ -235,13 +243,27 @@ fn remote_key(lport: u16, raddr: Ipv4Addr, rport: u16) -> u64 {
     (lport as u64) << 48 | (u32::from(raddr) as u64) << 16 | rport as u64
 }
 
-/// Four hash tables, one per wildcard shape: fully specified PCBs by their 4-tuple; PCBs with a local
-/// address and no peer by (local address, local port); PCBs with a peer and no local address by (local
-/// port, remote address, remote port); PCBs with neither by local port. A lookup probes the exact table,
-/// then the two one-wildcard tables (the newer of two matches wins, as in 4.3BSD's list), then the port
-/// table, skipping tables that are empty: at most four probes, whatever the number of sockets.
+/// In a [`Table`]'s port array: the port has PCBs more specific than a wildcard server.
+const SPECIFIC: u32 = 1 << 31;
+/// In a [`Table`]'s port array: no wildcard server on the port.
+const NO_SERVER: u32 = SPECIFIC - 1;
+
+/// One array entry per local port, then four hash tables, one per wildcard shape: fully specified PCBs
+/// by their 4-tuple; PCBs with a local address and no peer by (local address, local port); PCBs with a
+/// peer and no local address by (local port, remote address, remote port); PCBs with neither by local
+/// port.
+///
+/// The port array answers the common case (a port served by one wildcard socket, as UDP servers bind:
+/// paper 003 §1.2) with one load: its entry holds the newest wildcard server's id and a flag saying
+/// whether the port has more specific PCBs. Only then are the hash tables probed: the exact table, then
+/// the two one-wildcard tables (the newer of two matches wins, as in 4.3BSD's list), then the server.
+/// Either way a lookup costs the same with 1 socket or 100,000.
 #[derive(Debug)]
 pub struct Table {
+    /// Per local port: the newest wildcard server's socket id (or `NO_SERVER`), and `SPECIFIC`.
+    ports: Box<[u32; 65536]>,
+    /// How many PCBs more specific than a wildcard server each port has (ports with none are absent).
+    specific: HashMap<u16, u32>,
     exact: FlatMap<u128>,
     local: FlatMap<u64>,
     remote: FlatMap<u64>,
@@ -250,59 +272,28 @@ pub struct Table {
     stats: DemuxStats,
 }
 
-impl Default for Table {
-    fn default() -> Self {
-        Table {
-            exact: FlatMap::new(),
-            local: FlatMap::new(),
-            remote: FlatMap::new(),
-            port: FlatMap::new(),
-            next_seq: 0,
-            stats: DemuxStats::default(),
-        }
-    }
-}
-
-impl Demux for Table {
-    fn insert(&mut self, id: SocketId, pcb: Pcb) {
-        self.next_seq += 1;
-        let seq = self.next_seq;
-        let p = pcb;
-        match (p.local_addr.is_unspecified(), p.is_connected()) {
-            (false, true) => self.exact.insert(
-                exact_key(p.local_addr, p.local_port, p.remote_addr, p.remote_port),
-                id,
-                seq,
-            ),
-            (false, false) => self
-                .local
-                .insert(local_key(p.local_addr, p.local_port), id, seq),
-            (true, true) => self.remote.insert(
-                remote_key(p.local_port, p.remote_addr, p.remote_port),
-                id,
-                seq,
-            ),
-            (true, false) => self.port.insert(p.local_port as u64, id, seq),
-        }
+impl Table {
+    /// Recomputes port `port`'s array entry after a change.
+    fn refresh_port(&mut self, port: u16) {
+        let server = self.port.get(port as u64).map_or(NO_SERVER, |(id, _)| id.0);
+        let specific = if self.specific.contains_key(&port) {
+            SPECIFIC
+        } else {
+            0
+        };
+        self.ports[port as usize] = server | specific;
     }
 
-    fn remove(&mut self, id: SocketId, p: &Pcb) {
-        match (p.local_addr.is_unspecified(), p.is_connected()) {
-            (false, true) => self.exact.remove(
-                exact_key(p.local_addr, p.local_port, p.remote_addr, p.remote_port),
-                id,
-            ),
-            (false, false) => self.local.remove(local_key(p.local_addr, p.local_port), id),
-            (true, true) => self
-                .remote
-                .remove(remote_key(p.local_port, p.remote_addr, p.remote_port), id),
-            (true, false) => self.port.remove(p.local_port as u64, id),
-        }
-    }
-
-    #[inline]
-    fn lookup(&mut self, dst: SocketAddrV4, src: SocketAddrV4) -> Option<SocketId> {
-        self.stats.lookups += 1;
+    /// The lookup for a port that has PCBs more specific than a wildcard server: kept out of line so the
+    /// common case needs no saved registers.
+    #[cold]
+    #[inline(never)]
+    fn lookup_specific(
+        &mut self,
+        entry: u32,
+        dst: SocketAddrV4,
+        src: SocketAddrV4,
+    ) -> Option<SocketId> {
         let lport = dst.port();
         if self.exact.len != 0 {
             self.stats.comparisons += 1;
@@ -331,11 +322,94 @@ impl Demux for Table {
             (None, Some((b, _))) => return Some(b),
             (None, None) => {}
         }
-        if self.port.len != 0 {
-            self.stats.comparisons += 1;
-            return self.port.get(lport as u64).map(|(id, _)| id);
+        let server = entry & !SPECIFIC;
+        (server != NO_SERVER).then_some(SocketId(server))
+    }
+
+    fn count_specific(&mut self, port: u16, delta: i32) {
+        let n = self.specific.entry(port).or_insert(0);
+        *n = n.wrapping_add_signed(delta);
+        if *n == 0 {
+            self.specific.remove(&port);
         }
-        None
+    }
+}
+
+impl Default for Table {
+    fn default() -> Self {
+        let ports: Box<[u32; 65536]> = vec![NO_SERVER; 65536]
+            .into_boxed_slice()
+            .try_into()
+            .expect("65536 entries");
+        Table {
+            ports,
+            specific: HashMap::new(),
+            exact: FlatMap::new(),
+            local: FlatMap::new(),
+            remote: FlatMap::new(),
+            port: FlatMap::new(),
+            next_seq: 0,
+            stats: DemuxStats::default(),
+        }
+    }
+}
+
+impl Demux for Table {
+    fn insert(&mut self, id: SocketId, pcb: Pcb) {
+        assert!(id.0 < NO_SERVER, "socket ids must stay below 2^31 - 1");
+        self.next_seq += 1;
+        let seq = self.next_seq;
+        let p = pcb;
+        match (p.local_addr.is_unspecified(), p.is_connected()) {
+            (false, true) => self.exact.insert(
+                exact_key(p.local_addr, p.local_port, p.remote_addr, p.remote_port),
+                id,
+                seq,
+            ),
+            (false, false) => self
+                .local
+                .insert(local_key(p.local_addr, p.local_port), id, seq),
+            (true, true) => self.remote.insert(
+                remote_key(p.local_port, p.remote_addr, p.remote_port),
+                id,
+                seq,
+            ),
+            (true, false) => self.port.insert(p.local_port as u64, id, seq),
+        }
+        if p.wildcards() < 2 {
+            self.count_specific(p.local_port, 1);
+        }
+        self.refresh_port(p.local_port);
+    }
+
+    fn remove(&mut self, id: SocketId, p: &Pcb) {
+        let present = match (p.local_addr.is_unspecified(), p.is_connected()) {
+            (false, true) => self.exact.remove(
+                exact_key(p.local_addr, p.local_port, p.remote_addr, p.remote_port),
+                id,
+            ),
+            (false, false) => self.local.remove(local_key(p.local_addr, p.local_port), id),
+            (true, true) => self
+                .remote
+                .remove(remote_key(p.local_port, p.remote_addr, p.remote_port), id),
+            (true, false) => self.port.remove(p.local_port as u64, id),
+        };
+        if present && p.wildcards() < 2 {
+            self.count_specific(p.local_port, -1);
+        }
+        self.refresh_port(p.local_port);
+    }
+
+    #[inline]
+    fn lookup(&mut self, dst: SocketAddrV4, src: SocketAddrV4) -> Option<SocketId> {
+        self.stats.lookups += 1;
+        self.stats.comparisons += 1;
+        let lport = dst.port();
+        let entry = self.ports[lport as usize];
+        if entry & SPECIFIC == 0 {
+            return (entry != NO_SERVER).then_some(SocketId(entry));
+        }
+        self.lookup_specific(entry, dst, src)
     }
 
     fn lookup_all(&mut self, dst: SocketAddrV4, src: SocketAddrV4, out: &mut Vec<SocketId>) {
