@@ -303,11 +303,11 @@ impl Stack {
         Ok(())
     }
 
-    /// Sends the concatenation of `pieces` as one datagram from `s` to `dst` (or to its peer if `None`).
+    /// Sends `payload` as one datagram from `s` to `dst` (or to its peer if `None`).
     pub(crate) fn udp_send(
         &mut self,
         s: UdpSocket,
-        pieces: &[IoSlice<'_>],
+        mut payload: Payload<'_, '_>,
         dst: Option<SocketAddrV4>,
     ) -> io::Result<usize> {
         let state = self.udp.get_mut(s).ok_or_else(closed)?;
@@ -326,7 +326,7 @@ impl Stack {
                 ))
             }
         };
-        let len: usize = pieces.iter().map(|p| p.len()).sum();
+        let len = payload.len();
         if len > MAX_PAYLOAD {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -346,17 +346,17 @@ impl Stack {
         if self.config.sendto_pseudo_connect && !pcb.is_connected() {
             // 4.3BSD: connect for the duration of the send, then disconnect (paper 000 §6.2).
             self.udp_connect(s, dst)?;
-            let result = self.udp_output(s, pieces, dst, len);
+            let result = self.udp_output(s, &mut payload, dst, len);
             self.udp.set_pcb(s, pcb);
             return result;
         }
-        self.udp_output(s, pieces, dst, len)
+        self.udp_output(s, &mut payload, dst, len)
     }
 
     fn udp_output(
         &mut self,
         s: UdpSocket,
-        pieces: &[IoSlice<'_>],
+        payload_source: &mut Payload<'_, '_>,
         dst: SocketAddrV4,
         len: usize,
     ) -> io::Result<usize> {
@@ -393,26 +393,35 @@ impl Stack {
         }
         .emit(header);
         let pseudo = checksum::pseudo_header_sum(src, *dst.ip(), 17, (8 + len) as u16);
-        let field =
-            if mode == TxChecksum::Software && self.config.copy_checksum == CopyChecksum::Fused {
+        let fused =
+            mode == TxChecksum::Software && self.config.copy_checksum == CopyChecksum::Fused;
+        let field = match payload_source {
+            Payload::Copy(pieces) if fused => {
                 // One pass over the user's data: copy and sum together (paper 000 §7.1).
                 let mut sum = Checksum::new();
                 sum.add_sum(header_sum(pcb.local_port, dst.port(), (8 + len) as u16, 0));
                 sum.add_sum(pseudo);
                 let mut at = 0;
-                for piece in pieces {
+                for piece in pieces.iter() {
                     sum.copy_and_add(&mut payload[at..at + piece.len()], piece);
                     at += piece.len();
                 }
                 nonzero(sum.checksum())
-            } else {
-                let mut at = 0;
-                for piece in pieces {
-                    payload[at..at + piece.len()].copy_from_slice(piece);
-                    at += piece.len();
+            }
+            source => {
+                match source {
+                    Payload::Copy(pieces) => {
+                        let mut at = 0;
+                        for piece in pieces.iter() {
+                            payload[at..at + piece.len()].copy_from_slice(piece);
+                            at += piece.len();
+                        }
+                    }
+                    // Zero copy (paper 002 §3.1): the application writes into the stack's buffer.
+                    Payload::Fill(_, fill) => fill(payload),
                 }
                 match mode {
-                    // Classic: a second pass over the whole datagram with the configured routine.
+                    // A separate pass over the whole datagram with the configured routine.
                     TxChecksum::Software => {
                         nonzero(!checksum::add(self.config.checksum.sum(buf.data()), pseudo))
                     }
@@ -420,7 +429,8 @@ impl Stack {
                     TxChecksum::Offload => pseudo,
                     TxChecksum::None => 0,
                 }
-            };
+            }
+        };
         buf.data_mut()[6..8].copy_from_slice(&field.to_be_bytes());
         match mode {
             TxChecksum::Offload => {
@@ -535,6 +545,23 @@ impl Stack {
             if socket.pcb.is_connected() {
                 socket.error = Some(kind);
             }
+        }
+    }
+}
+
+/// Where a datagram's payload comes from.
+pub(crate) enum Payload<'a, 'b> {
+    /// Copied from the application's buffers.
+    Copy(&'a [IoSlice<'b>]),
+    /// Written by the application straight into the stack's buffer of this length (zero copy).
+    Fill(usize, &'a mut dyn FnMut(&mut [u8])),
+}
+
+impl Payload<'_, '_> {
+    fn len(&self) -> usize {
+        match self {
+            Payload::Copy(pieces) => pieces.iter().map(|p| p.len()).sum(),
+            Payload::Fill(len, _) => *len,
         }
     }
 }

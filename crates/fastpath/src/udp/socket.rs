@@ -4,7 +4,7 @@
 use std::io::{self, IoSlice, IoSliceMut};
 use std::net::SocketAddrV4;
 
-use super::{closed, SocketCounters};
+use super::{closed, Payload, SocketCounters};
 use crate::checksum::Checksum;
 use crate::stack::Stack;
 use crate::stats::DropReason;
@@ -42,12 +42,13 @@ impl UdpSocketRef<'_> {
     /// (Partridge & Pink §6.2), unless the `sendto_pseudo_connect` switch asks for the 4.3BSD way.
     pub fn send_to(&mut self, buf: &[u8], dst: SocketAddrV4) -> io::Result<usize> {
         self.stack
-            .udp_send(self.socket, &[IoSlice::new(buf)], Some(dst))
+            .udp_send(self.socket, Payload::Copy(&[IoSlice::new(buf)]), Some(dst))
     }
 
     /// Sends `buf` to the connected peer.
     pub fn send(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.stack.udp_send(self.socket, &[IoSlice::new(buf)], None)
+        self.stack
+            .udp_send(self.socket, Payload::Copy(&[IoSlice::new(buf)]), None)
     }
 
     /// Sends the concatenation of `bufs` as one datagram to `dst` (gathered and summed in one pass).
@@ -56,12 +57,58 @@ impl UdpSocketRef<'_> {
         bufs: &[IoSlice<'_>],
         dst: SocketAddrV4,
     ) -> io::Result<usize> {
-        self.stack.udp_send(self.socket, bufs, Some(dst))
+        self.stack
+            .udp_send(self.socket, Payload::Copy(bufs), Some(dst))
     }
 
     /// Sends the concatenation of `bufs` as one datagram to the connected peer.
     pub fn send_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
-        self.stack.udp_send(self.socket, bufs, None)
+        self.stack.udp_send(self.socket, Payload::Copy(bufs), None)
+    }
+
+    /// Zero-copy send (Chase et al., paper 002 §3.1): the stack lends a buffer of `len` bytes, already
+    /// behind headroom for every header, and `fill` writes the payload into it; nothing is copied.
+    pub fn send_to_with(
+        &mut self,
+        len: usize,
+        dst: SocketAddrV4,
+        mut fill: impl FnMut(&mut [u8]),
+    ) -> io::Result<usize> {
+        self.stack
+            .udp_send(self.socket, Payload::Fill(len, &mut fill), Some(dst))
+    }
+
+    /// Zero-copy receive (paper 002 §3.1): hands the next datagram's payload, in the stack's own buffer,
+    /// to `read` along with its sender, and returns what `read` returns. With deferred verification the
+    /// checksum is verified first (a failing datagram is dropped, counted, and the next one tried).
+    pub fn recv_from_with<R>(
+        &mut self,
+        read: impl FnOnce(&[u8], SocketAddrV4) -> R,
+    ) -> io::Result<R> {
+        let stack = &mut *self.stack;
+        let s = stack.udp.get_mut(self.socket).ok_or_else(closed)?;
+        if let Some(kind) = s.error.take() {
+            return Err(kind.into());
+        }
+        loop {
+            let dg = s.rx.pop_front().ok_or(io::ErrorKind::WouldBlock)?;
+            s.rx_bytes -= dg.buf.truesize();
+            let ok = dg.pending.is_none_or(|head| {
+                let mut sum = Checksum::new();
+                sum.add_sum(head);
+                sum.add_bytes(dg.buf.data());
+                sum.sum() == 0xffff
+            });
+            if ok {
+                let result = read(dg.buf.data(), dg.from);
+                stack.pool.free(dg.buf);
+                stack.counters.udp.in_read += 1;
+                return Ok(result);
+            }
+            stack.pool.free(dg.buf);
+            s.counters.bad_checksum += 1;
+            stack.counters.drops.add(DropReason::UdpBadChecksum);
+        }
     }
 
     /// Receives one datagram into `buf`; returns its length (bytes past `buf.len()` are discarded) and
