@@ -8,11 +8,38 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+/// Marks a layer boundary for the `instrument` feature: `layer!(Send, Udp)`, or `layer!()` when control
+/// goes back to the application. Expands to nothing without the feature.
+macro_rules! layer {
+    () => {
+        #[cfg(feature = "instrument")]
+        $crate::instrument::enter(None);
+    };
+    ($side:ident, $layer:ident) => {
+        #[cfg(feature = "instrument")]
+        $crate::instrument::enter(Some((
+            $crate::instrument::Side::$side,
+            $crate::instrument::Layer::$layer,
+        )));
+    };
+}
+
+/// Times the rest of the enclosing block as operation `$op` for the `instrument` feature. Expands to
+/// nothing without the feature.
+macro_rules! timed {
+    ($op:ident) => {
+        #[cfg(feature = "instrument")]
+        let _op_timer = $crate::instrument::OpTimer::start($crate::instrument::Op::$op);
+    };
+}
+
 pub mod buf;
 pub mod checksum;
 pub mod config;
 pub mod demux;
 pub mod icmp;
+#[cfg(feature = "instrument")]
+pub mod instrument;
 pub mod ipv4;
 pub mod link;
 pub mod rng;

@@ -188,6 +188,7 @@ impl Stack {
         for _ in 0..POLL_ROUNDS {
             let mut got = 0;
             for i in 0..self.ifaces.len() {
+                layer!(Receive, Link);
                 got += self.ifaces[i]
                     .link
                     .receive(&mut batch, self.config.rx_batch);
@@ -201,6 +202,7 @@ impl Stack {
             }
         }
         self.rx_batch = batch;
+        layer!();
         if self.reassembly.next_deadline().is_some_and(|d| d <= now) {
             self.expire_reassembly();
             processed += self.flush();
@@ -213,6 +215,7 @@ impl Stack {
         let mut n = 0;
         for iface in &mut self.ifaces {
             if !iface.txq.is_empty() {
+                layer!(Send, Link);
                 n += iface.txq.len();
                 let dropped = iface.link.transmit(&mut iface.txq);
                 for _ in 0..dropped {
@@ -231,6 +234,7 @@ impl Stack {
         let f = &mut self.ifaces[iface.0];
         f.txq.push(packet);
         if f.txq.len() >= self.config.tx_batch {
+            layer!(Send, Link);
             let dropped = f.link.transmit(&mut f.txq);
             for _ in 0..dropped {
                 self.counters.drops.add(DropReason::LinkQueueFull);

@@ -578,19 +578,31 @@ fn corruption_on_the_wire_is_caught_by_the_checksums() {
 #[test]
 fn zero_copy_send_and_receive() {
     for offload in [false, true] {
-        let caps = LinkCapabilities { tx_checksum_offload: offload, ..LinkCapabilities::plain(9000) };
+        let caps = LinkCapabilities {
+            tx_checksum_offload: offload,
+            ..LinkCapabilities::plain(9000)
+        };
         let (mut a, mut b) = two_stacks(StackConfig::default(), caps, Impairments::default());
         let tx = a.udp_bind(sa(A, 0)).unwrap();
         let rx = b.udp_bind(sa(B, 9)).unwrap();
         for len in [0, 1, 63, 1472, 8000, 20000] {
             let data = payload(len, len as u64);
-            let n = a.udp(tx).send_to_with(len, sa(B, 9), |buf| buf.copy_from_slice(&data)).unwrap();
+            let n = a
+                .udp(tx)
+                .send_to_with(len, sa(B, 9), |buf| buf.copy_from_slice(&data))
+                .unwrap();
             assert_eq!(n, len);
             settle(&mut a, &mut b, NOW);
-            let got = b.udp(rx).recv_from_with(|p, from| (p.to_vec(), from)).unwrap();
+            let got = b
+                .udp(rx)
+                .recv_from_with(|p, from| (p.to_vec(), from))
+                .unwrap();
             assert_eq!(got, (data, sa(A, a.udp(tx).local_addr().unwrap().port())));
         }
-        assert_eq!(b.udp(rx).recv_from_with(|p, _| p.len()).unwrap_err().kind(), ErrorKind::WouldBlock);
+        assert_eq!(
+            b.udp(rx).recv_from_with(|p, _| p.len()).unwrap_err().kind(),
+            ErrorKind::WouldBlock
+        );
         assert_eq!(b.counters().drops.total(), 0);
     }
     // Deferred verification applies to zero-copy reads too.
@@ -602,6 +614,9 @@ fn zero_copy_send_and_receive() {
     inject(&mut raw, &bad);
     inject(&mut raw, &udp_packet(sa(A, 1), sa(B, 9), b"good"));
     b.poll(NOW);
-    assert_eq!(b.udp(rx).recv_from_with(|p, _| p.to_vec()).unwrap(), b"good");
+    assert_eq!(
+        b.udp(rx).recv_from_with(|p, _| p.to_vec()).unwrap(),
+        b"good"
+    );
     assert_eq!(b.counters().drops.get(DropReason::UdpBadChecksum), 1);
 }

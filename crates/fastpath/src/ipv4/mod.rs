@@ -80,6 +80,7 @@ impl Stack {
     }
 
     fn header_sum(&self, header: &[u8]) -> u16 {
+        timed!(Checksum);
         match <&[u8; 20]>::try_from(header) {
             Ok(h) if self.config.inline_header_checksum => checksum::ipv4_header_sum(h),
             _ => self.config.checksum.sum(header),
@@ -89,6 +90,7 @@ impl Stack {
     /// Input: one packet from `_iface`. The host model is weak (RFC 1122 §3.3.4.2): the arriving
     /// interface does not restrict which of the host's addresses the packet may be for.
     pub(crate) fn ipv4_input(&mut self, _iface: InterfaceId, mut buf: PacketBuf) {
+        layer!(Receive, Ip);
         self.counters.ip.in_receives += 1;
         let checked = match self.ipv4_check(buf.data()) {
             Ok(checked) => checked,
@@ -187,6 +189,7 @@ impl Stack {
     /// Counts a drop and recycles the buffer.
     #[inline]
     pub(crate) fn drop_packet(&mut self, buf: PacketBuf, reason: DropReason) {
+        timed!(Buffers);
         self.counters.drops.add(reason);
         self.pool.free(buf);
     }
@@ -201,6 +204,7 @@ impl Stack {
         dst: Ipv4Addr,
         protocol: IpProtocol,
     ) {
+        layer!(Send, Ip);
         self.counters.ip.out_requests += 1;
         let ident = self.next_ident;
         self.next_ident = self.next_ident.wrapping_add(1);

@@ -383,7 +383,11 @@ impl Stack {
             TxChecksum::Software
         };
 
-        let mut buf = self.pool.alloc(8 + len);
+        layer!(Send, Udp);
+        let mut buf = {
+            timed!(Buffers);
+            self.pool.alloc(8 + len)
+        };
         let datagram = buf.extend(8 + len);
         let (header, payload) = datagram.split_at_mut(8);
         UdpRepr {
@@ -397,6 +401,7 @@ impl Stack {
             mode == TxChecksum::Software && self.config.copy_checksum == CopyChecksum::Fused;
         let field = match payload_source {
             Payload::Copy(pieces) if fused => {
+                timed!(CopyChecksum);
                 // One pass over the user's data: copy and sum together (paper 000 §7.1).
                 let mut sum = Checksum::new();
                 sum.add_sum(header_sum(pcb.local_port, dst.port(), (8 + len) as u16, 0));
@@ -411,6 +416,7 @@ impl Stack {
             source => {
                 match source {
                     Payload::Copy(pieces) => {
+                        timed!(Copy);
                         let mut at = 0;
                         for piece in pieces.iter() {
                             payload[at..at + piece.len()].copy_from_slice(piece);
@@ -423,6 +429,7 @@ impl Stack {
                 match mode {
                     // A separate pass over the whole datagram with the configured routine.
                     TxChecksum::Software => {
+                        timed!(Checksum);
                         nonzero(!checksum::add(self.config.checksum.sum(buf.data()), pseudo))
                     }
                     // The field holds the pseudo-header sum; the link completes it.
@@ -451,6 +458,7 @@ impl Stack {
 
     /// Input: one UDP datagram (the IP payload in `buf`).
     pub(crate) fn udp_input(&mut self, mut buf: PacketBuf, ip: &Ipv4Repr, delivery: Delivery) {
+        layer!(Receive, Udp);
         let (repr, field) = match UdpPacket::new_checked(buf.data()) {
             Ok(p) => match UdpRepr::parse(&p) {
                 Ok(r) => (r, p.checksum()),
@@ -477,7 +485,11 @@ impl Stack {
                 header_sum(repr.src_port, repr.dst_port, udp_len as u16, field),
             ))
         } else {
-            if checksum::add(pseudo(), self.config.checksum.sum(buf.data())) != 0xffff {
+            let sum = {
+                timed!(Checksum);
+                self.config.checksum.sum(buf.data())
+            };
+            if checksum::add(pseudo(), sum) != 0xffff {
                 return self.drop_packet(buf, DropReason::UdpBadChecksum);
             }
             None
@@ -522,6 +534,7 @@ impl Stack {
         from: SocketAddrV4,
         pending: Option<u16>,
     ) {
+        layer!(Receive, Socket);
         let socket = self.udp.by_id(id);
         let size = buf.truesize();
         if socket.rx_bytes + size > socket.options.recv_buffer_bytes.unwrap_or(usize::MAX) {

@@ -38,17 +38,26 @@ pub struct UdpSocketRef<'a> {
 }
 
 impl UdpSocketRef<'_> {
+    fn send_payload(
+        &mut self,
+        payload: Payload<'_, '_>,
+        dst: Option<SocketAddrV4>,
+    ) -> io::Result<usize> {
+        layer!(Send, Socket);
+        let result = self.stack.udp_send(self.socket, payload, dst);
+        layer!();
+        result
+    }
+
     /// Sends `buf` to `dst`. On an unconnected socket this never connects it, not even for a moment
     /// (Partridge & Pink §6.2), unless the `sendto_pseudo_connect` switch asks for the 4.3BSD way.
     pub fn send_to(&mut self, buf: &[u8], dst: SocketAddrV4) -> io::Result<usize> {
-        self.stack
-            .udp_send(self.socket, Payload::Copy(&[IoSlice::new(buf)]), Some(dst))
+        self.send_payload(Payload::Copy(&[IoSlice::new(buf)]), Some(dst))
     }
 
     /// Sends `buf` to the connected peer.
     pub fn send(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.stack
-            .udp_send(self.socket, Payload::Copy(&[IoSlice::new(buf)]), None)
+        self.send_payload(Payload::Copy(&[IoSlice::new(buf)]), None)
     }
 
     /// Sends the concatenation of `bufs` as one datagram to `dst` (gathered and summed in one pass).
@@ -57,13 +66,12 @@ impl UdpSocketRef<'_> {
         bufs: &[IoSlice<'_>],
         dst: SocketAddrV4,
     ) -> io::Result<usize> {
-        self.stack
-            .udp_send(self.socket, Payload::Copy(bufs), Some(dst))
+        self.send_payload(Payload::Copy(bufs), Some(dst))
     }
 
     /// Sends the concatenation of `bufs` as one datagram to the connected peer.
     pub fn send_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
-        self.stack.udp_send(self.socket, Payload::Copy(bufs), None)
+        self.send_payload(Payload::Copy(bufs), None)
     }
 
     /// Zero-copy send (Chase et al., paper 002 §3.1): the stack lends a buffer of `len` bytes, already
@@ -74,8 +82,7 @@ impl UdpSocketRef<'_> {
         dst: SocketAddrV4,
         mut fill: impl FnMut(&mut [u8]),
     ) -> io::Result<usize> {
-        self.stack
-            .udp_send(self.socket, Payload::Fill(len, &mut fill), Some(dst))
+        self.send_payload(Payload::Fill(len, &mut fill), Some(dst))
     }
 
     /// Zero-copy receive (paper 002 §3.1): hands the next datagram's payload, in the stack's own buffer,
@@ -212,10 +219,21 @@ impl UdpSocketRef<'_> {
         Ok(())
     }
 
+    fn read(
+        &mut self,
+        bufs: &mut [IoSliceMut<'_>],
+        peek: bool,
+    ) -> io::Result<(usize, SocketAddrV4)> {
+        layer!(Receive, Socket);
+        let result = self.read_datagram(bufs, peek);
+        layer!();
+        result
+    }
+
     /// Takes (or peeks at) the next datagram whose checksum holds, copying it into `bufs`. A datagram
     /// whose deferred checksum fails is dropped and counted, and the next one is tried (paper 000
     /// §7.1.1); `bufs` may have been written even then.
-    fn read(
+    fn read_datagram(
         &mut self,
         bufs: &mut [IoSliceMut<'_>],
         peek: bool,
@@ -233,6 +251,7 @@ impl UdpSocketRef<'_> {
             let mut copied = 0;
             let ok = match dg.pending {
                 None => {
+                    timed!(Copy);
                     for b in bufs.iter_mut() {
                         let n = b.len().min(payload.len() - copied);
                         b[..n].copy_from_slice(&payload[copied..copied + n]);
@@ -241,6 +260,7 @@ impl UdpSocketRef<'_> {
                     true
                 }
                 Some(head) => {
+                    timed!(CopyChecksum);
                     let mut sum = Checksum::new();
                     sum.add_sum(head);
                     for b in bufs.iter_mut() {
@@ -261,7 +281,10 @@ impl UdpSocketRef<'_> {
             }
             let dg = s.rx.pop_front().expect("front exists");
             s.rx_bytes -= dg.buf.truesize();
-            stack.pool.free(dg.buf);
+            {
+                timed!(Buffers);
+                stack.pool.free(dg.buf);
+            }
             if ok {
                 stack.counters.udp.in_read += 1;
                 return Ok((copied, from));

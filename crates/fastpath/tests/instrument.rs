@@ -1,0 +1,43 @@
+//! With the `instrument` feature, a send and receive loop fills in time for every layer and every
+//! operation on both sides. (Run with `cargo test --release --features instrument --test instrument`.)
+#![cfg(feature = "instrument")]
+
+use std::net::{Ipv4Addr, SocketAddrV4};
+
+use fastpath::instrument::{self, Layer, Op, Side};
+use fastpath::{Instant, Stack, StackConfig};
+
+fn profile(config: StackConfig) -> instrument::Profile {
+    let mut stack = Stack::new(config);
+    let server = SocketAddrV4::new(Ipv4Addr::LOCALHOST, 9);
+    let rx = stack.udp_bind(server).unwrap();
+    let tx = stack.udp_bind(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0)).unwrap();
+    let mut out = [0u8; 2048];
+    instrument::take();
+    for _ in 0..1000 {
+        stack.udp(tx).send_to(&[7; 512], server).unwrap();
+        stack.poll(Instant::ZERO);
+        assert_eq!(stack.udp(rx).recv(&mut out).unwrap(), 512);
+    }
+    instrument::take()
+}
+
+#[test]
+fn every_layer_and_operation_is_timed() {
+    let p = profile(StackConfig::classic());
+    for side in [Side::Send, Side::Receive] {
+        for layer in [Layer::Socket, Layer::Udp, Layer::Ip, Layer::Link] {
+            assert!(p.layers[side as usize][layer as usize] > 0, "{side:?} {layer:?}: {p:?}");
+        }
+        for op in [Op::Checksum, Op::Buffers] {
+            assert!(p.ops[side as usize][op as usize] > 0, "{side:?} {op:?}: {p:?}");
+        }
+    }
+    assert!(p.ops[Side::Send as usize][Op::Copy as usize] > 0);
+    assert!(p.ops[Side::Receive as usize][Op::Copy as usize] > 0);
+    // The default fuses copy and checksum on both sides.
+    let p = profile(StackConfig::default());
+    assert!(p.ops[Side::Send as usize][Op::CopyChecksum as usize] > 0);
+    assert!(p.ops[Side::Receive as usize][Op::CopyChecksum as usize] > 0);
+    assert_eq!(p.ops[Side::Send as usize][Op::Copy as usize], 0);
+}
