@@ -1,5 +1,6 @@
 //! `fastpath`: the command-line front of the fastpath stack.
 
+mod bench;
 mod demo;
 
 use clap::{Parser, Subcommand};
@@ -17,12 +18,15 @@ enum Command {
     /// Two stacks on an in-memory link exchange UDP datagrams of every size, verify them, ping, and print
     /// their counters.
     Demo(demo::DemoArgs),
+    /// Run an experiment: the papers' tables and figures, measured here.
+    Bench(bench::BenchArgs),
 }
 
 fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Demo(args) => demo::run(&args),
+        Command::Bench(args) => bench::run(&args),
     };
     if let Err(e) = result {
         eprintln!("fastpath: {e}");

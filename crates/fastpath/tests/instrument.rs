@@ -11,7 +11,9 @@ fn profile(config: StackConfig) -> instrument::Profile {
     let mut stack = Stack::new(config);
     let server = SocketAddrV4::new(Ipv4Addr::LOCALHOST, 9);
     let rx = stack.udp_bind(server).unwrap();
-    let tx = stack.udp_bind(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0)).unwrap();
+    let tx = stack
+        .udp_bind(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0))
+        .unwrap();
     let mut out = [0u8; 2048];
     instrument::take();
     for _ in 0..1000 {
@@ -27,10 +29,16 @@ fn every_layer_and_operation_is_timed() {
     let p = profile(StackConfig::classic());
     for side in [Side::Send, Side::Receive] {
         for layer in [Layer::Socket, Layer::Udp, Layer::Ip, Layer::Link] {
-            assert!(p.layers[side as usize][layer as usize] > 0, "{side:?} {layer:?}: {p:?}");
+            assert!(
+                p.layers[side as usize][layer as usize] > 0,
+                "{side:?} {layer:?}: {p:?}"
+            );
         }
         for op in [Op::Checksum, Op::Buffers] {
-            assert!(p.ops[side as usize][op as usize] > 0, "{side:?} {op:?}: {p:?}");
+            assert!(
+                p.ops[side as usize][op as usize] > 0,
+                "{side:?} {op:?}: {p:?}"
+            );
         }
     }
     assert!(p.ops[Side::Send as usize][Op::Copy as usize] > 0);

@@ -200,6 +200,47 @@ pub fn rfc1071(data: &[u8]) -> u16 {
     acc as u16
 }
 
+/// [`rfc1071`]'s loop fused with a copy: each 16-bit word is read once, stored and added. The
+/// fused loop of the 4.3BSD-style routine, so that fusing (paper 000 §7.1) can be measured apart from
+/// a faster checksum.
+fn copy_and_sum_rfc1071(dst: &mut [u8], src: &[u8]) -> u16 {
+    let dst = &mut dst[..src.len()];
+    let mut acc: u32 = 0;
+    let mut d = dst.chunks_exact_mut(2);
+    let mut s = src.chunks_exact(2);
+    for (dw, sw) in (&mut d).zip(&mut s) {
+        let w = [sw[0], sw[1]];
+        dw.copy_from_slice(&w);
+        acc += u32::from(u16::from_be_bytes(w));
+        acc = (acc & 0xffff) + (acc >> 16);
+    }
+    if let ([dl], [last]) = (d.into_remainder(), s.remainder()) {
+        *dl = *last;
+        acc += u32::from(*last) << 8;
+    }
+    while acc > 0xffff {
+        acc = (acc & 0xffff) + (acc >> 16);
+    }
+    acc as u16
+}
+
+/// [`unrolled32`]'s loop fused with a copy: 32-bit words, split into halves into two accumulators.
+fn copy_and_sum_unrolled32(dst: &mut [u8], src: &[u8]) -> u16 {
+    let dst = &mut dst[..src.len()];
+    let (mut even, mut odd) = (0u64, 0u64);
+    let mut d = dst.chunks_exact_mut(8);
+    let mut s = src.chunks_exact(8);
+    for (dw, sw) in (&mut d).zip(&mut s) {
+        dw.copy_from_slice(sw);
+        let (t5, t6) = (le32(&sw[..4]), le32(&sw[4..]));
+        even += u64::from(t5 >> 16) + u64::from(t5 & 0xffff);
+        odd += u64::from(t6 >> 16) + u64::from(t6 & 0xffff);
+    }
+    let (dst, src) = (d.into_remainder(), s.remainder());
+    dst.copy_from_slice(src);
+    finish(adc(adc(even, odd), sum_tail(0, src)))
+}
+
 // ---------------------------------------------------------------------------------------------
 // (b) Kay & Pasquale.
 
@@ -503,6 +544,27 @@ impl Algorithm {
         }
     }
 
+    /// This algorithm's loop fused with a copy of `src` into `dst` (paper 000 §7.1): `rfc1071` and
+    /// `unrolled32` get fused loops of their own word size, `wide` the portable fused loop, `avx2` the
+    /// AVX2 one (falling back like [`copy_and_sum`]). Returns the folded sum of `src`.
+    ///
+    /// # Panics
+    ///
+    /// If `dst` and `src` differ in length.
+    pub fn copy_and_sum(self, dst: &mut [u8], src: &[u8]) -> u16 {
+        assert_eq!(
+            dst.len(),
+            src.len(),
+            "copy_and_sum: destination and source lengths differ"
+        );
+        match self {
+            Algorithm::Rfc1071 => copy_and_sum_rfc1071(dst, src),
+            Algorithm::Unrolled32 => copy_and_sum_unrolled32(dst, src),
+            Algorithm::Wide => copy_and_sum_portable(dst, src),
+            Algorithm::Avx2 => copy_and_sum(dst, src),
+        }
+    }
+
     /// Sums `data` with this algorithm; returns the folded sum, not complemented. An
     /// algorithm that is not available on this CPU falls back to [`wide`], so this never fails.
     pub fn sum(self, data: &[u8]) -> u16 {
@@ -643,6 +705,17 @@ impl Checksum {
     #[inline]
     pub fn copy_and_add(&mut self, dst: &mut [u8], src: &[u8]) {
         let sum = copy_and_sum(dst, src);
+        self.add_piece(sum, src.len());
+    }
+
+    /// Fused copy of the next piece with `alg`'s fused loop ([`Algorithm::copy_and_sum`]).
+    ///
+    /// # Panics
+    ///
+    /// If `dst` and `src` differ in length.
+    #[inline]
+    pub fn copy_and_add_with(&mut self, alg: Algorithm, dst: &mut [u8], src: &[u8]) {
+        let sum = alg.copy_and_sum(dst, src);
         self.add_piece(sum, src.len());
     }
 

@@ -644,3 +644,20 @@ proptest! {
         prop_assert_eq!(add(rfc1071(a), rfc1071(&b)), rfc1071(&whole));
     }
 }
+
+#[test]
+fn every_algorithm_fuses_a_copy_correctly() {
+    let buf = random_bytes(0xf00d, 4096 + 64);
+    let mut out = vec![0u8; 4096 + 64];
+    for alg in Algorithm::ALL {
+        for len in 0..=600 {
+            for off in [0usize, 1, 3, 7] {
+                let src = &buf[off..off + len];
+                out.fill(0);
+                let got = alg.copy_and_sum(&mut out[5..5 + len], src);
+                assert_eq!(got, rfc1071(src), "{alg} len {len} off {off}");
+                assert_eq!(&out[5..5 + len], src, "{alg} copy len {len}");
+            }
+        }
+    }
+}

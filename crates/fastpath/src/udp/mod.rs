@@ -408,7 +408,11 @@ impl Stack {
                 sum.add_sum(pseudo);
                 let mut at = 0;
                 for piece in pieces.iter() {
-                    sum.copy_and_add(&mut payload[at..at + piece.len()], piece);
+                    sum.copy_and_add_with(
+                        self.config.checksum,
+                        &mut payload[at..at + piece.len()],
+                        piece,
+                    );
                     at += piece.len();
                 }
                 nonzero(sum.checksum())

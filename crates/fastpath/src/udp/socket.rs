@@ -239,6 +239,7 @@ impl UdpSocketRef<'_> {
         peek: bool,
     ) -> io::Result<(usize, SocketAddrV4)> {
         let stack = &mut *self.stack;
+        let alg = stack.config.checksum;
         let s = stack.udp.get_mut(self.socket).ok_or_else(closed)?;
         if let Some(kind) = s.error.take() {
             return Err(kind.into());
@@ -265,7 +266,7 @@ impl UdpSocketRef<'_> {
                     sum.add_sum(head);
                     for b in bufs.iter_mut() {
                         let n = b.len().min(payload.len() - copied);
-                        sum.copy_and_add(&mut b[..n], &payload[copied..copied + n]);
+                        sum.copy_and_add_with(alg, &mut b[..n], &payload[copied..copied + n]);
                         copied += n;
                     }
                     if copied < payload.len() {
