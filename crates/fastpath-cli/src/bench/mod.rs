@@ -1,5 +1,6 @@
 //! `fastpath bench`: the experiments, one subcommand each.
 
+pub mod checksum;
 pub mod common;
 pub mod udp;
 
@@ -18,11 +19,14 @@ pub struct BenchArgs {
 enum Experiment {
     /// Partridge & Pink's loopback discard experiment: each optimization's worth per datagram.
     Udp(udp::UdpArgs),
+    /// Every checksum routine in GB/s, and the fused copy+checksum against a copy alone.
+    Checksum(checksum::ChecksumArgs),
 }
 
 /// Runs the chosen experiment.
 pub fn run(args: &BenchArgs) -> Result<(), String> {
     match &args.experiment {
         Experiment::Udp(a) => udp::run(a),
+        Experiment::Checksum(a) => checksum::run(a),
     }
 }
