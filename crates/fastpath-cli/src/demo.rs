@@ -47,6 +47,9 @@ pub fn run(args: &DemoArgs) -> Result<(), String> {
     a.add_interface("pair0", end_a, Ipv4Cidr::new(A, 24));
     let mut b = Stack::new(config);
     b.add_interface("pair0", end_b, Ipv4Cidr::new(B, 24));
+    let depot = fastpath::buf::BufferDepot::new();
+    a.set_buffer_depot(depot.clone());
+    b.set_buffer_depot(depot);
     println!(
         "two stacks, A {A} and B {B}, on an in-memory link with MTU {}; configuration: {}",
         args.mtu,

@@ -7,7 +7,7 @@
 use std::io;
 use std::net::Ipv4Addr;
 
-use crate::buf::{BufferPool, PacketBuf, PoolStats};
+use crate::buf::{BufferDepot, BufferPool, PacketBuf, PoolStats};
 use crate::config::StackConfig;
 use crate::icmp::IcmpState;
 use crate::ipv4::reassembly::ReassemblyTable;
@@ -135,6 +135,12 @@ impl Stack {
             iface,
         });
         Ok(())
+    }
+
+    /// Shares free buffers with the other stacks given the same depot: for stacks joined by an
+    /// in-memory pair, whose buffers travel from the sender's pool to the receiver's.
+    pub fn set_buffer_depot(&mut self, depot: BufferDepot) {
+        self.pool.set_depot(depot);
     }
 
     /// The routing table.

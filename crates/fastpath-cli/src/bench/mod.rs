@@ -2,6 +2,7 @@
 
 pub mod checksum;
 pub mod common;
+pub mod mtu;
 pub mod udp;
 
 use clap::{Args, Subcommand};
@@ -21,6 +22,8 @@ enum Experiment {
     Udp(udp::UdpArgs),
     /// Every checksum routine in GB/s, and the fused copy+checksum against a copy alone.
     Checksum(checksum::ChecksumArgs),
+    /// Bulk UDP by MTU with and without fusing, offload and zero copy.
+    Mtu(mtu::MtuArgs),
 }
 
 /// Runs the chosen experiment.
@@ -28,5 +31,6 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
     match &args.experiment {
         Experiment::Udp(a) => udp::run(a),
         Experiment::Checksum(a) => checksum::run(a),
+        Experiment::Mtu(a) => mtu::run(a),
     }
 }

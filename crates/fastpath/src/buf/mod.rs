@@ -12,7 +12,7 @@
 
 mod pool;
 
-pub use pool::{BufferMode, BufferPool, PoolStats};
+pub use pool::{BufferDepot, BufferMode, BufferPool, PoolStats};
 
 /// Bytes reserved in front of the payload of every buffer made for output: room for a virtio-net header
 /// (12), an IPv4 header with options (60) and a transport header, rounded up.

@@ -1,5 +1,7 @@
 //! The buffer pool: recycling instead of allocating and freeing for every packet.
 
+use std::sync::{Arc, Mutex};
+
 use super::{PacketBuf, HEADROOM};
 
 /// Where packet buffers come from.
@@ -42,12 +44,37 @@ pub struct PoolStats {
     pub released: u64,
 }
 
+/// Buffers moved between a pool and its depot at once.
+const BATCH: usize = 32;
+
+/// A store of free buffers that several pools share, for stacks whose buffers travel from one to the
+/// other (two stacks joined by an in-memory pair: the sender allocates what the receiver frees). Each
+/// pool keeps its own free lists and only takes the depot's lock to move a batch of buffers in or out,
+/// as Bonwick's magazines do. Cloning gives another handle to the same depot.
+#[derive(Clone, Debug, Default)]
+pub struct BufferDepot {
+    shelves: Arc<Mutex<[Vec<Vec<u8>>; 3]>>,
+}
+
+impl BufferDepot {
+    /// An empty depot.
+    pub fn new() -> BufferDepot {
+        BufferDepot::default()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, [Vec<Vec<u8>>; 3]> {
+        // A panic elsewhere cannot leave a list of free buffers inconsistent.
+        self.shelves.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
 /// Hands out and takes back packet buffers.
 #[derive(Debug)]
 pub struct BufferPool {
     mode: BufferMode,
     free: [Vec<Vec<u8>>; 3],
     max_free: usize,
+    depot: Option<BufferDepot>,
     stats: PoolStats,
 }
 
@@ -58,8 +85,15 @@ impl BufferPool {
             mode,
             free: Default::default(),
             max_free,
+            depot: None,
             stats: PoolStats::default(),
         }
+    }
+
+    /// Shares `depot` with other pools: an empty free list refills from it a batch at a time, a full one
+    /// spills a batch into it (which holds at most four times `max_free` per class).
+    pub fn set_depot(&mut self, depot: BufferDepot) {
+        self.depot = Some(depot);
     }
 
     /// The mode.
@@ -90,6 +124,9 @@ impl BufferPool {
         let needed = HEADROOM + capacity;
         if self.mode == BufferMode::Pool {
             if let Some(class) = CLASSES.iter().position(|&size| needed <= size) {
+                if self.free[class].is_empty() {
+                    self.refill(class);
+                }
                 if let Some(storage) = self.free[class].pop() {
                     self.stats.reused += 1;
                     return PacketBuf::with_storage(storage, HEADROOM);
@@ -108,6 +145,16 @@ impl BufferPool {
         if self.mode == BufferMode::Pool {
             let size = buf.truesize();
             if let Some(class) = CLASSES.iter().position(|&s| s == size) {
+                // With a depot, keep two batches at most and pass the rest on at once, so that the
+                // pools that allocate refill quickly; without one, keep up to `max_free`.
+                let keep = if self.depot.is_some() {
+                    (2 * BATCH).min(self.max_free)
+                } else {
+                    self.max_free
+                };
+                if self.free[class].len() >= keep {
+                    self.spill(class);
+                }
                 if self.free[class].len() < self.max_free {
                     self.free[class].push(buf.into_storage());
                     self.stats.recycled += 1;
@@ -117,6 +164,29 @@ impl BufferPool {
         }
         self.stats.released += 1;
         drop(buf);
+    }
+}
+
+impl BufferPool {
+    #[cold]
+    fn refill(&mut self, class: usize) {
+        if let Some(depot) = &self.depot {
+            let mut shelves = depot.lock();
+            let shelf = &mut shelves[class];
+            let n = BATCH.min(shelf.len());
+            self.free[class].extend(shelf.drain(shelf.len() - n..));
+        }
+    }
+
+    #[cold]
+    fn spill(&mut self, class: usize) {
+        if let Some(depot) = &self.depot {
+            let mut shelves = depot.lock();
+            let room = (4 * self.max_free).saturating_sub(shelves[class].len());
+            let n = BATCH.min(room).min(self.free[class].len());
+            let from = self.free[class].len() - n;
+            shelves[class].extend(self.free[class].drain(from..));
+        }
     }
 }
 
@@ -156,5 +226,24 @@ mod tests {
         }
         assert_eq!(pool.held().0, 2);
         assert_eq!(pool.stats().released, 3);
+    }
+
+    #[test]
+    fn pools_sharing_a_depot_stop_allocating() {
+        let depot = BufferDepot::new();
+        let (mut sender, mut receiver) = (
+            BufferPool::new(BufferMode::Pool, 64),
+            BufferPool::new(BufferMode::Pool, 64),
+        );
+        sender.set_depot(depot.clone());
+        receiver.set_depot(depot);
+        // Buffers flow one way: allocated by the sender, freed by the receiver.
+        for _ in 0..10_000 {
+            let b = sender.alloc(9000);
+            receiver.free(b);
+        }
+        let allocated = sender.stats().allocated;
+        assert!(allocated < 200, "{allocated} allocations");
+        assert!(receiver.held().0 <= 64);
     }
 }

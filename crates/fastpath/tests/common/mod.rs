@@ -25,6 +25,9 @@ pub fn two_stacks(
     a.add_interface("pair0", ea, Ipv4Cidr::new(A, 24));
     let mut b = Stack::new(config);
     b.add_interface("pair0", eb, Ipv4Cidr::new(B, 24));
+    let depot = fastpath::buf::BufferDepot::new();
+    a.set_buffer_depot(depot.clone());
+    b.set_buffer_depot(depot);
     (a, b)
 }
 
