@@ -1,6 +1,8 @@
 //! `fastpath`: the command-line front of the fastpath stack.
 
+mod bench;
 mod demo;
+mod demux_sim;
 
 use clap::{Parser, Subcommand};
 
@@ -17,12 +19,20 @@ enum Command {
     /// Two stacks on an in-memory link exchange UDP datagrams of every size, verify them, ping, and print
     /// their counters.
     Demo(demo::DemoArgs),
+    /// Dixon & Calvert's trace-driven UDP demultiplexing simulation: replay a capture or a synthetic
+    /// trace through every demux strategy and report comparisons, time and (optionally) instructions
+    /// per lookup.
+    DemuxSim(demux_sim::DemuxSimArgs),
+    /// Micro-benchmarks of the fast paths.
+    Bench(bench::BenchArgs),
 }
 
 fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Demo(args) => demo::run(&args),
+        Command::DemuxSim(args) => demux_sim::run(&args),
+        Command::Bench(args) => bench::run(&args),
     };
     if let Err(e) = result {
         eprintln!("fastpath: {e}");
