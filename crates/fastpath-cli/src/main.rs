@@ -2,6 +2,7 @@
 
 mod bench;
 mod demo;
+mod demux_sim;
 
 use clap::{Parser, Subcommand};
 
@@ -18,6 +19,10 @@ enum Command {
     /// Two stacks on an in-memory link exchange UDP datagrams of every size, verify them, ping, and print
     /// their counters.
     Demo(demo::DemoArgs),
+    /// Dixon & Calvert's trace-driven UDP demultiplexing simulation: replay a capture or a synthetic
+    /// trace through every demux strategy and report comparisons, time and (optionally) instructions
+    /// per lookup.
+    DemuxSim(demux_sim::DemuxSimArgs),
     /// Run an experiment: the papers' tables and figures, measured here.
     Bench(bench::BenchArgs),
 }
@@ -26,6 +31,7 @@ fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Demo(args) => demo::run(&args),
+        Command::DemuxSim(args) => demux_sim::run(&args),
         Command::Bench(args) => bench::run(&args),
     };
     if let Err(e) = result {

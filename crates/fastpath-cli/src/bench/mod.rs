@@ -2,6 +2,7 @@
 
 pub mod checksum;
 pub mod common;
+pub mod demux;
 pub mod mtu;
 pub mod udp;
 
@@ -24,6 +25,8 @@ enum Experiment {
     Checksum(checksum::ChecksumArgs),
     /// Bulk UDP by MTU with and without fusing, offload and zero copy.
     Mtu(mtu::MtuArgs),
+    /// Lookup time of every demultiplexing strategy as the number of bound sockets grows.
+    Demux(demux::DemuxBenchArgs),
 }
 
 /// Runs the chosen experiment.
@@ -32,5 +35,6 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
         Experiment::Udp(a) => udp::run(a),
         Experiment::Checksum(a) => checksum::run(a),
         Experiment::Mtu(a) => mtu::run(a),
+        Experiment::Demux(a) => demux::run(a),
     }
 }

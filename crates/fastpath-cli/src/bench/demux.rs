@@ -1,0 +1,354 @@
+//! `fastpath bench demux`: how lookup time grows with the number of bound sockets, per strategy.
+//!
+//! For each socket count N, every strategy gets the same PCBs: N wildcard server PCBs
+//! (`0.0.0.0:port`, distinct ports drawn at random from 1..=60000) plus 4 connected ones, and answers
+//! the same fixed pseudo-random sequence of datagrams: 15 in 16 to a random server port from a random
+//! remote socket, 1 in 16 to one of the connected PCBs. Each round times every strategy once (the
+//! strategies interleaved, the first one rotating from round to round, because the machine is shared
+//! and noisy) over a batch of lookups; the result is the median of the rounds' ns per lookup. The
+//! batch is as many lookups as fit in `--round-ms` (measured on a first pass), between 1,000 and
+//! `--lookups`: a slow strategy with many sockets runs a shorter prefix of the same sequence. Mean
+//! comparisons per lookup are counted, and answers checked, on a first pass over the first 4,000
+//! lookups, the same for every strategy.
+
+use std::hint::black_box;
+use std::net::{Ipv4Addr, SocketAddrV4};
+use std::time::Instant;
+
+use clap::Args;
+use fastpath::demux::{Demux, DemuxStrategy, Pcb, SocketId};
+use fastpath::rng::Rng;
+use serde::Serialize;
+
+use crate::demux_sim::emit;
+
+/// Options of `fastpath bench demux`.
+#[derive(Args, Debug)]
+pub struct DemuxBenchArgs {
+    /// Numbers of bound wildcard sockets to measure, comma-separated (4 connected ones are added to
+    /// each).
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        default_values_t = [1usize, 16, 64, 256, 1024, 16384],
+        value_parser = clap::value_parser!(usize)
+    )]
+    sockets: Vec<usize>,
+    /// Strategies, comma-separated [default: all].
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    strategies: Vec<DemuxStrategy>,
+    /// Rounds; each cell reports the median.
+    #[arg(long, value_name = "N", default_value_t = 7, value_parser = clap::value_parser!(u32).range(1..))]
+    rounds: u32,
+    /// Most lookups per cell and round.
+    #[arg(long, value_name = "N", default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1000..))]
+    lookups: u64,
+    /// Time a round of one cell should take, in milliseconds (fewer lookups for slow cells).
+    #[arg(long, value_name = "MS", default_value_t = 10.0)]
+    round_ms: f64,
+    /// Write the results as JSON to PATH (`-`: standard output, the table then goes to standard
+    /// error).
+    #[arg(long, value_name = "PATH")]
+    json: Option<String>,
+}
+
+/// Connected PCBs added to every socket count.
+const CONNECTED: usize = 4;
+/// The highest server port drawn.
+const MAX_PORT: u16 = 60_000;
+/// Fewest lookups in a timed batch.
+const MIN_LOOKUPS: usize = 1000;
+/// Lookups of the first, untimed pass that counts comparisons and checks answers.
+const PROBE_LOOKUPS: usize = 4000;
+/// The server host's address.
+const LOCAL: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
+
+/// One cell of the result, as `--json` writes it.
+#[derive(Clone, Debug, Serialize)]
+struct Cell {
+    sockets: usize,
+    connected: usize,
+    strategy: String,
+    lookups_per_round: usize,
+    rounds: u32,
+    ns_per_lookup: f64,
+    ns_min: f64,
+    ns_max: f64,
+    mean_comparisons: f64,
+    mismatches: usize,
+}
+
+/// The PCBs and the lookup sequence for one socket count.
+struct Workload {
+    pcbs: Vec<(SocketId, Pcb)>,
+    lookups: Vec<(SocketAddrV4, SocketAddrV4, SocketId)>,
+}
+
+fn workload(sockets: usize, lookups: usize) -> Workload {
+    let mut rng = Rng::new(0xB0B5_0C4E_7500_0000 ^ sockets as u64);
+    // Distinct ports: a partial Fisher-Yates shuffle of 1..=MAX_PORT.
+    let mut ports: Vec<u16> = (1..=MAX_PORT).collect();
+    for i in 0..sockets {
+        let j = i + rng.below((ports.len() - i) as u64) as usize;
+        ports.swap(i, j);
+    }
+    let mut pcbs: Vec<(SocketId, Pcb)> = ports[..sockets]
+        .iter()
+        .enumerate()
+        .map(|(i, &p)| {
+            let pcb = Pcb::bound(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, p));
+            (SocketId(i as u32 + 1), pcb)
+        })
+        .collect();
+    for c in 0..CONNECTED {
+        let pcb = Pcb {
+            local_addr: LOCAL,
+            local_port: MAX_PORT + 1 + c as u16,
+            remote_addr: Ipv4Addr::new(10, 9, 0, c as u8 + 1),
+            remote_port: 7000 + c as u16,
+        };
+        pcbs.push((SocketId((sockets + c) as u32 + 1), pcb));
+    }
+    let lookups = (0..lookups)
+        .map(|_| {
+            if rng.below(16) == 0 {
+                let (id, p) = pcbs[sockets + rng.below(CONNECTED as u64) as usize];
+                (
+                    SocketAddrV4::new(p.local_addr, p.local_port),
+                    SocketAddrV4::new(p.remote_addr, p.remote_port),
+                    id,
+                )
+            } else {
+                let (id, p) = pcbs[rng.below(sockets as u64) as usize];
+                let host = rng.below(1 << 16) as u16;
+                let remote = SocketAddrV4::new(
+                    Ipv4Addr::new(10, 20, (host >> 8) as u8, host as u8),
+                    1024 + rng.below(60_000) as u16,
+                );
+                (SocketAddrV4::new(LOCAL, p.local_port), remote, id)
+            }
+        })
+        .collect();
+    Workload { pcbs, lookups }
+}
+
+/// Times `batch` lookups on `d`: ns per lookup.
+fn time_batch(d: &mut dyn Demux, batch: &[(SocketAddrV4, SocketAddrV4, SocketId)]) -> f64 {
+    let start = Instant::now();
+    let mut acc = 0u32;
+    for &(dst, src, _) in batch {
+        if let Some(SocketId(id)) = d.lookup(black_box(dst), black_box(src)) {
+            acc ^= id;
+        }
+    }
+    black_box(acc);
+    start.elapsed().as_nanos() as f64 / batch.len() as f64
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// Measures every strategy on one socket count.
+fn measure(sockets: usize, strategies: &[DemuxStrategy], args: &DemuxBenchArgs) -> Vec<Cell> {
+    let max_lookups = args.lookups as usize;
+    let w = workload(sockets, max_lookups);
+    let mut instances: Vec<Box<dyn Demux>> = strategies
+        .iter()
+        .map(|s| {
+            let mut d = s.build();
+            for &(id, pcb) in &w.pcbs {
+                d.insert(id, pcb);
+            }
+            d
+        })
+        .collect();
+    // First pass, over the same prefix for every strategy: comparisons, correctness, and how many
+    // lookups fit in a round.
+    let probe = &w.lookups[..PROBE_LOOKUPS.min(max_lookups)];
+    let mut cells = Vec::new();
+    for (s, d) in strategies.iter().zip(instances.iter_mut()) {
+        let before = d.stats().comparisons;
+        let start = Instant::now();
+        let mismatches = probe
+            .iter()
+            .filter(|&&(dst, src, id)| d.lookup(dst, src) != Some(id))
+            .count();
+        let per_lookup = (start.elapsed().as_nanos() as f64 / probe.len() as f64).max(0.1);
+        let comparisons = d.stats().comparisons - before;
+        let fit = (args.round_ms * 1e6 / per_lookup) as usize;
+        cells.push(Cell {
+            sockets,
+            connected: CONNECTED,
+            strategy: s.name(),
+            lookups_per_round: fit.clamp(MIN_LOOKUPS, max_lookups),
+            rounds: args.rounds,
+            ns_per_lookup: 0.0,
+            ns_min: 0.0,
+            ns_max: 0.0,
+            mean_comparisons: comparisons as f64 / probe.len() as f64,
+            mismatches,
+        });
+    }
+    let k = strategies.len();
+    let mut samples = vec![Vec::with_capacity(args.rounds as usize); k];
+    for round in 0..args.rounds as usize {
+        for j in 0..k {
+            let i = (round + j) % k;
+            let batch = &w.lookups[..cells[i].lookups_per_round];
+            samples[i].push(time_batch(instances[i].as_mut(), batch));
+        }
+    }
+    for (cell, mut s) in cells.iter_mut().zip(samples) {
+        cell.ns_per_lookup = median(&mut s);
+        cell.ns_min = s[0];
+        cell.ns_max = s[s.len() - 1];
+    }
+    cells
+}
+
+fn table(
+    cells: &[Cell],
+    sizes: &[usize],
+    names: &[String],
+    value: impl Fn(&Cell) -> String,
+) -> String {
+    let widths: Vec<usize> = names.iter().map(|n| n.len().max(8)).collect();
+    let mut s = format!("{:>8}", "sockets");
+    for (n, w) in names.iter().zip(&widths) {
+        s += &format!("  {n:>w$}");
+    }
+    s.push('\n');
+    for &size in sizes {
+        s += &format!("{size:>8}");
+        for (n, w) in names.iter().zip(&widths) {
+            let v = cells
+                .iter()
+                .find(|c| c.sockets == size && &c.strategy == n)
+                .map_or("-".to_string(), &value);
+            s += &format!("  {v:>w$}");
+        }
+        s.push('\n');
+    }
+    s
+}
+
+/// Runs `bench demux`.
+pub fn run(args: &DemuxBenchArgs) -> Result<(), String> {
+    let strategies: Vec<DemuxStrategy> = if args.strategies.is_empty() {
+        DemuxStrategy::ALL.to_vec()
+    } else {
+        args.strategies.clone()
+    };
+    if let Some(&bad) = args
+        .sockets
+        .iter()
+        .find(|&&n| n == 0 || n > usize::from(MAX_PORT))
+    {
+        return Err(format!(
+            "--sockets: {bad} is out of range (1 to {MAX_PORT})"
+        ));
+    }
+    if args.round_ms.is_nan() || args.round_ms <= 0.0 {
+        return Err("--round-ms must be positive".into());
+    }
+    let to_stderr = args.json.as_deref() == Some("-");
+    let say = |s: &str| emit(s, to_stderr);
+    say(&format!(
+        "bench demux: ns per lookup, median of {} rounds (strategies interleaved in each round); \
+         each row binds that many wildcard sockets on distinct ports plus {CONNECTED} connected ones; \
+         1 lookup in 16 goes to a connected socket\n",
+        args.rounds
+    ));
+    let mut cells = Vec::new();
+    for &n in &args.sockets {
+        cells.extend(measure(n, &strategies, args));
+    }
+    let names: Vec<String> = strategies.iter().map(|s| s.name()).collect();
+    let mut report = table(&cells, &args.sockets, &names, |c| {
+        format!("{:.1}", c.ns_per_lookup)
+    });
+    report += "\nmean comparisons per lookup\n";
+    report += &table(&cells, &args.sockets, &names, |c| {
+        format!("{:.1}", c.mean_comparisons)
+    });
+    let mut short = Vec::new();
+    for &n in &args.sockets {
+        let counts = cells
+            .iter()
+            .filter(|c| c.sockets == n)
+            .map(|c| c.lookups_per_round);
+        let (lo, hi) = (counts.clone().min().unwrap_or(0), counts.max().unwrap_or(0));
+        if lo < args.lookups as usize {
+            short.push(if lo == hi {
+                format!("{n} sockets: {lo}")
+            } else {
+                format!("{n} sockets: {lo} to {hi}")
+            });
+        }
+    }
+    report += &format!(
+        "\ncomparisons counted over the first {} lookups; {} lookups per round, fewer where that \
+         would take over {} ms: {}\n",
+        PROBE_LOOKUPS.min(args.lookups as usize),
+        args.lookups,
+        args.round_ms,
+        if short.is_empty() {
+            "none".to_string()
+        } else {
+            short.join("; ")
+        }
+    );
+    let wrong: Vec<String> = cells
+        .iter()
+        .filter(|c| c.mismatches > 0)
+        .map(|c| format!("{}@{}", c.strategy, c.sockets))
+        .collect();
+    if !wrong.is_empty() {
+        report += &format!("WRONG ANSWERS: {}\n", wrong.join(", "));
+    }
+    say(&report);
+    if let Some(path) = &args.json {
+        let text = serde_json::to_string_pretty(&cells).map_err(|e| e.to_string())?;
+        if path == "-" {
+            emit(&(text + "\n"), false);
+        } else {
+            std::fs::write(path, text + "\n").map_err(|e| format!("{path}: {e}"))?;
+        }
+    }
+    if wrong.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("wrong answers from: {}", wrong.join(", ")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn workload_is_fixed_and_answerable() {
+        let a = workload(64, 2000);
+        let b = workload(64, 2000);
+        assert_eq!(a.lookups, b.lookups);
+        let mut ports: Vec<u16> = a.pcbs.iter().map(|(_, p)| p.local_port).collect();
+        ports.sort_unstable();
+        ports.dedup();
+        assert_eq!(ports.len(), 64 + CONNECTED);
+        let mut linear = fastpath::demux::Linear::default();
+        for &(id, pcb) in &a.pcbs {
+            linear.insert(id, pcb);
+        }
+        for &(dst, src, id) in &a.lookups {
+            assert_eq!(linear.lookup(dst, src), Some(id));
+        }
+    }
+}
