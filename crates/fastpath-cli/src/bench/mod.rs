@@ -4,6 +4,7 @@ pub mod checksum;
 pub mod common;
 pub mod demux;
 pub mod mtu;
+pub mod sweep;
 pub mod udp;
 
 use clap::{Args, Subcommand};
@@ -25,6 +26,8 @@ enum Experiment {
     Checksum(checksum::ChecksumArgs),
     /// Bulk UDP by MTU with and without fusing, offload and zero copy.
     Mtu(mtu::MtuArgs),
+    /// Request/response over 40 message sizes: time by operation and by layer, and checksum throughput.
+    Sweep(sweep::SweepArgs),
     /// Lookup time of every demultiplexing strategy as the number of bound sockets grows.
     Demux(demux::DemuxBenchArgs),
 }
@@ -35,6 +38,7 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
         Experiment::Udp(a) => udp::run(a),
         Experiment::Checksum(a) => checksum::run(a),
         Experiment::Mtu(a) => mtu::run(a),
+        Experiment::Sweep(a) => sweep::run(a),
         Experiment::Demux(a) => demux::run(a),
     }
 }

@@ -239,7 +239,10 @@ impl Stack {
         while offset < total {
             let len = max.min(total - offset);
             let mut frag = self.pool.alloc(len);
-            frag.extend_from_slice(&buf.data()[offset..offset + len]);
+            {
+                timed!(Copy);
+                frag.extend_from_slice(&buf.data()[offset..offset + len]);
+            }
             repr.payload_len = len;
             repr.frag_offset = offset as u16;
             repr.more_frags = offset + len < total;

@@ -214,6 +214,7 @@ impl ReassemblyTable {
             let d = self.datagrams.swap_remove(index);
             self.bytes -= d.truesize;
             let total = d.received;
+            timed!(Copy);
             let mut out = pool.alloc(total);
             for f in d.fragments {
                 out.extend_from_slice(f.buf.data());
