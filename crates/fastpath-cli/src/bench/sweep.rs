@@ -72,6 +72,9 @@ pub fn sizes() -> Vec<usize> {
         .collect()
 }
 
+/// Instrumented cycles per side: the four operations, other, then the four layers.
+type Cycles = [[u64; 9]; 2];
+
 const A: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
 const B: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
 
@@ -97,7 +100,7 @@ fn round_trips(
     mtu: usize,
     size: usize,
     n: usize,
-) -> Result<(f64, Option<[[u64; 9]; 2]>), String> {
+) -> Result<(f64, Option<Cycles>), String> {
     let (mut a, mut b) = stacks(config, mtu);
     let client = a
         .udp_bind(SocketAddrV4::new(A, 0))
@@ -143,7 +146,7 @@ fn round_trips(
     #[cfg(feature = "instrument")]
     {
         let p = fastpath::instrument::take();
-        let mut out = [[0u64; 9]; 2];
+        let mut out: Cycles = [[0; 9]; 2];
         for side in 0..2 {
             out[side][..4].copy_from_slice(&p.ops[side]);
             out[side][4] = p.layers[side]
@@ -219,7 +222,7 @@ pub fn measure(args: &SweepArgs) -> Result<Vec<SweepRow>, String> {
     };
     let sizes = sizes();
     let bar = common::progress((rounds * (sizes.len() + 3)) as u64, "bench sweep");
-    let mut samples: Vec<Vec<(f64, Option<[[u64; 9]; 2]>)>> = vec![Vec::new(); sizes.len()];
+    let mut samples: Vec<Vec<(f64, Option<Cycles>)>> = vec![Vec::new(); sizes.len()];
     let variants = [
         (
             "classic",

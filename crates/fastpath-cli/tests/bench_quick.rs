@@ -1,0 +1,114 @@
+//! Every experiment runs in `--quick` mode and writes sane JSON rows. These check shape and sanity (every
+//! configuration delivered every datagram, figures positive and finite), never speed.
+
+use std::process::Command;
+
+use serde_json::Value;
+
+fn run(args: &[&str]) -> Vec<Value> {
+    let out = Command::new(env!("CARGO_BIN_EXE_fastpath"))
+        .args(args)
+        .output()
+        .expect("run fastpath");
+    assert!(
+        out.status.success(),
+        "fastpath {args:?} failed:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).expect("utf-8");
+    // The JSON array is the last thing printed.
+    let start = text.rfind("\n[").map_or(0, |i| i + 1);
+    serde_json::from_str::<Vec<Value>>(&text[start..])
+        .unwrap_or_else(|e| panic!("bad JSON from {args:?}: {e}\n{text}"))
+}
+
+fn positive(row: &Value, field: &str) -> f64 {
+    let v = row[field]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{field} missing in {row}"));
+    assert!(v.is_finite() && v > 0.0, "{field} = {v} in {row}");
+    v
+}
+
+#[test]
+fn bench_udp_quick() {
+    let rows = run(&["bench", "udp", "--quick", "--json", "-"]);
+    let configs: Vec<&str> = rows
+        .iter()
+        .filter(|r| r["size"] == 64)
+        .map(|r| r["config"].as_str().unwrap())
+        .collect();
+    assert_eq!(configs.first(), Some(&"classic"));
+    assert_eq!(configs.last(), Some(&"default"));
+    assert_eq!(configs.len(), 7);
+    assert_eq!(rows.len(), 7 * 4);
+    for r in &rows {
+        positive(r, "ns_per_datagram");
+        positive(r, "datagrams_per_s");
+        positive(r, "improvement_vs_classic");
+    }
+}
+
+#[test]
+fn bench_checksum_quick() {
+    let rows = run(&["bench", "checksum", "--quick", "--json", "-"]);
+    for name in [
+        "rfc1071",
+        "unrolled32",
+        "wide",
+        "memcpy",
+        "copy-then-checksum",
+        "copy+checksum",
+    ] {
+        for bytes in [20, 64, 512, 1500, 8192, 65536, 16 << 20] {
+            let r = rows
+                .iter()
+                .find(|r| r["algorithm"] == name && r["bytes"] == bytes)
+                .unwrap_or_else(|| panic!("{name} at {bytes}"));
+            positive(r, "gbytes_per_s");
+        }
+    }
+    assert!(rows
+        .iter()
+        .any(|r| r["algorithm"] == "ipv4-inline" && r["bytes"] == 20));
+}
+
+#[test]
+fn bench_mtu_quick() {
+    let rows = run(&[
+        "bench",
+        "mtu",
+        "--quick",
+        "--mtus",
+        "1500,9000",
+        "--json",
+        "-",
+    ]);
+    assert_eq!(rows.len(), 2 * 10);
+    for r in &rows {
+        positive(r, "gbit_per_s");
+        assert!(r["options"].as_str().is_some());
+    }
+}
+
+#[test]
+fn bench_sweep_quick() {
+    let rows = run(&["bench", "sweep", "--quick", "--json", "-"]);
+    let per: Vec<&Value> = rows
+        .iter()
+        .filter(|r| r["table"] == "per-message")
+        .collect();
+    assert_eq!(per.len(), 40 * 2);
+    assert_eq!(per.first().unwrap()["size"], 1);
+    assert_eq!(per.last().unwrap()["size"], 8192);
+    for r in &per {
+        positive(r, "ns_per_message");
+    }
+    let t: Vec<&str> = rows
+        .iter()
+        .filter(|r| r["table"] == "throughput")
+        .map(|r| r["checksum"].as_str().unwrap())
+        .collect();
+    assert_eq!(t, ["classic", "optimized", "eliminated"]);
+}
