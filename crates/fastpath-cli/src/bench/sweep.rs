@@ -147,13 +147,10 @@ fn round_trips(
     {
         let p = fastpath::instrument::take();
         let mut out: Cycles = [[0; 9]; 2];
-        for side in 0..2 {
-            out[side][..4].copy_from_slice(&p.ops[side]);
-            out[side][4] = p.layers[side]
-                .iter()
-                .sum::<u64>()
-                .saturating_sub(p.ops[side].iter().sum());
-            out[side][5..].copy_from_slice(&p.layers[side]);
+        for ((o, ops), layers) in out.iter_mut().zip(&p.ops).zip(&p.layers) {
+            o[..4].copy_from_slice(ops);
+            o[4] = layers.iter().sum::<u64>().saturating_sub(ops.iter().sum());
+            o[5..].copy_from_slice(layers);
         }
         return Ok((ns, Some(out)));
     }
