@@ -112,3 +112,50 @@ fn bench_sweep_quick() {
         .collect();
     assert_eq!(t, ["classic", "optimized", "eliminated"]);
 }
+
+#[test]
+fn bench_all_quick_writes_a_report_with_figures() {
+    let dir = std::env::temp_dir().join(format!("fastpath-report-{}", std::process::id()));
+    let out = Command::new(env!("CARGO_BIN_EXE_fastpath"))
+        .args(["bench", "all", "--quick", "--report"])
+        .arg(&dir)
+        .output()
+        .expect("run fastpath");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report = std::fs::read_to_string(dir.join("REPORT.md")).expect("REPORT.md");
+    for section in ["## udp", "## checksum", "## mtu", "## sweep", "## demux"] {
+        assert!(report.contains(section), "missing {section}");
+    }
+    for figure in [
+        "udp.svg",
+        "checksum.svg",
+        "mtu.svg",
+        "sweep.svg",
+        "demux.svg",
+    ] {
+        let svg =
+            std::fs::read_to_string(dir.join(figure)).unwrap_or_else(|e| panic!("{figure}: {e}"));
+        assert!(
+            svg.starts_with("<svg") && svg.contains("<path") || svg.contains("<polyline"),
+            "{figure} has no drawing"
+        );
+        assert!(report.contains(figure), "REPORT.md does not show {figure}");
+    }
+    for rows in [
+        "udp.json",
+        "checksum.json",
+        "mtu.json",
+        "sweep.json",
+        "demux.json",
+    ] {
+        let v: Vec<Value> =
+            serde_json::from_str(&std::fs::read_to_string(dir.join(rows)).expect(rows))
+                .expect("JSON");
+        assert!(!v.is_empty(), "{rows} is empty");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -24,6 +24,17 @@ pub struct ChecksumArgs {
     json: Option<String>,
 }
 
+impl ChecksumArgs {
+    /// The defaults (or the quick run), for `bench all`.
+    pub fn for_all(quick: bool) -> ChecksumArgs {
+        ChecksumArgs {
+            rounds: 15,
+            quick,
+            json: None,
+        }
+    }
+}
+
 /// One row: a routine at one length.
 #[derive(Serialize, Debug, Clone)]
 pub struct ChecksumRow {

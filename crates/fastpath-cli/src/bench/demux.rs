@@ -66,17 +66,54 @@ const LOCAL: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
 
 /// One cell of the result, as `--json` writes it.
 #[derive(Clone, Debug, Serialize)]
-struct Cell {
-    sockets: usize,
-    connected: usize,
-    strategy: String,
-    lookups_per_round: usize,
-    rounds: u32,
-    ns_per_lookup: f64,
-    ns_min: f64,
-    ns_max: f64,
-    mean_comparisons: f64,
-    mismatches: usize,
+pub struct Cell {
+    /// Wildcard sockets bound.
+    pub sockets: usize,
+    /// Connected sockets bound beside them.
+    pub connected: usize,
+    /// Strategy name.
+    pub strategy: String,
+    /// Lookups timed per round.
+    pub lookups_per_round: usize,
+    /// Rounds.
+    pub rounds: u32,
+    /// Median ns per lookup.
+    pub ns_per_lookup: f64,
+    /// Fastest round's ns per lookup.
+    pub ns_min: f64,
+    /// Slowest round's ns per lookup.
+    pub ns_max: f64,
+    /// Mean comparisons per lookup.
+    pub mean_comparisons: f64,
+    /// Lookups whose answer differed from the expected socket.
+    pub mismatches: usize,
+}
+
+impl DemuxBenchArgs {
+    /// The defaults, for `bench all`.
+    pub fn for_all() -> DemuxBenchArgs {
+        DemuxBenchArgs {
+            sockets: vec![1, 16, 64, 256, 1024, 16384],
+            strategies: Vec::new(),
+            rounds: 7,
+            lookups: 100_000,
+            round_ms: 10.0,
+            json: None,
+        }
+    }
+}
+
+/// Measures every cell (also used by `bench all`).
+pub fn measure_cells(args: &DemuxBenchArgs) -> Vec<Cell> {
+    let strategies: Vec<DemuxStrategy> = if args.strategies.is_empty() {
+        DemuxStrategy::ALL.to_vec()
+    } else {
+        args.strategies.clone()
+    };
+    args.sockets
+        .iter()
+        .flat_map(|&n| measure(n, &strategies, args))
+        .collect()
 }
 
 /// The PCBs and the lookup sequence for one socket count.

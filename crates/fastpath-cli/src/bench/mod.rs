@@ -1,5 +1,6 @@
 //! `fastpath bench`: the experiments, one subcommand each.
 
+pub mod all;
 pub mod checksum;
 pub mod common;
 pub mod demux;
@@ -30,6 +31,8 @@ enum Experiment {
     Sweep(sweep::SweepArgs),
     /// Lookup time of every demultiplexing strategy as the number of bound sockets grows.
     Demux(demux::DemuxBenchArgs),
+    /// Every experiment, then a report (REPORT.md, SVG figures, JSON rows) in a directory.
+    All(all::AllArgs),
 }
 
 /// Runs the chosen experiment.
@@ -40,5 +43,6 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
         Experiment::Mtu(a) => mtu::run(a),
         Experiment::Sweep(a) => sweep::run(a),
         Experiment::Demux(a) => demux::run(a),
+        Experiment::All(a) => all::run(a),
     }
 }

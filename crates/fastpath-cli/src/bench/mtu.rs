@@ -39,6 +39,24 @@ pub struct MtuArgs {
     json: Option<String>,
 }
 
+impl MtuArgs {
+    /// The defaults (or the quick run), for `bench all`.
+    pub fn for_all(quick: bool) -> MtuArgs {
+        MtuArgs {
+            mtus: vec![1500, 4096, 8192, 16384, 32768, 65535],
+            mib: 256,
+            rounds: 5,
+            quick,
+            json: None,
+        }
+    }
+
+    /// MTUs measured.
+    pub fn mtus(&self) -> &[usize] {
+        &self.mtus
+    }
+}
+
 /// One row.
 #[derive(Serialize, Debug, Clone)]
 pub struct MtuRow {

@@ -42,6 +42,20 @@ pub struct SweepArgs {
     json: Option<String>,
 }
 
+impl SweepArgs {
+    /// The defaults (or the quick run), for `bench all`.
+    pub fn for_all(quick: bool) -> SweepArgs {
+        SweepArgs {
+            round_trips: 2000,
+            rounds: 5,
+            mtu: 1500,
+            classic: false,
+            quick,
+            json: None,
+        }
+    }
+}
+
 /// One row: a message size and side, or a throughput measurement.
 #[derive(Serialize, Debug, Clone, Default)]
 pub struct SweepRow {

@@ -40,6 +40,25 @@ pub struct UdpArgs {
     json: Option<String>,
 }
 
+impl UdpArgs {
+    /// The defaults (or the quick run), for `bench all`.
+    pub fn for_all(quick: bool) -> UdpArgs {
+        UdpArgs {
+            datagrams: 200_000,
+            rounds: 5,
+            sizes: vec![59, 64, 509, 512],
+            burst: 32,
+            quick,
+            json: None,
+        }
+    }
+
+    /// Datagram sizes.
+    pub fn sizes(&self) -> &[usize] {
+        &self.sizes
+    }
+}
+
 /// One row of the results.
 #[derive(Serialize, Debug, Clone)]
 pub struct UdpRow {
