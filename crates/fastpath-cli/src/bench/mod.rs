@@ -5,6 +5,7 @@ pub mod checksum;
 pub mod common;
 pub mod demux;
 pub mod mtu;
+pub mod peers;
 pub mod sweep;
 pub mod udp;
 
@@ -33,6 +34,8 @@ enum Experiment {
     Demux(demux::DemuxBenchArgs),
     /// Every experiment, then a report (REPORT.md, SVG figures, JSON rows) in a directory.
     All(all::AllArgs),
+    /// One datagram workload through fastpath, smoltcp and the Linux kernel: datagrams/s and ratios.
+    Peers(peers::PeersArgs),
 }
 
 /// Runs the chosen experiment.
@@ -44,5 +47,6 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
         Experiment::Sweep(a) => sweep::run(a),
         Experiment::Demux(a) => demux::run(a),
         Experiment::All(a) => all::run(a),
+        Experiment::Peers(a) => peers::run(a),
     }
 }
