@@ -192,18 +192,24 @@ impl Stack {
         let mut processed = self.flush();
         let mut batch = std::mem::take(&mut self.rx_batch);
         for _ in 0..POLL_ROUNDS {
-            let mut got = 0;
+            let (mut got, mut more) = (0, false);
             for i in 0..self.ifaces.len() {
                 layer!(Receive, Link);
-                got += self.ifaces[i]
+                let n = self.ifaces[i]
                     .link
                     .receive(&mut batch, self.config.rx_batch);
+                // A full batch means the link may hold more.
+                more |= n == self.config.rx_batch;
+                got += n;
                 for packet in batch.drain(..) {
                     self.ipv4_input(InterfaceId(i), packet);
                 }
             }
-            processed += got + self.flush();
-            if got == 0 {
+            let sent = self.flush();
+            processed += got + sent;
+            // Quiet when every link came up short and input queued nothing new (a reply to ourselves
+            // over loopback would need another round).
+            if !more && sent == 0 {
                 break;
             }
         }

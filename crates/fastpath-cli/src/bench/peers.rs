@@ -589,8 +589,9 @@ pub fn print(rows: &[PeersRow]) {
     }
     println!("fastpath and smoltcp delivered every datagram in every run");
     println!(
-        "checksums: fastpath computes and verifies the UDP checksum on its loopback; smoltcp's \
-         phy::Loopback declares checksums ignored (neither computed nor verified); linux's lo skips them"
+        "checksums: none of the three computes the UDP checksum on loopback (fastpath's loopback offers \
+         checksum offload as Linux's lo does; smoltcp's phy::Loopback declares checksums ignored); \
+         fastpath and linux still compute the IPv4 header checksum"
     );
 }
 

@@ -346,22 +346,24 @@ impl Stack {
         if self.config.sendto_pseudo_connect && !pcb.is_connected() {
             // 4.3BSD: connect for the duration of the send, then disconnect (paper 000 §6.2).
             self.udp_connect(s, dst)?;
-            let result = self.udp_output(s, &mut payload, dst, len);
+            let connected = self.udp.get(s).ok_or_else(closed)?.pcb;
+            let result = self.udp_output(s, connected, options, &mut payload, dst, len);
             self.udp.set_pcb(s, pcb);
             return result;
         }
-        self.udp_output(s, &mut payload, dst, len)
+        self.udp_output(s, pcb, options, &mut payload, dst, len)
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn udp_output(
         &mut self,
         s: UdpSocket,
+        pcb: Pcb,
+        options: UdpOptions,
         payload_source: &mut Payload<'_, '_>,
         dst: SocketAddrV4,
         len: usize,
     ) -> io::Result<usize> {
-        let state = self.udp.get(s).ok_or_else(closed)?;
-        let (pcb, options) = (state.pcb, state.options);
         let hop: NextHop = self.route(*dst.ip()).map_err(|_| no_route(*dst.ip()))?;
         let src = if pcb.local_addr.is_unspecified() {
             hop.src
