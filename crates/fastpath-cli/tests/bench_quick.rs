@@ -127,7 +127,14 @@ fn bench_all_quick_writes_a_report_with_figures() {
         String::from_utf8_lossy(&out.stderr)
     );
     let report = std::fs::read_to_string(dir.join("REPORT.md")).expect("REPORT.md");
-    for section in ["## udp", "## checksum", "## mtu", "## sweep", "## demux"] {
+    for section in [
+        "## udp",
+        "## checksum",
+        "## mtu",
+        "## sweep",
+        "## demux",
+        "## peers",
+    ] {
         assert!(report.contains(section), "missing {section}");
     }
     for figure in [

@@ -8,7 +8,7 @@ use clap::Args;
 use plotters::coord::ranged1d::ValueFormatter;
 use plotters::prelude::*;
 
-use super::{checksum, common, demux, mtu, sweep, udp};
+use super::{checksum, common, demux, mtu, peers, sweep, udp};
 
 /// Options of `fastpath bench all`.
 #[derive(Args, Debug)]
@@ -513,6 +513,54 @@ pub fn run(args: &AllArgs) -> Result<(), String> {
         &series,
         true,
     )?;
+
+    // peers
+    println!("\n== peers");
+    let rows = peers::measure(&peers::PeersArgs::for_all(args.quick))?;
+    peers::print(&rows);
+    common::write_json(&json("peers.json"), &rows)?;
+    md += "## peers: fastpath, smoltcp and the Linux kernel on one workload\n\nMillions of datagrams per second (send_to and receive over loopback, median of interleaved rounds); b1 sends one datagram per poll, b32 a burst of 32; in brackets, fastpath's rate over this stack's.\n\n";
+    let mut cols: Vec<(String, usize)> = Vec::new();
+    for r in &rows {
+        if !cols.contains(&(r.stack.clone(), r.burst)) {
+            cols.push((r.stack.clone(), r.burst));
+        }
+    }
+    let names: Vec<String> = cols.iter().map(|(s, b)| format!("{s} b{b}")).collect();
+    let mut header = vec!["size", "sockets"];
+    header.extend(names.iter().map(String::as_str));
+    let mut keys: Vec<(usize, usize)> = Vec::new();
+    for r in &rows {
+        if !keys.contains(&(r.size, r.sockets)) {
+            keys.push((r.size, r.sockets));
+        }
+    }
+    let tab: Vec<Vec<String>> = keys
+        .iter()
+        .map(|&(size, sockets)| {
+            [format!("{size} B"), sockets.to_string()]
+                .into_iter()
+                .chain(cols.iter().map(|(st, b)| {
+                    rows.iter()
+                        .find(|r| {
+                            r.size == size
+                                && r.sockets == sockets
+                                && &r.stack == st
+                                && r.burst == *b
+                        })
+                        .map_or("-".into(), |r| {
+                            format!(
+                                "{:.2} ({:.2}x)",
+                                r.datagrams_per_s / 1e6,
+                                r.ratio_fastpath_over_this
+                            )
+                        })
+                }))
+                .collect()
+        })
+        .collect();
+    md += &md_table(&header, &tab);
+    md += "\n";
 
     let path = dir.join("REPORT.md");
     std::fs::write(&path, md).map_err(|e| format!("{}: {e}", path.display()))?;

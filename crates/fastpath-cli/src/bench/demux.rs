@@ -51,6 +51,9 @@ pub struct DemuxBenchArgs {
     /// error).
     #[arg(long, value_name = "PATH")]
     json: Option<String>,
+    /// A short run (1, 64 and 1024 sockets, 3 rounds, 10,000 lookups) for tests and CI.
+    #[arg(long)]
+    quick: bool,
 }
 
 /// Connected PCBs added to every socket count.
@@ -99,6 +102,7 @@ impl DemuxBenchArgs {
             lookups: 100_000,
             round_ms: 10.0,
             json: None,
+            quick: false,
         }
     }
 }
@@ -279,6 +283,25 @@ fn table(
 
 /// Runs `bench demux`.
 pub fn run(args: &DemuxBenchArgs) -> Result<(), String> {
+    let quick;
+    let args = if args.quick {
+        quick = DemuxBenchArgs {
+            sockets: vec![1, 64, 1024],
+            rounds: 3,
+            lookups: 10_000,
+            strategies: args.strategies.clone(),
+            json: args.json.clone(),
+            ..DemuxBenchArgs::for_all()
+        };
+        &quick
+    } else {
+        args
+    };
+    if args.json.as_deref() != Some("-") {
+        super::common::header(
+            "bench demux: lookup cost of every demultiplexing strategy by socket count (paper 003)",
+        );
+    }
     let strategies: Vec<DemuxStrategy> = if args.strategies.is_empty() {
         DemuxStrategy::ALL.to_vec()
     } else {

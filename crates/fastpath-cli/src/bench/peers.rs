@@ -86,6 +86,22 @@ pub enum Peer {
     Linux,
 }
 
+impl PeersArgs {
+    /// The defaults (or the quick run), for `bench all`.
+    pub fn for_all(quick: bool) -> PeersArgs {
+        PeersArgs {
+            datagrams: 200_000,
+            linux_datagrams: 50_000,
+            rounds: 5,
+            sizes: vec![64, 512, 1472],
+            sockets: vec![2, 400],
+            burst: 32,
+            quick,
+            json: None,
+        }
+    }
+}
+
 impl Peer {
     /// The name used in the table and the JSON rows.
     pub fn name(self) -> &'static str {
