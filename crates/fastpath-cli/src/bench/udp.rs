@@ -24,7 +24,7 @@ pub struct UdpArgs {
     #[arg(long, default_value_t = 200_000)]
     datagrams: usize,
     /// Rounds; every configuration runs once per round and the median is quoted.
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = 11)]
     rounds: usize,
     /// Datagram sizes.
     #[arg(long, value_delimiter = ',', default_values_t = [59usize, 64, 509, 512])]
