@@ -45,7 +45,7 @@ impl UdpArgs {
     pub fn for_all(quick: bool) -> UdpArgs {
         UdpArgs {
             datagrams: 200_000,
-            rounds: 5,
+            rounds: 11,
             sizes: vec![59, 64, 509, 512],
             burst: 32,
             quick,
