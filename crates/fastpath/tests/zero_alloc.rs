@@ -18,15 +18,18 @@ thread_local! {
 // SAFETY: forwards every call unchanged to the system allocator; it only counts, per thread.
 #[allow(unsafe_code)]
 unsafe impl GlobalAlloc for Counting {
+    // SAFETY: the caller upholds GlobalAlloc::alloc's contract, which System.alloc needs.
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         ALLOCATIONS.with(|c| c.set(c.get() + 1));
         // SAFETY: same contract as our caller's.
         unsafe { System.alloc(layout) }
     }
+    // SAFETY: `ptr` came from this allocator, that is from System, with this layout.
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         // SAFETY: same contract as our caller's.
         unsafe { System.dealloc(ptr, layout) }
     }
+    // SAFETY: `ptr` came from System with `layout`; the caller upholds realloc's contract.
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         ALLOCATIONS.with(|c| c.set(c.get() + 1));
         // SAFETY: same contract as our caller's.

@@ -276,12 +276,7 @@ pub fn run(args: &AllArgs) -> Result<(), String> {
     checksum::print(&rows);
     common::write_json(&json("checksum.json"), &rows)?;
     md += "## checksum: every routine, and the fused copy (paper 000 table 8, paper 001)\n\nGB/s, median of interleaved rounds.\n\n";
-    let mut names: Vec<String> = Vec::new();
-    for r in &rows {
-        if !names.contains(&r.algorithm) {
-            names.push(r.algorithm.clone());
-        }
-    }
+    let names = common::distinct(rows.iter().map(|r| r.algorithm.clone()));
     let lens = checksum::LENGTHS;
     let labels: Vec<String> = lens
         .iter()
@@ -349,12 +344,7 @@ pub fn run(args: &AllArgs) -> Result<(), String> {
     let mut header = vec!["options"];
     let ml: Vec<String> = ma.mtus().iter().map(|m| m.to_string()).collect();
     header.extend(ml.iter().map(String::as_str));
-    let mut opts: Vec<String> = Vec::new();
-    for r in &rows {
-        if !opts.contains(&r.options) {
-            opts.push(r.options.clone());
-        }
-    }
+    let opts = common::distinct(rows.iter().map(|r| r.options.clone()));
     let table: Vec<Vec<String>> = opts
         .iter()
         .map(|o| {
@@ -465,16 +455,8 @@ pub fn run(args: &AllArgs) -> Result<(), String> {
     let cells = demux::measure_cells(&da);
     common::write_json(&json("demux.json"), &cells)?;
     md += "## demux: lookup cost vs socket count (paper 003)\n\nns per lookup, median of interleaved rounds. For the trace-driven simulation of the paper's tables, run `fastpath demux-sim --synthetic lennon --instructions`.\n\n";
-    let mut strategies: Vec<String> = Vec::new();
-    let mut sockets: Vec<usize> = Vec::new();
-    for c in &cells {
-        if !strategies.contains(&c.strategy) {
-            strategies.push(c.strategy.clone());
-        }
-        if !sockets.contains(&c.sockets) {
-            sockets.push(c.sockets);
-        }
-    }
+    let strategies = common::distinct(cells.iter().map(|c| c.strategy.clone()));
+    let sockets = common::distinct(cells.iter().map(|c| c.sockets));
     let mut header = vec!["sockets"];
     header.extend(strategies.iter().map(String::as_str));
     let tab: Vec<Vec<String>> = sockets
@@ -520,21 +502,11 @@ pub fn run(args: &AllArgs) -> Result<(), String> {
     peers::print(&rows);
     common::write_json(&json("peers.json"), &rows)?;
     md += "## peers: fastpath, smoltcp and the Linux kernel on one workload\n\nMillions of datagrams per second (send_to and receive over loopback, median of interleaved rounds); b1 sends one datagram per poll, b32 a burst of 32; in brackets, fastpath's rate over this stack's.\n\n";
-    let mut cols: Vec<(String, usize)> = Vec::new();
-    for r in &rows {
-        if !cols.contains(&(r.stack.clone(), r.burst)) {
-            cols.push((r.stack.clone(), r.burst));
-        }
-    }
+    let cols = common::distinct(rows.iter().map(|r| (r.stack.clone(), r.burst)));
     let names: Vec<String> = cols.iter().map(|(s, b)| format!("{s} b{b}")).collect();
     let mut header = vec!["size", "sockets"];
     header.extend(names.iter().map(String::as_str));
-    let mut keys: Vec<(usize, usize)> = Vec::new();
-    for r in &rows {
-        if !keys.contains(&(r.size, r.sockets)) {
-            keys.push((r.size, r.sockets));
-        }
-    }
+    let keys = common::distinct(rows.iter().map(|r| (r.size, r.sockets)));
     let tab: Vec<Vec<String>> = keys
         .iter()
         .map(|&(size, sockets)| {

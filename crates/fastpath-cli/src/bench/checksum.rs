@@ -186,12 +186,7 @@ pub fn print(rows: &[ChecksumRow]) {
         print!("{:>9}", label(len));
     }
     println!();
-    let mut names: Vec<&str> = Vec::new();
-    for r in rows {
-        if !names.contains(&r.algorithm.as_str()) {
-            names.push(&r.algorithm);
-        }
-    }
+    let names = common::distinct(rows.iter().map(|r| r.algorithm.as_str()));
     for name in names {
         print!("{name:<20}");
         for len in LENGTHS {

@@ -83,3 +83,28 @@ pub fn progress(len: u64, message: &str) -> ProgressBar {
     bar.enable_steady_tick(Duration::from_millis(200));
     bar
 }
+
+/// Cycle-counter ticks per nanosecond, measured over 50 ms (1.0 without the `instrument` feature,
+/// where there are no cycle counts to convert).
+pub fn cycles_per_ns() -> f64 {
+    #[cfg(feature = "instrument")]
+    {
+        let (c0, t0) = (fastpath::instrument::cycles(), std::time::Instant::now());
+        std::thread::sleep(Duration::from_millis(50));
+        let (c1, t1) = (fastpath::instrument::cycles(), std::time::Instant::now());
+        return (c1 - c0) as f64 / (t1 - t0).as_nanos() as f64;
+    }
+    #[allow(unreachable_code)]
+    1.0
+}
+
+/// The distinct values of `items`, in order of first appearance.
+pub fn distinct<T: PartialEq>(items: impl IntoIterator<Item = T>) -> Vec<T> {
+    let mut out: Vec<T> = Vec::new();
+    for item in items {
+        if !out.contains(&item) {
+            out.push(item);
+        }
+    }
+    out
+}

@@ -313,7 +313,7 @@ pub fn measure(args: &MtuArgs) -> Result<Vec<MtuRow>, String> {
         }
     }
     bar.finish_and_clear();
-    let hz = cycles_per_ns();
+    let hz = common::cycles_per_ns();
     let rows = cases
         .iter()
         .zip(&samples)
@@ -352,19 +352,6 @@ pub fn measure(args: &MtuArgs) -> Result<Vec<MtuRow>, String> {
     Ok(rows)
 }
 
-/// Cycle-counter ticks per nanosecond (1.0 without the `instrument` feature, where it is not used).
-fn cycles_per_ns() -> f64 {
-    #[cfg(feature = "instrument")]
-    {
-        let (c0, t0) = (fastpath::instrument::cycles(), WallClock::now());
-        std::thread::sleep(std::time::Duration::from_millis(50));
-        let (c1, t1) = (fastpath::instrument::cycles(), WallClock::now());
-        return (c1 - c0) as f64 / (t1 - t0).as_nanos() as f64;
-    }
-    #[allow(unreachable_code)]
-    1.0
-}
-
 /// Prints Gbit/s by MTU and option, and the breakdown when there is one.
 pub fn print(rows: &[MtuRow], mtus: &[usize]) {
     print!("{:<24}", "Gbit/s of payload");
@@ -372,12 +359,7 @@ pub fn print(rows: &[MtuRow], mtus: &[usize]) {
         print!("{:>9}", m);
     }
     println!();
-    let mut names: Vec<&str> = Vec::new();
-    for r in rows {
-        if !names.contains(&r.options.as_str()) {
-            names.push(&r.options);
-        }
-    }
+    let names = common::distinct(rows.iter().map(|r| r.options.as_str()));
     for name in &names {
         print!("{name:<24}");
         for m in mtus {

@@ -259,7 +259,7 @@ pub fn measure(args: &SweepArgs) -> Result<Vec<SweepRow>, String> {
         }
     }
     bar.finish_and_clear();
-    let hz = cycles_per_ns();
+    let hz = common::cycles_per_ns();
     let mut rows = Vec::new();
     for (i, &size) in sizes.iter().enumerate() {
         let s = &samples[i];
@@ -298,18 +298,6 @@ pub fn measure(args: &SweepArgs) -> Result<Vec<SweepRow>, String> {
         });
     }
     Ok(rows)
-}
-
-fn cycles_per_ns() -> f64 {
-    #[cfg(feature = "instrument")]
-    {
-        let (c0, t0) = (fastpath::instrument::cycles(), WallClock::now());
-        std::thread::sleep(std::time::Duration::from_millis(50));
-        let (c1, t1) = (fastpath::instrument::cycles(), WallClock::now());
-        return (c1 - c0) as f64 / (t1 - t0).as_nanos() as f64;
-    }
-    #[allow(unreachable_code)]
-    1.0
 }
 
 /// Prints the per-message and throughput tables.

@@ -67,13 +67,12 @@ impl Demux for HashChains {
             }
         }
         let chain = &self.chains[r];
-        let (found, examined) = best_match(chain.iter().map(|(p, id)| (p, *id)), dst, src);
+        let (found, examined) = best_match(chain.iter(), dst, src);
         self.stats.comparisons += examined;
         if let Some(caches) = &mut self.caches {
-            caches[r] =
-                found.map(|id| (chain.iter().find(|(_, s)| *s == id).expect("found").0, id));
+            caches[r] = found;
         }
-        found
+        found.map(|(_, id)| id)
     }
 
     fn lookup_all(&mut self, dst: SocketAddrV4, src: SocketAddrV4, out: &mut Vec<SocketId>) {

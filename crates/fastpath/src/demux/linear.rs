@@ -24,9 +24,9 @@ impl Demux for Linear {
 
     fn lookup(&mut self, dst: SocketAddrV4, src: SocketAddrV4) -> Option<SocketId> {
         self.stats.lookups += 1;
-        let (found, examined) = best_match(self.pcbs.iter().map(|(p, id)| (p, *id)), dst, src);
+        let (found, examined) = self.find(dst, src);
         self.stats.comparisons += examined;
-        found
+        found.map(|(_, id)| id)
     }
 
     fn lookup_all(&mut self, dst: SocketAddrV4, src: SocketAddrV4, out: &mut Vec<SocketId>) {
@@ -43,24 +43,36 @@ impl Demux for Linear {
 }
 
 /// `in_pcblookup`'s scan over `pcbs` (newest first): the first exact match, else the first match with
-/// the fewest wildcards. Returns it and the number of PCBs examined.
+/// the fewest wildcards. Returns it, with its PCB, and the number of PCBs examined.
 #[inline]
 pub(crate) fn best_match<'a>(
-    pcbs: impl Iterator<Item = (&'a Pcb, SocketId)>,
+    pcbs: impl Iterator<Item = &'a (Pcb, SocketId)>,
     dst: SocketAddrV4,
     src: SocketAddrV4,
-) -> (Option<SocketId>, u64) {
-    let mut best: Option<(u8, SocketId)> = None;
+) -> (Option<(Pcb, SocketId)>, u64) {
+    let mut best: Option<(u8, &(Pcb, SocketId))> = None;
     let mut examined = 0;
-    for (pcb, id) in pcbs {
+    for entry in pcbs {
         examined += 1;
-        match pcb.match_wildcards(dst, src) {
-            Some(0) => return (Some(id), examined),
-            Some(w) if best.is_none_or(|(b, _)| w < b) => best = Some((w, id)),
+        match entry.0.match_wildcards(dst, src) {
+            Some(0) => return (Some(*entry), examined),
+            Some(w) if best.is_none_or(|(b, _)| w < b) => best = Some((w, entry)),
             _ => {}
         }
     }
-    (best.map(|(_, id)| id), examined)
+    (best.map(|(_, e)| *e), examined)
+}
+
+impl Linear {
+    /// The best match with its PCB, and the number of PCBs examined, without counting a lookup: for
+    /// the caching strategies that keep a `Linear` list behind their caches.
+    pub(crate) fn find(
+        &self,
+        dst: SocketAddrV4,
+        src: SocketAddrV4,
+    ) -> (Option<(Pcb, SocketId)>, u64) {
+        best_match(self.pcbs.iter(), dst, src)
+    }
 }
 
 #[cfg(test)]

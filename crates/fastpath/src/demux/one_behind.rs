@@ -2,18 +2,17 @@
 
 use std::net::SocketAddrV4;
 
-use super::linear::best_match;
-use super::{exact_hit, Demux, DemuxStats, Pcb, SocketId};
+use super::{exact_hit, Demux, DemuxStats, Linear, Pcb, SocketId};
 
-/// [`Linear`](super::Linear)'s list plus a pointer to the PCB the last lookup found. The cache hits only
-/// when that PCB matches the datagram exactly on all four fields, so a cached wildcard PCB never hits:
-/// that is why Partridge & Pink found it useless for UDP servers (paper 000 §6.3.1).
+/// [`Linear`]'s list plus a pointer to the PCB the last lookup found. The cache hits only when that PCB
+/// matches the datagram exactly on all four fields, so a cached wildcard PCB never hits: that is why
+/// Partridge & Pink found it useless for UDP servers (paper 000 §6.3.1).
 ///
 /// The cache is cleared whenever a PCB is added or removed (Reno cleared it on removal; clearing it on
 /// addition too keeps it from answering for a PCB that a newer identical one now shadows).
 #[derive(Debug, Default)]
 pub struct OneBehind {
-    pcbs: Vec<(Pcb, SocketId)>,
+    list: Linear,
     cache: Option<(Pcb, SocketId)>,
     stats: DemuxStats,
 }
@@ -21,14 +20,12 @@ pub struct OneBehind {
 impl Demux for OneBehind {
     fn insert(&mut self, id: SocketId, pcb: Pcb) {
         self.cache = None;
-        self.pcbs.insert(0, (pcb, id));
+        self.list.insert(id, pcb);
     }
 
     fn remove(&mut self, id: SocketId, pcb: &Pcb) {
         self.cache = None;
-        if let Some(i) = self.pcbs.iter().position(|(p, s)| *s == id && p == pcb) {
-            self.pcbs.remove(i);
-        }
+        self.list.remove(id, pcb);
     }
 
     fn lookup(&mut self, dst: SocketAddrV4, src: SocketAddrV4) -> Option<SocketId> {
@@ -40,23 +37,14 @@ impl Demux for OneBehind {
                 return Some(id);
             }
         }
-        let (found, examined) = best_match(self.pcbs.iter().map(|(p, id)| (p, *id)), dst, src);
+        let (found, examined) = self.list.find(dst, src);
         self.stats.comparisons += examined;
-        self.cache = found.map(|id| {
-            (
-                self.pcbs.iter().find(|(_, s)| *s == id).expect("found").0,
-                id,
-            )
-        });
-        found
+        self.cache = found;
+        found.map(|(_, id)| id)
     }
 
     fn lookup_all(&mut self, dst: SocketAddrV4, src: SocketAddrV4, out: &mut Vec<SocketId>) {
-        let matching = self
-            .pcbs
-            .iter()
-            .filter(|(p, _)| p.match_wildcards(dst, src).is_some());
-        out.extend(matching.map(|(_, id)| *id));
+        self.list.lookup_all(dst, src, out);
     }
 
     fn stats(&self) -> DemuxStats {

@@ -2,16 +2,15 @@
 
 use std::net::SocketAddrV4;
 
-use super::linear::best_match;
-use super::{exact_hit, Demux, DemuxStats, Pcb, SocketId};
+use super::{exact_hit, Demux, DemuxStats, Linear, Pcb, SocketId};
 
-/// A linear list behind two cache entries. Check the most recently used entry, then the least recently
-/// used one; on a double miss the list search replaces the LRU entry; then the two swap, so the answer
-/// is always the new MRU. As with the one-behind cache, a hit needs an exact four-field match, and both
-/// entries are cleared whenever a PCB is added or removed.
+/// A [`Linear`] list behind two cache entries. Check the most recently used entry, then the least
+/// recently used one; on a double miss the list search replaces the LRU entry; then the two swap, so the
+/// answer is always the new MRU. As with the one-behind cache, a hit needs an exact four-field match,
+/// and both entries are cleared whenever a PCB is added or removed.
 #[derive(Debug, Default)]
 pub struct TwoCache {
-    pcbs: Vec<(Pcb, SocketId)>,
+    list: Linear,
     mru: Option<(Pcb, SocketId)>,
     lru: Option<(Pcb, SocketId)>,
     stats: DemuxStats,
@@ -20,14 +19,12 @@ pub struct TwoCache {
 impl Demux for TwoCache {
     fn insert(&mut self, id: SocketId, pcb: Pcb) {
         (self.mru, self.lru) = (None, None);
-        self.pcbs.insert(0, (pcb, id));
+        self.list.insert(id, pcb);
     }
 
     fn remove(&mut self, id: SocketId, pcb: &Pcb) {
         (self.mru, self.lru) = (None, None);
-        if let Some(i) = self.pcbs.iter().position(|(p, s)| *s == id && p == pcb) {
-            self.pcbs.remove(i);
-        }
+        self.list.remove(id, pcb);
     }
 
     fn lookup(&mut self, dst: SocketAddrV4, src: SocketAddrV4) -> Option<SocketId> {
@@ -46,25 +43,16 @@ impl Demux for TwoCache {
         if lru_hit.is_some() {
             self.stats.cache_hits += 1;
         } else {
-            let (found, examined) = best_match(self.pcbs.iter().map(|(p, id)| (p, *id)), dst, src);
+            let (found, examined) = self.list.find(dst, src);
             self.stats.comparisons += examined;
-            self.lru = found.map(|id| {
-                (
-                    self.pcbs.iter().find(|(_, s)| *s == id).expect("found").0,
-                    id,
-                )
-            });
+            self.lru = found;
         }
         std::mem::swap(&mut self.mru, &mut self.lru);
         self.mru.map(|(_, id)| id)
     }
 
     fn lookup_all(&mut self, dst: SocketAddrV4, src: SocketAddrV4, out: &mut Vec<SocketId>) {
-        let matching = self
-            .pcbs
-            .iter()
-            .filter(|(p, _)| p.match_wildcards(dst, src).is_some());
-        out.extend(matching.map(|(_, id)| *id));
+        self.list.lookup_all(dst, src, out);
     }
 
     fn stats(&self) -> DemuxStats {

@@ -80,9 +80,9 @@ impl Demux for TwoStage {
             }
         }
         self.stats.comparisons += self.full[r].len() as u64;
-        let (found, examined) = best_match(self.wild[r].iter().map(|(p, id)| (p, *id)), dst, src);
+        let (found, examined) = best_match(self.wild[r].iter(), dst, src);
         self.stats.comparisons += examined;
-        found
+        found.map(|(_, id)| id)
     }
 
     fn lookup_all(&mut self, dst: SocketAddrV4, src: SocketAddrV4, out: &mut Vec<SocketId>) {
