@@ -64,21 +64,6 @@ impl Stack {
         addr.is_loopback() || self.ifaces.iter().any(|f| f.cidr.addr == addr)
     }
 
-    fn classify_destination(&self, dst: Ipv4Addr) -> Option<Delivery> {
-        if dst.is_broadcast() {
-            return Some(Delivery::Broadcast);
-        }
-        for f in &self.ifaces {
-            if f.cidr.addr == dst {
-                return Some(Delivery::Unicast);
-            }
-            if f.broadcast == Some(dst) {
-                return Some(Delivery::Broadcast);
-            }
-        }
-        dst.is_loopback().then_some(Delivery::Unicast)
-    }
-
     fn header_sum(&self, header: &[u8]) -> u16 {
         timed!(Checksum);
         match <&[u8; 20]>::try_from(header) {
@@ -151,21 +136,49 @@ impl Stack {
         if self.header_sum(packet.header()) != 0xffff {
             return Err(DropReason::Ipv4BadChecksum);
         }
-        let repr = Ipv4Repr::parse(&packet).map_err(|_| DropReason::Ipv4BadHeaderLength)?;
+        // `new_checked` validated the lengths: read the fixed 20 bytes once, with no further checks.
+        let h: &[u8; 20] = data[..20]
+            .try_into()
+            .map_err(|_| DropReason::Ipv4Truncated)?;
+        let header_len = packet.header_len();
+        let flags = u16::from_be_bytes([h[6], h[7]]);
+        let repr = Ipv4Repr {
+            src_addr: Ipv4Addr::new(h[12], h[13], h[14], h[15]),
+            dst_addr: Ipv4Addr::new(h[16], h[17], h[18], h[19]),
+            protocol: IpProtocol::from(h[9]),
+            payload_len: u16::from_be_bytes([h[2], h[3]]) as usize - header_len,
+            ttl: h[8],
+            tos: h[1],
+            ident: u16::from_be_bytes([h[4], h[5]]),
+            dont_frag: flags & 0x4000 != 0,
+            more_frags: flags & 0x2000 != 0,
+            frag_offset: (flags & 0x1fff) * 8,
+        };
         if repr.ttl == 0 && !self.config.accept_ttl_zero {
             return Err(DropReason::Ipv4TtlZero);
         }
-        let src = repr.src_addr;
-        if src.is_broadcast()
-            || src.is_multicast()
-            || self.ifaces.iter().any(|f| f.broadcast == Some(src))
-        {
+        let (src, dst) = (repr.src_addr, repr.dst_addr);
+        if src.is_broadcast() || src.is_multicast() {
             return Err(DropReason::Ipv4BadSource);
         }
-        let delivery = self
-            .classify_destination(repr.dst_addr)
-            .ok_or(DropReason::Ipv4NotForUs)?;
-        Ok((repr, packet.header_len(), delivery, packet.is_fragment()))
+        // One pass over the interfaces: is the source a directed broadcast, is the destination ours?
+        let mut delivery = if dst.is_broadcast() {
+            Some(Delivery::Broadcast)
+        } else {
+            dst.is_loopback().then_some(Delivery::Unicast)
+        };
+        for f in &self.ifaces {
+            if f.broadcast == Some(src) {
+                return Err(DropReason::Ipv4BadSource);
+            }
+            if f.cidr.addr == dst {
+                delivery = Some(Delivery::Unicast);
+            } else if f.broadcast == Some(dst) {
+                delivery = Some(Delivery::Broadcast);
+            }
+        }
+        let delivery = delivery.ok_or(DropReason::Ipv4NotForUs)?;
+        Ok((repr, header_len, delivery, flags & 0x3fff != 0))
     }
 
     fn ipv4_deliver(&mut self, buf: PacketBuf, repr: &Ipv4Repr, delivery: Delivery) {

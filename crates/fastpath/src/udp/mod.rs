@@ -465,14 +465,24 @@ impl Stack {
     /// Input: one UDP datagram (the IP payload in `buf`).
     pub(crate) fn udp_input(&mut self, mut buf: PacketBuf, ip: &Ipv4Repr, delivery: Delivery) {
         layer!(Receive, Udp);
-        let (repr, field) = match UdpPacket::new_checked(buf.data()) {
-            Ok(p) => match UdpRepr::parse(&p) {
-                Ok(r) => (r, p.checksum()),
-                Err(_) => return self.drop_packet(buf, DropReason::UdpBadLength),
-            },
-            Err(WireError::Truncated) => return self.drop_packet(buf, DropReason::UdpTruncated),
-            Err(_) => return self.drop_packet(buf, DropReason::UdpBadLength),
+        if let Err(e) = UdpPacket::new_checked(buf.data()) {
+            let reason = if e == WireError::Truncated {
+                DropReason::UdpTruncated
+            } else {
+                DropReason::UdpBadLength
+            };
+            return self.drop_packet(buf, reason);
+        }
+        // `new_checked` validated the length: read the fixed 8 bytes once.
+        let h: [u8; 8] = buf.data()[..8]
+            .try_into()
+            .expect("checked: at least 8 bytes");
+        let repr = UdpRepr {
+            src_port: u16::from_be_bytes([h[0], h[1]]),
+            dst_port: u16::from_be_bytes([h[2], h[3]]),
+            payload_len: u16::from_be_bytes([h[4], h[5]]) as usize - 8,
         };
+        let field = u16::from_be_bytes([h[6], h[7]]);
         let udp_len = 8 + repr.payload_len;
         buf.truncate(udp_len);
 
