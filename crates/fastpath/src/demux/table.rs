@@ -243,27 +243,33 @@ fn remote_key(lport: u16, raddr: Ipv4Addr, rport: u16) -> u64 {
     (lport as u64) << 48 | (u32::from(raddr) as u64) << 16 | rport as u64
 }
 
-/// In a [`Table`]'s port array: the port has PCBs more specific than a wildcard server.
+/// In a [`Table`]'s port array entry (low half): the port has PCBs more specific than a wildcard server,
+/// look in the hash tables.
 const SPECIFIC: u32 = 1 << 31;
-/// In a [`Table`]'s port array: no wildcard server on the port.
-const NO_SERVER: u32 = SPECIFIC - 1;
+/// In a port array entry (low half): the port's only PCB is bound to the address in the high half, with
+/// no peer.
+const LOCAL: u32 = 1 << 30;
+/// In a port array entry (low half): the socket id plus one (zero: none).
+const ID_MASK: u32 = LOCAL - 1;
 
 /// One array entry per local port, then four hash tables, one per wildcard shape: fully specified PCBs
 /// by their 4-tuple; PCBs with a local address and no peer by (local address, local port); PCBs with a
 /// peer and no local address by (local port, remote address, remote port); PCBs with neither by local
 /// port.
 ///
-/// The port array answers the common case (a port served by one wildcard socket, as UDP servers bind:
-/// paper 003 §1.2) with one load: its entry holds the newest wildcard server's id and a flag saying
-/// whether the port has more specific PCBs. Only then are the hash tables probed: the exact table, then
-/// the two one-wildcard tables (the newer of two matches wins, as in 4.3BSD's list), then the server.
-/// Either way a lookup costs the same with 1 socket or 100,000.
+/// The port array answers the common cases with one load: a port served by wildcard sockets, as UDP
+/// servers bind (paper 003 §1.2; the entry holds the newest one's id), and a port whose only socket is
+/// bound to one address (the entry holds the id and the address). Otherwise the entry says so, and the
+/// hash tables are probed: the exact table, then the two one-wildcard tables (the newer of two matches
+/// wins, as in 4.3BSD's list), then the server. Either way a lookup costs the same with 1 socket or
+/// 100,000.
 #[derive(Debug)]
 pub struct Table {
-    /// Per local port: the newest wildcard server's socket id (or `NO_SERVER`), and `SPECIFIC`.
-    ports: Box<[u32; 65536]>,
-    /// How many PCBs more specific than a wildcard server each port has (ports with none are absent).
-    specific: HashMap<u16, u32>,
+    /// Per local port: low half, the newest wildcard server's socket id plus one (or the lone local PCB's,
+    /// with `LOCAL`), and `SPECIFIC`; high half, the lone local PCB's address.
+    ports: Box<[u64; 65536]>,
+    /// The PCBs more specific than a wildcard server, by local port (ports with none are absent).
+    specific: HashMap<u16, Vec<(Pcb, SocketId)>>,
     exact: FlatMap<u128>,
     local: FlatMap<u64>,
     remote: FlatMap<u64>,
@@ -275,13 +281,15 @@ pub struct Table {
 impl Table {
     /// Recomputes port `port`'s array entry after a change.
     fn refresh_port(&mut self, port: u16) {
-        let server = self.port.get(port as u64).map_or(NO_SERVER, |(id, _)| id.0);
-        let specific = if self.specific.contains_key(&port) {
-            SPECIFIC
-        } else {
-            0
+        let server = self.port.get(port as u64).map_or(0, |(id, _)| id.0 + 1);
+        let entry = match self.specific.get(&port).map(Vec::as_slice) {
+            None => server as u64,
+            Some([(pcb, id)]) if server == 0 && !pcb.is_connected() => {
+                (u32::from(pcb.local_addr) as u64) << 32 | (id.0 + 1 | LOCAL) as u64
+            }
+            Some(_) => (server | SPECIFIC) as u64,
         };
-        self.ports[port as usize] = server | specific;
+        self.ports[port as usize] = entry;
     }
 
     /// The lookup for a port that has PCBs more specific than a wildcard server: kept out of line so the
@@ -322,22 +330,31 @@ impl Table {
             (None, Some((b, _))) => return Some(b),
             (None, None) => {}
         }
-        let server = entry & !SPECIFIC;
-        (server != NO_SERVER).then_some(SocketId(server))
+        let server = entry & ID_MASK;
+        (server != 0).then(|| SocketId(server - 1))
     }
 
-    fn count_specific(&mut self, port: u16, delta: i32) {
-        let n = self.specific.entry(port).or_insert(0);
-        *n = n.wrapping_add_signed(delta);
-        if *n == 0 {
-            self.specific.remove(&port);
+    fn add_specific(&mut self, pcb: Pcb, id: SocketId) {
+        self.specific
+            .entry(pcb.local_port)
+            .or_default()
+            .push((pcb, id));
+    }
+
+    fn remove_specific(&mut self, pcb: &Pcb, id: SocketId) {
+        if let Some(list) = self.specific.get_mut(&pcb.local_port) {
+            list.retain(|(p, i)| !(*i == id && p == pcb));
+            if list.is_empty() {
+                self.specific.remove(&pcb.local_port);
+            }
         }
     }
 }
 
 impl Default for Table {
     fn default() -> Self {
-        let ports: Box<[u32; 65536]> = vec![NO_SERVER; 65536]
+        // Zeroed, so the kernel maps its pages only as ports are used.
+        let ports: Box<[u64; 65536]> = vec![0; 65536]
             .into_boxed_slice()
             .try_into()
             .expect("65536 entries");
@@ -356,7 +373,7 @@ impl Default for Table {
 
 impl Demux for Table {
     fn insert(&mut self, id: SocketId, pcb: Pcb) {
-        assert!(id.0 < NO_SERVER, "socket ids must stay below 2^31 - 1");
+        assert!(id.0 < ID_MASK, "socket ids must stay below 2^30 - 1");
         self.next_seq += 1;
         let seq = self.next_seq;
         let p = pcb;
@@ -377,7 +394,7 @@ impl Demux for Table {
             (true, false) => self.port.insert(p.local_port as u64, id, seq),
         }
         if p.wildcards() < 2 {
-            self.count_specific(p.local_port, 1);
+            self.add_specific(p, id);
         }
         self.refresh_port(p.local_port);
     }
@@ -395,7 +412,7 @@ impl Demux for Table {
             (true, false) => self.port.remove(p.local_port as u64, id),
         };
         if present && p.wildcards() < 2 {
-            self.count_specific(p.local_port, -1);
+            self.remove_specific(p, id);
         }
         self.refresh_port(p.local_port);
     }
@@ -406,10 +423,15 @@ impl Demux for Table {
         self.stats.comparisons += 1;
         let lport = dst.port();
         let entry = self.ports[lport as usize];
-        if entry & SPECIFIC == 0 {
-            return (entry != NO_SERVER).then_some(SocketId(entry));
+        let low = entry as u32;
+        if low & (SPECIFIC | LOCAL) == 0 {
+            return (low != 0).then(|| SocketId(low - 1));
         }
-        self.lookup_specific(entry, dst, src)
+        if low & SPECIFIC == 0 {
+            let bound = (entry >> 32) as u32;
+            return (bound == u32::from(*dst.ip())).then(|| SocketId((low & ID_MASK) - 1));
+        }
+        self.lookup_specific(low, dst, src)
     }
 
     fn lookup_all(&mut self, dst: SocketAddrV4, src: SocketAddrV4, out: &mut Vec<SocketId>) {
