@@ -285,7 +285,7 @@ impl Table {
         let entry = match self.specific.get(&port).map(Vec::as_slice) {
             None => server as u64,
             Some([(pcb, id)]) if server == 0 && !pcb.is_connected() => {
-                (u32::from(pcb.local_addr) as u64) << 32 | (id.0 + 1 | LOCAL) as u64
+                ((u32::from(pcb.local_addr) as u64) << 32) | ((id.0 + 1) | LOCAL) as u64
             }
             Some(_) => (server | SPECIFIC) as u64,
         };
