@@ -4,6 +4,8 @@ mod bench;
 mod demo;
 mod demux_sim;
 #[cfg(target_os = "linux")]
+mod netns;
+#[cfg(target_os = "linux")]
 mod pcap_tap;
 #[cfg(target_os = "linux")]
 mod serve;

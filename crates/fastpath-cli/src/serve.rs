@@ -8,7 +8,7 @@
 
 use std::io::{self, Write};
 use std::net::{Ipv4Addr, SocketAddrV4};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -17,8 +17,9 @@ use std::time::{Duration, Instant as WallClock};
 use clap::{Args, ValueEnum};
 use fastpath::buf::BufferDepot;
 use fastpath::link::{TunConfig, TunLink};
-use fastpath::{Instant, Ipv4Cidr, Stack, StackConfig, UdpSocket};
+use fastpath::{Instant, Ipv4Cidr, Stack, StackConfig, UdpOptions, UdpSocket};
 
+use crate::netns::Namespace;
 use crate::pcap_tap::PcapTap;
 
 /// On or off.
@@ -65,75 +66,23 @@ pub struct ServeArgs {
     duration: Option<f64>,
 }
 
-/// A network namespace managed by `ip netns`; removed on drop if this process created it.
-pub struct Namespace {
-    name: String,
-    created: bool,
-}
+/// Receive queue of the echo and discard sockets: room for a burst from the kernel, which can send
+/// faster than one poll's worth of datagrams is read.
+pub const SERVER_RECV_BUFFER: usize = 8 << 20;
 
-impl Namespace {
-    /// Uses namespace `name`, creating it if it does not exist.
-    pub fn ensure(name: &str) -> Result<Namespace, String> {
-        if name.is_empty() || name.contains('/') || name.starts_with('.') {
-            return Err(format!("bad namespace name `{name}`"));
-        }
-        if Path::new("/var/run/netns").join(name).exists() {
-            return Ok(Namespace {
-                name: name.to_string(),
-                created: false,
-            });
-        }
-        run_ip(&["netns", "add", name])?;
-        Ok(Namespace {
-            name: name.to_string(),
-            created: true,
-        })
-    }
-
-    /// The name.
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-
-    /// Runs `ip -n NAME args...`.
-    pub fn ip(&self, args: &[&str]) -> Result<(), String> {
-        let mut all = vec!["-n", &self.name];
-        all.extend_from_slice(args);
-        run_ip(&all)
-    }
-}
-
-impl Drop for Namespace {
-    fn drop(&mut self) {
-        if self.created {
-            if let Err(e) = run_ip(&["netns", "del", &self.name]) {
-                eprintln!("fastpath: removing namespace {}: {e}", self.name);
-            }
-        }
-    }
-}
-
-/// Runs `ip args...`; its error output becomes the error.
-pub fn run_ip(args: &[&str]) -> Result<(), String> {
-    let out = Command::new("ip")
-        .args(args)
-        .output()
-        .map_err(|e| format!("running ip: {e}"))?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(format!(
-            "ip {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        ))
-    }
-}
-
-fn binding(stack: &mut Stack, port: u16) -> Result<UdpSocket, String> {
-    stack
+/// A server socket on `port` of every address, with a deep receive queue.
+pub fn binding(stack: &mut Stack, port: u16) -> Result<UdpSocket, String> {
+    let sock = stack
         .udp_bind(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, port))
-        .map_err(|e| format!("binding UDP port {port}: {e}"))
+        .map_err(|e| format!("binding UDP port {port}: {e}"))?;
+    stack
+        .udp(sock)
+        .set_options(UdpOptions {
+            recv_buffer_bytes: Some(SERVER_RECV_BUFFER),
+            ..UdpOptions::default()
+        })
+        .map_err(|e| e.to_string())?;
+    Ok(sock)
 }
 
 /// Runs the server until a signal or the duration.
