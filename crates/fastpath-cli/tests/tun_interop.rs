@@ -377,6 +377,52 @@ fn kernel_interop_mtu_9000_offload_off() {
     }
 }
 
+#[test]
+fn kernel_interop_mtu_65535_offload_on() {
+    if environment_ok("kernel_interop_mtu_65535_offload_on") {
+        interop(65535, true);
+    }
+}
+
+/// `bench tun --quick` measures every server and workload and writes sane JSON rows.
+#[test]
+fn bench_tun_quick() {
+    if !environment_ok("bench_tun_quick") {
+        return;
+    }
+    let child = Command::new(env!("CARGO_BIN_EXE_fastpath"))
+        .args(["bench", "tun", "--quick", "--json", "-"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run bench tun");
+    let pid = child.id();
+    let out = child.wait_with_output().expect("bench tun output");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let start = text.rfind("\n[").map_or(0, |i| i + 1);
+    let rows: Vec<serde_json::Value> = serde_json::from_str(&text[start..]).expect("JSON rows");
+    // 2 workloads x 2 sizes x (4 fastpath configurations + linux).
+    assert_eq!(rows.len(), 20, "{text}");
+    for r in &rows {
+        let rate = r["datagrams_per_s"].as_f64().unwrap();
+        assert!(rate.is_finite() && rate > 0.0, "{r}");
+        assert!(r["ratio_vs_linux"].as_f64().unwrap() > 0.0, "{r}");
+    }
+    let namespaces = std::fs::read_dir("/var/run/netns")
+        .map(|d| {
+            d.filter_map(|e| e.ok()?.file_name().into_string().ok())
+                .filter(|n| n.starts_with(&format!("fp-bench-{pid}-")))
+                .count()
+        })
+        .unwrap_or(0);
+    assert_eq!(namespaces, 0, "bench tun removed its namespaces");
+}
+
 /// `serve` creates a missing namespace and removes it when stopped, and stops on SIGINT or at the end
 /// of `--duration` with its counters printed.
 #[test]

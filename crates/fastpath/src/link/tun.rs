@@ -303,7 +303,12 @@ impl TunLink {
                     .map_err(|_| io::Error::other("the namespace thread panicked"))??
             }
         };
-        Ok(TunLink {
+        Ok(TunLink::over(fd, name, mtu, offload, uso_available))
+    }
+
+    /// A link over an open descriptor that reads and writes packets behind virtio-net headers.
+    fn over(fd: OwnedFd, name: String, mtu: usize, offload: bool, uso_available: bool) -> TunLink {
+        TunLink {
             shared: Arc::new(Shared {
                 fd,
                 name,
@@ -320,7 +325,7 @@ impl TunLink {
             spare: None,
             rx_capacity: mtu + 1,
             stats: TunStats::default(),
-        })
+        }
     }
 
     /// The interface's name (the kernel's choice if the configuration left it empty).
@@ -768,5 +773,134 @@ mod tests {
             p.truncate(rng.below(p.len() as u64 + 1) as usize);
             let _ = classify_rx(&h, &mut p, rng.chance(0.5));
         }
+    }
+
+    /// A link over one end of a datagram socket pair, which keeps packet boundaries like a TUN
+    /// descriptor: the test plays the kernel on the other end, with headers it makes up.
+    fn fake_kernel(offload: bool) -> (TunLink, std::os::unix::net::UnixDatagram) {
+        let (ours, theirs) = std::os::unix::net::UnixDatagram::pair().unwrap();
+        ours.set_nonblocking(true).unwrap();
+        theirs.set_nonblocking(true).unwrap();
+        let link = TunLink::over(OwnedFd::from(ours), "fake0".into(), 1500, offload, false);
+        (link, theirs)
+    }
+
+    fn framed(header: &VnetHeader, packet: &[u8]) -> Vec<u8> {
+        let mut v = header.emit().to_vec();
+        v.extend_from_slice(packet);
+        v
+    }
+
+    #[test]
+    fn receive_reads_a_batch_and_refuses_bad_frames() {
+        let (mut link, kernel) = fake_kernel(true);
+        let good = partial_udp(b"hello, fastpath");
+        let plain = VnetHeader::default();
+        kernel
+            .send(&framed(&needs_csum(20, 6), good.data()))
+            .unwrap();
+        kernel.send(&[1, 2, 3, 4, 5]).unwrap(); // shorter than the virtio header
+        kernel.send(&framed(&plain, &[0x45; 3000])).unwrap(); // past the buffer
+        kernel
+            .send(&framed(&needs_csum(20, 60), good.data()))
+            .unwrap(); // offset outside
+        let gso = VnetHeader {
+            gso_type: 5,
+            gso_size: 0,
+            ..plain
+        };
+        kernel.send(&framed(&gso, good.data())).unwrap();
+        let valid = VnetHeader {
+            flags: VIRTIO_NET_HDR_F_DATA_VALID,
+            ..plain
+        };
+        for _ in 0..3 {
+            kernel.send(&framed(&valid, good.data())).unwrap();
+        }
+        kernel.send(&framed(&plain, good.data())).unwrap();
+
+        let mut batch = Vec::new();
+        assert_eq!(link.receive(&mut batch, 3), 3);
+        assert_eq!(link.receive(&mut batch, 32), 2);
+        assert_eq!(link.receive(&mut batch, 32), 0);
+        let states: Vec<_> = batch.iter().map(|p| p.meta.checksum).collect();
+        assert_eq!(
+            states,
+            [
+                ChecksumOffload::Partial {
+                    start: 20,
+                    offset: 6
+                },
+                ChecksumOffload::Valid,
+                ChecksumOffload::Valid,
+                ChecksumOffload::Valid,
+                ChecksumOffload::None,
+            ]
+        );
+        for p in &batch {
+            assert_eq!(p.data(), good.data());
+            assert_eq!(
+                p.headroom(),
+                HEADROOM,
+                "the packet sits where the stack expects it"
+            );
+        }
+        let s = link.stats();
+        assert_eq!(
+            (s.rx_packets, s.rx_partial, s.rx_data_valid),
+            (5, 1, 3),
+            "{s:?}"
+        );
+        assert_eq!(s.rx_drop_truncated, 1);
+        assert_eq!(s.rx_drop_oversize, 1);
+        assert_eq!(s.rx_drop_bad_checksum_offsets, 1);
+        assert_eq!(s.rx_drop_gso, 1);
+        assert_eq!(s.rx_dropped(), 4);
+        assert_eq!(link.handle().stats(), s, "published to handles");
+    }
+
+    #[test]
+    fn transmit_asks_the_kernel_to_finish_partial_checksums_only_with_offload() {
+        for offload in [true, false] {
+            let (mut link, kernel) = fake_kernel(offload);
+            let mut p = partial_udp(b"out we go");
+            p.meta.checksum = ChecksumOffload::Partial {
+                start: 20,
+                offset: 6,
+            };
+            let sent = p.data().to_vec();
+            let mut batch = vec![p, partial_udp(b"plain")];
+            assert_eq!(link.transmit(&mut batch), 0);
+            assert!(batch.is_empty());
+            let mut frame = [0u8; 2048];
+            let n = kernel.recv(&mut frame).unwrap();
+            let header = VnetHeader::parse(frame[..VNET_HEADER_LEN].try_into().unwrap());
+            let mut got = PacketBuf::from_slice(&frame[VNET_HEADER_LEN..n]);
+            if offload {
+                assert_eq!(header, needs_csum(20, 6));
+                assert_eq!(got.data(), &sent[..], "the packet as the stack left it");
+                complete_checksum(&mut got, 20, 6);
+            } else {
+                assert_eq!(header, VnetHeader::default());
+            }
+            assert!(udp_checksum_verifies(&got));
+            let n = kernel.recv(&mut frame).unwrap();
+            assert_eq!(&frame[..VNET_HEADER_LEN], &VnetHeader::default().emit());
+            assert_eq!(n, VNET_HEADER_LEN + 20 + 8 + 5);
+            let s = link.stats();
+            assert_eq!(s.tx_packets, 2);
+            assert_eq!(s.tx_offloaded, offload as u64);
+            assert_eq!(s.tx_checksums_completed, !offload as u64);
+        }
+    }
+
+    #[test]
+    fn wait_wakes_when_a_packet_comes() {
+        let (link, kernel) = fake_kernel(true);
+        assert!(!link.wait(Some(Duration::from_millis(1))).unwrap());
+        kernel
+            .send(&framed(&VnetHeader::default(), &[0x45; 40]))
+            .unwrap();
+        assert!(link.handle().wait(Some(Duration::from_secs(5))).unwrap());
     }
 }
