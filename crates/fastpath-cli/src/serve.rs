@@ -52,6 +52,10 @@ pub struct ServeArgs {
     /// Checksum offload between the kernel and fastpath (virtio-net NEEDS_CSUM / DATA_VALID).
     #[arg(long, value_enum, default_value_t = OnOff::On)]
     offload: OnOff,
+    /// UDP segmentation offload on receive (Linux 6.2+, needs --offload on): the kernel hands over the
+    /// datagrams a `UDP_SEGMENT` socket sends as one GSO packet, and fastpath splits it.
+    #[arg(long, value_enum, default_value_t = OnOff::Off)]
+    uso: OnOff,
     /// UDP echo port (RFC 862).
     #[arg(long, default_value_t = 7)]
     echo: u16,
@@ -112,8 +116,19 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
         netns: Some(ns.name().to_string()),
         mtu: args.mtu as usize,
         offload,
+        uso: args.uso == OnOff::On,
     })
     .map_err(|e| format!("creating TUN interface {} in {}: {e}", args.tun, ns.name()))?;
+    if args.uso == OnOff::On && !link.uso_enabled() {
+        eprintln!(
+            "fastpath: UDP segmentation offload left off ({})",
+            if offload {
+                "the kernel does not offer it"
+            } else {
+                "it needs --offload on"
+            }
+        );
+    }
     let tun = link.handle();
     let kernel_cidr = format!("{}/{}", kernel.addr, kernel.prefix_len);
     ns.ip(&["addr", "add", &kernel_cidr, "dev", tun.name()])?;

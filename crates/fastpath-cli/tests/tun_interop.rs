@@ -384,6 +384,39 @@ fn kernel_interop_mtu_65535_offload_on() {
     }
 }
 
+/// With UDP segmentation offload on, a kernel socket set to `UDP_SEGMENT` hands over ten datagrams as
+/// one GSO packet; fastpath splits it and echoes each of the ten. Ordinary traffic still works.
+#[test]
+fn kernel_interop_uso() {
+    if !environment_ok("kernel_interop_uso") {
+        return;
+    }
+    let ns = TestNetns::create();
+    let server = Server::start(&ns.0, &["--uso", "on"]);
+    echo_every_size(&ns.0);
+    let sock = kernel_socket(&ns.0);
+    nix::sys::socket::setsockopt(&sock, nix::sys::socket::sockopt::UdpGsoSegment, &1000)
+        .expect("UDP_SEGMENT");
+    let data = pattern(9_500, 77);
+    sock.send_to(&data, SocketAddrV4::new(FASTPATH, ECHO))
+        .unwrap();
+    let mut buf = vec![0u8; 2048];
+    for (i, expected) in data.chunks(1000).enumerate() {
+        let n = sock
+            .recv(&mut buf)
+            .unwrap_or_else(|e| panic!("echo of segment {i}: {e}"));
+        assert_eq!(&buf[..n], expected, "segment {i}");
+    }
+    let out = server.stop(Signal::SIGTERM);
+    assert!(counter(&out, "GSO packets split") >= 1, "{out}");
+    assert!(
+        counter(&out, "datagrams split from GSO packets") >= 10,
+        "{out}"
+    );
+    assert_eq!(counter(&out, "dropped: malformed GSO packet"), 0, "{out}");
+    assert_eq!(counter(&out, "dropped: GSO packet"), 0, "{out}");
+}
+
 /// `bench tun --quick` measures every server and workload and writes sane JSON rows.
 #[test]
 fn bench_tun_quick() {
@@ -406,8 +439,8 @@ fn bench_tun_quick() {
     );
     let start = text.rfind("\n[").map_or(0, |i| i + 1);
     let rows: Vec<serde_json::Value> = serde_json::from_str(&text[start..]).expect("JSON rows");
-    // 2 workloads x 2 sizes x (4 fastpath configurations + linux).
-    assert_eq!(rows.len(), 20, "{text}");
+    // 3 workloads x 2 sizes x (5 fastpath configurations + linux).
+    assert_eq!(rows.len(), 36, "{text}");
     for r in &rows {
         let rate = r["datagrams_per_s"].as_f64().unwrap();
         assert!(rate.is_finite() && rate > 0.0, "{r}");

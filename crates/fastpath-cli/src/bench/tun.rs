@@ -5,15 +5,19 @@
 //! a kernel UDP socket (10.7.0.1) in the server's peer namespace, driven from this thread:
 //!
 //! - fastpath: a TUN interface per configuration (offload on or off, batching on or off: `rx_batch` and
-//!   `tx_batch` 32 or 1), a stack in a thread of its own serving discard (port 9) and echo (port 7) at
-//!   10.7.0.2, sleeping in `poll(2)` on the TUN descriptor when idle.
+//!   `tx_batch` 32 or 1; and offload, batching and UDP segmentation offload on receive), a stack in a
+//!   thread of its own serving discard (port 9) and echo (port 7) at 10.7.0.2, sleeping in `poll(2)` on
+//!   the TUN descriptor when idle.
 //! - linux: a veth pair between a client namespace and a server namespace, kernel sockets at 10.7.0.2 in
 //!   threads of their own (one per port, blocking), with the same 8 MiB receive queues as fastpath's.
 //!   veth offers checksum offload, so the kernel computes no UDP checksum on this path.
 //!
 //! Workloads, for each datagram size: **discard**, the client sends as fast as it can for the run's
 //! duration and the server counts what it receives (datagrams/s received; the send rate is reported
-//! beside it); **echo**, the client sends a window of datagrams, reads the echoes back (20 ms timeout,
+//! beside it); **discard-gso**, the same with a client socket set to `UDP_SEGMENT`, which hands the
+//! kernel up to 64 datagrams (at most 64 KiB) per `send` to segment (only the USO configuration gets
+//! them from the TUN interface unsegmented; veth passes them on whole to the receiving socket, which
+//! segments them); **echo**, the client sends a window of datagrams, reads the echoes back (20 ms timeout,
 //! a missing echo is counted lost) and repeats. Gbit/s counts UDP payload. Every (server, workload,
 //! size) runs once per round, interleaved, and the median round is quoted.
 
@@ -39,6 +43,8 @@ const ECHO: u16 = 7;
 const DISCARD: u16 = 9;
 /// How long an echo client waits for a missing echo before counting it lost.
 const ECHO_TIMEOUT: Duration = Duration::from_millis(20);
+/// Datagrams per `send` in the discard-gso workload (at most 64 KiB in all).
+const GSO_SEGMENTS: usize = 64;
 
 /// Options of `fastpath bench tun`.
 #[derive(Args, Debug)]
@@ -76,6 +82,8 @@ pub struct TunRow {
     pub offload: Option<bool>,
     /// fastpath's batching (`rx_batch`/`tx_batch` 32, else 1; none for linux).
     pub batching: Option<bool>,
+    /// fastpath's UDP segmentation offload on receive (none for linux).
+    pub uso: Option<bool>,
     /// Datagrams per second received by the server (discard) or echoed back to the client (echo).
     pub datagrams_per_s: f64,
     /// The same in Gbit/s of UDP payload.
@@ -93,7 +101,10 @@ struct Target {
     label: &'static str,
     offload: Option<bool>,
     batching: Option<bool>,
+    uso: Option<bool>,
     client: KernelSocket,
+    /// The client for discard-gso: a socket that will have `UDP_SEGMENT` set.
+    gso_client: KernelSocket,
     received: Arc<AtomicU64>,
     threads: Vec<JoinHandle<Result<(), String>>>,
     tun: Option<TunHandle>,
@@ -146,6 +157,7 @@ fn fastpath_target(
     label: &'static str,
     offload: bool,
     batching: bool,
+    uso: bool,
 ) -> Result<Target, String> {
     let ns = new_namespace(bed)?;
     let mut link = TunLink::open(&TunConfig {
@@ -153,8 +165,14 @@ fn fastpath_target(
         netns: Some(ns.clone()),
         mtu: 1500,
         offload,
+        uso,
     })
     .map_err(|e| format!("TUN interface in {ns}: {e}"))?;
+    if uso && !link.uso_enabled() {
+        return Err(
+            "this kernel does not offer UDP segmentation offload on TUN (Linux 6.2+)".into(),
+        );
+    }
     let tun = link.handle();
     let ip = |args: &[&str]| {
         let mut all = vec!["-n", ns.as_str()];
@@ -168,6 +186,7 @@ fn fastpath_target(
         .output();
     ip(&["link", "set", "dev", "fpb0", "up"])?;
     let client = socket_in(&ns, SocketAddrV4::new(CLIENT, 0))?;
+    let gso_client = socket_in(&ns, SocketAddrV4::new(CLIENT, 0))?;
 
     let received = Arc::new(AtomicU64::new(0));
     let (stop, count, handle) = (bed.stop.clone(), received.clone(), tun.clone());
@@ -209,7 +228,9 @@ fn fastpath_target(
         label,
         offload: Some(offload),
         batching: Some(batching),
+        uso: Some(uso),
         client,
+        gso_client,
         received,
         threads: vec![thread],
         tun: Some(tun),
@@ -237,6 +258,7 @@ fn linux_target(bed: &mut Testbed) -> Result<Target, String> {
     ipn(&client_ns, &["link", "set", "dev", "fpv0", "up"])?;
     ipn(&server_ns, &["link", "set", "dev", "fpv1", "up"])?;
     let client = socket_in(&client_ns, SocketAddrV4::new(CLIENT, 0))?;
+    let gso_client = socket_in(&client_ns, SocketAddrV4::new(CLIENT, 0))?;
 
     let received = Arc::new(AtomicU64::new(0));
     let mut threads = Vec::new();
@@ -266,7 +288,9 @@ fn linux_target(bed: &mut Testbed) -> Result<Target, String> {
         label: "linux over veth",
         offload: None,
         batching: None,
+        uso: None,
         client,
+        gso_client,
         received,
         threads,
         tun: None,
@@ -281,18 +305,30 @@ fn drain(sock: &KernelSocket) {
     let _ = sock.set_nonblocking(false);
 }
 
-/// One discard run: (received/s, sent/s, sent but not received).
-fn discard_run(t: &Target, size: usize, secs: f64) -> Result<(f64, f64, f64), String> {
-    let data = vec![0x5a; size];
+/// One discard run: (received/s, sent/s, sent but not received). With `gso`, each `send` carries
+/// [`GSO_SEGMENTS`] datagrams (fewer if they would pass 64 KiB) for the kernel to segment.
+fn discard_run(t: &Target, size: usize, secs: f64, gso: bool) -> Result<(f64, f64, f64), String> {
+    let (client, per_send) = if gso {
+        nix::sys::socket::setsockopt(
+            &t.gso_client,
+            nix::sys::socket::sockopt::UdpGsoSegment,
+            &(size as i32),
+        )
+        .map_err(|e| format!("UDP_SEGMENT: {e}"))?;
+        (&t.gso_client, GSO_SEGMENTS.min(65507 / size))
+    } else {
+        (&t.client, 1)
+    };
+    let data = vec![0x5a; size * per_send];
     let to = SocketAddrV4::new(SERVER, DISCARD);
     let before = t.received.load(Ordering::Relaxed);
     let started = WallClock::now();
     let limit = Duration::from_secs_f64(secs);
     let mut sent = 0u64;
     while started.elapsed() < limit {
-        for _ in 0..64 {
-            if t.client.send_to(&data, to).is_ok() {
-                sent += 1;
+        for _ in 0..64 / per_send.min(64) {
+            if client.send_to(&data, to).is_ok() {
+                sent += per_send as u64;
             }
         }
     }
@@ -385,19 +421,20 @@ pub fn measure(args: &TunArgs) -> Result<Vec<TunRow>, String> {
         targets: Vec::new(),
         namespaces: Vec::new(),
     };
-    for (label, offload, batching) in [
-        ("fastpath offload+batching", true, true),
-        ("fastpath offload", true, false),
-        ("fastpath batching", false, true),
-        ("fastpath, neither", false, false),
+    for (label, offload, batching, uso) in [
+        ("fastpath offload+batching+USO", true, true, true),
+        ("fastpath offload+batching", true, true, false),
+        ("fastpath offload", true, false, false),
+        ("fastpath batching", false, true, false),
+        ("fastpath, neither", false, false, false),
     ] {
-        let t = fastpath_target(&mut bed, label, offload, batching)?;
+        let t = fastpath_target(&mut bed, label, offload, batching, uso)?;
         bed.targets.push(t);
     }
     let t = linux_target(&mut bed)?;
     bed.targets.push(t);
 
-    let workloads = ["discard", "echo"];
+    let workloads = ["discard", "discard-gso", "echo"];
     let cells = workloads.len() * args.sizes.len() * bed.targets.len();
     let bar = common::progress((rounds * cells) as u64, "bench tun");
     // samples[cell] = (rate, offered, lost) per round
@@ -407,8 +444,8 @@ pub fn measure(args: &TunArgs) -> Result<Vec<TunRow>, String> {
         for w in workloads {
             for &size in &args.sizes {
                 for t in &bed.targets {
-                    let s = if w == "discard" {
-                        discard_run(t, size, secs)?
+                    let s = if w != "echo" {
+                        discard_run(t, size, secs, w == "discard-gso")?
                     } else {
                         let (rate, lost) = echo_run(t, size, secs, window)?;
                         (rate, rate, lost)
@@ -436,6 +473,7 @@ pub fn measure(args: &TunArgs) -> Result<Vec<TunRow>, String> {
                     server: if t.tun.is_some() { "fastpath" } else { "linux" }.to_string(),
                     offload: t.offload,
                     batching: t.batching,
+                    uso: t.uso,
                     datagrams_per_s: rate,
                     gbit_per_s: rate * size as f64 * 8.0 / 1e9,
                     offered_per_s: common::median(&s.iter().map(|x| x.1).collect::<Vec<_>>()),
@@ -456,9 +494,11 @@ pub fn measure(args: &TunArgs) -> Result<Vec<TunRow>, String> {
         .filter_map(|t| {
             let s = t.tun.as_ref()?.stats();
             Some(format!(
-                "{}: {} read, {} written, {} reads ({:.2} per packet), {} partial in, {} offloaded out, {} refused",
+                "{}: {} read ({} from {} GSO packets), {} written, {} reads ({:.2} per packet), {} partial in, {} offloaded out, {} refused",
                 t.label,
                 s.rx_packets,
+                s.rx_gso_segments,
+                s.rx_gso_packets,
                 s.tx_packets,
                 s.rx_reads,
                 s.rx_reads as f64 / s.rx_packets.max(1) as f64,
@@ -480,23 +520,25 @@ pub fn measure(args: &TunArgs) -> Result<Vec<TunRow>, String> {
 /// Prints the rows: one line per server, one column per workload and size.
 pub fn print(rows: &[TunRow]) {
     let columns = common::distinct(rows.iter().map(|r| (r.workload.clone(), r.size)));
-    let servers = common::distinct(
+    type Server = (String, Option<bool>, Option<bool>, Option<bool>);
+    let servers: Vec<Server> = common::distinct(
         rows.iter()
-            .map(|r| (r.server.clone(), r.offload, r.batching)),
+            .map(|r| (r.server.clone(), r.offload, r.batching, r.uso)),
     );
-    let label = |s: &(String, Option<bool>, Option<bool>)| match (s.1, s.2) {
-        (Some(o), Some(b)) => format!(
-            "fastpath, offload {}, batching {}",
-            if o { "on" } else { "off" },
-            if b { "on" } else { "off" }
-        ),
+    let on = |b: bool| if b { "on" } else { "off" };
+    let label = |s: &Server| match (s.1, s.2, s.3) {
+        (Some(o), Some(b), Some(true)) => {
+            format!("fastpath, offload {}, batching {}, USO", on(o), on(b))
+        }
+        (Some(o), Some(b), _) => format!("fastpath, offload {}, batching {}", on(o), on(b)),
         _ => "linux over veth".to_string(),
     };
-    let find = |s: &(String, Option<bool>, Option<bool>), c: &(String, usize)| {
+    let find = |s: &Server, c: &(String, usize)| {
         rows.iter().find(|r| {
             r.server == s.0
                 && r.offload == s.1
                 && r.batching == s.2
+                && r.uso == s.3
                 && r.workload == c.0
                 && r.size == c.1
         })
@@ -506,34 +548,33 @@ pub fn print(rows: &[TunRow]) {
         ("Gbit/s of UDP payload", 1),
         ("ratio to linux", 2),
     ] {
-        print!("{:<38}", title);
+        print!("{:<44}", title);
         for c in &columns {
-            print!("{:>16}", format!("{} {} B", c.0, c.1));
+            print!("{:>20}", format!("{} {} B", c.0, c.1));
         }
         println!();
         for s in &servers {
-            print!("{:<38}", label(s));
+            print!("{:<44}", label(s));
             for c in &columns {
                 let text = find(s, c).map_or(String::new(), |r| match cell {
                     0 => format!("{:.0}", r.datagrams_per_s / 1e3),
                     1 => format!("{:.3}", r.gbit_per_s),
                     _ => format!("{:.2}x", r.ratio_vs_linux),
                 });
-                print!("{text:>16}");
+                print!("{text:>20}");
             }
             println!();
         }
         println!();
     }
-    print!("{:<38}", "discard: client sent, thousands/s");
-    for c in columns.iter().filter(|c| c.0 == "discard") {
+    println!("client sent, thousands of datagrams/s (the rows above, in order):");
+    for c in columns.iter().filter(|c| c.0 != "echo") {
         let sent: Vec<String> = servers
             .iter()
             .filter_map(|s| find(s, c).map(|r| format!("{:.0}", r.offered_per_s / 1e3)))
             .collect();
-        print!("  {} B: {}", c.1, sent.join("/"));
+        println!("  {} {} B: {}", c.0, c.1, sent.join(" / "));
     }
-    println!();
 }
 
 /// `fastpath bench tun`.

@@ -16,10 +16,14 @@
 //! - with offload off, the kernel completes every checksum before handing us a packet, the link
 //!   ignores `DATA_VALID`, and the stack checksums everything itself.
 //!
-//! UDP segmentation offload (`TUN_F_USO4`, Linux 6.2) is probed when the link opens
-//! ([`TunLink::uso_available`]) but never enabled: the stack fragments large datagrams at the IP layer
-//! instead, so it has nothing to hand the kernel as one segmented super-packet, and without the flag the
-//! kernel never sends us one. A GSO packet that arrives anyway is dropped and counted.
+//! UDP segmentation offload (`TUN_F_USO4 | TUN_F_USO6`, Linux 6.2) is probed when the link opens
+//! ([`TunLink::uso_available`]) and used on receive only if [`TunConfig::uso`] asks: a kernel socket
+//! with `UDP_SEGMENT` then hands over up to 64 KiB of datagrams as one GSO packet in one read, and the
+//! link splits it into the datagrams it stands for (each with its own IPv4 and UDP header, lengths and
+//! IP identifier, its checksum left partial). Only receive: the stack fragments large datagrams at the
+//! IP layer and never builds a segmented super-packet to send. A GSO packet of any other kind, or one
+//! with USO off, is dropped and counted, and so is a UDP GSO packet whose segment size is 0 or past the
+//! MTU, whose lengths disagree, or that stands for more than [`UDP_MAX_SEGMENTS`] datagrams.
 //!
 //! Packets from the kernel are input to be checked like any other: a read shorter than the virtio
 //! header, a packet that filled the whole buffer (it may have been cut), checksum offsets that point
@@ -43,6 +47,7 @@
 #[allow(unsafe_code)]
 mod sys;
 
+use std::collections::VecDeque;
 use std::fmt;
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
@@ -55,6 +60,8 @@ use nix::errno::Errno;
 use super::pair::complete_checksum;
 use super::{Link, LinkCapabilities};
 use crate::buf::{BufferDepot, BufferMode, BufferPool, ChecksumOffload, PacketBuf, HEADROOM};
+use crate::checksum;
+use std::net::Ipv4Addr;
 
 /// Bytes of the virtio-net header in front of every packet (`struct virtio_net_hdr_v1`, with
 /// `num_buffers`).
@@ -69,6 +76,10 @@ pub const MIN_MTU: usize = 68;
 const VIRTIO_NET_HDR_F_NEEDS_CSUM: u8 = 1;
 const VIRTIO_NET_HDR_F_DATA_VALID: u8 = 2;
 const VIRTIO_NET_HDR_GSO_NONE: u8 = 0;
+const VIRTIO_NET_HDR_GSO_UDP_L4: u8 = 5;
+
+/// Most datagrams one GSO packet may stand for (Linux's `UDP_MAX_SEGMENTS`).
+pub const UDP_MAX_SEGMENTS: usize = 128;
 
 /// Free receive buffers the link's own pool keeps.
 const POOL_FREE_BUFFERS: usize = 256;
@@ -87,6 +98,11 @@ pub struct TunConfig {
     /// Checksum offload: `TUN_F_CSUM` towards the kernel, [`LinkCapabilities::tx_checksum_offload`]
     /// towards the stack.
     pub offload: bool,
+    /// UDP segmentation offload on receive (`TUN_F_USO4 | TUN_F_USO6`, Linux 6.2): the kernel may hand
+    /// over a UDP datagram sent with `UDP_SEGMENT` as one GSO packet of up to 64 KiB, which the link
+    /// splits into the datagrams it stands for. Needs `offload`; left off, with no error, if the
+    /// kernel refuses it ([`TunLink::uso_enabled`] says which).
+    pub uso: bool,
 }
 
 impl Default for TunConfig {
@@ -96,6 +112,7 @@ impl Default for TunConfig {
             netns: None,
             mtu: 1500,
             offload: true,
+            uso: false,
         }
     }
 }
@@ -123,8 +140,15 @@ pub struct TunStats {
     pub rx_drop_oversize: u64,
     /// Dropped: `csum_start`/`csum_offset` point outside the packet or into its IP header.
     pub rx_drop_bad_checksum_offsets: u64,
-    /// Dropped: a GSO packet (never asked for: USO and TSO stay off).
+    /// GSO packets (UDP segmentation offload) split into datagrams.
+    pub rx_gso_packets: u64,
+    /// Datagrams those GSO packets were split into (counted in `rx_packets` too).
+    pub rx_gso_segments: u64,
+    /// Dropped: a GSO packet of a kind not asked for (TCP, or UDP with USO off).
     pub rx_drop_gso: u64,
+    /// Dropped: a UDP GSO packet that does not add up: a segment size of 0 or past the MTU, more than
+    /// [`UDP_MAX_SEGMENTS`] segments, lengths that disagree, not a whole UDP/IPv4 datagram.
+    pub rx_drop_gso_malformed: u64,
     /// `read` failures other than `EAGAIN` and `EINTR`.
     pub rx_errors: u64,
     /// Packets written.
@@ -148,6 +172,7 @@ impl TunStats {
             + self.rx_drop_oversize
             + self.rx_drop_bad_checksum_offsets
             + self.rx_drop_gso
+            + self.rx_drop_gso_malformed
     }
 }
 
@@ -180,7 +205,10 @@ impl fmt::Display for TunStats {
                 self.rx_drop_bad_checksum_offsets,
                 "dropped: bad checksum offsets",
             ),
+            (self.rx_gso_packets, "GSO packets split"),
+            (self.rx_gso_segments, "datagrams split from GSO packets"),
             (self.rx_drop_gso, "dropped: GSO packet"),
+            (self.rx_drop_gso_malformed, "dropped: malformed GSO packet"),
             (self.rx_errors, "read errors"),
             (self.tx_packets, "packets sent"),
             (self.tx_bytes, "bytes sent"),
@@ -251,12 +279,19 @@ pub struct TunLink {
     caps: LinkCapabilities,
     offload: bool,
     uso_available: bool,
+    /// UDP segmentation offload is on: reads gather into `scratch` too, and GSO packets are split.
+    uso: bool,
     pool: BufferPool,
     /// A receive buffer left over from a read that found nothing (or a dropped packet), for the next.
     spare: Option<PacketBuf>,
     /// Bytes asked of the pool for a receive buffer: one more than the MTU, so that a packet that fills
     /// the buffer is known to be too large.
     rx_capacity: usize,
+    /// With USO: where the rest of a packet larger than the receive buffer lands (a GSO packet of up to
+    /// 64 KiB), so that ordinary packets still arrive in right-sized buffers with nothing copied.
+    scratch: Vec<u8>,
+    /// Segments of a split GSO packet not yet handed to the stack (a batch holds at most `max`).
+    pending: VecDeque<PacketBuf>,
     stats: TunStats,
 }
 
@@ -272,6 +307,7 @@ impl TunLink {
             ));
         }
         let (name, mtu, offload) = (config.name.clone(), config.mtu, config.offload);
+        let want_uso = config.uso && offload;
         let setup = move || -> io::Result<(OwnedFd, String, bool)> {
             let flags = libc::IFF_TUN | libc::IFF_NO_PI | libc::IFF_VNET_HDR;
             let (fd, name) = sys::open_tun(&name, flags)?;
@@ -279,7 +315,12 @@ impl TunLink {
             // Probe USO, then set exactly the offloads we handle.
             let uso_available =
                 sys::set_offload(fd.as_fd(), sys::TUN_F_CSUM | sys::TUN_F_USO).is_ok();
-            sys::set_offload(fd.as_fd(), if offload { sys::TUN_F_CSUM } else { 0 })?;
+            let flags = match (offload, want_uso && uso_available) {
+                (false, _) => 0,
+                (true, false) => sys::TUN_F_CSUM,
+                (true, true) => sys::TUN_F_CSUM | sys::TUN_F_USO,
+            };
+            sys::set_offload(fd.as_fd(), flags)?;
             sys::set_mtu(&name, mtu)?;
             Ok((fd, name, uso_available))
         };
@@ -303,11 +344,16 @@ impl TunLink {
                     .map_err(|_| io::Error::other("the namespace thread panicked"))??
             }
         };
-        Ok(TunLink::over(fd, name, mtu, offload, uso_available))
+        let mut link = TunLink::over(fd, name, mtu, offload);
+        link.uso_available = uso_available;
+        if want_uso && uso_available {
+            link.enable_uso();
+        }
+        Ok(link)
     }
 
     /// A link over an open descriptor that reads and writes packets behind virtio-net headers.
-    fn over(fd: OwnedFd, name: String, mtu: usize, offload: bool, uso_available: bool) -> TunLink {
+    fn over(fd: OwnedFd, name: String, mtu: usize, offload: bool) -> TunLink {
         TunLink {
             shared: Arc::new(Shared {
                 fd,
@@ -320,12 +366,21 @@ impl TunLink {
                 crc_protected: false,
             },
             offload,
-            uso_available,
+            uso_available: false,
+            uso: false,
             pool: BufferPool::new(BufferMode::Pool, POOL_FREE_BUFFERS),
             spare: None,
             rx_capacity: mtu + 1,
+            scratch: Vec::new(),
+            pending: VecDeque::new(),
             stats: TunStats::default(),
         }
+    }
+
+    /// Reads gather into a 64 KiB scratch area past the receive buffer, and GSO packets are split.
+    fn enable_uso(&mut self) {
+        self.uso = true;
+        self.scratch = vec![0; VNET_HEADER_LEN + MAX_MTU + 1];
     }
 
     /// The interface's name (the kernel's choice if the configuration left it empty).
@@ -350,10 +405,14 @@ impl TunLink {
         self.stats
     }
 
-    /// Whether the kernel accepted UDP segmentation offload when probed (Linux 6.2 and later). The link
-    /// does not use it; see the module documentation.
+    /// Whether the kernel accepted UDP segmentation offload when probed (Linux 6.2 and later).
     pub fn uso_available(&self) -> bool {
         self.uso_available
+    }
+
+    /// Whether UDP segmentation offload is on ([`TunConfig::uso`], if the kernel has it).
+    pub fn uso_enabled(&self) -> bool {
+        self.uso
     }
 
     /// Shares free buffers with a stack given the same depot
@@ -373,6 +432,7 @@ impl TunLink {
 enum RxDrop {
     BadChecksumOffsets,
     Gso,
+    GsoMalformed,
 }
 
 /// What the virtio header said about a packet's checksum, once checked against the packet.
@@ -508,6 +568,14 @@ impl Link for TunLink {
     fn receive(&mut self, batch: &mut Vec<PacketBuf>, max: usize) -> usize {
         let mut got = 0;
         while got < max {
+            if let Some(segment) = self.pending.pop_front() {
+                self.stats.rx_packets += 1;
+                self.stats.rx_partial += 1;
+                self.stats.rx_bytes += segment.len() as u64;
+                batch.push(segment);
+                got += 1;
+                continue;
+            }
             let mut buf = match self.spare.take() {
                 Some(buf) => buf,
                 None => self.pool.alloc(self.rx_capacity),
@@ -517,7 +585,13 @@ impl Link for TunLink {
             let room = buf.tailroom();
             buf.extend(room);
             self.stats.rx_reads += 1;
-            let n = match sys::read(self.shared.fd.as_fd(), buf.data_mut()) {
+            let fd = self.shared.fd.as_fd();
+            let read = if self.uso {
+                sys::read_two(fd, buf.data_mut(), &mut self.scratch)
+            } else {
+                sys::read(fd, buf.data_mut())
+            };
+            let n = match read {
                 Ok(n) => n,
                 Err(Errno::EINTR) => {
                     self.spare = Some(buf);
@@ -536,6 +610,37 @@ impl Link for TunLink {
                 self.spare = Some(buf);
                 continue;
             }
+            let mut header = [0; VNET_HEADER_LEN];
+            header.copy_from_slice(&buf.data()[..VNET_HEADER_LEN]);
+            let header = VnetHeader::parse(&header);
+            if header.gso_type != VIRTIO_NET_HDR_GSO_NONE && self.uso {
+                let result = if n >= room + self.scratch.len() {
+                    Err(None)
+                } else {
+                    let frame = Frame {
+                        head: &buf.data()[VNET_HEADER_LEN..n.min(room)],
+                        tail: &self.scratch[..n.saturating_sub(room)],
+                    };
+                    split_udp_gso(
+                        &header,
+                        &frame,
+                        self.caps.mtu,
+                        &mut self.pool,
+                        &mut self.pending,
+                    )
+                    .map_err(Some)
+                };
+                match result {
+                    Ok(segments) => {
+                        self.stats.rx_gso_packets += 1;
+                        self.stats.rx_gso_segments += segments as u64;
+                    }
+                    Err(None) => self.stats.rx_drop_oversize += 1,
+                    Err(Some(reason)) => self.count_drop(reason),
+                }
+                self.spare = Some(buf);
+                continue;
+            }
             if n >= room {
                 // The kernel fills what fits and reports the whole length: either way, cut or not, it
                 // is larger than anything this link's MTU lets in.
@@ -544,9 +649,6 @@ impl Link for TunLink {
                 continue;
             }
             buf.truncate(n);
-            let mut header = [0; VNET_HEADER_LEN];
-            header.copy_from_slice(&buf.data()[..VNET_HEADER_LEN]);
-            let header = VnetHeader::parse(&header);
             buf.pull_front(VNET_HEADER_LEN);
             match classify_rx(&header, &mut buf, self.offload) {
                 Ok(state) => {
@@ -570,10 +672,7 @@ impl Link for TunLink {
                     got += 1;
                 }
                 Err(reason) => {
-                    match reason {
-                        RxDrop::BadChecksumOffsets => self.stats.rx_drop_bad_checksum_offsets += 1,
-                        RxDrop::Gso => self.stats.rx_drop_gso += 1,
-                    }
+                    self.count_drop(reason);
                     self.spare = Some(buf);
                 }
             }
@@ -583,11 +682,121 @@ impl Link for TunLink {
     }
 }
 
+impl TunLink {
+    fn count_drop(&mut self, reason: RxDrop) {
+        match reason {
+            RxDrop::BadChecksumOffsets => self.stats.rx_drop_bad_checksum_offsets += 1,
+            RxDrop::Gso => self.stats.rx_drop_gso += 1,
+            RxDrop::GsoMalformed => self.stats.rx_drop_gso_malformed += 1,
+        }
+    }
+}
+
+/// A received packet in up to two pieces: the receive buffer, then the scratch area it spilled into.
+struct Frame<'a> {
+    head: &'a [u8],
+    tail: &'a [u8],
+}
+
+impl Frame<'_> {
+    fn len(&self) -> usize {
+        self.head.len() + self.tail.len()
+    }
+
+    /// Copies `dst.len()` bytes from offset `from`; the caller keeps within `len()`.
+    fn copy_to(&self, from: usize, dst: &mut [u8]) {
+        let mut done = 0;
+        if from < self.head.len() {
+            let n = dst.len().min(self.head.len() - from);
+            dst[..n].copy_from_slice(&self.head[from..from + n]);
+            done = n;
+        }
+        if done < dst.len() {
+            let at = from + done - self.head.len();
+            let rest = dst.len() - done;
+            dst[done..].copy_from_slice(&self.tail[at..at + rest]);
+        }
+    }
+}
+
+fn be16(b: &[u8], at: usize) -> u16 {
+    u16::from_be_bytes([b[at], b[at + 1]])
+}
+
+/// Splits a UDP GSO packet (`VIRTIO_NET_HDR_GSO_UDP_L4`: one IPv4 header, one UDP header, then the
+/// payloads of several datagrams of `gso_size` bytes each, the last shorter) into those datagrams, as
+/// the kernel's own segmentation would: each gets a copy of the IPv4 header with its own total length,
+/// the next IP identifier and a new header checksum, and a UDP header with its own length and the
+/// pseudo-header sum in the checksum field, marked [`ChecksumOffload::Partial`]. Returns how many
+/// datagrams were queued on `out`; queues none if the packet does not add up.
+fn split_udp_gso(
+    h: &VnetHeader,
+    frame: &Frame<'_>,
+    mtu: usize,
+    pool: &mut BufferPool,
+    out: &mut VecDeque<PacketBuf>,
+) -> Result<usize, RxDrop> {
+    if h.gso_type != VIRTIO_NET_HDR_GSO_UDP_L4 {
+        return Err(RxDrop::Gso);
+    }
+    let (head, len) = (frame.head, frame.len());
+    if head.len() < 28 || head[0] >> 4 != 4 {
+        return Err(RxDrop::GsoMalformed);
+    }
+    let ihl = (head[0] & 0x0f) as usize * 4;
+    if ihl < 20 || ihl + 8 > head.len() {
+        return Err(RxDrop::GsoMalformed);
+    }
+    if h.flags & VIRTIO_NET_HDR_F_NEEDS_CSUM == 0
+        || h.csum_start as usize != ihl
+        || h.csum_offset != 6
+    {
+        return Err(RxDrop::BadChecksumOffsets);
+    }
+    let payload = len - ihl - 8;
+    let size = h.gso_size as usize;
+    if head[9] != 17
+        || be16(head, 6) & 0x3fff != 0
+        || be16(head, 2) as usize != len
+        || be16(head, ihl + 4) as usize != len - ihl
+        || size == 0
+        || ihl + 8 + size > mtu
+        || payload == 0
+        || payload.div_ceil(size) > UDP_MAX_SEGMENTS
+    {
+        return Err(RxDrop::GsoMalformed);
+    }
+    let src = Ipv4Addr::new(head[12], head[13], head[14], head[15]);
+    let dst = Ipv4Addr::new(head[16], head[17], head[18], head[19]);
+    let ident = be16(head, 4);
+    let segments = payload.div_ceil(size);
+    for i in 0..segments {
+        let at = i * size;
+        let n = size.min(payload - at);
+        let mut p = pool.alloc(ihl + 8 + n);
+        let d = p.extend(ihl + 8 + n);
+        d[..ihl + 8].copy_from_slice(&head[..ihl + 8]);
+        d[2..4].copy_from_slice(&((ihl + 8 + n) as u16).to_be_bytes());
+        d[4..6].copy_from_slice(&ident.wrapping_add(i as u16).to_be_bytes());
+        d[10..12].copy_from_slice(&[0, 0]);
+        let sum = !checksum::fast(&d[..ihl]);
+        d[10..12].copy_from_slice(&sum.to_be_bytes());
+        d[ihl + 4..ihl + 6].copy_from_slice(&((8 + n) as u16).to_be_bytes());
+        let pseudo = checksum::pseudo_header_sum(src, dst, 17, (8 + n) as u16);
+        d[ihl + 6..ihl + 8].copy_from_slice(&pseudo.to_be_bytes());
+        frame.copy_to(ihl + 8 + at, &mut d[ihl + 8..]);
+        p.meta.checksum = ChecksumOffload::Partial {
+            start: ihl as u16,
+            offset: 6,
+        };
+        out.push_back(p);
+    }
+    Ok(segments)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::checksum;
-    use std::net::Ipv4Addr;
 
     /// A UDP datagram in an IPv4 packet from 10.7.0.1:5000 to 10.7.0.2:7, its checksum field holding
     /// the pseudo-header sum as a sender that offloads leaves it.
@@ -781,7 +990,7 @@ mod tests {
         let (ours, theirs) = std::os::unix::net::UnixDatagram::pair().unwrap();
         ours.set_nonblocking(true).unwrap();
         theirs.set_nonblocking(true).unwrap();
-        let link = TunLink::over(OwnedFd::from(ours), "fake0".into(), 1500, offload, false);
+        let link = TunLink::over(OwnedFd::from(ours), "fake0".into(), 1500, offload);
         (link, theirs)
     }
 
@@ -902,5 +1111,148 @@ mod tests {
             .send(&framed(&VnetHeader::default(), &[0x45; 40]))
             .unwrap();
         assert!(link.handle().wait(Some(Duration::from_secs(5))).unwrap());
+    }
+
+    fn gso_header(size: u16) -> VnetHeader {
+        VnetHeader {
+            gso_type: VIRTIO_NET_HDR_GSO_UDP_L4,
+            gso_size: size,
+            hdr_len: 28,
+            ..needs_csum(20, 6)
+        }
+    }
+
+    #[test]
+    fn uso_splits_a_gso_packet_into_its_datagrams() {
+        let (mut link, kernel) = fake_kernel(true);
+        link.enable_uso();
+        let payload: Vec<u8> = (0..3500u32).map(|i| (i * 7 + i / 251) as u8).collect();
+        let mut sp = partial_udp(&payload);
+        sp.data_mut()[4..6].copy_from_slice(&0xfffeu16.to_be_bytes()); // IP identifier wraps
+                                                                       // 12 + 3528 bytes: past the 1500-byte link's receive buffer, so it spills into the scratch area.
+        kernel.send(&framed(&gso_header(1000), sp.data())).unwrap();
+        kernel
+            .send(&framed(
+                &VnetHeader::default(),
+                partial_udp(b"after").data(),
+            ))
+            .unwrap();
+        let mut batch = Vec::new();
+        assert_eq!(link.receive(&mut batch, 3), 3, "a batch holds at most max");
+        assert_eq!(link.receive(&mut batch, 32), 2);
+        let sizes: Vec<usize> = batch.iter().map(|p| p.len()).collect();
+        assert_eq!(sizes, [1028, 1028, 1028, 528, 33]);
+        for (i, p) in batch[..4].iter().enumerate() {
+            let d = p.data();
+            assert_eq!(be16(d, 2) as usize, d.len(), "IP total length");
+            assert_eq!(
+                be16(d, 4),
+                0xfffeu16.wrapping_add(i as u16),
+                "IP identifier"
+            );
+            assert_eq!(checksum::rfc1071(&d[..20]), 0xffff, "IP header checksum");
+            assert_eq!(be16(d, 24) as usize, d.len() - 20, "UDP length");
+            assert_eq!(&d[20..24], &sp.data()[20..24], "ports");
+            assert_eq!(&d[28..], &payload[i * 1000..(i * 1000 + 1000).min(3500)]);
+            assert_eq!(
+                p.meta.checksum,
+                ChecksumOffload::Partial {
+                    start: 20,
+                    offset: 6
+                }
+            );
+            let mut whole = PacketBuf::from_slice(d);
+            complete_checksum(&mut whole, 20, 6);
+            assert!(udp_checksum_verifies(&whole), "segment {i}");
+        }
+        let s = link.stats();
+        assert_eq!((s.rx_gso_packets, s.rx_gso_segments), (1, 4));
+        assert_eq!((s.rx_packets, s.rx_partial, s.rx_dropped()), (5, 4, 0));
+    }
+
+    #[test]
+    fn malformed_gso_packets_are_dropped_and_counted() {
+        let (mut link, kernel) = fake_kernel(true);
+        link.enable_uso();
+        let sp = partial_udp(&[9; 3000]);
+        let mut fragment = partial_udp(&[9; 300]);
+        fragment.data_mut()[6] = 0x20;
+        let mut short_ip = partial_udp(&[9; 300]);
+        short_ip.data_mut()[2..4].copy_from_slice(&200u16.to_be_bytes());
+        let mut long_udp = partial_udp(&[9; 300]);
+        long_udp.data_mut()[24..26].copy_from_slice(&400u16.to_be_bytes());
+        let malformed = [
+            framed(&gso_header(0), sp.data()),          // a segment size of 0
+            framed(&gso_header(1473), sp.data()),       // segments past the MTU
+            framed(&gso_header(10), sp.data()),         // 300 segments
+            framed(&gso_header(100), fragment.data()),  // a fragment
+            framed(&gso_header(100), short_ip.data()),  // IP length disagrees
+            framed(&gso_header(100), long_udp.data()),  // UDP length disagrees
+            framed(&gso_header(100), &sp.data()[..25]), // no UDP header
+        ];
+        for frame in &malformed {
+            kernel.send(frame).unwrap();
+        }
+        let no_csum = VnetHeader {
+            flags: 0,
+            ..gso_header(1000)
+        };
+        kernel.send(&framed(&no_csum, sp.data())).unwrap();
+        let tcp = VnetHeader {
+            gso_type: 1,
+            ..gso_header(1000)
+        };
+        kernel.send(&framed(&tcp, sp.data())).unwrap();
+        let mut batch = Vec::new();
+        assert_eq!(link.receive(&mut batch, 64), 0);
+        let s = link.stats();
+        assert_eq!(s.rx_drop_gso_malformed, malformed.len() as u64, "{s:?}");
+        assert_eq!(s.rx_drop_bad_checksum_offsets, 1);
+        assert_eq!(s.rx_drop_gso, 1);
+        assert_eq!(s.rx_gso_packets, 0);
+
+        // Without USO, a GSO packet is dropped whatever it holds.
+        let (mut link, kernel) = fake_kernel(true);
+        kernel
+            .send(&framed(&gso_header(100), partial_udp(&[1; 300]).data()))
+            .unwrap();
+        assert_eq!(link.receive(&mut batch, 64), 0);
+        assert_eq!(link.stats().rx_drop_gso, 1);
+    }
+
+    #[test]
+    fn random_frames_through_a_uso_link_never_panic() {
+        let (mut link, kernel) = fake_kernel(true);
+        link.enable_uso();
+        let mut rng = crate::rng::Rng::new(11);
+        let mut batch = Vec::new();
+        for round in 0..3000 {
+            let len = rng.below(4000) as usize;
+            let mut p = partial_udp(&vec![3; len]).data().to_vec();
+            // Damage a few bytes of the headers, sometimes.
+            for _ in 0..rng.below(3) {
+                let at = rng.below(28) as usize;
+                p[at] = rng.below(256) as u8;
+            }
+            p.truncate(rng.below(p.len() as u64 + 1) as usize + rng.below(2) as usize * p.len());
+            let h = VnetHeader {
+                flags: rng.below(4) as u8,
+                gso_type: [0, 5, 5, 1, 0x85][rng.below(5) as usize],
+                hdr_len: rng.below(100) as u16,
+                gso_size: [0, 1, 8, 100, 1000, 1472, 1473, 65535][rng.below(8) as usize],
+                csum_start: [20, 20, 0, 24, 60, 65535][rng.below(6) as usize],
+                csum_offset: [6, 6, 0, 4, 65535][rng.below(5) as usize],
+            };
+            kernel.send(&framed(&h, &p)).unwrap();
+            if round % 8 == 7 {
+                link.receive(&mut batch, 64);
+                batch.clear();
+            }
+        }
+        while link.receive(&mut batch, 64) > 0 {
+            batch.clear();
+        }
+        let s = link.stats();
+        assert!(s.rx_gso_packets > 0 && s.rx_drop_gso_malformed > 0, "{s:?}");
     }
 }

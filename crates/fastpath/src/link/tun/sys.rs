@@ -4,7 +4,7 @@
 //! has no safe form for are the TUN and interface ioctls, which take a request number and a pointer the
 //! kernel reads (and, for `TUNSETIFF`, writes back). Each of those is one small function here.
 
-use std::io::{self, IoSlice};
+use std::io::{self, IoSlice, IoSliceMut};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::path::Path;
 use std::time::Duration;
@@ -153,6 +153,16 @@ pub(super) fn set_mtu(name: &str, mtu: usize) -> io::Result<()> {
 #[inline]
 pub(super) fn read(fd: BorrowedFd<'_>, buf: &mut [u8]) -> Result<usize, Errno> {
     nix::unistd::read(fd, buf)
+}
+
+/// One `readv` into two pieces: the receive buffer, then `rest` for what does not fit (a GSO packet).
+#[inline]
+pub(super) fn read_two(
+    fd: BorrowedFd<'_>,
+    buf: &mut [u8],
+    rest: &mut [u8],
+) -> Result<usize, Errno> {
+    nix::sys::uio::readv(fd, &mut [IoSliceMut::new(buf), IoSliceMut::new(rest)])
 }
 
 /// One `writev` of a packet in two pieces: the virtio-net header and the IP packet, gathered by the
