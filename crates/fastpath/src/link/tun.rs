@@ -27,14 +27,17 @@
 //!
 //! Packets from the kernel are input to be checked like any other: a read shorter than the virtio
 //! header, a packet that filled the whole buffer (it may have been cut), checksum offsets that point
-//! outside the packet, and GSO packets are dropped, each under its own counter in [`TunStats`], never a
-//! panic.
+//! outside the packet or into its IPv4 header, and GSO packets not asked for are dropped, each under its
+//! own counter in [`TunStats`], never a panic. A partial checksum in bounds on anything but a whole UDP
+//! datagram (the one shape the stack trusts as partial) is completed by the link, as a device would.
+//! The header's fields are in host byte order, TUN's default for the legacy header.
 //!
 //! Reads and writes move a batch per call: [`Link::receive`] reads until `max` packets or `EAGAIN`,
 //! [`Link::transmit`] writes every packet it is given. A read lands in a buffer from the link's
 //! [`BufferPool`] with the virtio header in the last 12 bytes of the headroom and the packet right
 //! behind it, where the stack wants it; a write gathers the header (on the stack) and the packet with
-//! `writev`. Neither copies the packet in user space. The descriptor is non-blocking;
+//! `writev`. Neither copies the packet in user space (splitting a GSO packet does copy each datagram
+//! into a buffer of its own). The descriptor is non-blocking;
 //! [`TunLink::wait`] (or [`TunHandle::wait`], once the link belongs to a stack) sleeps in `poll` until a
 //! packet arrives.
 //!
