@@ -3,6 +3,12 @@
 mod bench;
 mod demo;
 mod demux_sim;
+#[cfg(target_os = "linux")]
+mod netns;
+#[cfg(target_os = "linux")]
+mod pcap_tap;
+#[cfg(target_os = "linux")]
+mod serve;
 
 use clap::{Parser, Subcommand};
 
@@ -25,6 +31,10 @@ enum Command {
     DemuxSim(demux_sim::DemuxSimArgs),
     /// Run an experiment: the papers' tables and figures, measured here.
     Bench(bench::BenchArgs),
+    /// Be a host on a Linux TUN interface in a network namespace: answer pings, echo (RFC 862) and
+    /// discard (RFC 863) UDP for the kernel, until SIGINT, SIGTERM or --duration.
+    #[cfg(target_os = "linux")]
+    Serve(serve::ServeArgs),
 }
 
 fn main() {
@@ -33,6 +43,8 @@ fn main() {
         Command::Demo(args) => demo::run(&args),
         Command::DemuxSim(args) => demux_sim::run(&args),
         Command::Bench(args) => bench::run(&args),
+        #[cfg(target_os = "linux")]
+        Command::Serve(args) => serve::run(&args),
     };
     if let Err(e) = result {
         eprintln!("fastpath: {e}");

@@ -7,6 +7,8 @@ pub mod demux;
 pub mod mtu;
 pub mod peers;
 pub mod sweep;
+#[cfg(target_os = "linux")]
+pub mod tun;
 pub mod udp;
 
 use clap::{Args, Subcommand};
@@ -36,6 +38,10 @@ enum Experiment {
     All(all::AllArgs),
     /// One datagram workload through fastpath, smoltcp and the Linux kernel: datagrams/s and ratios.
     Peers(peers::PeersArgs),
+    /// A kernel UDP client against fastpath over a TUN interface (offload and batching on and off), and
+    /// against the kernel itself over veth: datagrams/s, Gbit/s, ratios. Needs root.
+    #[cfg(target_os = "linux")]
+    Tun(tun::TunArgs),
 }
 
 /// Runs the chosen experiment.
@@ -48,5 +54,7 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
         Experiment::Demux(a) => demux::run(a),
         Experiment::All(a) => all::run(a),
         Experiment::Peers(a) => peers::run(a),
+        #[cfg(target_os = "linux")]
+        Experiment::Tun(a) => tun::run(a),
     }
 }

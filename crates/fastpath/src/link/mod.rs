@@ -7,9 +7,13 @@
 
 mod loopback;
 mod pair;
+#[cfg(target_os = "linux")]
+pub mod tun;
 
 pub use loopback::Loopback;
 pub use pair::{Impairments, PairEnd, PairStats};
+#[cfg(target_os = "linux")]
+pub use tun::{TunConfig, TunHandle, TunLink, TunStats};
 
 use crate::buf::PacketBuf;
 

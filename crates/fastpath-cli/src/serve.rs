@@ -1,0 +1,248 @@
+//! `fastpath serve`: fastpath as a host on a TUN interface, talking to the Linux kernel.
+//!
+//! The interface is created inside a network namespace (made if missing, and then removed on exit),
+//! the kernel's side gets `--kernel-addr` and is brought up with `ip -n NS ...`, and a stack with the
+//! TUN interface at `--addr` answers pings, echoes UDP (RFC 862) and discards UDP (RFC 863); datagrams
+//! to other ports get an ICMP port unreachable. It stops on SIGINT or SIGTERM, or after `--duration`,
+//! and prints its counters.
+
+use std::io::{self, Write};
+use std::net::{Ipv4Addr, SocketAddrV4};
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant as WallClock};
+
+use clap::{Args, ValueEnum};
+use fastpath::buf::BufferDepot;
+use fastpath::link::{TunConfig, TunLink};
+use fastpath::{Instant, Ipv4Cidr, Stack, StackConfig, UdpOptions, UdpSocket};
+
+use crate::netns::Namespace;
+use crate::pcap_tap::PcapTap;
+
+/// On or off.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum OnOff {
+    /// On.
+    On,
+    /// Off.
+    Off,
+}
+
+/// Options of `fastpath serve`.
+#[derive(Args, Debug)]
+pub struct ServeArgs {
+    /// Name of the TUN interface to create.
+    #[arg(long, default_value = "fp0")]
+    tun: String,
+    /// Network namespace to create it in (created if missing, and then removed on exit).
+    #[arg(long, default_value = "fp")]
+    netns: String,
+    /// The kernel's address and prefix on the interface.
+    #[arg(long, default_value = "10.7.0.1/24")]
+    kernel_addr: Ipv4Cidr,
+    /// fastpath's address (inside the kernel's prefix).
+    #[arg(long, default_value = "10.7.0.2")]
+    addr: Ipv4Addr,
+    /// MTU of the interface, 68 to 65535.
+    #[arg(long, default_value_t = 1500, value_parser = clap::value_parser!(u32).range(68..=65535))]
+    mtu: u32,
+    /// Checksum offload between the kernel and fastpath (virtio-net NEEDS_CSUM / DATA_VALID).
+    #[arg(long, value_enum, default_value_t = OnOff::On)]
+    offload: OnOff,
+    /// UDP segmentation offload on receive (Linux 6.2+, needs --offload on): the kernel hands over the
+    /// datagrams a `UDP_SEGMENT` socket sends as one GSO packet, and fastpath splits it.
+    #[arg(long, value_enum, default_value_t = OnOff::Off)]
+    uso: OnOff,
+    /// UDP echo port (RFC 862).
+    #[arg(long, default_value_t = 7)]
+    echo: u16,
+    /// UDP discard port (RFC 863).
+    #[arg(long, default_value_t = 9)]
+    discard: u16,
+    /// Record every packet in and out in this pcap file (raw IPv4).
+    #[arg(long)]
+    pcap: Option<PathBuf>,
+    /// Stop after this many seconds (default: run until SIGINT or SIGTERM).
+    #[arg(long)]
+    duration: Option<f64>,
+}
+
+/// Receive queue of the echo and discard sockets: room for a burst from the kernel, which can send
+/// faster than one poll's worth of datagrams is read.
+pub const SERVER_RECV_BUFFER: usize = 8 << 20;
+
+/// A server socket on `port` of every address, with a deep receive queue.
+pub fn binding(stack: &mut Stack, port: u16) -> Result<UdpSocket, String> {
+    let sock = stack
+        .udp_bind(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, port))
+        .map_err(|e| format!("binding UDP port {port}: {e}"))?;
+    stack
+        .udp(sock)
+        .set_options(UdpOptions {
+            recv_buffer_bytes: Some(SERVER_RECV_BUFFER),
+            ..UdpOptions::default()
+        })
+        .map_err(|e| e.to_string())?;
+    Ok(sock)
+}
+
+/// Runs the server until a signal or the duration.
+pub fn run(args: &ServeArgs) -> Result<(), String> {
+    let kernel = args.kernel_addr;
+    if !kernel.contains(args.addr) || kernel.addr == args.addr {
+        return Err(format!(
+            "--addr {} must be another address inside --kernel-addr {}/{}",
+            args.addr, kernel.addr, kernel.prefix_len
+        ));
+    }
+    if args.echo == args.discard {
+        return Err("--echo and --discard must be different ports".into());
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        // A second signal while shutting down exits at once.
+        signal_hook::flag::register_conditional_shutdown(signal, 130, stop.clone())
+            .and_then(|_| signal_hook::flag::register(signal, stop.clone()))
+            .map_err(|e| format!("installing a signal handler: {e}"))?;
+    }
+
+    let ns = Namespace::ensure(&args.netns)?;
+    let offload = args.offload == OnOff::On;
+    let mut link = TunLink::open(&TunConfig {
+        name: args.tun.clone(),
+        netns: Some(ns.name().to_string()),
+        mtu: args.mtu as usize,
+        offload,
+        uso: args.uso == OnOff::On,
+    })
+    .map_err(|e| format!("creating TUN interface {} in {}: {e}", args.tun, ns.name()))?;
+    if args.uso == OnOff::On && !link.uso_enabled() {
+        eprintln!(
+            "fastpath: UDP segmentation offload left off ({})",
+            if offload {
+                "the kernel does not offer it"
+            } else {
+                "it needs --offload on"
+            }
+        );
+    }
+    let tun = link.handle();
+    let kernel_cidr = format!("{}/{}", kernel.addr, kernel.prefix_len);
+    ns.ip(&["addr", "add", &kernel_cidr, "dev", tun.name()])?;
+    // The link carries IPv4 only: keep the kernel from sending IPv6 router and listener messages on it
+    // (harmless if IPv6 is not there at all).
+    let _ = Command::new("ip")
+        .args(["netns", "exec", ns.name(), "sysctl", "-qw"])
+        .arg(format!("net.ipv6.conf.{}.disable_ipv6=1", tun.name()))
+        .output();
+    ns.ip(&["link", "set", "dev", tun.name(), "up"])?;
+
+    let mut stack = Stack::new(StackConfig::default());
+    let depot = BufferDepot::new();
+    link.set_buffer_depot(depot.clone());
+    stack.set_buffer_depot(depot);
+    let cidr = Ipv4Cidr::new(args.addr, kernel.prefix_len);
+    let pcap_count = match &args.pcap {
+        Some(path) => {
+            let tap = PcapTap::create(link, path)
+                .map_err(|e| format!("creating {}: {e}", path.display()))?;
+            let count = tap.written();
+            stack.add_interface(tun.name(), tap, cidr);
+            Some(count)
+        }
+        None => {
+            stack.add_interface(tun.name(), link, cidr);
+            None
+        }
+    };
+    let echo = binding(&mut stack, args.echo)?;
+    let discard = binding(&mut stack, args.discard)?;
+
+    println!(
+        "ready {} via {} in {} (kernel {kernel_cidr})",
+        args.addr,
+        tun.name(),
+        ns.name()
+    );
+    io::stdout().flush().map_err(|e| e.to_string())?;
+
+    let started = WallClock::now();
+    let deadline = args
+        .duration
+        .map(|s| started + Duration::from_secs_f64(s.max(0.0)));
+    let mut buf = vec![0u8; 65536];
+    let (mut echoed, mut discarded, mut send_errors) = (0u64, 0u64, 0u64);
+    let why = loop {
+        if stop.load(Ordering::Relaxed) {
+            break "signal";
+        }
+        let remaining = deadline.map(|d| d.saturating_duration_since(WallClock::now()));
+        if remaining == Some(Duration::ZERO) {
+            break "duration";
+        }
+        let mut work = stack.poll(Instant::now());
+        loop {
+            match stack.udp(echo).recv_from(&mut buf) {
+                Ok((n, from)) => {
+                    work += 1;
+                    echoed += 1;
+                    if stack.udp(echo).send_to(&buf[..n], from).is_err() {
+                        send_errors += 1;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(_) => send_errors += 1,
+            }
+        }
+        while stack.udp(discard).recv_from_with(|_, _| ()).is_ok() {
+            work += 1;
+            discarded += 1;
+        }
+        stack.flush();
+        if work == 0 {
+            // Sleep until a packet comes; wake now and then for timers and the stop flag.
+            let nap = remaining.map_or(Duration::from_millis(100), |r| {
+                r.min(Duration::from_millis(100))
+            });
+            tun.wait(Some(nap))
+                .map_err(|e| format!("waiting on {}: {e}", tun.name()))?;
+        }
+    };
+
+    let elapsed = started.elapsed();
+    let counters = *stack.counters();
+    let (pool, free, bytes) = stack.pool_stats();
+    // Closing the link removes the interface (and flushes the pcap file).
+    drop(stack);
+    println!(
+        "stopped ({why}) after {:.1} s: {echoed} datagrams echoed, {discarded} discarded{}",
+        elapsed.as_secs_f64(),
+        if send_errors > 0 {
+            format!(", {send_errors} echo errors")
+        } else {
+            String::new()
+        }
+    );
+    println!("\n--- counters ---\n{counters}");
+    print!("{}", tun.stats());
+    println!(
+        "buffers: {} reused, {} allocated, {} recycled, {} released; {free} free ({} KiB)",
+        pool.reused,
+        pool.allocated,
+        pool.recycled,
+        pool.released,
+        bytes / 1024
+    );
+    if let (Some(count), Some(path)) = (pcap_count, &args.pcap) {
+        println!(
+            "pcap: {} packets in {}",
+            count.load(Ordering::Relaxed),
+            path.display()
+        );
+    }
+    drop(ns);
+    Ok(())
+}

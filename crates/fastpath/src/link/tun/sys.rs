@@ -1,0 +1,203 @@
+//! The operating-system interface of the TUN link: the only place in the crate with `unsafe` code.
+//!
+//! `nix` provides safe wrappers for opening files, `read`, `writev`, `poll`, `setns` and sockets; what it
+//! has no safe form for are the TUN and interface ioctls, which take a request number and a pointer the
+//! kernel reads (and, for `TUNSETIFF`, writes back). Each of those is one small function here.
+
+use std::io::{self, IoSlice, IoSliceMut};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::path::Path;
+use std::time::Duration;
+
+use nix::errno::Errno;
+use nix::fcntl::OFlag;
+use nix::poll::{PollFd, PollFlags, PollTimeout};
+use nix::sched::CloneFlags;
+use nix::sys::socket::{AddressFamily, SockFlag, SockType};
+use nix::sys::stat::Mode;
+
+/// `TUN_F_CSUM`: the reader accepts packets whose transport checksum is left partial (`NEEDS_CSUM`).
+pub(super) const TUN_F_CSUM: libc::c_uint = libc::TUN_F_CSUM;
+/// `TUN_F_USO4 | TUN_F_USO6`: UDP segmentation offload; the kernel accepts the two only together.
+pub(super) const TUN_F_USO: libc::c_uint = libc::TUN_F_USO4 | libc::TUN_F_USO6;
+
+/// `struct ifreq` as the TUN and interface ioctls read it: the name, then a union of which we use a
+/// `short` (the flags of `TUNSETIFF`) or an `int` (the MTU of `SIOCSIFMTU`), both at its start. Sized
+/// and aligned like the 64-bit kernel's (40 bytes), which is at least as large as every ABI's, and
+/// fully initialized, so the kernel never reads uninitialized memory.
+#[repr(C, align(8))]
+struct IfReq {
+    name: [u8; libc::IFNAMSIZ],
+    data: [u8; 24],
+}
+
+impl IfReq {
+    /// A request for interface `name`; fails if the name does not fit with its terminating NUL.
+    fn new(name: &str) -> io::Result<IfReq> {
+        let bytes = name.as_bytes();
+        if bytes.len() >= libc::IFNAMSIZ || bytes.contains(&0) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "bad interface name `{name}` (at most {} bytes, no NUL)",
+                    libc::IFNAMSIZ - 1
+                ),
+            ));
+        }
+        let mut req = IfReq {
+            name: [0; libc::IFNAMSIZ],
+            data: [0; 24],
+        };
+        req.name[..bytes.len()].copy_from_slice(bytes);
+        Ok(req)
+    }
+
+    /// The name as the kernel left it (up to the first NUL).
+    fn name(&self) -> String {
+        let end = self
+            .name
+            .iter()
+            .position(|&b| b == 0)
+            .unwrap_or(self.name.len());
+        String::from_utf8_lossy(&self.name[..end]).into_owned()
+    }
+}
+
+/// Moves the calling thread into the network namespace at `path` (`/var/run/netns/NAME` for the ones
+/// `ip netns` manages). Only this thread moves; callers use a thread of their own for it.
+pub(super) fn enter_netns(path: &Path) -> io::Result<()> {
+    let ns = nix::fcntl::open(path, OFlag::O_RDONLY | OFlag::O_CLOEXEC, Mode::empty())
+        .map_err(|e| with_context(e, &format!("opening namespace {}", path.display())))?;
+    nix::sched::setns(ns, CloneFlags::CLONE_NEWNET)
+        .map_err(|e| with_context(e, &format!("entering namespace {}", path.display())))
+}
+
+/// Opens `/dev/net/tun` non-blocking and attaches it to a new TUN interface named `name` (the kernel
+/// picks `tunN` if `name` is empty) with `flags` (`IFF_TUN | IFF_NO_PI | IFF_VNET_HDR`). Returns the
+/// descriptor and the interface's name. The interface lives, in the calling thread's network
+/// namespace, until the descriptor is closed.
+pub(super) fn open_tun(name: &str, flags: libc::c_int) -> io::Result<(OwnedFd, String)> {
+    let fd = nix::fcntl::open(
+        "/dev/net/tun",
+        OFlag::O_RDWR | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| with_context(e, "opening /dev/net/tun"))?;
+    let mut req = IfReq::new(name)?;
+    let flags = flags as libc::c_short;
+    req.data[..2].copy_from_slice(&flags.to_ne_bytes());
+    // SAFETY: `fd` is an open descriptor of /dev/net/tun; TUNSETIFF reads a `struct ifreq` from the
+    // pointer and writes the interface's name back into it, and `req` is a live, initialized value at
+    // least as large as `struct ifreq`, borrowed mutably for the duration of the call.
+    let rc = unsafe { libc::ioctl(fd.as_raw_fd(), libc::TUNSETIFF, &mut req as *mut IfReq) };
+    Errno::result(rc).map_err(|e| with_context(e, &format!("TUNSETIFF `{name}`")))?;
+    Ok((fd, req.name()))
+}
+
+/// Sets the size of the virtio-net header in front of every packet read or written (TUNSETVNETHDRSZ).
+pub(super) fn set_vnet_header_len(fd: BorrowedFd<'_>, len: usize) -> io::Result<()> {
+    let len = libc::c_int::try_from(len).map_err(|_| io::ErrorKind::InvalidInput)?;
+    // SAFETY: `fd` is a TUN descriptor; TUNSETVNETHDRSZ reads one `int` from the pointer, which points
+    // at `len`, alive for the call.
+    let rc = unsafe {
+        libc::ioctl(
+            fd.as_raw_fd(),
+            libc::TUNSETVNETHDRSZ,
+            &len as *const libc::c_int,
+        )
+    };
+    Errno::result(rc)
+        .map(drop)
+        .map_err(|e| with_context(e, "TUNSETVNETHDRSZ"))
+}
+
+/// Tells the kernel which offloads this reader handles (TUNSETOFFLOAD with `TUN_F_*` flags): with
+/// `TUN_F_CSUM` it may hand us packets with partial checksums; without it, it completes them first.
+pub(super) fn set_offload(fd: BorrowedFd<'_>, flags: libc::c_uint) -> io::Result<()> {
+    // SAFETY: `fd` is a TUN descriptor; TUNSETOFFLOAD takes its argument by value (an unsigned long
+    // of flags), so no memory is shared with the kernel.
+    let rc = unsafe {
+        libc::ioctl(
+            fd.as_raw_fd(),
+            libc::TUNSETOFFLOAD,
+            libc::c_ulong::from(flags),
+        )
+    };
+    Errno::result(rc)
+        .map(drop)
+        .map_err(|e| with_context(e, "TUNSETOFFLOAD"))
+}
+
+/// Sets interface `name`'s MTU (SIOCSIFMTU on a socket of the calling thread's network namespace,
+/// which must be the interface's).
+pub(super) fn set_mtu(name: &str, mtu: usize) -> io::Result<()> {
+    let sock = nix::sys::socket::socket(
+        AddressFamily::Inet,
+        SockType::Datagram,
+        SockFlag::SOCK_CLOEXEC,
+        None,
+    )
+    .map_err(|e| with_context(e, "socket for SIOCSIFMTU"))?;
+    let mut req = IfReq::new(name)?;
+    let mtu = libc::c_int::try_from(mtu).map_err(|_| io::ErrorKind::InvalidInput)?;
+    req.data[..4].copy_from_slice(&mtu.to_ne_bytes());
+    // SAFETY: `sock` is an open socket; SIOCSIFMTU reads a `struct ifreq` (name and `ifr_mtu`) from the
+    // pointer, and `req` is a live, initialized value at least as large, borrowed for the call.
+    let rc = unsafe { libc::ioctl(sock.as_raw_fd(), libc::SIOCSIFMTU, &mut req as *mut IfReq) };
+    Errno::result(rc)
+        .map(drop)
+        .map_err(|e| with_context(e, &format!("setting the MTU of {name} to {mtu}")))
+}
+
+/// One `read`: the next packet, or `EAGAIN` when there is none.
+#[inline]
+pub(super) fn read(fd: BorrowedFd<'_>, buf: &mut [u8]) -> Result<usize, Errno> {
+    nix::unistd::read(fd, buf)
+}
+
+/// One `readv` into two pieces: the receive buffer, then `rest` for what does not fit (a GSO packet).
+#[inline]
+pub(super) fn read_two(
+    fd: BorrowedFd<'_>,
+    buf: &mut [u8],
+    rest: &mut [u8],
+) -> Result<usize, Errno> {
+    nix::sys::uio::readv(fd, &mut [IoSliceMut::new(buf), IoSliceMut::new(rest)])
+}
+
+/// One `writev` of a packet in two pieces: the virtio-net header and the IP packet, gathered by the
+/// kernel so neither is copied into a staging buffer first.
+#[inline]
+pub(super) fn write_packet(
+    fd: BorrowedFd<'_>,
+    header: &[u8],
+    packet: &[u8],
+) -> Result<usize, Errno> {
+    nix::sys::uio::writev(fd, &[IoSlice::new(header), IoSlice::new(packet)])
+}
+
+/// Waits until `fd` is readable or `timeout` passes (`None`: for ever). Returns true when readable;
+/// false on timeout or when a signal interrupted the wait.
+pub(super) fn wait_readable(fd: BorrowedFd<'_>, timeout: Option<Duration>) -> io::Result<bool> {
+    let timeout = match timeout {
+        None => PollTimeout::NONE,
+        // Round up, so a short positive timeout does not become a busy poll.
+        Some(t) => {
+            let ms = t.as_micros().div_ceil(1000);
+            PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX)
+        }
+    };
+    let mut fds = [PollFd::new(fd.as_fd(), PollFlags::POLLIN)];
+    match nix::poll::poll(&mut fds, timeout) {
+        Ok(0) | Err(Errno::EINTR) => Ok(false),
+        Ok(_) => Ok(fds[0]
+            .revents()
+            .is_some_and(|r| r.intersects(PollFlags::POLLIN | PollFlags::POLLERR))),
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn with_context(e: Errno, what: &str) -> io::Error {
+    let err = io::Error::from(e);
+    io::Error::new(err.kind(), format!("{what}: {err}"))
+}
