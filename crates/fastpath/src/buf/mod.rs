@@ -53,9 +53,11 @@ pub struct PacketMeta {
 /// after it.
 #[derive(Debug)]
 pub struct PacketBuf {
-    storage: Vec<u8>,
-    head: usize,
-    tail: usize,
+    storage: Box<[u8]>,
+    // 32-bit offsets (buffers stay far below 4 GiB) keep the struct at 32 bytes: it is moved several
+    // times per packet, from link queue to batch to socket queue.
+    head: u32,
+    tail: u32,
     /// Offload metadata.
     pub meta: PacketMeta,
 }
@@ -71,9 +73,20 @@ impl PacketBuf {
             "headroom past the end of the buffer"
         );
         PacketBuf {
+            storage: storage.into_boxed_slice(),
+            head: headroom as u32,
+            tail: headroom as u32,
+            meta: PacketMeta::default(),
+        }
+    }
+
+    /// A buffer over recycled `storage` (for the pool).
+    pub(crate) fn from_storage(storage: Box<[u8]>, headroom: usize) -> PacketBuf {
+        debug_assert!(headroom <= storage.len());
+        PacketBuf {
             storage,
-            head: headroom,
-            tail: headroom,
+            head: headroom as u32,
+            tail: headroom as u32,
             meta: PacketMeta::default(),
         }
     }
@@ -84,9 +97,9 @@ impl PacketBuf {
         let mut storage = vec![0; HEADROOM + bytes.len()];
         storage[HEADROOM..].copy_from_slice(bytes);
         PacketBuf {
-            storage,
-            head: HEADROOM,
-            tail: HEADROOM + bytes.len(),
+            storage: storage.into_boxed_slice(),
+            head: HEADROOM as u32,
+            tail: (HEADROOM + bytes.len()) as u32,
             meta: PacketMeta::default(),
         }
     }
@@ -94,19 +107,19 @@ impl PacketBuf {
     /// The valid bytes.
     #[inline]
     pub fn data(&self) -> &[u8] {
-        &self.storage[self.head..self.tail]
+        &self.storage[self.head as usize..self.tail as usize]
     }
 
     /// The valid bytes, writable.
     #[inline]
     pub fn data_mut(&mut self) -> &mut [u8] {
-        &mut self.storage[self.head..self.tail]
+        &mut self.storage[self.head as usize..self.tail as usize]
     }
 
     /// Number of valid bytes.
     #[inline]
     pub fn len(&self) -> usize {
-        self.tail - self.head
+        (self.tail - self.head) as usize
     }
 
     /// True when there are no valid bytes.
@@ -118,13 +131,13 @@ impl PacketBuf {
     /// Room left in front of the valid bytes.
     #[inline]
     pub fn headroom(&self) -> usize {
-        self.head
+        self.head as usize
     }
 
     /// Room left after the valid bytes.
     #[inline]
     pub fn tailroom(&self) -> usize {
-        self.storage.len() - self.tail
+        self.storage.len() - self.tail as usize
     }
 
     /// Bytes of memory this buffer holds, for accounting against limits (Linux calls it truesize).
@@ -139,9 +152,10 @@ impl PacketBuf {
     /// If there is less than `n` bytes of headroom: output paths reserve [`HEADROOM`], so this is a bug.
     #[inline]
     pub fn push_front(&mut self, n: usize) -> &mut [u8] {
-        assert!(n <= self.head, "no headroom for a {n}-byte header");
-        self.head -= n;
-        &mut self.storage[self.head..self.head + n]
+        assert!(n <= self.head as usize, "no headroom for a {n}-byte header");
+        self.head -= n as u32;
+        let head = self.head as usize;
+        &mut self.storage[head..head + n]
     }
 
     /// Drops `n` bytes from the front (a parsed header). Returns false, changing nothing, if there are
@@ -151,7 +165,7 @@ impl PacketBuf {
         if n > self.len() {
             return false;
         }
-        self.head += n;
+        self.head += n as u32;
         true
     }
 
@@ -162,9 +176,9 @@ impl PacketBuf {
     #[inline]
     pub fn extend(&mut self, n: usize) -> &mut [u8] {
         assert!(n <= self.tailroom(), "no tailroom for {n} bytes");
-        let start = self.tail;
-        self.tail += n;
-        &mut self.storage[start..self.tail]
+        let start = self.tail as usize;
+        self.tail += n as u32;
+        &mut self.storage[start..start + n]
     }
 
     /// Appends a copy of `bytes`.
@@ -176,21 +190,21 @@ impl PacketBuf {
     #[inline]
     pub fn truncate(&mut self, len: usize) {
         if len < self.len() {
-            self.tail = self.head + len;
+            self.tail = self.head + len as u32;
         }
     }
 
     /// Empties the window and places it at `headroom`, for reuse; clears the metadata.
     #[inline]
     pub fn reset(&mut self, headroom: usize) {
-        let headroom = headroom.min(self.storage.len());
+        let headroom = headroom.min(self.storage.len()) as u32;
         self.head = headroom;
         self.tail = headroom;
         self.meta = PacketMeta::default();
     }
 
     /// Gives the storage back (for the pool).
-    pub(crate) fn into_storage(self) -> Vec<u8> {
+    pub(crate) fn into_storage(self) -> Box<[u8]> {
         self.storage
     }
 

@@ -44,6 +44,9 @@ pub struct PoolStats {
     pub released: u64,
 }
 
+/// Free buffers of one size class.
+type FreeList = Vec<Box<[u8]>>;
+
 /// Buffers moved between a pool and its depot at once.
 const BATCH: usize = 32;
 
@@ -53,7 +56,7 @@ const BATCH: usize = 32;
 /// as Bonwick's magazines do. Cloning gives another handle to the same depot.
 #[derive(Clone, Debug, Default)]
 pub struct BufferDepot {
-    shelves: Arc<Mutex<[Vec<Vec<u8>>; 3]>>,
+    shelves: Arc<Mutex<[FreeList; 3]>>,
 }
 
 impl BufferDepot {
@@ -62,7 +65,7 @@ impl BufferDepot {
         BufferDepot::default()
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, [Vec<Vec<u8>>; 3]> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, [FreeList; 3]> {
         // A panic elsewhere cannot leave a list of free buffers inconsistent.
         self.shelves.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -72,7 +75,7 @@ impl BufferDepot {
 #[derive(Debug)]
 pub struct BufferPool {
     mode: BufferMode,
-    free: [Vec<Vec<u8>>; 3],
+    free: [FreeList; 3],
     max_free: usize,
     depot: Option<BufferDepot>,
     stats: PoolStats,
@@ -129,7 +132,7 @@ impl BufferPool {
                 }
                 if let Some(storage) = self.free[class].pop() {
                     self.stats.reused += 1;
-                    return PacketBuf::with_storage(storage, HEADROOM);
+                    return PacketBuf::from_storage(storage, HEADROOM);
                 }
                 self.stats.allocated += 1;
                 return PacketBuf::with_storage(vec![0; CLASSES[class]], HEADROOM);
