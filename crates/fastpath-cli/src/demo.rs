@@ -147,16 +147,21 @@ pub fn run(args: &DemoArgs) -> Result<(), String> {
     );
 
     for (name, stack) in [("A", &a), ("B", &b)] {
-        let (pool, free, bytes) = stack.pool_stats();
         println!("\n--- counters of {name} ---\n{}", stack.counters());
-        println!(
-            "buffers: {} reused, {} allocated, {} recycled, {} released; {free} free ({} KiB)",
-            pool.reused,
-            pool.allocated,
-            pool.recycled,
-            pool.released,
-            bytes / 1024
-        );
+        println!("{}", buffer_line(stack));
     }
     Ok(())
+}
+
+/// One line on a stack's buffers: the pool's counters and what it holds free.
+pub fn buffer_line(stack: &Stack) -> String {
+    let (pool, free, bytes) = stack.pool_stats();
+    format!(
+        "buffers: {} reused, {} allocated, {} recycled, {} released; {free} free ({} KiB)",
+        pool.reused,
+        pool.allocated,
+        pool.recycled,
+        pool.released,
+        bytes / 1024
+    )
 }

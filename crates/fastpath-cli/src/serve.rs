@@ -214,7 +214,7 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
 
     let elapsed = started.elapsed();
     let counters = *stack.counters();
-    let (pool, free, bytes) = stack.pool_stats();
+    let buffers = crate::demo::buffer_line(&stack);
     // Closing the link removes the interface (and flushes the pcap file).
     drop(stack);
     println!(
@@ -228,14 +228,7 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
     );
     println!("\n--- counters ---\n{counters}");
     print!("{}", tun.stats());
-    println!(
-        "buffers: {} reused, {} allocated, {} recycled, {} released; {free} free ({} KiB)",
-        pool.reused,
-        pool.allocated,
-        pool.recycled,
-        pool.released,
-        bytes / 1024
-    );
+    println!("{buffers}");
     if let (Some(count), Some(path)) = (pcap_count, &args.pcap) {
         println!(
             "pcap: {} packets in {}",

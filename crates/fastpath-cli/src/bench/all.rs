@@ -52,6 +52,27 @@ fn palette(i: usize) -> RGBColor {
 
 type Series = (String, Vec<(f64, f64)>);
 
+/// One series per name: the rows whose `name_of` is that name, as points.
+fn series_by<R>(
+    names: &[String],
+    rows: &[R],
+    name_of: impl Fn(&R) -> &str,
+    point: impl Fn(&R) -> (f64, f64),
+) -> Vec<Series> {
+    names
+        .iter()
+        .map(|n| {
+            (
+                n.clone(),
+                rows.iter()
+                    .filter(|r| name_of(r) == n)
+                    .map(&point)
+                    .collect(),
+            )
+        })
+        .collect()
+}
+
 /// Draws `series` as lines, with axis labels and a legend, into `chart`.
 fn draw_lines<'a, 'b: 'a, X, Y>(
     chart: &mut ChartContext<'a, SVGBackend<'b>, Cartesian2d<X, Y>>,
@@ -312,19 +333,17 @@ pub fn run(args: &AllArgs) -> Result<(), String> {
         let _ = writeln!(md, "\nAt 16 MiB (out of cache) the fused copy+checksum takes {:.2}x the time of a copy alone (paper 000 table 8: 1.00x to 1.21x on 1990-93 workstations).\n", fused / copy);
     }
     md += "![checksum](checksum.svg)\n\n";
-    let series: Vec<Series> = names
+    let plotted: Vec<String> = names
         .iter()
         .filter(|n| *n != "ipv4-inline")
-        .map(|n| {
-            (
-                n.clone(),
-                rows.iter()
-                    .filter(|r| &r.algorithm == n)
-                    .map(|r| (r.bytes as f64, r.gbytes_per_s))
-                    .collect(),
-            )
-        })
+        .cloned()
         .collect();
+    let series = series_by(
+        &plotted,
+        &rows,
+        |r| &r.algorithm,
+        |r| (r.bytes as f64, r.gbytes_per_s),
+    );
     line_chart(
         &dir.join("checksum.svg"),
         "checksum and copy throughput by length",
@@ -359,18 +378,12 @@ pub fn run(args: &AllArgs) -> Result<(), String> {
         .collect();
     md += &md_table(&header, &table);
     md += "\nPaper 002 §4.2: with 1500-byte MTUs TCP never exceeded 740 Mb/s; 8 KB was the sweet spot; zero-copy and checksum offload together reached 2 Gb/s, limited by the NIC.\n\n![mtu](mtu.svg)\n\n";
-    let series: Vec<Series> = opts
-        .iter()
-        .map(|o| {
-            (
-                o.clone(),
-                rows.iter()
-                    .filter(|r| &r.options == o)
-                    .map(|r| (r.mtu as f64, r.gbit_per_s))
-                    .collect(),
-            )
-        })
-        .collect();
+    let series = series_by(
+        &opts,
+        &rows,
+        |r| &r.options,
+        |r| (r.mtu as f64, r.gbit_per_s),
+    );
     line_chart(
         &dir.join("mtu.svg"),
         "payload bandwidth vs MTU",
@@ -474,19 +487,12 @@ pub fn run(args: &AllArgs) -> Result<(), String> {
         .collect();
     md += &md_table(&header, &tab);
     md += "\n![demux](demux.svg)\n\n";
-    let series: Vec<Series> = strategies
-        .iter()
-        .map(|s| {
-            (
-                s.clone(),
-                cells
-                    .iter()
-                    .filter(|c| &c.strategy == s)
-                    .map(|c| (c.sockets as f64, c.ns_per_lookup))
-                    .collect(),
-            )
-        })
-        .collect();
+    let series = series_by(
+        &strategies,
+        &cells,
+        |c| &c.strategy,
+        |c| (c.sockets as f64, c.ns_per_lookup),
+    );
     line_chart(
         &dir.join("demux.svg"),
         "ns per lookup vs bound sockets",
