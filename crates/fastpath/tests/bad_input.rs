@@ -288,3 +288,32 @@ fn random_garbage_never_panics_and_every_packet_is_accounted_for() {
         "{c}"
     );
 }
+
+/// RFC 1122 §4.1.3.4: a datagram with a bad checksum is discarded silently, even when no socket wants
+/// it: no port unreachable goes back (deferred verification used to send one), and it counts as a bad
+/// checksum, whatever the configuration.
+#[test]
+fn a_corrupted_datagram_to_a_closed_port_gets_no_port_unreachable() {
+    for config in [StackConfig::default(), StackConfig::classic()] {
+        let (mut b, mut raw) = stack_and_raw(config, LinkCapabilities::plain(1500));
+        let mut p = udp_packet(sa(A, 1000), sa(B, 4444), b"corrupted");
+        p[30] ^= 0x55;
+        inject(&mut raw, &p);
+        let b_broadcast = std::net::Ipv4Addr::new(10, 0, 0, 255);
+        let mut broadcast = udp_packet(sa(A, 1000), sa(b_broadcast, 4444), b"corrupted");
+        broadcast[30] ^= 0x55;
+        inject(&mut raw, &broadcast);
+        b.poll(Instant::ZERO);
+        assert!(
+            capture(&mut raw).is_empty(),
+            "an ICMP error about a corrupted datagram"
+        );
+        let c = b.counters();
+        assert_eq!(c.drops.get(DropReason::UdpBadChecksum), 2, "{c}");
+        assert_eq!(c.drops.get(DropReason::UdpNoSocket), 0, "{c}");
+        // An intact one still gets its port unreachable.
+        inject(&mut raw, &udp_packet(sa(A, 1000), sa(B, 4444), b"intact"));
+        b.poll(Instant::ZERO);
+        assert_eq!(capture(&mut raw).len(), 1);
+    }
+}

@@ -517,7 +517,12 @@ impl Stack {
             let mut matches = std::mem::take(&mut self.udp.matches);
             self.udp.demux.lookup_all(dst, from, &mut matches);
             if matches.is_empty() {
-                self.drop_packet(buf, DropReason::UdpNoSocket);
+                let reason = if deferred_ok(pending, buf.data()) {
+                    DropReason::UdpNoSocket
+                } else {
+                    DropReason::UdpBadChecksum
+                };
+                self.drop_packet(buf, reason);
             } else {
                 buf.pull_front(8);
                 let last = matches.len() - 1;
@@ -535,6 +540,9 @@ impl Stack {
             Some(id) => {
                 buf.pull_front(8);
                 self.udp_enqueue(id, buf, from, pending);
+            }
+            None if !deferred_ok(pending, buf.data()) => {
+                self.drop_packet(buf, DropReason::UdpBadChecksum)
             }
             None => {
                 self.icmp_send_error(DstUnreachable::PortUnreachable, ip, buf.data());
@@ -576,6 +584,18 @@ impl Stack {
             }
         }
     }
+}
+
+/// Whether a datagram (UDP header first) whose verification was deferred passes its checksum. A
+/// datagram no socket will read is verified at once with this, before an ICMP error is sent about it:
+/// one with a bad checksum is discarded silently (RFC 1122 §4.1.3.4).
+fn deferred_ok(pending: Option<u16>, datagram: &[u8]) -> bool {
+    pending.is_none_or(|head| {
+        let mut sum = Checksum::new();
+        sum.add_sum(head);
+        sum.add_bytes(&datagram[8..]);
+        sum.sum() == 0xffff
+    })
 }
 
 /// Where a datagram's payload comes from.
