@@ -114,6 +114,48 @@ fn broadcast_or_multicast_source() {
     }
 }
 
+/// RFC 1122 §3.2.1.3: 127/8 must not appear outside a host. From a link, a loopback source is a bad
+/// source and a loopback destination is not for us: no reply leaves with a 127/8 source.
+#[test]
+fn loopback_addresses_from_a_link() {
+    let mut p = good();
+    p[12..16].copy_from_slice(&[127, 0, 0, 1]);
+    fix_ip_checksum(&mut p);
+    dropped_as(&p, DropReason::Ipv4BadSource);
+    let mut p = good();
+    p[16..20].copy_from_slice(&[127, 0, 0, 9]);
+    fix_ip_checksum(&mut p);
+    dropped_as(&p, DropReason::Ipv4NotForUs);
+    let (mut b, mut raw, _) = stack();
+    let mut echo = vec![8, 0, 0, 0, 0, 1, 0, 1];
+    let sum = fastpath::checksum::rfc1071(&echo);
+    echo[2..4].copy_from_slice(&(!sum).to_be_bytes());
+    inject(
+        &mut raw,
+        &ip_packet(A, "127.0.0.9".parse().unwrap(), 1, &echo),
+    );
+    b.poll(Instant::ZERO);
+    assert!(
+        capture(&mut raw).is_empty(),
+        "answered from 127.0.0.9 on a link"
+    );
+    // Over loopback itself, 127/8 is as usual.
+    let mut echo_lo = ip_packet(
+        "127.0.0.1".parse().unwrap(),
+        "127.0.0.9".parse().unwrap(),
+        1,
+        &echo,
+    );
+    fix_ip_checksum(&mut echo_lo);
+    b.receive(
+        fastpath::stack::LOOPBACK,
+        fastpath::buf::PacketBuf::from_slice(&echo_lo),
+    );
+    b.poll(Instant::ZERO);
+    assert_eq!(b.counters().icmp.out_echo_reps, 1);
+    assert_eq!(b.recv_echo_reply().map(|r| r.seq_no), Some(1));
+}
+
 #[test]
 fn not_for_us() {
     let mut p = good();
