@@ -228,10 +228,18 @@ impl Stack {
         }
     }
 
-    /// Sends a fragment reassembly time exceeded about a datagram that timed out.
+    /// Sends a fragment reassembly time exceeded about a datagram that timed out, unless it was
+    /// addressed to a broadcast (RFC 1122 §3.2.2: no ICMP error about a datagram to a broadcast or
+    /// multicast address) or came from a source that is not a unicast host.
     pub(crate) fn icmp_send_time_exceeded(&mut self, expired: &Expired) {
-        let src = expired.key.src;
+        let (src, dst) = (expired.key.src, expired.key.dst);
         if src.is_unspecified() || src.is_broadcast() || src.is_multicast() {
+            return;
+        }
+        if dst.is_broadcast()
+            || dst.is_multicast()
+            || self.ifaces.iter().any(|f| f.broadcast == Some(dst))
+        {
             return;
         }
         let repr = Icmpv4Repr::TimeExceeded {

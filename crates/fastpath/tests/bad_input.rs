@@ -359,3 +359,31 @@ fn a_corrupted_datagram_to_a_closed_port_gets_no_port_unreachable() {
         assert_eq!(capture(&mut raw).len(), 1);
     }
 }
+
+/// RFC 1122 §3.2.2: no ICMP error about a datagram addressed to a broadcast. A fragment of one that
+/// never completes times out silently (one to this host's own address still draws a time exceeded).
+#[test]
+fn no_time_exceeded_about_a_broadcast() {
+    let (mut b, mut raw, _) = stack();
+    for (ident, dst) in [
+        (1u16, [10, 0, 0, 255]),
+        (2, [255, 255, 255, 255]),
+        (3, [10, 0, 0, 2]),
+    ] {
+        let mut p = fragment(ident, 0, true, &[0; 16]);
+        p[16..20].copy_from_slice(&dst);
+        fix_ip_checksum(&mut p);
+        inject(&mut raw, &p);
+    }
+    b.poll(Instant::ZERO);
+    b.poll(Instant::ZERO + Duration::from_secs(31));
+    assert_eq!(b.counters().drops.get(DropReason::ReassemblyTimeout), 3);
+    let out = capture(&mut raw);
+    assert_eq!(
+        out.len(),
+        1,
+        "time exceeded only about the unicast datagram"
+    );
+    assert_eq!((out[0][20], out[0][21]), (11, 1));
+    assert_eq!(out[0][28 + 16..28 + 20], [10, 0, 0, 2]);
+}
