@@ -18,7 +18,7 @@ use crate::checksum::{self, Checksum};
 use crate::config::{CopyChecksum, StackConfig};
 use crate::demux::{Demux, Pcb, SocketId};
 use crate::ipv4::{Delivery, NextHop};
-use crate::stack::Stack;
+use crate::stack::{Stack, LOOPBACK};
 use crate::stats::DropReason;
 use crate::wire::icmpv4::DstUnreachable;
 use crate::wire::{IpProtocol, Ipv4Repr, UdpPacket, UdpRepr, WireError};
@@ -370,6 +370,13 @@ impl Stack {
         } else {
             pcb.local_addr
         };
+        if src.is_loopback() && hop.iface != LOOPBACK {
+            // 127/8 must not appear outside the host (RFC 1122 §3.2.1.3); Linux says EINVAL too.
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("a socket bound to {src} cannot send to {dst}, off the host"),
+            ));
+        }
 
         let policy = self.config.checksum_policy;
         let fragments = 28 + len > hop.caps.mtu;
