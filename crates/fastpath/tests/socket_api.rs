@@ -638,3 +638,18 @@ fn a_socket_bound_to_loopback_stays_on_the_host() {
     settle(&mut a, &mut b, NOW);
     assert_eq!(a.udp(l).recv(&mut [0; 8]).unwrap(), 2);
 }
+
+/// The broadcast option is needed for a directed broadcast (10.0.0.255 here) as for 255.255.255.255,
+/// on send and on connect, as in BSD and Linux.
+#[test]
+fn a_directed_broadcast_needs_the_broadcast_option() {
+    let (mut a, _) = pair();
+    let s = a.udp_bind(sa(A, 0)).unwrap();
+    for dst in [Ipv4Addr::new(10, 0, 0, 255), Ipv4Addr::BROADCAST] {
+        let e = a.udp(s).send_to(b"x", sa(dst, 67)).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::PermissionDenied, "{dst}");
+        let e = a.udp(s).connect(sa(dst, 67)).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::PermissionDenied, "{dst}");
+    }
+    assert_eq!(a.counters().udp.out_datagrams, 0);
+}

@@ -258,7 +258,7 @@ impl Stack {
                 "cannot connect to a wildcard address or port 0",
             ));
         }
-        if remote.ip().is_broadcast() && !state.options.broadcast {
+        if self.is_broadcast(*remote.ip()) && !state.options.broadcast {
             return Err(broadcast_denied());
         }
         let hop = self
@@ -278,6 +278,12 @@ impl Stack {
         self.check_tuple_free(s, &pcb)?;
         self.udp.set_pcb(s, pcb);
         Ok(())
+    }
+
+    /// True for the limited broadcast and every interface's directed broadcast: the addresses the
+    /// broadcast option is needed for, as in BSD's `in_broadcast`.
+    fn is_broadcast(&self, addr: Ipv4Addr) -> bool {
+        addr.is_broadcast() || self.ifaces.iter().any(|f| f.broadcast == Some(addr))
     }
 
     /// Refuses a connected PCB whose 4-tuple another socket has.
@@ -339,7 +345,7 @@ impl Stack {
                 "cannot send to a wildcard address or port 0",
             ));
         }
-        if dst.ip().is_broadcast() && !options.broadcast {
+        if self.is_broadcast(*dst.ip()) && !options.broadcast {
             return Err(broadcast_denied());
         }
 
