@@ -9,7 +9,7 @@ use crate::buf::PacketBuf;
 use crate::config::Limits;
 use crate::ipv4::reassembly::Expired;
 use crate::ipv4::Delivery;
-use crate::stack::Stack;
+use crate::stack::{Stack, LOOPBACK};
 use crate::stats::DropReason;
 use crate::time::Instant;
 use crate::wire::icmpv4::{self, DstUnreachable, TimeExceeded};
@@ -193,7 +193,11 @@ impl Stack {
                 return Err(reason);
             }
         };
-        let src = src.filter(|s| self.is_own_address(*s)).unwrap_or(hop.src);
+        // The address the message answers, if it is ours and may leave on the route's interface
+        // (127/8 never leaves the host); else the route's.
+        let src = src
+            .filter(|s| self.is_own_address(*s) && (hop.iface == LOOPBACK || !s.is_loopback()))
+            .unwrap_or(hop.src);
         let len = repr.buffer_len();
         let mut buf = self.pool.alloc(len);
         repr.emit(buf.extend(len));

@@ -387,3 +387,21 @@ fn no_time_exceeded_about_a_broadcast() {
     assert_eq!((out[0][20], out[0][21]), (11, 1));
     assert_eq!(out[0][28 + 16..28 + 20], [10, 0, 0, 2]);
 }
+
+/// A datagram to 127.0.0.9 from a host on a link, fed straight into the loopback interface through
+/// `Stack::receive` (which a real loopback never carries): the port unreachable goes back on the link
+/// from the link's address, never from 127/8.
+#[test]
+fn an_error_leaving_on_a_link_never_comes_from_loopback() {
+    let (mut b, mut raw, _) = stack();
+    let p = udp_packet(sa(A, 1000), sa("127.0.0.9".parse().unwrap(), 4444), b"x");
+    b.receive(
+        fastpath::stack::LOOPBACK,
+        fastpath::buf::PacketBuf::from_slice(&p),
+    );
+    b.poll(Instant::ZERO);
+    let out = capture(&mut raw);
+    assert_eq!(out.len(), 1);
+    assert_eq!((out[0][20], out[0][21]), (3, 3), "port unreachable");
+    assert_eq!(out[0][12..16], B.octets(), "its source");
+}
