@@ -233,8 +233,8 @@ impl Stack {
     }
 
     /// Sends a fragment reassembly time exceeded about a datagram that timed out, unless it was
-    /// addressed to a broadcast (RFC 1122 §3.2.2: no ICMP error about a datagram to a broadcast or
-    /// multicast address) or came from a source that is not a unicast host.
+    /// addressed to a broadcast, was itself an ICMP error (RFC 1122 §3.2.2: no ICMP error about
+    /// either) or came from a source that is not a unicast host.
     pub(crate) fn icmp_send_time_exceeded(&mut self, expired: &Expired) {
         let (src, dst) = (expired.key.src, expired.key.dst);
         if src.is_unspecified() || src.is_broadcast() || src.is_multicast() {
@@ -243,6 +243,15 @@ impl Stack {
         if dst.is_broadcast()
             || dst.is_multicast()
             || self.ifaces.iter().any(|f| f.broadcast == Some(dst))
+        {
+            return;
+        }
+        // Nor about an ICMP error (RFC 1122 §3.2.2): of ICMP, only queries (echo, timestamp,
+        // information, address mask) are answered with an error, as Linux does.
+        let header_len = usize::from(expired.quote[0] & 0x0f) * 4;
+        if expired.key.protocol == 1
+            && expired.quote_len > header_len
+            && !matches!(expired.quote[header_len], 0 | 8 | 13..=18)
         {
             return;
         }

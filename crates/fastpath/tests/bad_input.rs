@@ -405,3 +405,25 @@ fn an_error_leaving_on_a_link_never_comes_from_loopback() {
     assert_eq!((out[0][20], out[0][21]), (3, 3), "port unreachable");
     assert_eq!(out[0][12..16], B.octets(), "its source");
 }
+
+/// RFC 1122 §3.2.2: no ICMP error about an ICMP error. A fragmented ICMP error message (here a port
+/// unreachable) that never completes times out silently; a fragmented echo request still draws a
+/// time exceeded.
+#[test]
+fn no_time_exceeded_about_an_icmp_error() {
+    let (mut b, mut raw, _) = stack();
+    for (ident, icmp_type) in [(1u16, 3u8), (2, 11), (3, 8)] {
+        let mut message = vec![0u8; 32];
+        message[0] = icmp_type;
+        let mut p = fragment(ident, 0, true, &message);
+        p[9] = 1;
+        fix_ip_checksum(&mut p);
+        inject(&mut raw, &p);
+    }
+    b.poll(Instant::ZERO);
+    b.poll(Instant::ZERO + Duration::from_secs(31));
+    assert_eq!(b.counters().drops.get(DropReason::ReassemblyTimeout), 3);
+    let out = capture(&mut raw);
+    assert_eq!(out.len(), 1, "time exceeded only about the echo request");
+    assert_eq!(out[0][28 + 20], 8, "the quoted message is the echo request");
+}
