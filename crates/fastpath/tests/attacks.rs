@@ -691,7 +691,8 @@ fn a_flood_of_incomplete_fragments_evicts_the_oldest_and_times_out() {
     t.still_serves(later);
 }
 
-/// A flood of large first fragments: the bytes they hold stay under `reassembly_bytes`.
+/// A flood of large first fragments: the bytes they hold stay under `reassembly_bytes`; a datagram
+/// larger than the cap by itself is evicted too.
 #[test]
 fn a_flood_of_large_fragments_stays_under_the_byte_cap() {
     let mut config = StackConfig::default();
@@ -706,6 +707,19 @@ fn a_flood_of_large_fragments_stays_under_the_byte_cap() {
     let (n, _) = t.b.reassembly_stats();
     assert!(n < 200);
     assert_eq!(t.drops(DropReason::ReassemblyEvicted), 200 - n as u64);
+    // One datagram larger than the cap by itself: the others go first, then it does.
+    let evicted = t.drops(DropReason::ReassemblyEvicted);
+    // (Injected packets come in buffers of their own size, 4,148 bytes here: 16 exceed 64 KiB.)
+    for i in 0..16 {
+        t.inject(&fragment(9999, 4000 * i, true, &[7; 4000]));
+    }
+    t.poll(T0);
+    assert_eq!(t.b.reassembly_stats(), (0, 0));
+    // Each datagram evicted counts once, itself included.
+    assert_eq!(
+        t.drops(DropReason::ReassemblyEvicted),
+        evicted + n as u64 + 1
+    );
     t.still_serves(T0);
 }
 
