@@ -66,6 +66,7 @@ impl Harness {
         let buf = fragment(&mut self.pool, &key, offset, len);
         self.keys.insert(key);
         let evictions = self.drops.get(DropReason::ReassemblyEvicted);
+        let held = self.table.len() as i64;
         let outcome = self.table.insert(
             key,
             offset,
@@ -107,8 +108,36 @@ impl Harness {
             ),
             _ => {}
         }
-        if let Outcome::Dropped(DropReason::ReassemblyEvicted) = outcome {
-            assert!(self.drops.get(DropReason::ReassemblyEvicted) > evictions);
+        // Every datagram that leaves the table is counted once: the others it evicted by the table,
+        // this one (completed, or discarded whole) by the caller from the outcome. So the change in
+        // datagrams held plus the table's evictions is whether this call made a new entry (0 or 1)
+        // less whether this datagram left.
+        let evicted = (self.drops.get(DropReason::ReassemblyEvicted) - evictions) as i64;
+        let change = self.table.len() as i64 - held + evicted;
+        let left = match &outcome {
+            Outcome::Complete(_) => true,
+            Outcome::Dropped(r) => !matches!(
+                r,
+                DropReason::FragmentBadLength
+                    | DropReason::FragmentTooBig
+                    | DropReason::FragmentTinyFirst
+                    | DropReason::FragmentDuplicate
+            ),
+            Outcome::Held => false,
+        };
+        let expected = if left { -1..=0 } else { 0..=1 };
+        assert!(
+            expected.contains(&change),
+            "{outcome:?}: {held} held before, {} after, {evicted} evicted",
+            self.table.len()
+        );
+        if stateless.is_some() || matches!(outcome, Outcome::Dropped(DropReason::FragmentDuplicate))
+        {
+            assert_eq!(
+                (change, evicted),
+                (0, 0),
+                "a rejected fragment changed the table"
+            );
         }
         if let Outcome::Complete(d) = &outcome {
             let d = d.data();
