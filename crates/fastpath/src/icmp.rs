@@ -9,7 +9,7 @@ use crate::buf::PacketBuf;
 use crate::config::Limits;
 use crate::ipv4::reassembly::Expired;
 use crate::ipv4::Delivery;
-use crate::stack::Stack;
+use crate::stack::{Stack, LOOPBACK};
 use crate::stats::DropReason;
 use crate::time::Instant;
 use crate::wire::icmpv4::{self, DstUnreachable, TimeExceeded};
@@ -193,7 +193,11 @@ impl Stack {
                 return Err(reason);
             }
         };
-        let src = src.filter(|s| self.is_own_address(*s)).unwrap_or(hop.src);
+        // The address the message answers, if it is ours and may leave on the route's interface
+        // (127/8 never leaves the host); else the route's.
+        let src = src
+            .filter(|s| self.is_own_address(*s) && (hop.iface == LOOPBACK || !s.is_loopback()))
+            .unwrap_or(hop.src);
         let len = repr.buffer_len();
         let mut buf = self.pool.alloc(len);
         repr.emit(buf.extend(len));
@@ -228,10 +232,27 @@ impl Stack {
         }
     }
 
-    /// Sends a fragment reassembly time exceeded about a datagram that timed out.
+    /// Sends a fragment reassembly time exceeded about a datagram that timed out, unless it was
+    /// addressed to a broadcast, was itself an ICMP error (RFC 1122 §3.2.2: no ICMP error about
+    /// either) or came from a source that is not a unicast host.
     pub(crate) fn icmp_send_time_exceeded(&mut self, expired: &Expired) {
-        let src = expired.key.src;
+        let (src, dst) = (expired.key.src, expired.key.dst);
         if src.is_unspecified() || src.is_broadcast() || src.is_multicast() {
+            return;
+        }
+        if dst.is_broadcast()
+            || dst.is_multicast()
+            || self.ifaces.iter().any(|f| f.broadcast == Some(dst))
+        {
+            return;
+        }
+        // Nor about an ICMP error (RFC 1122 §3.2.2): of ICMP, only queries (echo, timestamp,
+        // information, address mask) are answered with an error, as Linux does.
+        let header_len = usize::from(expired.quote[0] & 0x0f) * 4;
+        if expired.key.protocol == 1
+            && expired.quote_len > header_len
+            && !matches!(expired.quote[header_len], 0 | 8 | 13..=18)
+        {
             return;
         }
         let repr = Icmpv4Repr::TimeExceeded {

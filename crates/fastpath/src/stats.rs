@@ -37,9 +37,11 @@ drop_reasons! {
     Ipv4BadChecksum => "ipv4: bad header checksum",
     /// IPv4: arrived with TTL 0.
     Ipv4TtlZero => "ipv4: ttl zero",
-    /// IPv4: source is a broadcast or multicast address.
-    Ipv4BadSource => "ipv4: broadcast or multicast source",
-    /// IPv4: destination is none of ours (this host does not forward).
+    /// IPv4: source is a broadcast or multicast address, or a loopback address on another interface
+    /// than loopback.
+    Ipv4BadSource => "ipv4: bad source address",
+    /// IPv4: destination is none of ours (this host does not forward), or a loopback address on
+    /// another interface than loopback.
     Ipv4NotForUs => "ipv4: not for this host",
     /// IPv4: protocol this stack does not speak.
     Ipv4UnknownProtocol => "ipv4: unknown protocol",

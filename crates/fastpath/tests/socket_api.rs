@@ -620,3 +620,36 @@ fn zero_copy_send_and_receive() {
     );
     assert_eq!(b.counters().drops.get(DropReason::UdpBadChecksum), 1);
 }
+
+/// A socket bound to a loopback address cannot send off the host: 127/8 must not appear on a link
+/// (RFC 1122 §3.2.1.3; Linux says EINVAL). It still sends over loopback.
+#[test]
+fn a_socket_bound_to_loopback_stays_on_the_host() {
+    let (mut a, mut b) = pair();
+    let s = a.udp_bind(sa(Ipv4Addr::LOCALHOST, 7000)).unwrap();
+    let r = b.udp_bind(sa(B, 9)).unwrap();
+    let e = a.udp(s).send_to(b"out", sa(B, 9)).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidInput);
+    settle(&mut a, &mut b, NOW);
+    assert!(b.udp(r).recv(&mut [0; 8]).is_err());
+    assert_eq!(b.counters().ip.in_receives, 0, "a 127/8 source on the link");
+    let l = a.udp_bind(sa(Ipv4Addr::LOCALHOST, 9)).unwrap();
+    a.udp(s).send_to(b"in", sa(Ipv4Addr::LOCALHOST, 9)).unwrap();
+    settle(&mut a, &mut b, NOW);
+    assert_eq!(a.udp(l).recv(&mut [0; 8]).unwrap(), 2);
+}
+
+/// The broadcast option is needed for a directed broadcast (10.0.0.255 here) as for 255.255.255.255,
+/// on send and on connect, as in BSD and Linux.
+#[test]
+fn a_directed_broadcast_needs_the_broadcast_option() {
+    let (mut a, _) = pair();
+    let s = a.udp_bind(sa(A, 0)).unwrap();
+    for dst in [Ipv4Addr::new(10, 0, 0, 255), Ipv4Addr::BROADCAST] {
+        let e = a.udp(s).send_to(b"x", sa(dst, 67)).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::PermissionDenied, "{dst}");
+        let e = a.udp(s).connect(sa(dst, 67)).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::PermissionDenied, "{dst}");
+    }
+    assert_eq!(a.counters().udp.out_datagrams, 0);
+}

@@ -74,10 +74,10 @@ impl Stack {
 
     /// Input: one packet from `_iface`. The host model is weak (RFC 1122 §3.3.4.2): the arriving
     /// interface does not restrict which of the host's addresses the packet may be for.
-    pub(crate) fn ipv4_input(&mut self, _iface: InterfaceId, mut buf: PacketBuf) {
+    pub(crate) fn ipv4_input(&mut self, iface: InterfaceId, mut buf: PacketBuf) {
         layer!(Receive, Ip);
         self.counters.ip.in_receives += 1;
-        let checked = match self.ipv4_check(buf.data()) {
+        let checked = match self.ipv4_check(iface, buf.data()) {
             Ok(checked) => checked,
             Err(reason) => return self.drop_packet(buf, reason),
         };
@@ -124,9 +124,15 @@ impl Stack {
         self.ipv4_deliver(buf, &repr, delivery);
     }
 
-    /// Validates a packet; on success returns its parsed header, header length, how it is addressed to
-    /// us, and whether it is a fragment.
-    fn ipv4_check(&self, data: &[u8]) -> Result<(Ipv4Repr, usize, Delivery, bool), DropReason> {
+    /// Validates a packet that arrived on `iface`; on success returns its parsed header, header length,
+    /// how it is addressed to us, and whether it is a fragment. Loopback addresses (127/8) must not
+    /// appear outside a host (RFC 1122 §3.2.1.3): from any other interface, such a source is a bad
+    /// source and such a destination is not for us.
+    fn ipv4_check(
+        &self,
+        iface: InterfaceId,
+        data: &[u8],
+    ) -> Result<(Ipv4Repr, usize, Delivery, bool), DropReason> {
         let packet = Ipv4Packet::new_checked(data).map_err(|e| match e {
             WireError::BadVersion => DropReason::Ipv4BadVersion,
             WireError::BadHeaderLength => DropReason::Ipv4BadHeaderLength,
@@ -158,8 +164,12 @@ impl Stack {
             return Err(DropReason::Ipv4TtlZero);
         }
         let (src, dst) = (repr.src_addr, repr.dst_addr);
-        if src.is_broadcast() || src.is_multicast() {
+        let wire = iface != LOOPBACK;
+        if src.is_broadcast() || src.is_multicast() || (wire && src.is_loopback()) {
             return Err(DropReason::Ipv4BadSource);
+        }
+        if wire && dst.is_loopback() {
+            return Err(DropReason::Ipv4NotForUs);
         }
         // One pass over the interfaces: is the source a directed broadcast, is the destination ours?
         let mut delivery = if dst.is_broadcast() {

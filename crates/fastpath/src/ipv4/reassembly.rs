@@ -108,7 +108,8 @@ impl ReassemblyTable {
 
     /// Adds one fragment whose payload is `buf`'s data, at byte `offset`, with the more-fragments flag
     /// `more`. `header` is the fragment's IP header (for an ICMP time exceeded quote if it is the
-    /// first). Drops are counted in `drops` by the caller from the outcome, and evictions here.
+    /// first). The caller counts the outcome's drop (one per call); the evictions of other datagrams
+    /// are counted here, in `drops`.
     #[allow(clippy::too_many_arguments)]
     pub fn insert(
         &mut self,
@@ -229,10 +230,11 @@ impl ReassemblyTable {
                 .unwrap_or(index_of(&self.datagrams, key));
             let evicted_self = self.datagrams[victim].key == key;
             self.discard(victim, pool);
-            drops.add(DropReason::ReassemblyEvicted);
             if evicted_self {
+                // Counted by the caller, from the outcome.
                 return Outcome::Dropped(DropReason::ReassemblyEvicted);
             }
+            drops.add(DropReason::ReassemblyEvicted);
         }
         Outcome::Held
     }

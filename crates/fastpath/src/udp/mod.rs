@@ -18,7 +18,7 @@ use crate::checksum::{self, Checksum};
 use crate::config::{CopyChecksum, StackConfig};
 use crate::demux::{Demux, Pcb, SocketId};
 use crate::ipv4::{Delivery, NextHop};
-use crate::stack::Stack;
+use crate::stack::{Stack, LOOPBACK};
 use crate::stats::DropReason;
 use crate::wire::icmpv4::DstUnreachable;
 use crate::wire::{IpProtocol, Ipv4Repr, UdpPacket, UdpRepr, WireError};
@@ -258,7 +258,7 @@ impl Stack {
                 "cannot connect to a wildcard address or port 0",
             ));
         }
-        if remote.ip().is_broadcast() && !state.options.broadcast {
+        if self.is_broadcast(*remote.ip()) && !state.options.broadcast {
             return Err(broadcast_denied());
         }
         let hop = self
@@ -278,6 +278,12 @@ impl Stack {
         self.check_tuple_free(s, &pcb)?;
         self.udp.set_pcb(s, pcb);
         Ok(())
+    }
+
+    /// True for the limited broadcast and every interface's directed broadcast: the addresses the
+    /// broadcast option is needed for, as in BSD's `in_broadcast`.
+    fn is_broadcast(&self, addr: Ipv4Addr) -> bool {
+        addr.is_broadcast() || self.ifaces.iter().any(|f| f.broadcast == Some(addr))
     }
 
     /// Refuses a connected PCB whose 4-tuple another socket has.
@@ -339,7 +345,7 @@ impl Stack {
                 "cannot send to a wildcard address or port 0",
             ));
         }
-        if dst.ip().is_broadcast() && !options.broadcast {
+        if self.is_broadcast(*dst.ip()) && !options.broadcast {
             return Err(broadcast_denied());
         }
 
@@ -370,6 +376,13 @@ impl Stack {
         } else {
             pcb.local_addr
         };
+        if src.is_loopback() && hop.iface != LOOPBACK {
+            // 127/8 must not appear outside the host (RFC 1122 §3.2.1.3); Linux says EINVAL too.
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("a socket bound to {src} cannot send to {dst}, off the host"),
+            ));
+        }
 
         let policy = self.config.checksum_policy;
         let fragments = 28 + len > hop.caps.mtu;
@@ -517,7 +530,12 @@ impl Stack {
             let mut matches = std::mem::take(&mut self.udp.matches);
             self.udp.demux.lookup_all(dst, from, &mut matches);
             if matches.is_empty() {
-                self.drop_packet(buf, DropReason::UdpNoSocket);
+                let reason = if deferred_ok(pending, buf.data()) {
+                    DropReason::UdpNoSocket
+                } else {
+                    DropReason::UdpBadChecksum
+                };
+                self.drop_packet(buf, reason);
             } else {
                 buf.pull_front(8);
                 let last = matches.len() - 1;
@@ -535,6 +553,9 @@ impl Stack {
             Some(id) => {
                 buf.pull_front(8);
                 self.udp_enqueue(id, buf, from, pending);
+            }
+            None if !deferred_ok(pending, buf.data()) => {
+                self.drop_packet(buf, DropReason::UdpBadChecksum)
             }
             None => {
                 self.icmp_send_error(DstUnreachable::PortUnreachable, ip, buf.data());
@@ -576,6 +597,18 @@ impl Stack {
             }
         }
     }
+}
+
+/// Whether a datagram (UDP header first) whose verification was deferred passes its checksum. A
+/// datagram no socket will read is verified at once with this, before an ICMP error is sent about it:
+/// one with a bad checksum is discarded silently (RFC 1122 §4.1.3.4).
+fn deferred_ok(pending: Option<u16>, datagram: &[u8]) -> bool {
+    pending.is_none_or(|head| {
+        let mut sum = Checksum::new();
+        sum.add_sum(head);
+        sum.add_bytes(&datagram[8..]);
+        sum.sum() == 0xffff
+    })
 }
 
 /// Where a datagram's payload comes from.

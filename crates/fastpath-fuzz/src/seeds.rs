@@ -1,0 +1,542 @@
+//! The seed corpus: valid inputs for every target, written by code so they stay in step with the
+//! targets' input formats. `cargo run -p fastpath-fuzz -- seeds` writes them to `seeds/`, where they
+//! are committed; a test checks the committed files are what this module makes.
+
+use std::net::Ipv4Addr;
+
+use crate::{ones_add, reference_sum};
+
+const A: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
+const B: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
+
+/// An IPv4 header of 20 bytes plus `options`, with its checksum, followed by `payload`.
+pub fn ip_packet(
+    src: Ipv4Addr,
+    dst: Ipv4Addr,
+    protocol: u8,
+    ident: u16,
+    flags: u16,
+    options: &[u8],
+    payload: &[u8],
+) -> Vec<u8> {
+    let hlen = 20 + options.len();
+    let mut p = vec![0u8; hlen];
+    p[0] = 0x40 | (hlen / 4) as u8;
+    p[2..4].copy_from_slice(&((hlen + payload.len()) as u16).to_be_bytes());
+    p[4..6].copy_from_slice(&ident.to_be_bytes());
+    p[6..8].copy_from_slice(&flags.to_be_bytes());
+    p[8] = 64;
+    p[9] = protocol;
+    p[12..16].copy_from_slice(&src.octets());
+    p[16..20].copy_from_slice(&dst.octets());
+    p[20..].copy_from_slice(options);
+    let sum = !reference_sum(&p);
+    p[10..12].copy_from_slice(&sum.to_be_bytes());
+    p.extend_from_slice(payload);
+    p
+}
+
+/// A UDP datagram (header and payload) from `src` to `dst`, checksum included.
+pub fn udp_datagram(
+    src: Ipv4Addr,
+    dst: Ipv4Addr,
+    sport: u16,
+    dport: u16,
+    payload: &[u8],
+) -> Vec<u8> {
+    let len = (8 + payload.len()) as u16;
+    let mut u = Vec::with_capacity(usize::from(len));
+    u.extend_from_slice(&sport.to_be_bytes());
+    u.extend_from_slice(&dport.to_be_bytes());
+    u.extend_from_slice(&len.to_be_bytes());
+    u.extend_from_slice(&[0, 0]);
+    u.extend_from_slice(payload);
+    let mut pseudo = [0u8; 12];
+    pseudo[..4].copy_from_slice(&src.octets());
+    pseudo[4..8].copy_from_slice(&dst.octets());
+    pseudo[9] = 17;
+    pseudo[10..].copy_from_slice(&len.to_be_bytes());
+    let sum = !ones_add(reference_sum(&pseudo), reference_sum(&u));
+    u[6..8].copy_from_slice(&(if sum == 0 { 0xffff } else { sum }).to_be_bytes());
+    u
+}
+
+/// An ICMP message of `msg_type` and `code`, with the 4 bytes after the checksum and `data`.
+pub fn icmp_message(msg_type: u8, code: u8, rest: [u8; 4], data: &[u8]) -> Vec<u8> {
+    let mut m = vec![msg_type, code, 0, 0];
+    m.extend_from_slice(&rest);
+    m.extend_from_slice(data);
+    let sum = !reference_sum(&m);
+    m[2..4].copy_from_slice(&sum.to_be_bytes());
+    m
+}
+
+/// A program for a target that reads its input with [`Input`](crate::Input): each write here is
+/// the read there that returns it.
+#[derive(Default)]
+struct Program(Vec<u8>);
+
+impl Program {
+    fn u8(&mut self, v: u8) -> &mut Self {
+        self.0.push(v);
+        self
+    }
+    fn u16(&mut self, v: u16) -> &mut Self {
+        self.0.extend_from_slice(&v.to_be_bytes());
+        self
+    }
+    fn u32(&mut self, v: u32) -> &mut Self {
+        self.0.extend_from_slice(&v.to_be_bytes());
+        self
+    }
+    /// What `Input::below(n)` reads to return `v`.
+    fn below(&mut self, n: usize, v: usize) -> &mut Self {
+        assert!(v < n);
+        if n <= 256 {
+            self.u8(v as u8)
+        } else {
+            self.u16(v as u16)
+        }
+    }
+    fn bytes(&mut self, b: &[u8]) -> &mut Self {
+        self.0.extend_from_slice(b);
+        self
+    }
+}
+
+fn payload(len: usize, seed: u8) -> Vec<u8> {
+    (0..len)
+        .map(|i| (i as u8).wrapping_mul(31) ^ seed)
+        .collect()
+}
+
+fn ipv4() -> Vec<(&'static str, Vec<u8>)> {
+    let udp = udp_datagram(A, B, 1000, 9, b"hello, fastpath");
+    vec![
+        ("udp", ip_packet(A, B, 17, 1, 0x4000, &[], &udp)),
+        (
+            "options",
+            ip_packet(A, B, 17, 2, 0, &[0x94, 4, 0, 0, 1, 1, 1, 0], &udp),
+        ),
+        (
+            "fragment",
+            ip_packet(A, B, 17, 3, 0x2000 | 2, &[], &payload(64, 3)),
+        ),
+        (
+            "echo",
+            ip_packet(
+                A,
+                B,
+                1,
+                4,
+                0,
+                &[],
+                &icmp_message(8, 0, [0, 7, 0, 1], &payload(56, 4)),
+            ),
+        ),
+        ("padded", {
+            let mut p = ip_packet(A, B, 17, 5, 0, &[], &udp);
+            p.extend_from_slice(&[0; 6]);
+            p
+        }),
+    ]
+}
+
+fn udp() -> Vec<(&'static str, Vec<u8>)> {
+    let with_addrs = |src: Ipv4Addr, dst: Ipv4Addr, u: Vec<u8>| {
+        let mut v = src.octets().to_vec();
+        v.extend_from_slice(&dst.octets());
+        v.extend_from_slice(&u);
+        v
+    };
+    let mut no_checksum = udp_datagram(A, B, 53, 40000, &payload(30, 1));
+    no_checksum[6..8].copy_from_slice(&[0, 0]);
+    vec![
+        (
+            "dns",
+            with_addrs(A, B, udp_datagram(A, B, 40000, 53, &payload(29, 0))),
+        ),
+        ("no_checksum", with_addrs(A, B, no_checksum)),
+        ("empty", with_addrs(B, A, udp_datagram(B, A, 7, 7, &[]))),
+        ("odd_padded", {
+            let mut v = with_addrs(A, B, udp_datagram(A, B, 1, 2, &payload(7, 2)));
+            v.extend_from_slice(&[0xee; 5]);
+            v
+        }),
+    ]
+}
+
+fn quote(src: Ipv4Addr, dst: Ipv4Addr, sport: u16, dport: u16) -> Vec<u8> {
+    let u = udp_datagram(src, dst, sport, dport, &payload(100, 9));
+    let mut q = ip_packet(src, dst, 17, 77, 0, &[], &u);
+    q.truncate(28);
+    q
+}
+
+fn icmpv4() -> Vec<(&'static str, Vec<u8>)> {
+    vec![
+        (
+            "echo_request",
+            icmp_message(8, 0, [0x12, 0x34, 0, 1], &payload(56, 1)),
+        ),
+        (
+            "echo_reply",
+            icmp_message(0, 0, [0x12, 0x34, 0, 2], &payload(56, 1)),
+        ),
+        (
+            "port_unreachable",
+            icmp_message(3, 3, [0; 4], &quote(B, A, 53, 1000)),
+        ),
+        (
+            "frag_needed",
+            icmp_message(3, 4, [0, 0, 0x05, 0xdc], &quote(B, A, 9, 9)),
+        ),
+        (
+            "time_exceeded",
+            icmp_message(11, 1, [0; 4], &quote(B, A, 1, 2)),
+        ),
+    ]
+}
+
+fn icmp_quoted() -> Vec<(&'static str, Vec<u8>)> {
+    let mut with_options = ip_packet(B, A, 17, 1, 0, &[1, 1, 1, 0], &[0; 8]);
+    with_options[2..4].copy_from_slice(&1000u16.to_be_bytes());
+    vec![
+        ("udp", quote(B, A, 53, 1000)),
+        ("options", with_options),
+        ("whole", {
+            let u = udp_datagram(B, A, 5, 6, b"abc");
+            ip_packet(B, A, 17, 2, 0, &[], &u)
+        }),
+    ]
+}
+
+fn checksum() -> Vec<(&'static str, Vec<u8>)> {
+    let mut cut = Program::default();
+    cut.u8(3).u16(1).u16(33).u16(301).bytes(&payload(1500, 5));
+    let mut header = Program::default();
+    header
+        .u8(0)
+        .bytes(&ip_packet(A, B, 17, 9, 0, &[], &[])[..20]);
+    vec![
+        ("cut", cut.0),
+        ("header", header.0),
+        ("empty", vec![2, 0, 0, 0, 0]),
+    ]
+}
+
+/// `reassembly` program: limits (datagrams, bytes, fragments, timeout, buffer mode).
+fn reassembly_limits(p: &mut Program, datagrams: usize, bytes: usize, fragments: usize) {
+    p.below(8, datagrams - 1)
+        .below(5, bytes)
+        .below(6, fragments)
+        .below(3, 2)
+        .u8(0);
+}
+
+/// `reassembly` program: one fragment (source index, ident, offset in 8-byte units below 32, length
+/// in 8-byte units below 32 or exact when below 64, more, options words).
+fn reassembly_fragment(p: &mut Program, ident: usize, off8: usize, len: usize, more: bool) {
+    p.u8(0).below(2, 0).below(4, ident).u8(1).below(32, off8);
+    if len.is_multiple_of(8) && len / 8 < 32 {
+        p.below(4, 1).below(32, len / 8);
+    } else {
+        p.below(4, 0).below(64, len);
+    }
+    p.u8(u8::from(more)).below(11, 0);
+}
+
+fn reassembly() -> Vec<(&'static str, Vec<u8>)> {
+    let mut in_order = Program::default();
+    reassembly_limits(&mut in_order, 8, 4, 5);
+    reassembly_fragment(&mut in_order, 1, 0, 16, true);
+    reassembly_fragment(&mut in_order, 1, 2, 16, true);
+    reassembly_fragment(&mut in_order, 1, 4, 5, false);
+
+    let mut teardrop = Program::default();
+    reassembly_limits(&mut teardrop, 8, 4, 5);
+    reassembly_fragment(&mut teardrop, 2, 0, 24, true);
+    reassembly_fragment(&mut teardrop, 2, 2, 24, false);
+    reassembly_fragment(&mut teardrop, 2, 0, 24, true);
+
+    let mut flood = Program::default();
+    reassembly_limits(&mut flood, 2, 0, 3);
+    for ident in 0..4 {
+        reassembly_fragment(&mut flood, ident, 0, 8 * (ident + 1), true);
+    }
+    flood.u8(7).below(6, 5).u8(6);
+
+    let mut sets = Program::default();
+    reassembly_limits(&mut sets, 3, 1, 4);
+    sets.u8(8).u16(3000).u16(184).u8(1).u8(0);
+    sets.u8(8).u16(40).u16(0).u8(3).u8(1).u8(0).u8(2).u8(0);
+
+    vec![
+        ("in_order", in_order.0),
+        ("teardrop", teardrop.0),
+        ("flood_and_expire", flood.0),
+        ("whole_sets", sets.0),
+    ]
+}
+
+fn demux() -> Vec<(&'static str, Vec<u8>)> {
+    let mut p = Program::default();
+    // Bind 0.0.0.0:53, 10.0.0.1:53, connect the second to 192.0.2.1:1000, look up from there and
+    // from elsewhere, send, close, look up again; a broadcast.
+    p.u8(0).below(4, 0).below(8, 0);
+    p.u8(1).below(4, 1).below(8, 0);
+    p.u8(3).u8(1).u8(0).below(5, 1).below(8, 3);
+    p.u8(8).below(4, 0).below(8, 0).below(5, 1).below(8, 3);
+    p.u8(9).below(4, 0).below(8, 0).below(5, 2).below(8, 3);
+    p.u8(7).u8(0);
+    p.u8(6).u8(1);
+    p.u8(10).below(4, 0).below(8, 0).below(5, 1).below(8, 3);
+    p.u8(15).u8(0).below(8, 0).below(5, 0).below(8, 1);
+    vec![("bind_connect_lookup", p.0)]
+}
+
+/// The tables `stack::build_packet` picks from, in its order.
+mod tables {
+    use super::*;
+    pub const SOURCES: [Ipv4Addr; 12] = [
+        A,
+        A,
+        Ipv4Addr::new(192, 168, 7, 7),
+        Ipv4Addr::new(10, 0, 0, 3),
+        Ipv4Addr::new(8, 8, 8, 8),
+        B,
+        Ipv4Addr::LOCALHOST,
+        Ipv4Addr::UNSPECIFIED,
+        Ipv4Addr::new(10, 0, 0, 255),
+        Ipv4Addr::new(192, 168, 255, 255),
+        Ipv4Addr::BROADCAST,
+        Ipv4Addr::new(224, 0, 0, 1),
+    ];
+    pub const DESTINATIONS: [Ipv4Addr; 11] = [
+        B,
+        B,
+        Ipv4Addr::new(192, 168, 1, 1),
+        Ipv4Addr::new(10, 0, 0, 255),
+        Ipv4Addr::new(192, 168, 255, 255),
+        Ipv4Addr::BROADCAST,
+        Ipv4Addr::LOCALHOST,
+        Ipv4Addr::new(127, 0, 0, 9),
+        A,
+        Ipv4Addr::new(224, 0, 0, 1),
+        Ipv4Addr::UNSPECIFIED,
+    ];
+    pub const PORTS: [u16; 7] = [9, 7, 53, 67, 5000, 1000, 1];
+}
+
+/// A built packet in a `stack` program.
+struct Built {
+    src: Ipv4Addr,
+    dst: Ipv4Addr,
+    /// 17 or 1.
+    protocol: u8,
+    ident: u16,
+    seed: u8,
+    /// UDP ports, or the ICMP type and code.
+    ports: (u16, u16),
+    len: usize,
+    /// Fragment size in 8-byte units (1 to 200) and which piece.
+    fragment: Option<(usize, usize)>,
+}
+
+fn index<T: PartialEq>(table: &[T], v: T) -> usize {
+    table.iter().position(|x| *x == v).expect("in the table")
+}
+
+fn stack_len(p: &mut Program, len: usize) {
+    match len {
+        0..64 => p.u8(0).u8(len as u8),
+        64..1500 => p.u8(4).u16(len as u16),
+        1500..9000 => p.u8(5).u16(len as u16),
+        _ => p.u8(7).u16(len as u16),
+    };
+}
+
+/// A packet record: the op byte (polling after it), the packet, the route (0: pair0), and the
+/// metadata if the program runs one stack.
+fn stack_packet(p: &mut Program, b: &Built, meta: Option<usize>) {
+    p.u8(0x10).u8(0x80);
+    p.below(13, index(&tables::SOURCES, b.src));
+    p.below(12, index(&tables::DESTINATIONS, b.dst));
+    p.below(7, if b.protocol == 17 { 0 } else { 3 });
+    p.below(5, 0).u8(0).u8(0);
+    if (1..4).contains(&b.ident) {
+        p.below(4, usize::from(b.ident));
+    } else {
+        p.u8(0).u16(b.ident);
+    }
+    p.u8(b.seed);
+    let datagram_len = 8 + b.len;
+    if b.protocol == 17 {
+        p.below(8, index(&tables::PORTS, b.ports.0));
+        p.below(8, index(&tables::PORTS, b.ports.1));
+        stack_len(p, b.len);
+        p.u8(3).u8(3);
+    } else {
+        let types = [8, 8, 0, 3, 3, 11, 5, 13];
+        p.below(8, index(&types, b.ports.0 as u8));
+        p.below(6, index(&[0, 1, 2, 3, 4, 9], b.ports.1 as u8));
+        p.u32(0x0007_0001);
+        if matches!(b.ports.0, 3 | 11) {
+            // Quote B:53 -> A:1000 (socket 3's datagram), whole.
+            p.u8(1).below(4, 0).u8(0).below(4, 0).below(4, 0);
+            p.below(8, 2).below(8, 5).u32(0).u8(0).u8(1);
+        } else {
+            stack_len(p, b.len);
+        }
+        p.u8(3);
+    }
+    match b.fragment {
+        None => {
+            p.u8(0).u8(1);
+        }
+        Some((units, piece)) => {
+            let count = datagram_len.div_ceil(8 * units);
+            p.u8(5)
+                .below(200, units - 1)
+                .below(count.max(1), piece)
+                .u8(1);
+        }
+    }
+    p.u8(0).u8(2).u8(2).u8(1);
+    p.below(4, 0);
+    if let Some(m) = meta {
+        p.below(4, m);
+    }
+}
+
+fn udp_built(dport: u16, len: usize) -> Built {
+    Built {
+        src: A,
+        dst: B,
+        protocol: 17,
+        ident: 1,
+        seed: 7,
+        ports: (1000, dport),
+        len,
+        fragment: None,
+    }
+}
+
+/// A socket call record: socket, call, two buffer sizes, where a send goes, the payload.
+fn stack_call(p: &mut Program, sock: usize, call: u8, size: u16, to: usize, len: usize) {
+    p.u8(4)
+        .below(7, sock)
+        .u8(call)
+        .u16(size)
+        .u16(size / 2)
+        .below(10, to);
+    stack_len(p, len);
+    p.u8(3);
+}
+
+fn stack() -> Vec<(&'static str, Vec<u8>)> {
+    let mut delivered = Program::default();
+    delivered.u8(0);
+    stack_packet(&mut delivered, &udp_built(9, 20), None);
+    stack_packet(&mut delivered, &udp_built(7, 100), None);
+    stack_call(&mut delivered, 0, 0, 100, 0, 0);
+    stack_call(&mut delivered, 2, 1, 31, 0, 0);
+
+    let mut echo = Program::default();
+    echo.u8(0);
+    let ping = Built {
+        protocol: 1,
+        ports: (8, 0),
+        len: 56,
+        ..udp_built(0, 0)
+    };
+    stack_packet(&mut echo, &ping, None);
+
+    let mut fragments = Program::default();
+    fragments.u8(0);
+    for (piece, ident) in [(2, 9), (0, 9), (1, 9)] {
+        let b = Built {
+            ident,
+            fragment: Some((185, piece)),
+            ..udp_built(7, 3000)
+        };
+        stack_packet(&mut fragments, &b, None);
+    }
+    stack_call(&mut fragments, 1, 3, 0, 0, 0);
+
+    let mut unreachable = Program::default();
+    unreachable.u8(0);
+    stack_packet(&mut unreachable, &udp_built(1, 10), None);
+    let error = Built {
+        protocol: 1,
+        ports: (3, 3),
+        ..udp_built(0, 0)
+    };
+    stack_packet(&mut unreachable, &error, None);
+    stack_call(&mut unreachable, 3, 4, 0, 0, 0);
+
+    let mut flood = Program::default();
+    flood.u8(2);
+    for ident in 100..110 {
+        let b = Built {
+            ident,
+            fragment: Some((10, 0)),
+            ..udp_built(9, 1000)
+        };
+        stack_packet(&mut flood, &b, None);
+    }
+    for _ in 0..6 {
+        stack_packet(&mut flood, &udp_built(9, 1400), None);
+    }
+    flood.u8(7).below(7, 6);
+
+    let mut offload = Program::default();
+    offload.u8(1);
+    stack_packet(&mut offload, &udp_built(9, 40), Some(1));
+    stack_packet(&mut offload, &udp_built(9, 40), Some(0));
+    stack_call(&mut offload, 0, 2, 64, 0, 0);
+
+    let mut sends = Program::default();
+    sends.u8(0);
+    stack_call(&mut sends, 0, 5, 0, 0, 2000);
+    stack_call(&mut sends, 1, 5, 0, 4, 10);
+    stack_call(&mut sends, 4, 5, 0, 2, 10);
+    stack_call(&mut sends, 6, 6, 2, 0, 300);
+    sends.u8(7).below(7, 1);
+    stack_call(&mut sends, 5, 0, 100, 0, 0);
+
+    let mut raw = Program::default();
+    raw.u8(0);
+    let packet = ip_packet(A, B, 17, 3, 0, &[], &udp_datagram(A, B, 1000, 9, b"raw"));
+    raw.u8(0x10)
+        .u8(1)
+        .u16(packet.len() as u16)
+        .bytes(&packet)
+        .below(4, 1);
+
+    vec![
+        ("udp_delivered", delivered.0),
+        ("echo", echo.0),
+        ("fragments", fragments.0),
+        ("port_unreachable_and_error", unreachable.0),
+        ("small_limits_flood", flood.0),
+        ("offload_metadata", offload.0),
+        ("sends", sends.0),
+        ("raw", raw.0),
+    ]
+}
+
+/// The seed corpus of `target`, by file name.
+pub fn seeds(target: &str) -> Vec<(&'static str, Vec<u8>)> {
+    match target {
+        "ipv4" => ipv4(),
+        "udp" => udp(),
+        "icmpv4" => icmpv4(),
+        "icmp_quoted" => icmp_quoted(),
+        "checksum" => checksum(),
+        "reassembly" => reassembly(),
+        "demux" => demux(),
+        "stack" => stack(),
+        _ => Vec::new(),
+    }
+}

@@ -1,0 +1,859 @@
+//! Hostile input and resource bounds: every attack has one test here, which checks both that the
+//! right counter moved (a [`DropReason`], or a limit's own counter) and that the stack survives and
+//! still serves afterwards (a datagram, and a fragmented one, still reach a socket intact).
+//!
+//! - Malformed IPv4: truncated, wrong version, IHL below 5 or past the packet, total length past the
+//!   buffer or below the header, bad or zero header checksum, TTL 0, broadcast, multicast or loopback
+//!   sources, not for us, unknown protocol.
+//! - UDP: length field larger or smaller than the IP payload, truncated, zero checksum (allowed: "none"),
+//!   a corrupted datagram to a closed port (no port unreachable).
+//! - ICMP: truncated, bad or zero checksum (not allowed), unknown type, ping flood (rate limit, smurf),
+//!   echo reply flood, no error about broadcasts or errors, no 127/8 source on a link.
+//! - Fragments: teardrop, ping of death, tiny first fragments, too many fragments, floods of
+//!   never-completed sets against the datagram and byte caps (oldest evicted, timeouts fire).
+//! - Floods against the other limits: a socket that never reads, the loopback queue, the pool.
+//! - Random garbage: no panic, every packet accounted for.
+
+mod common;
+
+use std::net::Ipv4Addr;
+use std::time::Duration;
+
+use common::*;
+use fastpath::buf::{PacketBuf, HEADROOM};
+use fastpath::link::{LinkCapabilities, PairEnd};
+use fastpath::stack::LOOPBACK;
+use fastpath::{DropReason, Instant, Stack, StackConfig, UdpSocket};
+
+const T0: Instant = Instant::ZERO;
+const B_BROADCAST: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 255);
+
+/// The stack under attack (B, 10.0.0.2/24 on a pair), the attacker's raw end of the pair, and a
+/// socket on B:9.
+struct Target {
+    b: Stack,
+    raw: PairEnd,
+    s: UdpSocket,
+}
+
+impl Target {
+    fn new() -> Target {
+        Target::with(StackConfig::default(), 1500)
+    }
+
+    fn with(config: StackConfig, mtu: usize) -> Target {
+        let (mut b, raw) = stack_and_raw(config, LinkCapabilities::plain(mtu));
+        let s = b.udp_bind(sa(B, 9)).unwrap();
+        Target { b, raw, s }
+    }
+
+    fn inject(&mut self, bytes: &[u8]) {
+        inject(&mut self.raw, bytes);
+    }
+
+    fn poll(&mut self, now: Instant) {
+        while self.b.poll(now) > 0 {}
+    }
+
+    /// What the stack sent back.
+    fn sent(&mut self) -> Vec<Vec<u8>> {
+        capture(&mut self.raw)
+    }
+
+    fn drops(&self, reason: DropReason) -> u64 {
+        self.b.counters().drops.get(reason)
+    }
+
+    /// Reads the socket dry; returns how many datagrams there were.
+    fn drain(&mut self) -> usize {
+        let mut buf = vec![0u8; 65536];
+        std::iter::from_fn(|| self.b.udp(self.s).recv(&mut buf).ok()).count()
+    }
+
+    /// The stack survives and still serves: a datagram and a fragmented one (3 fragments) to B:9
+    /// arrive intact, and nothing is left over in reassembly from them.
+    fn still_serves(&mut self, now: Instant) {
+        self.drain();
+        let mut buf = vec![0u8; 65536];
+        self.inject(&udp_packet(sa(A, 1000), sa(B, 9), b"still here"));
+        self.poll(now);
+        let n = self
+            .b
+            .udp(self.s)
+            .recv(&mut buf)
+            .expect("a datagram after the attack");
+        assert_eq!(&buf[..n], b"still here");
+        let big = payload(3000, 99);
+        let held = self.b.reassembly_stats().0;
+        for f in fragmented_udp(0xfffe, 9, &big, 1480) {
+            self.inject(&f);
+        }
+        self.poll(now);
+        let n = self
+            .b
+            .udp(self.s)
+            .recv(&mut buf)
+            .expect("a fragmented datagram after the attack");
+        assert_eq!(&buf[..n], &big[..]);
+        assert!(self.b.reassembly_stats().0 <= held);
+    }
+}
+
+/// Injects `bytes`, and checks that exactly `reason` was counted, nothing was delivered and nothing
+/// was sent back; then that the stack still serves.
+fn dropped_as(bytes: &[u8], reason: DropReason) {
+    let mut t = Target::new();
+    t.inject(bytes);
+    t.poll(T0);
+    let c = t.b.counters();
+    assert_eq!(c.drops.get(reason), 1, "expected {reason:?}, got:\n{c}");
+    assert_eq!(c.drops.total(), 1, "only {reason:?} expected:\n{c}");
+    assert_eq!(t.drain(), 0, "delivered");
+    assert!(t.sent().is_empty(), "answered");
+    t.still_serves(T0);
+}
+
+fn good() -> Vec<u8> {
+    udp_packet(sa(A, 1), sa(B, 9), b"payload!")
+}
+
+fn fix_ip_checksum(p: &mut [u8]) {
+    let ihl = ((p[0] & 0xf) as usize * 4).min(p.len());
+    p[10] = 0;
+    p[11] = 0;
+    let sum = fastpath::checksum::rfc1071(&p[..ihl]);
+    p[10..12].copy_from_slice(&(!sum).to_be_bytes());
+}
+
+/// A fragment from A to B of protocol 17 carrying `payload` (not necessarily a real datagram).
+fn fragment(ident: u16, offset: usize, more: bool, payload: &[u8]) -> Vec<u8> {
+    let mut p = ip_packet(A, B, 17, payload);
+    p[4..6].copy_from_slice(&ident.to_be_bytes());
+    let field = (offset / 8) as u16 | if more { 0x2000 } else { 0 };
+    p[6..8].copy_from_slice(&field.to_be_bytes());
+    fix_ip_checksum(&mut p);
+    p
+}
+
+/// A real UDP datagram from A:1000 to B:`port` with `data`, checksum included, in fragments of
+/// `piece` bytes (a multiple of 8).
+fn fragmented_udp(ident: u16, port: u16, data: &[u8], piece: usize) -> Vec<Vec<u8>> {
+    let whole = udp_packet(sa(A, 1000), sa(B, port), data);
+    let udp = &whole[20..];
+    (0..udp.len())
+        .step_by(piece)
+        .map(|at| {
+            let end = (at + piece).min(udp.len());
+            fragment(ident, at, end < udp.len(), &udp[at..end])
+        })
+        .collect()
+}
+
+/// An ICMP message with its checksum.
+fn icmp(msg_type: u8, rest: [u8; 4], data: &[u8]) -> Vec<u8> {
+    let mut m = vec![msg_type, 0, 0, 0];
+    m.extend_from_slice(&rest);
+    m.extend_from_slice(data);
+    let sum = fastpath::checksum::rfc1071(&m);
+    m[2..4].copy_from_slice(&(!sum).to_be_bytes());
+    m
+}
+
+fn echo_request(dst: Ipv4Addr, seq: u16) -> Vec<u8> {
+    let [hi, lo] = seq.to_be_bytes();
+    ip_packet(A, dst, 1, &icmp(8, [0, 7, hi, lo], b"ping"))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Malformed IPv4 headers.
+
+#[test]
+fn empty_and_truncated_packets() {
+    dropped_as(&[], DropReason::Ipv4Truncated);
+    dropped_as(&good()[..19], DropReason::Ipv4Truncated);
+}
+
+#[test]
+fn wrong_version() {
+    let mut p = good();
+    p[0] = 0x65;
+    dropped_as(&p, DropReason::Ipv4BadVersion);
+}
+
+#[test]
+fn ihl_below_5_or_past_the_packet() {
+    let mut p = good();
+    p[0] = 0x44;
+    dropped_as(&p, DropReason::Ipv4BadHeaderLength);
+    let mut p = good()[..24].to_vec();
+    p[0] = 0x47;
+    dropped_as(&p, DropReason::Ipv4BadHeaderLength);
+}
+
+#[test]
+fn total_length_past_the_buffer_or_below_the_header() {
+    let mut p = good();
+    p[2..4].copy_from_slice(&1000u16.to_be_bytes());
+    fix_ip_checksum(&mut p);
+    dropped_as(&p, DropReason::Ipv4BadTotalLength);
+    let mut p = good();
+    p[2..4].copy_from_slice(&10u16.to_be_bytes());
+    fix_ip_checksum(&mut p);
+    dropped_as(&p, DropReason::Ipv4BadTotalLength);
+    // IHL 6 (24 bytes of header) in a packet whose total length says 22.
+    let mut p = good();
+    p[0] = 0x46;
+    p[2..4].copy_from_slice(&22u16.to_be_bytes());
+    fix_ip_checksum(&mut p);
+    dropped_as(&p, DropReason::Ipv4BadTotalLength);
+}
+
+#[test]
+fn link_padding_past_the_total_length_is_ignored() {
+    let mut t = Target::new();
+    let mut p = good();
+    p.extend_from_slice(&[0xee; 30]);
+    t.inject(&p);
+    t.poll(T0);
+    let mut buf = [0u8; 100];
+    assert_eq!(t.b.udp(t.s).recv(&mut buf).unwrap(), 8);
+    assert_eq!(t.b.counters().drops.total(), 0);
+}
+
+/// A wrong header checksum, and a zero one (IPv4 has no "no checksum").
+#[test]
+fn bad_or_zero_header_checksum() {
+    let mut p = good();
+    p[10] ^= 1;
+    dropped_as(&p, DropReason::Ipv4BadChecksum);
+    let mut p = good();
+    p[10..12].copy_from_slice(&[0, 0]);
+    dropped_as(&p, DropReason::Ipv4BadChecksum);
+}
+
+/// TTL 0 is dropped (RFC 791); TTL 1 is delivered (RFC 1122 §3.2.1.7: a host must not discard a
+/// datagram for a TTL below 2).
+#[test]
+fn ttl_zero() {
+    let mut p = good();
+    p[8] = 0;
+    fix_ip_checksum(&mut p);
+    dropped_as(&p, DropReason::Ipv4TtlZero);
+    let mut t = Target::new();
+    let mut p = good();
+    p[8] = 1;
+    fix_ip_checksum(&mut p);
+    t.inject(&p);
+    t.poll(T0);
+    assert_eq!(t.drain(), 1);
+}
+
+#[test]
+fn broadcast_or_multicast_source() {
+    for src in [[255, 255, 255, 255], [224, 0, 0, 1], [10, 0, 0, 255]] {
+        let mut p = good();
+        p[12..16].copy_from_slice(&src);
+        fix_ip_checksum(&mut p);
+        dropped_as(&p, DropReason::Ipv4BadSource);
+    }
+}
+
+/// RFC 1122 §3.2.1.3: 127/8 must not appear outside a host. From a link, a loopback source is a bad
+/// source and a loopback destination is not for us: no reply leaves with a 127/8 source.
+#[test]
+fn loopback_addresses_from_a_link() {
+    let mut p = good();
+    p[12..16].copy_from_slice(&[127, 0, 0, 1]);
+    fix_ip_checksum(&mut p);
+    dropped_as(&p, DropReason::Ipv4BadSource);
+    let mut p = good();
+    p[16..20].copy_from_slice(&[127, 0, 0, 9]);
+    fix_ip_checksum(&mut p);
+    dropped_as(&p, DropReason::Ipv4NotForUs);
+    let mut t = Target::new();
+    t.inject(&echo_request(Ipv4Addr::new(127, 0, 0, 9), 1));
+    t.poll(T0);
+    assert!(t.sent().is_empty(), "answered from 127.0.0.9 on a link");
+    // Over loopback itself, 127/8 is as usual.
+    let mut echo = echo_request(Ipv4Addr::new(127, 0, 0, 9), 1);
+    echo[12..16].copy_from_slice(&[127, 0, 0, 1]);
+    fix_ip_checksum(&mut echo);
+    t.b.receive(LOOPBACK, PacketBuf::from_slice(&echo));
+    t.poll(T0);
+    assert_eq!(t.b.counters().icmp.out_echo_reps, 1);
+    assert_eq!(t.b.recv_echo_reply().map(|r| r.seq_no), Some(1));
+}
+
+/// A datagram to 127.0.0.9 from a host on a link, fed straight into the loopback interface through
+/// `Stack::receive` (which a real loopback never carries): the port unreachable goes back on the link
+/// from the link's address, never from 127/8.
+#[test]
+fn an_error_leaving_on_a_link_never_comes_from_loopback() {
+    let mut t = Target::new();
+    let p = udp_packet(sa(A, 1000), sa(Ipv4Addr::new(127, 0, 0, 9), 4444), b"x");
+    t.b.receive(LOOPBACK, PacketBuf::from_slice(&p));
+    t.poll(T0);
+    let out = t.sent();
+    assert_eq!(out.len(), 1);
+    assert_eq!((out[0][20], out[0][21]), (3, 3), "port unreachable");
+    assert_eq!(out[0][12..16], B.octets(), "its source");
+    t.still_serves(T0);
+}
+
+#[test]
+fn not_for_us() {
+    let mut p = good();
+    p[16..20].copy_from_slice(&[10, 0, 0, 77]);
+    fix_ip_checksum(&mut p);
+    dropped_as(&p, DropReason::Ipv4NotForUs);
+}
+
+/// An unknown protocol draws a protocol unreachable, but not when sent to a broadcast.
+#[test]
+fn unknown_protocol_gets_protocol_unreachable() {
+    let mut t = Target::new();
+    t.inject(&ip_packet(A, B, 99, b"whatever"));
+    t.inject(&ip_packet(A, B_BROADCAST, 99, b"whatever"));
+    t.poll(T0);
+    assert_eq!(t.drops(DropReason::Ipv4UnknownProtocol), 2);
+    let out = t.sent();
+    assert_eq!(out.len(), 1);
+    assert_eq!(
+        (out[0][20], out[0][21]),
+        (3, 2),
+        "ICMP protocol unreachable"
+    );
+    t.still_serves(T0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// UDP.
+
+/// Above the IP payload: dropped. Below 8: dropped. Below the IP payload but valid: the excess is
+/// ignored (as Linux does; the checksum covers the UDP length only).
+#[test]
+fn udp_length_field_larger_or_smaller_than_the_ip_payload() {
+    let mut p = good();
+    p[24..26].copy_from_slice(&200u16.to_be_bytes());
+    dropped_as(&p, DropReason::UdpBadLength);
+    let mut p = good();
+    p[24..26].copy_from_slice(&4u16.to_be_bytes());
+    dropped_as(&p, DropReason::UdpBadLength);
+    let mut inner = good()[20..].to_vec();
+    inner.extend_from_slice(b"trailing junk");
+    let mut t = Target::new();
+    t.inject(&ip_packet(A, B, 17, &inner));
+    t.poll(T0);
+    let mut buf = [0u8; 100];
+    assert_eq!(t.b.udp(t.s).recv(&mut buf).unwrap(), 8);
+    assert_eq!(&buf[..8], b"payload!");
+}
+
+#[test]
+fn udp_truncated() {
+    dropped_as(&ip_packet(A, B, 17, &[0, 1, 0]), DropReason::UdpTruncated);
+}
+
+/// In IPv4 a zero UDP checksum means "none" (RFC 768) and is accepted, whatever the configuration;
+/// a wrong non-zero one is dropped.
+#[test]
+fn zero_udp_checksum_means_none_and_is_accepted() {
+    for config in [StackConfig::default(), StackConfig::classic()] {
+        let mut t = Target::with(config, 1500);
+        let mut p = good();
+        p[26..28].copy_from_slice(&[0, 0]);
+        t.inject(&p);
+        let mut wrong = good();
+        wrong[27] ^= 0x40;
+        t.inject(&wrong);
+        t.poll(T0);
+        let mut buf = [0u8; 100];
+        assert_eq!(t.b.udp(t.s).recv(&mut buf).unwrap(), 8);
+        assert!(
+            t.b.udp(t.s).recv(&mut buf).is_err(),
+            "the wrong one was delivered"
+        );
+        assert_eq!(t.b.counters().udp.in_no_checksum, 1);
+        assert_eq!(t.drops(DropReason::UdpBadChecksum), 1);
+        t.still_serves(T0);
+    }
+}
+
+/// RFC 1122 §4.1.3.4: a datagram with a bad checksum is discarded silently, even when no socket wants
+/// it: no port unreachable goes back (deferred verification used to send one), and it counts as a bad
+/// checksum, whatever the configuration.
+#[test]
+fn a_corrupted_datagram_to_a_closed_port_gets_no_port_unreachable() {
+    for config in [StackConfig::default(), StackConfig::classic()] {
+        let mut t = Target::with(config, 1500);
+        let mut p = udp_packet(sa(A, 1000), sa(B, 4444), b"corrupted");
+        p[30] ^= 0x55;
+        t.inject(&p);
+        let mut broadcast = udp_packet(sa(A, 1000), sa(B_BROADCAST, 4444), b"corrupted");
+        broadcast[30] ^= 0x55;
+        t.inject(&broadcast);
+        t.poll(T0);
+        assert!(
+            t.sent().is_empty(),
+            "an ICMP error about a corrupted datagram"
+        );
+        assert_eq!(t.drops(DropReason::UdpBadChecksum), 2);
+        assert_eq!(t.drops(DropReason::UdpNoSocket), 0);
+        // An intact one still gets its port unreachable.
+        t.inject(&udp_packet(sa(A, 1000), sa(B, 4444), b"intact"));
+        t.poll(T0);
+        assert_eq!(t.sent().len(), 1);
+        t.still_serves(T0);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// ICMP.
+
+#[test]
+fn icmp_truncated_bad_checksum_and_unknown() {
+    dropped_as(&ip_packet(A, B, 1, &[8, 0, 0]), DropReason::IcmpTruncated);
+    dropped_as(
+        &ip_packet(A, B, 1, &[8, 0, 0, 0, 0, 1, 0, 1]),
+        DropReason::IcmpBadChecksum,
+    );
+    dropped_as(
+        &ip_packet(A, B, 1, &icmp(42, [0; 4], &[])),
+        DropReason::IcmpUnhandled,
+    );
+}
+
+/// ICMP has no "no checksum": a zero field on a message whose checksum is not zero is a bad checksum
+/// (no reply), and a message whose checksum really is zero is answered.
+#[test]
+fn a_zero_icmp_checksum_is_not_allowed() {
+    let mut zeroed = icmp(8, [0, 1, 0, 1], b"ping");
+    zeroed[2..4].copy_from_slice(&[0, 0]);
+    dropped_as(&ip_packet(A, B, 1, &zeroed), DropReason::IcmpBadChecksum);
+    // 0x0800 + 0xf7ff = 0xffff: the checksum of this echo request is 0x0000.
+    let real_zero = icmp(8, [0xf7, 0xff, 0, 0], &[]);
+    assert_eq!(real_zero[2..4], [0, 0]);
+    let mut t = Target::new();
+    t.inject(&ip_packet(A, B, 1, &real_zero));
+    t.poll(T0);
+    assert_eq!(t.sent().len(), 1, "no reply to a valid zero checksum");
+}
+
+/// A ping flood: echo replies and port unreachables share the ICMP rate limit (`icmp_burst` at once,
+/// then `icmp_rate_per_sec`), the rest counted as rate-limited; echo requests to a broadcast are
+/// ignored (no smurf amplification); and the stack keeps serving UDP throughout.
+#[test]
+fn ping_flood_is_rate_limited() {
+    let mut config = StackConfig::default();
+    config.limits.icmp_rate_per_sec = 10;
+    config.limits.icmp_burst = 5;
+    let mut t = Target::with(config, 1500);
+    for seq in 0..100 {
+        t.inject(&echo_request(B, seq));
+    }
+    t.poll(T0);
+    let replies = t.sent();
+    assert_eq!(replies.len(), 5, "the burst");
+    assert!(replies.iter().all(|r| r[20] == 0), "echo replies");
+    assert_eq!(t.drops(DropReason::IcmpRateLimited), 95);
+    // The bucket is empty: port unreachables are limited too.
+    for _ in 0..20 {
+        t.inject(&udp_packet(sa(A, 1000), sa(B, 4444), b"closed"));
+    }
+    t.poll(T0);
+    assert!(t.sent().is_empty());
+    assert_eq!(t.drops(DropReason::IcmpRateLimited), 115);
+    assert_eq!(t.drops(DropReason::UdpNoSocket), 20);
+    t.still_serves(T0);
+    // 300 ms buys 3 messages at 10 a second; a second buys no more than the burst.
+    let t1 = T0 + Duration::from_millis(300);
+    for seq in 0..50 {
+        t.inject(&echo_request(B, seq));
+    }
+    t.poll(t1);
+    assert_eq!(t.sent().len(), 3);
+    for seq in 0..50 {
+        t.inject(&echo_request(B, seq));
+    }
+    t.poll(t1 + Duration::from_secs(10));
+    assert_eq!(t.sent().len(), 5);
+    let c = t.b.counters();
+    assert_eq!(c.icmp.out_echo_reps, 13);
+    assert_eq!(c.icmp.in_echos, 200);
+    // Smurf: a broadcast echo request is not answered at all.
+    let t2 = t1 + Duration::from_secs(20);
+    t.inject(&echo_request(B_BROADCAST, 1));
+    t.inject(&echo_request(Ipv4Addr::BROADCAST, 2));
+    t.poll(t2);
+    assert!(t.sent().is_empty());
+    assert_eq!(t.drops(DropReason::IcmpBroadcastEcho), 2);
+    t.still_serves(t2);
+}
+
+/// Echo replies nobody reads are kept up to `echo_reply_queue`; the rest are dropped, counted.
+#[test]
+fn an_echo_reply_flood_is_bounded() {
+    let mut t = Target::new();
+    for seq in 0..100u16 {
+        let [hi, lo] = seq.to_be_bytes();
+        t.inject(&ip_packet(A, B, 1, &icmp(0, [0, 7, hi, lo], b"pong")));
+    }
+    t.poll(T0);
+    let limit = t.b.config().limits.echo_reply_queue;
+    assert_eq!(
+        t.drops(DropReason::IcmpEchoReplyDropped),
+        100 - limit as u64
+    );
+    assert_eq!(std::iter::from_fn(|| t.b.recv_echo_reply()).count(), limit);
+    t.still_serves(T0);
+}
+
+/// RFC 1122 §3.2.2: no ICMP error about a datagram addressed to a broadcast. A fragment of one that
+/// never completes times out silently (one to this host's own address still draws a time exceeded).
+#[test]
+fn no_time_exceeded_about_a_broadcast() {
+    let mut t = Target::new();
+    for (ident, dst) in [
+        (1u16, [10, 0, 0, 255]),
+        (2, [255, 255, 255, 255]),
+        (3, [10, 0, 0, 2]),
+    ] {
+        let mut p = fragment(ident, 0, true, &[0; 16]);
+        p[16..20].copy_from_slice(&dst);
+        fix_ip_checksum(&mut p);
+        t.inject(&p);
+    }
+    t.poll(T0);
+    let later = T0 + Duration::from_secs(31);
+    t.poll(later);
+    assert_eq!(t.drops(DropReason::ReassemblyTimeout), 3);
+    let out = t.sent();
+    assert_eq!(
+        out.len(),
+        1,
+        "time exceeded only about the unicast datagram"
+    );
+    assert_eq!((out[0][20], out[0][21]), (11, 1));
+    assert_eq!(out[0][28 + 16..28 + 20], [10, 0, 0, 2]);
+    t.still_serves(later);
+}
+
+/// RFC 1122 §3.2.2: no ICMP error about an ICMP error. A fragmented ICMP error message (here a port
+/// unreachable) that never completes times out silently; a fragmented echo request still draws a
+/// time exceeded.
+#[test]
+fn no_time_exceeded_about_an_icmp_error() {
+    let mut t = Target::new();
+    for (ident, icmp_type) in [(1u16, 3u8), (2, 11), (3, 8)] {
+        let mut message = vec![0u8; 32];
+        message[0] = icmp_type;
+        let mut p = fragment(ident, 0, true, &message);
+        p[9] = 1;
+        fix_ip_checksum(&mut p);
+        t.inject(&p);
+    }
+    t.poll(T0);
+    let later = T0 + Duration::from_secs(31);
+    t.poll(later);
+    assert_eq!(t.drops(DropReason::ReassemblyTimeout), 3);
+    let out = t.sent();
+    assert_eq!(out.len(), 1, "time exceeded only about the echo request");
+    assert_eq!(out[0][28 + 20], 8, "the quoted message is the echo request");
+    t.still_serves(later);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fragments.
+
+/// Teardrop and its variants: a fragment inside another, one reaching into the next, one reaching
+/// back into the previous. Each discards its whole datagram (as Linux does since CVE-2018-5391); an
+/// exact duplicate is dropped alone and the datagram still completes.
+#[test]
+fn teardrop_overlapping_fragments() {
+    let mut t = Target::new();
+    t.inject(&fragment(1, 0, true, &[0; 32]));
+    t.inject(&fragment(1, 24, false, &[0; 4]));
+    t.inject(&fragment(2, 0, true, &[0; 32]));
+    t.inject(&fragment(2, 16, false, &[0; 32]));
+    t.inject(&fragment(3, 16, false, &[0; 16]));
+    t.inject(&fragment(3, 0, true, &[0; 24]));
+    t.poll(T0);
+    assert_eq!(t.drops(DropReason::ReassemblyOverlap), 3);
+    assert_eq!(t.b.reassembly_stats(), (0, 0));
+    assert_eq!(t.b.counters().ip.reasm_oks, 0);
+    assert_eq!(t.drain(), 0);
+    let pieces = fragmented_udp(4, 9, &payload(100, 4), 48);
+    for p in [&pieces[0], &pieces[0], &pieces[1], &pieces[2]] {
+        t.inject(p);
+    }
+    t.poll(T0);
+    assert_eq!(t.drops(DropReason::FragmentDuplicate), 1);
+    assert_eq!(t.drain(), 1);
+    t.still_serves(T0);
+}
+
+/// Ping of death: a fragment whose end would be past 65,535 bytes is dropped; one that ends exactly
+/// at 65,535 is held.
+#[test]
+fn ping_of_death_fragment_past_65535() {
+    dropped_as(
+        &fragment(2, 65528, false, &[0; 16]),
+        DropReason::FragmentTooBig,
+    );
+    dropped_as(
+        &fragment(2, 65512, false, &[0; 4]),
+        DropReason::FragmentTooBig,
+    );
+    let mut t = Target::new();
+    t.inject(&fragment(2, 65512, false, &[0; 3]));
+    t.poll(T0);
+    assert_eq!(t.b.counters().drops.total(), 0);
+    assert_eq!(t.b.reassembly_stats().0, 1);
+    t.still_serves(T0);
+}
+
+/// A first fragment of 1 to 7 bytes (or none) is not a multiple of 8 and is dropped; the smallest
+/// legal one, 8 bytes, holds the whole UDP header, and its datagram reassembles intact. (Because a
+/// non-final fragment is a multiple of 8 bytes, `FragmentTinyFirst` cannot occur for UDP or ICMP,
+/// whose headers are 8 bytes: the length check catches every shorter first fragment.)
+#[test]
+fn tiny_first_fragments() {
+    for len in [0, 1, 4, 7] {
+        dropped_as(
+            &fragment(3, 0, true, &vec![0; len]),
+            DropReason::FragmentBadLength,
+        );
+    }
+    let mut t = Target::new();
+    let data = payload(40, 3);
+    for p in fragmented_udp(5, 9, &data, 8) {
+        t.inject(&p);
+    }
+    t.poll(T0);
+    let mut buf = [0u8; 100];
+    let n = t.b.udp(t.s).recv(&mut buf).unwrap();
+    assert_eq!(&buf[..n], &data[..]);
+    assert_eq!(t.drops(DropReason::FragmentTinyFirst), 0);
+    t.still_serves(T0);
+}
+
+/// More fragments than `reassembly_fragments` discard the datagram.
+#[test]
+fn too_many_fragments() {
+    let mut config = StackConfig::default();
+    config.limits.reassembly_fragments = 4;
+    let mut t = Target::with(config, 1500);
+    for i in 0..5 {
+        t.inject(&fragment(7, 8 * i, true, &[0; 8]));
+    }
+    t.poll(T0);
+    assert_eq!(t.drops(DropReason::ReassemblyTooManyFragments), 1);
+    assert_eq!(t.b.reassembly_stats(), (0, 0));
+    t.still_serves(T0);
+}
+
+/// A flood of first fragments that never complete: at most `reassembly_datagrams` are held, the
+/// oldest are evicted (the newest still completes, the oldest does not), and the rest time out after
+/// `reassembly_timeout`, with a time exceeded for each.
+#[test]
+fn a_flood_of_incomplete_fragments_evicts_the_oldest_and_times_out() {
+    let mut config = StackConfig::default();
+    config.limits.reassembly_datagrams = 16;
+    config.limits.reassembly_bytes = 64 * 1024;
+    let mut t = Target::with(config, 1500);
+    for ident in 0..5000u16 {
+        t.inject(&fragment(ident, 0, true, &[7; 1024]));
+        if ident % 100 == 0 {
+            t.poll(T0);
+            let (n, bytes) = t.b.reassembly_stats();
+            assert!(
+                n <= 16 && bytes <= 64 * 1024,
+                "{n} datagrams, {bytes} bytes"
+            );
+        }
+    }
+    t.poll(T0);
+    assert_eq!(t.b.reassembly_stats().0, 16);
+    assert_eq!(t.drops(DropReason::ReassemblyEvicted), 5000 - 16);
+    t.inject(&fragment(4999, 1024, false, &[7; 8]));
+    t.poll(T0);
+    assert_eq!(t.b.counters().ip.reasm_oks, 1, "the newest completes");
+    t.inject(&fragment(0, 1024, false, &[7; 8]));
+    t.poll(T0);
+    assert_eq!(t.b.counters().ip.reasm_oks, 1, "the oldest was evicted");
+    assert_eq!(t.b.reassembly_stats().0, 16);
+    let later = T0 + Duration::from_secs(30);
+    t.poll(later);
+    assert_eq!(t.b.reassembly_stats(), (0, 0));
+    assert_eq!(t.drops(DropReason::ReassemblyTimeout), 16);
+    // One of the 16 (ident 0's last fragment) had no first fragment: nothing to quote.
+    assert_eq!(t.b.counters().icmp.out_time_excds, 15);
+    t.still_serves(later);
+}
+
+/// A flood of large first fragments: the bytes they hold stay under `reassembly_bytes`; a datagram
+/// larger than the cap by itself is evicted too.
+#[test]
+fn a_flood_of_large_fragments_stays_under_the_byte_cap() {
+    let mut config = StackConfig::default();
+    config.limits.reassembly_bytes = 64 * 1024;
+    let mut t = Target::with(config, 9000);
+    for ident in 0..200u16 {
+        t.inject(&fragment(ident, 0, true, &[7; 8000]));
+        t.poll(T0);
+        let (n, bytes) = t.b.reassembly_stats();
+        assert!(bytes <= 64 * 1024, "{n} datagrams, {bytes} bytes");
+    }
+    let (n, _) = t.b.reassembly_stats();
+    assert!(n < 200);
+    assert_eq!(t.drops(DropReason::ReassemblyEvicted), 200 - n as u64);
+    // One datagram larger than the cap by itself: the others go first, then it does.
+    let evicted = t.drops(DropReason::ReassemblyEvicted);
+    // (Injected packets come in buffers of their own size, 4,148 bytes here: 16 exceed 64 KiB.)
+    for i in 0..16 {
+        t.inject(&fragment(9999, 4000 * i, true, &[7; 4000]));
+    }
+    t.poll(T0);
+    assert_eq!(t.b.reassembly_stats(), (0, 0));
+    // Each datagram evicted counts once, itself included.
+    assert_eq!(
+        t.drops(DropReason::ReassemblyEvicted),
+        evicted + n as u64 + 1
+    );
+    t.still_serves(T0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Floods against the other limits.
+
+/// A flood to a socket that never reads: its queue holds `udp_rx_queue_bytes` of buffers, the newest
+/// are dropped (counted for the stack and the socket), other sockets are served, and reading makes
+/// room again.
+#[test]
+fn a_socket_that_never_reads_keeps_its_queue_limit() {
+    let mut t = Target::new();
+    let other = t.b.udp_bind(sa(B, 7)).unwrap();
+    let limit = t.b.config().limits.udp_rx_queue_bytes;
+    for i in 0..1000u32 {
+        t.inject(&udp_packet(sa(A, 1000), sa(B, 9), &[i as u8; 100]));
+        if i % 64 == 0 {
+            t.poll(T0);
+            assert!(t.b.udp(t.s).queued().unwrap().1 <= limit);
+        }
+    }
+    t.poll(T0);
+    // Each datagram arrived in a buffer of its own size (headroom, IP and UDP headers, payload).
+    let truesize = HEADROOM + 128;
+    let fit = limit / truesize;
+    let (n, bytes) = t.b.udp(t.s).queued().unwrap();
+    assert_eq!((n, bytes), (fit, fit * truesize));
+    assert_eq!(t.drops(DropReason::UdpQueueFull), (1000 - fit) as u64);
+    assert_eq!(
+        t.b.udp(t.s).counters().unwrap().queue_full,
+        (1000 - fit) as u64
+    );
+    t.inject(&udp_packet(sa(A, 1000), sa(B, 7), b"other"));
+    t.poll(T0);
+    assert_eq!(t.b.udp(other).recv(&mut [0; 16]).unwrap(), 5);
+    // The oldest are kept; one read makes room for one more.
+    let mut buf = [0u8; 200];
+    assert_eq!(t.b.udp(t.s).recv(&mut buf).unwrap(), 100);
+    assert_eq!(buf[0], 0);
+    t.inject(&udp_packet(sa(A, 1000), sa(B, 9), b"room"));
+    t.poll(T0);
+    assert_eq!(t.b.udp(t.s).queued().unwrap().0, fit);
+    t.still_serves(T0);
+}
+
+/// The loopback queue holds `loopback_queue` packets; the rest are dropped, counted.
+#[test]
+fn the_loopback_queue_is_bounded() {
+    let mut config = StackConfig::default();
+    config.limits.loopback_queue = 8;
+    let mut t = Target::with(config, 1500);
+    let rx = t.b.udp_bind(sa(Ipv4Addr::LOCALHOST, 9)).unwrap();
+    let tx = t.b.udp_bind(sa(Ipv4Addr::LOCALHOST, 0)).unwrap();
+    for _ in 0..20 {
+        t.b.udp(tx)
+            .send_to(b"x", sa(Ipv4Addr::LOCALHOST, 9))
+            .unwrap();
+    }
+    t.poll(T0);
+    assert_eq!(t.drops(DropReason::LinkQueueFull), 12);
+    assert_eq!(
+        std::iter::from_fn(|| t.b.udp(rx).recv(&mut [0; 4]).ok()).count(),
+        8
+    );
+    t.still_serves(T0);
+}
+
+/// Buffers coming back to the pool beyond `pool_free_buffers` per size class go back to the heap.
+#[test]
+fn the_pool_keeps_at_most_pool_free_buffers() {
+    let mut config = StackConfig::default();
+    config.limits.pool_free_buffers = 16;
+    config.limits.udp_rx_queue_bytes = 8 << 20;
+    let mut t = Target::with(config, 1500);
+    let rx = t.b.udp_bind(sa(Ipv4Addr::LOCALHOST, 9)).unwrap();
+    let tx = t.b.udp_bind(sa(Ipv4Addr::LOCALHOST, 0)).unwrap();
+    for _ in 0..1000 {
+        t.b.udp(tx)
+            .send_to(&[1; 100], sa(Ipv4Addr::LOCALHOST, 9))
+            .unwrap();
+    }
+    t.poll(T0);
+    assert_eq!(
+        std::iter::from_fn(|| t.b.udp(rx).recv(&mut [0; 128]).ok()).count(),
+        1000
+    );
+    let (stats, held, _) = t.b.pool_stats();
+    assert!(held <= 16 * 3, "{held} free buffers held");
+    assert!(stats.released >= 1000 - 16, "{stats:?}");
+    t.still_serves(T0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Garbage.
+
+#[test]
+fn random_garbage_never_panics_and_every_packet_is_accounted_for() {
+    let mut t = Target::new();
+    let mut rng = fastpath::rng::Rng::new(1);
+    let templates = [
+        good(),
+        fragment(9, 0, true, &[1; 16]),
+        ip_packet(A, B, 1, &[8, 0, 0, 0, 0, 0, 0, 0]),
+        ip_packet(A, B, 17, &[0; 4]),
+    ];
+    for i in 0..20000 {
+        let mut p = templates[i % templates.len()].clone();
+        let flips = 1 + rng.below(4);
+        for _ in 0..flips {
+            let at = rng.below(p.len() as u64) as usize;
+            p[at] = rng.next_u64() as u8;
+        }
+        p.truncate(rng.below(p.len() as u64 + 1) as usize);
+        t.inject(&p);
+        if i % 64 == 0 {
+            t.poll(T0);
+        }
+    }
+    t.poll(T0);
+    let c = t.b.counters();
+    // Every packet was dropped at IP, taken by reassembly, or delivered whole (the stack answers
+    // only over the pair: nothing came back over loopback).
+    assert_eq!(c.ip.in_receives, 20000);
+    let ip_drops: u64 = DropReason::ALL
+        .iter()
+        .filter(|r| r.label().starts_with("ipv4:"))
+        .map(|&r| c.drops.get(r))
+        .sum();
+    let after_delivery =
+        c.drops.get(DropReason::Ipv4UnknownProtocol) + c.drops.get(DropReason::Ipv4NoRoute);
+    assert_eq!(
+        c.ip.in_delivers + ip_drops - after_delivery + c.ip.reasm_reqds - c.ip.reasm_oks,
+        20000,
+        "{c}"
+    );
+    t.still_serves(T0);
+}
