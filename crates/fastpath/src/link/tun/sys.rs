@@ -86,9 +86,8 @@ pub(super) fn open_tun(name: &str, flags: libc::c_int) -> io::Result<(OwnedFd, S
     let mut req = IfReq::new(name)?;
     let flags = flags as libc::c_short;
     req.data[..2].copy_from_slice(&flags.to_ne_bytes());
-    // SAFETY: `fd` is an open descriptor of /dev/net/tun; TUNSETIFF reads a `struct ifreq` from the
-    // pointer and writes the interface's name back into it, and `req` is a live, initialized value at
-    // least as large as `struct ifreq`, borrowed mutably for the duration of the call.
+    // SAFETY: `fd` is an open /dev/net/tun descriptor; TUNSETIFF reads and writes back a `struct ifreq`,
+    // and `req` is a live, initialized value at least that large, borrowed mutably for the call.
     let rc = unsafe { libc::ioctl(fd.as_raw_fd(), libc::TUNSETIFF, &mut req as *mut IfReq) };
     Errno::result(rc).map_err(|e| with_context(e, &format!("TUNSETIFF `{name}`")))?;
     Ok((fd, req.name()))
