@@ -126,7 +126,7 @@ impl Host {
             broadcast: true,
             ..UdpOptions::default()
         };
-        let mut sockets = vec![
+        let sockets = vec![
             stack.udp_bind(SocketAddrV4::new(B, 9)).expect("bind"),
             stack
                 .udp_bind_with(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 7), reuse)
@@ -151,7 +151,6 @@ impl Host {
             .udp(sockets[6])
             .connect(SocketAddrV4::new(D, 5000))
             .expect("connect");
-        sockets.shrink_to_fit();
         Host {
             stack,
             raw: [raw0, raw1],
