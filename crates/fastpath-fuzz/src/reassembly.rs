@@ -264,7 +264,10 @@ pub fn reassembly(data: &[u8]) {
                     ident: fresh,
                 };
                 let total = 1 + input.u16() as usize % 65515;
-                let size = 8 * (1 + input.u16() as usize % 2000);
+                // At most 300 pieces (past the fragment limits it tries, but for the default), so that
+                // one input stays cheap.
+                let size = (8 * (1 + input.u16() as usize % 2000))
+                    .max(total.div_ceil(300).next_multiple_of(8));
                 let mut pieces: Vec<(usize, usize)> = (0..total.div_ceil(size))
                     .map(|i| (i * size, size.min(total - i * size)))
                     .collect();
