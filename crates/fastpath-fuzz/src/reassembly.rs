@@ -2,7 +2,6 @@
 
 use std::collections::HashSet;
 use std::net::Ipv4Addr;
-use std::sync::OnceLock;
 use std::time::Duration;
 
 use fastpath::buf::{BufferMode, BufferPool, PacketBuf};
@@ -11,27 +10,16 @@ use fastpath::ipv4::reassembly::{FragmentKey, Outcome, ReassemblyTable};
 use fastpath::stats::Drops;
 use fastpath::{DropReason, Instant};
 
-use crate::Input;
+use crate::{pattern, Input};
 
-/// Bytes the datagrams are cut from: 192 KiB of a fixed pseudo-random sequence, so that a window
-/// at any offset up to 128 KiB holds any fragment (a rejected one reaches past 65,535).
-fn bytes() -> &'static [u8] {
-    static BYTES: OnceLock<Vec<u8>> = OnceLock::new();
-    BYTES.get_or_init(|| {
-        (0..3 << 16u32)
-            .map(|k: u32| (k.wrapping_mul(0x9e37_79b1) >> 13) as u8)
-            .collect()
-    })
-}
-
-/// Bytes `from..from + len` of every datagram with `key`: a window of [`bytes`] at an offset that
+/// Bytes `from..from + len` of every datagram with `key`: a window of [`pattern`] at an offset that
 /// depends on the key, so that a byte put at the wrong offset, or taken from another datagram, shows.
 /// (Slices rather than a function per byte: copying and comparing them is what keeps the target fast
 /// under coverage instrumentation.)
 fn content(key: &FragmentKey, from: usize, len: usize) -> &'static [u8] {
     let shift =
         (usize::from(key.ident) * 7919 + usize::from(key.src.octets()[3]) * 104_729) % 65536;
-    &bytes()[shift + from..shift + from + len]
+    &pattern()[shift + from..shift + from + len]
 }
 
 /// The IP header the table is given with a fragment (quoted if the datagram times out): 20 to 60
