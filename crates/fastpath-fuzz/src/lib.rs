@@ -33,6 +33,8 @@ pub mod smoke;
 pub mod stack;
 pub mod wire;
 
+use std::sync::OnceLock;
+
 pub use input::Input;
 
 /// A fuzz target: panics when it finds a bug.
@@ -76,6 +78,18 @@ pub fn reference_sum(data: &[u8]) -> u16 {
 pub fn ones_add(a: u16, b: u16) -> u16 {
     let s = u32::from(a) + u32::from(b);
     ((s & 0xffff) + (s >> 16)) as u16
+}
+
+/// 192 KiB of a fixed pseudo-random sequence that the targets cut payloads from, so that any window
+/// up to 128 KiB long fits at any offset below 64 KiB. Copying and comparing windows keeps the
+/// targets fast under coverage instrumentation, where a loop computing each byte is not.
+pub fn pattern() -> &'static [u8] {
+    static PATTERN: OnceLock<Vec<u8>> = OnceLock::new();
+    PATTERN.get_or_init(|| {
+        (0..3u32 << 16)
+            .map(|k| (k.wrapping_mul(0x9e37_79b1) >> 13) as u8)
+            .collect()
+    })
 }
 
 /// The big-endian `u16` at `data[at..at + 2]`.
