@@ -10,6 +10,7 @@ use std::time::Duration;
 use crate::buf::BufferMode;
 use crate::checksum::Algorithm;
 use crate::demux::DemuxStrategy;
+use crate::tcp::CongestionAlgorithm;
 
 /// How data is copied between the application and packet buffers, and when it is checksummed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -48,6 +49,89 @@ impl Default for ChecksumPolicy {
     }
 }
 
+/// TCP's switches and timers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TcpConfig {
+    /// Jacobson's header prediction (paper 000 §2, after Jacobson's 4.3BSD-Reno `tcp_input`): on an
+    /// established connection, an in-order segment that only acknowledges data, or only carries the
+    /// next data while nothing is outstanding, is handled by a short path that skips the general
+    /// state machine. The share of segments that take it is counted.
+    pub header_prediction: bool,
+    /// The congestion controller of new connections.
+    pub congestion: CongestionAlgorithm,
+    /// Offer and use selective acknowledgments (RFC 2018) and SACK-based loss recovery (RFC 6675).
+    pub sack: bool,
+    /// Offer and use timestamps (RFC 7323 §3, §4, §5: RTT measurement and PAWS).
+    pub timestamps: bool,
+    /// Offer and use window scaling (RFC 7323 §2).
+    pub window_scaling: bool,
+    /// Delay ACKs of in-order data by up to this long, acknowledging at least every second full segment
+    /// (RFC 9293 §3.8.6.3, RFC 1122 §4.2.3.2). `None` acknowledges every segment at once.
+    pub delayed_ack: Option<std::time::Duration>,
+    /// Answer SYNs with SYN cookies when a listener's queue of half-open connections is full, instead
+    /// of dropping them (RFC 4987 §3.6).
+    pub syn_cookies: bool,
+    /// Segment bulk data into packets larger than the MSS and let the link cut them (TCP segmentation
+    /// offload, paper 002 §3.3), when the link offers it.
+    pub segmentation_offload: bool,
+    /// Kay & Pasquale's checksum elimination for TCP (paper 001), negotiated with the historic RFC 1146
+    /// alternate checksum option. Experimental and off: it is only used when both ends ask for it and
+    /// the route is a single CRC-protected hop, and no other stack speaks it.
+    pub alt_checksum: bool,
+    /// Lower bound of the retransmission timeout (RFC 6298 §2.4 says 1 s; Linux and most stacks use
+    /// 200 ms).
+    pub min_rto: Duration,
+    /// Retransmission timeout before any RTT is measured (RFC 6298 §2.1).
+    pub initial_rto: Duration,
+    /// Upper bound of the retransmission timeout (RFC 6298 §2.5).
+    pub max_rto: Duration,
+    /// Retransmissions of one segment before the connection is abandoned (RFC 1122 §4.2.3.5's R2).
+    pub max_retries: u32,
+    /// Retransmissions of a SYN before a connect fails.
+    pub syn_retries: u32,
+    /// The maximum segment lifetime; TIME-WAIT lasts twice this (RFC 9293 §3.4.2).
+    pub msl: Duration,
+    /// How long an orphaned connection (closed by the application) waits in FIN-WAIT-2 for the peer's
+    /// FIN (Linux's `tcp_fin_timeout`).
+    pub fin_wait2_timeout: Duration,
+    /// Default send buffer per connection, in bytes.
+    pub send_buffer: usize,
+    /// Default receive buffer per connection, in bytes: the most the window will offer.
+    pub recv_buffer: usize,
+    /// Keep-alive (RFC 1122 §4.2.3.6), for sockets that turn it on: idle time before the first probe,
+    /// time between probes, and unanswered probes before the connection is dropped.
+    pub keepalive: (Duration, Duration, u32),
+    /// Challenge ACKs (RFC 5961 §7) a connection sends per second at most.
+    pub challenge_acks_per_sec: u32,
+}
+
+impl Default for TcpConfig {
+    fn default() -> Self {
+        TcpConfig {
+            header_prediction: true,
+            congestion: CongestionAlgorithm::Cubic,
+            sack: true,
+            timestamps: true,
+            window_scaling: true,
+            delayed_ack: Some(Duration::from_millis(40)),
+            syn_cookies: true,
+            segmentation_offload: true,
+            alt_checksum: false,
+            min_rto: Duration::from_millis(200),
+            initial_rto: Duration::from_secs(1),
+            max_rto: Duration::from_secs(60),
+            max_retries: 15,
+            syn_retries: 6,
+            msl: Duration::from_secs(30),
+            fin_wait2_timeout: Duration::from_secs(60),
+            send_buffer: 1 << 20,
+            recv_buffer: 1 << 20,
+            keepalive: (Duration::from_secs(7200), Duration::from_secs(75), 9),
+            challenge_acks_per_sec: 10,
+        }
+    }
+}
+
 /// Bounds on everything that grows with input.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Limits {
@@ -72,6 +156,13 @@ pub struct Limits {
     pub loopback_queue: usize,
     /// Echo replies kept for [`Stack::recv_echo_reply`](crate::Stack::recv_echo_reply).
     pub echo_reply_queue: usize,
+    /// TCP connections (in every state, TIME-WAIT included) a stack holds at once.
+    pub tcp_connections: usize,
+    /// Largest listen backlog: connections a listener holds half-open, and established but not yet
+    /// accepted, each.
+    pub tcp_backlog: usize,
+    /// Out-of-order segments one connection holds.
+    pub tcp_out_of_order: usize,
 }
 
 impl Default for Limits {
@@ -87,6 +178,9 @@ impl Default for Limits {
             pool_free_buffers: 1024,
             loopback_queue: 4096,
             echo_reply_queue: 64,
+            tcp_connections: 65536,
+            tcp_backlog: 4096,
+            tcp_out_of_order: 256,
         }
     }
 }
@@ -125,6 +219,8 @@ pub struct StackConfig {
     pub accept_ttl_zero: bool,
     /// Ports handed out to sockets bound to port 0 (IANA's dynamic range by default).
     pub ephemeral_ports: RangeInclusive<u16>,
+    /// TCP.
+    pub tcp: TcpConfig,
     /// Every bound.
     pub limits: Limits,
 }
@@ -144,6 +240,7 @@ impl Default for StackConfig {
             default_ttl: 64,
             accept_ttl_zero: false,
             ephemeral_ports: 49152..=65535,
+            tcp: TcpConfig::default(),
             limits: Limits::default(),
         }
     }
@@ -167,6 +264,11 @@ impl StackConfig {
             },
             rx_batch: 1,
             tx_batch: 1,
+            tcp: TcpConfig {
+                header_prediction: false,
+                segmentation_offload: false,
+                ..TcpConfig::default()
+            },
             ..StackConfig::default()
         }
     }

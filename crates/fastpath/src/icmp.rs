@@ -164,6 +164,15 @@ impl Stack {
                             self.udp_report_error(&quoted, &head, kind);
                         }
                     }
+                    Ok((quoted, head)) if quoted.protocol == IpProtocol::Tcp => {
+                        let hard = matches!(
+                            reason,
+                            DstUnreachable::PortUnreachable | DstUnreachable::ProtoUnreachable
+                        );
+                        if let (Some(kind), true) = (error.or(Some(io::ErrorKind::ConnectionRefused)), hard) {
+                            self.tcp_report_error(&quoted, &head, kind);
+                        }
+                    }
                     Ok(_) => {}
                     Err(_) => self.counters.drops.add(DropReason::IcmpUnhandled),
                 }

@@ -21,6 +21,8 @@ pub enum Layer {
     Ip = 2,
     /// The link: handing packets over and taking them in.
     Link = 3,
+    /// TCP: header, checksum, the connection's state machine.
+    Tcp = 4,
 }
 
 /// Sending or receiving.
@@ -46,7 +48,7 @@ pub enum Op {
 }
 
 /// Layer and operation names, in the order of the arrays of [`Profile`].
-pub const LAYERS: [&str; 4] = ["socket", "udp", "ip", "link"];
+pub const LAYERS: [&str; 5] = ["socket", "udp", "ip", "link", "tcp"];
 /// See [`LAYERS`].
 pub const OPS: [&str; 4] = ["checksum", "copy", "copy+checksum", "buffers"];
 
@@ -54,7 +56,7 @@ pub const OPS: [&str; 4] = ["checksum", "copy", "copy+checksum", "buffers"];
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Profile {
     /// Cycles in each layer (`[side][layer]`).
-    pub layers: [[u64; 4]; 2],
+    pub layers: [[u64; 5]; 2],
     /// Cycles in each operation (`[side][op]`), included in the layers' cycles.
     pub ops: [[u64; 4]; 2],
 }
@@ -68,7 +70,7 @@ struct State {
 
 thread_local! {
     static STATE: Cell<State> = const {
-        Cell::new(State { profile: Profile { layers: [[0; 4]; 2], ops: [[0; 4]; 2] }, current: None, since: 0 })
+        Cell::new(State { profile: Profile { layers: [[0; 5]; 2], ops: [[0; 4]; 2] }, current: None, since: 0 })
     };
 }
 

@@ -1,10 +1,10 @@
-//! fastpath: a user-space UDP/IPv4 network stack that implements, switchably and measurably, the
+//! fastpath: a user-space UDP/TCP/IPv4 network stack that implements, switchably and measurably, the
 //! end-system fast paths of the classic papers (see the README's technique map).
 //!
 //! Layers, bottom up: [`link`] moves packets in batches; [`buf`] holds them with headroom; [`wire`]
 //! parses and emits headers; [`checksum`] computes the Internet checksum every way the papers measure;
-//! [`ipv4`] validates, routes, fragments and reassembles; [`demux`] finds a datagram's socket; [`udp`]
-//! and [`icmp`] are the protocols; [`Stack`] ties them together; [`StackConfig`] switches each technique.
+//! [`ipv4`] validates, routes, fragments and reassembles; [`demux`] finds a datagram's socket; [`udp`],
+//! [`tcp`] and [`icmp`] are the protocols; [`Stack`] ties them together; [`StackConfig`] switches each technique.
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -45,6 +45,7 @@ pub mod link;
 pub mod rng;
 pub mod stack;
 pub mod stats;
+pub mod tcp;
 pub mod time;
 pub mod udp;
 pub mod wire;
@@ -54,4 +55,5 @@ pub use ipv4::route::{InterfaceId, Ipv4Cidr};
 pub use stack::Stack;
 pub use stats::{Counters, DropReason};
 pub use time::Instant;
+pub use tcp::{TcpListener, TcpStream};
 pub use udp::{UdpOptions, UdpSocket};

@@ -15,6 +15,7 @@ use crate::ipv4::route::{InterfaceId, Ipv4Cidr, Route, RoutingTable};
 use crate::link::{Link, LinkCapabilities, Loopback};
 use crate::stats::{Counters, DropReason};
 use crate::time::Instant;
+use crate::tcp::TcpTable;
 use crate::udp::UdpTable;
 
 /// How many rounds of receive batches one `poll` runs at most before returning, so that a flood cannot
@@ -40,6 +41,7 @@ pub struct Stack {
     pub(crate) pool: BufferPool,
     pub(crate) reassembly: ReassemblyTable,
     pub(crate) udp: UdpTable,
+    pub(crate) tcp: TcpTable,
     pub(crate) icmp: IcmpState,
     pub(crate) counters: Counters,
     pub(crate) now: Instant,
@@ -72,6 +74,7 @@ impl Stack {
         let pool = BufferPool::new(config.buffers, config.limits.pool_free_buffers);
         let reassembly = ReassemblyTable::new(&config.limits);
         let udp = UdpTable::new(&config);
+        let tcp = TcpTable::new(&config, random_secret());
         let icmp = IcmpState::new(&config.limits);
         let mut stack = Stack {
             ifaces: Vec::new(),
@@ -79,6 +82,7 @@ impl Stack {
             pool,
             reassembly,
             udp,
+            tcp,
             icmp,
             counters: Counters::default(),
             now: Instant::ZERO,
@@ -219,7 +223,20 @@ impl Stack {
             self.expire_reassembly();
             processed += self.flush();
         }
+        if self.tcp_next_deadline().is_some_and(|d| d <= now) {
+            self.tcp_timers();
+            processed += self.flush();
+        }
         processed
+    }
+
+    /// The earliest time a timer (TCP retransmission, delayed ACK, reassembly expiry, ...) wants
+    /// `poll` to run, if any: a caller may sleep until then when the links are quiet.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        [self.reassembly.next_deadline(), self.tcp_next_deadline()]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     /// Hands every queued output packet to its link now; returns how many there were.
@@ -261,4 +278,17 @@ impl Stack {
             self.ipv4_input(iface, packet);
         }
     }
+}
+
+/// A fresh random key for TCP's initial sequence numbers and SYN cookies (RFC 6528 §3), from the
+/// randomly keyed hasher std seeds from the operating system.
+fn random_secret() -> [u64; 2] {
+    use std::hash::{BuildHasher, Hasher};
+    let mut key = [0u64; 2];
+    for (i, k) in key.iter_mut().enumerate() {
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_usize(i);
+        *k = h.finish();
+    }
+    key
 }

@@ -89,6 +89,43 @@ drop_reasons! {
     IcmpEchoReplyDropped => "icmp: echo reply dropped",
     /// ICMP output: suppressed by the rate limit.
     IcmpRateLimited => "icmp: output rate-limited",
+    /// TCP: shorter than its header.
+    TcpTruncated => "tcp: truncated",
+    /// TCP: data offset below 5 words or past the segment, or malformed options.
+    TcpBadHeader => "tcp: bad header or options",
+    /// TCP: checksum does not verify.
+    TcpBadChecksum => "tcp: bad checksum",
+    /// TCP: to a broadcast address, or from an address no connection may have.
+    TcpBadAddress => "tcp: broadcast or bad address",
+    /// TCP: no connection or listener for it (a RST is sent unless it was one).
+    TcpNoSocket => "tcp: no socket",
+    /// TCP: an impossible combination of control bits (SYN with FIN or RST, no bits at all).
+    TcpBadFlags => "tcp: bad flags",
+    /// TCP: sequence numbers outside the receive window (an ACK is sent, RFC 9293 §3.10.7.4).
+    TcpOutOfWindow => "tcp: outside the window",
+    /// TCP: an old timestamp (PAWS, RFC 7323 §5).
+    TcpPaws => "tcp: old timestamp (paws)",
+    /// TCP: acknowledges data never sent, or far older than the window (RFC 5961 §5).
+    TcpBadAck => "tcp: unacceptable ack",
+    /// TCP: a RST or SYN that did not match exactly, answered with a challenge ACK (RFC 5961 §3, §4).
+    TcpChallenged => "tcp: rst or syn challenged",
+    /// TCP: a segment without ACK on a synchronized connection.
+    TcpNoAck => "tcp: no ack bit",
+    /// TCP: a listener's queues were full (and SYN cookies off or the ACK not a valid cookie).
+    TcpListenOverflow => "tcp: listen queue full",
+    /// TCP: an ACK to a listener that is not a valid SYN cookie.
+    TcpBadCookie => "tcp: bad syn cookie",
+    /// TCP: the connection table was full.
+    TcpTooManyConnections => "tcp: too many connections",
+    /// TCP: the out-of-order queue was full.
+    TcpOutOfOrderFull => "tcp: out-of-order queue full",
+    /// TCP: the receive queue was past its bound (data beyond what the window allowed).
+    TcpReceiveQueueFull => "tcp: receive queue full",
+    /// TCP: data for a connection the application has closed (answered with RST).
+    TcpDataAfterClose => "tcp: data after close",
+    /// TCP: a segment the state machine has no use for (after the connection's end, a SYN-ACK
+    /// without a SYN sent, ...).
+    TcpUnexpected => "tcp: unexpected segment",
 }
 
 /// Drop counts, one per [`DropReason`].
@@ -192,6 +229,47 @@ pub struct IcmpCounters {
     pub out_time_excds: u64,
 }
 
+/// TCP counters (RFC 4022 names in spirit, plus the fast paths).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TcpCounters {
+    /// Connections opened by `connect`.
+    pub active_opens: u64,
+    /// Connections opened by a listener.
+    pub passive_opens: u64,
+    /// Connection attempts that failed (reset, refused or timed out before established).
+    pub attempt_fails: u64,
+    /// Established connections reset or timed out.
+    pub estab_resets: u64,
+    /// Segments received (valid header and checksum).
+    pub in_segs: u64,
+    /// Segments sent.
+    pub out_segs: u64,
+    /// Segments retransmitted.
+    pub retrans_segs: u64,
+    /// RSTs sent.
+    pub out_rsts: u64,
+    /// Segments handled by header prediction as a pure ACK (paper 000 §2).
+    pub predicted_acks: u64,
+    /// Segments handled by header prediction as in-order data.
+    pub predicted_data: u64,
+    /// Loss recoveries entered by duplicate ACKs or SACK (fast retransmit).
+    pub fast_recoveries: u64,
+    /// Retransmission timer expiries.
+    pub timeouts: u64,
+    /// SYN-ACKs sent as SYN cookies.
+    pub syn_cookies_sent: u64,
+    /// Connections made from a valid SYN cookie.
+    pub syn_cookies_ok: u64,
+    /// Challenge ACKs sent (RFC 5961).
+    pub challenge_acks: u64,
+    /// Segments sent with the checksum left to the link.
+    pub out_checksum_offloaded: u64,
+    /// Packets larger than the MSS handed to the link to segment (TSO).
+    pub out_tso_packets: u64,
+    /// Received segments whose checksum the link vouched for.
+    pub in_checksum_offloaded: u64,
+}
+
 /// All of a stack's counters.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Counters {
@@ -201,6 +279,8 @@ pub struct Counters {
     pub udp: UdpCounters,
     /// ICMP.
     pub icmp: IcmpCounters,
+    /// TCP.
+    pub tcp: TcpCounters,
     /// Drops by reason.
     pub drops: Drops,
 }
@@ -255,6 +335,35 @@ impl fmt::Display for Counters {
             (icmp.out_echo_reps, "echo replies sent"),
             (icmp.out_dest_unreachs, "destination unreachable sent"),
             (icmp.out_time_excds, "time exceeded sent"),
+        ] {
+            if n > 0 {
+                writeln!(f, "    {n} {what}")?;
+            }
+        }
+        let tcp = &self.tcp;
+        writeln!(f, "tcp:")?;
+        for (n, what) in [
+            (tcp.active_opens, "active opens"),
+            (tcp.passive_opens, "passive opens"),
+            (tcp.attempt_fails, "failed connection attempts"),
+            (tcp.estab_resets, "established connections reset"),
+            (tcp.in_segs, "segments received"),
+            (tcp.out_segs, "segments sent"),
+            (tcp.retrans_segs, "segments retransmitted"),
+            (tcp.out_rsts, "resets sent"),
+            (tcp.predicted_acks, "acks by header prediction"),
+            (tcp.predicted_data, "data segments by header prediction"),
+            (tcp.fast_recoveries, "fast recoveries"),
+            (tcp.timeouts, "retransmission timeouts"),
+            (tcp.syn_cookies_sent, "syn cookies sent"),
+            (tcp.syn_cookies_ok, "connections from syn cookies"),
+            (tcp.challenge_acks, "challenge acks sent"),
+            (tcp.out_checksum_offloaded, "sent with checksum offloaded"),
+            (tcp.out_tso_packets, "packets segmented by the link (tso)"),
+            (
+                tcp.in_checksum_offloaded,
+                "received with checksum verified by the link",
+            ),
         ] {
             if n > 0 {
                 writeln!(f, "    {n} {what}")?;

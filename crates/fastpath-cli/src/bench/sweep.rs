@@ -164,7 +164,8 @@ fn round_trips(
         for ((o, ops), layers) in out.iter_mut().zip(&p.ops).zip(&p.layers) {
             o[..4].copy_from_slice(ops);
             o[4] = layers.iter().sum::<u64>().saturating_sub(ops.iter().sum());
-            o[5..].copy_from_slice(layers);
+            // The sweep is UDP: the TCP layer (the fifth) stays empty.
+            o[5..].copy_from_slice(&layers[..4]);
         }
         return Ok((ns, Some(out)));
     }

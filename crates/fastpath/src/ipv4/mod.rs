@@ -195,6 +195,7 @@ impl Stack {
         self.counters.ip.in_delivers += 1;
         match repr.protocol {
             IpProtocol::Udp => self.udp_input(buf, repr, delivery),
+            IpProtocol::Tcp => self.tcp_input(buf, repr, delivery),
             IpProtocol::Icmp => self.icmp_input(buf, repr, delivery),
             _ => {
                 if delivery == Delivery::Unicast {

@@ -15,10 +15,12 @@
 
 pub mod icmpv4;
 pub mod ipv4;
+pub mod tcp;
 pub mod udp;
 
 pub use icmpv4::{DstUnreachable, Icmpv4Packet, Icmpv4Repr, Message as IcmpMessage, TimeExceeded};
 pub use ipv4::{Ipv4Packet, Ipv4Repr};
+pub use tcp::{TcpPacket, TcpRepr};
 pub use udp::{UdpPacket, UdpRepr};
 
 use core::fmt;

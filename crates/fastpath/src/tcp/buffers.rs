@@ -1,0 +1,439 @@
+//! A connection's data: the send buffer, the in-order receive queue and the out-of-order queue.
+//!
+//! Received segments are kept in the buffers they arrived in and handed to the application from
+//! there: receiving copies nothing (paper 002 §3.1), except that a small segment is appended to the
+//! queue's last buffer when it has room, so that a peer sending one-byte segments cannot make the queue
+//! hold a 2 KiB buffer per byte. The send buffer is a byte ring the application writes into (or fills
+//! in place); segments are copied out of it, fused with the checksum, because the data must stay until
+//! it is acknowledged.
+
+use std::collections::VecDeque;
+
+use super::seq::Seq;
+use crate::buf::{BufferPool, PacketBuf};
+
+/// Bytes the application wrote that are not yet acknowledged, starting at sequence number `seq`.
+#[derive(Debug, Default)]
+pub(crate) struct SendBuffer {
+    bytes: VecDeque<u8>,
+    /// Most bytes held.
+    pub(crate) capacity: usize,
+}
+
+impl SendBuffer {
+    pub(crate) fn new(capacity: usize) -> SendBuffer {
+        SendBuffer {
+            bytes: VecDeque::new(),
+            capacity,
+        }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.bytes.len()
+    }
+
+    pub(crate) fn free(&self) -> usize {
+        self.capacity - self.bytes.len()
+    }
+
+    /// Appends as much of `data` as fits; returns how much.
+    pub(crate) fn write(&mut self, data: &[u8]) -> usize {
+        let n = data.len().min(self.free());
+        self.bytes.extend(&data[..n]);
+        n
+    }
+
+    /// Lets `fill` write up to `max` bytes in place (zero copy from the application's side: it
+    /// writes into the stack's buffer, paper 002 §3.1); `fill` returns how many it wrote.
+    pub(crate) fn write_with(&mut self, max: usize, fill: &mut dyn FnMut(&mut [u8]) -> usize) -> usize {
+        let n = max.min(self.free());
+        let start = self.bytes.len();
+        self.bytes.resize(start + n, 0);
+        self.bytes.make_contiguous();
+        let (slice, _) = self.bytes.as_mut_slices();
+        let wrote = fill(&mut slice[start..start + n]).min(n);
+        self.bytes.truncate(start + wrote);
+        wrote
+    }
+
+    /// Drops the first `n` bytes (acknowledged).
+    pub(crate) fn consume(&mut self, n: usize) {
+        self.bytes.drain(..n.min(self.bytes.len()));
+    }
+
+    /// The bytes `[offset, offset + len)` as up to two slices.
+    pub(crate) fn range(&self, offset: usize, len: usize) -> (&[u8], &[u8]) {
+        let (a, b) = self.bytes.as_slices();
+        if offset >= a.len() {
+            let o = offset - a.len();
+            (&b[o..o + len], &[])
+        } else {
+            let first = len.min(a.len() - offset);
+            (&a[offset..offset + first], &b[..len - first])
+        }
+    }
+}
+
+/// In-order received data waiting for the application.
+#[derive(Debug, Default)]
+pub(crate) struct ReceiveQueue {
+    segments: VecDeque<PacketBuf>,
+    /// Payload bytes held.
+    pub(crate) bytes: usize,
+    /// Buffer bytes held (what the queue costs).
+    pub(crate) truesize: usize,
+}
+
+impl ReceiveQueue {
+    /// Appends a segment's payload (the buffer's window). Small payloads are copied into the last
+    /// buffer's tailroom when they fit, and their buffer goes back to the pool.
+    pub(crate) fn push(&mut self, buf: PacketBuf, pool: &mut BufferPool) {
+        if buf.is_empty() {
+            return pool.free(buf);
+        }
+        self.bytes += buf.len();
+        if let Some(last) = self.segments.back_mut() {
+            if buf.len() <= last.tailroom() && buf.len() * 4 <= buf.truesize() {
+                last.extend_from_slice(buf.data());
+                return pool.free(buf);
+            }
+        }
+        self.truesize += buf.truesize();
+        self.segments.push_back(buf);
+    }
+
+    /// Copies up to `out.len()` bytes out; returns how many.
+    pub(crate) fn read(&mut self, out: &mut [u8], pool: &mut BufferPool) -> usize {
+        let mut n = 0;
+        while n < out.len() {
+            let Some(front) = self.segments.front_mut() else {
+                break;
+            };
+            let take = front.len().min(out.len() - n);
+            out[n..n + take].copy_from_slice(&front.data()[..take]);
+            n += take;
+            self.advance_front(take, pool);
+        }
+        n
+    }
+
+    /// Lends the queued bytes to `f`, one buffer at a time, without copying; `f` returns how many it
+    /// took (less than offered stops the loop). Returns the total taken.
+    pub(crate) fn read_with(
+        &mut self,
+        f: &mut dyn FnMut(&[u8]) -> usize,
+        pool: &mut BufferPool,
+    ) -> usize {
+        let mut n = 0;
+        while let Some(front) = self.segments.front() {
+            let offered = front.len();
+            let took = f(front.data()).min(offered);
+            n += took;
+            self.advance_front(took, pool);
+            if took < offered {
+                break;
+            }
+        }
+        n
+    }
+
+    fn advance_front(&mut self, n: usize, pool: &mut BufferPool) {
+        let front = self.segments.front_mut().expect("a front segment");
+        front.pull_front(n);
+        self.bytes -= n;
+        if front.is_empty() {
+            let buf = self.segments.pop_front().expect("a front segment");
+            self.truesize -= buf.truesize();
+            pool.free(buf);
+        }
+    }
+
+    /// Returns every buffer to the pool.
+    pub(crate) fn clear(&mut self, pool: &mut BufferPool) {
+        for buf in self.segments.drain(..) {
+            pool.free(buf);
+        }
+        self.bytes = 0;
+        self.truesize = 0;
+    }
+}
+
+/// Segments that arrived ahead of `rcv_nxt`, sorted and not overlapping.
+#[derive(Debug, Default)]
+pub(crate) struct OutOfOrder {
+    segments: Vec<(Seq, PacketBuf)>,
+    /// Where the latest arrival went: the first SACK block reports the block holding it (RFC 2018 §4).
+    latest: Option<Seq>,
+}
+
+impl OutOfOrder {
+    pub(crate) fn is_empty(&self) -> bool {
+        self.segments.is_empty()
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.segments.len()
+    }
+
+    /// Holds `buf` (payload starting at `seq`), trimming what other segments already hold. Returns
+    /// false (and frees the buffer) when it brought nothing new or the queue is at `max` segments.
+    pub(crate) fn insert(
+        &mut self,
+        mut seq: Seq,
+        mut buf: PacketBuf,
+        max: usize,
+        pool: &mut BufferPool,
+    ) -> bool {
+        // First segment that ends after `seq`.
+        let mut i = self
+            .segments
+            .partition_point(|(s, b)| *s + b.len() as u32 <= seq);
+        if let Some((s, b)) = self.segments.get(i) {
+            if *s <= seq {
+                // Overlaps the front: keep only what lies past it.
+                let end = *s + b.len() as u32;
+                let skip = (end - seq) as usize;
+                if skip >= buf.len() {
+                    pool.free(buf);
+                    return false;
+                }
+                buf.pull_front(skip);
+                seq = end;
+                i += 1;
+            }
+        }
+        if let Some((s, _)) = self.segments.get(i) {
+            // Overlaps the next one: cut the tail.
+            let room = *s - seq;
+            if (room as usize) < buf.len() {
+                buf.truncate(room as usize);
+            }
+        }
+        if buf.is_empty() || self.segments.len() >= max {
+            pool.free(buf);
+            return false;
+        }
+        self.latest = Some(seq);
+        self.segments.insert(i, (seq, buf));
+        true
+    }
+
+    /// Takes the first segment if it starts at or before `rcv_nxt`, trimmed to start there.
+    pub(crate) fn pop_ready(&mut self, rcv_nxt: Seq, pool: &mut BufferPool) -> Option<PacketBuf> {
+        while let Some((s, b)) = self.segments.first() {
+            if *s > rcv_nxt {
+                return None;
+            }
+            let (s, mut b) = {
+                let _ = b;
+                self.segments.remove(0)
+            };
+            let skip = (rcv_nxt - s) as usize;
+            if skip < b.len() {
+                b.pull_front(skip);
+                return Some(b);
+            }
+            pool.free(b);
+        }
+        None
+    }
+
+    /// Up to `max` SACK blocks: the one holding the latest arrival first, then the others from the
+    /// lowest (RFC 2018 §4).
+    pub(crate) fn sack_blocks(&self, out: &mut [(u32, u32)], max: usize) -> usize {
+        let mut blocks: Vec<(Seq, Seq)> = Vec::new();
+        for (s, b) in &self.segments {
+            let end = *s + b.len() as u32;
+            match blocks.last_mut() {
+                Some(last) if last.1 == *s => last.1 = end,
+                _ => blocks.push((*s, end)),
+            }
+        }
+        if let Some(latest) = self.latest {
+            if let Some(i) = blocks.iter().position(|&(l, r)| latest.in_range(l, r)) {
+                let b = blocks.remove(i);
+                blocks.insert(0, b);
+            }
+        }
+        let n = blocks.len().min(max).min(out.len());
+        for (o, (l, r)) in out.iter_mut().zip(&blocks[..n]) {
+            *o = (l.0, r.0);
+        }
+        n
+    }
+
+    pub(crate) fn clear(&mut self, pool: &mut BufferPool) {
+        for (_, b) in self.segments.drain(..) {
+            pool.free(b);
+        }
+    }
+}
+
+/// The sender's record of what the receiver SACKed (RFC 6675 §3): sorted, merged ranges above
+/// `snd_una`, at most `MAX_RANGES` of them.
+#[derive(Debug, Default)]
+pub(crate) struct Scoreboard {
+    pub(crate) ranges: Vec<(Seq, Seq)>,
+}
+
+const MAX_RANGES: usize = 32;
+
+impl Scoreboard {
+    /// Adds a SACK block, merging it with what it touches.
+    pub(crate) fn add(&mut self, left: Seq, right: Seq) {
+        let i = self.ranges.partition_point(|&(_, r)| r < left);
+        let mut l = left;
+        let mut r = right;
+        let mut j = i;
+        while j < self.ranges.len() && self.ranges[j].0 <= r {
+            l = l.min(self.ranges[j].0);
+            r = r.max(self.ranges[j].1);
+            j += 1;
+        }
+        if i == j && self.ranges.len() >= MAX_RANGES {
+            return;
+        }
+        self.ranges.splice(i..j, [(l, r)]);
+    }
+
+    /// Forgets everything below `una`.
+    pub(crate) fn ack(&mut self, una: Seq) {
+        self.ranges.retain(|&(_, r)| r > una);
+        if let Some(first) = self.ranges.first_mut() {
+            first.0 = first.0.max(una);
+        }
+    }
+
+    pub(crate) fn sacked_bytes(&self) -> u32 {
+        self.ranges.iter().map(|&(l, r)| r - l).sum()
+    }
+
+    /// The highest SACKed sequence number.
+    pub(crate) fn high(&self) -> Option<Seq> {
+        self.ranges.last().map(|&(_, r)| r)
+    }
+
+    /// If `seq` is SACKed, the end of its range.
+    pub(crate) fn skip(&self, seq: Seq) -> Option<Seq> {
+        self.ranges
+            .iter()
+            .find(|&&(l, r)| seq.in_range(l, r))
+            .map(|&(_, r)| r)
+    }
+
+    /// The first SACKed range starting after `seq`.
+    pub(crate) fn next_after(&self, seq: Seq) -> Option<Seq> {
+        self.ranges.iter().map(|&(l, _)| l).find(|&l| l > seq)
+    }
+
+    /// Bytes not SACKed in `[from, to)`.
+    pub(crate) fn holes_between(&self, from: Seq, to: Seq) -> u32 {
+        if to <= from {
+            return 0;
+        }
+        let covered: u32 = self
+            .ranges
+            .iter()
+            .map(|&(l, r)| {
+                let (l, r) = (l.max(from), r.min(to));
+                if l < r {
+                    r - l
+                } else {
+                    0
+                }
+            })
+            .sum();
+        (to - from) - covered
+    }
+
+    pub(crate) fn clear(&mut self) {
+        self.ranges.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::buf::BufferMode;
+
+    fn pool() -> BufferPool {
+        BufferPool::new(BufferMode::Pool, 64)
+    }
+
+    fn seg(pool: &mut BufferPool, bytes: &[u8]) -> PacketBuf {
+        let mut b = pool.alloc(bytes.len());
+        b.extend_from_slice(bytes);
+        b
+    }
+
+    #[test]
+    fn out_of_order_trims_overlaps_and_releases_in_order() {
+        let mut p = pool();
+        let mut q = OutOfOrder::default();
+        let data: Vec<u8> = (0..100).collect();
+        assert!(q.insert(Seq(30), seg(&mut p, &data[30..50]), 8, &mut p));
+        assert!(q.insert(Seq(60), seg(&mut p, &data[60..70]), 8, &mut p));
+        // Overlapping both: only 50..60 is new.
+        assert!(q.insert(Seq(40), seg(&mut p, &data[40..65]), 8, &mut p));
+        assert!(!q.insert(Seq(31), seg(&mut p, &data[31..49]), 8, &mut p));
+        let mut blocks = [(0, 0); 4];
+        assert_eq!(q.sack_blocks(&mut blocks, 4), 1);
+        assert_eq!(blocks[0], (30, 70));
+        assert!(q.pop_ready(Seq(20), &mut p).is_none());
+        let mut got = Vec::new();
+        let mut next = Seq(35);
+        while let Some(b) = q.pop_ready(next, &mut p) {
+            got.extend_from_slice(b.data());
+            next = next + b.len() as u32;
+        }
+        assert_eq!(got, &data[35..70]);
+        assert!(q.is_empty());
+    }
+
+    #[test]
+    fn receive_queue_coalesces_small_segments() {
+        let mut p = pool();
+        let mut q = ReceiveQueue::default();
+        for i in 0..1000u32 {
+            let b = seg(&mut p, &[i as u8]);
+            q.push(b, &mut p);
+        }
+        assert_eq!(q.bytes, 1000);
+        assert!(q.truesize <= 2 * 2048, "{}", q.truesize);
+        let mut out = vec![0u8; 1000];
+        assert_eq!(q.read(&mut out, &mut p), 1000);
+        assert!(out.iter().enumerate().all(|(i, &b)| b == i as u8));
+        assert_eq!((q.bytes, q.truesize), (0, 0));
+    }
+
+    #[test]
+    fn scoreboard_merges_and_counts_holes() {
+        let mut s = Scoreboard::default();
+        s.add(Seq(200), Seq(300));
+        s.add(Seq(400), Seq(500));
+        s.add(Seq(290), Seq(410));
+        assert_eq!(s.ranges, vec![(Seq(200), Seq(500))]);
+        s.add(Seq(600), Seq(700));
+        assert_eq!(s.sacked_bytes(), 400);
+        assert_eq!(s.holes_between(Seq(100), Seq(700)), 200);
+        assert_eq!(s.skip(Seq(250)), Some(Seq(500)));
+        assert_eq!(s.next_after(Seq(500)), Some(Seq(600)));
+        s.ack(Seq(450));
+        assert_eq!(s.ranges[0], (Seq(450), Seq(500)));
+    }
+
+    #[test]
+    fn send_buffer_ranges_span_the_wrap() {
+        let mut s = SendBuffer::new(8);
+        assert_eq!(s.write(b"abcdef"), 6);
+        s.consume(4);
+        assert_eq!(s.write(b"ghijklmn"), 6);
+        let (a, b) = s.range(1, 6);
+        assert_eq!([a, b].concat(), b"fghijk");
+        let n = s.write_with(5, &mut |buf| {
+            buf.fill(b'z');
+            buf.len()
+        });
+        assert_eq!(n, 0);
+    }
+}

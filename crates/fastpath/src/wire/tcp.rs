@@ -1,0 +1,473 @@
+//! The TCP header (RFC 9293 §3.1) and the options fastpath speaks: MSS (RFC 9293 §3.2), window scale
+//! and timestamps (RFC 7323), SACK-permitted and SACK blocks (RFC 2018).
+//!
+//! [`TcpPacket`] is a view over a segment (the IP payload) whose constructor checks the data offset;
+//! [`TcpRepr`] is the header's meaning with its options. As for UDP, the checksum belongs to the TCP
+//! layer: `parse` does not verify it and `emit` writes zero.
+
+use super::{read_u16, write_u16, Result, WireError};
+
+/// Length of the header without options, in bytes.
+pub const HEADER_LEN: usize = 20;
+
+/// Most option bytes a header can carry (data offset 15 words).
+pub const MAX_OPTIONS_LEN: usize = 40;
+
+/// Most SACK blocks one segment carries (4 fit in 40 option bytes; 3 when timestamps are present).
+pub const MAX_SACK_BLOCKS: usize = 4;
+
+/// Where each field of the header lives.
+mod field {
+    pub const SRC_PORT: usize = 0;
+    pub const DST_PORT: usize = 2;
+    pub const SEQ: usize = 4;
+    pub const ACK: usize = 8;
+    /// Data offset (4 bits, in 32-bit words) then 4 reserved bits.
+    pub const OFFSET: usize = 12;
+    pub const FLAGS: usize = 13;
+    pub const WINDOW: usize = 14;
+    pub const CHECKSUM: usize = 16;
+    pub const URGENT: usize = 18;
+}
+
+/// Offset of the checksum field in the header, for checksum offload.
+pub const CHECKSUM_OFFSET: usize = field::CHECKSUM;
+
+/// The control bits.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Flags(pub u8);
+
+impl Flags {
+    /// No more data from sender.
+    pub const FIN: Flags = Flags(0x01);
+    /// Synchronize sequence numbers.
+    pub const SYN: Flags = Flags(0x02);
+    /// Reset the connection.
+    pub const RST: Flags = Flags(0x04);
+    /// Push.
+    pub const PSH: Flags = Flags(0x08);
+    /// The acknowledgment field is significant.
+    pub const ACK: Flags = Flags(0x10);
+    /// The urgent pointer is significant.
+    pub const URG: Flags = Flags(0x20);
+
+    /// True when every bit of `other` is set.
+    pub const fn contains(self, other: Flags) -> bool {
+        self.0 & other.0 == other.0
+    }
+}
+
+impl std::ops::BitOr for Flags {
+    type Output = Flags;
+    fn bitor(self, rhs: Flags) -> Flags {
+        Flags(self.0 | rhs.0)
+    }
+}
+
+/// Option kinds.
+mod kind {
+    pub const END: u8 = 0;
+    pub const NOP: u8 = 1;
+    pub const MSS: u8 = 2;
+    pub const WINDOW_SCALE: u8 = 3;
+    pub const SACK_PERMITTED: u8 = 4;
+    pub const SACK: u8 = 5;
+    pub const TIMESTAMPS: u8 = 8;
+    /// RFC 1146 alternate checksum request (historic), carried in SYNs.
+    pub const ALT_CHECKSUM_REQUEST: u8 = 14;
+}
+
+/// The options of one segment.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TcpOptions {
+    /// Maximum segment size the sender can receive (SYN only).
+    pub mss: Option<u16>,
+    /// The sender's window scale shift (SYN only; values above 14 are read as 14, RFC 7323 §2.3).
+    pub window_scale: Option<u8>,
+    /// The sender accepts SACK blocks (SYN only).
+    pub sack_permitted: bool,
+    /// Timestamp value and echo reply.
+    pub timestamps: Option<(u32, u32)>,
+    /// SACK blocks: `sack_count` valid `(left, right)` edges.
+    pub sack: [(u32, u32); MAX_SACK_BLOCKS],
+    /// Number of valid entries in `sack`.
+    pub sack_count: u8,
+    /// RFC 1146 alternate checksum requested, with its algorithm number (0 = TCP checksum, 1 = 8-bit
+    /// Fletcher, 2 = 16-bit Fletcher); fastpath only ever asks for 0 with "none" semantics, see
+    /// [`crate::tcp`].
+    pub alt_checksum: Option<u8>,
+}
+
+impl TcpOptions {
+    /// The SACK blocks present.
+    pub fn sack_blocks(&self) -> &[(u32, u32)] {
+        &self.sack[..self.sack_count as usize]
+    }
+
+    /// Bytes these options take on the wire, padded to a multiple of 4.
+    pub fn wire_len(&self) -> usize {
+        let mut n = 0;
+        if self.mss.is_some() {
+            n += 4;
+        }
+        if self.window_scale.is_some() {
+            n += 4; // NOP + 3
+        }
+        if self.timestamps.is_some() {
+            n += 12; // NOP NOP + 10 (or SACK-permitted + 10)
+        } else if self.sack_permitted {
+            n += 4; // NOP NOP + 2
+        }
+        if self.sack_count > 0 {
+            n += 4 + 8 * self.sack_count as usize; // NOP NOP + 2 + 8n
+        }
+        if self.alt_checksum.is_some() {
+            n += 4; // NOP + 3
+        }
+        n
+    }
+
+    /// Parses the option bytes of a header. Unknown options are skipped by their length; a malformed
+    /// length is an error (RFC 9293 §3.1: a receiver must be prepared for any option).
+    pub fn parse(mut bytes: &[u8]) -> Result<TcpOptions> {
+        let mut opts = TcpOptions::default();
+        while let Some(&k) = bytes.first() {
+            match k {
+                kind::END => break,
+                kind::NOP => {
+                    bytes = &bytes[1..];
+                    continue;
+                }
+                _ => {}
+            }
+            let len = *bytes.get(1).ok_or(WireError::BadLength)? as usize;
+            if len < 2 || len > bytes.len() {
+                return Err(WireError::BadLength);
+            }
+            let body = &bytes[2..len];
+            match (k, body.len()) {
+                (kind::MSS, 2) => opts.mss = Some(u16::from_be_bytes([body[0], body[1]])),
+                (kind::WINDOW_SCALE, 1) => opts.window_scale = Some(body[0].min(14)),
+                (kind::SACK_PERMITTED, 0) => opts.sack_permitted = true,
+                (kind::TIMESTAMPS, 8) => {
+                    opts.timestamps = Some((
+                        u32::from_be_bytes([body[0], body[1], body[2], body[3]]),
+                        u32::from_be_bytes([body[4], body[5], body[6], body[7]]),
+                    ))
+                }
+                (kind::SACK, n) if n % 8 == 0 && n > 0 => {
+                    for block in body.chunks_exact(8).take(MAX_SACK_BLOCKS) {
+                        let left = u32::from_be_bytes([block[0], block[1], block[2], block[3]]);
+                        let right = u32::from_be_bytes([block[4], block[5], block[6], block[7]]);
+                        opts.sack[opts.sack_count as usize] = (left, right);
+                        opts.sack_count += 1;
+                    }
+                }
+                (kind::ALT_CHECKSUM_REQUEST, 1) => opts.alt_checksum = Some(body[0]),
+                (kind::MSS | kind::WINDOW_SCALE | kind::SACK_PERMITTED | kind::TIMESTAMPS, _)
+                | (kind::SACK, _)
+                | (kind::ALT_CHECKSUM_REQUEST, _) => return Err(WireError::BadLength),
+                _ => {} // unknown: skipped
+            }
+            bytes = &bytes[len..];
+        }
+        Ok(opts)
+    }
+
+    /// Writes the options into `out`, which must be exactly [`TcpOptions::wire_len`] bytes. Layouts
+    /// follow RFC 7323 appendix A (NOPs so that 32-bit fields stay aligned).
+    pub fn emit(&self, out: &mut [u8]) {
+        let mut at = 0;
+        let mut put = |bytes: &[u8]| {
+            out[at..at + bytes.len()].copy_from_slice(bytes);
+            at += bytes.len();
+        };
+        if let Some(mss) = self.mss {
+            let m = mss.to_be_bytes();
+            put(&[kind::MSS, 4, m[0], m[1]]);
+        }
+        if self.sack_permitted && self.timestamps.is_some() {
+            put(&[kind::SACK_PERMITTED, 2]);
+        } else if self.sack_permitted {
+            put(&[kind::NOP, kind::NOP, kind::SACK_PERMITTED, 2]);
+        }
+        if let Some((val, ecr)) = self.timestamps {
+            if !self.sack_permitted {
+                put(&[kind::NOP, kind::NOP]);
+            }
+            put(&[kind::TIMESTAMPS, 10]);
+            put(&val.to_be_bytes());
+            put(&ecr.to_be_bytes());
+        }
+        if let Some(shift) = self.window_scale {
+            put(&[kind::NOP, kind::WINDOW_SCALE, 3, shift]);
+        }
+        if self.sack_count > 0 {
+            put(&[kind::NOP, kind::NOP, kind::SACK, 2 + 8 * self.sack_count]);
+            for &(l, r) in self.sack_blocks() {
+                put(&l.to_be_bytes());
+                put(&r.to_be_bytes());
+            }
+        }
+        if let Some(alg) = self.alt_checksum {
+            put(&[kind::NOP, kind::ALT_CHECKSUM_REQUEST, 3, alg]);
+        }
+    }
+}
+
+/// A typed view of a TCP segment over a byte buffer (the IP payload).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TcpPacket<T: AsRef<[u8]>> {
+    buffer: T,
+}
+
+impl<T: AsRef<[u8]>> TcpPacket<T> {
+    /// Wraps a buffer without checking it.
+    pub const fn new_unchecked(buffer: T) -> Self {
+        TcpPacket { buffer }
+    }
+
+    /// Wraps a buffer after checking it: [`WireError::Truncated`] if shorter than 20 bytes,
+    /// [`WireError::BadHeaderLength`] if the data offset is below 5 words or past the buffer.
+    pub fn new_checked(buffer: T) -> Result<Self> {
+        let data = buffer.as_ref();
+        if data.len() < HEADER_LEN {
+            return Err(WireError::Truncated);
+        }
+        let header_len = ((data[field::OFFSET] >> 4) as usize) * 4;
+        if header_len < HEADER_LEN || header_len > data.len() {
+            return Err(WireError::BadHeaderLength);
+        }
+        Ok(TcpPacket { buffer })
+    }
+
+    /// Source port.
+    pub fn src_port(&self) -> u16 {
+        read_u16(self.buffer.as_ref(), field::SRC_PORT)
+    }
+
+    /// Destination port.
+    pub fn dst_port(&self) -> u16 {
+        read_u16(self.buffer.as_ref(), field::DST_PORT)
+    }
+
+    /// Sequence number.
+    pub fn seq(&self) -> u32 {
+        read_u32(self.buffer.as_ref(), field::SEQ)
+    }
+
+    /// Acknowledgment number.
+    pub fn ack(&self) -> u32 {
+        read_u32(self.buffer.as_ref(), field::ACK)
+    }
+
+    /// Header length in bytes, options included.
+    pub fn header_len(&self) -> usize {
+        ((self.buffer.as_ref()[field::OFFSET] >> 4) as usize) * 4
+    }
+
+    /// Control bits.
+    pub fn flags(&self) -> Flags {
+        Flags(self.buffer.as_ref()[field::FLAGS] & 0x3f)
+    }
+
+    /// Window field (unscaled).
+    pub fn window(&self) -> u16 {
+        read_u16(self.buffer.as_ref(), field::WINDOW)
+    }
+
+    /// Checksum field.
+    pub fn checksum(&self) -> u16 {
+        read_u16(self.buffer.as_ref(), field::CHECKSUM)
+    }
+
+    /// Urgent pointer.
+    pub fn urgent(&self) -> u16 {
+        read_u16(self.buffer.as_ref(), field::URGENT)
+    }
+
+    /// The option bytes.
+    pub fn options(&self) -> &[u8] {
+        &self.buffer.as_ref()[HEADER_LEN..self.header_len()]
+    }
+
+    /// The payload.
+    pub fn payload(&self) -> &[u8] {
+        &self.buffer.as_ref()[self.header_len()..]
+    }
+}
+
+fn read_u32(data: &[u8], at: usize) -> u32 {
+    u32::from_be_bytes([data[at], data[at + 1], data[at + 2], data[at + 3]])
+}
+
+/// What a TCP header means.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TcpRepr {
+    /// Source port.
+    pub src_port: u16,
+    /// Destination port.
+    pub dst_port: u16,
+    /// Sequence number.
+    pub seq: u32,
+    /// Acknowledgment number (meaningful with ACK).
+    pub ack: u32,
+    /// Control bits.
+    pub flags: Flags,
+    /// Window field, before scaling.
+    pub window: u16,
+    /// Urgent pointer.
+    pub urgent: u16,
+    /// Options.
+    pub options: TcpOptions,
+}
+
+impl TcpRepr {
+    /// Parses a checked packet's header and options.
+    pub fn parse<T: AsRef<[u8]>>(packet: &TcpPacket<T>) -> Result<TcpRepr> {
+        let options = if packet.header_len() > HEADER_LEN {
+            TcpOptions::parse(packet.options())?
+        } else {
+            TcpOptions::default()
+        };
+        Ok(TcpRepr {
+            src_port: packet.src_port(),
+            dst_port: packet.dst_port(),
+            seq: packet.seq(),
+            ack: packet.ack(),
+            flags: packet.flags(),
+            window: packet.window(),
+            urgent: packet.urgent(),
+            options,
+        })
+    }
+
+    /// Header length with options, in bytes.
+    pub fn header_len(&self) -> usize {
+        HEADER_LEN + self.options.wire_len()
+    }
+
+    /// Writes the header (checksum zero) into `header`, which must be exactly
+    /// [`TcpRepr::header_len`] bytes.
+    pub fn emit(&self, header: &mut [u8]) {
+        write_u16(header, field::SRC_PORT, self.src_port);
+        write_u16(header, field::DST_PORT, self.dst_port);
+        header[field::SEQ..field::SEQ + 4].copy_from_slice(&self.seq.to_be_bytes());
+        header[field::ACK..field::ACK + 4].copy_from_slice(&self.ack.to_be_bytes());
+        header[field::OFFSET] = ((header.len() / 4) as u8) << 4;
+        header[field::FLAGS] = self.flags.0;
+        write_u16(header, field::WINDOW, self.window);
+        write_u16(header, field::CHECKSUM, 0);
+        write_u16(header, field::URGENT, self.urgent);
+        self.options.emit(&mut header[HEADER_LEN..]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A SYN as Linux 6.x sends it: MSS 1460, SACK permitted, timestamps, window scale 7.
+    const LINUX_SYN: [u8; 40] = [
+        0xa4, 0x1c, 0x00, 0x07, // ports 41996 -> 7
+        0x6b, 0x8b, 0x45, 0x67, // seq
+        0x00, 0x00, 0x00, 0x00, // ack
+        0xa0, 0x02, 0xfa, 0xf0, // offset 10 words, SYN, window 64240
+        0x00, 0x00, 0x00, 0x00, // checksum, urgent
+        0x02, 0x04, 0x05, 0xb4, // MSS 1460
+        0x04, 0x02, 0x08, 0x0a, // SACK permitted, timestamps...
+        0x11, 0x22, 0x33, 0x44, // TSval
+        0x00, 0x00, 0x00, 0x00, // TSecr
+        0x01, 0x03, 0x03, 0x07, // NOP, window scale 7
+    ];
+
+    #[test]
+    fn parses_a_linux_syn() {
+        let packet = TcpPacket::new_checked(&LINUX_SYN[..]).unwrap();
+        let repr = TcpRepr::parse(&packet).unwrap();
+        assert_eq!((repr.src_port, repr.dst_port), (41996, 7));
+        assert_eq!(repr.seq, 0x6b8b4567);
+        assert_eq!(repr.flags, Flags::SYN);
+        assert_eq!(repr.window, 64240);
+        assert_eq!(repr.options.mss, Some(1460));
+        assert!(repr.options.sack_permitted);
+        assert_eq!(repr.options.timestamps, Some((0x11223344, 0)));
+        assert_eq!(repr.options.window_scale, Some(7));
+    }
+
+    #[test]
+    fn emits_the_same_bytes() {
+        let repr = TcpRepr::parse(&TcpPacket::new_checked(&LINUX_SYN[..]).unwrap()).unwrap();
+        assert_eq!(repr.header_len(), 40);
+        let mut out = [0xffu8; 40];
+        repr.emit(&mut out);
+        assert_eq!(out, LINUX_SYN);
+    }
+
+    #[test]
+    fn round_trips_sack_blocks_and_every_option_mix() {
+        for mask in 0..32u8 {
+            let mut o = TcpOptions {
+                mss: (mask & 1 != 0).then_some(8960),
+                window_scale: (mask & 2 != 0).then_some(9),
+                sack_permitted: mask & 4 != 0,
+                timestamps: (mask & 8 != 0).then_some((7, 9)),
+                ..TcpOptions::default()
+            };
+            if mask & 16 != 0 {
+                o.sack_count = if o.timestamps.is_some() { 3 } else { 4 };
+                for i in 0..o.sack_count as usize {
+                    o.sack[i] = (i as u32 * 100, i as u32 * 100 + 50);
+                }
+            }
+            let repr = TcpRepr {
+                src_port: 1,
+                dst_port: 2,
+                seq: 3,
+                ack: 4,
+                flags: Flags::ACK | Flags::PSH,
+                window: 5,
+                urgent: 0,
+                options: o,
+            };
+            assert!(repr.header_len() <= HEADER_LEN + MAX_OPTIONS_LEN, "{mask}");
+            let mut bytes = vec![0u8; repr.header_len()];
+            repr.emit(&mut bytes);
+            let back = TcpRepr::parse(&TcpPacket::new_checked(&bytes[..]).unwrap()).unwrap();
+            assert_eq!(back, repr, "mask {mask}");
+            let parsed = etherparse::TcpHeaderSlice::from_slice(&bytes).unwrap();
+            assert_eq!(parsed.sequence_number(), 3);
+        }
+    }
+
+    #[test]
+    fn rejects_bad_offsets_and_option_lengths() {
+        assert_eq!(
+            TcpPacket::new_checked(&LINUX_SYN[..19]).unwrap_err(),
+            WireError::Truncated
+        );
+        let mut short = LINUX_SYN;
+        short[12] = 0x40; // 4 words
+        assert_eq!(
+            TcpPacket::new_checked(&short[..]).unwrap_err(),
+            WireError::BadHeaderLength
+        );
+        assert_eq!(
+            TcpPacket::new_checked(&LINUX_SYN[..36]).unwrap_err(),
+            WireError::BadHeaderLength
+        );
+        for bad in [
+            &[2u8][..],            // kind without length
+            &[2, 1, 0, 0],         // length below 2
+            &[2, 9, 0, 0],         // past the end
+            &[2, 3, 0, 0],         // MSS of the wrong size
+            &[5, 6, 0, 0, 0, 0],   // SACK not a multiple of 8
+            &[8, 9, 0, 0, 0, 0, 0, 0, 0],
+        ] {
+            assert_eq!(TcpOptions::parse(bad), Err(WireError::BadLength), "{bad:?}");
+        }
+        // Unknown options are skipped; END stops.
+        let o = TcpOptions::parse(&[30, 4, 0, 0, 2, 4, 1, 0, 0, 99]).unwrap();
+        assert_eq!(o.mss, Some(256));
+    }
+}
