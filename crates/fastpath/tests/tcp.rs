@@ -210,30 +210,71 @@ fn transfers_survive_loss_duplication_and_reordering() {
     }
 }
 
+/// A TCP/IPv4 packet built by etherparse (an independent implementation).
+fn raw_tcp(
+    src: std::net::SocketAddrV4,
+    dst: std::net::SocketAddrV4,
+    seq: u32,
+    ack: Option<u32>,
+    syn: bool,
+    data: &[u8],
+) -> Vec<u8> {
+    let b = etherparse::PacketBuilder::ipv4(src.ip().octets(), dst.ip().octets(), 64);
+    let mut t = b.tcp(src.port(), dst.port(), seq, 65535);
+    if syn {
+        t = t.syn();
+    }
+    if let Some(n) = ack {
+        t = t.ack(n);
+    }
+    let mut out = Vec::new();
+    t.write(&mut out, data).unwrap();
+    out
+}
+
+/// The TCP header of a captured IPv4 packet.
+fn tcp_of(packet: &[u8]) -> etherparse::TcpHeader {
+    let (_, rest) = etherparse::Ipv4Header::from_slice(packet).unwrap();
+    etherparse::TcpHeader::from_slice(rest).unwrap().0
+}
+
 #[test]
 fn syn_cookies_answer_a_full_backlog_and_still_connect() {
-    let (mut a, mut b) = two_stacks(StackConfig::default(), plain(1500), Impairments::default());
-    let mut now = Instant::ZERO;
-    let l = b.tcp_listen(sa(B, 80), 2).unwrap();
-    // Two connections fill the half-open queue if their handshakes cannot finish: hold A's polls back
-    // by opening them and letting only B run.
-    let c1 = a.tcp_connect(sa(B, 80)).unwrap();
-    let c2 = a.tcp_connect(sa(B, 80)).unwrap();
-    let c3 = a.tcp_connect(sa(B, 80)).unwrap();
-    a.flush();
+    let (mut b, mut raw) = stack_and_raw(StackConfig::default(), plain(1500));
+    let now = Instant::ZERO;
+    let l = b.tcp_listen(sa(B, 80), 1).unwrap();
+    // One SYN nobody completes fills the half-open queue.
+    inject(&mut raw, &raw_tcp(sa(A, 1000), sa(B, 80), 1, None, true, &[]));
     b.poll(now);
+    assert_eq!(capture(&mut raw).len(), 1);
+    // The next is answered statelessly, with a cookie for an ISN.
+    inject(&mut raw, &raw_tcp(sa(A, 1001), sa(B, 80), 5000, None, true, &[]));
+    b.poll(now);
+    let reply = capture(&mut raw);
     assert_eq!(b.counters().tcp.syn_cookies_sent, 1, "{}", b.counters());
-    let mut accepted = Vec::new();
-    run_until(&mut a, &mut b, &mut now, Duration::from_secs(5), |a, b| {
-        while let Ok((s, _)) = b.tcp_listener(l).accept() {
-            accepted.push(s);
-        }
-        accepted.len() == 3 && [c1, c2, c3].iter().all(|&c| a.tcp(c).is_established())
-    });
+    let synack = tcp_of(&reply[0]);
+    assert!(synack.syn && synack.ack && synack.acknowledgment_number == 5001);
+    assert_eq!(b.tcp_connections(), 1, "the cookie kept no state");
+    // A forged cookie is refused with a RST.
+    inject(
+        &mut raw,
+        &raw_tcp(sa(A, 1001), sa(B, 80), 5001, Some(synack.sequence_number ^ 0x40), false, &[]),
+    );
+    b.poll(now);
+    assert!(tcp_of(&capture(&mut raw)[0]).rst);
+    assert_eq!(b.counters().drops.get(fastpath::DropReason::TcpBadCookie), 1);
+    // The real ACK, carrying data, makes the connection.
+    inject(
+        &mut raw,
+        &raw_tcp(sa(A, 1001), sa(B, 80), 5001, Some(synack.sequence_number.wrapping_add(1)), false, b"hi"),
+    );
+    b.poll(now);
     assert_eq!(b.counters().tcp.syn_cookies_ok, 1);
-    // The cookie connection carries data like the others.
-    let got = transfer(&mut a, &mut b, &mut now, c3, accepted[2], b"cookie", Duration::from_secs(5));
-    assert_eq!(got, b"cookie");
+    let (s, peer) = b.tcp_listener(l).accept().unwrap();
+    assert_eq!(peer, sa(A, 1001));
+    let mut buf = [0u8; 8];
+    assert_eq!(b.tcp(s).read(&mut buf).unwrap(), 2);
+    assert_eq!(&buf[..2], b"hi");
 }
 
 #[test]
@@ -253,8 +294,11 @@ fn zero_window_is_probed_until_the_reader_reads() {
         a.counters().tcp.out_segs > 0 && a.tcp(c).info().unwrap().snd_wnd == 0
     });
     // Time passes; the sender probes and the connection stays up.
-    idle(&mut a, &mut b, &mut now, Duration::from_secs(20));
+    let before = a.counters().tcp.out_segs;
+    idle(&mut a, &mut b, &mut now, Duration::from_secs(600));
     assert!(a.tcp(c).is_established());
+    let probes = a.counters().tcp.out_segs - before;
+    assert!((3..=30).contains(&probes), "{probes} window probes in 10 minutes");
     // Now read everything.
     let mut got = Vec::new();
     let mut buf = vec![0u8; 8192];

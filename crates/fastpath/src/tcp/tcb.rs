@@ -803,6 +803,10 @@ impl Tcb {
                 self.persist_backoff = 0;
             }
         }
+        // A closed window that answers our probes is alive: probes do not count toward giving up.
+        if self.snd_wnd == 0 && ack == self.snd_una {
+            self.retries = 0;
+        }
         // Our FIN acknowledged?
         let fin_acked = self.fin_queued && self.snd_una == self.fin_seq() + 1;
         match self.state {
@@ -1325,10 +1329,11 @@ impl Tcb {
             let repr = self.header(Flags::ACK, self.snd_nxt);
             return Some(self.finish(repr, 0, 0, None));
         }
-        // Nothing to send: arm the persist timer if the peer's window holds data back (RFC 9293
-        // §3.8.6.1).
-        if self.snd_wnd == 0
-            && self.snd_una == self.snd_max
+        // Nothing to send, yet data waits with nothing in flight: the peer's window is closed (or too
+        // small for silly window avoidance to send into). The persist timer probes a closed window
+        // (RFC 9293 §3.8.6.1) and is the override timeout for a small one (RFC 1122 §4.2.3.4).
+        if self.snd_nxt == self.snd_una
+            && self.rto_at.is_none()
             && (self.tx.len() > (self.snd_nxt - self.tx_seq) as usize)
             && self.persist_at.is_none()
             && self.state.is_synchronized()
@@ -1498,16 +1503,21 @@ impl Tcb {
     fn probe_segment(&mut self, probe: Probe, now: Instant) -> Outgoing {
         match probe {
             Probe::Window => {
-                // One byte past the window (RFC 9293 §3.8.6.1), if there is one to send.
+                // What the window takes, or one byte past a closed window (RFC 9293 §3.8.6.1).
                 let offset = (self.snd_nxt - self.tx_seq) as usize;
-                let len = usize::from(self.tx.len() > offset);
-                let repr = self.header(Flags::ACK, self.snd_nxt);
-                if len == 1 {
-                    self.snd_nxt = self.snd_nxt + 1;
+                let available = self.tx.len().saturating_sub(offset);
+                let usable = (self.snd_una + self.snd_wnd).diff(self.snd_nxt).max(0) as usize;
+                let len = available.min(usable.max(1)).min(self.mss as usize);
+                if len > 0 {
+                    self.snd_nxt = self.snd_nxt + len as u32;
                     self.snd_max = self.snd_max.max(self.snd_nxt);
+                    self.rto_at.get_or_insert(now + self.rto);
+                    let repr = self.header(Flags::ACK, self.snd_nxt - len as u32);
+                    self.persist_at = None;
+                    return self.finish(repr, offset, len, None);
                 }
-                self.persist_at = Some(now + self.rto * (1 << self.persist_backoff.min(6)));
-                self.finish(repr, offset, len, None)
+                let repr = self.header(Flags::ACK, self.snd_nxt);
+                self.finish(repr, offset, 0, None)
             }
             Probe::KeepAlive => {
                 // An old sequence number draws an ACK (RFC 1122 §4.2.3.6).
