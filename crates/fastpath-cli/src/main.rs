@@ -9,6 +9,9 @@ mod netns;
 mod pcap_tap;
 #[cfg(target_os = "linux")]
 mod serve;
+#[cfg(target_os = "linux")]
+#[cfg(target_os = "linux")]
+mod tcp_services;
 
 use clap::{Parser, Subcommand};
 

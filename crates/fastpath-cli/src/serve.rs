@@ -2,8 +2,10 @@
 //!
 //! The interface is created inside a network namespace (made if missing, and then removed on exit),
 //! the kernel's side gets `--kernel-addr` and is brought up with `ip -n NS ...`, and a stack with the
-//! TUN interface at `--addr` answers pings, echoes UDP (RFC 862) and discards UDP (RFC 863); datagrams
-//! to other ports get an ICMP port unreachable. It stops on SIGINT or SIGTERM, or after `--duration`,
+//! TUN interface at `--addr` answers pings, echoes UDP and TCP (RFC 862), discards UDP and TCP (RFC 863)
+//! and serves TCP chargen (RFC 864: a bulk sender, for measurements); datagrams to other ports get an
+//! ICMP port unreachable, segments a RST. With `--connect`, it also opens a TCP connection to the
+//! kernel, sends `--send` bytes of a pattern and checks that they come back (the peer must echo). It stops on SIGINT or SIGTERM, or after `--duration`,
 //! and prints its counters.
 
 use std::io::{self, Write};
@@ -21,6 +23,7 @@ use fastpath::{Instant, Ipv4Cidr, Stack, StackConfig, UdpOptions, UdpSocket};
 
 use crate::netns::Namespace;
 use crate::pcap_tap::PcapTap;
+use crate::tcp_services::TcpServices;
 
 /// On or off.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -62,6 +65,19 @@ pub struct ServeArgs {
     /// UDP discard port (RFC 863).
     #[arg(long, default_value_t = 9)]
     discard: u16,
+    /// TCP chargen port (RFC 864): sends a byte pattern for as long as the client reads.
+    #[arg(long, default_value_t = 19)]
+    chargen: u16,
+    /// Open a TCP connection to this address (an echo server) and check the echo of `--send` bytes;
+    /// stop when it is done.
+    #[arg(long)]
+    connect: Option<SocketAddrV4>,
+    /// Bytes the `--connect` client sends.
+    #[arg(long, default_value_t = 1 << 20)]
+    send: u64,
+    /// Seconds to wait after `ready` before the `--connect` client connects.
+    #[arg(long, default_value_t = 0.0)]
+    connect_delay: f64,
     /// Record every packet in and out in this pcap file (raw IPv4).
     #[arg(long)]
     pcap: Option<PathBuf>,
@@ -160,6 +176,7 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
     };
     let echo = binding(&mut stack, args.echo)?;
     let discard = binding(&mut stack, args.discard)?;
+    let mut tcp = TcpServices::listen(&mut stack, args.echo, args.discard, args.chargen)?;
 
     println!(
         "ready {} via {} in {} (kernel {kernel_cidr})",
@@ -170,6 +187,8 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
     io::stdout().flush().map_err(|e| e.to_string())?;
 
     let started = WallClock::now();
+    let mut connect = args.connect;
+    let connect_at = started + Duration::from_secs_f64(args.connect_delay.max(0.0));
     let deadline = args
         .duration
         .map(|s| started + Duration::from_secs_f64(s.max(0.0)));
@@ -184,6 +203,12 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
             break "duration";
         }
         let mut work = stack.poll(Instant::now());
+        if let Some(to) = connect.filter(|_| WallClock::now() >= connect_at) {
+            tcp.connect(&mut stack, to, args.send)?;
+            connect = None;
+        } else if connect.is_none() && args.connect.is_some() && !tcp.client_running() {
+            break "client done";
+        }
         loop {
             match stack.udp(echo).recv_from(&mut buf) {
                 Ok((n, from)) => {
@@ -201,12 +226,17 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
             work += 1;
             discarded += 1;
         }
+        work += tcp.run(&mut stack);
         stack.flush();
         if work == 0 {
-            // Sleep until a packet comes; wake now and then for timers and the stop flag.
-            let nap = remaining.map_or(Duration::from_millis(100), |r| {
-                r.min(Duration::from_millis(100))
-            });
+            // Sleep until a packet comes or a timer is due; wake now and then for the stop flag.
+            let now = Instant::now();
+            let timer = stack
+                .next_deadline()
+                .map_or(Duration::from_millis(100), |d| d.saturating_since(now));
+            let nap = remaining
+                .map_or(Duration::from_millis(100), |r| r.min(Duration::from_millis(100)))
+                .min(timer);
             tun.wait(Some(nap))
                 .map_err(|e| format!("waiting on {}: {e}", tun.name()))?;
         }
@@ -226,6 +256,17 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
             String::new()
         }
     );
+    let t = tcp.totals;
+    println!(
+        "tcp: {} connections accepted, {} bytes echoed, {} discarded, {} generated, {} errors",
+        t.accepted, t.echoed, t.discarded, t.generated, t.errors
+    );
+    if let Some((sent, back, ok)) = t.client {
+        println!(
+            "client: {sent} bytes sent, {back} bytes echoed back, {}",
+            if ok { "intact" } else { "FAILED" }
+        );
+    }
     println!("\n--- counters ---\n{counters}");
     print!("{}", tun.stats());
     println!("{buffers}");

@@ -429,6 +429,17 @@ impl Tcb {
         ((window + unit) >> self.rcv_shift).min(65535) as u16
     }
 
+    /// Payload bytes the next data segment may carry: the MSS less the room SACK blocks will take
+    /// when the out-of-order queue is not empty (the options must not push a segment past the MTU).
+    fn segment_limit(&self) -> u32 {
+        if self.sack_on && !self.ooo.is_empty() {
+            let blocks = if self.ts_on { 3 } else { MAX_SACK_BLOCKS as u32 };
+            self.mss - (4 + 8 * blocks)
+        } else {
+            self.mss
+        }
+    }
+
     /// Figures for the application.
     pub(crate) fn info(&self) -> ConnectionInfo {
         ConnectionInfo {
@@ -1419,7 +1430,7 @@ impl Tcb {
                     .unwrap_or(self.snd_max)
                     .min(self.rexmit_limit)
                     .min(self.snd_max);
-                let len = (hole_end - start).min(self.mss) as usize;
+                let len = (hole_end - start).min(self.segment_limit()) as usize;
                 let data_end = self.tx_seq + self.tx.len() as u32;
                 let len = len.min((data_end - start.min(data_end)) as usize);
                 self.rexmit_next = start + len.max(1) as u32;
@@ -1456,9 +1467,10 @@ impl Tcb {
         } else {
             (self.snd_una + wnd).diff(self.snd_nxt).max(0) as u32
         };
+        let limit = self.segment_limit();
         let max_seg = match tso_max {
-            Some(m) if cx.cfg.segmentation_offload => (m as u32 / self.mss).max(1) * self.mss,
-            _ => self.mss,
+            Some(m) if cx.cfg.segmentation_offload => (m as u32 / limit).max(1) * limit,
+            _ => limit,
         };
         let len = (available as u32).min(usable).min(max_seg) as usize;
         let all = len == available;
@@ -1468,7 +1480,7 @@ impl Tcb {
         }
         // Sender-side silly window avoidance and Nagle (RFC 9293 §3.8.6.2.1, RFC 1122 §4.2.3.4).
         let retransmitting = self.snd_nxt < self.snd_max;
-        let full = len as u32 >= self.mss;
+        let full = len as u32 >= limit;
         let nothing_out = self.snd_una == self.snd_nxt;
         let send = full
             || fin
@@ -1496,7 +1508,7 @@ impl Tcb {
         self.snd_nxt = seq + len as u32 + fin as u32;
         self.snd_max = self.snd_max.max(self.snd_nxt);
         self.rto_at.get_or_insert(now + self.rto);
-        let segment_size = (len as u32 > self.mss).then_some(self.mss as u16);
+        let segment_size = (len as u32 > limit).then_some(limit as u16);
         Some(self.finish(repr, offset, len, segment_size))
     }
 
@@ -1507,7 +1519,9 @@ impl Tcb {
                 let offset = (self.snd_nxt - self.tx_seq) as usize;
                 let available = self.tx.len().saturating_sub(offset);
                 let usable = (self.snd_una + self.snd_wnd).diff(self.snd_nxt).max(0) as usize;
-                let len = available.min(usable.max(1)).min(self.mss as usize);
+                let len = available
+                    .min(usable.max(1))
+                    .min(self.segment_limit() as usize);
                 if len > 0 {
                     self.snd_nxt = self.snd_nxt + len as u32;
                     self.snd_max = self.snd_max.max(self.snd_nxt);

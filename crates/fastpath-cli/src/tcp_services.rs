@@ -1,0 +1,289 @@
+//! The TCP services of `fastpath serve`: echo (RFC 862), discard (RFC 863), chargen (RFC 864, the
+//! bulk sender for measurements) and an outgoing client that sends a pattern and checks its echo.
+
+use std::io;
+use std::net::{Ipv4Addr, SocketAddrV4};
+
+use fastpath::{Stack, TcpListener, TcpStream};
+
+/// Byte `i` of the pattern that chargen and the client send: not periodic over any short span, so
+/// a lost, repeated or misplaced segment shows.
+pub fn pattern_byte(i: u64) -> u8 {
+    ((i % 251) as u8) ^ ((i / 251) as u8).rotate_left(3)
+}
+
+/// Fills `out` with the pattern from offset `at`.
+pub fn fill_pattern(out: &mut [u8], at: u64) {
+    for (k, b) in out.iter_mut().enumerate() {
+        *b = pattern_byte(at + k as u64);
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Service {
+    Echo,
+    Discard,
+    Chargen,
+    /// The outgoing client: sends `total` bytes, expects them echoed back.
+    Client {
+        total: u64,
+    },
+}
+
+#[derive(Debug)]
+struct Conn {
+    stream: TcpStream,
+    service: Service,
+    /// Echo: bytes read but not yet written back.
+    pending: Vec<u8>,
+    sent: u64,
+    received: u64,
+    peer_done: bool,
+    shut: bool,
+    /// The client found a byte that differs from the pattern.
+    corrupt: bool,
+}
+
+/// Totals for the final report.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TcpTotals {
+    /// Connections accepted.
+    pub accepted: u64,
+    /// Bytes echoed.
+    pub echoed: u64,
+    /// Bytes discarded.
+    pub discarded: u64,
+    /// Bytes chargen sent.
+    pub generated: u64,
+    /// Connections that ended with an error.
+    pub errors: u64,
+    /// The client: bytes sent, bytes echoed back intact, and whether it finished.
+    pub client: Option<(u64, u64, bool)>,
+}
+
+/// Listeners and connections.
+#[derive(Debug)]
+pub struct TcpServices {
+    listeners: Vec<(TcpListener, Service)>,
+    conns: Vec<Conn>,
+    pub totals: TcpTotals,
+    buf: Vec<u8>,
+}
+
+impl TcpServices {
+    /// Listens for echo, discard and chargen on every address.
+    pub fn listen(stack: &mut Stack, echo: u16, discard: u16, chargen: u16) -> Result<Self, String> {
+        let mut listeners = Vec::new();
+        for (port, service) in [
+            (echo, Service::Echo),
+            (discard, Service::Discard),
+            (chargen, Service::Chargen),
+        ] {
+            let l = stack
+                .tcp_listen(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, port), 1024)
+                .map_err(|e| format!("listening on TCP port {port}: {e}"))?;
+            listeners.push((l, service));
+        }
+        Ok(TcpServices {
+            listeners,
+            conns: Vec::new(),
+            totals: TcpTotals::default(),
+            buf: vec![0; 256 * 1024],
+        })
+    }
+
+    /// Opens the outgoing client connection.
+    pub fn connect(&mut self, stack: &mut Stack, to: SocketAddrV4, total: u64) -> Result<(), String> {
+        let stream = stack
+            .tcp_connect(to)
+            .map_err(|e| format!("connecting to {to}: {e}"))?;
+        self.conns.push(Conn::new(stream, Service::Client { total }));
+        self.totals.client = Some((0, 0, false));
+        Ok(())
+    }
+
+    /// True while the client (if any) has not finished.
+    pub fn client_running(&self) -> bool {
+        self.conns
+            .iter()
+            .any(|c| matches!(c.service, Service::Client { .. }))
+    }
+
+    /// Serves every connection once; returns how much work was done (0: nothing to do).
+    pub fn run(&mut self, stack: &mut Stack) -> usize {
+        let mut work = 0;
+        for &(l, service) in &self.listeners {
+            while let Ok((stream, _)) = stack.tcp_listener(l).accept() {
+                self.totals.accepted += 1;
+                self.conns.push(Conn::new(stream, service));
+                work += 1;
+            }
+        }
+        let mut i = 0;
+        while i < self.conns.len() {
+            match step(stack, &mut self.conns[i], &mut self.buf, &mut self.totals) {
+                Ok(w) => {
+                    work += w;
+                    i += 1;
+                }
+                Err(done) => {
+                    let c = self.conns.swap_remove(i);
+                    if let Service::Client { .. } = c.service {
+                        self.totals.client = Some((c.sent, c.received, done && !c.corrupt));
+                    }
+                    if !done {
+                        self.totals.errors += 1;
+                    }
+                    stack.tcp(c.stream).close();
+                    work += 1;
+                }
+            }
+        }
+        work
+    }
+}
+
+impl Conn {
+    fn new(stream: TcpStream, service: Service) -> Conn {
+        Conn {
+            stream,
+            service,
+            pending: Vec::new(),
+            sent: 0,
+            received: 0,
+            peer_done: false,
+            shut: false,
+            corrupt: false,
+        }
+    }
+}
+
+/// One connection's turn. `Err(true)` when it finished cleanly, `Err(false)` on an error.
+fn step(stack: &mut Stack, c: &mut Conn, buf: &mut [u8], totals: &mut TcpTotals) -> Result<usize, bool> {
+    let mut work = 0;
+    let s = c.stream;
+    if stack.tcp(s).take_error().ok().flatten().is_some() {
+        return Err(false);
+    }
+    match c.service {
+        Service::Echo => {
+            loop {
+                if !c.pending.is_empty() {
+                    match stack.tcp(s).write(&c.pending) {
+                        Ok(n) => {
+                            totals.echoed += n as u64;
+                            c.pending.drain(..n);
+                            work += 1;
+                        }
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                        Err(_) => return Err(false),
+                    }
+                    if !c.pending.is_empty() {
+                        break;
+                    }
+                }
+                match stack.tcp(s).read(buf) {
+                    Ok(0) => {
+                        c.peer_done = true;
+                        break;
+                    }
+                    Ok(n) => {
+                        c.pending.extend_from_slice(&buf[..n]);
+                        work += 1;
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(_) => return Err(false),
+                }
+            }
+            if c.peer_done && c.pending.is_empty() {
+                return finish(stack, c);
+            }
+        }
+        Service::Discard => loop {
+            match stack.tcp(s).read_with(|d| d.len()) {
+                Ok(0) => return finish(stack, c),
+                Ok(n) => {
+                    totals.discarded += n as u64;
+                    work += 1;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(_) => return Err(false),
+            }
+        },
+        Service::Chargen => {
+            // Input is read and thrown away; the peer closing ends the service.
+            loop {
+                match stack.tcp(s).read_with(|d| d.len()) {
+                    Ok(0) => return finish(stack, c),
+                    Ok(_) => work += 1,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(_) => return Err(false),
+                }
+            }
+            while stack.tcp(s).writable() {
+                let at = c.sent;
+                match stack.tcp(s).write_with(buf.len(), |out| {
+                    fill_pattern(out, at);
+                    out.len()
+                }) {
+                    Ok(n) => {
+                        c.sent += n as u64;
+                        totals.generated += n as u64;
+                        work += 1;
+                    }
+                    Err(_) => break,
+                }
+            }
+        }
+        Service::Client { total } => {
+            while c.sent < total && stack.tcp(s).writable() {
+                let at = c.sent;
+                let max = (total - at).min(buf.len() as u64) as usize;
+                match stack.tcp(s).write_with(max, |out| {
+                    fill_pattern(out, at);
+                    out.len()
+                }) {
+                    Ok(n) => {
+                        c.sent += n as u64;
+                        work += 1;
+                    }
+                    Err(_) => break,
+                }
+            }
+            if c.sent == total && !c.shut {
+                c.shut = true;
+                let _ = stack.tcp(s).shutdown_write();
+            }
+            loop {
+                let mut at = c.received;
+                let mut corrupt = false;
+                match stack.tcp(s).read_with(|d| {
+                    for &b in d {
+                        corrupt |= b != pattern_byte(at);
+                        at += 1;
+                    }
+                    d.len()
+                }) {
+                    Ok(0) => return Err(c.received == total),
+                    Ok(n) => {
+                        c.received += n as u64;
+                        c.corrupt |= corrupt;
+                        work += 1;
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(_) => return Err(false),
+                }
+            }
+        }
+    }
+    Ok(work)
+}
+
+/// The peer finished: finish our side too.
+fn finish(stack: &mut Stack, c: &mut Conn) -> Result<usize, bool> {
+    if !c.shut {
+        c.shut = true;
+        let _ = stack.tcp(c.stream).shutdown_write();
+    }
+    Err(true)
+}
