@@ -18,7 +18,7 @@ use std::time::{Duration, Instant as WallClock};
 
 use clap::{Args, ValueEnum};
 use fastpath::buf::BufferDepot;
-use fastpath::link::{TunConfig, TunLink};
+use fastpath::link::{Impaired, Impairments, Link, TunConfig, TunLink};
 use fastpath::{Instant, Ipv4Cidr, Stack, StackConfig, UdpOptions, UdpSocket};
 
 use crate::netns::Namespace;
@@ -75,6 +75,10 @@ pub struct ServeArgs {
     /// Bytes the `--connect` client sends.
     #[arg(long, default_value_t = 1 << 20)]
     send: u64,
+    /// Impair the link both ways, as a lossy wire would: `loss=P,duplicate=P,reorder=P,corrupt=P,seed=N`
+    /// (probabilities per packet; any subset). For testing where `tc netem` is not available.
+    #[arg(long, value_parser = parse_impairments)]
+    impair: Option<Impairments>,
     /// Seconds to wait after `ready` before the `--connect` client connects.
     #[arg(long, default_value_t = 0.0)]
     connect_delay: f64,
@@ -161,6 +165,10 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
     link.set_buffer_depot(depot.clone());
     stack.set_buffer_depot(depot);
     let cidr = Ipv4Cidr::new(args.addr, kernel.prefix_len);
+    let link: Box<dyn Link> = match args.impair {
+        Some(impair) => Box::new(Impaired::new(link, impair)),
+        None => Box::new(link),
+    };
     let pcap_count = match &args.pcap {
         Some(path) => {
             let tap = PcapTap::create(link, path)
@@ -279,4 +287,30 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
     }
     drop(ns);
     Ok(())
+}
+
+/// Parses `--impair`: `key=value` pairs separated by commas.
+fn parse_impairments(spec: &str) -> Result<Impairments, String> {
+    let mut im = Impairments::default();
+    for part in spec.split(',').filter(|p| !p.is_empty()) {
+        let (key, value) = part
+            .split_once('=')
+            .ok_or_else(|| format!("`{part}`: expected key=value"))?;
+        let p = || {
+            value
+                .parse::<f64>()
+                .ok()
+                .filter(|p| (0.0..=1.0).contains(p))
+                .ok_or_else(|| format!("`{part}`: a probability from 0 to 1"))
+        };
+        match key {
+            "loss" => im.loss = p()?,
+            "duplicate" => im.duplicate = p()?,
+            "reorder" => im.reorder = p()?,
+            "corrupt" => im.corrupt = p()?,
+            "seed" => im.seed = value.parse().map_err(|_| format!("`{part}`: a number"))?,
+            _ => return Err(format!("`{key}`: one of loss, duplicate, reorder, corrupt, seed")),
+        }
+    }
+    Ok(im)
 }

@@ -29,7 +29,7 @@ pub fn environment_ok(test: &str) -> bool {
     if !Path::new("/dev/net/tun").exists() {
         missing.push("/dev/net/tun");
     }
-    for tool in ["ip", "ping", "tc"] {
+    for tool in ["ip", "ping"] {
         let found = Command::new(tool)
             .arg("-V")
             .stdout(Stdio::null())

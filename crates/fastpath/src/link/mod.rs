@@ -5,11 +5,13 @@
 //! Moving packets in batches is the user-space form of interrupt coalescing (paper 002 §2.1): the
 //! per-wake-up cost is paid once per batch, not once per packet.
 
+mod impaired;
 mod loopback;
 mod pair;
 #[cfg(target_os = "linux")]
 pub mod tun;
 
+pub use impaired::{Impaired, ImpairedStats};
 pub use loopback::Loopback;
 pub use pair::{Impairments, PairEnd, PairStats};
 #[cfg(target_os = "linux")]
@@ -52,4 +54,18 @@ pub trait Link: Send {
 
     /// Appends up to `max` received packets to `batch`; returns how many.
     fn receive(&mut self, batch: &mut Vec<PacketBuf>, max: usize) -> usize;
+}
+
+impl<L: Link + ?Sized> Link for Box<L> {
+    fn capabilities(&self) -> LinkCapabilities {
+        (**self).capabilities()
+    }
+
+    fn transmit(&mut self, batch: &mut Vec<PacketBuf>) -> usize {
+        (**self).transmit(batch)
+    }
+
+    fn receive(&mut self, batch: &mut Vec<PacketBuf>, max: usize) -> usize {
+        (**self).receive(batch, max)
+    }
 }
