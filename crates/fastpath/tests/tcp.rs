@@ -155,6 +155,9 @@ fn bulk_transfer_is_intact_and_mostly_header_predicted() {
     let ca = a.counters().tcp;
     let cb = b.counters().tcp;
     assert_eq!(ca.retrans_segs, 0, "{ca:?} {cb:?} {}", b.counters());
+    // Nothing fell outside the window: the receiver never shrank it (RFC 9293 §3.8.6).
+    assert_eq!(b.counters().drops.total(), 0, "{}", b.counters());
+    assert_eq!(a.counters().drops.total(), 0, "{}", a.counters());
     assert!(
         cb.predicted_data * 10 >= cb.in_segs * 9,
         "receiver: {} of {} segments predicted",

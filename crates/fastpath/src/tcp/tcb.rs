@@ -424,9 +424,12 @@ impl Tcb {
         } else {
             0
         };
-        // Round up so the advertised edge never falls short of `rcv_adv`.
+        // Round up to the scale's unit, and remember the edge as sent: the peer may fill what the
+        // field says, so `rcv_adv` must be that edge, never less (else the window would shrink).
         let unit = (1u32 << self.rcv_shift) - 1;
-        ((window + unit) >> self.rcv_shift).min(65535) as u16
+        let field = ((window + unit) >> self.rcv_shift).min(65535);
+        self.rcv_adv = self.rcv_adv.max(self.rcv_nxt + (field << self.rcv_shift));
+        field as u16
     }
 
     /// Payload bytes the next data segment may carry: the MSS less the room SACK blocks will take
@@ -715,6 +718,18 @@ impl Tcb {
                     || (seq + (n - 1)).in_range(self.rcv_nxt, self.rcv_nxt + w)
             }
         };
+        if !acceptable && window == 0 && seq == self.rcv_nxt && flags.contains(Flags::ACK) {
+            // A closed window still takes the ACK (and RST) of a segment at its edge (RFC 9293
+            // §3.10.7.4): the data is dropped, the acknowledgment is not.
+            payload.truncate(0);
+            self.ack_now = true;
+            cx.drops.add(DropReason::TcpOutOfWindow);
+            let ack_only = TcpRepr {
+                flags: Flags(flags.0 & !(Flags::FIN.0 | Flags::SYN.0)),
+                ..*seg
+            };
+            return self.on_segment(&ack_only, payload, cx);
+        }
         if !acceptable {
             // A zero-window probe or an old duplicate: acknowledge, unless it is a RST.
             if self.state == State::TimeWait && flags.contains(Flags::SYN) {
