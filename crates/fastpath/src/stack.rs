@@ -257,11 +257,18 @@ impl Stack {
         let f = &mut self.ifaces[iface.0];
         f.txq.push(packet);
         if f.txq.len() >= self.config.tx_batch {
-            layer!(Send, Link);
-            let dropped = f.link.transmit(&mut f.txq);
-            for _ in 0..dropped {
-                self.counters.drops.add(DropReason::LinkQueueFull);
-            }
+            self.transmit_queue(iface);
+        }
+    }
+
+    /// Hands `iface`'s queue to its link (a full batch).
+    #[inline(never)]
+    fn transmit_queue(&mut self, iface: InterfaceId) {
+        layer!(Send, Link);
+        let f = &mut self.ifaces[iface.0];
+        let dropped = f.link.transmit(&mut f.txq);
+        for _ in 0..dropped {
+            self.counters.drops.add(DropReason::LinkQueueFull);
         }
     }
 

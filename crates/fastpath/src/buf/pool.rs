@@ -132,17 +132,32 @@ impl BufferPool {
         let needed = HEADROOM + capacity;
         if self.mode == BufferMode::Pool {
             if let Some(class) = CLASSES.iter().position(|&size| needed <= size) {
-                if self.free[class].is_empty() {
-                    self.refill(class);
-                }
+                // The common case: a free buffer of the class at hand.
                 if let Some(storage) = self.free[class].pop() {
                     self.stats.reused += 1;
                     return PacketBuf::from_storage(storage, HEADROOM);
                 }
-                self.stats.allocated += 1;
-                return PacketBuf::with_storage(vec![0; CLASSES[class]], HEADROOM);
+                return self.alloc_empty(class);
             }
         }
+        self.alloc_heap(needed)
+    }
+
+    /// Allocates when the free list of `class` is empty: refills it from the depot, or from the heap.
+    #[cold]
+    fn alloc_empty(&mut self, class: usize) -> PacketBuf {
+        self.refill(class);
+        if let Some(storage) = self.free[class].pop() {
+            self.stats.reused += 1;
+            return PacketBuf::from_storage(storage, HEADROOM);
+        }
+        self.stats.allocated += 1;
+        PacketBuf::with_storage(vec![0; CLASSES[class]], HEADROOM)
+    }
+
+    /// Allocates `needed` bytes from the heap (heap mode, or larger than every class).
+    #[inline(never)]
+    fn alloc_heap(&mut self, needed: usize) -> PacketBuf {
         self.stats.allocated += 1;
         PacketBuf::with_storage(vec![0; needed], HEADROOM)
     }

@@ -39,6 +39,7 @@ pub(crate) enum Delivery {
 
 impl Stack {
     /// Routes `dst`: the loopback interface for this host's own addresses, else the longest-prefix match.
+    #[inline]
     pub(crate) fn route(&self, dst: Ipv4Addr) -> Result<NextHop, DropReason> {
         let lo = &self.ifaces[LOOPBACK.0];
         if lo.cidr.contains(dst) || self.ifaces.iter().any(|f| f.cidr.addr == dst) {
@@ -284,6 +285,7 @@ impl Stack {
 
     /// Output: prepends an IPv4 header to `buf` (which holds the transport datagram) and queues it for
     /// `hop`'s link, fragmenting it if it is larger than the link's MTU.
+    #[inline]
     pub(crate) fn ipv4_output(
         &mut self,
         mut buf: PacketBuf,
@@ -293,10 +295,10 @@ impl Stack {
         protocol: IpProtocol,
     ) {
         layer!(Send, Ip);
-        self.counters.ip.out_requests += 1;
-        let ident = self.next_ident;
-        self.next_ident = self.next_ident.wrapping_add(1);
         if self.config.output_header_template && 20 + buf.len() <= hop.caps.mtu {
+            self.counters.ip.out_requests += 1;
+            let ident = self.next_ident;
+            self.next_ident = self.next_ident.wrapping_add(1);
             // The template: version and length 0x45, TOS 0, no flags or offset, the default TTL; the
             // length, ident, protocol and addresses filled in, then the checksum.
             let [t0, t1] = ((20 + buf.len()) as u16).to_be_bytes();
@@ -332,6 +334,22 @@ impl Stack {
             buf.push_front(20).copy_from_slice(&h);
             return self.enqueue(hop.iface, buf);
         }
+        self.ipv4_output_general(buf, hop, src, dst, protocol);
+    }
+
+    /// [`Self::ipv4_output`] without the header template, or for a datagram to fragment.
+    #[inline(never)]
+    fn ipv4_output_general(
+        &mut self,
+        mut buf: PacketBuf,
+        hop: &NextHop,
+        src: Ipv4Addr,
+        dst: Ipv4Addr,
+        protocol: IpProtocol,
+    ) {
+        self.counters.ip.out_requests += 1;
+        let ident = self.next_ident;
+        self.next_ident = self.next_ident.wrapping_add(1);
         let mut repr = Ipv4Repr {
             src_addr: src,
             dst_addr: dst,
