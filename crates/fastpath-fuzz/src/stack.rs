@@ -647,6 +647,8 @@ pub fn run(data: &[u8]) -> Counters {
             copy_checksum: CopyChecksum::Separate,
             checksum: Algorithm::Rfc1071,
             inline_header_checksum: false,
+            input_header_prediction: false,
+            output_header_template: false,
             demux: DemuxStrategy::Linear,
             limits,
             ..StackConfig::default()

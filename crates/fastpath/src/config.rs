@@ -194,6 +194,15 @@ pub struct StackConfig {
     /// Partridge & Pink §6.1: checksum 20-byte IPv4 headers with straight-line in-line code instead of
     /// a call to the general routine.
     pub inline_header_checksum: bool,
+    /// Header prediction on input (after Van Jacobson's TCP header prediction, applied to UDP): a
+    /// packet of the common shape (20-byte header, not a fragment, UDP, unicast to this host) is
+    /// checked with a few compares on its header read once as an array and handed straight to UDP; any
+    /// other packet, and any packet that fails a check, takes the general path, which counts its drop.
+    pub input_header_prediction: bool,
+    /// Header templates on output: an unfragmented datagram's 20-byte IPv4 header is written in one
+    /// store from its constant parts and the few fields that change (length, ident, addresses),
+    /// instead of field by field from a parsed representation.
+    pub output_header_template: bool,
     /// Paper 000 §7.1: copy and checksum in one pass, with deferred receive verification.
     pub copy_checksum: CopyChecksum,
     /// Partridge & Pink §6.2: when false (the default), `send_to` never connects the socket, even for a
@@ -230,6 +239,8 @@ impl Default for StackConfig {
         StackConfig {
             checksum: Algorithm::fastest(),
             inline_header_checksum: true,
+            input_header_prediction: true,
+            output_header_template: true,
             copy_checksum: CopyChecksum::Fused,
             sendto_pseudo_connect: false,
             buffers: BufferMode::Pool,
@@ -249,11 +260,14 @@ impl Default for StackConfig {
 impl StackConfig {
     /// The 4.3BSD path the papers started from: the reference checksum called as a routine for every
     /// header and payload, copy and checksum as separate passes, a heap allocation per packet,
-    /// pseudo-connect on `send_to`, linear PCB search, one packet per link call, no offload.
+    /// pseudo-connect on `send_to`, linear PCB search, one packet per link call, no offload, headers
+    /// parsed and emitted field by field.
     pub fn classic() -> StackConfig {
         StackConfig {
             checksum: Algorithm::Rfc1071,
             inline_header_checksum: false,
+            input_header_prediction: false,
+            output_header_template: false,
             copy_checksum: CopyChecksum::Separate,
             sendto_pseudo_connect: true,
             buffers: BufferMode::Heap,

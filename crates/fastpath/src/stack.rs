@@ -12,7 +12,7 @@ use crate::config::StackConfig;
 use crate::icmp::IcmpState;
 use crate::ipv4::reassembly::ReassemblyTable;
 use crate::ipv4::route::{InterfaceId, Ipv4Cidr, Route, RoutingTable};
-use crate::link::{Link, LinkCapabilities, Loopback};
+use crate::link::{Link, LinkCapabilities, Loopback, StackLink};
 use crate::stats::{Counters, DropReason};
 use crate::time::Instant;
 use crate::tcp::TcpTable;
@@ -25,7 +25,7 @@ const POLL_ROUNDS: usize = 64;
 /// A network interface: a link with an address.
 pub(crate) struct Interface {
     pub(crate) name: String,
-    pub(crate) link: Box<dyn Link>,
+    pub(crate) link: StackLink,
     pub(crate) cidr: Ipv4Cidr,
     /// The prefix's directed broadcast address, computed once.
     pub(crate) broadcast: Option<Ipv4Addr>,
@@ -91,7 +91,11 @@ impl Stack {
             config,
         };
         let lo = Loopback::new(65535, stack.config.limits.loopback_queue);
-        stack.add_interface("lo", lo, Ipv4Cidr::new(Ipv4Addr::LOCALHOST, 8));
+        stack.add_link(
+            "lo",
+            StackLink::Loopback(lo),
+            Ipv4Cidr::new(Ipv4Addr::LOCALHOST, 8),
+        );
         stack
     }
 
@@ -102,11 +106,18 @@ impl Stack {
         link: impl Link + 'static,
         cidr: Ipv4Cidr,
     ) -> InterfaceId {
-        let caps = link.capabilities();
+        self.add_link(name, StackLink::Dyn(Box::new(link)), cidr)
+    }
+
+    fn add_link(&mut self, name: &str, link: StackLink, cidr: Ipv4Cidr) -> InterfaceId {
+        let caps = match &link {
+            StackLink::Loopback(l) => l.capabilities(),
+            StackLink::Dyn(l) => l.capabilities(),
+        };
         let id = InterfaceId(self.ifaces.len());
         self.ifaces.push(Interface {
             name: name.to_string(),
-            link: Box::new(link),
+            link,
             cidr,
             broadcast: cidr.broadcast(),
             caps,
@@ -263,11 +274,18 @@ impl Stack {
         let f = &mut self.ifaces[iface.0];
         f.txq.push(packet);
         if f.txq.len() >= self.config.tx_batch {
-            layer!(Send, Link);
-            let dropped = f.link.transmit(&mut f.txq);
-            for _ in 0..dropped {
-                self.counters.drops.add(DropReason::LinkQueueFull);
-            }
+            self.transmit_queue(iface);
+        }
+    }
+
+    /// Hands `iface`'s queue to its link (a full batch).
+    #[inline(never)]
+    fn transmit_queue(&mut self, iface: InterfaceId) {
+        layer!(Send, Link);
+        let f = &mut self.ifaces[iface.0];
+        let dropped = f.link.transmit(&mut f.txq);
+        for _ in 0..dropped {
+            self.counters.drops.add(DropReason::LinkQueueFull);
         }
     }
 

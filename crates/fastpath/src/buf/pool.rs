@@ -77,6 +77,9 @@ pub struct BufferPool {
     mode: BufferMode,
     free: [FreeList; 3],
     max_free: usize,
+    /// Free buffers a list keeps before it spills: with a depot, two batches at most, passing the rest
+    /// on at once so that the pools that allocate refill quickly; without one, `max_free`.
+    keep: usize,
     depot: Option<BufferDepot>,
     stats: PoolStats,
 }
@@ -88,6 +91,7 @@ impl BufferPool {
             mode,
             free: Default::default(),
             max_free,
+            keep: max_free,
             depot: None,
             stats: PoolStats::default(),
         }
@@ -97,6 +101,7 @@ impl BufferPool {
     /// spills a batch into it (which holds at most four times `max_free` per class).
     pub fn set_depot(&mut self, depot: BufferDepot) {
         self.depot = Some(depot);
+        self.keep = (2 * BATCH).min(self.max_free);
     }
 
     /// The mode.
@@ -127,17 +132,32 @@ impl BufferPool {
         let needed = HEADROOM + capacity;
         if self.mode == BufferMode::Pool {
             if let Some(class) = CLASSES.iter().position(|&size| needed <= size) {
-                if self.free[class].is_empty() {
-                    self.refill(class);
-                }
+                // The common case: a free buffer of the class at hand.
                 if let Some(storage) = self.free[class].pop() {
                     self.stats.reused += 1;
                     return PacketBuf::from_storage(storage, HEADROOM);
                 }
-                self.stats.allocated += 1;
-                return PacketBuf::with_storage(vec![0; CLASSES[class]], HEADROOM);
+                return self.alloc_empty(class);
             }
         }
+        self.alloc_heap(needed)
+    }
+
+    /// Allocates when the free list of `class` is empty: refills it from the depot, or from the heap.
+    #[cold]
+    fn alloc_empty(&mut self, class: usize) -> PacketBuf {
+        self.refill(class);
+        if let Some(storage) = self.free[class].pop() {
+            self.stats.reused += 1;
+            return PacketBuf::from_storage(storage, HEADROOM);
+        }
+        self.stats.allocated += 1;
+        PacketBuf::with_storage(vec![0; CLASSES[class]], HEADROOM)
+    }
+
+    /// Allocates `needed` bytes from the heap (heap mode, or larger than every class).
+    #[inline(never)]
+    fn alloc_heap(&mut self, needed: usize) -> PacketBuf {
         self.stats.allocated += 1;
         PacketBuf::with_storage(vec![0; needed], HEADROOM)
     }
@@ -148,21 +168,14 @@ impl BufferPool {
         if self.mode == BufferMode::Pool {
             let size = buf.truesize();
             if let Some(class) = CLASSES.iter().position(|&s| s == size) {
-                // With a depot, keep two batches at most and pass the rest on at once, so that the
-                // pools that allocate refill quickly; without one, keep up to `max_free`.
-                let keep = if self.depot.is_some() {
-                    (2 * BATCH).min(self.max_free)
-                } else {
-                    self.max_free
-                };
-                if self.free[class].len() >= keep {
-                    self.spill(class);
-                }
-                if self.free[class].len() < self.max_free {
-                    self.free[class].push(buf.into_storage());
+                // The common case: room on the free list below the level that would spill.
+                let list = &mut self.free[class];
+                if list.len() < self.keep {
+                    list.push(buf.into_storage());
                     self.stats.recycled += 1;
                     return;
                 }
+                return self.free_full(class, buf);
             }
         }
         self.stats.released += 1;
@@ -171,6 +184,19 @@ impl BufferPool {
 }
 
 impl BufferPool {
+    /// Frees `buf` of `class` when its free list holds `keep` buffers or more.
+    #[cold]
+    fn free_full(&mut self, class: usize, buf: PacketBuf) {
+        self.spill(class);
+        if self.free[class].len() < self.max_free {
+            self.free[class].push(buf.into_storage());
+            self.stats.recycled += 1;
+            return;
+        }
+        self.stats.released += 1;
+        drop(buf);
+    }
+
     #[cold]
     fn refill(&mut self, class: usize) {
         if let Some(depot) = &self.depot {

@@ -46,6 +46,7 @@ impl Link for Loopback {
         self.caps
     }
 
+    #[inline]
     fn transmit(&mut self, batch: &mut Vec<PacketBuf>) -> usize {
         let mut dropped = 0;
         for packet in batch.drain(..) {
@@ -59,6 +60,7 @@ impl Link for Loopback {
         dropped
     }
 
+    #[inline]
     fn receive(&mut self, batch: &mut Vec<PacketBuf>, max: usize) -> usize {
         let n = max.min(self.queue.len());
         // A loop of pop_front: cheaper than VecDeque::drain for the few packets of a batch.

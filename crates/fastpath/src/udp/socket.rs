@@ -219,6 +219,7 @@ impl UdpSocketRef<'_> {
         Ok(())
     }
 
+    #[inline(always)]
     fn read(
         &mut self,
         bufs: &mut [IoSliceMut<'_>],
@@ -233,6 +234,7 @@ impl UdpSocketRef<'_> {
     /// Takes (or peeks at) the next datagram whose checksum holds, copying it into `bufs`. A datagram
     /// whose deferred checksum fails is dropped and counted, and the next one is tried (paper 000
     /// §7.1.1); `bufs` may have been written even then.
+    #[inline(always)]
     fn read_datagram(
         &mut self,
         bufs: &mut [IoSliceMut<'_>],

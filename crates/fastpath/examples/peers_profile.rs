@@ -1,0 +1,45 @@
+//! The fastpath side of `fastpath bench peers`, alone, for counting instructions per datagram:
+//! `send_to`, `poll`, `recv_from` of `size`-byte datagrams on one stack's loopback with the sender and
+//! receiver bound to 127.0.0.1, in bursts of `burst`. Usage:
+//! `peers_profile [datagrams] [burst] [size]` (defaults 100000, 1, 64). With callgrind, run it twice
+//! with different datagram counts and divide the difference of the totals by the difference of counts:
+//! `valgrind --tool=callgrind --callgrind-out-file=/tmp/cg.out target/release/examples/peers_profile`.
+
+use std::net::{Ipv4Addr, SocketAddrV4};
+
+use fastpath::{Instant, Stack, StackConfig};
+
+fn main() {
+    let mut args = std::env::args()
+        .skip(1)
+        .map(|a| a.parse::<usize>().expect("a number"));
+    let n = args.next().unwrap_or(100_000);
+    let burst = args.next().unwrap_or(1).max(1);
+    let size = args.next().unwrap_or(64);
+    let mut stack = Stack::new(StackConfig::default());
+    let receiver = stack
+        .udp_bind(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 5000))
+        .expect("bind the receiver");
+    let sender = stack
+        .udp_bind(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 5001))
+        .expect("bind the sender");
+    let to = SocketAddrV4::new(Ipv4Addr::LOCALHOST, 5000);
+    let data = vec![0xa5u8; size];
+    let mut sink = vec![0u8; 2048];
+    let mut received = 0;
+    let mut sent = 0;
+    while sent < n {
+        let k = burst.min(n - sent);
+        for _ in 0..k {
+            stack.udp(sender).send_to(&data, to).expect("send_to");
+        }
+        sent += k;
+        stack.poll(Instant::ZERO);
+        while let Ok((len, _)) = stack.udp(receiver).recv_from(&mut sink) {
+            assert_eq!(len, size);
+            received += 1;
+        }
+    }
+    assert_eq!(received, n);
+    assert_eq!(stack.counters().drops.total(), 0);
+}
