@@ -243,7 +243,9 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
                 .next_deadline()
                 .map_or(Duration::from_millis(100), |d| d.saturating_since(now));
             let nap = remaining
-                .map_or(Duration::from_millis(100), |r| r.min(Duration::from_millis(100)))
+                .map_or(Duration::from_millis(100), |r| {
+                    r.min(Duration::from_millis(100))
+                })
                 .min(timer);
             tun.wait(Some(nap))
                 .map_err(|e| format!("waiting on {}: {e}", tun.name()))?;
@@ -309,7 +311,11 @@ fn parse_impairments(spec: &str) -> Result<Impairments, String> {
             "reorder" => im.reorder = p()?,
             "corrupt" => im.corrupt = p()?,
             "seed" => im.seed = value.parse().map_err(|_| format!("`{part}`: a number"))?,
-            _ => return Err(format!("`{key}`: one of loss, duplicate, reorder, corrupt, seed")),
+            _ => {
+                return Err(format!(
+                    "`{key}`: one of loss, duplicate, reorder, corrupt, seed"
+                ))
+            }
         }
     }
     Ok(im)

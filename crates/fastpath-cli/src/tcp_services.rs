@@ -72,7 +72,12 @@ pub struct TcpServices {
 
 impl TcpServices {
     /// Listens for echo, discard and chargen on every address.
-    pub fn listen(stack: &mut Stack, echo: u16, discard: u16, chargen: u16) -> Result<Self, String> {
+    pub fn listen(
+        stack: &mut Stack,
+        echo: u16,
+        discard: u16,
+        chargen: u16,
+    ) -> Result<Self, String> {
         let mut listeners = Vec::new();
         for (port, service) in [
             (echo, Service::Echo),
@@ -93,11 +98,17 @@ impl TcpServices {
     }
 
     /// Opens the outgoing client connection.
-    pub fn connect(&mut self, stack: &mut Stack, to: SocketAddrV4, total: u64) -> Result<(), String> {
+    pub fn connect(
+        &mut self,
+        stack: &mut Stack,
+        to: SocketAddrV4,
+        total: u64,
+    ) -> Result<(), String> {
         let stream = stack
             .tcp_connect(to)
             .map_err(|e| format!("connecting to {to}: {e}"))?;
-        self.conns.push(Conn::new(stream, Service::Client { total }));
+        self.conns
+            .push(Conn::new(stream, Service::Client { total }));
         self.totals.client = Some((0, 0, false));
         Ok(())
     }
@@ -159,7 +170,12 @@ impl Conn {
 }
 
 /// One connection's turn. `Err(true)` when it finished cleanly, `Err(false)` on an error.
-fn step(stack: &mut Stack, c: &mut Conn, buf: &mut [u8], totals: &mut TcpTotals) -> Result<usize, bool> {
+fn step(
+    stack: &mut Stack,
+    c: &mut Conn,
+    buf: &mut [u8],
+    totals: &mut TcpTotals,
+) -> Result<usize, bool> {
     let mut work = 0;
     let s = c.stream;
     if let Some(e) = stack.tcp(s).take_error().ok().flatten() {

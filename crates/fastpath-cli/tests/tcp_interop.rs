@@ -10,7 +10,6 @@ mod tun_common;
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, SocketAddr, SocketAddrV4, TcpListener, TcpStream};
-use std::process::Command;
 use std::time::Duration;
 
 use nix::sys::signal::Signal;
@@ -57,7 +56,12 @@ fn kernel_echo(netns: &str, len: usize) -> f64 {
                 break;
             }
             for (k, &b) in buf[..n].iter().enumerate() {
-                assert_eq!(b, pattern_byte(got + k as u64), "echo byte {}", got + k as u64);
+                assert_eq!(
+                    b,
+                    pattern_byte(got + k as u64),
+                    "echo byte {}",
+                    got + k as u64
+                );
             }
             got += n as u64;
         }
@@ -86,7 +90,12 @@ fn kernel_discard_and_chargen(netns: &str, len: usize) {
             let n = s.read(&mut buf).expect("read chargen");
             assert!(n > 0, "chargen closed early");
             for (k, &b) in buf[..n].iter().enumerate() {
-                assert_eq!(b, pattern_byte(got + k as u64), "chargen byte {}", got + k as u64);
+                assert_eq!(
+                    b,
+                    pattern_byte(got + k as u64),
+                    "chargen byte {}",
+                    got + k as u64
+                );
             }
             got += n as u64;
         }

@@ -14,18 +14,15 @@
 mod tun_common;
 
 use std::fs::File;
-use std::io::{BufRead, BufReader, ErrorKind};
-use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
+use std::io::ErrorKind;
+use std::net::{SocketAddrV4, UdpSocket};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc::{self, Receiver};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use nix::sched::CloneFlags;
-use tun_common::*;
 use nix::sys::signal::Signal;
-use nix::unistd::Pid;
+use tun_common::*;
 
 /// A kernel UDP socket in namespace `netns`, bound to the kernel's address.
 fn kernel_socket(netns: &str) -> UdpSocket {

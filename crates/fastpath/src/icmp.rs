@@ -169,7 +169,9 @@ impl Stack {
                             reason,
                             DstUnreachable::PortUnreachable | DstUnreachable::ProtoUnreachable
                         );
-                        if let (Some(kind), true) = (error.or(Some(io::ErrorKind::ConnectionRefused)), hard) {
+                        if let (Some(kind), true) =
+                            (error.or(Some(io::ErrorKind::ConnectionRefused)), hard)
+                        {
                             self.tcp_report_error(&quoted, &head, kind);
                         }
                     }

@@ -54,6 +54,6 @@ pub use config::{CopyChecksum, StackConfig};
 pub use ipv4::route::{InterfaceId, Ipv4Cidr};
 pub use stack::Stack;
 pub use stats::{Counters, DropReason};
-pub use time::Instant;
 pub use tcp::{TcpListener, TcpStream};
+pub use time::Instant;
 pub use udp::{UdpOptions, UdpSocket};

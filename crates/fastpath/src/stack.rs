@@ -14,8 +14,8 @@ use crate::ipv4::reassembly::ReassemblyTable;
 use crate::ipv4::route::{InterfaceId, Ipv4Cidr, Route, RoutingTable};
 use crate::link::{Link, LinkCapabilities, Loopback, StackLink};
 use crate::stats::{Counters, DropReason};
-use crate::time::Instant;
 use crate::tcp::TcpTable;
+use crate::time::Instant;
 use crate::udp::UdpTable;
 
 /// How many rounds of receive batches one `poll` runs at most before returning, so that a flood cannot

@@ -123,11 +123,22 @@ fn handshake_negotiates_options_and_both_sides_close_cleanly() {
     let mut now = Instant::from_secs(1);
     let (c, s) = connect(&mut a, &mut b, &mut now, 80);
     let info = a.tcp(c).info().unwrap();
-    assert!(info.sack && info.timestamps && info.window_scaling, "{info:?}");
+    assert!(
+        info.sack && info.timestamps && info.window_scaling,
+        "{info:?}"
+    );
     assert_eq!(info.mss, 1460 - 12);
     assert_eq!(b.tcp(s).addrs().unwrap().1, a.tcp(c).addrs().unwrap().0);
 
-    let got = transfer(&mut a, &mut b, &mut now, c, s, b"hello", Duration::from_secs(5));
+    let got = transfer(
+        &mut a,
+        &mut b,
+        &mut now,
+        c,
+        s,
+        b"hello",
+        Duration::from_secs(5),
+    );
     assert_eq!(got, b"hello");
     assert_eq!(b.tcp(s).state().unwrap(), State::CloseWait);
     b.tcp(s).close();
@@ -137,9 +148,13 @@ fn handshake_negotiates_options_and_both_sides_close_cleanly() {
     assert_eq!(b.tcp_connections(), 0, "LAST-ACK acknowledged: gone");
     a.tcp(c).close();
     // TIME-WAIT lasts 2 MSL, then the block is freed.
-    run_until(&mut a, &mut b, &mut now, Duration::from_secs(120), |a, _| {
-        a.tcp_connections() == 0
-    });
+    run_until(
+        &mut a,
+        &mut b,
+        &mut now,
+        Duration::from_secs(120),
+        |a, _| a.tcp_connections() == 0,
+    );
     assert_eq!(a.counters().drops.total(), 0, "{}", a.counters());
     assert_eq!(b.counters().drops.total(), 0, "{}", b.counters());
 }
@@ -150,7 +165,15 @@ fn bulk_transfer_is_intact_and_mostly_header_predicted() {
     let mut now = Instant::from_secs(1);
     let (c, s) = connect(&mut a, &mut b, &mut now, 5001);
     let data = payload(4 << 20, 7);
-    let got = transfer(&mut a, &mut b, &mut now, c, s, &data, Duration::from_secs(60));
+    let got = transfer(
+        &mut a,
+        &mut b,
+        &mut now,
+        c,
+        s,
+        &data,
+        Duration::from_secs(60),
+    );
     assert!(got == data, "stream differs");
     let ca = a.counters().tcp;
     let cb = b.counters().tcp;
@@ -183,10 +206,7 @@ fn a_closed_port_answers_rst_and_connect_is_refused() {
     let err = a.tcp(c).read(&mut [0u8; 8]).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::ConnectionRefused);
     assert_eq!(b.counters().tcp.out_rsts, 1);
-    assert_eq!(
-        b.counters().drops.get(fastpath::DropReason::TcpNoSocket),
-        1
-    );
+    assert_eq!(b.counters().drops.get(fastpath::DropReason::TcpNoSocket), 1);
 }
 
 #[test]
@@ -205,10 +225,26 @@ fn transfers_survive_loss_duplication_and_reordering() {
         let mut now = Instant::from_secs(1);
         let (c, s) = connect(&mut a, &mut b, &mut now, 7000);
         let data = payload(1 << 20, seed);
-        let got = transfer(&mut a, &mut b, &mut now, c, s, &data, Duration::from_secs(600));
-        assert!(got == data, "seed {seed}: stream differs ({} of {} bytes)", got.len(), data.len());
+        let got = transfer(
+            &mut a,
+            &mut b,
+            &mut now,
+            c,
+            s,
+            &data,
+            Duration::from_secs(600),
+        );
+        assert!(
+            got == data,
+            "seed {seed}: stream differs ({} of {} bytes)",
+            got.len(),
+            data.len()
+        );
         let t = a.counters().tcp;
-        assert!(t.retrans_segs > 0, "seed {seed}: loss should cause retransmissions");
+        assert!(
+            t.retrans_segs > 0,
+            "seed {seed}: loss should cause retransmissions"
+        );
         assert!(t.fast_recoveries > 0, "seed {seed}: {t:?}");
     }
 }
@@ -247,11 +283,17 @@ fn syn_cookies_answer_a_full_backlog_and_still_connect() {
     let now = Instant::ZERO;
     let l = b.tcp_listen(sa(B, 80), 1).unwrap();
     // One SYN nobody completes fills the half-open queue.
-    inject(&mut raw, &raw_tcp(sa(A, 1000), sa(B, 80), 1, None, true, &[]));
+    inject(
+        &mut raw,
+        &raw_tcp(sa(A, 1000), sa(B, 80), 1, None, true, &[]),
+    );
     b.poll(now);
     assert_eq!(capture(&mut raw).len(), 1);
     // The next is answered statelessly, with a cookie for an ISN.
-    inject(&mut raw, &raw_tcp(sa(A, 1001), sa(B, 80), 5000, None, true, &[]));
+    inject(
+        &mut raw,
+        &raw_tcp(sa(A, 1001), sa(B, 80), 5000, None, true, &[]),
+    );
     b.poll(now);
     let reply = capture(&mut raw);
     assert_eq!(b.counters().tcp.syn_cookies_sent, 1, "{}", b.counters());
@@ -261,15 +303,32 @@ fn syn_cookies_answer_a_full_backlog_and_still_connect() {
     // A forged cookie is refused with a RST.
     inject(
         &mut raw,
-        &raw_tcp(sa(A, 1001), sa(B, 80), 5001, Some(synack.sequence_number ^ 0x40), false, &[]),
+        &raw_tcp(
+            sa(A, 1001),
+            sa(B, 80),
+            5001,
+            Some(synack.sequence_number ^ 0x40),
+            false,
+            &[],
+        ),
     );
     b.poll(now);
     assert!(tcp_of(&capture(&mut raw)[0]).rst);
-    assert_eq!(b.counters().drops.get(fastpath::DropReason::TcpBadCookie), 1);
+    assert_eq!(
+        b.counters().drops.get(fastpath::DropReason::TcpBadCookie),
+        1
+    );
     // The real ACK, carrying data, makes the connection.
     inject(
         &mut raw,
-        &raw_tcp(sa(A, 1001), sa(B, 80), 5001, Some(synack.sequence_number.wrapping_add(1)), false, b"hi"),
+        &raw_tcp(
+            sa(A, 1001),
+            sa(B, 80),
+            5001,
+            Some(synack.sequence_number.wrapping_add(1)),
+            false,
+            b"hi",
+        ),
     );
     b.poll(now);
     assert_eq!(b.counters().tcp.syn_cookies_ok, 1);
@@ -301,7 +360,10 @@ fn zero_window_is_probed_until_the_reader_reads() {
     idle(&mut a, &mut b, &mut now, Duration::from_secs(600));
     assert!(a.tcp(c).is_established());
     let probes = a.counters().tcp.out_segs - before;
-    assert!((3..=30).contains(&probes), "{probes} window probes in 10 minutes");
+    assert!(
+        (3..=30).contains(&probes),
+        "{probes} window probes in 10 minutes"
+    );
     // Now read everything.
     let mut got = Vec::new();
     let mut buf = vec![0u8; 8192];
@@ -341,7 +403,9 @@ fn many_connections_at_once() {
     let (mut a, mut b) = two_stacks(StackConfig::default(), plain(1500), Impairments::default());
     let mut now = Instant::ZERO;
     let l = b.tcp_listen(sa(B, 80), 2048).unwrap();
-    let clients: Vec<TcpStream> = (0..1000).map(|_| a.tcp_connect(sa(B, 80)).unwrap()).collect();
+    let clients: Vec<TcpStream> = (0..1000)
+        .map(|_| a.tcp_connect(sa(B, 80)).unwrap())
+        .collect();
     let mut servers = Vec::new();
     run_until(&mut a, &mut b, &mut now, Duration::from_secs(10), |_, b| {
         while let Ok((s, _)) = b.tcp_listener(l).accept() {

@@ -148,7 +148,10 @@ impl Server {
             self.output.push(line);
         }
         let output = self.output.join("\n");
-        assert!(status.success(), "fastpath serve exited {status}:\n{output}");
+        assert!(
+            status.success(),
+            "fastpath serve exited {status}:\n{output}"
+        );
         output
     }
 
@@ -231,7 +234,6 @@ pub fn counter(output: &str, what: &str) -> u64 {
         })
         .unwrap_or(0)
 }
-
 
 /// Runs `f` on a thread that entered namespace `netns`: sockets it creates live there.
 pub fn in_netns<T: Send + 'static>(netns: &str, f: impl FnOnce() -> T + Send + 'static) -> T {

@@ -47,6 +47,12 @@ pub enum ChecksumOffload {
 pub struct PacketMeta {
     /// Transport checksum offload state.
     pub checksum: ChecksumOffload,
+    /// Segmentation offload (paper 002 §3.3): when non-zero, the packet is a TCP segment larger than
+    /// the MTU that the link cuts into segments of this many payload bytes (virtio's `gso_size` with
+    /// `VIRTIO_NET_HDR_GSO_TCPV4`). Only set for links that offer [`LinkCapabilities::tso`].
+    ///
+    /// [`LinkCapabilities::tso`]: crate::link::LinkCapabilities::tso
+    pub gso_size: u16,
 }
 
 /// A packet: one allocation with a window `[head, tail)` of valid bytes, headroom before it and tailroom

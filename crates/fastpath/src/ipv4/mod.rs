@@ -296,7 +296,9 @@ impl Stack {
         protocol: IpProtocol,
     ) {
         layer!(Send, Ip);
-        if self.config.output_header_template && 20 + buf.len() <= hop.caps.mtu {
+        // A TSO segment is larger than the MTU on purpose: the link cuts it.
+        let fits = 20 + buf.len() <= hop.caps.mtu || buf.meta.gso_size > 0;
+        if self.config.output_header_template && fits {
             self.counters.ip.out_requests += 1;
             let ident = self.next_ident;
             self.next_ident = self.next_ident.wrapping_add(1);
@@ -363,7 +365,7 @@ impl Stack {
             more_frags: false,
             frag_offset: 0,
         };
-        if 20 + buf.len() <= hop.caps.mtu {
+        if 20 + buf.len() <= hop.caps.mtu || buf.meta.gso_size > 0 {
             self.emit_header(&mut buf, &repr);
             return self.enqueue(hop.iface, buf);
         }

@@ -26,6 +26,7 @@ impl Loopback {
             mtu,
             tx_checksum_offload: true,
             crc_protected: true,
+            tso: false,
         };
         Loopback {
             queue: VecDeque::with_capacity(limit.min(4096)),

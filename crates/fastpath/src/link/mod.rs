@@ -30,6 +30,10 @@ pub struct LinkCapabilities {
     /// The link protects every packet end to end with a strong check of its own (a CRC), so a single-hop
     /// datagram may go without a transport checksum under Kay & Pasquale's rule (paper 001).
     pub crc_protected: bool,
+    /// The link cuts TCP segments larger than the MTU (marked with
+    /// [`PacketMeta::gso_size`](crate::buf::PacketMeta::gso_size)) into MTU-sized ones: TCP
+    /// segmentation offload (paper 002 §3.3).
+    pub tso: bool,
 }
 
 impl LinkCapabilities {
@@ -39,6 +43,7 @@ impl LinkCapabilities {
             mtu,
             tx_checksum_offload: false,
             crc_protected: false,
+            tso: false,
         }
     }
 }

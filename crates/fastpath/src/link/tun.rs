@@ -79,6 +79,7 @@ pub const MIN_MTU: usize = 68;
 const VIRTIO_NET_HDR_F_NEEDS_CSUM: u8 = 1;
 const VIRTIO_NET_HDR_F_DATA_VALID: u8 = 2;
 const VIRTIO_NET_HDR_GSO_NONE: u8 = 0;
+const VIRTIO_NET_HDR_GSO_TCPV4: u8 = 1;
 const VIRTIO_NET_HDR_GSO_UDP_L4: u8 = 5;
 
 /// Most datagrams one GSO packet may stand for (Linux's `UDP_MAX_SEGMENTS`).
@@ -160,6 +161,8 @@ pub struct TunStats {
     pub tx_bytes: u64,
     /// Written with `NEEDS_CSUM`: the checksum left to the kernel.
     pub tx_offloaded: u64,
+    /// Packets sent as TCP segmentation offload (GSO TCPV4), for the kernel to cut.
+    pub tx_tso: u64,
     /// Partial checksums the link completed because offload is off.
     pub tx_checksums_completed: u64,
     /// Dropped because the kernel would not take them now (`EAGAIN`); the stack counts them too.
@@ -219,6 +222,7 @@ impl fmt::Display for TunStats {
                 self.tx_offloaded,
                 "sent with checksum offloaded (NEEDS_CSUM)",
             ),
+            (self.tx_tso, "sent as TCP segmentation offload (GSO)"),
             (
                 self.tx_checksums_completed,
                 "sent checksums completed by the link",
@@ -367,6 +371,8 @@ impl TunLink {
                 mtu,
                 tx_checksum_offload: offload,
                 crc_protected: false,
+                // The kernel takes GSO packets from a vnet-header TUN reader whose checksum is partial.
+                tso: offload,
             },
             offload,
             uso_available: false,
@@ -504,14 +510,12 @@ fn classify_rx(
         if start < ihl.max(20) || start + offset + 2 > data.len() {
             return Err(RxDrop::BadChecksumOffsets);
         }
-        // The shape the stack's UDP input can trust as partial: a whole (unfragmented) UDP datagram
-        // whose checksum field is where the header says.
-        let udp = start == ihl
-            && offset == 6
-            && start + 8 <= data.len()
-            && data[9] == 17
-            && u16::from_be_bytes([data[6], data[7]]) & 0x3fff == 0;
-        if offload && udp {
+        // The shapes the stack's UDP and TCP input can trust as partial: a whole (unfragmented) UDP
+        // datagram or TCP segment whose checksum field is where its header says.
+        let whole = start == ihl && u16::from_be_bytes([data[6], data[7]]) & 0x3fff == 0;
+        let udp = whole && offset == 6 && start + 8 <= data.len() && data[9] == 17;
+        let tcp = whole && offset == 16 && start + 20 <= data.len() && data[9] == 6;
+        if offload && (udp || tcp) {
             return Ok(RxChecksum::Meta(ChecksumOffload::Partial {
                 start: start as u16,
                 offset: offset as u16,
@@ -541,6 +545,17 @@ impl Link for TunLink {
                     header.csum_start = start;
                     header.csum_offset = offset;
                     self.stats.tx_offloaded += 1;
+                    if packet.meta.gso_size > 0 {
+                        // TSO: the kernel cuts the segment; `hdr_len` covers the IP and TCP headers.
+                        let data = packet.data();
+                        let tcp_len = data
+                            .get(start as usize + 12)
+                            .map_or(20, |&b| (b >> 4) as u16 * 4);
+                        header.gso_type = VIRTIO_NET_HDR_GSO_TCPV4;
+                        header.gso_size = packet.meta.gso_size;
+                        header.hdr_len = start + tcp_len;
+                        self.stats.tx_tso += 1;
+                    }
                 } else {
                     complete_checksum(&mut packet, start as usize, offset as usize);
                     self.stats.tx_checksums_completed += 1;

@@ -45,7 +45,11 @@ impl SendBuffer {
 
     /// Lets `fill` write up to `max` bytes in place (zero copy from the application's side: it
     /// writes into the stack's buffer, paper 002 §3.1); `fill` returns how many it wrote.
-    pub(crate) fn write_with(&mut self, max: usize, fill: &mut dyn FnMut(&mut [u8]) -> usize) -> usize {
+    pub(crate) fn write_with(
+        &mut self,
+        max: usize,
+        fill: &mut dyn FnMut(&mut [u8]) -> usize,
+    ) -> usize {
         let n = max.min(self.free());
         let start = self.bytes.len();
         self.bytes.resize(start + n, 0);

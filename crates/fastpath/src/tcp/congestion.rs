@@ -91,8 +91,7 @@ impl Congestion {
             now
         });
         let t = now.saturating_since(epoch).as_secs_f64() + srtt.as_secs_f64();
-        let target = (CUBIC_C * (t - self.k).powi(3) + self.w_max)
-            .clamp(cwnd, 1.5 * cwnd);
+        let target = (CUBIC_C * (t - self.k).powi(3) + self.w_max).clamp(cwnd, 1.5 * cwnd);
         // Reno-friendly region: alpha = 3 (1 - beta) / (1 + beta) segments per window.
         let alpha = 3.0 * (1.0 - CUBIC_BETA) / (1.0 + CUBIC_BETA);
         self.w_est += alpha * (acked as f64 / m) / cwnd;

@@ -65,7 +65,11 @@ impl IsnGenerator {
         count: u64,
         index: u32,
     ) -> u32 {
-        let mac = self.hash(local, remote, (count << 40) | ((index as u64) << 32) | client_isn as u64);
+        let mac = self.hash(
+            local,
+            remote,
+            (count << 40) | ((index as u64) << 32) | client_isn as u64,
+        );
         (((count & 31) as u32) << 27) | (index << 24) | (mac as u32 & 0x00ff_ffff)
     }
 
@@ -105,7 +109,10 @@ mod tests {
         let (l, r) = addrs();
         let g = IsnGenerator::new([1, 2]);
         let t = Instant::from_secs(5);
-        assert_ne!(g.isn(l, r, t), g.isn(l, SocketAddrV4::new(*r.ip(), 40001), t));
+        assert_ne!(
+            g.isn(l, r, t),
+            g.isn(l, SocketAddrV4::new(*r.ip(), 40001), t)
+        );
         assert_ne!(g.isn(l, r, t), IsnGenerator::new([1, 3]).isn(l, r, t));
         assert_eq!(
             g.isn(l, r, t + std::time::Duration::from_micros(400)),
@@ -120,7 +127,10 @@ mod tests {
         let t = Instant::from_secs(1000);
         let c = g.cookie(l, r, 777, 1460, t);
         assert_eq!(g.check_cookie(l, r, 777, c, t), Some(1460));
-        assert_eq!(g.check_cookie(l, r, 777, c, Instant::from_secs(1060)), Some(1460));
+        assert_eq!(
+            g.check_cookie(l, r, 777, c, Instant::from_secs(1060)),
+            Some(1460)
+        );
         assert_eq!(g.check_cookie(l, r, 777, c, Instant::from_secs(1200)), None);
         assert_eq!(g.check_cookie(l, r, 778, c, t), None);
         assert_eq!(g.check_cookie(l, r, 777, c ^ 1, t), None);

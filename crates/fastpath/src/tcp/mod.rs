@@ -42,6 +42,9 @@ use tcb::{Cx, Outgoing, Tcb, Verdict};
 /// Segments one call to the output routine sends at most before it lets the link drain.
 const OUTPUT_BURST: usize = 64;
 
+/// Largest TCP payload in one TSO packet: 64 KiB less the IP header and a TCP header with options.
+const TSO_MAX: usize = 65535 - 20 - 60;
+
 /// A listening socket.
 #[derive(Debug)]
 pub(crate) struct Listener {
@@ -450,7 +453,8 @@ impl Stack {
         let Some(listener) = self.tcp.listener(index) else {
             return self.drop_packet(buf, DropReason::TcpNoSocket);
         };
-        let full = listener.half_open >= listener.backlog || listener.ready.len() >= listener.backlog;
+        let full =
+            listener.half_open >= listener.backlog || listener.ready.len() >= listener.backlog;
         if self.tcp.connections() >= self.config.limits.tcp_connections {
             return self.drop_packet(buf, DropReason::TcpTooManyConnections);
         }
@@ -698,17 +702,22 @@ impl Stack {
     /// Sends everything connection `index` owes and the windows allow.
     pub(crate) fn tcp_output(&mut self, index: u32) {
         layer!(Send, Tcp);
+        let use_offload = self.config.checksum_policy.use_offload;
         for _ in 0..OUTPUT_BURST {
             let (table, mut cx) = self.tcp_cx();
             let Some(tcb) = table.tcb(index) else {
                 return;
             };
+            // TSO (paper 002 §3.3): up to a 64 KiB packet when the link cuts segments and the checksum
+            // is left to it as well.
+            let caps = tcb.hop.caps;
+            let tso = (caps.tso && caps.tx_checksum_offload && use_offload).then_some(TSO_MAX);
             let Some(Outgoing {
                 mut repr,
                 offset,
                 len,
-                segment_size: _,
-            }) = tcb.next_segment(&mut cx, None)
+                segment_size,
+            }) = tcb.next_segment(&mut cx, tso)
             else {
                 break;
             };
@@ -717,9 +726,13 @@ impl Stack {
             // Copy the payload out of the send buffer, borrowing it only as long as the build needs.
             let tx = std::mem::take(&mut tcb.tx);
             let (a, b) = tx.range(offset, len);
-            let buf = self.tcp_build(&hop, local, remote, &repr, &[a, b], len);
+            let mut buf = self.tcp_build(&hop, local, remote, &repr, &[a, b], len);
             if let Some(tcb) = self.tcp.tcb(index) {
                 tcb.tx = tx;
+            }
+            if let Some(size) = segment_size {
+                buf.meta.gso_size = size;
+                self.counters.tcp.out_tso_packets += 1;
             }
             self.counters.tcp.out_segs += 1;
             self.ipv4_output(buf, &hop, *local.ip(), *remote.ip(), IpProtocol::Tcp);
@@ -763,7 +776,12 @@ impl Stack {
 
     /// An ICMP error quoting a TCP segment we sent: a hard error while connecting refuses the
     /// connection (RFC 1122 §4.2.3.9); others are only remembered.
-    pub(crate) fn tcp_report_error(&mut self, ip: &Ipv4Repr, head: &[u8; 8], kind: std::io::ErrorKind) {
+    pub(crate) fn tcp_report_error(
+        &mut self,
+        ip: &Ipv4Repr,
+        head: &[u8; 8],
+        kind: std::io::ErrorKind,
+    ) {
         let local = SocketAddrV4::new(ip.src_addr, u16::from_be_bytes([head[0], head[1]]));
         let remote = SocketAddrV4::new(ip.dst_addr, u16::from_be_bytes([head[2], head[3]]));
         let Some(SocketId(index)) = self.tcp.demux.lookup(local, remote) else {

@@ -59,7 +59,9 @@ impl Stack {
             half_open: 0,
             ready: Default::default(),
         };
-        let (index, generation) = self.tcp.insert(Entry::Listener(listener), Pcb::bound(local));
+        let (index, generation) = self
+            .tcp
+            .insert(Entry::Listener(listener), Pcb::bound(local));
         Ok(TcpListener { index, generation })
     }
 
@@ -74,7 +76,10 @@ impl Stack {
     /// Opens a connection to `remote` from an ephemeral port (the SYN leaves at the next poll). Like
     /// every timer, the SYN's retransmission timer counts from the time of the last `poll`.
     pub fn tcp_connect(&mut self, remote: SocketAddrV4) -> io::Result<TcpStream> {
-        self.tcp_connect_from(SocketAddrV4::new(std::net::Ipv4Addr::UNSPECIFIED, 0), remote)
+        self.tcp_connect_from(
+            SocketAddrV4::new(std::net::Ipv4Addr::UNSPECIFIED, 0),
+            remote,
+        )
     }
 
     /// Opens a connection from `local` (address or port may be unspecified) to `remote`.
@@ -120,7 +125,11 @@ impl Stack {
             .tcp
             .demux
             .lookup(local, remote)
-            .and_then(|id| self.tcp.tcb(id.0).map(|t| t.local == local && t.remote == remote))
+            .and_then(|id| {
+                self.tcp
+                    .tcb(id.0)
+                    .map(|t| t.local == local && t.remote == remote)
+            })
             .unwrap_or(false);
         if taken {
             return Err(io::Error::new(

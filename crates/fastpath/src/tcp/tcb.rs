@@ -390,7 +390,10 @@ impl Tcb {
             self.ts_recent = val;
         }
         let options_len = if self.ts_on { 12 } else { 0 };
-        self.mss = peer_mss.min(self.local_mss as u32).saturating_sub(options_len).max(64);
+        self.mss = peer_mss
+            .min(self.local_mss as u32)
+            .saturating_sub(options_len)
+            .max(64);
         self.cc = Congestion::new(self.cc.algorithm, self.mss);
         self.rcv_adv = self.rcv_nxt + self.advertisable();
     }
@@ -436,7 +439,11 @@ impl Tcb {
     /// when the out-of-order queue is not empty (the options must not push a segment past the MTU).
     fn segment_limit(&self) -> u32 {
         if self.sack_on && !self.ooo.is_empty() {
-            let blocks = if self.ts_on { 3 } else { MAX_SACK_BLOCKS as u32 };
+            let blocks = if self.ts_on {
+                3
+            } else {
+                MAX_SACK_BLOCKS as u32
+            };
             self.mss - (4 + 8 * blocks)
         } else {
             self.mss
@@ -552,7 +559,10 @@ impl Tcb {
 
     /// Readable: data queued, or the peer finished, or an error.
     pub(crate) fn readable(&self) -> bool {
-        self.rx.bytes > 0 || self.fin_received || self.error.is_some() || self.state == State::Closed
+        self.rx.bytes > 0
+            || self.fin_received
+            || self.error.is_some()
+            || self.state == State::Closed
     }
 
     /// Writable: established (or close-wait) with room in the send buffer.
@@ -596,7 +606,10 @@ impl Tcb {
         let ack = Seq(seg.ack);
         if payload.is_empty() {
             // A pure ACK for new data, outside recovery.
-            if ack > self.snd_una && ack <= self.snd_max && self.recover.is_none() && self.dupacks == 0
+            if ack > self.snd_una
+                && ack <= self.snd_max
+                && self.recover.is_none()
+                && self.dupacks == 0
             {
                 self.take_timestamp(seg);
                 self.ack_advance(ack, seg, cx);
@@ -664,7 +677,12 @@ impl Tcb {
 
     /// The general segment-arrives procedure (RFC 9293 §3.10.7.3, §3.10.7.4) for a block in any state
     /// but LISTEN.
-    pub(crate) fn on_segment(&mut self, seg: &TcpRepr, mut payload: PacketBuf, cx: &mut Cx) -> Verdict {
+    pub(crate) fn on_segment(
+        &mut self,
+        seg: &TcpRepr,
+        mut payload: PacketBuf,
+        cx: &mut Cx,
+    ) -> Verdict {
         self.last_activity = cx.now;
         if self.keepalive {
             self.keepalive_at = Some(cx.now + cx.cfg.keepalive.0);
@@ -708,7 +726,8 @@ impl Tcb {
         } else {
             0
         };
-        let occupies = seg_len + flags.contains(Flags::SYN) as u32 + flags.contains(Flags::FIN) as u32;
+        let occupies =
+            seg_len + flags.contains(Flags::SYN) as u32 + flags.contains(Flags::FIN) as u32;
         let acceptable = match (occupies, window) {
             (0, 0) => seq == self.rcv_nxt,
             (0, w) => seq.in_range(self.rcv_nxt, self.rcv_nxt + w),
@@ -1093,7 +1112,11 @@ impl Tcb {
             self.rto_at = None;
             self.retries = 0;
             if let Some((_, ecr)) = seg.options.timestamps.filter(|_| self.ts_on) {
-                self.rtt_sample(cx.now, ts_clock(cx.now).wrapping_sub(ecr.wrapping_sub(self.ts_offset)), cx);
+                self.rtt_sample(
+                    cx.now,
+                    ts_clock(cx.now).wrapping_sub(ecr.wrapping_sub(self.ts_offset)),
+                    cx,
+                );
             } else if let Some((_, sent)) = self.rtt_probe.take() {
                 let rtt = cx.now.saturating_since(sent);
                 self.rtt_sample(cx.now, rtt.as_millis() as u32, cx);
@@ -1218,7 +1241,7 @@ impl Tcb {
                 self.rttvar = r / 2;
             }
             Some(srtt) => {
-                let delta = if srtt > r { srtt - r } else { r - srtt };
+                let delta = srtt.abs_diff(r);
                 self.rttvar = (self.rttvar * 3 + delta) / 4;
                 self.srtt = Some((srtt * 7 + r) / 8);
             }
@@ -1391,7 +1414,10 @@ impl Tcb {
             o.sack_permitted = true;
         }
         if cfg.timestamps && (!passive || self.ts_on) {
-            o.timestamps = Some((ts_clock(cx.now).wrapping_add(self.ts_offset), self.ts_recent));
+            o.timestamps = Some((
+                ts_clock(cx.now).wrapping_add(self.ts_offset),
+                self.ts_recent,
+            ));
         }
         // The window in a SYN is never scaled (RFC 7323 §2.2).
         repr.window = self.rx_free().min(65535) as u16;
@@ -1437,7 +1463,9 @@ impl Tcb {
                 None => self.rexmit_next,
             };
             let first = self.pipe() == 0 || self.rexmit_next == self.snd_una;
-            if start < self.rexmit_limit && start < self.snd_max && (first || self.pipe() < self.cc.cwnd)
+            if start < self.rexmit_limit
+                && start < self.snd_max
+                && (first || self.pipe() < self.cc.cwnd)
             {
                 let hole_end = self
                     .scoreboard
@@ -1476,9 +1504,10 @@ impl Tcb {
         let available = self.tx.len().saturating_sub(offset);
         let in_flight = self.pipe();
         let usable = if self.recover.is_some() {
-            self.cc.cwnd.saturating_sub(in_flight).min(
-                (self.snd_una + self.snd_wnd).diff(self.snd_nxt).max(0) as u32,
-            )
+            self.cc
+                .cwnd
+                .saturating_sub(in_flight)
+                .min((self.snd_una + self.snd_wnd).diff(self.snd_nxt).max(0) as u32)
         } else {
             (self.snd_una + wnd).diff(self.snd_nxt).max(0) as u32
         };
@@ -1576,7 +1605,13 @@ impl Tcb {
     }
 
     /// Adds timestamps and SACK blocks, and records that an ACK went out.
-    fn finish(&mut self, mut repr: TcpRepr, offset: usize, len: usize, segment_size: Option<u16>) -> Outgoing {
+    fn finish(
+        &mut self,
+        mut repr: TcpRepr,
+        offset: usize,
+        len: usize,
+        segment_size: Option<u16>,
+    ) -> Outgoing {
         if repr.flags.contains(Flags::ACK) {
             // The clock is read by the stack: `ts_val` is filled in by `stamp`.
             if self.ts_on {

@@ -457,11 +457,11 @@ mod tests {
             WireError::BadHeaderLength
         );
         for bad in [
-            &[2u8][..],            // kind without length
-            &[2, 1, 0, 0],         // length below 2
-            &[2, 9, 0, 0],         // past the end
-            &[2, 3, 0, 0],         // MSS of the wrong size
-            &[5, 6, 0, 0, 0, 0],   // SACK not a multiple of 8
+            &[2u8][..],          // kind without length
+            &[2, 1, 0, 0],       // length below 2
+            &[2, 9, 0, 0],       // past the end
+            &[2, 3, 0, 0],       // MSS of the wrong size
+            &[5, 6, 0, 0, 0, 0], // SACK not a multiple of 8
             &[8, 9, 0, 0, 0, 0, 0, 0, 0],
         ] {
             assert_eq!(TcpOptions::parse(bad), Err(WireError::BadLength), "{bad:?}");
