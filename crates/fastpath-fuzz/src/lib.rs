@@ -15,6 +15,7 @@
 //! | [`reassembly`](reassembly::reassembly) | fragment sequences and timer ticks to a `ReassemblyTable` | bytes and datagrams held within the caps, completed datagrams exact, a whole set always completes, no buffer lost |
 //! | [`demux`](demux::demux) | bind, connect, close, send and lookup sequences | every strategy answers exactly what `linear` answers |
 //! | [`stack`](stack::stack) | packets (raw or built from a few fields), socket reads and sends, time, to a stack with three interfaces | no panic; counters add up (`in_receives` = packets fed + looped back); every bound held; what the stack sends is well formed, never sourced from 127/8 on a wire, never an ICMP error about a broadcast; rate limit; with a second stack of other techniques (separate copy and checksum, `rfc1071`, `linear`) the same datagrams read and the same counters |
+//! | [`tcp`](tcp::tcp) | segments near the live sequence numbers, hostile headers, SYN floods, the application's calls and the clock, to a stack with a passive and an active connection open | no panic; every segment sent well formed with a correct checksum and sane flags; the connection limit held; every byte read is the peer's byte for its stream position |
 //!
 //! [`TARGETS`] lists them by name for the drivers: `tests/smoke.rs` (a few thousand seeded inputs
 //! per target plus the committed seed corpus, in `cargo test`), the `fastpath-fuzz` binary (replay
@@ -31,6 +32,7 @@ pub mod reassembly;
 pub mod seeds;
 pub mod smoke;
 pub mod stack;
+pub mod tcp;
 pub mod wire;
 
 use std::sync::OnceLock;
@@ -50,6 +52,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("reassembly", reassembly::reassembly),
     ("demux", demux::demux),
     ("stack", stack::stack),
+    ("tcp", tcp::tcp),
 ];
 
 /// The target called `name`.

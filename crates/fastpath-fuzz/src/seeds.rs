@@ -526,6 +526,76 @@ fn stack() -> Vec<(&'static str, Vec<u8>)> {
     ]
 }
 
+/// One `tcp` target segment step on connection `k`: sequence offset `seq` from the peer's next,
+/// acknowledging the stack's next, control bits `FLAGS[flags]`, a full window, no options, `len`
+/// bytes.
+fn tcp_segment(p: &mut Program, k: usize, seq: i16, flags: usize, len: usize) {
+    p.below(2, k).below(9, 0);
+    p.u16((seq << 6) as u16).u16(0);
+    p.below(12, flags).below(4, 2).below(4, 3);
+    p.below(4, 0).below(1400, len);
+}
+
+fn tcp() -> Vec<(&'static str, Vec<u8>)> {
+    // Data in order on the passive connection, read, then the peer's FIN and the application's close.
+    let mut in_order = Program::default();
+    in_order.u8(0);
+    for _ in 0..5 {
+        tcp_segment(&mut in_order, 0, 0, 2, 1000);
+    }
+    in_order.below(2, 0).below(9, 5);
+    tcp_segment(&mut in_order, 0, 0, 3, 0);
+    in_order.below(2, 0).below(9, 6).below(4, 1);
+    in_order.below(2, 0).below(9, 8).u16(1000);
+
+    // A hole, data past it, then the hole filled (SACK blocks, the out-of-order queue).
+    let mut hole = Program::default();
+    hole.u8(0);
+    tcp_segment(&mut hole, 0, 400, 0, 300);
+    tcp_segment(&mut hole, 0, 200, 0, 100);
+    tcp_segment(&mut hole, 0, 0, 0, 400);
+    hole.below(2, 0).below(9, 5);
+
+    // The stack sends on the active connection; the peer's ACKs stay put (loss recovery), then
+    // time passes (retransmission timeouts).
+    let mut loss = Program::default();
+    loss.u8(1);
+    loss.below(2, 1).below(9, 4).below(6000, 5000);
+    for _ in 0..4 {
+        tcp_segment(&mut loss, 1, 0, 0, 0);
+    }
+    for _ in 0..4 {
+        loss.below(2, 1).below(9, 8).u16(200);
+    }
+
+    // A RST at exactly the next sequence number, and one beside it (challenge ACK).
+    let mut rst = Program::default();
+    rst.u8(0);
+    tcp_segment(&mut rst, 1, 3, 5, 0);
+    tcp_segment(&mut rst, 1, 0, 5, 0);
+
+    // SYNs filling the listener's queue (then SYN cookies) and one to a closed port.
+    let mut flood = Program::default();
+    flood.u8(2);
+    for i in 0..4 {
+        flood
+            .below(2, 0)
+            .below(9, 7)
+            .u8(i)
+            .u8(1)
+            .u32(1000 * u32::from(i));
+    }
+    flood.below(2, 0).below(9, 7).u8(9).u8(0).u32(7);
+
+    vec![
+        ("in_order_fin_close", in_order.0),
+        ("hole_then_fill", hole.0),
+        ("loss_and_timeouts", loss.0),
+        ("rst", rst.0),
+        ("syn_flood", flood.0),
+    ]
+}
+
 /// The seed corpus of `target`, by file name.
 pub fn seeds(target: &str) -> Vec<(&'static str, Vec<u8>)> {
     match target {
@@ -537,6 +607,7 @@ pub fn seeds(target: &str) -> Vec<(&'static str, Vec<u8>)> {
         "reassembly" => reassembly(),
         "demux" => demux(),
         "stack" => stack(),
+        "tcp" => tcp(),
         _ => Vec::new(),
     }
 }

@@ -90,6 +90,9 @@ fn small_limits() -> Limits {
         pool_free_buffers: 4,
         loopback_queue: 4,
         echo_reply_queue: 2,
+        tcp_connections: 6,
+        tcp_backlog: 2,
+        tcp_out_of_order: 4,
     }
 }
 

@@ -58,6 +58,11 @@ fn stack() {
 }
 
 #[test]
+fn tcp() {
+    run("tcp", 3000);
+}
+
+#[test]
 fn every_target_has_a_test_and_seeds() {
     for (name, _) in TARGETS {
         assert!(
@@ -65,7 +70,7 @@ fn every_target_has_a_test_and_seeds() {
             "no seeds for {name}"
         );
     }
-    assert_eq!(TARGETS.len(), 8, "a new target needs its test here");
+    assert_eq!(TARGETS.len(), 9, "a new target needs its test here");
 }
 
 /// The committed seeds are what `seeds.rs` makes: after changing a target's input format, run
