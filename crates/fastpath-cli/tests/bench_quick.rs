@@ -166,3 +166,53 @@ fn bench_all_quick_writes_a_report_with_figures() {
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// Root and `/dev/net/tun`, for the TUN parts; without them (and without `FASTPATH_REQUIRE_TUN=1`)
+/// only the in-memory part runs, and the test says so.
+fn tun_available(test: &str) -> bool {
+    let root = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Uid:"))
+                .and_then(|u| u.split_whitespace().nth(1).map(|e| e == "0"))
+        })
+        .unwrap_or(false);
+    let ok = root && std::path::Path::new("/dev/net/tun").exists();
+    if !ok {
+        if std::env::var("FASTPATH_REQUIRE_TUN").as_deref() == Ok("1") {
+            panic!("{test}: needs root and /dev/net/tun (FASTPATH_REQUIRE_TUN=1)");
+        }
+        eprintln!("{test}: no root or /dev/net/tun: the in-memory part only");
+    }
+    ok
+}
+
+#[test]
+fn bench_tcp_quick() {
+    let full = tun_available("bench_tcp_quick");
+    let mut args = vec!["bench", "tcp", "--quick", "--mib", "2", "--json", "-"];
+    if !full {
+        args.push("--pair-only");
+    }
+    let rows = run(&args);
+    let pair: Vec<&Value> = rows.iter().filter(|r| r["experiment"] == "pair").collect();
+    assert_eq!(pair.len(), 3 * 3, "three configurations at three MTUs");
+    for r in &pair {
+        positive(r, "gbit_per_s");
+        positive(r, "ns_per_byte");
+    }
+    if full {
+        let stacks: Vec<&str> = rows
+            .iter()
+            .filter(|r| r["experiment"] == "tun")
+            .map(|r| r["stack"].as_str().unwrap())
+            .collect();
+        assert_eq!(stacks, ["fastpath", "fastpath", "smoltcp", "linux"]);
+        for r in rows.iter().filter(|r| r["experiment"] != "pair") {
+            positive(r, "ratio");
+        }
+        let rr = rows.iter().filter(|r| r["experiment"] == "rr").count();
+        assert_eq!(rr, 2 * 3, "1 and 100 connections, three echo servers");
+    }
+}

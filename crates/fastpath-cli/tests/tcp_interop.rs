@@ -186,6 +186,16 @@ fn kernel_client(mtu: u32, offload: bool) {
     let offloaded = counter(&out, "sent with checksum offloaded (NEEDS_CSUM)");
     if offload {
         assert!(offloaded > 1000, "{out}");
+        // Segmentation offload both ways: the kernel's TSO reaches fastpath whole, and fastpath's
+        // large segments are cut by the kernel.
+        assert!(
+            counter(&out, "TCP GSO packets taken whole (GRO)") > 0,
+            "{out}"
+        );
+        assert!(
+            counter(&out, "sent as TCP segmentation offload (GSO)") > 0,
+            "{out}"
+        );
     } else {
         assert_eq!(offloaded, 0, "{out}");
     }
@@ -240,7 +250,9 @@ const IMPAIR: &str = "loss=0.01,duplicate=0.005,reorder=0.02,corrupt=0.001,seed=
 fn tcp_through_loss_duplication_reordering_and_corruption() {
     if environment_ok("tcp_through_loss_duplication_reordering_and_corruption") {
         let ns = TestNetns::create();
-        let server = Server::start(&ns.0, &["--impair", IMPAIR]);
+        // MTU-sized packets (no segmentation offload): thousands of them, so every impairment
+        // happens.
+        let server = Server::start(&ns.0, &["--impair", IMPAIR, "--offload", "off"]);
         kernel_echo(&ns.0, 16 << 20);
         let out = server.stop(Signal::SIGTERM);
         assert!(out.contains(", 0 errors"), "{out}");
@@ -248,7 +260,12 @@ fn tcp_through_loss_duplication_reordering_and_corruption() {
         assert!(counter(&out, "tcp: bad checksum") > 0, "{out}");
         // And fastpath as the client through the same wire.
         let ns = TestNetns::create();
-        let out = fastpath_client(&ns, 16 << 20, &["--impair", IMPAIR]);
+        // With offload, segments of up to 64 KiB cross the impaired wire whole.
+        let out = fastpath_client(
+            &ns,
+            16 << 20,
+            &["--impair", "loss=0.03,duplicate=0.01,reorder=0.03,seed=3"],
+        );
         assert!(counter(&out, "segments retransmitted") > 0, "{out}");
     }
 }

@@ -7,6 +7,7 @@ pub mod demux;
 pub mod mtu;
 pub mod peers;
 pub mod sweep;
+pub mod tcp;
 #[cfg(target_os = "linux")]
 pub mod tun;
 pub mod udp;
@@ -42,6 +43,9 @@ enum Experiment {
     /// against the kernel itself over veth: datagrams/s, Gbit/s, ratios. Needs root.
     #[cfg(target_os = "linux")]
     Tun(tun::TunArgs),
+    /// TCP bulk throughput and request/response: fastpath over the in-memory pair by MTU and
+    /// option, and a kernel client against fastpath and smoltcp over TUN and the kernel over veth.
+    Tcp(tcp::TcpArgs),
 }
 
 /// Runs the chosen experiment.
@@ -56,5 +60,6 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
         Experiment::Peers(a) => peers::run(a),
         #[cfg(target_os = "linux")]
         Experiment::Tun(a) => tun::run(a),
+        Experiment::Tcp(a) => tcp::run(a),
     }
 }

@@ -389,7 +389,7 @@ fn echo_run(t: &Target, size: usize, secs: f64, window: usize) -> Result<(f64, f
     Ok((got as f64 / elapsed, lost as f64))
 }
 
-fn check_environment() -> Result<(), String> {
+pub(crate) fn check_environment() -> Result<(), String> {
     let root = std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| {

@@ -150,6 +150,8 @@ pub struct TunStats {
     pub rx_gso_segments: u64,
     /// Dropped: a GSO packet of a kind not asked for (TCP, or UDP with USO off).
     pub rx_drop_gso: u64,
+    /// TCP GSO packets (larger than the MTU) taken whole.
+    pub rx_tso_packets: u64,
     /// Dropped: a UDP GSO packet that does not add up: a segment size of 0 or past the MTU, more than
     /// [`UDP_MAX_SEGMENTS`] segments, lengths that disagree, not a whole UDP/IPv4 datagram.
     pub rx_drop_gso_malformed: u64,
@@ -214,6 +216,7 @@ impl fmt::Display for TunStats {
             (self.rx_gso_packets, "GSO packets split"),
             (self.rx_gso_segments, "datagrams split from GSO packets"),
             (self.rx_drop_gso, "dropped: GSO packet"),
+            (self.rx_tso_packets, "TCP GSO packets taken whole (GRO)"),
             (self.rx_drop_gso_malformed, "dropped: malformed GSO packet"),
             (self.rx_errors, "read errors"),
             (self.tx_packets, "packets sent"),
@@ -294,6 +297,8 @@ pub struct TunLink {
     /// Bytes asked of the pool for a receive buffer: one more than the MTU, so that a packet that fills
     /// the buffer is known to be too large.
     rx_capacity: usize,
+    /// Whole TCP GSO packets are taken (see [`TunLink::enable_tso_rx`]).
+    tso_rx: bool,
     /// With USO: where the rest of a packet larger than the receive buffer lands (a GSO packet of up to
     /// 64 KiB), so that ordinary packets still arrive in right-sized buffers with nothing copied.
     scratch: Vec<u8>,
@@ -315,23 +320,28 @@ impl TunLink {
         }
         let (name, mtu, offload) = (config.name.clone(), config.mtu, config.offload);
         let want_uso = config.uso && offload;
-        let setup = move || -> io::Result<(OwnedFd, String, bool)> {
+        let setup = move || -> io::Result<(OwnedFd, String, bool, bool)> {
             let flags = libc::IFF_TUN | libc::IFF_NO_PI | libc::IFF_VNET_HDR;
             let (fd, name) = sys::open_tun(&name, flags)?;
             sys::set_vnet_header_len(fd.as_fd(), VNET_HEADER_LEN)?;
-            // Probe USO, then set exactly the offloads we handle.
+            // Probe USO and TSO, then set exactly the offloads we handle.
             let uso_available =
                 sys::set_offload(fd.as_fd(), sys::TUN_F_CSUM | sys::TUN_F_USO).is_ok();
-            let flags = match (offload, want_uso && uso_available) {
+            let tso_available =
+                sys::set_offload(fd.as_fd(), sys::TUN_F_CSUM | sys::TUN_F_TSO4).is_ok();
+            let mut flags = match (offload, want_uso && uso_available) {
                 (false, _) => 0,
                 (true, false) => sys::TUN_F_CSUM,
                 (true, true) => sys::TUN_F_CSUM | sys::TUN_F_USO,
             };
+            if offload && tso_available {
+                flags |= sys::TUN_F_TSO4;
+            }
             sys::set_offload(fd.as_fd(), flags)?;
             sys::set_mtu(&name, mtu)?;
-            Ok((fd, name, uso_available))
+            Ok((fd, name, uso_available, offload && tso_available))
         };
-        let (fd, name, uso_available) = match &config.netns {
+        let (fd, name, uso_available, tso_rx) = match &config.netns {
             None => setup()?,
             Some(ns) => {
                 let path = if ns.contains('/') {
@@ -356,6 +366,9 @@ impl TunLink {
         if want_uso && uso_available {
             link.enable_uso();
         }
+        if tso_rx {
+            link.enable_tso_rx();
+        }
         Ok(link)
     }
 
@@ -377,6 +390,7 @@ impl TunLink {
             offload,
             uso_available: false,
             uso: false,
+            tso_rx: false,
             pool: BufferPool::new(BufferMode::Pool, POOL_FREE_BUFFERS),
             spare: None,
             rx_capacity: mtu + 1,
@@ -390,6 +404,21 @@ impl TunLink {
     fn enable_uso(&mut self) {
         self.uso = true;
         self.scratch = vec![0; VNET_HEADER_LEN + MAX_MTU + 1];
+    }
+
+    /// Reads gather into the scratch area too, and a TCP GSO packet (up to 64 KiB) is handed to the
+    /// stack whole, as one large segment: GRO's effect, done by the kernel's TSO (paper 002 §3.3).
+    fn enable_tso_rx(&mut self) {
+        self.tso_rx = true;
+        if self.scratch.is_empty() {
+            self.scratch = vec![0; VNET_HEADER_LEN + MAX_MTU + 1];
+        }
+    }
+
+    /// True when the kernel may hand over TCP segments larger than the MTU (offload on, and the
+    /// kernel offers `TUN_F_TSO4`).
+    pub fn tso_rx_enabled(&self) -> bool {
+        self.tso_rx
     }
 
     /// The interface's name (the kernel's choice if the configuration left it empty).
@@ -495,9 +524,15 @@ fn classify_rx(
     header: &VnetHeader,
     packet: &mut PacketBuf,
     offload: bool,
+    tso: bool,
 ) -> Result<RxChecksum, RxDrop> {
-    if header.gso_type != VIRTIO_NET_HDR_GSO_NONE {
+    let tcp_gso = tso && header.gso_type == VIRTIO_NET_HDR_GSO_TCPV4;
+    if header.gso_type != VIRTIO_NET_HDR_GSO_NONE && !tcp_gso {
         return Err(RxDrop::Gso);
+    }
+    if tcp_gso && header.flags & VIRTIO_NET_HDR_F_NEEDS_CSUM == 0 {
+        // A GSO packet always leaves its checksum to the receiver: anything else is malformed.
+        return Err(RxDrop::GsoMalformed);
     }
     if header.flags & VIRTIO_NET_HDR_F_NEEDS_CSUM != 0 {
         let (start, offset) = (header.csum_start as usize, header.csum_offset as usize);
@@ -604,7 +639,7 @@ impl Link for TunLink {
             buf.extend(room);
             self.stats.rx_reads += 1;
             let fd = self.shared.fd.as_fd();
-            let read = if self.uso {
+            let read = if self.uso || self.tso_rx {
                 sys::read_two(fd, buf.data_mut(), &mut self.scratch)
             } else {
                 sys::read(fd, buf.data_mut())
@@ -631,7 +666,8 @@ impl Link for TunLink {
             let mut header = [0; VNET_HEADER_LEN];
             header.copy_from_slice(&buf.data()[..VNET_HEADER_LEN]);
             let header = VnetHeader::parse(&header);
-            if header.gso_type != VIRTIO_NET_HDR_GSO_NONE && self.uso {
+            let tcp_gso = header.gso_type == VIRTIO_NET_HDR_GSO_TCPV4 && self.tso_rx;
+            if header.gso_type != VIRTIO_NET_HDR_GSO_NONE && self.uso && !tcp_gso {
                 let result = if n >= room + self.scratch.len() {
                     Err(None)
                 } else {
@@ -659,16 +695,33 @@ impl Link for TunLink {
                 self.spare = Some(buf);
                 continue;
             }
-            if n >= room {
+            if tcp_gso && n > room {
+                // A large TCP segment: into one buffer from the 64 KiB class, the one copy GRO costs.
+                let len = n - VNET_HEADER_LEN;
+                if n >= room + self.scratch.len() || len > MAX_MTU {
+                    self.stats.rx_drop_oversize += 1;
+                    self.spare = Some(buf);
+                    continue;
+                }
+                let mut big = self.pool.alloc(len);
+                big.extend_from_slice(&buf.data()[VNET_HEADER_LEN..room]);
+                big.extend_from_slice(&self.scratch[..n - room]);
+                self.spare = Some(buf);
+                buf = big;
+            } else if n >= room {
                 // The kernel fills what fits and reports the whole length: either way, cut or not, it
                 // is larger than anything this link's MTU lets in.
                 self.stats.rx_drop_oversize += 1;
                 self.spare = Some(buf);
                 continue;
+            } else {
+                buf.truncate(n);
+                buf.pull_front(VNET_HEADER_LEN);
             }
-            buf.truncate(n);
-            buf.pull_front(VNET_HEADER_LEN);
-            match classify_rx(&header, &mut buf, self.offload) {
+            if tcp_gso {
+                self.stats.rx_tso_packets += 1;
+            }
+            match classify_rx(&header, &mut buf, self.offload, self.tso_rx) {
                 Ok(state) => {
                     buf.meta.checksum = match state {
                         RxChecksum::Meta(m) => {
@@ -873,7 +926,7 @@ mod tests {
     fn a_partial_udp_checksum_is_trusted_with_offload_and_completed_without() {
         let mut p = partial_udp(b"hello");
         assert_eq!(
-            classify_rx(&needs_csum(20, 6), &mut p, true),
+            classify_rx(&needs_csum(20, 6), &mut p, true, false),
             Ok(RxChecksum::Meta(ChecksumOffload::Partial {
                 start: 20,
                 offset: 6
@@ -881,7 +934,7 @@ mod tests {
         );
         assert!(!udp_checksum_verifies(&p));
         assert_eq!(
-            classify_rx(&needs_csum(20, 6), &mut p, false),
+            classify_rx(&needs_csum(20, 6), &mut p, false, false),
             Ok(RxChecksum::Completed)
         );
         assert!(udp_checksum_verifies(&p));
@@ -902,7 +955,7 @@ mod tests {
             let mut p = partial_udp(b"hello");
             let before = p.data().to_vec();
             assert_eq!(
-                classify_rx(&needs_csum(start, offset), &mut p, true),
+                classify_rx(&needs_csum(start, offset), &mut p, true, false),
                 Err(RxDrop::BadChecksumOffsets),
                 "start {start} offset {offset}"
             );
@@ -916,25 +969,25 @@ mod tests {
         // sum where the header says, as a device would, and hands the packet on unmarked.
         let mut p = partial_udp(b"hello world");
         assert_eq!(
-            classify_rx(&needs_csum(20, 4), &mut p, true),
+            classify_rx(&needs_csum(20, 4), &mut p, true, false),
             Ok(RxChecksum::Completed)
         );
         // A fragment is never trusted as partial either.
         let mut p = partial_udp(b"hello world");
         p.data_mut()[6] = 0x20; // more fragments
         assert_eq!(
-            classify_rx(&needs_csum(20, 6), &mut p, true),
+            classify_rx(&needs_csum(20, 6), &mut p, true, false),
             Ok(RxChecksum::Completed)
         );
         // Nor is a packet too short to be an IPv4 packet, nor one with no packet at all.
         let mut p = PacketBuf::from_slice(&[0u8; 24]);
         assert_eq!(
-            classify_rx(&needs_csum(20, 0), &mut p, true),
+            classify_rx(&needs_csum(20, 0), &mut p, true, false),
             Ok(RxChecksum::Completed)
         );
         let mut p = PacketBuf::from_slice(&[]);
         assert_eq!(
-            classify_rx(&needs_csum(0, 0), &mut p, true),
+            classify_rx(&needs_csum(0, 0), &mut p, true, false),
             Err(RxDrop::BadChecksumOffsets)
         );
     }
@@ -955,7 +1008,7 @@ mod tests {
                 gso_size,
                 ..needs_csum(20, 6)
             };
-            assert_eq!(classify_rx(&h, &mut p, true), Err(RxDrop::Gso));
+            assert_eq!(classify_rx(&h, &mut p, true, false), Err(RxDrop::Gso));
         }
     }
 
@@ -967,7 +1020,7 @@ mod tests {
         };
         let mut p = partial_udp(b"x");
         assert_eq!(
-            classify_rx(&h, &mut p, true),
+            classify_rx(&h, &mut p, true, false),
             Ok(RxChecksum::Meta(ChecksumOffload::Valid))
         );
         assert_eq!(

@@ -550,7 +550,7 @@ impl Tcb {
             0
         };
         let free = self.advertisable();
-        if free >= current + (2 * self.mss).min(self.rx_capacity as u32 / 2)
+        if free >= current + self.mss.min(self.rx_capacity as u32 / 2)
             && self.state.is_synchronized()
         {
             self.ack_now = true;
@@ -666,7 +666,8 @@ impl Tcb {
 
     /// In-order data was queued: acknowledge at once every second full segment, else soon.
     fn data_arrived(&mut self, len: u32, cx: &mut Cx) {
-        self.unacked_segments += 1;
+        // A large segment (coalesced by the link) counts as the full-sized segments it holds.
+        self.unacked_segments += (len / self.mss.max(1)).max(1);
         match cx.cfg.delayed_ack {
             Some(delay) if self.unacked_segments < 2 && len > 0 => {
                 self.delack_at.get_or_insert(cx.now + delay);

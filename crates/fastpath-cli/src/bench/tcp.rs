@@ -1,0 +1,687 @@
+//! `fastpath bench tcp`: TCP bulk throughput and request/response rates.
+//!
+//! Three parts, each interleaved by rounds, medians quoted:
+//!
+//! - **pair**: fastpath to fastpath over the in-memory pair, one thread polling both stacks, a bulk
+//!   transfer at each MTU with paper 002's options: `classic` (the 4.3BSD configuration: no header
+//!   prediction, separate RFC 1071 checksums), `default` (checksums computed, fused with the copy
+//!   out of the send buffer; received data handed over in place), `offload` (the link completes
+//!   and vouches for checksums: no checksum work on the host). Gbit/s and CPU ns per byte (both stacks
+//!   together, since one thread runs both).
+//! - **tun** (root): a kernel client in a namespace sends bulk to a discard server: fastpath behind a
+//!   TUN interface with offload (checksum and TSO) on and off, smoltcp 0.14 behind the same kind of
+//!   TUN interface, and the kernel itself over a veth pair. Gbit/s and the ratio to the kernel.
+//! - **rr** (root): the kernel client's 64-byte request/response transactions per second with 1 and
+//!   100 connections, against fastpath's echo over TUN and the kernel's over veth.
+
+use std::io::{Read, Write};
+use std::net::{Ipv4Addr, Shutdown, SocketAddr, SocketAddrV4, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant as WallClock};
+
+use clap::Args;
+use fastpath::link::{Impairments, LinkCapabilities, PairEnd};
+use fastpath::{Instant, Ipv4Cidr, Stack, StackConfig};
+use serde::Serialize;
+
+use super::common;
+
+/// Options of `fastpath bench tcp`.
+#[derive(Args, Debug)]
+pub struct TcpArgs {
+    /// Seconds per TUN measurement.
+    #[arg(long, default_value_t = 1.0)]
+    seconds: f64,
+    /// Rounds; the median is quoted.
+    #[arg(long, default_value_t = 5)]
+    rounds: usize,
+    /// MTUs of the in-memory pair.
+    #[arg(long, value_delimiter = ',', default_values_t = [1500usize, 9000, 65535])]
+    mtus: Vec<usize>,
+    /// MiB per pair transfer.
+    #[arg(long, default_value_t = 64)]
+    mib: usize,
+    /// Only the in-memory pair (no root needed).
+    #[arg(long)]
+    pair_only: bool,
+    /// A short run for tests and CI.
+    #[arg(long)]
+    quick: bool,
+    /// Write the rows as JSON to this path (`-` for standard output).
+    #[arg(long)]
+    json: Option<String>,
+}
+
+/// One measurement's median.
+#[derive(Clone, Debug, Serialize)]
+pub struct TcpRow {
+    /// `pair`, `tun` or `rr`.
+    pub experiment: String,
+    /// `fastpath`, `smoltcp` or `linux`.
+    pub stack: String,
+    /// The configuration (`classic`, `default`, `offload`, `offload off`, ...).
+    pub config: String,
+    /// Link MTU.
+    pub mtu: usize,
+    /// Connections (rr).
+    pub connections: usize,
+    /// Payload Gbit/s (bulk).
+    pub gbit_per_s: f64,
+    /// CPU ns per payload byte (pair: one thread runs both stacks).
+    pub ns_per_byte: f64,
+    /// Transactions per second (rr).
+    pub transactions_per_s: f64,
+    /// Against the part's baseline (`classic` for pair, `linux` for tun and rr).
+    pub ratio: f64,
+}
+
+const PAIR_CONFIGS: [&str; 3] = ["classic", "default", "offload"];
+
+/// A bulk transfer of `bytes` between two stacks over a pair; returns seconds.
+fn pair_bulk(config_name: &str, mtu: usize, bytes: u64) -> Result<f64, String> {
+    let config = if config_name == "classic" {
+        StackConfig::classic()
+    } else {
+        StackConfig::default()
+    };
+    let mut caps = LinkCapabilities::plain(mtu);
+    caps.tx_checksum_offload = config_name == "offload";
+    let (ea, eb) = PairEnd::pair(caps, 1 << 16, Impairments::default());
+    let (ia, ib) = (Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2));
+    let mut a = Stack::new(config.clone());
+    a.add_interface("pair0", ea, Ipv4Cidr::new(ia, 24));
+    let mut b = Stack::new(config);
+    b.add_interface("pair0", eb, Ipv4Cidr::new(ib, 24));
+    let depot = fastpath::buf::BufferDepot::new();
+    a.set_buffer_depot(depot.clone());
+    b.set_buffer_depot(depot);
+    let now = Instant::now();
+    a.poll(now);
+    b.poll(now);
+    let l = b
+        .tcp_listen(SocketAddrV4::new(ib, 5001), 4)
+        .map_err(|e| e.to_string())?;
+    let c = a
+        .tcp_connect(SocketAddrV4::new(ib, 5001))
+        .map_err(|e| e.to_string())?;
+    let deadline = WallClock::now() + Duration::from_secs(60);
+    let s = loop {
+        a.poll(Instant::now());
+        b.poll(Instant::now());
+        if let Ok((s, _)) = b.tcp_listener(l).accept() {
+            break s;
+        }
+        if WallClock::now() > deadline {
+            return Err("pair handshake did not finish".into());
+        }
+    };
+    let start = WallClock::now();
+    let (mut sent, mut got) = (0u64, 0u64);
+    while got < bytes {
+        // The application fills the send buffer in place and takes received data in place.
+        while sent < bytes {
+            let max = (bytes - sent).min(1 << 20) as usize;
+            match a.tcp(c).write_with(max, |buf| buf.len()) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => sent += n as u64,
+            }
+        }
+        a.poll(Instant::now());
+        b.poll(Instant::now());
+        while let Ok(n) = b.tcp(s).read_with(|d| d.len()) {
+            if n == 0 {
+                break;
+            }
+            got += n as u64;
+        }
+        if WallClock::now() > deadline {
+            return Err(format!("pair transfer stalled at {got} of {bytes} bytes"));
+        }
+    }
+    Ok(start.elapsed().as_secs_f64())
+}
+
+/// The TUN part's servers, each in its own namespaces and threads.
+#[cfg(target_os = "linux")]
+mod testbed {
+    use super::*;
+    use crate::netns::{self, Namespace};
+    use crate::tcp_services::TcpServices;
+    use fastpath::buf::BufferDepot;
+    use fastpath::link::{TunConfig, TunLink};
+
+    pub const SERVER: Ipv4Addr = Ipv4Addr::new(10, 7, 0, 2);
+
+    /// A server and the namespace its client must run in.
+    pub struct Server {
+        pub stack: &'static str,
+        pub config: &'static str,
+        pub client_ns: String,
+        /// Bytes the discard service received.
+        pub received: Arc<AtomicU64>,
+        pub echo: bool,
+    }
+
+    /// Namespaces and threads; on drop the threads stop, then the namespaces go.
+    pub struct Testbed {
+        pub stop: Arc<AtomicBool>,
+        pub servers: Vec<Server>,
+        threads: Vec<JoinHandle<Result<(), String>>>,
+        namespaces: Vec<Namespace>,
+    }
+
+    impl Drop for Testbed {
+        fn drop(&mut self) {
+            self.stop.store(true, Ordering::Relaxed);
+            for t in self.threads.drain(..) {
+                if let Ok(Err(e)) = t.join() {
+                    eprintln!("fastpath: bench tcp: server: {e}");
+                }
+            }
+        }
+    }
+
+    impl Testbed {
+        pub fn new() -> Testbed {
+            Testbed {
+                stop: Arc::new(AtomicBool::new(false)),
+                servers: Vec::new(),
+                threads: Vec::new(),
+                namespaces: Vec::new(),
+            }
+        }
+
+        fn namespace(&mut self) -> Result<String, String> {
+            let name = format!("fp-btcp-{}-{}", std::process::id(), self.namespaces.len());
+            self.namespaces.push(Namespace::ensure(&name)?);
+            Ok(name)
+        }
+
+        fn ip(ns: &str, args: &[&str]) -> Result<(), String> {
+            let mut all = vec!["-n", ns];
+            all.extend_from_slice(args);
+            netns::run_ip(&all)
+        }
+
+        /// fastpath serving echo (7) and discard (9) on a TUN interface.
+        pub fn fastpath(&mut self, offload: bool) -> Result<(), String> {
+            let ns = self.namespace()?;
+            let mut link = TunLink::open(&TunConfig {
+                name: "fpt0".into(),
+                netns: Some(ns.clone()),
+                mtu: 1500,
+                offload,
+                uso: false,
+            })
+            .map_err(|e| format!("TUN interface in {ns}: {e}"))?;
+            let tun = link.handle();
+            Self::ip(&ns, &["addr", "add", "10.7.0.1/24", "dev", "fpt0"])?;
+            Self::ip(&ns, &["link", "set", "dev", "fpt0", "up"])?;
+            let received = Arc::new(AtomicU64::new(0));
+            let (stop, count) = (self.stop.clone(), received.clone());
+            self.threads
+                .push(std::thread::spawn(move || -> Result<(), String> {
+                    let mut stack = Stack::new(StackConfig::default());
+                    let depot = BufferDepot::new();
+                    link.set_buffer_depot(depot.clone());
+                    stack.set_buffer_depot(depot);
+                    stack.add_interface("fpt0", link, Ipv4Cidr::new(SERVER, 24));
+                    let mut services = TcpServices::listen(&mut stack, 7, 9, 19)?;
+                    while !stop.load(Ordering::Relaxed) {
+                        let mut work = stack.poll(Instant::now());
+                        work += services.run(&mut stack);
+                        stack.flush();
+                        count.store(services.totals.discarded, Ordering::Relaxed);
+                        if work == 0 {
+                            let nap =
+                                stack
+                                    .next_deadline()
+                                    .map_or(Duration::from_millis(20), |d| {
+                                        d.saturating_since(Instant::now())
+                                            .min(Duration::from_millis(20))
+                                    });
+                            tun.wait(Some(nap)).map_err(|e| e.to_string())?;
+                        }
+                    }
+                    Ok(())
+                }));
+            self.servers.push(Server {
+                stack: "fastpath",
+                config: if offload { "offload on" } else { "offload off" },
+                client_ns: ns,
+                received,
+                echo: true,
+            });
+            Ok(())
+        }
+
+        /// The kernel serving discard and echo over a veth pair from the client's namespace.
+        pub fn linux(&mut self) -> Result<(), String> {
+            let client_ns = self.namespace()?;
+            let server_ns = self.namespace()?;
+            Self::ip(
+                &client_ns,
+                &[
+                    "link", "add", "fpv0", "type", "veth", "peer", "name", "fpv1", "netns",
+                    &server_ns,
+                ],
+            )?;
+            Self::ip(&client_ns, &["addr", "add", "10.7.0.1/24", "dev", "fpv0"])?;
+            Self::ip(&server_ns, &["addr", "add", "10.7.0.2/24", "dev", "fpv1"])?;
+            Self::ip(&client_ns, &["link", "set", "dev", "fpv0", "up"])?;
+            Self::ip(&server_ns, &["link", "set", "dev", "fpv1", "up"])?;
+            let received = Arc::new(AtomicU64::new(0));
+            for port in [9u16, 7] {
+                let listener = netns::within(&server_ns, move || {
+                    TcpListener::bind(SocketAddrV4::new(SERVER, port))
+                })?
+                .map_err(|e| format!("kernel listen: {e}"))?;
+                listener.set_nonblocking(true).map_err(|e| e.to_string())?;
+                let (stop, count) = (self.stop.clone(), received.clone());
+                self.threads
+                    .push(std::thread::spawn(move || -> Result<(), String> {
+                        while !stop.load(Ordering::Relaxed) {
+                            let Ok((mut s, _)) = listener.accept() else {
+                                std::thread::sleep(Duration::from_millis(2));
+                                continue;
+                            };
+                            let (stop, count) = (stop.clone(), count.clone());
+                            std::thread::spawn(move || {
+                                let _ = s.set_nonblocking(false);
+                                let _ = s.set_read_timeout(Some(Duration::from_millis(200)));
+                                let mut buf = vec![0u8; 1 << 18];
+                                while !stop.load(Ordering::Relaxed) {
+                                    match s.read(&mut buf) {
+                                        Ok(0) => break,
+                                        Ok(n) if port == 7 => {
+                                            if s.write_all(&buf[..n]).is_err() {
+                                                break;
+                                            }
+                                        }
+                                        Ok(n) => {
+                                            count.fetch_add(n as u64, Ordering::Relaxed);
+                                        }
+                                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                                        Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {}
+                                        Err(_) => break,
+                                    }
+                                }
+                            });
+                        }
+                        Ok(())
+                    }));
+            }
+            self.servers.push(Server {
+                stack: "linux",
+                config: "veth",
+                client_ns,
+                received,
+                echo: true,
+            });
+            Ok(())
+        }
+
+        /// smoltcp 0.14 serving discard on a TUN interface (no virtio header: no offloads).
+        pub fn smoltcp(&mut self) -> Result<(), String> {
+            use smoltcp::iface::{Config, Interface, SocketSet};
+            use smoltcp::phy::{Medium, TunTapInterface};
+            use smoltcp::socket::tcp;
+            use smoltcp::wire::{HardwareAddress, IpAddress, IpCidr};
+            use std::os::fd::AsRawFd;
+
+            let ns = self.namespace()?;
+            let received = Arc::new(AtomicU64::new(0));
+            let (stop, count) = (self.stop.clone(), received.clone());
+            let (ready_tx, ready) = std::sync::mpsc::channel();
+            let ns_name = ns.clone();
+            self.threads
+                .push(std::thread::spawn(move || -> Result<(), String> {
+                    // smoltcp's device is not `Send`: this thread makes it inside the namespace and keeps it.
+                    let setup = || -> Result<TunTapInterface, String> {
+                        netns::enter(&netns::path(&ns_name))?;
+                        let device = TunTapInterface::new("fps0", Medium::Ip)
+                            .map_err(|e| format!("smoltcp TUN interface: {e}"))?;
+                        Self::ip(&ns_name, &["link", "set", "dev", "fps0", "mtu", "1500"])?;
+                        Self::ip(&ns_name, &["addr", "add", "10.7.0.1/24", "dev", "fps0"])?;
+                        Self::ip(&ns_name, &["link", "set", "dev", "fps0", "up"])?;
+                        Ok(device)
+                    };
+                    let mut device = match setup() {
+                        Ok(d) => {
+                            let _ = ready_tx.send(Ok(()));
+                            d
+                        }
+                        Err(e) => {
+                            let _ = ready_tx.send(Err(e.clone()));
+                            return Err(e);
+                        }
+                    };
+                    let now = || smoltcp::time::Instant::now();
+                    let mut iface =
+                        Interface::new(Config::new(HardwareAddress::Ip), &mut device, now());
+                    iface.update_ip_addrs(|a| {
+                        let _ = a.push(IpCidr::new(IpAddress::v4(10, 7, 0, 2), 24));
+                    });
+                    let mut sockets = SocketSet::new(Vec::new());
+                    let new_socket = || {
+                        let mut s = tcp::Socket::new(
+                            tcp::SocketBuffer::new(vec![0; 1 << 20]),
+                            tcp::SocketBuffer::new(vec![0; 1 << 16]),
+                        );
+                        let _ = s.listen(9);
+                        s
+                    };
+                    let mut handle = sockets.add(new_socket());
+                    let fd = device.as_raw_fd();
+                    let mut total = 0u64;
+                    while !stop.load(Ordering::Relaxed) {
+                        iface.poll(now(), &mut device, &mut sockets);
+                        let s = sockets.get_mut::<tcp::Socket>(handle);
+                        let mut got = 0;
+                        while let Ok(n) = s.recv(|b| (b.len(), b.len())) {
+                            if n == 0 {
+                                break;
+                            }
+                            got += n;
+                        }
+                        if !s.is_active() && !s.is_listening() {
+                            sockets.remove(handle);
+                            handle = sockets.add(new_socket());
+                        } else if s.may_recv() || s.is_listening() {
+                            // keep serving
+                        } else {
+                            s.close();
+                        }
+                        total += got as u64;
+                        count.store(total, Ordering::Relaxed);
+                        if got == 0 {
+                            let delay = iface.poll_delay(now(), &sockets).map_or(
+                                Duration::from_millis(20),
+                                |d| {
+                                    Duration::from_micros(d.total_micros())
+                                        .min(Duration::from_millis(20))
+                                },
+                            );
+                            let _ = smoltcp::phy::wait(fd, Some(delay.into()));
+                        }
+                    }
+                    Ok(())
+                }));
+            ready
+                .recv()
+                .map_err(|_| "the smoltcp thread died".to_string())??;
+            self.servers.push(Server {
+                stack: "smoltcp",
+                config: "tun",
+                client_ns: ns,
+                received,
+                echo: false,
+            });
+            Ok(())
+        }
+    }
+
+    /// The kernel client sends to discard for `secs`; returns payload Gbit/s as received.
+    pub fn bulk(server: &Server, secs: f64) -> Result<f64, String> {
+        let before = server.received.load(Ordering::Relaxed);
+        let mut s = netns::within(&server.client_ns, || {
+            TcpStream::connect_timeout(
+                &SocketAddr::V4(SocketAddrV4::new(SERVER, 9)),
+                Duration::from_secs(5),
+            )
+        })?
+        .map_err(|e| format!("{} {}: connect: {e}", server.stack, server.config))?;
+        s.set_write_timeout(Some(Duration::from_secs(10)))
+            .map_err(|e| e.to_string())?;
+        let chunk = vec![0x5au8; 1 << 18];
+        let start = WallClock::now();
+        let mut sent = 0u64;
+        while start.elapsed().as_secs_f64() < secs {
+            s.write_all(&chunk)
+                .map_err(|e| format!("{} {}: write: {e}", server.stack, server.config))?;
+            sent += chunk.len() as u64;
+        }
+        let _ = s.shutdown(Shutdown::Write);
+        let deadline = WallClock::now() + Duration::from_secs(20);
+        while server.received.load(Ordering::Relaxed) - before < sent {
+            if WallClock::now() > deadline {
+                return Err(format!(
+                    "{} {}: {} of {sent} bytes arrived",
+                    server.stack,
+                    server.config,
+                    server.received.load(Ordering::Relaxed) - before
+                ));
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        Ok(sent as f64 * 8.0 / start.elapsed().as_secs_f64() / 1e9)
+    }
+
+    /// 64-byte transactions over `n` connections to echo for `secs`; returns transactions/s.
+    pub fn rr(server: &Server, n: usize, secs: f64) -> Result<f64, String> {
+        let mut conns = netns::within(&server.client_ns, move || {
+            (0..n)
+                .map(|_| {
+                    TcpStream::connect_timeout(
+                        &SocketAddr::V4(SocketAddrV4::new(SERVER, 7)),
+                        Duration::from_secs(5),
+                    )
+                })
+                .collect::<Result<Vec<_>, _>>()
+        })?
+        .map_err(|e| format!("{} rr connect: {e}", server.stack))?;
+        for c in &conns {
+            c.set_nodelay(true).map_err(|e| e.to_string())?;
+            c.set_read_timeout(Some(Duration::from_secs(5)))
+                .map_err(|e| e.to_string())?;
+        }
+        let msg = [7u8; 64];
+        let mut back = [0u8; 64];
+        let start = WallClock::now();
+        let mut done = 0u64;
+        while start.elapsed().as_secs_f64() < secs {
+            for c in conns.iter_mut() {
+                c.write_all(&msg).map_err(|e| e.to_string())?;
+            }
+            for c in conns.iter_mut() {
+                c.read_exact(&mut back)
+                    .map_err(|e| format!("{} rr read: {e}", server.stack))?;
+            }
+            done += n as u64;
+        }
+        let rate = done as f64 / start.elapsed().as_secs_f64();
+        for c in &conns {
+            let _ = c.shutdown(Shutdown::Both);
+        }
+        Ok(rate)
+    }
+}
+
+/// Runs the experiment and returns its rows.
+pub fn measure(args: &TcpArgs) -> Result<Vec<TcpRow>, String> {
+    let (rounds, mib, secs) = if args.quick {
+        (1, 4, 0.2)
+    } else {
+        (args.rounds.max(1), args.mib.max(1), args.seconds.max(0.05))
+    };
+    let bytes = (mib as u64) << 20;
+    let mut rows = Vec::new();
+
+    // Pair.
+    let mut samples = vec![vec![Vec::new(); PAIR_CONFIGS.len()]; args.mtus.len()];
+    let bar = common::progress(
+        (rounds * args.mtus.len() * PAIR_CONFIGS.len()) as u64,
+        "pair",
+    );
+    for _ in 0..rounds {
+        for (m, &mtu) in args.mtus.iter().enumerate() {
+            for (c, name) in PAIR_CONFIGS.iter().enumerate() {
+                samples[m][c].push(pair_bulk(name, mtu, bytes)?);
+                bar.inc(1);
+            }
+        }
+    }
+    bar.finish_and_clear();
+    for (m, &mtu) in args.mtus.iter().enumerate() {
+        let classic = common::median(&samples[m][0]);
+        for (c, name) in PAIR_CONFIGS.iter().enumerate() {
+            let t = common::median(&samples[m][c]);
+            rows.push(TcpRow {
+                experiment: "pair".into(),
+                stack: "fastpath".into(),
+                config: name.to_string(),
+                mtu,
+                connections: 1,
+                gbit_per_s: bytes as f64 * 8.0 / t / 1e9,
+                ns_per_byte: t * 1e9 / bytes as f64,
+                transactions_per_s: 0.0,
+                ratio: classic / t,
+            });
+        }
+    }
+    if args.pair_only {
+        return Ok(rows);
+    }
+    #[cfg(target_os = "linux")]
+    rows.extend(measure_tun(rounds, secs)?);
+    #[cfg(not(target_os = "linux"))]
+    let _ = secs;
+    Ok(rows)
+}
+
+#[cfg(target_os = "linux")]
+fn measure_tun(rounds: usize, secs: f64) -> Result<Vec<TcpRow>, String> {
+    use testbed::*;
+    super::tun::check_environment()
+        .map_err(|e| format!("{e} (or pass --pair-only for the in-memory part alone)"))?;
+    let mut bed = Testbed::new();
+    bed.fastpath(true)?;
+    bed.fastpath(false)?;
+    bed.smoltcp()?;
+    bed.linux()?;
+    std::thread::sleep(Duration::from_millis(200));
+    let n = bed.servers.len();
+    let mut bulk = vec![Vec::new(); n];
+    let counts = [1usize, 100];
+    let mut rr = vec![vec![Vec::new(); counts.len()]; n];
+    let bar = common::progress((rounds * n * 3) as u64, "tun");
+    for _ in 0..rounds {
+        for (i, s) in bed.servers.iter().enumerate() {
+            bulk[i].push(testbed::bulk(s, secs)?);
+            bar.inc(1);
+            for (k, &c) in counts.iter().enumerate() {
+                if s.echo {
+                    rr[i][k].push(testbed::rr(s, c, secs)?);
+                }
+                bar.inc(1);
+            }
+        }
+    }
+    bar.finish_and_clear();
+    let linux = bed
+        .servers
+        .iter()
+        .position(|s| s.stack == "linux")
+        .unwrap_or(0);
+    let linux_bulk = common::median(&bulk[linux]);
+    let mut rows = Vec::new();
+    for (i, s) in bed.servers.iter().enumerate() {
+        let g = common::median(&bulk[i]);
+        rows.push(TcpRow {
+            experiment: "tun".into(),
+            stack: s.stack.into(),
+            config: s.config.into(),
+            mtu: 1500,
+            connections: 1,
+            gbit_per_s: g,
+            ns_per_byte: 0.0,
+            transactions_per_s: 0.0,
+            ratio: g / linux_bulk,
+        });
+    }
+    for (k, &c) in counts.iter().enumerate() {
+        let base = common::median(&rr[linux][k]);
+        for (i, s) in bed.servers.iter().enumerate().filter(|(_, s)| s.echo) {
+            let t = common::median(&rr[i][k]);
+            rows.push(TcpRow {
+                experiment: "rr".into(),
+                stack: s.stack.into(),
+                config: s.config.into(),
+                mtu: 1500,
+                connections: c,
+                gbit_per_s: 0.0,
+                ns_per_byte: 0.0,
+                transactions_per_s: t,
+                ratio: t / base,
+            });
+        }
+    }
+    Ok(rows)
+}
+
+/// Prints the rows, one table per part.
+pub fn print(rows: &[TcpRow]) {
+    let pair: Vec<&TcpRow> = rows.iter().filter(|r| r.experiment == "pair").collect();
+    if !pair.is_empty() {
+        println!(
+            "fastpath to fastpath over the in-memory pair (bulk; one thread runs both stacks)"
+        );
+        println!(
+            "{:<8} {:>8} {:>10} {:>12} {:>12}",
+            "config", "mtu", "Gbit/s", "ns/byte", "vs classic"
+        );
+        for r in &pair {
+            println!(
+                "{:<8} {:>8} {:>10.2} {:>12.3} {:>11.2}x",
+                r.config, r.mtu, r.gbit_per_s, r.ns_per_byte, r.ratio
+            );
+        }
+        println!();
+    }
+    let tun: Vec<&TcpRow> = rows.iter().filter(|r| r.experiment == "tun").collect();
+    if !tun.is_empty() {
+        println!("a kernel client sending bulk to a discard server at MTU 1500");
+        println!("{:<28} {:>10} {:>10}", "server", "Gbit/s", "vs linux");
+        for r in &tun {
+            println!(
+                "{:<28} {:>10.2} {:>9.2}x",
+                format!("{} ({})", r.stack, r.config),
+                r.gbit_per_s,
+                r.ratio
+            );
+        }
+        println!();
+    }
+    let rr: Vec<&TcpRow> = rows.iter().filter(|r| r.experiment == "rr").collect();
+    if !rr.is_empty() {
+        println!("64-byte request/response transactions per second (kernel client, echo server)");
+        println!(
+            "{:<28} {:>6} {:>14} {:>10}",
+            "server", "conns", "transactions/s", "vs linux"
+        );
+        for r in &rr {
+            println!(
+                "{:<28} {:>6} {:>14.0} {:>9.2}x",
+                format!("{} ({})", r.stack, r.config),
+                r.connections,
+                r.transactions_per_s,
+                r.ratio
+            );
+        }
+    }
+}
+
+/// `fastpath bench tcp`.
+pub fn run(args: &TcpArgs) -> Result<(), String> {
+    common::header(
+        "bench tcp: bulk transfer and request/response, fastpath against smoltcp and linux",
+    );
+    let rows = measure(args)?;
+    print(&rows);
+    if let Some(path) = &args.json {
+        common::write_json(path, &rows)?;
+    }
+    Ok(())
+}
