@@ -219,6 +219,7 @@ impl Stack {
                 for packet in batch.drain(..) {
                     self.ipv4_input(InterfaceId(i), packet);
                 }
+                self.tcp_flush_dirty();
             }
             let sent = self.flush();
             processed += got + sent;
@@ -294,6 +295,7 @@ impl Stack {
     pub fn receive(&mut self, iface: InterfaceId, packet: PacketBuf) {
         if iface.0 < self.ifaces.len() {
             self.ipv4_input(iface, packet);
+            self.tcp_flush_dirty();
         }
     }
 }

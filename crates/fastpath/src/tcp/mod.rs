@@ -83,6 +83,8 @@ pub(crate) struct TcpTable {
     /// No timer of any connection is due before this.
     next_timer: Option<Instant>,
     connections: usize,
+    /// Connections whose output waits for the end of the input batch.
+    dirty: Vec<u32>,
 }
 
 impl TcpTable {
@@ -96,6 +98,7 @@ impl TcpTable {
             isn: IsnGenerator::new(secret),
             next_timer: None,
             connections: 0,
+            dirty: Vec::new(),
         }
     }
 
@@ -379,7 +382,40 @@ impl Stack {
             }
             Verdict::Remove => return self.tcp_finish(index),
         }
-        self.tcp_output(index);
+        // Batched ACK processing: what the segments of one receive batch owe goes out once, after
+        // the batch (a cumulative ACK for all of them, as GRO would give).
+        if let Some(tcb) = self.tcp.tcb(index) {
+            if std::mem::take(&mut tcb.ack_immediately) {
+                return self.tcp_output(index);
+            }
+            if !tcb.output_queued {
+                tcb.output_queued = true;
+                self.tcp.dirty.push(index);
+            }
+        }
+    }
+
+    /// Sends what every connection touched by the last input batch owes.
+    #[inline]
+    pub(crate) fn tcp_flush_dirty(&mut self) {
+        if !self.tcp.dirty.is_empty() {
+            self.tcp_flush_dirty_list();
+        }
+    }
+
+    #[inline(never)]
+    fn tcp_flush_dirty_list(&mut self) {
+        let mut dirty = std::mem::take(&mut self.tcp.dirty);
+        for &index in &dirty {
+            if let Some(tcb) = self.tcp.tcb(index) {
+                tcb.output_queued = false;
+                self.tcp_output(index);
+            }
+        }
+        dirty.clear();
+        if self.tcp.dirty.is_empty() {
+            self.tcp.dirty = dirty;
+        }
     }
 
     /// A block is done: free it, or, if the application still holds it, keep it (unhooked) so the
@@ -767,6 +803,7 @@ impl Stack {
             let deadline = self.tcp.tcb(index).and_then(|t| t.deadline());
             self.tcp.note_deadline(deadline);
         }
+        self.tcp_flush_dirty();
     }
 
     /// The earliest TCP timer, for callers that sleep between polls.

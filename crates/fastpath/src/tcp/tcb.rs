@@ -203,6 +203,10 @@ pub(crate) struct Tcb {
     pub(crate) cc: Congestion,
 
     pub(crate) nodelay: bool,
+    /// On the stack's list of connections to send for after the input batch.
+    pub(crate) output_queued: bool,
+    /// The owed ACK must not wait for the end of the batch (out-of-order data).
+    pub(crate) ack_immediately: bool,
     challenge_window: (u64, u32),
     retransmits: u64,
     /// Sequence number of the last byte delivered to the application's queue, for "data after close".
@@ -304,6 +308,8 @@ impl Tcb {
             rexmit_limit: iss,
             cc: Congestion::new(cfg.congestion, mss),
             nodelay: false,
+            output_queued: false,
+            ack_immediately: false,
             challenge_window: (0, 0),
             retransmits: 0,
             last_activity: now,
@@ -595,7 +601,16 @@ impl Tcb {
         };
         // Unlike 4.3BSD-Reno, a changed window does not leave the fast path: a receiver whose
         // application reads in bursts changes it on most ACKs, and applying it here costs three stores.
-        if self.state != State::Established
+        // Pure ACKs also take the short path while our side is closing (the last window of a
+        // transfer is sent in FIN-WAIT-1), as long as they do not acknowledge the FIN itself.
+        let state_ok = match self.state {
+            State::Established => true,
+            State::FinWait1 | State::CloseWait | State::Closing | State::LastAck => {
+                payload.is_empty() && (!self.fin_queued || Seq(seg.ack) <= self.fin_seq())
+            }
+            _ => false,
+        };
+        if !state_ok
             || flags != Flags::ACK.0
             || Seq(seg.seq) != self.rcv_nxt
             || self.snd_nxt != self.snd_max
@@ -613,6 +628,15 @@ impl Tcb {
             {
                 self.take_timestamp(seg);
                 self.ack_advance(ack, seg, cx);
+                self.take_window(seg);
+                cx.pool.free(payload);
+                cx.counters.predicted_acks += 1;
+                self.last_activity = cx.now;
+                return Ok(());
+            }
+            // A pure window update (the window changed, so it is no duplicate ACK).
+            if ack == self.snd_una && (seg.window as u32) << self.snd_shift != self.snd_wnd {
+                self.take_timestamp(seg);
                 self.take_window(seg);
                 cx.pool.free(payload);
                 cx.counters.predicted_acks += 1;
@@ -961,6 +985,7 @@ impl Tcb {
             } else if had_holes {
                 // Filling a hole is acknowledged at once (RFC 5681 §4.2).
                 self.ack_now = true;
+                self.ack_immediately = true;
             } else {
                 self.data_arrived(len, cx);
             }
@@ -972,8 +997,10 @@ impl Tcb {
             if fin {
                 self.ooo_fin = Some(start + len);
             }
-            // Out of order: a duplicate ACK at once, with SACK blocks (RFC 5681 §4.2).
+            // Out of order: a duplicate ACK at once, with SACK blocks (RFC 5681 §4.2), not
+            // coalesced with the batch: the sender counts them for fast retransmit.
             self.ack_now = true;
+            self.ack_immediately = true;
         }
     }
 
