@@ -268,6 +268,10 @@ pub struct TcpCounters {
     pub out_tso_packets: u64,
     /// Received segments whose checksum the link vouched for.
     pub in_checksum_offloaded: u64,
+    /// Segments sent without a checksum (negotiated elimination, paper 001).
+    pub out_no_checksum: u64,
+    /// Segments taken without verifying a checksum (negotiated elimination).
+    pub in_no_checksum: u64,
 }
 
 /// All of a stack's counters.
@@ -364,6 +368,8 @@ impl fmt::Display for Counters {
                 tcp.in_checksum_offloaded,
                 "received with checksum verified by the link",
             ),
+            (tcp.out_no_checksum, "sent without checksum (eliminated)"),
+            (tcp.in_no_checksum, "received without checksum (eliminated)"),
         ] {
             if n > 0 {
                 writeln!(f, "    {n} {what}")?;

@@ -428,3 +428,284 @@ fn many_connections_at_once() {
     });
     assert_eq!(b.tcp_connections(), 1000);
 }
+
+#[test]
+fn checksum_elimination_needs_both_ends_and_a_protected_single_hop() {
+    let crc = LinkCapabilities {
+        crc_protected: true,
+        ..plain(1500)
+    };
+    let on = {
+        let mut c = StackConfig::default();
+        c.tcp.alt_checksum = true;
+        c
+    };
+    for (a_on, b_on, caps, expect) in [
+        (true, true, crc, true),
+        (true, false, crc, false),
+        (false, true, crc, false),
+        (true, true, plain(1500), false),
+    ] {
+        let pick = |x: bool| {
+            if x {
+                on.clone()
+            } else {
+                StackConfig::default()
+            }
+        };
+        let (ea, eb) = fastpath::link::PairEnd::pair(caps, 65536, Impairments::default());
+        let mut a = Stack::new(pick(a_on));
+        a.add_interface("pair0", ea, fastpath::Ipv4Cidr::new(A, 24));
+        let mut b = Stack::new(pick(b_on));
+        b.add_interface("pair0", eb, fastpath::Ipv4Cidr::new(B, 24));
+        let mut now = Instant::from_secs(1);
+        let (c, s) = connect(&mut a, &mut b, &mut now, 80);
+        let data = payload(200_000, 5);
+        let got = transfer(
+            &mut a,
+            &mut b,
+            &mut now,
+            c,
+            s,
+            &data,
+            Duration::from_secs(10),
+        );
+        assert!(got == data);
+        let (ta, tb) = (a.counters().tcp, b.counters().tcp);
+        let case = format!("a {a_on} b {b_on} crc {}", caps.crc_protected);
+        if expect {
+            assert!(
+                ta.out_no_checksum > 100 && tb.in_no_checksum > 100,
+                "{case}: {ta:?} {tb:?}"
+            );
+            assert!(tb.out_no_checksum > 0 && ta.in_no_checksum > 0, "{case}");
+        } else {
+            assert_eq!(ta.out_no_checksum + tb.out_no_checksum, 0, "{case}");
+            assert_eq!(ta.in_no_checksum + tb.in_no_checksum, 0, "{case}");
+        }
+    }
+}
+
+#[test]
+fn simultaneous_open_and_simultaneous_close() {
+    let (mut a, mut b) = two_stacks(StackConfig::default(), plain(1500), Impairments::default());
+    let mut now = Instant::from_secs(1);
+    a.poll(now);
+    b.poll(now);
+    // Both connect to each other at once; the SYNs cross (RFC 9293 §3.5, figure 7).
+    let ca = a.tcp_connect_from(sa(A, 5000), sa(B, 6000)).unwrap();
+    let cb = b.tcp_connect_from(sa(B, 6000), sa(A, 5000)).unwrap();
+    run_until(&mut a, &mut b, &mut now, Duration::from_secs(10), |a, b| {
+        a.tcp(ca).state().unwrap() == State::Established
+            && b.tcp(cb).state().unwrap() == State::Established
+    });
+    a.tcp(ca).write(b"ping").unwrap();
+    let mut buf = [0u8; 8];
+    run_until(&mut a, &mut b, &mut now, Duration::from_secs(5), |_, b| {
+        b.tcp(cb).available().unwrap() == 4
+    });
+    assert_eq!(b.tcp(cb).read(&mut buf).unwrap(), 4);
+    // Both close at once: FIN-WAIT-1, then CLOSING, then TIME-WAIT on both sides (figure 13).
+    a.tcp(ca).shutdown_write().unwrap();
+    b.tcp(cb).shutdown_write().unwrap();
+    run_until(&mut a, &mut b, &mut now, Duration::from_secs(5), |a, b| {
+        a.tcp(ca).state().unwrap() == State::TimeWait
+            && b.tcp(cb).state().unwrap() == State::TimeWait
+    });
+}
+
+#[test]
+fn keepalive_probes_a_live_peer_and_drops_a_dead_one() {
+    let mut config = StackConfig::default();
+    config.tcp.keepalive = (Duration::from_secs(10), Duration::from_secs(2), 3);
+    let (mut a, mut b) = two_stacks(config, plain(1500), Impairments::default());
+    let mut now = Instant::from_secs(1);
+    let (c, _s) = connect(&mut a, &mut b, &mut now, 80);
+    a.tcp(c).set_keepalive(true).unwrap();
+    let before = a.counters().tcp.out_segs;
+    idle(&mut a, &mut b, &mut now, Duration::from_secs(60));
+    assert!(a.tcp(c).is_established());
+    let probes = a.counters().tcp.out_segs - before;
+    assert!(
+        (4..=8).contains(&probes),
+        "{probes} probes in 60 s with a 10 s idle time"
+    );
+    // The peer vanishes: nothing answers, and after 3 probes the connection is dropped.
+    let end = now + Duration::from_secs(30);
+    while now < end {
+        a.poll(now);
+        now = a
+            .next_deadline()
+            .unwrap_or(end)
+            .min(end)
+            .max(now + Duration::from_millis(1));
+    }
+    a.poll(now);
+    assert_eq!(
+        a.tcp(c).read(&mut [0u8; 4]).unwrap_err().kind(),
+        ErrorKind::TimedOut
+    );
+}
+
+/// A connection to B:80 opened by hand over the raw end: returns the stream, the peer's next
+/// sequence number and the stack's.
+fn raw_connection(b: &mut Stack, raw: &mut fastpath::link::PairEnd) -> (TcpStream, u32, u32) {
+    let now = Instant::from_secs(1);
+    b.poll(now);
+    let l = b.tcp_listen(sa(B, 80), 4).unwrap();
+    inject(raw, &raw_tcp(sa(A, 1000), sa(B, 80), 100, None, true, &[]));
+    b.poll(now);
+    let synack = tcp_of(&capture(raw)[0]);
+    let stack_next = synack.sequence_number.wrapping_add(1);
+    inject(
+        raw,
+        &raw_tcp(sa(A, 1000), sa(B, 80), 101, Some(stack_next), false, &[]),
+    );
+    b.poll(now);
+    let (s, _) = b.tcp_listener(l).accept().unwrap();
+    (s, 101, stack_next)
+}
+
+#[test]
+fn blind_resets_and_syns_are_challenged_rfc_5961() {
+    let (mut b, mut raw) = stack_and_raw(StackConfig::default(), plain(1500));
+    let (s, peer, ours) = raw_connection(&mut b, &mut raw);
+    let now = Instant::from_secs(1);
+    let rst = |seq: u32| {
+        let bld = etherparse::PacketBuilder::ipv4(A.octets(), B.octets(), 64)
+            .tcp(1000, 80, seq, 0)
+            .rst();
+        let mut out = Vec::new();
+        bld.write(&mut out, &[]).unwrap();
+        out
+    };
+    // An in-window RST that is not exact: a challenge ACK, the connection stays.
+    inject(&mut raw, &rst(peer + 1000));
+    b.poll(now);
+    let out = capture(&mut raw);
+    assert_eq!(out.len(), 1);
+    let ack = tcp_of(&out[0]);
+    assert!(ack.ack && !ack.rst && ack.acknowledgment_number == peer);
+    assert!(b.tcp(s).is_established());
+    assert_eq!(b.counters().tcp.challenge_acks, 1);
+    // A SYN on the established connection: challenged too.
+    inject(
+        &mut raw,
+        &raw_tcp(sa(A, 1000), sa(B, 80), 7, None, true, &[]),
+    );
+    b.poll(now);
+    assert_eq!(b.counters().tcp.challenge_acks, 2);
+    assert!(b.tcp(s).is_established());
+    // An ACK of data never sent is answered and dropped.
+    inject(
+        &mut raw,
+        &raw_tcp(sa(A, 1000), sa(B, 80), peer, Some(ours + 5000), false, &[]),
+    );
+    b.poll(now);
+    assert_eq!(b.counters().drops.get(fastpath::DropReason::TcpBadAck), 1);
+    capture(&mut raw);
+    // The exact RST resets it.
+    inject(&mut raw, &rst(peer));
+    b.poll(now);
+    assert_eq!(
+        b.tcp(s).read(&mut [0u8; 4]).unwrap_err().kind(),
+        ErrorKind::ConnectionReset
+    );
+}
+
+mod property {
+    use super::*;
+    use fastpath::tcp::CongestionAlgorithm;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+        /// Whatever the wire does (loss, duplication, reordering, corruption) and whichever options
+        /// are on, both byte streams arrive intact and in order and both sides close.
+        #[test]
+        fn streams_arrive_intact_both_ways(
+            seed in any::<u64>(),
+            loss in 0.0..0.08f64,
+            duplicate in 0.0..0.04f64,
+            reorder in 0.0..0.1f64,
+            corrupt in 0.0..0.01f64,
+            mtu in prop::sample::select(vec![576usize, 1500, 9000]),
+            len_ab in 0usize..200_000,
+            len_ba in 0usize..50_000,
+            toggles in any::<u8>(),
+        ) {
+            let mut config = StackConfig::default();
+            config.tcp.sack = toggles & 1 == 0;
+            config.tcp.timestamps = toggles & 2 == 0;
+            config.tcp.window_scaling = toggles & 4 == 0;
+            config.tcp.header_prediction = toggles & 8 == 0;
+            if toggles & 16 != 0 {
+                config.tcp.congestion = CongestionAlgorithm::NewReno;
+            }
+            if toggles & 32 != 0 {
+                config.tcp.delayed_ack = None;
+            }
+            if toggles & 64 != 0 {
+                config.tcp.recv_buffer = 16384;
+            }
+            let impair = Impairments { loss, duplicate, reorder, corrupt, seed };
+            let (mut a, mut b) = two_stacks(config, plain(mtu), impair);
+            let mut now = Instant::from_secs(1);
+            let (c, s) = connect(&mut a, &mut b, &mut now, 80);
+            let ab = payload(len_ab, seed);
+            let ba = payload(len_ba, seed ^ 1);
+            let (mut sent_ab, mut sent_ba) = (0, 0);
+            let (mut got_ab, mut got_ba) = (Vec::new(), Vec::new());
+            let (mut eof_ab, mut eof_ba, mut shut_a, mut shut_b) = (false, false, false, false);
+            let mut buf = vec![0u8; 65536];
+            run_until(&mut a, &mut b, &mut now, Duration::from_secs(3000), |a, b| {
+                while sent_ab < ab.len() {
+                    match a.tcp(c).write(&ab[sent_ab..]) {
+                        Ok(n) => sent_ab += n,
+                        Err(_) => break,
+                    }
+                }
+                while sent_ba < ba.len() {
+                    match b.tcp(s).write(&ba[sent_ba..]) {
+                        Ok(n) => sent_ba += n,
+                        Err(_) => break,
+                    }
+                }
+                if sent_ab == ab.len() && !shut_a {
+                    a.tcp(c).shutdown_write().unwrap();
+                    shut_a = true;
+                }
+                if sent_ba == ba.len() && !shut_b {
+                    b.tcp(s).shutdown_write().unwrap();
+                    shut_b = true;
+                }
+                while !eof_ab {
+                    match b.tcp(s).read(&mut buf) {
+                        Ok(0) => eof_ab = true,
+                        Ok(n) => got_ab.extend_from_slice(&buf[..n]),
+                        Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                        Err(e) => panic!("b read: {e}"),
+                    }
+                }
+                while !eof_ba {
+                    match a.tcp(c).read(&mut buf) {
+                        Ok(0) => eof_ba = true,
+                        Ok(n) => got_ba.extend_from_slice(&buf[..n]),
+                        Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                        Err(e) => panic!("a read: {e}"),
+                    }
+                }
+                eof_ab && eof_ba
+            });
+            prop_assert!(got_ab == ab, "a to b: {} of {} bytes", got_ab.len(), ab.len());
+            prop_assert!(got_ba == ba, "b to a: {} of {} bytes", got_ba.len(), ba.len());
+            // Both closed: the connections finish (TIME-WAIT on the side that closed first).
+            a.tcp(c).close();
+            b.tcp(s).close();
+            run_until(&mut a, &mut b, &mut now, Duration::from_secs(600), |a, b| {
+                a.tcp_connections() + b.tcp_connections() == 0
+            });
+        }
+    }
+}

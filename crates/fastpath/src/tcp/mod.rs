@@ -28,7 +28,7 @@ use std::net::SocketAddrV4;
 
 use crate::buf::{ChecksumOffload, PacketBuf};
 use crate::checksum::{self, Checksum};
-use crate::config::StackConfig;
+use crate::config::{CopyChecksum, StackConfig};
 use crate::demux::{Demux, Pcb, SocketId};
 use crate::ipv4::{Delivery, NextHop};
 use crate::stack::Stack;
@@ -255,8 +255,14 @@ fn pcb_of(t: &Tcb) -> Pcb {
 /// What kind of checksum an outgoing segment gets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum TxChecksum {
+    /// Fused with the copy out of the send buffer (paper 000 §7.1).
     Software,
+    /// Copy, then a separate checksum pass (`CopyChecksum::Separate`).
+    Separate,
+    /// Left to the link.
     Offload,
+    /// None at all: Kay & Pasquale's elimination, negotiated with the alternate checksum option.
+    None,
 }
 
 impl Stack {
@@ -289,9 +295,18 @@ impl Stack {
             Err(WireError::Truncated) => return self.drop_packet(buf, DropReason::TcpTruncated),
             Err(_) => return self.drop_packet(buf, DropReason::TcpBadHeader),
         };
+        let local = SocketAddrV4::new(ip.dst_addr, repr.dst_port);
+        let remote = SocketAddrV4::new(ip.src_addr, repr.src_port);
+        let found = self.tcp.demux.lookup(local, remote);
+        // A connection that negotiated checksum elimination (paper 001) takes its segments unsummed;
+        // everything else is verified, or vouched for by the link.
+        let eliminated = !repr.flags.contains(Flags::SYN)
+            && found.is_some_and(|id| self.tcp.tcb(id.0).is_some_and(|t| t.no_checksum));
         let offloaded =
             self.config.checksum_policy.use_offload && buf.meta.checksum != ChecksumOffload::None;
-        if offloaded {
+        if eliminated {
+            self.counters.tcp.in_no_checksum += 1;
+        } else if offloaded {
             self.counters.tcp.in_checksum_offloaded += 1;
         } else {
             let pseudo = checksum::pseudo_header_sum(ip.src_addr, ip.dst_addr, 6, buf.len() as u16);
@@ -316,9 +331,7 @@ impl Stack {
         let header_len = ((buf.data()[12] >> 4) as usize) * 4;
         buf.pull_front(header_len);
 
-        let local = SocketAddrV4::new(ip.dst_addr, repr.dst_port);
-        let remote = SocketAddrV4::new(ip.src_addr, repr.src_port);
-        let Some(SocketId(index)) = self.tcp.demux.lookup(local, remote) else {
+        let Some(SocketId(index)) = found else {
             self.tcp_reply_reset(local, remote, &repr, buf.len());
             return self.drop_packet(buf, DropReason::TcpNoSocket);
         };
@@ -670,7 +683,7 @@ impl Stack {
         pieces: &[&[u8]],
     ) {
         let len: usize = pieces.iter().map(|p| p.len()).sum();
-        let buf = self.tcp_build(hop, local, remote, &repr, pieces, len);
+        let buf = self.tcp_build(hop, local, remote, &repr, pieces, len, false);
         self.counters.tcp.out_segs += 1;
         self.ipv4_output(buf, hop, *local.ip(), *remote.ip(), IpProtocol::Tcp);
     }
@@ -685,11 +698,16 @@ impl Stack {
         repr: &TcpRepr,
         pieces: &[&[u8]],
         len: usize,
+        no_checksum: bool,
     ) -> PacketBuf {
         let header_len = repr.header_len();
         let total = header_len + len;
-        let mode = if self.config.checksum_policy.use_offload && hop.caps.tx_checksum_offload {
+        let mode = if no_checksum {
+            TxChecksum::None
+        } else if self.config.checksum_policy.use_offload && hop.caps.tx_checksum_offload {
             TxChecksum::Offload
+        } else if self.config.copy_checksum == CopyChecksum::Separate {
+            TxChecksum::Separate
         } else {
             TxChecksum::Software
         };
@@ -702,14 +720,27 @@ impl Stack {
         repr.emit(header);
         let pseudo = checksum::pseudo_header_sum(*local.ip(), *remote.ip(), 6, total as u16);
         let field = match mode {
-            TxChecksum::Offload => {
+            TxChecksum::Offload | TxChecksum::None | TxChecksum::Separate => {
                 let mut at = 0;
-                timed!(Copy);
-                for p in pieces {
-                    payload[at..at + p.len()].copy_from_slice(p);
-                    at += p.len();
+                {
+                    timed!(Copy);
+                    for p in pieces {
+                        payload[at..at + p.len()].copy_from_slice(p);
+                        at += p.len();
+                    }
                 }
-                pseudo
+                match mode {
+                    TxChecksum::Offload => pseudo,
+                    TxChecksum::None => {
+                        self.counters.tcp.out_no_checksum += 1;
+                        0
+                    }
+                    _ => {
+                        // The 4.3BSD way: a second pass over the whole segment.
+                        timed!(Checksum);
+                        !checksum::add(self.config.checksum.sum(&buf.data()[..total]), pseudo)
+                    }
+                }
             }
             TxChecksum::Software => {
                 timed!(CopyChecksum);
@@ -759,10 +790,11 @@ impl Stack {
             };
             tcb.stamp(&mut repr, cx.now);
             let (local, remote, hop) = (tcb.local, tcb.remote, tcb.hop);
+            let no_checksum = tcb.no_checksum && !repr.flags.contains(Flags::SYN);
             // Copy the payload out of the send buffer, borrowing it only as long as the build needs.
             let tx = std::mem::take(&mut tcb.tx);
             let (a, b) = tx.range(offset, len);
-            let mut buf = self.tcp_build(&hop, local, remote, &repr, &[a, b], len);
+            let mut buf = self.tcp_build(&hop, local, remote, &repr, &[a, b], len, no_checksum);
             if let Some(tcb) = self.tcp.tcb(index) {
                 tcb.tx = tx;
             }

@@ -19,7 +19,7 @@ use crate::demux::SocketId;
 use crate::ipv4::NextHop;
 use crate::stats::{DropReason, Drops, TcpCounters};
 use crate::time::Instant;
-use crate::wire::tcp::{Flags, TcpOptions, TcpRepr, MAX_SACK_BLOCKS};
+use crate::wire::tcp::{Flags, TcpOptions, TcpRepr, ALT_CHECKSUM_NONE, MAX_SACK_BLOCKS};
 
 /// Connection states (RFC 9293 §3.3.2). LISTEN belongs to listeners, CLOSED to no block at all.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -203,6 +203,11 @@ pub(crate) struct Tcb {
     pub(crate) cc: Congestion,
 
     pub(crate) nodelay: bool,
+    /// Checksum elimination negotiated (paper 001): segments after the handshake carry none and are
+    /// not verified.
+    pub(crate) no_checksum: bool,
+    /// We asked for elimination in our SYN.
+    alt_requested: bool,
     /// On the stack's list of connections to send for after the input batch.
     pub(crate) output_queued: bool,
     /// The owed ACK must not wait for the end of the batch (out-of-order data).
@@ -308,6 +313,8 @@ impl Tcb {
             rexmit_limit: iss,
             cc: Congestion::new(cfg.congestion, mss),
             nodelay: false,
+            no_checksum: false,
+            alt_requested: false,
             output_queued: false,
             ack_immediately: false,
             challenge_window: (0, 0),
@@ -325,7 +332,9 @@ impl Tcb {
         cfg: &TcpConfig,
         now: Instant,
     ) -> Tcb {
-        Tcb::new(State::SynSent, local, remote, hop, iss, cfg, now)
+        let mut tcb = Tcb::new(State::SynSent, local, remote, hop, iss, cfg, now);
+        tcb.alt_requested = eliminable(cfg, &hop, remote);
+        tcb
     }
 
     /// A passive open from `syn`: SYN-RECEIVED, the SYN-ACK owed. `cookie_mss` marks a connection
@@ -343,6 +352,11 @@ impl Tcb {
     ) -> Tcb {
         let mut tcb = Tcb::new(State::SynReceived, local, remote, hop, iss, cfg, now);
         tcb.take_syn(syn, cfg);
+        // Agree to elimination only when asked, when switched on here too, and on a protected hop.
+        if syn.options.alt_checksum == Some(ALT_CHECKSUM_NONE) && eliminable(cfg, &hop, remote) {
+            tcb.alt_requested = true;
+            tcb.no_checksum = true;
+        }
         tcb
     }
 
@@ -745,6 +759,18 @@ impl Tcb {
             return Verdict::Continue;
         }
 
+        // A SYN on a synchronized connection, whatever its sequence number (RFC 5961 §4): a
+        // rate-limited challenge ACK. In TIME-WAIT it may open a new incarnation instead.
+        if flags.contains(Flags::SYN) && self.state.is_synchronized() {
+            cx.pool.free(payload);
+            if self.state == State::TimeWait {
+                return self.time_wait_syn(seg);
+            }
+            cx.drops.add(DropReason::TcpChallenged);
+            self.challenge_ack(cx);
+            return Verdict::Continue;
+        }
+
         // 1. Sequence number acceptability.
         let window = if self.rcv_adv > self.rcv_nxt {
             self.rcv_adv - self.rcv_nxt
@@ -1128,6 +1154,8 @@ impl Tcb {
         }
         self.take_syn(seg, cx.cfg);
         self.ack_now = true;
+        self.no_checksum =
+            self.alt_requested && seg.options.alt_checksum == Some(ALT_CHECKSUM_NONE);
         if flags.contains(Flags::ACK) {
             self.snd_una = ack;
             self.tx_seq = ack;
@@ -1447,6 +1475,9 @@ impl Tcb {
                 self.ts_recent,
             ));
         }
+        if self.alt_requested {
+            o.alt_checksum = Some(ALT_CHECKSUM_NONE);
+        }
         // The window in a SYN is never scaled (RFC 7323 §2.2).
         repr.window = self.rx_free().min(65535) as u16;
         repr.options = o;
@@ -1694,4 +1725,10 @@ impl Tcb {
         self.keepalive_at = on.then(|| now + idle);
         self.keepalive_probes = 0;
     }
+}
+
+/// Kay & Pasquale's condition for leaving the checksum out (paper 001): switched on, the route's link
+/// protects packets with a CRC, and the next hop is the destination itself.
+fn eliminable(cfg: &TcpConfig, hop: &NextHop, remote: SocketAddrV4) -> bool {
+    cfg.alt_checksum && hop.caps.crc_protected && hop.next_hop == *remote.ip()
 }
