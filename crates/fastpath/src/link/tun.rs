@@ -901,6 +901,35 @@ mod tests {
         }
     }
 
+    #[test]
+    fn tcp_gso_packets_are_taken_whole_only_with_tso_and_a_partial_checksum() {
+        // A TCP segment larger than the MTU would be, as the kernel's TSO hands it over.
+        let mut bytes = vec![0u8; 20 + 20 + 3000];
+        bytes[0] = 0x45;
+        let total = bytes.len() as u16;
+        bytes[2..4].copy_from_slice(&total.to_be_bytes());
+        bytes[8] = 64;
+        bytes[9] = 6;
+        bytes[32] = 0x50;
+        let mut gso = needs_csum(20, 16);
+        gso.gso_type = VIRTIO_NET_HDR_GSO_TCPV4;
+        gso.gso_size = 1448;
+        let mut p = PacketBuf::from_slice(&bytes);
+        assert_eq!(
+            classify_rx(&gso, &mut p, true, true),
+            Ok(RxChecksum::Meta(ChecksumOffload::Partial {
+                start: 20,
+                offset: 16
+            }))
+        );
+        assert_eq!(classify_rx(&gso, &mut p, true, false), Err(RxDrop::Gso));
+        gso.flags = 0;
+        assert_eq!(
+            classify_rx(&gso, &mut p, true, true),
+            Err(RxDrop::GsoMalformed)
+        );
+    }
+
     fn udp_checksum_verifies(p: &PacketBuf) -> bool {
         let d = p.data();
         let src = Ipv4Addr::new(d[12], d[13], d[14], d[15]);
@@ -1024,11 +1053,11 @@ mod tests {
             Ok(RxChecksum::Meta(ChecksumOffload::Valid))
         );
         assert_eq!(
-            classify_rx(&h, &mut p, false),
+            classify_rx(&h, &mut p, false, false),
             Ok(RxChecksum::Meta(ChecksumOffload::None))
         );
         assert_eq!(
-            classify_rx(&VnetHeader::default(), &mut p, true),
+            classify_rx(&VnetHeader::default(), &mut p, true, false),
             Ok(RxChecksum::Meta(ChecksumOffload::None))
         );
     }
@@ -1051,7 +1080,7 @@ mod tests {
             let len = rng.below(64) as usize;
             let mut p = partial_udp(&vec![1; len]);
             p.truncate(rng.below(p.len() as u64 + 1) as usize);
-            let _ = classify_rx(&h, &mut p, rng.chance(0.5));
+            let _ = classify_rx(&h, &mut p, rng.chance(0.5), rng.chance(0.5));
         }
     }
 

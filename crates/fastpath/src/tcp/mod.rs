@@ -683,7 +683,7 @@ impl Stack {
         pieces: &[&[u8]],
     ) {
         let len: usize = pieces.iter().map(|p| p.len()).sum();
-        let buf = self.tcp_build(hop, local, remote, &repr, pieces, len, false);
+        let buf = self.tcp_build(hop, (local, remote), &repr, pieces, len, false);
         self.counters.tcp.out_segs += 1;
         self.ipv4_output(buf, hop, *local.ip(), *remote.ip(), IpProtocol::Tcp);
     }
@@ -693,8 +693,7 @@ impl Stack {
     fn tcp_build(
         &mut self,
         hop: &NextHop,
-        local: SocketAddrV4,
-        remote: SocketAddrV4,
+        (local, remote): (SocketAddrV4, SocketAddrV4),
         repr: &TcpRepr,
         pieces: &[&[u8]],
         len: usize,
@@ -794,7 +793,7 @@ impl Stack {
             // Copy the payload out of the send buffer, borrowing it only as long as the build needs.
             let tx = std::mem::take(&mut tcb.tx);
             let (a, b) = tx.range(offset, len);
-            let mut buf = self.tcp_build(&hop, local, remote, &repr, &[a, b], len, no_checksum);
+            let mut buf = self.tcp_build(&hop, (local, remote), &repr, &[a, b], len, no_checksum);
             if let Some(tcb) = self.tcp.tcb(index) {
                 tcb.tx = tx;
             }
