@@ -180,7 +180,7 @@ impl Default for Limits {
             echo_reply_queue: 64,
             tcp_connections: 65536,
             tcp_backlog: 4096,
-            tcp_out_of_order: 256,
+            tcp_out_of_order: 1024,
         }
     }
 }
