@@ -85,7 +85,14 @@ fn bench_mtu_quick() {
         "--json",
         "-",
     ]);
-    assert_eq!(rows.len(), 2 * 10);
+    // Two MTUs, five options each with and without touching the data, for UDP and TCP.
+    assert_eq!(rows.len(), 2 * 10 * 2);
+    for protocol in ["udp", "tcp"] {
+        assert_eq!(
+            rows.iter().filter(|r| r["protocol"] == protocol).count(),
+            20
+        );
+    }
     for r in &rows {
         positive(r, "gbit_per_s");
         assert!(r["options"].as_str().is_some());

@@ -359,39 +359,49 @@ pub fn run(args: &AllArgs) -> Result<(), String> {
     let rows = mtu::measure(&ma)?;
     mtu::print(&rows, ma.mtus());
     common::write_json(&json("mtu.json"), &rows)?;
-    md += "## mtu: bulk UDP by MTU and data-path optimization (paper 002 figures 2 and 3)\n\nGbit/s of payload between two stacks on the in-memory pair (one thread runs both).\n\n";
-    let mut header = vec!["options"];
-    let ml: Vec<String> = ma.mtus().iter().map(|m| m.to_string()).collect();
-    header.extend(ml.iter().map(String::as_str));
-    let opts = common::distinct(rows.iter().map(|r| r.options.clone()));
-    let table: Vec<Vec<String>> = opts
-        .iter()
-        .map(|o| {
-            std::iter::once(format!("`{o}`"))
-                .chain(ma.mtus().iter().map(|m| {
-                    rows.iter()
-                        .find(|r| &r.options == o && r.mtu == *m)
-                        .map_or("-".into(), |r| format!("{:.1}", r.gbit_per_s))
-                }))
-                .collect()
-        })
-        .collect();
-    md += &md_table(&header, &table);
-    md += "\nPaper 002 §4.2: with 1500-byte MTUs TCP never exceeded 740 Mb/s; 8 KB was the sweet spot; zero-copy and checksum offload together reached 2 Gb/s, limited by the NIC.\n\n![mtu](mtu.svg)\n\n";
-    let series = series_by(
-        &opts,
-        &rows,
-        |r| &r.options,
-        |r| (r.mtu as f64, r.gbit_per_s),
-    );
-    line_chart(
-        &dir.join("mtu.svg"),
-        "payload bandwidth vs MTU",
-        "MTU (bytes)",
-        "Gbit/s",
-        &series,
-        true,
-    )?;
+    for (protocol, svg) in [("udp", "mtu.svg"), ("tcp", "mtu-tcp.svg")] {
+        let rows: Vec<mtu::MtuRow> = rows
+            .iter()
+            .filter(|r| r.protocol == protocol)
+            .cloned()
+            .collect();
+        md += &format!(
+            "## mtu: bulk {} by MTU and data-path optimization (paper 002 figures 2 and 3)\n\nGbit/s of payload between two stacks on the in-memory pair (one thread runs both).\n\n",
+            protocol.to_uppercase()
+        );
+        let mut header = vec!["options"];
+        let ml: Vec<String> = ma.mtus().iter().map(|m| m.to_string()).collect();
+        header.extend(ml.iter().map(String::as_str));
+        let opts = common::distinct(rows.iter().map(|r| r.options.clone()));
+        let table: Vec<Vec<String>> = opts
+            .iter()
+            .map(|o| {
+                std::iter::once(format!("`{o}`"))
+                    .chain(ma.mtus().iter().map(|m| {
+                        rows.iter()
+                            .find(|r| &r.options == o && r.mtu == *m)
+                            .map_or("-".into(), |r| format!("{:.1}", r.gbit_per_s))
+                    }))
+                    .collect()
+            })
+            .collect();
+        md += &md_table(&header, &table);
+        md += &format!("\nPaper 002 §4.2: with 1500-byte MTUs TCP never exceeded 740 Mb/s; 8 KB was the sweet spot; zero-copy and checksum offload together reached 2 Gb/s, limited by the NIC.\n\n![mtu {protocol}]({svg})\n\n");
+        let series = series_by(
+            &opts,
+            &rows,
+            |r| &r.options,
+            |r| (r.mtu as f64, r.gbit_per_s),
+        );
+        line_chart(
+            &dir.join(svg),
+            &format!("{} payload bandwidth vs MTU", protocol.to_uppercase()),
+            "MTU (bytes)",
+            "Gbit/s",
+            &series,
+            true,
+        )?;
+    }
 
     // sweep
     println!("\n== sweep");

@@ -1,7 +1,10 @@
-//! `fastpath bench mtu`: bulk UDP between two stacks at MTUs from 1500 to 65535 bytes, with and without
-//! each data-path optimization (Chase, Gallatin & Yocum, paper 002 figures 2 and 3).
+//! `fastpath bench mtu`: bulk UDP and TCP between two stacks at MTUs from 1500 to 65535 bytes, with and
+//! without each data-path optimization (Chase, Gallatin & Yocum, paper 002 figures 2 and 3).
 //!
-//! Each datagram fills one packet (MTU - 28 bytes of payload). The options: `none` (copy, then checksum in
+//! UDP: each datagram fills one packet (MTU - 28 bytes of payload). TCP: one connection, the MSS from
+//! the MTU; `zero-copy` there means the application fills the send buffer in place and reads received
+//! data from the buffers it arrived in (one copy remains, out of the send buffer into the segment, because
+//! the data must stay until acknowledged; it is the one fused with the checksum). The options: `none` (copy, then checksum in
 //! a separate pass, on both sides); `fused` (copy and checksum in one loop); `offload` (the link takes
 //! the checksum: copies only); `zero-copy` (the application writes into and reads from the stack's
 //! buffers, which are checksummed in software); `offload+zero-copy` (the stack touches no payload byte
@@ -25,6 +28,9 @@ pub struct MtuArgs {
     /// MTUs to measure.
     #[arg(long, value_delimiter = ',', default_values_t = [1500usize, 4096, 8192, 16384, 32768, 65535])]
     mtus: Vec<usize>,
+    /// Protocols to measure.
+    #[arg(long, value_delimiter = ',', default_values_t = [String::from("udp"), String::from("tcp")])]
+    protocols: Vec<String>,
     /// MiB of payload per measurement.
     #[arg(long, default_value_t = 256)]
     mib: usize,
@@ -44,6 +50,7 @@ impl MtuArgs {
     pub fn for_all(quick: bool) -> MtuArgs {
         MtuArgs {
             mtus: vec![1500, 4096, 8192, 16384, 32768, 65535],
+            protocols: vec!["udp".into(), "tcp".into()],
             mib: 256,
             rounds: 5,
             quick,
@@ -60,6 +67,8 @@ impl MtuArgs {
 /// One row.
 #[derive(Serialize, Debug, Clone)]
 pub struct MtuRow {
+    /// `udp` or `tcp`.
+    pub protocol: String,
     /// Link MTU.
     pub mtu: usize,
     /// The optimizations (and `+touch` when the application touches every byte).
@@ -265,6 +274,124 @@ fn run_once(
     Ok((secs, None))
 }
 
+/// Moves `bytes` over one TCP connection from A to B; returns seconds and, when instrumented, the
+/// category cycles.
+fn run_once_tcp(
+    mtu: usize,
+    o: Options,
+    touch: bool,
+    bytes: usize,
+) -> Result<(f64, Option<[u64; 5]>), String> {
+    let config = StackConfig {
+        copy_checksum: if o.fused {
+            CopyChecksum::Fused
+        } else {
+            CopyChecksum::Separate
+        },
+        ..StackConfig::default()
+    };
+    let caps = LinkCapabilities {
+        tx_checksum_offload: o.offload,
+        ..LinkCapabilities::plain(mtu)
+    };
+    let (ea, eb) = PairEnd::pair(caps, 4096, Impairments::default());
+    let mut a = Stack::new(config.clone());
+    a.add_interface("pair0", ea, Ipv4Cidr::new(A, 24));
+    let mut b = Stack::new(config);
+    b.add_interface("pair0", eb, Ipv4Cidr::new(B, 24));
+    let depot = fastpath::buf::BufferDepot::new();
+    a.set_buffer_depot(depot.clone());
+    b.set_buffer_depot(depot);
+    a.poll(Instant::now());
+    b.poll(Instant::now());
+    let l = b
+        .tcp_listen(SocketAddrV4::new(B, 9), 4)
+        .map_err(|e| e.to_string())?;
+    let c = a
+        .tcp_connect(SocketAddrV4::new(B, 9))
+        .map_err(|e| e.to_string())?;
+    let s = loop {
+        a.poll(Instant::now());
+        b.poll(Instant::now());
+        if let Ok((s, _)) = b.tcp_listener(l).accept() {
+            break s;
+        }
+    };
+    let mut src = vec![0u8; 1 << 16];
+    let mut sink = vec![0u8; 1 << 16];
+    let mut check = 0u64;
+    #[cfg(feature = "instrument")]
+    fastpath::instrument::take();
+    let started = WallClock::now();
+    let (mut sent, mut received) = (0usize, 0usize);
+    let deadline = started + std::time::Duration::from_secs(120);
+    while received < bytes {
+        while sent < bytes {
+            let max = (bytes - sent).min(src.len());
+            let stamp = sent as u64;
+            let n = if o.zero_copy {
+                a.tcp(c).write_with(max, |buf| {
+                    if touch {
+                        write_words(buf, stamp);
+                    }
+                    buf.len()
+                })
+            } else {
+                if touch {
+                    write_words(&mut src[..max], stamp);
+                }
+                a.tcp(c).write(&src[..max])
+            };
+            match n {
+                Ok(0) | Err(_) => break,
+                Ok(n) => sent += n,
+            }
+        }
+        a.poll(Instant::now());
+        b.poll(Instant::now());
+        loop {
+            let got = if o.zero_copy {
+                b.tcp(s).read_with(|d| {
+                    if touch {
+                        check = check.wrapping_add(read_words(d));
+                    }
+                    d.len()
+                })
+            } else {
+                b.tcp(s).read(&mut sink).inspect(|&n| {
+                    if touch {
+                        check = check.wrapping_add(read_words(&sink[..n]));
+                    }
+                })
+            };
+            match got {
+                Ok(n) if n > 0 => received += n,
+                _ => break,
+            }
+        }
+        if WallClock::now() > deadline {
+            return Err(format!(
+                "MTU {mtu} TCP: {received} of {bytes} bytes arrived"
+            ));
+        }
+    }
+    let secs = started.elapsed().as_secs_f64();
+    std::hint::black_box(check);
+    #[cfg(feature = "instrument")]
+    {
+        let p = fastpath::instrument::take();
+        let ops = |op: usize| p.ops[0][op] + p.ops[1][op];
+        let total: u64 = p.layers.iter().flatten().sum();
+        let named: u64 = (0..4).map(ops).sum();
+        return Ok((
+            secs,
+            Some([ops(0), ops(1), ops(2), ops(3), total.saturating_sub(named)]),
+        ));
+    }
+    #[allow(unreachable_code)]
+    Ok((secs, None))
+}
+
 /// The application writing every 8-byte word of a datagram it sends.
 fn write_words(buf: &mut [u8], stamp: u64) {
     let mut words = buf.chunks_exact_mut(8);
@@ -290,25 +417,35 @@ pub fn measure(args: &MtuArgs) -> Result<Vec<MtuRow>, String> {
     } else {
         (args.mib << 20, args.rounds.max(1))
     };
-    let cases: Vec<(usize, &str, Options, bool)> = args
-        .mtus
+    for p in &args.protocols {
+        if p != "udp" && p != "tcp" {
+            return Err(format!("unknown protocol `{p}` (udp or tcp)"));
+        }
+    }
+    let cases: Vec<(bool, usize, &str, Options, bool)> = args
+        .protocols
         .iter()
-        .flat_map(|&m| {
-            OPTIONS
-                .iter()
-                .flat_map(move |&(n, o)| [(m, n, o, false), (m, n, o, true)])
+        .flat_map(|p| {
+            let tcp = p == "tcp";
+            args.mtus.iter().flat_map(move |&m| {
+                OPTIONS
+                    .iter()
+                    .flat_map(move |&(n, o)| [(tcp, m, n, o, false), (tcp, m, n, o, true)])
+            })
         })
         .collect();
-    for &(mtu, ..) in &cases {
-        if !(68..=65535).contains(&mtu) {
-            return Err(format!("MTU {mtu} is outside 68..=65535"));
+    for &(tcp, mtu, ..) in &cases {
+        let min = if tcp { 576 } else { 68 };
+        if !(min..=65535).contains(&mtu) {
+            return Err(format!("MTU {mtu} is outside {min}..=65535"));
         }
     }
     let bar = common::progress((rounds * cases.len()) as u64, "bench mtu");
     let mut samples: Vec<Vec<(f64, Option<[u64; 5]>)>> = vec![Vec::new(); cases.len()];
     for _ in 0..rounds {
-        for (i, &(mtu, _, o, touch)) in cases.iter().enumerate() {
-            samples[i].push(run_once(mtu, o, touch, bytes)?);
+        for (i, &(tcp, mtu, _, o, touch)) in cases.iter().enumerate() {
+            let run = if tcp { run_once_tcp } else { run_once };
+            samples[i].push(run(mtu, o, touch, bytes)?);
             bar.inc(1);
         }
     }
@@ -317,7 +454,7 @@ pub fn measure(args: &MtuArgs) -> Result<Vec<MtuRow>, String> {
     let rows = cases
         .iter()
         .zip(&samples)
-        .map(|(&(mtu, name, _, touch), s)| {
+        .map(|(&(tcp, mtu, name, _, touch), s)| {
             let secs = common::median(&s.iter().map(|x| x.0).collect::<Vec<_>>());
             let categories = s[0].1.map(|_| {
                 let per_byte = |k: usize| {
@@ -337,6 +474,7 @@ pub fn measure(args: &MtuArgs) -> Result<Vec<MtuRow>, String> {
                 }
             });
             MtuRow {
+                protocol: if tcp { "tcp" } else { "udp" }.to_string(),
                 mtu,
                 options: if touch {
                     format!("{name}+touch")
@@ -354,20 +492,27 @@ pub fn measure(args: &MtuArgs) -> Result<Vec<MtuRow>, String> {
 
 /// Prints Gbit/s by MTU and option, and the breakdown when there is one.
 pub fn print(rows: &[MtuRow], mtus: &[usize]) {
-    print!("{:<24}", "Gbit/s of payload");
-    for m in mtus {
-        print!("{:>9}", m);
-    }
-    println!();
-    let names = common::distinct(rows.iter().map(|r| r.options.as_str()));
-    for name in &names {
-        print!("{name:<24}");
+    for protocol in common::distinct(rows.iter().map(|r| r.protocol.as_str())) {
+        print!(
+            "{:<24}",
+            format!("{} Gbit/s of payload", protocol.to_uppercase())
+        );
         for m in mtus {
-            let r = rows
-                .iter()
-                .find(|r| r.options == *name && r.mtu == *m)
-                .expect("row");
-            print!("{:>9.2}", r.gbit_per_s);
+            print!("{:>9}", m);
+        }
+        println!();
+        let mine: Vec<&MtuRow> = rows.iter().filter(|r| r.protocol == protocol).collect();
+        let names = common::distinct(mine.iter().map(|r| r.options.as_str()));
+        for name in &names {
+            print!("{name:<24}");
+            for m in mtus {
+                let r = mine
+                    .iter()
+                    .find(|r| r.options == *name && r.mtu == *m)
+                    .expect("row");
+                print!("{:>9.2}", r.gbit_per_s);
+            }
+            println!();
         }
         println!();
     }
@@ -382,7 +527,7 @@ pub fn print(rows: &[MtuRow], mtus: &[usize]) {
             let c = r.categories.expect("instrumented");
             println!(
                 "{:<32}{:>9.3}{:>9.3}{:>9.3}{:>9.3}{:>9.3}{:>9.3}",
-                format!("MTU {} {}", r.mtu, r.options),
+                format!("{} MTU {} {}", r.protocol, r.mtu, r.options),
                 c.checksum,
                 c.copy,
                 c.copy_checksum,
@@ -400,7 +545,7 @@ pub fn print(rows: &[MtuRow], mtus: &[usize]) {
 
 /// `fastpath bench mtu`.
 pub fn run(args: &MtuArgs) -> Result<(), String> {
-    common::header("bench mtu: bulk UDP over the in-memory pair by MTU and data-path optimization (paper 002 §4)");
+    common::header("bench mtu: bulk UDP and TCP over the in-memory pair by MTU and data-path optimization (paper 002 §4)");
     let rows = measure(args)?;
     print(&rows, &args.mtus);
     if let Some(path) = &args.json {

@@ -27,9 +27,10 @@ impl std::str::FromStr for BufferMode {
     }
 }
 
-/// Sizes of the pool's buffer classes, headroom included: a 1500-byte frame, a jumbo frame, and a
-/// maximal IPv4 datagram (a reassembled one, or one for a 64 KiB MTU link).
-const CLASSES: [usize; 3] = [2048, 16384, HEADROOM + 65536];
+/// Sizes of the pool's buffer classes, headroom included: a 1500-byte frame, a 16 KiB packet (jumbo
+/// frames up to MTU 16384, with their headroom), and a maximal IPv4 datagram (a reassembled one, or one
+/// for a 64 KiB MTU link).
+const CLASSES: [usize; 3] = [2048, HEADROOM + 16384, HEADROOM + 65536];
 
 /// Counters of a pool.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

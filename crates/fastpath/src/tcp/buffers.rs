@@ -12,10 +12,13 @@ use std::collections::VecDeque;
 use super::seq::Seq;
 use crate::buf::{BufferPool, PacketBuf};
 
-/// Bytes the application wrote that are not yet acknowledged, starting at sequence number `seq`.
+/// Bytes the application wrote that are not yet acknowledged: a ring that grows on demand (doubling,
+/// up to `capacity`), so an idle connection costs little.
 #[derive(Debug, Default)]
 pub(crate) struct SendBuffer {
-    bytes: VecDeque<u8>,
+    ring: Vec<u8>,
+    head: usize,
+    len: usize,
     /// Most bytes held.
     pub(crate) capacity: usize,
 }
@@ -23,58 +26,96 @@ pub(crate) struct SendBuffer {
 impl SendBuffer {
     pub(crate) fn new(capacity: usize) -> SendBuffer {
         SendBuffer {
-            bytes: VecDeque::new(),
+            ring: Vec::new(),
+            head: 0,
+            len: 0,
             capacity,
         }
     }
 
     pub(crate) fn len(&self) -> usize {
-        self.bytes.len()
+        self.len
     }
 
     pub(crate) fn free(&self) -> usize {
-        self.capacity - self.bytes.len()
+        self.capacity - self.len
+    }
+
+    /// Makes room for `n` more bytes if the ring can still grow.
+    fn reserve(&mut self, n: usize) {
+        let size = self.ring.len();
+        if size - self.len >= n || size >= self.capacity {
+            return;
+        }
+        let new_size = (self.len + n).max(2 * size).max(4096).min(self.capacity);
+        let mut ring = vec![0u8; new_size];
+        let (a, b) = self.range(0, self.len);
+        ring[..a.len()].copy_from_slice(a);
+        ring[a.len()..self.len].copy_from_slice(b);
+        self.ring = ring;
+        self.head = 0;
     }
 
     /// Appends as much of `data` as fits; returns how much.
     pub(crate) fn write(&mut self, data: &[u8]) -> usize {
         let n = data.len().min(self.free());
-        self.bytes.extend(&data[..n]);
+        self.reserve(n);
+        let size = self.ring.len();
+        let n = n.min(size - self.len);
+        let tail = (self.head + self.len) % size.max(1);
+        let first = n.min(size - tail);
+        self.ring[tail..tail + first].copy_from_slice(&data[..first]);
+        self.ring[..n - first].copy_from_slice(&data[first..n]);
+        self.len += n;
         n
     }
 
     /// Lets `fill` write up to `max` bytes in place (zero copy from the application's side: it
-    /// writes into the stack's buffer, paper 002 §3.1); `fill` returns how many it wrote.
+    /// writes into the stack's buffer, paper 002 §3.1); `fill` returns how many it wrote. It is given
+    /// one contiguous stretch of the ring, which may be shorter than `max`.
     pub(crate) fn write_with(
         &mut self,
         max: usize,
         fill: &mut dyn FnMut(&mut [u8]) -> usize,
     ) -> usize {
-        let n = max.min(self.free());
-        let start = self.bytes.len();
-        self.bytes.resize(start + n, 0);
-        self.bytes.make_contiguous();
-        let (slice, _) = self.bytes.as_mut_slices();
-        let wrote = fill(&mut slice[start..start + n]).min(n);
-        self.bytes.truncate(start + wrote);
+        let want = max.min(self.free());
+        if want == 0 {
+            return 0;
+        }
+        self.reserve(want);
+        let size = self.ring.len();
+        let tail = (self.head + self.len) % size;
+        let room = if tail >= self.head && self.len < size {
+            size - tail
+        } else {
+            size - self.len
+        };
+        let n = want.min(room);
+        let wrote = fill(&mut self.ring[tail..tail + n]).min(n);
+        self.len += wrote;
         wrote
     }
 
     /// Drops the first `n` bytes (acknowledged).
     pub(crate) fn consume(&mut self, n: usize) {
-        self.bytes.drain(..n.min(self.bytes.len()));
+        let n = n.min(self.len);
+        self.len -= n;
+        self.head = if self.len == 0 {
+            0
+        } else {
+            (self.head + n) % self.ring.len()
+        };
     }
 
     /// The bytes `[offset, offset + len)` as up to two slices.
     pub(crate) fn range(&self, offset: usize, len: usize) -> (&[u8], &[u8]) {
-        let (a, b) = self.bytes.as_slices();
-        if offset >= a.len() {
-            let o = offset - a.len();
-            (&b[o..o + len], &[])
-        } else {
-            let first = len.min(a.len() - offset);
-            (&a[offset..offset + first], &b[..len - first])
+        let size = self.ring.len();
+        if len == 0 || size == 0 {
+            return (&[], &[]);
         }
+        let start = (self.head + offset) % size;
+        let first = len.min(size - start);
+        (&self.ring[start..start + first], &self.ring[..len - first])
     }
 }
 
@@ -424,6 +465,36 @@ mod tests {
         assert_eq!(s.next_after(Seq(500)), Some(Seq(600)));
         s.ack(Seq(450));
         assert_eq!(s.ranges[0], (Seq(450), Seq(500)));
+    }
+
+    #[test]
+    fn send_buffer_grows_wraps_and_fills_in_place() {
+        let mut s = SendBuffer::new(10_000);
+        let data: Vec<u8> = (0..10_000u32).map(|i| i as u8).collect();
+        let mut written = 0;
+        let mut acked = 0;
+        for round in 0..50 {
+            let n = if round % 2 == 0 {
+                s.write(&data[written % 10_000..(written % 10_000 + 3000).min(10_000)])
+            } else {
+                let at = written;
+                s.write_with(2500, &mut |buf| {
+                    for (k, b) in buf.iter_mut().enumerate() {
+                        *b = data[(at + k) % 10_000];
+                    }
+                    buf.len()
+                })
+            };
+            written += n;
+            let (a, b) = s.range(0, s.len());
+            let held: Vec<u8> = [a, b].concat();
+            let expect: Vec<u8> = (acked..written).map(|i| data[i % 10_000]).collect();
+            assert_eq!(held, expect, "round {round}");
+            let drop = s.len() / 2;
+            s.consume(drop);
+            acked += drop;
+        }
+        assert!(s.ring.len() <= 10_000);
     }
 
     #[test]
