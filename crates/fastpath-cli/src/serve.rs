@@ -76,9 +76,10 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 1 << 20)]
     send: u64,
     /// Impair the link both ways, as a lossy wire would: `loss=P,duplicate=P,reorder=P,corrupt=P,seed=N`
-    /// (probabilities per packet; any subset). For testing where `tc netem` is not available.
+    /// (probabilities per packet; any subset), and `delay=MS` on what fastpath receives. For testing
+    /// where `tc netem` is not available.
     #[arg(long, value_parser = parse_impairments)]
-    impair: Option<Impairments>,
+    impair: Option<(Impairments, Duration)>,
     /// Seconds to wait after `ready` before the `--connect` client connects.
     #[arg(long, default_value_t = 0.0)]
     connect_delay: f64,
@@ -166,7 +167,7 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
     stack.set_buffer_depot(depot);
     let cidr = Ipv4Cidr::new(args.addr, kernel.prefix_len);
     let link: Box<dyn Link> = match args.impair {
-        Some(impair) => Box::new(Impaired::new(link, impair)),
+        Some((impair, delay)) => Box::new(Impaired::new(link, impair).with_delay(delay)),
         None => Box::new(link),
     };
     let pcap_count = match &args.pcap {
@@ -292,8 +293,9 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
 }
 
 /// Parses `--impair`: `key=value` pairs separated by commas.
-fn parse_impairments(spec: &str) -> Result<Impairments, String> {
+fn parse_impairments(spec: &str) -> Result<(Impairments, Duration), String> {
     let mut im = Impairments::default();
+    let mut delay = Duration::ZERO;
     for part in spec.split(',').filter(|p| !p.is_empty()) {
         let (key, value) = part
             .split_once('=')
@@ -311,12 +313,20 @@ fn parse_impairments(spec: &str) -> Result<Impairments, String> {
             "reorder" => im.reorder = p()?,
             "corrupt" => im.corrupt = p()?,
             "seed" => im.seed = value.parse().map_err(|_| format!("`{part}`: a number"))?,
+            "delay" => {
+                let ms: f64 = value
+                    .parse()
+                    .ok()
+                    .filter(|ms: &f64| (0.0..=10_000.0).contains(ms))
+                    .ok_or_else(|| format!("`{part}`: milliseconds, 0 to 10000"))?;
+                delay = Duration::from_secs_f64(ms / 1000.0);
+            }
             _ => {
                 return Err(format!(
-                    "`{key}`: one of loss, duplicate, reorder, corrupt, seed"
+                    "`{key}`: one of loss, duplicate, reorder, corrupt, seed, delay"
                 ))
             }
         }
     }
-    Ok(im)
+    Ok((im, delay))
 }

@@ -243,17 +243,19 @@ fn tcp_fastpath_client_to_kernel_server() {
 }
 
 /// The wire between the kernel and fastpath loses, duplicates, reorders and corrupts packets both
-/// ways (`serve --impair`; this machine's kernel has no `netem`).
-const IMPAIR: &str = "loss=0.01,duplicate=0.005,reorder=0.02,corrupt=0.001,seed=7";
+/// ways, and delays what fastpath receives by 2 ms (`serve --impair`; this machine's kernel has no
+/// `netem`).
+const IMPAIR: &str = "loss=0.01,duplicate=0.005,reorder=0.02,corrupt=0.001,seed=7,delay=2";
 
 #[test]
-fn tcp_through_loss_duplication_reordering_and_corruption() {
-    if environment_ok("tcp_through_loss_duplication_reordering_and_corruption") {
+fn tcp_through_loss_duplication_reordering_corruption_and_delay() {
+    if environment_ok("tcp_through_loss_duplication_reordering_corruption_and_delay") {
         let ns = TestNetns::create();
         // MTU-sized packets (no segmentation offload): thousands of them, so every impairment
         // happens.
         let server = Server::start(&ns.0, &["--impair", IMPAIR, "--offload", "off"]);
-        kernel_echo(&ns.0, 16 << 20);
+        let secs = kernel_echo(&ns.0, 4 << 20);
+        eprintln!("impaired echo of 4 MiB: {secs:.1} s");
         let out = server.stop(Signal::SIGTERM);
         assert!(out.contains(", 0 errors"), "{out}");
         assert!(counter(&out, "segments retransmitted") > 0, "{out}");
@@ -263,8 +265,8 @@ fn tcp_through_loss_duplication_reordering_and_corruption() {
         // With offload, segments of up to 64 KiB cross the impaired wire whole.
         let out = fastpath_client(
             &ns,
-            16 << 20,
-            &["--impair", "loss=0.03,duplicate=0.01,reorder=0.03,seed=3"],
+            4 << 20,
+            &["--impair", "loss=0.03,duplicate=0.01,reorder=0.03,seed=3,delay=1"],
         );
         assert!(counter(&out, "segments retransmitted") > 0, "{out}");
     }

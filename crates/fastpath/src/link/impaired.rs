@@ -2,6 +2,7 @@
 //! (the kernel over TUN) where `tc netem` is not available.
 
 use std::collections::VecDeque;
+use std::time::{Duration, Instant};
 
 use super::pair::complete_checksum;
 use super::{Impairments, Link, LinkCapabilities};
@@ -29,8 +30,11 @@ pub struct Impaired<L: Link> {
     impair: Impairments,
     rng: Rng,
     stats: ImpairedStats,
-    /// Received packets waiting to be handed over (a held-back packet goes after the next one).
-    rx: VecDeque<PacketBuf>,
+    /// Received packets waiting to be handed over (a held-back packet goes after the next one), with
+    /// the time each may go.
+    rx: VecDeque<(Instant, PacketBuf)>,
+    /// Added to every received packet's trip (wall-clock time: the link is real).
+    delay: Duration,
     held_rx: Option<PacketBuf>,
     scratch: Vec<PacketBuf>,
 }
@@ -44,9 +48,17 @@ impl<L: Link> Impaired<L> {
             impair,
             stats: ImpairedStats::default(),
             rx: VecDeque::new(),
+            delay: Duration::ZERO,
             held_rx: None,
             scratch: Vec::new(),
         }
+    }
+
+    /// Also delays every received packet by `delay` (a longer path; packets keep their order unless
+    /// reordered).
+    pub fn with_delay(mut self, delay: Duration) -> Impaired<L> {
+        self.delay = delay;
+        self
     }
 
     /// What the impairments did so far.
@@ -109,25 +121,31 @@ impl<L: Link> Link for Impaired<L> {
             self.mangle(p, 0, &mut mangled);
         }
         self.scratch = got;
+        let due = Instant::now() + self.delay;
         for p in mangled {
             if self.held_rx.is_none() && self.rng.chance(self.impair.reorder) {
                 self.held_rx = Some(p);
                 self.stats.reordered[0] += 1;
                 continue;
             }
-            self.rx.push_back(p);
+            self.rx.push_back((due, p));
             if let Some(h) = self.held_rx.take() {
-                self.rx.push_back(h);
+                self.rx.push_back((due, h));
             }
         }
         // A held packet does not wait for ever: it goes at the next quiet receive.
         if self.rx.is_empty() {
             if let Some(h) = self.held_rx.take() {
-                self.rx.push_back(h);
+                self.rx.push_back((due, h));
             }
         }
-        let n = max.min(self.rx.len());
-        batch.extend(self.rx.drain(..n));
+        let now = Instant::now();
+        let mut n = 0;
+        while n < max && self.rx.front().is_some_and(|(t, _)| *t <= now) {
+            let (_, p) = self.rx.pop_front().expect("a front packet");
+            batch.push(p);
+            n += 1;
+        }
         n
     }
 }
