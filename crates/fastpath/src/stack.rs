@@ -46,6 +46,8 @@ pub struct Stack {
     pub(crate) counters: Counters,
     pub(crate) now: Instant,
     pub(crate) next_ident: u16,
+    /// Bumped whenever routes or interfaces change: sockets' cached routes from before are stale.
+    pub(crate) route_epoch: u32,
     /// The loopback interface's link (interface 0, `StackLink::Local`).
     pub(crate) lo: Loopback,
     rx_batch: Vec<PacketBuf>,
@@ -91,6 +93,7 @@ impl Stack {
             counters: Counters::default(),
             now: Instant::ZERO,
             next_ident: 1,
+            route_epoch: 0,
             lo,
             rx_batch: Vec::with_capacity(config.rx_batch),
             config,
@@ -123,6 +126,7 @@ impl Stack {
         cidr: Ipv4Cidr,
     ) -> InterfaceId {
         let id = InterfaceId(self.ifaces.len());
+        self.route_epoch = self.route_epoch.wrapping_add(1);
         self.ifaces.push(Interface {
             name: name.to_string(),
             link,
@@ -157,6 +161,7 @@ impl Stack {
             gateway,
             iface,
         });
+        self.route_epoch = self.route_epoch.wrapping_add(1);
         Ok(())
     }
 

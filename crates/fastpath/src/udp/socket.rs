@@ -185,6 +185,7 @@ impl UdpSocketRef<'_> {
     pub fn set_options(&mut self, options: UdpOptions) -> io::Result<()> {
         let default = self.stack.config.limits.udp_rx_queue_bytes;
         let s = self.stack.udp.get_mut(self.socket).ok_or_else(closed)?;
+        s.tx_cache = None;
         s.options = UdpOptions {
             reuse_address: s.options.reuse_address,
             recv_buffer_bytes: options.recv_buffer_bytes.or(Some(default)),
