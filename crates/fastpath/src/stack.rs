@@ -304,7 +304,7 @@ impl Stack {
 
     /// Queues `packet` (a whole IP packet) for `iface`; hands the queue to the link once `tx_batch`
     /// packets wait.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn enqueue(&mut self, iface: InterfaceId, packet: PacketBuf) {
         self.counters.ip.out_packets += 1;
         if iface == LOOPBACK {
@@ -314,6 +314,12 @@ impl Stack {
             }
             return;
         }
+        self.enqueue_link(iface, packet);
+    }
+
+    /// [`Self::enqueue`] for any interface but loopback.
+    #[inline(never)]
+    fn enqueue_link(&mut self, iface: InterfaceId, packet: PacketBuf) {
         let f = &mut self.ifaces[iface.0];
         f.txq.push(packet);
         if f.txq.len() >= self.config.tx_batch {

@@ -667,6 +667,7 @@ impl Stack {
     }
 
     /// Input: one UDP datagram (the IP payload in `buf`).
+    #[inline(always)]
     pub(crate) fn udp_input(&mut self, mut buf: PacketBuf, ip: &Ipv4Repr, delivery: Delivery) {
         layer!(Receive, Udp);
         if let Err(e) = UdpPacket::new_checked(buf.data()) {
@@ -755,6 +756,7 @@ impl Stack {
         }
     }
 
+    #[inline]
     fn udp_enqueue(
         &mut self,
         id: SocketId,
