@@ -652,6 +652,7 @@ pub fn run(data: &[u8]) -> Counters {
             inline_header_checksum: false,
             input_header_prediction: false,
             output_header_template: false,
+            output_route_cache: false,
             demux: DemuxStrategy::Linear,
             limits,
             ..StackConfig::default()

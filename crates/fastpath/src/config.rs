@@ -203,6 +203,15 @@ pub struct StackConfig {
     /// store from its constant parts and the few fields that change (length, ident, addresses),
     /// instead of field by field from a parsed representation.
     pub output_header_template: bool,
+    /// A route cache on output: each UDP socket keeps, for the last destination it sent to, the
+    /// interface, MTU, source address and checksum mode, and the constant parts of the UDP and IPv4
+    /// headers with their partial sums (pseudo-header included), so a `send_to` to the same place
+    /// routes nothing and builds both headers from the template (with `output_header_template`).
+    /// Partridge & Pink (paper 000 §6.2) found 4.3BSD's `sendto` paying for routing and PCB work on
+    /// every datagram of an unconnected socket; 4.3BSD itself kept a route in a connected PCB
+    /// (`inp_route`). The cache is dropped when the socket's PCB or options change and is stale once
+    /// a route or interface is added.
+    pub output_route_cache: bool,
     /// Paper 000 §7.1: copy and checksum in one pass, with deferred receive verification.
     pub copy_checksum: CopyChecksum,
     /// Partridge & Pink §6.2: when false (the default), `send_to` never connects the socket, even for a
@@ -241,6 +250,7 @@ impl Default for StackConfig {
             inline_header_checksum: true,
             input_header_prediction: true,
             output_header_template: true,
+            output_route_cache: true,
             copy_checksum: CopyChecksum::Fused,
             sendto_pseudo_connect: false,
             buffers: BufferMode::Pool,
@@ -268,6 +278,7 @@ impl StackConfig {
             inline_header_checksum: false,
             input_header_prediction: false,
             output_header_template: false,
+            output_route_cache: false,
             copy_checksum: CopyChecksum::Separate,
             sendto_pseudo_connect: true,
             buffers: BufferMode::Heap,

@@ -46,6 +46,10 @@ pub struct Stack {
     pub(crate) counters: Counters,
     pub(crate) now: Instant,
     pub(crate) next_ident: u16,
+    /// Bumped whenever routes or interfaces change: sockets' cached routes from before are stale.
+    pub(crate) route_epoch: u32,
+    /// The loopback interface's link (interface 0, `StackLink::Local`).
+    pub(crate) lo: Loopback,
     rx_batch: Vec<PacketBuf>,
 }
 
@@ -76,6 +80,8 @@ impl Stack {
         let udp = UdpTable::new(&config);
         let tcp = TcpTable::new(&config, random_secret());
         let icmp = IcmpState::new(&config.limits);
+        let lo = Loopback::new(65535, config.limits.loopback_queue);
+        let lo_caps = lo.capabilities();
         let mut stack = Stack {
             ifaces: Vec::new(),
             routes: RoutingTable::default(),
@@ -87,13 +93,15 @@ impl Stack {
             counters: Counters::default(),
             now: Instant::ZERO,
             next_ident: 1,
+            route_epoch: 0,
+            lo,
             rx_batch: Vec::with_capacity(config.rx_batch),
             config,
         };
-        let lo = Loopback::new(65535, stack.config.limits.loopback_queue);
         stack.add_link(
             "lo",
-            StackLink::Loopback(lo),
+            StackLink::Local,
+            lo_caps,
             Ipv4Cidr::new(Ipv4Addr::LOCALHOST, 8),
         );
         stack
@@ -106,15 +114,19 @@ impl Stack {
         link: impl Link + 'static,
         cidr: Ipv4Cidr,
     ) -> InterfaceId {
-        self.add_link(name, StackLink::Dyn(Box::new(link)), cidr)
+        let caps = link.capabilities();
+        self.add_link(name, StackLink::Dyn(Box::new(link)), caps, cidr)
     }
 
-    fn add_link(&mut self, name: &str, link: StackLink, cidr: Ipv4Cidr) -> InterfaceId {
-        let caps = match &link {
-            StackLink::Loopback(l) => l.capabilities(),
-            StackLink::Dyn(l) => l.capabilities(),
-        };
+    fn add_link(
+        &mut self,
+        name: &str,
+        link: StackLink,
+        caps: LinkCapabilities,
+        cidr: Ipv4Cidr,
+    ) -> InterfaceId {
         let id = InterfaceId(self.ifaces.len());
+        self.route_epoch = self.route_epoch.wrapping_add(1);
         self.ifaces.push(Interface {
             name: name.to_string(),
             link,
@@ -149,6 +161,7 @@ impl Stack {
             gateway,
             iface,
         });
+        self.route_epoch = self.route_epoch.wrapping_add(1);
         Ok(())
     }
 
@@ -204,32 +217,33 @@ impl Stack {
     /// packets moved, received and handed to links: zero means there was nothing to do.
     pub fn poll(&mut self, now: Instant) -> usize {
         self.now = now;
+        let max = self.config.rx_batch;
         let mut processed = self.flush();
-        let mut batch = std::mem::take(&mut self.rx_batch);
         for _ in 0..POLL_ROUNDS {
-            let (mut got, mut more) = (0, false);
-            for i in 0..self.ifaces.len() {
-                layer!(Receive, Link);
-                let n = self.ifaces[i]
-                    .link
-                    .receive(&mut batch, self.config.rx_batch);
-                // A full batch means the link may hold more.
-                more |= n == self.config.rx_batch;
+            layer!(Receive, Link);
+            // The loopback first, straight from its queue: no batch in between.
+            let mut got = 0;
+            while got < max {
+                let Some(packet) = self.lo.pop() else { break };
+                self.ipv4_input(LOOPBACK, packet);
+                got += 1;
+            }
+            self.tcp_flush_dirty();
+            // A full batch means the link may hold more.
+            let mut more = got == max;
+            if self.ifaces.len() > 1 {
+                let (n, full) = self.receive_links(max);
                 got += n;
-                for packet in batch.drain(..) {
-                    self.ipv4_input(InterfaceId(i), packet);
-                }
-                self.tcp_flush_dirty();
+                more |= full;
             }
             let sent = self.flush();
             processed += got + sent;
             // Quiet when every link came up short and input queued nothing new (a reply to ourselves
             // over loopback would need another round).
-            if !more && sent == 0 {
+            if !more && sent == 0 && self.lo.is_empty() {
                 break;
             }
         }
-        self.rx_batch = batch;
         layer!();
         if self.reassembly.next_deadline().is_some_and(|d| d <= now) {
             self.expire_reassembly();
@@ -240,6 +254,26 @@ impl Stack {
             processed += self.flush();
         }
         processed
+    }
+
+    /// One round of input from every interface but loopback: up to `max` packets each. Returns how
+    /// many, and whether some link filled a batch (and may hold more).
+    #[inline(never)]
+    fn receive_links(&mut self, max: usize) -> (usize, bool) {
+        let mut batch = std::mem::take(&mut self.rx_batch);
+        let (mut got, mut more) = (0, false);
+        for i in 1..self.ifaces.len() {
+            layer!(Receive, Link);
+            let n = self.ifaces[i].link.receive(&mut batch, max);
+            more |= n == max;
+            got += n;
+            for packet in batch.drain(..) {
+                self.ipv4_input(InterfaceId(i), packet);
+            }
+            self.tcp_flush_dirty();
+        }
+        self.rx_batch = batch;
+        (got, more)
     }
 
     /// The earliest time a timer (TCP retransmission, delayed ACK, reassembly expiry, ...) wants
@@ -254,7 +288,8 @@ impl Stack {
     /// Hands every queued output packet to its link now; returns how many there were.
     pub fn flush(&mut self) -> usize {
         let mut n = 0;
-        for iface in &mut self.ifaces {
+        // The loopback's packets went straight to its queue: only the other links have queues.
+        for iface in self.ifaces.iter_mut().skip(1) {
             if !iface.txq.is_empty() {
                 layer!(Send, Link);
                 n += iface.txq.len();
@@ -269,9 +304,22 @@ impl Stack {
 
     /// Queues `packet` (a whole IP packet) for `iface`; hands the queue to the link once `tx_batch`
     /// packets wait.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn enqueue(&mut self, iface: InterfaceId, packet: PacketBuf) {
         self.counters.ip.out_packets += 1;
+        if iface == LOOPBACK {
+            // Straight to the loopback's queue: the next `poll` reads it there.
+            if let Err(packet) = self.lo.push(packet) {
+                self.drop_packet(packet, DropReason::LinkQueueFull);
+            }
+            return;
+        }
+        self.enqueue_link(iface, packet);
+    }
+
+    /// [`Self::enqueue`] for any interface but loopback.
+    #[inline(never)]
+    fn enqueue_link(&mut self, iface: InterfaceId, packet: PacketBuf) {
         let f = &mut self.ifaces[iface.0];
         f.txq.push(packet);
         if f.txq.len() >= self.config.tx_batch {

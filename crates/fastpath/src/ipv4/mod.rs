@@ -153,7 +153,13 @@ impl Stack {
         {
             return None;
         }
-        if self.header_sum(h) != 0xffff {
+        let sum = if self.config.inline_header_checksum {
+            timed!(Checksum);
+            checksum::ipv4_header_sum(h)
+        } else {
+            self.header_sum(h)
+        };
+        if sum != 0xffff {
             return None;
         }
         let src = Ipv4Addr::new(h[12], h[13], h[14], h[15]);

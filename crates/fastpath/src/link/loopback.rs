@@ -40,6 +40,31 @@ impl Loopback {
     pub fn dropped(&self) -> u64 {
         self.dropped
     }
+
+    /// Queues one packet, the stack's direct path to its own loopback (no batch in between); gives it
+    /// back, counted as dropped, when the queue is full.
+    #[inline]
+    pub(crate) fn push(&mut self, packet: PacketBuf) -> Result<(), PacketBuf> {
+        if self.queue.len() < self.limit {
+            self.queue.push_back(packet);
+            Ok(())
+        } else {
+            self.dropped += 1;
+            Err(packet)
+        }
+    }
+
+    /// Takes the oldest queued packet.
+    #[inline]
+    pub(crate) fn pop(&mut self) -> Option<PacketBuf> {
+        self.queue.pop_front()
+    }
+
+    /// True when nothing is queued.
+    #[inline]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.queue.is_empty()
+    }
 }
 
 impl Link for Loopback {

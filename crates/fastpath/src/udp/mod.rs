@@ -17,6 +17,7 @@ use crate::buf::{ChecksumOffload, PacketBuf};
 use crate::checksum::{self, Checksum};
 use crate::config::{CopyChecksum, StackConfig};
 use crate::demux::{Demux, Pcb, SocketId};
+use crate::ipv4::route::InterfaceId;
 use crate::ipv4::{Delivery, NextHop};
 use crate::stack::{Stack, LOOPBACK};
 use crate::stats::DropReason;
@@ -58,6 +59,27 @@ pub(crate) struct SocketState {
     pub(crate) rx_bytes: usize,
     pub(crate) error: Option<io::ErrorKind>,
     pub(crate) counters: SocketCounters,
+    /// The route and headers of the last destination sent to (`output_route_cache`); cleared when the
+    /// PCB or the options change, stale when the stack's routes or interfaces have changed since.
+    pub(crate) tx_cache: Option<TxRoute>,
+}
+
+/// What `send_to` needs about one destination that does not change from datagram to datagram: the
+/// interface, its MTU, the checksum mode, and the constant parts of the headers and their sums.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct TxRoute {
+    dst: SocketAddrV4,
+    /// The stack's `route_epoch` when this was computed.
+    epoch: u32,
+    iface: InterfaceId,
+    mtu: usize,
+    mode: TxChecksum,
+    /// The UDP pseudo-header's source, destination and protocol, summed (unfolded).
+    pseudo: u32,
+    /// The IPv4 header with zero length, ident and checksum.
+    ip: [u8; 20],
+    /// The sum of that header's 16-bit words (unfolded).
+    ip_sum: u32,
 }
 
 #[derive(Debug)]
@@ -180,6 +202,7 @@ impl UdpTable {
     pub(crate) fn set_pcb(&mut self, s: UdpSocket, pcb: Pcb) {
         let id = SocketId(s.index);
         let state = self.by_id(id);
+        state.tx_cache = None;
         let old = std::mem::replace(&mut state.pcb, pcb);
         self.demux.remove(id, &old);
         self.demux.insert(id, pcb);
@@ -237,6 +260,7 @@ impl Stack {
             rx_bytes: 0,
             error: None,
             counters: SocketCounters::default(),
+            tx_cache: None,
         }))
     }
 
@@ -316,6 +340,7 @@ impl Stack {
         mut payload: Payload<'_, '_>,
         dst: Option<SocketAddrV4>,
     ) -> io::Result<usize> {
+        let epoch = self.route_epoch;
         let state = self.udp.get_mut(s).ok_or_else(closed)?;
         if let Some(kind) = state.error.take() {
             return Err(kind.into());
@@ -333,6 +358,15 @@ impl Stack {
             }
         };
         let len = payload.len();
+        // The route cache: the same destination as last time, checked when it was cached, and a
+        // datagram that needs no fragmenting.
+        if let Some(tx) = &state.tx_cache {
+            if tx.dst == dst && tx.epoch == epoch && len <= MAX_PAYLOAD && 28 + len <= tx.mtu {
+                let tx = *tx;
+                self.udp_output_cached(s, &tx, pcb, &mut payload, len);
+                return Ok(len);
+            }
+        }
         if len > MAX_PAYLOAD {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -349,6 +383,19 @@ impl Stack {
             return Err(broadcast_denied());
         }
 
+        if self.config.output_route_cache
+            && self.config.output_header_template
+            && !self.config.sendto_pseudo_connect
+        {
+            let tx = self.tx_route(pcb, options, dst)?;
+            if 28 + len <= tx.mtu {
+                if let Some(state) = self.udp.get_mut(s) {
+                    state.tx_cache = Some(tx);
+                }
+                self.udp_output_cached(s, &tx, pcb, &mut payload, len);
+                return Ok(len);
+            }
+        }
         if self.config.sendto_pseudo_connect && !pcb.is_connected() {
             // 4.3BSD: connect for the duration of the send, then disconnect (paper 000 §6.2).
             self.udp_connect(s, dst)?;
@@ -360,16 +407,8 @@ impl Stack {
         self.udp_output(s, pcb, options, &mut payload, dst, len)
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn udp_output(
-        &mut self,
-        s: UdpSocket,
-        pcb: Pcb,
-        options: UdpOptions,
-        payload_source: &mut Payload<'_, '_>,
-        dst: SocketAddrV4,
-        len: usize,
-    ) -> io::Result<usize> {
+    /// Routes `dst` for a socket with `pcb`: the next hop and the source address.
+    fn source_route(&self, pcb: Pcb, dst: SocketAddrV4) -> io::Result<(NextHop, Ipv4Addr)> {
         let hop: NextHop = self.route(*dst.ip()).map_err(|_| no_route(*dst.ip()))?;
         let src = if pcb.local_addr.is_unspecified() {
             hop.src
@@ -383,10 +422,19 @@ impl Stack {
                 format!("a socket bound to {src} cannot send to {dst}, off the host"),
             ));
         }
+        Ok((hop, src))
+    }
 
+    /// How a datagram to `dst` through `hop` is checksummed.
+    fn tx_checksum_mode(
+        &self,
+        options: UdpOptions,
+        hop: &NextHop,
+        dst: SocketAddrV4,
+        fragments: bool,
+    ) -> TxChecksum {
         let policy = self.config.checksum_policy;
-        let fragments = 28 + len > hop.caps.mtu;
-        let mode = if options.no_checksum
+        if options.no_checksum
             || (policy.eliminate_on_protected_hop
                 && hop.caps.crc_protected
                 && hop.next_hop == *dst.ip())
@@ -396,7 +444,150 @@ impl Stack {
             TxChecksum::Offload
         } else {
             TxChecksum::Software
+        }
+    }
+
+    /// Everything about sending to `dst` from a socket with `pcb` and `options` that is the same for
+    /// every datagram that fits the MTU, for the route cache.
+    fn tx_route(&self, pcb: Pcb, options: UdpOptions, dst: SocketAddrV4) -> io::Result<TxRoute> {
+        let (hop, src) = self.source_route(pcb, dst)?;
+        let mode = self.tx_checksum_mode(options, &hop, dst, false);
+        let [s0, s1, s2, s3] = src.octets();
+        let [d0, d1, d2, d3] = dst.ip().octets();
+        let ttl = self.config.default_ttl;
+        let proto: u8 = IpProtocol::Udp.into();
+        // Version and header length 0x45, TOS 0, no flags or offset: as `ipv4_output`'s template.
+        let ip = [
+            0x45, 0, 0, 0, 0, 0, 0, 0, ttl, proto, 0, 0, s0, s1, s2, s3, d0, d1, d2, d3,
+        ];
+        let ip_sum = ip
+            .chunks_exact(2)
+            .map(|w| u32::from(u16::from_be_bytes([w[0], w[1]])))
+            .sum();
+        let (s, d) = (u32::from(src), u32::from(*dst.ip()));
+        let pseudo = (s >> 16) + (s & 0xffff) + (d >> 16) + (d & 0xffff) + u32::from(proto);
+        Ok(TxRoute {
+            dst,
+            epoch: self.route_epoch,
+            iface: hop.iface,
+            mtu: hop.caps.mtu,
+            mode,
+            pseudo,
+            ip,
+            ip_sum,
+        })
+    }
+
+    /// Output through the route cache (`output_route_cache`): the UDP and IPv4 headers of a datagram
+    /// that fits the MTU, from `tx`'s constant parts and sums, and the payload copied (and summed) once.
+    fn udp_output_cached(
+        &mut self,
+        s: UdpSocket,
+        tx: &TxRoute,
+        pcb: Pcb,
+        payload_source: &mut Payload<'_, '_>,
+        len: usize,
+    ) {
+        layer!(Send, Udp);
+        let mut buf = {
+            timed!(Buffers);
+            self.pool.alloc(8 + len)
         };
+        let udp_len = (8 + len) as u16;
+        let datagram = buf.extend(8 + len);
+        let (header, payload) = datagram.split_at_mut(8);
+        let [p0, p1] = pcb.local_port.to_be_bytes();
+        let [q0, q1] = tx.dst.port().to_be_bytes();
+        let [l0, l1] = udp_len.to_be_bytes();
+        header.copy_from_slice(&[p0, p1, q0, q1, l0, l1, 0, 0]);
+        let pseudo = fold(tx.pseudo + u32::from(udp_len));
+        let field = match payload_source {
+            Payload::Copy(pieces)
+                if tx.mode == TxChecksum::Software
+                    && self.config.copy_checksum == CopyChecksum::Fused =>
+            {
+                timed!(CopyChecksum);
+                let mut sum = Checksum::new();
+                sum.add_sum(header_sum(pcb.local_port, tx.dst.port(), udp_len, 0));
+                sum.add_sum(pseudo);
+                let mut at = 0;
+                for piece in pieces.iter() {
+                    sum.copy_and_add_with(
+                        self.config.checksum,
+                        &mut payload[at..at + piece.len()],
+                        piece,
+                    );
+                    at += piece.len();
+                }
+                nonzero(sum.checksum())
+            }
+            source => {
+                match source {
+                    Payload::Copy([piece]) => {
+                        timed!(Copy);
+                        payload.copy_from_slice(piece);
+                    }
+                    Payload::Copy(pieces) => {
+                        timed!(Copy);
+                        let mut at = 0;
+                        for piece in pieces.iter() {
+                            payload[at..at + piece.len()].copy_from_slice(piece);
+                            at += piece.len();
+                        }
+                    }
+                    Payload::Fill(_, fill) => fill(payload),
+                }
+                match tx.mode {
+                    TxChecksum::Software => {
+                        timed!(Checksum);
+                        nonzero(!checksum::add(self.config.checksum.sum(buf.data()), pseudo))
+                    }
+                    TxChecksum::Offload => pseudo,
+                    TxChecksum::None => 0,
+                }
+            }
+        };
+        match tx.mode {
+            TxChecksum::Offload => {
+                buf.meta.checksum = ChecksumOffload::Partial {
+                    start: 20,
+                    offset: 6,
+                };
+                self.counters.udp.out_checksum_offloaded += 1;
+            }
+            TxChecksum::None => self.counters.udp.out_no_checksum += 1,
+            TxChecksum::Software => {}
+        }
+        buf.data_mut()[6..8].copy_from_slice(&field.to_be_bytes());
+        self.counters.udp.out_datagrams += 1;
+        self.udp.demux.sent(SocketId(s.index), &pcb);
+
+        layer!(Send, Ip);
+        self.counters.ip.out_requests += 1;
+        let ident = self.next_ident;
+        self.next_ident = ident.wrapping_add(1);
+        let total = 20 + udp_len;
+        let mut h = tx.ip;
+        h[2..4].copy_from_slice(&total.to_be_bytes());
+        h[4..6].copy_from_slice(&ident.to_be_bytes());
+        let sum = !fold(tx.ip_sum + u32::from(total) + u32::from(ident));
+        h[10..12].copy_from_slice(&sum.to_be_bytes());
+        buf.push_front(20).copy_from_slice(&h);
+        self.enqueue(tx.iface, buf);
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn udp_output(
+        &mut self,
+        s: UdpSocket,
+        pcb: Pcb,
+        options: UdpOptions,
+        payload_source: &mut Payload<'_, '_>,
+        dst: SocketAddrV4,
+        len: usize,
+    ) -> io::Result<usize> {
+        let (hop, src) = self.source_route(pcb, dst)?;
+        let mode = self.tx_checksum_mode(options, &hop, dst, 28 + len > hop.caps.mtu);
 
         layer!(Send, Udp);
         let mut buf = {
@@ -476,6 +667,7 @@ impl Stack {
     }
 
     /// Input: one UDP datagram (the IP payload in `buf`).
+    #[inline(always)]
     pub(crate) fn udp_input(&mut self, mut buf: PacketBuf, ip: &Ipv4Repr, delivery: Delivery) {
         layer!(Receive, Udp);
         if let Err(e) = UdpPacket::new_checked(buf.data()) {
@@ -564,6 +756,7 @@ impl Stack {
         }
     }
 
+    #[inline]
     fn udp_enqueue(
         &mut self,
         id: SocketId,
@@ -640,6 +833,14 @@ enum TxChecksum {
 #[inline(always)]
 fn header_sum(src_port: u16, dst_port: u16, len: u16, field: u16) -> u16 {
     let acc = src_port as u32 + dst_port as u32 + len as u32 + field as u32;
+    let acc = (acc & 0xffff) + (acc >> 16);
+    ((acc & 0xffff) + (acc >> 16)) as u16
+}
+
+/// Folds a sum of 16-bit words (at most a few hundred thousand of them) to 16 bits, end-around carry
+/// included.
+#[inline(always)]
+fn fold(acc: u32) -> u16 {
     let acc = (acc & 0xffff) + (acc >> 16);
     ((acc & 0xffff) + (acc >> 16)) as u16
 }

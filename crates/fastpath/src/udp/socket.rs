@@ -121,7 +121,10 @@ impl UdpSocketRef<'_> {
     /// Receives one datagram into `buf`; returns its length (bytes past `buf.len()` are discarded) and
     /// its sender.
     pub fn recv_from(&mut self, buf: &mut [u8]) -> io::Result<(usize, SocketAddrV4)> {
-        self.read(&mut [IoSliceMut::new(buf)], false)
+        layer!(Receive, Socket);
+        let result = self.recv_one(buf);
+        layer!();
+        result
     }
 
     /// Receives one datagram into `buf`.
@@ -185,6 +188,7 @@ impl UdpSocketRef<'_> {
     pub fn set_options(&mut self, options: UdpOptions) -> io::Result<()> {
         let default = self.stack.config.limits.udp_rx_queue_bytes;
         let s = self.stack.udp.get_mut(self.socket).ok_or_else(closed)?;
+        s.tx_cache = None;
         s.options = UdpOptions {
             reuse_address: s.options.reuse_address,
             recv_buffer_bytes: options.recv_buffer_bytes.or(Some(default)),
@@ -217,6 +221,56 @@ impl UdpSocketRef<'_> {
             self.stack.pool.free(dg.buf);
         }
         Ok(())
+    }
+
+    /// [`Self::recv_from`]: one buffer, and the datagram taken off the queue at once. An empty queue
+    /// is checked first: a reader calls until `WouldBlock`, so at one datagram per poll half the
+    /// calls find nothing.
+    #[inline(always)]
+    fn recv_one(&mut self, buf: &mut [u8]) -> io::Result<(usize, SocketAddrV4)> {
+        let stack = &mut *self.stack;
+        let s = stack.udp.get_mut(self.socket).ok_or_else(closed)?;
+        loop {
+            if s.rx.is_empty() && s.error.is_none() {
+                return Err(io::ErrorKind::WouldBlock.into());
+            }
+            if let Some(kind) = s.error.take() {
+                return Err(kind.into());
+            }
+            let Some(dg) = s.rx.pop_front() else {
+                return Err(io::ErrorKind::WouldBlock.into());
+            };
+            s.rx_bytes -= dg.buf.truesize();
+            let payload = dg.buf.data();
+            let n = buf.len().min(payload.len());
+            let ok = match dg.pending {
+                None => {
+                    timed!(Copy);
+                    buf[..n].copy_from_slice(&payload[..n]);
+                    true
+                }
+                Some(head) => {
+                    timed!(CopyChecksum);
+                    let mut sum = Checksum::new();
+                    sum.add_sum(head);
+                    sum.copy_and_add_with(stack.config.checksum, &mut buf[..n], &payload[..n]);
+                    if n < payload.len() {
+                        sum.add_bytes(&payload[n..]);
+                    }
+                    sum.sum() == 0xffff
+                }
+            };
+            {
+                timed!(Buffers);
+                stack.pool.free(dg.buf);
+            }
+            if ok {
+                stack.counters.udp.in_read += 1;
+                return Ok((n, dg.from));
+            }
+            s.counters.bad_checksum += 1;
+            stack.counters.drops.add(DropReason::UdpBadChecksum);
+        }
     }
 
     #[inline(always)]
