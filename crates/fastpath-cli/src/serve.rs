@@ -243,11 +243,14 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
             let timer = stack
                 .next_deadline()
                 .map_or(Duration::from_millis(100), |d| d.saturating_since(now));
-            let nap = remaining
-                .map_or(Duration::from_millis(100), |r| {
-                    r.min(Duration::from_millis(100))
-                })
-                .min(timer);
+            // An impaired link holds packets (delayed, or held back to reorder) that the TUN
+            // descriptor knows nothing of: wake often enough to hand them over on time.
+            let longest = if args.impair.is_some() {
+                Duration::from_micros(200)
+            } else {
+                Duration::from_millis(100)
+            };
+            let nap = remaining.map_or(longest, |r| r.min(longest)).min(timer);
             tun.wait(Some(nap))
                 .map_err(|e| format!("waiting on {}: {e}", tun.name()))?;
         }

@@ -245,7 +245,7 @@ fn tcp_fastpath_client_to_kernel_server() {
 /// The wire between the kernel and fastpath loses, duplicates, reorders and corrupts packets both
 /// ways, and delays what fastpath receives by 2 ms (`serve --impair`; this machine's kernel has no
 /// `netem`).
-const IMPAIR: &str = "loss=0.01,duplicate=0.005,reorder=0.02,corrupt=0.001,seed=7,delay=2";
+const IMPAIR: &str = "loss=0.01,duplicate=0.005,reorder=0.02,corrupt=0.003,seed=7,delay=2";
 
 #[test]
 fn tcp_through_loss_duplication_reordering_corruption_and_delay() {
@@ -266,7 +266,10 @@ fn tcp_through_loss_duplication_reordering_corruption_and_delay() {
         let out = fastpath_client(
             &ns,
             4 << 20,
-            &["--impair", "loss=0.03,duplicate=0.01,reorder=0.03,seed=3,delay=1"],
+            &[
+                "--impair",
+                "loss=0.03,duplicate=0.01,reorder=0.03,seed=3,delay=1",
+            ],
         );
         assert!(counter(&out, "segments retransmitted") > 0, "{out}");
     }
