@@ -59,7 +59,7 @@ fn scenario(cache: bool) -> Vec<[Vec<Vec<u8>>; 2]> {
     let far = SocketAddrV4::new(FAR, 53);
     let near = SocketAddrV4::new(A, 53);
     let mut steps = Vec::new();
-    let mut send = |s: &mut Stack, to: SocketAddrV4, raw: &mut [PairEnd; 2]| {
+    let send = |s: &mut Stack, to: SocketAddrV4, raw: &mut [PairEnd; 2]| {
         s.udp(sock).send_to(b"hello", to).unwrap();
         s.udp(sock).send_to(b"again", to).unwrap();
         s.poll(now);
