@@ -309,6 +309,7 @@ impl Stack {
         self.counters.ip.out_packets += 1;
         if iface == LOOPBACK {
             // Straight to the loopback's queue: the next `poll` reads it there.
+            layer!(Send, Link);
             if let Err(packet) = self.lo.push(packet) {
                 self.drop_packet(packet, DropReason::LinkQueueFull);
             }
