@@ -151,13 +151,9 @@ const OPTIONS: [(&str, Options); 5] = [
 const A: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
 const B: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
 
-/// Moves `bytes` of payload from A to B; returns seconds and, when instrumented, the category cycles.
-fn run_once(
-    mtu: usize,
-    o: Options,
-    touch: bool,
-    bytes: usize,
-) -> Result<(f64, Option<[u64; 5]>), String> {
+/// Two stacks, A and B, on an in-memory pair of `mtu` with option set `o`'s checksum choices, sharing
+/// free buffers.
+fn pair_stacks(mtu: usize, o: Options) -> (Stack, Stack) {
     let config = StackConfig {
         copy_checksum: if o.fused {
             CopyChecksum::Fused
@@ -178,6 +174,17 @@ fn run_once(
     let depot = fastpath::buf::BufferDepot::new();
     a.set_buffer_depot(depot.clone());
     b.set_buffer_depot(depot);
+    (a, b)
+}
+
+/// Moves `bytes` of payload from A to B; returns seconds and, when instrumented, the category cycles.
+fn run_once(
+    mtu: usize,
+    o: Options,
+    touch: bool,
+    bytes: usize,
+) -> Result<(f64, Option<[u64; 5]>), String> {
+    let (mut a, mut b) = pair_stacks(mtu, o);
     let tx = a
         .udp_bind(SocketAddrV4::new(A, 0))
         .map_err(|e| e.to_string())?;
@@ -259,19 +266,7 @@ fn run_once(
             b.counters()
         ));
     }
-    #[cfg(feature = "instrument")]
-    {
-        let p = fastpath::instrument::take();
-        let ops = |op: usize| p.ops[0][op] + p.ops[1][op];
-        let total: u64 = p.layers.iter().flatten().sum();
-        let named: u64 = (0..4).map(ops).sum();
-        return Ok((
-            secs,
-            Some([ops(0), ops(1), ops(2), ops(3), total.saturating_sub(named)]),
-        ));
-    }
-    #[allow(unreachable_code)]
-    Ok((secs, None))
+    Ok((secs, categories()))
 }
 
 /// Moves `bytes` over one TCP connection from A to B; returns seconds and, when instrumented, the
@@ -282,26 +277,7 @@ fn run_once_tcp(
     touch: bool,
     bytes: usize,
 ) -> Result<(f64, Option<[u64; 5]>), String> {
-    let config = StackConfig {
-        copy_checksum: if o.fused {
-            CopyChecksum::Fused
-        } else {
-            CopyChecksum::Separate
-        },
-        ..StackConfig::default()
-    };
-    let caps = LinkCapabilities {
-        tx_checksum_offload: o.offload,
-        ..LinkCapabilities::plain(mtu)
-    };
-    let (ea, eb) = PairEnd::pair(caps, 4096, Impairments::default());
-    let mut a = Stack::new(config.clone());
-    a.add_interface("pair0", ea, Ipv4Cidr::new(A, 24));
-    let mut b = Stack::new(config);
-    b.add_interface("pair0", eb, Ipv4Cidr::new(B, 24));
-    let depot = fastpath::buf::BufferDepot::new();
-    a.set_buffer_depot(depot.clone());
-    b.set_buffer_depot(depot);
+    let (mut a, mut b) = pair_stacks(mtu, o);
     a.poll(Instant::now());
     b.poll(Instant::now());
     let l = b
@@ -377,19 +353,22 @@ fn run_once_tcp(
     }
     let secs = started.elapsed().as_secs_f64();
     std::hint::black_box(check);
+    Ok((secs, categories()))
+}
+
+/// With the `instrument` feature, the cycles since the last take by category (checksum, copy,
+/// copy+checksum, buffers, other protocol work), both sides together.
+fn categories() -> Option<[u64; 5]> {
     #[cfg(feature = "instrument")]
     {
         let p = fastpath::instrument::take();
         let ops = |op: usize| p.ops[0][op] + p.ops[1][op];
         let total: u64 = p.layers.iter().flatten().sum();
         let named: u64 = (0..4).map(ops).sum();
-        return Ok((
-            secs,
-            Some([ops(0), ops(1), ops(2), ops(3), total.saturating_sub(named)]),
-        ));
+        return Some([ops(0), ops(1), ops(2), ops(3), total.saturating_sub(named)]);
     }
     #[allow(unreachable_code)]
-    Ok((secs, None))
+    None
 }
 
 /// The application writing every 8-byte word of a datagram it sends.

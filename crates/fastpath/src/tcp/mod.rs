@@ -159,45 +159,42 @@ impl TcpTable {
         Some(entry)
     }
 
+    /// The entry in slot `index`, if it holds one of `generation` (any generation when `None`).
+    fn entry(&mut self, index: u32, generation: Option<u32>) -> Option<&mut Entry> {
+        let slot = self.slots.get_mut(index as usize)?;
+        if generation.is_some_and(|g| g != slot.generation) {
+            return None;
+        }
+        slot.entry.as_mut()
+    }
+
+    /// The connection a handle names (its generation must match).
     pub(crate) fn conn_mut(&mut self, index: u32, generation: u32) -> Option<&mut Tcb> {
-        match self.slots.get_mut(index as usize) {
-            Some(Slot {
-                generation: g,
-                entry: Some(Entry::Conn(t)),
-                ..
-            }) if *g == generation => Some(t),
-            _ => None,
+        match self.entry(index, Some(generation))? {
+            Entry::Conn(t) => Some(t),
+            Entry::Listener(_) => None,
         }
     }
 
     fn tcb(&mut self, index: u32) -> Option<&mut Tcb> {
-        match self.slots.get_mut(index as usize) {
-            Some(Slot {
-                entry: Some(Entry::Conn(t)),
-                ..
-            }) => Some(t),
-            _ => None,
+        match self.entry(index, None)? {
+            Entry::Conn(t) => Some(t),
+            Entry::Listener(_) => None,
         }
     }
 
+    /// The listener a handle names (its generation must match).
     pub(crate) fn listener_mut(&mut self, index: u32, generation: u32) -> Option<&mut Listener> {
-        match self.slots.get_mut(index as usize) {
-            Some(Slot {
-                generation: g,
-                entry: Some(Entry::Listener(l)),
-                ..
-            }) if *g == generation => Some(l),
-            _ => None,
+        match self.entry(index, Some(generation))? {
+            Entry::Listener(l) => Some(l),
+            Entry::Conn(_) => None,
         }
     }
 
     fn listener(&mut self, index: u32) -> Option<&mut Listener> {
-        match self.slots.get_mut(index as usize) {
-            Some(Slot {
-                entry: Some(Entry::Listener(l)),
-                ..
-            }) => Some(l),
-            _ => None,
+        match self.entry(index, None)? {
+            Entry::Listener(l) => Some(l),
+            Entry::Conn(_) => None,
         }
     }
 
