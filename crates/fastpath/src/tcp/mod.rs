@@ -513,7 +513,7 @@ impl Stack {
         }
         self.pool.free(buf);
         let iss = self.tcp.isn.isn(local, remote, self.now);
-        let mut tcb = Tcb::accept(local, remote, hop, iss, repr, &self.config.tcp, self.now);
+        let mut tcb = Tcb::accept(local, remote, hop, iss, repr, &self.config.tcp);
         tcb.listener = Some(SocketId(index));
         let pcb = pcb_of(&tcb);
         if let Some(l) = self.tcp.listener(index) {
@@ -601,7 +601,7 @@ impl Stack {
                 self.now,
             )
             .unwrap_or(536);
-        let tcb = Tcb::from_cookie(local, remote, hop, repr, mss, &self.config.tcp, self.now);
+        let tcb = Tcb::from_cookie(local, remote, hop, repr, mss, &self.config.tcp);
         let pcb = pcb_of(&tcb);
         self.counters.tcp.syn_cookies_ok += 1;
         self.counters.tcp.passive_opens += 1;

@@ -138,7 +138,7 @@ impl Stack {
             ));
         }
         let iss = self.tcp.isn.isn(local, remote, self.now);
-        let tcb = Tcb::connect(local, remote, hop, iss, &self.config.tcp, self.now);
+        let tcb = Tcb::connect(local, remote, hop, iss, &self.config.tcp);
         let pcb = pcb_of(&tcb);
         self.counters.tcp.active_opens += 1;
         let (index, generation) = self.tcp.insert(Entry::Conn(Box::new(tcb)), pcb);
@@ -450,9 +450,6 @@ fn read_result(tcb: &Tcb, n: usize, empty_buf: bool) -> io::Result<usize> {
     }
     if tcb.fin_received || tcb.state == State::Closed {
         return Ok(0);
-    }
-    if tcb.state == State::SynSent || tcb.state == State::SynReceived {
-        return Err(io::ErrorKind::WouldBlock.into());
     }
     Err(io::ErrorKind::WouldBlock.into())
 }

@@ -214,8 +214,6 @@ pub(crate) struct Tcb {
     pub(crate) ack_immediately: bool,
     challenge_window: (u64, u32),
     retransmits: u64,
-    /// Sequence number of the last byte delivered to the application's queue, for "data after close".
-    pub(crate) last_activity: Instant,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -239,7 +237,6 @@ impl Tcb {
         hop: NextHop,
         iss: u32,
         cfg: &TcpConfig,
-        now: Instant,
     ) -> Tcb {
         let local_mss = (hop.caps.mtu.min(65535) - 40) as u16;
         let mss = (local_mss as u32).min(536);
@@ -319,7 +316,6 @@ impl Tcb {
             ack_immediately: false,
             challenge_window: (0, 0),
             retransmits: 0,
-            last_activity: now,
         }
     }
 
@@ -330,9 +326,8 @@ impl Tcb {
         hop: NextHop,
         iss: u32,
         cfg: &TcpConfig,
-        now: Instant,
     ) -> Tcb {
-        let mut tcb = Tcb::new(State::SynSent, local, remote, hop, iss, cfg, now);
+        let mut tcb = Tcb::new(State::SynSent, local, remote, hop, iss, cfg);
         tcb.alt_requested = eliminable(cfg, &hop, remote);
         tcb
     }
@@ -348,9 +343,8 @@ impl Tcb {
         iss: u32,
         syn: &TcpRepr,
         cfg: &TcpConfig,
-        now: Instant,
     ) -> Tcb {
-        let mut tcb = Tcb::new(State::SynReceived, local, remote, hop, iss, cfg, now);
+        let mut tcb = Tcb::new(State::SynReceived, local, remote, hop, iss, cfg);
         tcb.take_syn(syn, cfg);
         // Agree to elimination only when asked, when switched on here too, and on a protected hop.
         if syn.options.alt_checksum == Some(ALT_CHECKSUM_NONE) && eliminable(cfg, &hop, remote) {
@@ -369,10 +363,9 @@ impl Tcb {
         ack: &TcpRepr,
         mss: u16,
         cfg: &TcpConfig,
-        now: Instant,
     ) -> Tcb {
         let iss = ack.ack.wrapping_sub(1);
-        let mut tcb = Tcb::new(State::Established, local, remote, hop, iss, cfg, now);
+        let mut tcb = Tcb::new(State::Established, local, remote, hop, iss, cfg);
         tcb.irs = Seq(ack.seq.wrapping_sub(1));
         tcb.rcv_nxt = Seq(ack.seq);
         tcb.rcv_shift = 0;
@@ -645,7 +638,6 @@ impl Tcb {
                 self.take_window(seg);
                 cx.pool.free(payload);
                 cx.counters.predicted_acks += 1;
-                self.last_activity = cx.now;
                 return Ok(());
             }
             // A pure window update (the window changed, so it is no duplicate ACK).
@@ -654,7 +646,6 @@ impl Tcb {
                 self.take_window(seg);
                 cx.pool.free(payload);
                 cx.counters.predicted_acks += 1;
-                self.last_activity = cx.now;
                 return Ok(());
             }
             return Err(payload);
@@ -672,7 +663,6 @@ impl Tcb {
             self.rx.push(payload, cx.pool);
             self.data_arrived(len, cx);
             cx.counters.predicted_data += 1;
-            self.last_activity = cx.now;
             return Ok(());
         }
         Err(payload)
@@ -722,7 +712,6 @@ impl Tcb {
         mut payload: PacketBuf,
         cx: &mut Cx,
     ) -> Verdict {
-        self.last_activity = cx.now;
         if self.keepalive {
             self.keepalive_at = Some(cx.now + cx.cfg.keepalive.0);
             self.keepalive_probes = 0;
