@@ -220,6 +220,6 @@ fn bench_tcp_quick() {
             positive(r, "ratio");
         }
         let rr = rows.iter().filter(|r| r["experiment"] == "rr").count();
-        assert_eq!(rr, 2 * 3, "1 and 100 connections, three echo servers");
+        assert_eq!(rr, 2 * 4, "1 and 100 connections, four echo servers");
     }
 }

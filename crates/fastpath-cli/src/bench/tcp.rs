@@ -12,7 +12,7 @@
 //!   TUN interface with offload (checksum and TSO) on and off, smoltcp 0.14 behind the same kind of
 //!   TUN interface, and the kernel itself over a veth pair. Gbit/s and the ratio to the kernel.
 //! - **rr** (root): the kernel client's 64-byte request/response transactions per second with 1 and
-//!   100 connections, against fastpath's echo over TUN and the kernel's over veth.
+//!   100 connections, against fastpath's and smoltcp's echo over TUN and the kernel's over veth.
 
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, Shutdown, SocketAddr, SocketAddrV4, TcpListener, TcpStream};
@@ -27,6 +27,9 @@ use fastpath::{Instant, Ipv4Cidr, Stack, StackConfig};
 use serde::Serialize;
 
 use super::common;
+
+/// Echo sockets the smoltcp server keeps listening (one per connection, as smoltcp accepts).
+const ECHO_SOCKETS: usize = 128;
 
 /// Options of `fastpath bench tcp`.
 #[derive(Args, Debug)]
@@ -365,15 +368,21 @@ mod testbed {
                         let _ = a.push(IpCidr::new(IpAddress::v4(10, 7, 0, 2), 24));
                     });
                     let mut sockets = SocketSet::new(Vec::new());
-                    let new_socket = || {
+                    let new_socket = |port: u16, rx: usize, tx: usize| {
                         let mut s = tcp::Socket::new(
-                            tcp::SocketBuffer::new(vec![0; 1 << 20]),
-                            tcp::SocketBuffer::new(vec![0; 1 << 16]),
+                            tcp::SocketBuffer::new(vec![0; rx]),
+                            tcp::SocketBuffer::new(vec![0; tx]),
                         );
-                        let _ = s.listen(9);
+                        let _ = s.listen(port);
                         s
                     };
-                    let mut handle = sockets.add(new_socket());
+                    // smoltcp listens with one socket per connection: a discard socket, and enough echo
+                    // sockets for the 100-connection request/response run.
+                    let discard = || new_socket(9, 1 << 20, 1 << 16);
+                    let echo = || new_socket(7, 1 << 14, 1 << 14);
+                    let mut echoes: Vec<_> =
+                        (0..ECHO_SOCKETS).map(|_| sockets.add(echo())).collect();
+                    let mut handle = sockets.add(discard());
                     let fd = device.as_raw_fd();
                     let mut total = 0u64;
                     while !stop.load(Ordering::Relaxed) {
@@ -388,15 +397,34 @@ mod testbed {
                         }
                         if !s.is_active() && !s.is_listening() {
                             sockets.remove(handle);
-                            handle = sockets.add(new_socket());
-                        } else if s.may_recv() || s.is_listening() {
-                            // keep serving
-                        } else {
+                            handle = sockets.add(discard());
+                        } else if s.state() == tcp::State::CloseWait {
+                            // The client finished sending: finish too.
                             s.close();
                         }
                         total += got as u64;
                         count.store(total, Ordering::Relaxed);
-                        if got == 0 {
+                        // Echo: take what the send buffer has room for, and send it back.
+                        let mut echoed = 0;
+                        for h in echoes.iter_mut() {
+                            let s = sockets.get_mut::<tcp::Socket>(*h);
+                            let room = s.send_capacity() - s.send_queue();
+                            let mut tmp = [0u8; 4096];
+                            let want = room.min(tmp.len());
+                            if let Ok(n) = s.recv_slice(&mut tmp[..want]) {
+                                if n > 0 {
+                                    let _ = s.send_slice(&tmp[..n]);
+                                    echoed += n;
+                                }
+                            }
+                            if !s.is_active() && !s.is_listening() {
+                                sockets.remove(*h);
+                                *h = sockets.add(echo());
+                            } else if s.state() == tcp::State::CloseWait && s.send_queue() == 0 {
+                                s.close();
+                            }
+                        }
+                        if got == 0 && echoed == 0 {
                             let delay = iface.poll_delay(now(), &sockets).map_or(
                                 Duration::from_millis(20),
                                 |d| {
@@ -417,7 +445,7 @@ mod testbed {
                 config: "tun",
                 client_ns: ns,
                 received,
-                echo: false,
+                echo: true,
             });
             Ok(())
         }
