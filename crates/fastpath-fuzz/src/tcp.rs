@@ -294,7 +294,11 @@ pub fn tcp(data: &[u8]) {
                     _ => 65535,
                 };
                 let options: Vec<u8> = match input.below(4) {
-                    0 => vec![1, 1, 8, 10, 0, 0, 0, (steps as u8).wrapping_add(100), 0, 0, 0, 0],
+                    0 => {
+                        // NOP, NOP, timestamps: a value that moves with the step (and wraps).
+                        let val = (steps as u8).wrapping_add(100);
+                        vec![1, 1, 8, 10, 0, 0, 0, val, 0, 0, 0, 0]
+                    }
                     1 => {
                         let l = stack.wrapping_add(u32::from(input.u16()));
                         let r = l.wrapping_add(u32::from(input.u16()));
