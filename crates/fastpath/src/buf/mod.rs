@@ -225,6 +225,20 @@ impl PacketBuf {
     }
 }
 
+/// Copies `pieces` one after another into the start of `dst` (a gathered write).
+///
+/// # Panics
+///
+/// If `dst` is shorter than the pieces together.
+#[inline]
+pub(crate) fn gather<P: std::ops::Deref<Target = [u8]>>(dst: &mut [u8], pieces: &[P]) {
+    let mut at = 0;
+    for piece in pieces {
+        dst[at..at + piece.len()].copy_from_slice(piece);
+        at += piece.len();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -719,6 +719,26 @@ impl Checksum {
         self.add_piece(sum, src.len());
     }
 
+    /// Copies `pieces` one after another into the start of `dst`, summing them in the same pass with
+    /// `alg` (a gathered write fused with its checksum).
+    ///
+    /// # Panics
+    ///
+    /// If `dst` is shorter than the pieces together.
+    #[inline]
+    pub fn copy_and_add_pieces<P: std::ops::Deref<Target = [u8]>>(
+        &mut self,
+        alg: Algorithm,
+        dst: &mut [u8],
+        pieces: &[P],
+    ) {
+        let mut at = 0;
+        for piece in pieces {
+            self.copy_and_add_with(alg, &mut dst[at..at + piece.len()], piece);
+            at += piece.len();
+        }
+    }
+
     /// Adds a 16-bit sum that is not part of the byte stream, e.g. [`pseudo_header_sum`]:
     /// it is added as is, and the stream length (and so its parity) does not change.
     #[inline]

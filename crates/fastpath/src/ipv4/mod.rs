@@ -60,6 +60,17 @@ impl Stack {
         })
     }
 
+    /// Refuses to bind to `addr` unless it is the wildcard or one of this host's addresses.
+    pub(crate) fn check_local_address(&self, addr: Ipv4Addr) -> std::io::Result<()> {
+        if addr.is_unspecified() || self.is_own_address(addr) {
+            return Ok(());
+        }
+        Err(std::io::Error::new(
+            std::io::ErrorKind::AddrNotAvailable,
+            format!("{addr} is not an address of this host"),
+        ))
+    }
+
     /// True when `addr` is one of this host's unicast addresses (all of 127/8 counts).
     pub(crate) fn is_own_address(&self, addr: Ipv4Addr) -> bool {
         addr.is_loopback() || self.ifaces.iter().any(|f| f.cidr.addr == addr)

@@ -26,7 +26,7 @@ pub use tcb::{ConnectionInfo, State};
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddrV4;
 
-use crate::buf::{ChecksumOffload, PacketBuf};
+use crate::buf::{gather, ChecksumOffload, PacketBuf};
 use crate::checksum::{self, Checksum};
 use crate::config::{CopyChecksum, StackConfig};
 use crate::demux::{Demux, Pcb, SocketId};
@@ -717,13 +717,9 @@ impl Stack {
         let pseudo = checksum::pseudo_header_sum(*local.ip(), *remote.ip(), 6, total as u16);
         let field = match mode {
             TxChecksum::Offload | TxChecksum::None | TxChecksum::Separate => {
-                let mut at = 0;
                 {
                     timed!(Copy);
-                    for p in pieces {
-                        payload[at..at + p.len()].copy_from_slice(p);
-                        at += p.len();
-                    }
+                    gather(payload, pieces);
                 }
                 match mode {
                     TxChecksum::Offload => pseudo,
@@ -743,11 +739,7 @@ impl Stack {
                 let mut sum = Checksum::new();
                 sum.add_bytes(header);
                 sum.add_sum(pseudo);
-                let mut at = 0;
-                for p in pieces {
-                    sum.copy_and_add_with(self.config.checksum, &mut payload[at..at + p.len()], p);
-                    at += p.len();
-                }
+                sum.copy_and_add_pieces(self.config.checksum, payload, pieces);
                 sum.checksum()
             }
         };

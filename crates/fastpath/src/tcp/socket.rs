@@ -33,12 +33,7 @@ impl Stack {
     /// half-open and as many established, unaccepted connections (capped by the configured limit).
     pub fn tcp_listen(&mut self, local: SocketAddrV4, backlog: usize) -> io::Result<TcpListener> {
         let addr = *local.ip();
-        if !addr.is_unspecified() && !self.is_own_address(addr) {
-            return Err(io::Error::new(
-                io::ErrorKind::AddrNotAvailable,
-                format!("{addr} is not an address of this host"),
-            ));
-        }
+        self.check_local_address(addr)?;
         let port = match local.port() {
             0 => self
                 .tcp
@@ -103,15 +98,11 @@ impl Stack {
                 format!("no route to {}", remote.ip()),
             )
         })?;
+        self.check_local_address(*local.ip())?;
         let addr = if local.ip().is_unspecified() {
             hop.src
-        } else if self.is_own_address(*local.ip()) {
-            *local.ip()
         } else {
-            return Err(io::Error::new(
-                io::ErrorKind::AddrNotAvailable,
-                format!("{} is not an address of this host", local.ip()),
-            ));
+            *local.ip()
         };
         let port = match local.port() {
             0 => self

@@ -13,7 +13,7 @@ use std::collections::VecDeque;
 use std::io::{self, IoSlice};
 use std::net::{Ipv4Addr, SocketAddrV4};
 
-use crate::buf::{ChecksumOffload, PacketBuf};
+use crate::buf::{gather, ChecksumOffload, PacketBuf};
 use crate::checksum::{self, Checksum};
 use crate::config::{CopyChecksum, StackConfig};
 use crate::demux::{Demux, Pcb, SocketId};
@@ -227,12 +227,7 @@ impl Stack {
         mut options: UdpOptions,
     ) -> io::Result<UdpSocket> {
         let addr = *local.ip();
-        if !addr.is_unspecified() && !self.is_own_address(addr) {
-            return Err(io::Error::new(
-                io::ErrorKind::AddrNotAvailable,
-                format!("{addr} is not an address of this host"),
-            ));
-        }
+        self.check_local_address(addr)?;
         let port = match local.port() {
             0 => self
                 .udp
@@ -510,15 +505,7 @@ impl Stack {
                 let mut sum = Checksum::new();
                 sum.add_sum(header_sum(pcb.local_port, tx.dst.port(), udp_len, 0));
                 sum.add_sum(pseudo);
-                let mut at = 0;
-                for piece in pieces.iter() {
-                    sum.copy_and_add_with(
-                        self.config.checksum,
-                        &mut payload[at..at + piece.len()],
-                        piece,
-                    );
-                    at += piece.len();
-                }
+                sum.copy_and_add_pieces(self.config.checksum, payload, pieces);
                 nonzero(sum.checksum())
             }
             source => {
@@ -529,11 +516,7 @@ impl Stack {
                     }
                     Payload::Copy(pieces) => {
                         timed!(Copy);
-                        let mut at = 0;
-                        for piece in pieces.iter() {
-                            payload[at..at + piece.len()].copy_from_slice(piece);
-                            at += piece.len();
-                        }
+                        gather(payload, pieces);
                     }
                     Payload::Fill(_, fill) => fill(payload),
                 }
@@ -612,26 +595,14 @@ impl Stack {
                 let mut sum = Checksum::new();
                 sum.add_sum(header_sum(pcb.local_port, dst.port(), (8 + len) as u16, 0));
                 sum.add_sum(pseudo);
-                let mut at = 0;
-                for piece in pieces.iter() {
-                    sum.copy_and_add_with(
-                        self.config.checksum,
-                        &mut payload[at..at + piece.len()],
-                        piece,
-                    );
-                    at += piece.len();
-                }
+                sum.copy_and_add_pieces(self.config.checksum, payload, pieces);
                 nonzero(sum.checksum())
             }
             source => {
                 match source {
                     Payload::Copy(pieces) => {
                         timed!(Copy);
-                        let mut at = 0;
-                        for piece in pieces.iter() {
-                            payload[at..at + piece.len()].copy_from_slice(piece);
-                            at += piece.len();
-                        }
+                        gather(payload, pieces);
                     }
                     // Zero copy (paper 002 §3.1): the application writes into the stack's buffer.
                     Payload::Fill(_, fill) => fill(payload),
