@@ -195,6 +195,7 @@ impl Host {
             DropReason::Ipv4BadChecksum,
             DropReason::Ipv4TtlZero,
             DropReason::Ipv4BadSource,
+            DropReason::Ipv4OwnSource,
             DropReason::Ipv4NotForUs,
         ]
         .iter()

@@ -103,6 +103,12 @@ pub struct TcpConfig {
     pub keepalive: (Duration, Duration, u32),
     /// Challenge ACKs (RFC 5961 §7) a connection sends per second at most.
     pub challenge_acks_per_sec: u32,
+    /// Least time between two duplicate ACKs a connection sends in answer to segments without data
+    /// that fail a check (outside the window, an old timestamp, an ACK of data never sent): Linux's
+    /// `tcp_invalid_ratelimit`, 500 ms. Two hosts (or one host talking to itself through a forged
+    /// packet) that each find the other's ACKs unacceptable would otherwise ACK each other for ever.
+    /// Segments with data or a FIN are always answered (they are not part of such a loop).
+    pub invalid_ack_interval: Duration,
 }
 
 impl Default for TcpConfig {
@@ -128,6 +134,7 @@ impl Default for TcpConfig {
             recv_buffer: 1 << 20,
             keepalive: (Duration::from_secs(7200), Duration::from_secs(75), 9),
             challenge_acks_per_sec: 10,
+            invalid_ack_interval: Duration::from_millis(500),
         }
     }
 }

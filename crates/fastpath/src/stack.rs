@@ -10,6 +10,7 @@ use std::net::Ipv4Addr;
 use crate::buf::{BufferDepot, BufferPool, PacketBuf, PoolStats};
 use crate::config::StackConfig;
 use crate::icmp::IcmpState;
+use crate::ipv4::ident::IdentTable;
 use crate::ipv4::reassembly::ReassemblyTable;
 use crate::ipv4::route::{InterfaceId, Ipv4Cidr, Route, RoutingTable};
 use crate::link::{Link, LinkCapabilities, Loopback, StackLink};
@@ -45,7 +46,8 @@ pub struct Stack {
     pub(crate) icmp: IcmpState,
     pub(crate) counters: Counters,
     pub(crate) now: Instant,
-    pub(crate) next_ident: u16,
+    /// The IPv4 identification counters.
+    pub(crate) ident: IdentTable,
     /// Bumped whenever routes or interfaces change: sockets' cached routes from before are stale.
     pub(crate) route_epoch: u32,
     /// The loopback interface's link (interface 0, `StackLink::Local`).
@@ -92,7 +94,7 @@ impl Stack {
             icmp,
             counters: Counters::default(),
             now: Instant::ZERO,
-            next_ident: 1,
+            ident: IdentTable::new(random_secret()),
             route_epoch: 0,
             lo,
             rx_batch: Vec::with_capacity(config.rx_batch),

@@ -40,6 +40,10 @@ drop_reasons! {
     /// IPv4: source is a broadcast or multicast address, or a loopback address on another interface
     /// than loopback.
     Ipv4BadSource => "ipv4: bad source address",
+    /// IPv4: a packet from outside (any interface but loopback) whose source is one of this host's own
+    /// addresses: a spoofed packet such as the "LAND" attack, which would make the host answer itself.
+    /// Linux drops these too (as martians).
+    Ipv4OwnSource => "ipv4: own address as source from outside",
     /// IPv4: destination is none of ours (this host does not forward), or a loopback address on
     /// another interface than loopback.
     Ipv4NotForUs => "ipv4: not for this host",
@@ -99,7 +103,7 @@ drop_reasons! {
     TcpBadAddress => "tcp: broadcast or bad address",
     /// TCP: no connection or listener for it (a RST is sent unless it was one).
     TcpNoSocket => "tcp: no socket",
-    /// TCP: an impossible combination of control bits (SYN with FIN or RST, no bits at all).
+    /// TCP: an impossible combination of control bits (SYN with FIN or RST).
     TcpBadFlags => "tcp: bad flags",
     /// TCP: sequence numbers outside the receive window (an ACK is sent, RFC 9293 §3.10.7.4).
     TcpOutOfWindow => "tcp: outside the window",
@@ -262,6 +266,9 @@ pub struct TcpCounters {
     pub syn_cookies_ok: u64,
     /// Challenge ACKs sent (RFC 5961).
     pub challenge_acks: u64,
+    /// Duplicate ACKs not sent for unacceptable segments without data, because the connection sent
+    /// one less than `invalid_ack_interval` ago (Linux's `TCPACKSkipped*`).
+    pub invalid_acks_skipped: u64,
     /// Segments sent with the checksum left to the link.
     pub out_checksum_offloaded: u64,
     /// Packets larger than the MSS handed to the link to segment (TSO).
@@ -362,6 +369,10 @@ impl fmt::Display for Counters {
             (tcp.syn_cookies_sent, "syn cookies sent"),
             (tcp.syn_cookies_ok, "connections from syn cookies"),
             (tcp.challenge_acks, "challenge acks sent"),
+            (
+                tcp.invalid_acks_skipped,
+                "acks for unacceptable segments rate-limited",
+            ),
             (tcp.out_checksum_offloaded, "sent with checksum offloaded"),
             (tcp.out_tso_packets, "packets segmented by the link (tso)"),
             (

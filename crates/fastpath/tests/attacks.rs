@@ -813,6 +813,220 @@ fn the_pool_keeps_at_most_pool_free_buffers() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Reflection and loops: no packet may make the stack answer itself, or answer for ever.
+
+/// A TCP/IPv4 segment built by etherparse with the given control bits.
+fn tcp_segment(
+    src: std::net::SocketAddrV4,
+    dst: std::net::SocketAddrV4,
+    seq: u32,
+    syn: bool,
+    ack: Option<u32>,
+) -> Vec<u8> {
+    let mut t = etherparse::PacketBuilder::ipv4(src.ip().octets(), dst.ip().octets(), 64).tcp(
+        src.port(),
+        dst.port(),
+        seq,
+        65535,
+    );
+    if syn {
+        t = t.syn();
+    }
+    if let Some(n) = ack {
+        t = t.ack(n);
+    }
+    let mut out = Vec::new();
+    t.write(&mut out, &[]).unwrap();
+    out
+}
+
+/// Polls `b` every millisecond of virtual time from `from` for `span`.
+fn run_for(b: &mut Stack, from: Instant, span: Duration) {
+    let mut now = from;
+    while now < from + span {
+        b.poll(now);
+        now = now + Duration::from_millis(1);
+    }
+}
+
+/// The "LAND" packet: a SYN from B:7 to B:7, arriving on the link. The stack must not answer itself:
+/// it is dropped at IP as a spoofed own source, nothing leaves, nothing loops.
+#[test]
+fn a_land_syn_from_our_own_address_is_dropped() {
+    let mut t = Target::new();
+    let _l = t.b.tcp_listen(sa(B, 7), 8).unwrap();
+    t.inject(&tcp_segment(sa(B, 7), sa(B, 7), 1000, true, None));
+    // And a UDP datagram from our own socket's address, which would be echoed to ourselves.
+    t.inject(&udp_packet(sa(B, 9), sa(B, 9), b"land"));
+    run_for(&mut t.b, T0, Duration::from_secs(1));
+    assert_eq!(t.drops(DropReason::Ipv4OwnSource), 2);
+    assert_eq!(t.b.counters().tcp.out_segs, 0);
+    assert_eq!(t.b.counters().ip.out_packets, 0);
+    assert!(t.sent().is_empty());
+    assert_eq!(t.drain(), 0);
+    t.still_serves(T0 + Duration::from_secs(1));
+}
+
+/// The same SYN on loopback, where the host may talk to itself: the connection it opens with itself
+/// finds its own segments out of window, and answers them with duplicate ACKs that it again finds out
+/// of window. The rate limit on those ACKs (one per 500 ms) ends the loop: over two seconds the stack
+/// sends a handful of segments, not millions.
+#[test]
+fn an_ack_loop_with_ourselves_is_rate_limited() {
+    let mut t = Target::new();
+    let lo = sa(Ipv4Addr::LOCALHOST, 7);
+    let _l = t.b.tcp_listen(lo, 8).unwrap();
+    t.b.receive(
+        LOOPBACK,
+        PacketBuf::from_slice(&tcp_segment(lo, lo, 1000, true, None)),
+    );
+    run_for(&mut t.b, T0, Duration::from_secs(2));
+    let c = t.b.counters();
+    assert!(c.tcp.out_segs <= 16, "{} segments sent", c.tcp.out_segs);
+    assert!(c.tcp.invalid_acks_skipped >= 1, "{:?}", c.tcp);
+    t.still_serves(T0 + Duration::from_secs(2));
+}
+
+/// Two connections whose ACKs each find the other's unacceptable (an ACK of data never sent): the
+/// duplicate ACKs a connection sends for pure ACKs are rate-limited, those for data are not.
+#[test]
+fn duplicate_acks_for_unacceptable_acks_are_rate_limited_but_data_is_answered() {
+    let mut t = Target::new();
+    let l = t.b.tcp_listen(sa(B, 80), 4).unwrap();
+    t.inject(&tcp_segment(sa(A, 1000), sa(B, 80), 100, true, None));
+    t.poll(T0);
+    let synack = t.sent();
+    let (_, rest) = etherparse::Ipv4Header::from_slice(&synack[0]).unwrap();
+    let ours = etherparse::TcpHeader::from_slice(rest)
+        .unwrap()
+        .0
+        .sequence_number
+        .wrapping_add(1);
+    t.inject(&tcp_segment(sa(A, 1000), sa(B, 80), 101, false, Some(ours)));
+    t.poll(T0);
+    assert!(t.b.tcp_listener(l).accept().is_ok());
+    // 100 ACKs of data never sent, within 100 ms: one duplicate ACK.
+    for i in 0..100u64 {
+        t.inject(&tcp_segment(
+            sa(A, 1000),
+            sa(B, 80),
+            101,
+            false,
+            Some(ours.wrapping_add(5000)),
+        ));
+        t.poll(T0 + Duration::from_millis(i));
+    }
+    assert_eq!(t.sent().len(), 1);
+    assert_eq!(t.drops(DropReason::TcpBadAck), 100);
+    assert_eq!(t.b.counters().tcp.invalid_acks_skipped, 99);
+    // After the interval, one more.
+    t.inject(&tcp_segment(
+        sa(A, 1000),
+        sa(B, 80),
+        101,
+        false,
+        Some(ours.wrapping_add(5000)),
+    ));
+    t.poll(T0 + Duration::from_millis(600));
+    assert_eq!(t.sent().len(), 1);
+    // Old data (a retransmission below the window) is always acknowledged.
+    for i in 0..3u64 {
+        let mut old = etherparse::PacketBuilder::ipv4(A.octets(), B.octets(), 64)
+            .tcp(1000, 80, 1, 65535)
+            .ack(ours);
+        old = old.psh();
+        let mut bytes = Vec::new();
+        old.write(&mut bytes, b"old").unwrap();
+        t.inject(&bytes);
+        t.poll(T0 + Duration::from_millis(700 + i));
+    }
+    assert_eq!(t.sent().len(), 3);
+}
+
+/// A segment with no control bits at all (nmap's null scan) to a closed port is answered with a RST
+/// (RFC 9293 §3.10.7.1), as Linux does: `<SEQ=0><ACK=SEG.SEQ+SEG.LEN><CTL=RST,ACK>`.
+#[test]
+fn a_null_segment_to_a_closed_port_gets_a_reset() {
+    let mut t = Target::new();
+    t.inject(&tcp_segment(sa(A, 1000), sa(B, 81), 4242, false, None));
+    t.poll(T0);
+    let out = t.sent();
+    assert_eq!(out.len(), 1);
+    let (_, rest) = etherparse::Ipv4Header::from_slice(&out[0]).unwrap();
+    let rst = etherparse::TcpHeader::from_slice(rest).unwrap().0;
+    assert!(rst.rst && rst.ack && !rst.syn);
+    assert_eq!((rst.sequence_number, rst.acknowledgment_number), (0, 4242));
+    assert_eq!((rst.source_port, rst.destination_port), (81, 1000));
+    assert_eq!(t.drops(DropReason::TcpNoSocket), 1);
+    assert_eq!(t.drops(DropReason::TcpBadFlags), 0);
+    // To a listener it is dropped without an answer; a RST to a closed port is never answered.
+    let _l = t.b.tcp_listen(sa(B, 82), 4).unwrap();
+    t.inject(&tcp_segment(sa(A, 1000), sa(B, 82), 1, false, None));
+    let mut rst = etherparse::PacketBuilder::ipv4(A.octets(), B.octets(), 64)
+        .tcp(1000, 81, 1, 0)
+        .rst();
+    rst = rst.ack(1);
+    let mut bytes = Vec::new();
+    rst.write(&mut bytes, &[]).unwrap();
+    t.inject(&bytes);
+    t.poll(T0);
+    assert!(t.sent().is_empty());
+    t.still_serves(T0);
+}
+
+/// The IP identification is not one global sequence (RFC 7739, RFC 6864): datagrams to one
+/// destination count up by one, but what one destination sees says nothing about what the host sent to
+/// others (no idle-scan zombie), and two stacks start from different values.
+#[test]
+fn ip_identification_is_a_sequence_per_destination_not_per_host() {
+    let ids = |t: &mut Target| -> Vec<Vec<u16>> {
+        let mut per_dst = vec![Vec::new(); 8];
+        for round in 0..4 {
+            for (d, ids) in per_dst.iter_mut().enumerate() {
+                let dst = Ipv4Addr::new(10, 0, 0, 10 + d as u8);
+                t.b.udp(t.s).send_to(&[round; 32], sa(dst, 7)).unwrap();
+                t.poll(T0);
+                let out = t.sent();
+                assert_eq!(out.len(), 1);
+                let (ip, _) = etherparse::Ipv4Header::from_slice(&out[0]).unwrap();
+                assert_eq!(ip.destination, dst.octets());
+                ids.push(ip.identification);
+            }
+        }
+        per_dst
+    };
+    let mut t = Target::new();
+    let first = ids(&mut t);
+    for ids in &first {
+        for w in ids.windows(2) {
+            assert_eq!(w[1], w[0].wrapping_add(1), "{ids:?}");
+        }
+    }
+    // In send order (d0, d1, ..., d7, d0, ...), neighbours are not one counter apart.
+    let in_order: Vec<u16> = (0..4)
+        .flat_map(|r| first.iter().map(move |ids| ids[r]))
+        .collect();
+    let consecutive = in_order
+        .windows(2)
+        .filter(|w| w[1] == w[0].wrapping_add(1))
+        .count();
+    assert!(consecutive < 4, "{consecutive} consecutive in {in_order:?}");
+    // A second stack starts elsewhere.
+    let second = ids(&mut Target::new());
+    let same = (0..8).filter(|&d| first[d][0] == second[d][0]).count();
+    assert!(same < 8, "{first:?} {second:?}");
+    // General output (the header template off, no route cache) uses the same counters.
+    let mut config = StackConfig::classic();
+    config.limits = StackConfig::default().limits;
+    let mut t = Target::with(config, 1500);
+    for ids in ids(&mut t) {
+        for w in ids.windows(2) {
+            assert_eq!(w[1], w[0].wrapping_add(1), "{ids:?}");
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
 // Garbage.
 
 #[test]

@@ -5,6 +5,7 @@
 //! and a mask, so datagrams that are not fragments never touch the reassembly table (Kay & Pasquale,
 //! paper 004: the defragmentation queue check).
 
+pub mod ident;
 pub mod reassembly;
 pub mod route;
 
@@ -184,7 +185,7 @@ impl Stack {
         }
         let mut ours = dst.is_loopback();
         for f in &self.ifaces {
-            if f.broadcast == Some(src) || f.broadcast == Some(dst) {
+            if f.broadcast == Some(src) || f.broadcast == Some(dst) || (!lo && f.cidr.addr == src) {
                 return None;
             }
             ours |= f.cidr.addr == dst;
@@ -210,7 +211,8 @@ impl Stack {
     /// Validates a packet that arrived on `iface`; on success returns its parsed header, header length,
     /// how it is addressed to us, and whether it is a fragment. Loopback addresses (127/8) must not
     /// appear outside a host (RFC 1122 §3.2.1.3): from any other interface, such a source is a bad
-    /// source and such a destination is not for us.
+    /// source and such a destination is not for us. Nor may one of this host's own addresses arrive as
+    /// a source from a link (Linux's martian source): only loopback carries the host's talk to itself.
     fn ipv4_check(
         &self,
         iface: InterfaceId,
@@ -263,6 +265,11 @@ impl Stack {
         for f in &self.ifaces {
             if f.broadcast == Some(src) {
                 return Err(DropReason::Ipv4BadSource);
+            }
+            // Our own address as the source of a packet from a link: spoofed (a LAND packet would
+            // have the host answer itself over loopback).
+            if wire && f.cidr.addr == src {
+                return Err(DropReason::Ipv4OwnSource);
             }
             if f.cidr.addr == dst {
                 delivery = Some(Delivery::Unicast);
@@ -317,8 +324,7 @@ impl Stack {
         let fits = 20 + buf.len() <= hop.caps.mtu || buf.meta.gso_size > 0;
         if self.config.output_header_template && fits {
             self.counters.ip.out_requests += 1;
-            let ident = self.next_ident;
-            self.next_ident = self.next_ident.wrapping_add(1);
+            let ident = self.ident.next_for(src, dst, protocol.into());
             // The template: version and length 0x45, TOS 0, no flags or offset, the default TTL; the
             // length, ident, protocol and addresses filled in, then the checksum.
             let [t0, t1] = ((20 + buf.len()) as u16).to_be_bytes();
@@ -368,8 +374,7 @@ impl Stack {
         protocol: IpProtocol,
     ) {
         self.counters.ip.out_requests += 1;
-        let ident = self.next_ident;
-        self.next_ident = self.next_ident.wrapping_add(1);
+        let ident = self.ident.next_for(src, dst, protocol.into());
         let mut repr = Ipv4Repr {
             src_addr: src,
             dst_addr: dst,

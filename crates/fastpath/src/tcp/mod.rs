@@ -315,10 +315,11 @@ impl Stack {
                 return self.drop_packet(buf, DropReason::TcpBadChecksum);
             }
         }
+        // SYN with FIN or RST has no meaning anywhere. A segment with no control bits at all (a "null
+        // scan") is not refused here: a closed port answers it with a RST like any other non-RST
+        // segment (RFC 9293 §3.10.7.1), a listener drops it, a connection finds it has no ACK.
         let f = repr.flags;
-        if (f.contains(Flags::SYN) && (f.contains(Flags::FIN) || f.contains(Flags::RST)))
-            || f.0 & 0x3f == 0
-        {
+        if f.contains(Flags::SYN) && (f.contains(Flags::FIN) || f.contains(Flags::RST)) {
             return self.drop_packet(buf, DropReason::TcpBadFlags);
         }
         if ip.src_addr.is_unspecified() || repr.src_port == 0 || repr.dst_port == 0 {

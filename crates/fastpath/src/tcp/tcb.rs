@@ -213,6 +213,8 @@ pub(crate) struct Tcb {
     /// The owed ACK must not wait for the end of the batch (out-of-order data).
     pub(crate) ack_immediately: bool,
     challenge_window: (u64, u32),
+    /// When the last duplicate ACK for an unacceptable segment was owed (see [`Self::invalid_ack`]).
+    last_invalid_ack: Option<Instant>,
     retransmits: u64,
 }
 
@@ -315,6 +317,7 @@ impl Tcb {
             output_queued: false,
             ack_immediately: false,
             challenge_window: (0, 0),
+            last_invalid_ack: None,
             retransmits: 0,
         }
     }
@@ -730,7 +733,7 @@ impl Tcb {
             if let Some((val, _)) = seg.options.timestamps {
                 if (val.wrapping_sub(self.ts_recent) as i32) < 0 {
                     cx.drops.add(DropReason::TcpPaws);
-                    self.ack_now = true;
+                    self.invalid_ack(seg, seg_len, cx);
                     cx.pool.free(payload);
                     return Verdict::Continue;
                 }
@@ -796,7 +799,7 @@ impl Tcb {
                 return self.time_wait_syn(seg);
             }
             if !flags.contains(Flags::RST) {
-                self.ack_now = true;
+                self.invalid_ack(seg, seg_len, cx);
             }
             cx.drops.add(DropReason::TcpOutOfWindow);
             cx.pool.free(payload);
@@ -854,7 +857,7 @@ impl Tcb {
         // window the peer could have seen is challenged.
         if ack > self.snd_max {
             cx.drops.add(DropReason::TcpBadAck);
-            self.ack_now = true;
+            self.invalid_ack(seg, seg_len, cx);
             cx.pool.free(payload);
             return verdict;
         }
@@ -1099,6 +1102,24 @@ impl Tcb {
         self.ooo.clear(cx.pool);
         self.ack_now = false;
         self.probe = None;
+    }
+
+    /// The duplicate ACK owed for an unacceptable segment (RFC 9293 §3.10.7.4), at most one per
+    /// `invalid_ack_interval` for segments without data or FIN: an ACK answered by an ACK must not
+    /// loop (Linux's `tcp_oow_rate_limited`). Data segments, a zero-window probe among them, are
+    /// always answered.
+    fn invalid_ack(&mut self, seg: &TcpRepr, seg_len: u32, cx: &mut Cx) {
+        let carries = seg_len > 0 || seg.flags.contains(Flags::FIN);
+        if !carries {
+            if let Some(last) = self.last_invalid_ack {
+                if cx.now < last + cx.cfg.invalid_ack_interval {
+                    cx.counters.invalid_acks_skipped += 1;
+                    return;
+                }
+            }
+            self.last_invalid_ack = Some(cx.now);
+        }
+        self.ack_now = true;
     }
 
     /// A challenge ACK (RFC 5961 §7), rate-limited per connection.

@@ -17,6 +17,7 @@ use crate::buf::{gather, ChecksumOffload, PacketBuf};
 use crate::checksum::{self, Checksum};
 use crate::config::{CopyChecksum, StackConfig};
 use crate::demux::{Demux, Pcb, SocketId};
+use crate::ipv4::ident::IdentBucket;
 use crate::ipv4::route::InterfaceId;
 use crate::ipv4::{Delivery, NextHop};
 use crate::stack::{Stack, LOOPBACK};
@@ -80,6 +81,8 @@ pub(crate) struct TxRoute {
     ip: [u8; 20],
     /// The sum of that header's 16-bit words (unfolded).
     ip_sum: u32,
+    /// The identification counter of this source, destination and protocol.
+    ident: IdentBucket,
 }
 
 #[derive(Debug)]
@@ -470,6 +473,7 @@ impl Stack {
             pseudo,
             ip,
             ip_sum,
+            ident: self.ident.bucket(src, *dst.ip(), proto),
         })
     }
 
@@ -547,8 +551,7 @@ impl Stack {
 
         layer!(Send, Ip);
         self.counters.ip.out_requests += 1;
-        let ident = self.next_ident;
-        self.next_ident = ident.wrapping_add(1);
+        let ident = self.ident.next(tx.ident);
         let total = 20 + udp_len;
         let mut h = tx.ip;
         h[2..4].copy_from_slice(&total.to_be_bytes());

@@ -1,0 +1,110 @@
+//! The IPv4 identification field: one counter per bucket of (source, destination, protocol), the
+//! bucket picked by a keyed hash (RFC 7739 §5.3, the design Linux's `ip_idents` follows).
+//!
+//! The field only has to tell apart the fragments of datagrams that are in flight at once between the
+//! same two hosts for the same protocol (RFC 791, RFC 6864 §4). One global counter does that, but it
+//! is predictable from outside: an observer who sees two of a host's packets learns how many it sent
+//! in between to anyone (the "idle scan" uses such a host as a zombie), and everybody's fragments share
+//! one sequence. With a counter per bucket, a flow's packets still get consecutive values, but an
+//! observer only ever sees the counter of its own bucket: the buckets are chosen by a hash keyed with a
+//! per-stack secret, and every counter starts at a random value.
+
+use std::net::Ipv4Addr;
+
+use crate::rng::Rng;
+
+/// Buckets: a power of two, so that picking one is a shift.
+const BUCKETS: usize = 2048;
+
+/// Counters for the IPv4 identification field.
+#[derive(Clone, Debug)]
+pub struct IdentTable {
+    key: [u64; 2],
+    counters: Box<[u16; BUCKETS]>,
+}
+
+/// One bucket of an [`IdentTable`]: what a sender that sends to one destination again and again may
+/// keep instead of hashing every time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct IdentBucket(u16);
+
+impl IdentTable {
+    /// A table keyed by `secret`; the counters start at values drawn from it.
+    pub fn new(secret: [u64; 2]) -> IdentTable {
+        let mut rng = Rng::new(secret[0] ^ secret[1].rotate_left(17));
+        let mut counters = Box::new([0u16; BUCKETS]);
+        for c in counters.iter_mut() {
+            *c = rng.next_u64() as u16;
+        }
+        IdentTable {
+            key: [rng.next_u64(), rng.next_u64() | 1],
+            counters,
+        }
+    }
+
+    /// The bucket of datagrams from `src` to `dst` of `protocol`: a folded 128-bit multiply of the
+    /// keyed addresses (a few instructions; the key is secret, so the bucket is unknown outside).
+    #[inline]
+    pub fn bucket(&self, src: Ipv4Addr, dst: Ipv4Addr, protocol: u8) -> IdentBucket {
+        let x = ((u64::from(u32::from(src)) << 32) | u64::from(u32::from(dst))) ^ self.key[0];
+        let y = (u64::from(protocol) << 56) ^ self.key[1];
+        let m = u128::from(x) * u128::from(y);
+        let h = (m as u64) ^ ((m >> 64) as u64);
+        IdentBucket((h >> (64 - BUCKETS.trailing_zeros())) as u16)
+    }
+
+    /// The next identification for `bucket`.
+    #[inline]
+    pub fn next(&mut self, bucket: IdentBucket) -> u16 {
+        let c = &mut self.counters[bucket.0 as usize];
+        let ident = *c;
+        *c = ident.wrapping_add(1);
+        ident
+    }
+
+    /// The next identification for a datagram from `src` to `dst` of `protocol`.
+    #[inline]
+    pub fn next_for(&mut self, src: Ipv4Addr, dst: Ipv4Addr, protocol: u8) -> u16 {
+        let bucket = self.bucket(src, dst, protocol);
+        self.next(bucket)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const A: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
+
+    #[test]
+    fn one_flow_counts_up_by_one() {
+        let mut t = IdentTable::new([1, 2]);
+        let dst = Ipv4Addr::new(10, 0, 0, 2);
+        let first = t.next_for(A, dst, 17);
+        for i in 1..100u16 {
+            assert_eq!(t.next_for(A, dst, 17), first.wrapping_add(i));
+        }
+    }
+
+    #[test]
+    fn destinations_spread_over_buckets() {
+        let t = IdentTable::new([3, 4]);
+        let mut seen = std::collections::HashSet::new();
+        for i in 0..256u32 {
+            seen.insert(t.bucket(A, Ipv4Addr::from(0x0a00_0100 + i), 6));
+        }
+        // 256 destinations into 2048 buckets: a few collisions at most, never one bucket for all.
+        assert!(seen.len() > 230, "{} buckets", seen.len());
+    }
+
+    #[test]
+    fn the_key_changes_buckets_and_starting_values() {
+        let (t1, t2) = (IdentTable::new([5, 6]), IdentTable::new([7, 8]));
+        let dst = Ipv4Addr::new(192, 0, 2, 1);
+        let differ = (0..64u8)
+            .filter(|&p| t1.bucket(A, dst, p) != t2.bucket(A, dst, p))
+            .count();
+        assert!(differ > 50, "{differ} of 64 differ");
+        assert_ne!(t1.counters[..16], t2.counters[..16]);
+    }
+}
