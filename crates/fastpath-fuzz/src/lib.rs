@@ -17,6 +17,8 @@
 //! | [`stack`](stack::stack) | packets (raw or built from a few fields), socket reads and sends, time, to a stack with three interfaces | no panic; counters add up (`in_receives` = packets fed + looped back); every bound held; what the stack sends is well formed, never sourced from 127/8 on a wire, never an ICMP error about a broadcast; rate limit; with a second stack of other techniques (separate copy and checksum, `rfc1071`, `linear`) the same datagrams read and the same counters |
 //! | [`tcp`](tcp::tcp) | segments near the live sequence numbers, hostile headers, SYN floods, the application's calls and the clock, to a stack with a passive and an active connection open | no panic; every segment sent well formed with a correct checksum and sane flags; the connection limit held; every byte read is the peer's byte for its stream position |
 //!
+//! | [`amplification`](amplification::amplification) | one packet (any source, ours and loopback's included; any destination, protocol and header; through the link or into loopback) to a stack with sockets, listeners and a connection over the link and one with itself | the stack sends at most [`MAX_ANSWERS`](amplification::MAX_ANSWERS) packets, loopback included, in the simulated second after: no reply loops, no amplification |
+//!
 //! [`TARGETS`] lists them by name for the drivers: `tests/smoke.rs` (a few thousand seeded inputs
 //! per target plus the committed seed corpus, in `cargo test`), the `fastpath-fuzz` binary (replay
 //! files, longer seeded runs, regenerate the seeds) and the cargo-fuzz project in `fuzz/`
@@ -25,6 +27,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod amplification;
 pub mod checksum;
 pub mod demux;
 pub mod input;
@@ -53,6 +56,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("demux", demux::demux),
     ("stack", stack::stack),
     ("tcp", tcp::tcp),
+    ("amplification", amplification::amplification),
 ];
 
 /// The target called `name`.

@@ -596,6 +596,78 @@ fn tcp() -> Vec<(&'static str, Vec<u8>)> {
     ]
 }
 
+/// A packet for the `amplification` target: the source and destination by their index in its
+/// tables, ports by their index in the host's ports (`Ok`) or as numbers (`Err`), no payload, and
+/// the protocol's own fields from `rest`.
+fn amplification_packet(
+    mode: u8,
+    src: usize,
+    dst: usize,
+    ports: [Result<usize, u16>; 2],
+    protocol: usize,
+) -> Program {
+    let mut p = Program::default();
+    p.u8(mode).below(9, src).below(6, dst);
+    for port in ports {
+        match port {
+            Ok(i) => p.u8(1).u8(i as u8),
+            Err(n) => p.u8(0).u16(n),
+        };
+    }
+    p.below(4, 2).below(8, protocol);
+    p
+}
+
+fn amplification() -> Vec<(&'static str, Vec<u8>)> {
+    // TCP fields: a sequence number and no ACK as numbers, control bits, window, no options.
+    let syn = |p: &mut Program| {
+        p.below(3, 2)
+            .u32(1000)
+            .below(3, 2)
+            .u32(0)
+            .u8(0x02)
+            .u16(65535)
+            .below(3, 2);
+    };
+    // LAND: a SYN from B:80 to B:80, on the link (dropped at IP) and on loopback from 127.0.0.1:80.
+    let mut land_wire = amplification_packet(0, 1, 0, [Ok(0), Ok(0)], 0);
+    syn(&mut land_wire);
+    let mut land_lo = amplification_packet(3, 2, 1, [Ok(0), Ok(0)], 0);
+    syn(&mut land_lo);
+    // A SYN from the peer to the listener: a SYN-ACK, and its retransmission.
+    let mut listener = amplification_packet(0, 0, 0, [Err(3333), Ok(0)], 0);
+    syn(&mut listener);
+    // A null segment to a closed port: one RST.
+    let mut null = amplification_packet(0, 0, 0, [Err(3333), Ok(4)], 0);
+    null.below(3, 2)
+        .u32(7)
+        .below(3, 2)
+        .u32(0)
+        .u8(0)
+        .u16(0)
+        .below(3, 2);
+    // A UDP datagram from our own socket to itself over loopback.
+    let udp_self = amplification_packet(3, 1, 0, [Ok(1), Ok(1)], 4);
+    // An echo request from loopback to a broadcast address, and one from the peer.
+    let mut echo = amplification_packet(0, 0, 0, [Err(1), Err(1)], 6);
+    echo.u8(8).u8(0).u8(1).u8(0).u8(1).u8(0).u8(1);
+    let mut echo_lo = amplification_packet(3, 2, 3, [Err(1), Err(1)], 6);
+    echo_lo.u8(8).u8(0).u8(1).u8(0).u8(1).u8(0).u8(1);
+    // A port unreachable quoting a segment of the wire connection.
+    let mut unreachable = amplification_packet(0, 0, 0, [Ok(0), Ok(3)], 6);
+    unreachable.u8(3).u8(3).u8(0).u8(1).u8(0).u8(0).u8(0).u8(0);
+    vec![
+        ("land_wire", land_wire.0),
+        ("land_loopback", land_lo.0),
+        ("syn_to_listener", listener.0),
+        ("null_to_closed_port", null.0),
+        ("udp_to_itself", udp_self.0),
+        ("echo_request", echo.0),
+        ("echo_request_loopback_broadcast", echo_lo.0),
+        ("port_unreachable_quote", unreachable.0),
+    ]
+}
+
 /// The seed corpus of `target`, by file name.
 pub fn seeds(target: &str) -> Vec<(&'static str, Vec<u8>)> {
     match target {
@@ -608,6 +680,7 @@ pub fn seeds(target: &str) -> Vec<(&'static str, Vec<u8>)> {
         "demux" => demux(),
         "stack" => stack(),
         "tcp" => tcp(),
+        "amplification" => amplification(),
         _ => Vec::new(),
     }
 }

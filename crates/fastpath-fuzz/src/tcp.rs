@@ -34,7 +34,7 @@ fn be32(d: &[u8], at: usize) -> u32 {
     u32::from_be_bytes([d[at], d[at + 1], d[at + 2], d[at + 3]])
 }
 
-/// A TCP segment from `sport` to `dport` with a correct checksum.
+/// A TCP segment from A:`sport` to B:`dport` with a correct checksum.
 #[allow(clippy::too_many_arguments)]
 fn segment(
     sport: u16,
@@ -46,10 +46,27 @@ fn segment(
     options: &[u8],
     payload_len: usize,
 ) -> Vec<u8> {
+    let (src, dst) = (SocketAddrV4::new(A, sport), SocketAddrV4::new(B, dport));
+    tcp_packet(src, dst, seq, ack, flags, window, options, payload_len)
+}
+
+/// A TCP/IPv4 packet from `src` to `dst` with a correct checksum, the payload bytes [`byte_at`]
+/// their sequence numbers.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn tcp_packet(
+    src: SocketAddrV4,
+    dst: SocketAddrV4,
+    seq: u32,
+    ack: u32,
+    flags: u8,
+    window: u16,
+    options: &[u8],
+    payload_len: usize,
+) -> Vec<u8> {
     let hlen = 20 + options.len();
     let mut t = vec![0u8; hlen];
-    t[0..2].copy_from_slice(&sport.to_be_bytes());
-    t[2..4].copy_from_slice(&dport.to_be_bytes());
+    t[0..2].copy_from_slice(&src.port().to_be_bytes());
+    t[2..4].copy_from_slice(&dst.port().to_be_bytes());
     t[4..8].copy_from_slice(&seq.to_be_bytes());
     t[8..12].copy_from_slice(&ack.to_be_bytes());
     t[12] = ((hlen / 4) as u8) << 4;
@@ -58,13 +75,13 @@ fn segment(
     t[20..].copy_from_slice(options);
     t.extend((0..payload_len as u32).map(|k| byte_at(seq.wrapping_add(k))));
     let mut pseudo = [0u8; 12];
-    pseudo[..4].copy_from_slice(&A.octets());
-    pseudo[4..8].copy_from_slice(&B.octets());
+    pseudo[..4].copy_from_slice(&src.ip().octets());
+    pseudo[4..8].copy_from_slice(&dst.ip().octets());
     pseudo[9] = 6;
     pseudo[10..].copy_from_slice(&(t.len() as u16).to_be_bytes());
     let sum = !ones_add(reference_sum(&pseudo), reference_sum(&t));
     t[16..18].copy_from_slice(&sum.to_be_bytes());
-    ip_packet(A, B, 6, 0, 0, &[], &t)
+    ip_packet(*src.ip(), *dst.ip(), 6, 0, 0, &[], &t)
 }
 
 /// One open connection as the peer sees it.

@@ -63,6 +63,11 @@ fn tcp() {
 }
 
 #[test]
+fn amplification() {
+    run("amplification", 1500);
+}
+
+#[test]
 fn every_target_has_a_test_and_seeds() {
     for (name, _) in TARGETS {
         assert!(
@@ -70,7 +75,7 @@ fn every_target_has_a_test_and_seeds() {
             "no seeds for {name}"
         );
     }
-    assert_eq!(TARGETS.len(), 9, "a new target needs its test here");
+    assert_eq!(TARGETS.len(), 10, "a new target needs its test here");
 }
 
 /// The committed seeds are what `seeds.rs` makes: after changing a target's input format, run

@@ -151,14 +151,26 @@ pub struct Limits {
     pub reassembly_fragments: usize,
     /// How long a reassembly waits for its missing fragments (RFC 791 suggests 15 s; Linux uses 30 s).
     pub reassembly_timeout: Duration,
-    /// Default receive queue limit of a UDP socket, in buffer bytes (Linux's default `rmem_default`).
+    /// Default receive queue limit of a UDP socket, in bytes of the buffers the queued datagrams hold
+    /// (their truesize, as Linux counts `SO_RCVBUF`), not of their payload: a datagram that arrived
+    /// from a TUN link sits in a 2 KiB buffer whatever its size. 512 KiB holds 256 such datagrams,
+    /// about as many small datagrams as Linux's default of 212,992 bytes does (Linux charges about
+    /// 768 bytes for a small one). A server that expects larger bursts sets `recv_buffer_bytes` in
+    /// [`UdpOptions`](crate::UdpOptions); each socket counts what it dropped
+    /// ([`SocketCounters::queue_full`](crate::udp::SocketCounters)).
     pub udp_rx_queue_bytes: usize,
     /// ICMP messages the stack sends per second (echo replies and errors), at most.
     pub icmp_rate_per_sec: u32,
     /// ICMP messages that may be sent in a burst above the rate.
     pub icmp_burst: u32,
-    /// Free buffers the pool keeps per size class.
+    /// Free buffers the pool keeps per size class, for reuse (see `pool_free_bytes`).
     pub pool_free_buffers: usize,
+    /// Bytes of free buffers the pool keeps per size class: when a burst of traffic (a thousand
+    /// connections' worth of 64 KiB segments) is over, what is above this goes back to the heap at once.
+    /// With the defaults a stack keeps at most about 18 MiB of free buffers (2 MiB of 2 KiB buffers and
+    /// 8 MiB in each of the two larger classes); [`Stack::release_free_buffers`](crate::Stack::release_free_buffers)
+    /// hands back all of it.
+    pub pool_free_bytes: usize,
     /// Packets a loopback link queues.
     pub loopback_queue: usize,
     /// Echo replies kept for [`Stack::recv_echo_reply`](crate::Stack::recv_echo_reply).
@@ -179,10 +191,11 @@ impl Default for Limits {
             reassembly_bytes: 4 << 20,
             reassembly_fragments: 2048,
             reassembly_timeout: Duration::from_secs(30),
-            udp_rx_queue_bytes: 212_992,
+            udp_rx_queue_bytes: 512 << 10,
             icmp_rate_per_sec: 1000,
             icmp_burst: 100,
             pool_free_buffers: 1024,
+            pool_free_bytes: 8 << 20,
             loopback_queue: 4096,
             echo_reply_queue: 64,
             tcp_connections: 65536,

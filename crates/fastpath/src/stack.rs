@@ -77,7 +77,8 @@ pub const LOOPBACK: InterfaceId = InterfaceId(0);
 impl Stack {
     /// A stack with `config` and one interface, loopback (`lo`, 127.0.0.1/8, MTU 65535).
     pub fn new(config: StackConfig) -> Stack {
-        let pool = BufferPool::new(config.buffers, config.limits.pool_free_buffers);
+        let mut pool = BufferPool::new(config.buffers, config.limits.pool_free_buffers);
+        pool.limit_free_bytes(config.limits.pool_free_bytes);
         let reassembly = ReassemblyTable::new(&config.limits);
         let udp = UdpTable::new(&config);
         let tcp = TcpTable::new(&config, random_secret());
@@ -202,6 +203,14 @@ impl Stack {
     pub fn pool_stats(&self) -> (PoolStats, usize, usize) {
         let (n, bytes) = self.pool.held();
         (self.pool.stats(), n, bytes)
+    }
+
+    /// Hands every free buffer the pool keeps back to the heap, and returns how many bytes that was.
+    /// The pool keeps at most `pool_free_buffers` buffers and `pool_free_bytes` bytes of each size
+    /// class anyway ([`Limits`](crate::config::Limits)); this is for a program that knows it will be
+    /// quiet for a while. The next packets allocate again.
+    pub fn release_free_buffers(&mut self) -> usize {
+        self.pool.release_free()
     }
 
     /// Datagrams being reassembled, and the bytes of buffers they hold.

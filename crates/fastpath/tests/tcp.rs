@@ -709,3 +709,61 @@ mod property {
         }
     }
 }
+
+/// After a burst of connections that held many large buffers has gone, the pool keeps at most
+/// `pool_free_bytes` of each size class for reuse (not every buffer the burst needed), and
+/// `release_free_buffers` hands back the rest.
+#[test]
+fn buffers_go_back_to_the_heap_when_a_burst_of_connections_is_over() {
+    use fastpath::link::PairEnd;
+    use fastpath::Ipv4Cidr;
+    let config = StackConfig::default();
+    let limit = config.limits.pool_free_bytes;
+    // Two stacks with pools of their own (no shared depot) over a 64 KiB-MTU pair: whole 64 KiB
+    // segments, each in a buffer of the largest class.
+    let (ea, eb) = PairEnd::pair(plain(65535), 65536, Impairments::default());
+    let mut a = Stack::new(config.clone());
+    a.add_interface("pair0", ea, Ipv4Cidr::new(A, 24));
+    let mut b = Stack::new(config);
+    b.add_interface("pair0", eb, Ipv4Cidr::new(B, 24));
+    let mut now = Instant::ZERO;
+    let l = b.tcp_listen(sa(B, 80), 512).unwrap();
+    let clients: Vec<TcpStream> = (0..300)
+        .map(|_| a.tcp_connect(sa(B, 80)).unwrap())
+        .collect();
+    let mut servers = Vec::new();
+    run_until(&mut a, &mut b, &mut now, Duration::from_secs(10), |_, b| {
+        while let Ok((s, _)) = b.tcp_listener(l).accept() {
+            servers.push(s);
+        }
+        servers.len() == clients.len()
+    });
+    // Every client sends 128 KiB that the server does not read yet: about 600 large buffers wait in
+    // the receive queues at once, 40 MB.
+    let data = vec![7u8; 128 << 10];
+    for &c in &clients {
+        assert_eq!(a.tcp(c).write(&data).unwrap(), data.len());
+    }
+    run_until(&mut a, &mut b, &mut now, Duration::from_secs(10), |a, _| {
+        clients
+            .iter()
+            .all(|&c| a.tcp(c).unacknowledged().unwrap() == 0)
+    });
+    let mut buf = vec![0u8; 1 << 20];
+    for &s in &servers {
+        assert_eq!(b.tcp(s).read(&mut buf).unwrap(), data.len());
+        b.tcp(s).close();
+    }
+    for &c in &clients {
+        a.tcp(c).close();
+    }
+    idle(&mut a, &mut b, &mut now, Duration::from_secs(70));
+    assert_eq!(a.tcp_connections() + b.tcp_connections(), 0);
+    let (stats, _, held) = b.pool_stats();
+    assert!(stats.recycled > 600, "{stats:?}");
+    // 2 KiB buffers and the two larger classes, each within the byte limit.
+    assert!(held <= 2 * limit + 1024 * 2048, "{held} bytes held");
+    assert!(stats.released > 400, "{stats:?}");
+    assert_eq!(b.release_free_buffers(), held);
+    assert_eq!(b.pool_stats().2, 0);
+}

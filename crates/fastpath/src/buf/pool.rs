@@ -77,10 +77,12 @@ impl BufferDepot {
 pub struct BufferPool {
     mode: BufferMode,
     free: [FreeList; 3],
-    max_free: usize,
+    /// Free buffers each class's list keeps at most: the count given, lowered for the larger classes by
+    /// the byte limit ([`Self::limit_free_bytes`]).
+    max_free: [usize; 3],
     /// Free buffers a list keeps before it spills: with a depot, two batches at most, passing the rest
     /// on at once so that the pools that allocate refill quickly; without one, `max_free`.
-    keep: usize,
+    keep: [usize; 3],
     depot: Option<BufferDepot>,
     stats: PoolStats,
 }
@@ -91,10 +93,29 @@ impl BufferPool {
         BufferPool {
             mode,
             free: Default::default(),
-            max_free,
-            keep: max_free,
+            max_free: [max_free; 3],
+            keep: [max_free; 3],
             depot: None,
             stats: PoolStats::default(),
+        }
+    }
+
+    /// Also keeps at most `bytes` of free buffers in each size class (at least one buffer): what the
+    /// pool holds for reuse when the traffic that needed its buffers has gone. A larger class then
+    /// keeps fewer buffers (with 8 MiB, 126 of 64 KiB but still 1024 of 2 KiB).
+    pub fn limit_free_bytes(&mut self, bytes: usize) {
+        for (class, size) in CLASSES.iter().enumerate() {
+            self.max_free[class] = self.max_free[class].min((bytes / size).max(1));
+        }
+        self.update_keep();
+    }
+
+    fn update_keep(&mut self) {
+        for class in 0..CLASSES.len() {
+            self.keep[class] = match self.depot {
+                Some(_) => (2 * BATCH).min(self.max_free[class]),
+                None => self.max_free[class],
+            };
         }
     }
 
@@ -102,7 +123,18 @@ impl BufferPool {
     /// spills a batch into it (which holds at most four times `max_free` per class).
     pub fn set_depot(&mut self, depot: BufferDepot) {
         self.depot = Some(depot);
-        self.keep = (2 * BATCH).min(self.max_free);
+        self.update_keep();
+    }
+
+    /// Hands every free buffer back to the heap (not the depot's: other pools may be using those).
+    /// Returns how many bytes that was.
+    pub fn release_free(&mut self) -> usize {
+        let (n, bytes) = self.held();
+        for list in &mut self.free {
+            *list = Vec::new();
+        }
+        self.stats.released += n as u64;
+        bytes
     }
 
     /// The mode.
@@ -171,7 +203,7 @@ impl BufferPool {
             if let Some(class) = CLASSES.iter().position(|&s| s == size) {
                 // The common case: room on the free list below the level that would spill.
                 let list = &mut self.free[class];
-                if list.len() < self.keep {
+                if list.len() < self.keep[class] {
                     list.push(buf.into_storage());
                     self.stats.recycled += 1;
                     return;
@@ -189,7 +221,7 @@ impl BufferPool {
     #[cold]
     fn free_full(&mut self, class: usize, buf: PacketBuf) {
         self.spill(class);
-        if self.free[class].len() < self.max_free {
+        if self.free[class].len() < self.max_free[class] {
             self.free[class].push(buf.into_storage());
             self.stats.recycled += 1;
             return;
@@ -212,7 +244,7 @@ impl BufferPool {
     fn spill(&mut self, class: usize) {
         if let Some(depot) = &self.depot {
             let mut shelves = depot.lock();
-            let room = (4 * self.max_free).saturating_sub(shelves[class].len());
+            let room = (4 * self.max_free[class]).saturating_sub(shelves[class].len());
             let n = BATCH.min(room).min(self.free[class].len());
             let from = self.free[class].len() - n;
             shelves[class].extend(self.free[class].drain(from..));
@@ -256,6 +288,20 @@ mod tests {
         }
         assert_eq!(pool.held().0, 2);
         assert_eq!(pool.stats().released, 3);
+    }
+
+    #[test]
+    fn the_byte_limit_keeps_fewer_large_buffers() {
+        let mut pool = BufferPool::new(BufferMode::Pool, 100);
+        pool.limit_free_bytes(4 * CLASSES[2]);
+        let small: Vec<_> = (0..50).map(|_| pool.alloc(10)).collect();
+        let large: Vec<_> = (0..50).map(|_| pool.alloc(60_000)).collect();
+        small.into_iter().chain(large).for_each(|b| pool.free(b));
+        // 50 small buffers fit in the byte limit; only 4 large ones do.
+        assert_eq!(pool.held(), (54, 50 * CLASSES[0] + 4 * CLASSES[2]));
+        assert_eq!(pool.release_free(), 50 * CLASSES[0] + 4 * CLASSES[2]);
+        assert_eq!(pool.held(), (0, 0));
+        assert_eq!(pool.stats().released, 46 + 54);
     }
 
     #[test]

@@ -26,7 +26,9 @@ pub struct UdpOptions {
     /// Send with no checksum (zero field, RFC 768). Kay & Pasquale (paper 001) added this socket option
     /// for applications, such as audio and video, that tolerate corruption and want the speed.
     pub no_checksum: bool,
-    /// Receive queue limit in buffer bytes (`SO_RCVBUF`); `None` takes the stack's default.
+    /// Receive queue limit in bytes of the buffers queued datagrams hold, as Linux counts `SO_RCVBUF`
+    /// (a small datagram from a TUN link holds a 2 KiB buffer); `None` takes the stack's default,
+    /// [`Limits::udp_rx_queue_bytes`](crate::config::Limits::udp_rx_queue_bytes).
     pub recv_buffer_bytes: Option<usize>,
 }
 
