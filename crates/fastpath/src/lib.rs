@@ -33,6 +33,7 @@ macro_rules! timed {
     };
 }
 
+mod addr;
 pub mod buf;
 pub mod checksum;
 pub mod config;
@@ -50,10 +51,16 @@ pub mod time;
 pub mod udp;
 pub mod wire;
 
+pub use buf::{BufferDepot, PacketBuf};
 pub use config::{CopyChecksum, StackConfig};
 pub use ipv4::route::{InterfaceId, Ipv4Cidr};
+#[cfg(target_os = "linux")]
+pub use link::{TunConfig, TunHandle, TunLink, TunStats};
+pub use link::{Impaired, Impairments, Link, LinkCapabilities, Loopback, PairEnd};
 pub use stack::Stack;
-pub use stats::{Counters, DropReason};
-pub use tcp::{TcpListener, TcpStream};
+pub use stats::{Counters, DropReason, Drops};
+pub use tcp::{ConnectionInfo, TcpListener, TcpListenerRef, TcpStream, TcpStreamRef};
+/// A TCP connection's state (RFC 9293 §3.3.2), as [`TcpStreamRef::state`] reports it: `tcp::State`.
+pub use tcp::State as TcpState;
 pub use time::Instant;
-pub use udp::{UdpOptions, UdpSocket};
+pub use udp::{UdpOptions, UdpSocket, UdpSocketRef};

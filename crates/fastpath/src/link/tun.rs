@@ -53,7 +53,7 @@ mod sys;
 use std::collections::VecDeque;
 use std::fmt;
 use std::io;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -462,6 +462,39 @@ impl TunLink {
 
     fn publish(&self) {
         *self.shared.stats() = self.stats;
+    }
+}
+
+/// The TUN descriptor the link reads and writes, non-blocking, for registering with `poll`, `epoll`,
+/// mio or tokio (interest in readability: a packet is waiting for [`Link::receive`]). Read or write it
+/// only through the link: a packet taken from it directly is lost to the stack. Edge-triggered users
+/// must drain it, by receiving (polling the stack) until a `receive` finds nothing.
+impl AsFd for TunLink {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.shared.fd.as_fd()
+    }
+}
+
+/// The descriptor as a raw number; see [`AsFd`](#impl-AsFd-for-TunLink).
+impl AsRawFd for TunLink {
+    fn as_raw_fd(&self) -> RawFd {
+        self.shared.fd.as_raw_fd()
+    }
+}
+
+/// The link's descriptor, still there once the link belongs to a [`Stack`](crate::Stack): to register
+/// it with an event loop in place of [`TunHandle::wait`]. The same rules as for the link's
+/// [`AsFd`](TunLink#impl-AsFd-for-TunLink) apply.
+impl AsFd for TunHandle {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.shared.fd.as_fd()
+    }
+}
+
+/// The descriptor as a raw number; see [`AsFd`](#impl-AsFd-for-TunHandle).
+impl AsRawFd for TunHandle {
+    fn as_raw_fd(&self) -> RawFd {
+        self.shared.fd.as_raw_fd()
     }
 }
 
