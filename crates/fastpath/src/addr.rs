@@ -50,7 +50,7 @@ mod tests {
         assert_eq!(ipv4(&(Ipv4Addr::new(10, 0, 0, 1), 80)).unwrap(), v4);
         let v6 = SocketAddr::V6(SocketAddrV6::new(Ipv6Addr::LOCALHOST, 80, 0, 0));
         let other = SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 2), 80));
-        assert_eq!(ipv4(&[v6, SocketAddr::V4(v4), other][..]).unwrap(), v4);
+        assert_eq!(ipv4(&&[v6, SocketAddr::V4(v4), other][..]).unwrap(), v4);
     }
 
     #[test]
@@ -64,7 +64,7 @@ mod tests {
             io::ErrorKind::AddrNotAvailable
         );
         let none: &[SocketAddr] = &[];
-        assert_eq!(ipv4(none).unwrap_err().kind(), io::ErrorKind::InvalidInput);
+        assert_eq!(ipv4(&none).unwrap_err().kind(), io::ErrorKind::InvalidInput);
         assert_eq!(
             ipv4("not an address").unwrap_err().kind(),
             io::ErrorKind::InvalidInput
