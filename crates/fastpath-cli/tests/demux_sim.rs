@@ -366,9 +366,7 @@ fn a_capture_of_fastpath_traffic_replays_without_mismatches() {
     let server = Ipv4Addr::new(10, 0, 0, 2);
     let mut sent = 0usize;
     // Requests from clients on ephemeral ports to the server's well-known ports.
-    let clients: Vec<_> = (0..8)
-        .map(|_| a.udp_bind("10.0.0.1:0").unwrap())
-        .collect();
+    let clients: Vec<_> = (0..8).map(|_| a.udp_bind("10.0.0.1:0").unwrap()).collect();
     for round in 0..20u16 {
         for (i, &c) in clients.iter().enumerate() {
             let port = [53, 123, 69, 161, 514][(i + round as usize) % 5];

@@ -54,13 +54,13 @@ pub mod wire;
 pub use buf::{BufferDepot, PacketBuf};
 pub use config::{CopyChecksum, StackConfig};
 pub use ipv4::route::{InterfaceId, Ipv4Cidr};
+pub use link::{Impaired, Impairments, Link, LinkCapabilities, Loopback, PairEnd};
 #[cfg(target_os = "linux")]
 pub use link::{TunConfig, TunHandle, TunLink, TunStats};
-pub use link::{Impaired, Impairments, Link, LinkCapabilities, Loopback, PairEnd};
 pub use stack::Stack;
 pub use stats::{Counters, DropReason, Drops};
-pub use tcp::{ConnectionInfo, TcpListener, TcpListenerRef, TcpStream, TcpStreamRef};
 /// A TCP connection's state (RFC 9293 §3.3.2), as [`TcpStreamRef::state`] reports it: `tcp::State`.
 pub use tcp::State as TcpState;
+pub use tcp::{ConnectionInfo, TcpListener, TcpListenerRef, TcpStream, TcpStreamRef};
 pub use time::Instant;
 pub use udp::{UdpOptions, UdpSocket, UdpSocketRef};

@@ -133,7 +133,7 @@ drop_reasons! {
 pub struct Drops([u64; DropReason::ALL.len()]);
 
 impl fmt::Debug for Drops {
-    /// Only the reasons with a non-zero count, by label: `Drops { "udp: no socket": 3 }`.
+    /// Only the reasons with a non-zero count, by label: `Drops {"udp: no socket": 3}`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("Drops ")?;
         f.debug_map()

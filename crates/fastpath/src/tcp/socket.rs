@@ -469,3 +469,29 @@ fn read_result(tcb: &Tcb, n: usize, empty_buf: bool) -> io::Result<usize> {
     }
     Err(io::ErrorKind::WouldBlock.into())
 }
+
+/// `std::io::Read` over [`TcpStreamRef::read`], non-blocking: generic code (`read_to_end`,
+/// `io::copy`, `BufReader`) works on a connection, given that every call may return
+/// `io::ErrorKind::WouldBlock` when nothing has arrived yet (poll the stack and call again; what
+/// `read_to_end` appended before that stays in its vector). `Ok(0)` is the end of the stream.
+impl io::Read for TcpStreamRef<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        TcpStreamRef::read(self, buf)
+    }
+}
+
+/// `std::io::Write` over [`TcpStreamRef::write`], non-blocking: `write` queues what fits in the send
+/// buffer and returns `WouldBlock` when none does, so `write_all` stops with `WouldBlock` part of the
+/// way through a large buffer (write what remains after the next poll, or loop on `write`).
+impl io::Write for TcpStreamRef<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        TcpStreamRef::write(self, buf)
+    }
+
+    /// Does nothing and succeeds: written bytes are already queued, and leave (as segments handed to
+    /// the link) at the next [`Stack::poll`] or [`Stack::flush`], as the congestion and receive windows
+    /// (and Nagle's algorithm, unless [`set_nodelay`](TcpStreamRef::set_nodelay)) allow.
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}

@@ -367,3 +367,33 @@ impl UdpSocketRef<'_> {
         }
     }
 }
+
+/// `std::io::Read` for a connected socket: each `read` takes one datagram from the connected peer, as
+/// [`UdpSocketRef::recv`] does (bytes past `buf.len()` are discarded, so give it room for the largest
+/// datagram), and `WouldBlock` when none is waiting. UDP has no end of stream: `read` never returns
+/// `Ok(0)` but for an empty datagram or an empty `buf`, so `read_to_end` ends in `WouldBlock`, with every
+/// datagram that was waiting appended.
+impl io::Read for UdpSocketRef<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.recv(buf)
+    }
+}
+
+/// `std::io::Write` for a connected socket: each `write` sends `buf` as one datagram to the connected
+/// peer, as [`UdpSocketRef::send`] does (`NotConnected` on an unconnected socket), whole or not at all.
+/// `write_all` therefore sends one datagram per call; `io::copy` sends one per chunk it read.
+impl io::Write for UdpSocketRef<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.send(buf)
+    }
+
+    fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+        self.send_vectored(bufs)
+    }
+
+    /// Does nothing and succeeds: the datagram was handed to the stack by `write` and leaves at the
+    /// next [`Stack::poll`] or [`Stack::flush`] (or earlier, once a batch of output is queued).
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
