@@ -1246,6 +1246,34 @@ mod tests {
         assert!(link.handle().wait(Some(Duration::from_secs(5))).unwrap());
     }
 
+    #[test]
+    fn the_descriptor_lent_out_is_the_one_the_link_reads() {
+        use nix::fcntl::{fcntl, FcntlArg, OFlag};
+        use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+        let (mut link, kernel) = fake_kernel(true);
+        let handle = link.handle();
+        assert_eq!(link.as_raw_fd(), handle.as_raw_fd());
+        assert_eq!(link.as_fd().as_raw_fd(), link.as_raw_fd());
+        let flags = OFlag::from_bits_truncate(fcntl(link.as_fd(), FcntlArg::F_GETFL).unwrap());
+        assert!(flags.contains(OFlag::O_NONBLOCK), "{flags:?}");
+        fn readable(fd: BorrowedFd<'_>) -> bool {
+            let mut fds = [PollFd::new(fd, PollFlags::POLLIN)];
+            poll(&mut fds, PollTimeout::from(100u8)).unwrap() == 1
+                && fds[0].revents().unwrap().contains(PollFlags::POLLIN)
+        }
+        assert!(!readable(link.as_fd()), "nothing sent yet");
+        kernel
+            .send(&framed(&VnetHeader::default(), partial_udp(b"ping").data()))
+            .unwrap();
+        assert!(readable(link.as_fd()));
+        assert!(readable(handle.as_fd()));
+        // What made it readable is what the link receives; then it is quiet again.
+        let mut batch = Vec::new();
+        assert_eq!(link.receive(&mut batch, 8), 1);
+        assert_eq!(batch[0].data(), partial_udp(b"ping").data());
+        assert!(!readable(link.as_fd()));
+    }
+
     fn gso_header(size: u16) -> VnetHeader {
         VnetHeader {
             gso_type: VIRTIO_NET_HDR_GSO_UDP_L4,
