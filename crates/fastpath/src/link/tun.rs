@@ -39,7 +39,8 @@
 //! `writev`. Neither copies the packet in user space (splitting a GSO packet does copy each datagram
 //! into a buffer of its own). The descriptor is non-blocking;
 //! [`TunLink::wait`] (or [`TunHandle::wait`], once the link belongs to a stack) sleeps in `poll` until a
-//! packet arrives.
+//! packet arrives, and both lend the descriptor ([`AsFd`], [`AsRawFd`]) to an event loop (epoll, mio,
+//! tokio's `AsyncFd`) that would rather wait for it with others.
 //!
 //! The interface is created in a network namespace by moving a short-lived thread into it (`setns`)
 //! and opening the device there; the thread then ends, and the process's other threads never leave
