@@ -366,9 +366,7 @@ fn a_capture_of_fastpath_traffic_replays_without_mismatches() {
     let server = Ipv4Addr::new(10, 0, 0, 2);
     let mut sent = 0usize;
     // Requests from clients on ephemeral ports to the server's well-known ports.
-    let clients: Vec<_> = (0..8)
-        .map(|_| a.udp_bind("10.0.0.1:0".parse().unwrap()).unwrap())
-        .collect();
+    let clients: Vec<_> = (0..8).map(|_| a.udp_bind("10.0.0.1:0").unwrap()).collect();
     for round in 0..20u16 {
         for (i, &c) in clients.iter().enumerate() {
             let port = [53, 123, 69, 161, 514][(i + round as usize) % 5];
@@ -379,7 +377,7 @@ fn a_capture_of_fastpath_traffic_replays_without_mismatches() {
         }
     }
     // Replies from well-known services to the server host's own clients (ephemeral ports).
-    let ntp = a.udp_bind("10.0.0.1:123".parse().unwrap()).unwrap();
+    let ntp = a.udp_bind("10.0.0.1:123").unwrap();
     for k in 0..30u16 {
         a.udp(ntp)
             .send_to(b"reply", SocketAddrV4::new(server, 40000 + k))
@@ -387,7 +385,7 @@ fn a_capture_of_fastpath_traffic_replays_without_mismatches() {
         sent += 1;
     }
     // A flow between two non-well-known ports: a fully specified PCB on the server host.
-    let peer = a.udp_bind("10.0.0.1:50000".parse().unwrap()).unwrap();
+    let peer = a.udp_bind("10.0.0.1:50000").unwrap();
     for _ in 0..25 {
         a.udp(peer)
             .send_to(b"flow", SocketAddrV4::new(server, 50001))

@@ -621,7 +621,7 @@ fn drain(host: &mut Host) -> Vec<Answer> {
 /// metadata a link would set), socket calls (reads of every kind into buffers of any size, sends to
 /// every kind of address, connects, pings) and clock steps. Checks, at every step: the bounds
 /// (reassembly, socket queues, the ICMP rate); every packet received accounted for; what the stack
-/// sends well formed (see [`check_output`]). At the end, after a clock step past every timeout:
+/// sends well formed (see `check_output`). At the end, after a clock step past every timeout:
 /// nothing left in reassembly; `in_receives` equals the packets fed plus those the stack looped back
 /// to itself. The second stack (run when metadata is not used) differs in every technique that must
 /// not change behaviour: separate copy and checksum (verification on arrival), the reference

@@ -5,6 +5,45 @@
 //! parses and emits headers; [`checksum`] computes the Internet checksum every way the papers measure;
 //! [`ipv4`] validates, routes, fragments and reassembles; [`demux`] finds a datagram's socket; [`udp`],
 //! [`tcp`] and [`icmp`] are the protocols; [`Stack`] ties them together; [`StackConfig`] switches each technique.
+//!
+//! # Example
+//!
+//! Two stacks joined by an in-memory link ([`PairEnd::pair`]) exchange a UDP datagram. Nothing moves
+//! until a stack is polled, and no call blocks: a socket with nothing to read returns
+//! `io::ErrorKind::WouldBlock`. Sockets are handles, used through the stack that owns them
+//! (`stack.udp(socket)`, `stack.tcp(stream)`); addresses are anything [`ToSocketAddrs`] takes, IPv4 only.
+//!
+//! ```
+//! use fastpath::{Impairments, Instant, Ipv4Cidr, LinkCapabilities, PairEnd, Stack, StackConfig};
+//!
+//! let (end_a, end_b) = PairEnd::pair(LinkCapabilities::plain(1500), 64, Impairments::default());
+//! let mut a = Stack::new(StackConfig::default());
+//! a.add_interface("pair0", end_a, Ipv4Cidr::new([10, 0, 0, 1].into(), 24));
+//! let mut b = Stack::new(StackConfig::default());
+//! b.add_interface("pair0", end_b, Ipv4Cidr::new([10, 0, 0, 2].into(), 24));
+//!
+//! let server = b.udp_bind("10.0.0.2:7")?;
+//! let client = a.udp_bind("0.0.0.0:0")?;
+//! a.udp(client).send_to(b"hello", "10.0.0.2:7")?;
+//! let now = Instant::now();
+//! a.poll(now); // A sends the datagram onto the link
+//! b.poll(now); // B receives it and queues it on the socket
+//!
+//! let mut buf = [0u8; 1500];
+//! let (n, from) = b.udp(server).recv_from(&mut buf)?;
+//! assert_eq!(&buf[..n], b"hello");
+//! assert_eq!(from.ip().octets(), [10, 0, 0, 1]);
+//! assert_eq!(
+//!     b.udp(server).recv_from(&mut buf).unwrap_err().kind(),
+//!     std::io::ErrorKind::WouldBlock
+//! );
+//! # Ok::<(), std::io::Error>(())
+//! ```
+//!
+//! A connection's handle ([`TcpStreamRef`]) is a `std::io::Read` and `Write`, non-blocking; a
+//! [`TunLink`] lends its descriptor ([`AsFd`](std::os::fd::AsFd)) to an event loop.
+//!
+//! [`ToSocketAddrs`]: std::net::ToSocketAddrs
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -33,6 +72,7 @@ macro_rules! timed {
     };
 }
 
+mod addr;
 pub mod buf;
 pub mod checksum;
 pub mod config;
@@ -50,10 +90,23 @@ pub mod time;
 pub mod udp;
 pub mod wire;
 
+/// The repository's README, whose Rust examples are compiled and run as doctests so that they keep
+/// up with the API (only under `cargo test --doc`; the README is not part of the rendered docs, where
+/// its relative links would not resolve).
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;
+
+pub use buf::{BufferDepot, PacketBuf};
 pub use config::{CopyChecksum, StackConfig};
 pub use ipv4::route::{InterfaceId, Ipv4Cidr};
+pub use link::{Impaired, Impairments, Link, LinkCapabilities, Loopback, PairEnd};
+#[cfg(target_os = "linux")]
+pub use link::{TunConfig, TunHandle, TunLink, TunStats};
 pub use stack::Stack;
-pub use stats::{Counters, DropReason};
-pub use tcp::{TcpListener, TcpStream};
+pub use stats::{Counters, DropReason, Drops};
+/// A TCP connection's state (RFC 9293 §3.3.2), as [`TcpStreamRef::state`] reports it: `tcp::State`.
+pub use tcp::State as TcpState;
+pub use tcp::{ConnectionInfo, TcpListener, TcpListenerRef, TcpStream, TcpStreamRef};
 pub use time::Instant;
-pub use udp::{UdpOptions, UdpSocket};
+pub use udp::{UdpOptions, UdpSocket, UdpSocketRef};

@@ -133,8 +133,18 @@ drop_reasons! {
 }
 
 /// Drop counts, one per [`DropReason`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, PartialEq, Eq)]
 pub struct Drops([u64; DropReason::ALL.len()]);
+
+impl fmt::Debug for Drops {
+    /// Only the reasons with a non-zero count, by label: `Drops {"udp: no socket": 3}`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Drops ")?;
+        f.debug_map()
+            .entries(self.nonzero().map(|(r, n)| (r.label(), n)))
+            .finish()
+    }
+}
 
 impl Default for Drops {
     fn default() -> Self {

@@ -269,9 +269,7 @@ fn strategies_in_the_stack_deliver_alike() {
             reuse_address: true,
             ..UdpOptions::default()
         };
-        let wild = b
-            .udp_bind_with("0.0.0.0:53".parse().unwrap(), reuse)
-            .unwrap();
+        let wild = b.udp_bind_with("0.0.0.0:53", reuse).unwrap();
         let local = b
             .udp_bind_with(SocketAddrV4::new(LOCAL[1], 53), reuse)
             .unwrap();

@@ -39,7 +39,8 @@
 //! `writev`. Neither copies the packet in user space (splitting a GSO packet does copy each datagram
 //! into a buffer of its own). The descriptor is non-blocking;
 //! [`TunLink::wait`] (or [`TunHandle::wait`], once the link belongs to a stack) sleeps in `poll` until a
-//! packet arrives.
+//! packet arrives, and both lend the descriptor ([`AsFd`], [`AsRawFd`]) to an event loop (epoll, mio,
+//! tokio's `AsyncFd`) that would rather wait for it with others.
 //!
 //! The interface is created in a network namespace by moving a short-lived thread into it (`setns`)
 //! and opening the device there; the thread then ends, and the process's other threads never leave
@@ -53,7 +54,7 @@ mod sys;
 use std::collections::VecDeque;
 use std::fmt;
 use std::io;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -462,6 +463,39 @@ impl TunLink {
 
     fn publish(&self) {
         *self.shared.stats() = self.stats;
+    }
+}
+
+/// The TUN descriptor the link reads and writes, non-blocking, for registering with `poll`, `epoll`,
+/// mio or tokio (interest in readability: a packet is waiting for [`Link::receive`]). Read or write it
+/// only through the link: a packet taken from it directly is lost to the stack. Edge-triggered users
+/// must drain it, by receiving (polling the stack) until a `receive` finds nothing.
+impl AsFd for TunLink {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.shared.fd.as_fd()
+    }
+}
+
+/// The descriptor as a raw number; see [`AsFd`](#impl-AsFd-for-TunLink).
+impl AsRawFd for TunLink {
+    fn as_raw_fd(&self) -> RawFd {
+        self.shared.fd.as_raw_fd()
+    }
+}
+
+/// The link's descriptor, still there once the link belongs to a [`Stack`](crate::Stack): to register
+/// it with an event loop in place of [`TunHandle::wait`]. The same rules as for the link's
+/// [`AsFd`](TunLink#impl-AsFd-for-TunLink) apply.
+impl AsFd for TunHandle {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.shared.fd.as_fd()
+    }
+}
+
+/// The descriptor as a raw number; see [`AsFd`](#impl-AsFd-for-TunHandle).
+impl AsRawFd for TunHandle {
+    fn as_raw_fd(&self) -> RawFd {
+        self.shared.fd.as_raw_fd()
     }
 }
 
@@ -1211,6 +1245,34 @@ mod tests {
             .send(&framed(&VnetHeader::default(), &[0x45; 40]))
             .unwrap();
         assert!(link.handle().wait(Some(Duration::from_secs(5))).unwrap());
+    }
+
+    #[test]
+    fn the_descriptor_lent_out_is_the_one_the_link_reads() {
+        use nix::fcntl::{fcntl, FcntlArg, OFlag};
+        use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+        let (mut link, kernel) = fake_kernel(true);
+        let handle = link.handle();
+        assert_eq!(link.as_raw_fd(), handle.as_raw_fd());
+        assert_eq!(link.as_fd().as_raw_fd(), link.as_raw_fd());
+        let flags = OFlag::from_bits_truncate(fcntl(link.as_fd(), FcntlArg::F_GETFL).unwrap());
+        assert!(flags.contains(OFlag::O_NONBLOCK), "{flags:?}");
+        fn readable(fd: BorrowedFd<'_>) -> bool {
+            let mut fds = [PollFd::new(fd, PollFlags::POLLIN)];
+            poll(&mut fds, PollTimeout::from(100u8)).unwrap() == 1
+                && fds[0].revents().unwrap().contains(PollFlags::POLLIN)
+        }
+        assert!(!readable(link.as_fd()), "nothing sent yet");
+        kernel
+            .send(&framed(&VnetHeader::default(), partial_udp(b"ping").data()))
+            .unwrap();
+        assert!(readable(link.as_fd()));
+        assert!(readable(handle.as_fd()));
+        // What made it readable is what the link receives; then it is quiet again.
+        let mut batch = Vec::new();
+        assert_eq!(link.receive(&mut batch, 8), 1);
+        assert_eq!(batch[0].data(), partial_udp(b"ping").data());
+        assert!(!readable(link.as_fd()));
     }
 
     fn gso_header(size: u16) -> VnetHeader {

@@ -1,16 +1,19 @@
 //! TCP (RFC 9293): connections, listeners, input, output and timers.
 //!
-//! The layout follows the work: [`seq`] is sequence arithmetic; [`tcb`] is one connection's state
-//! machine, which decides what to send but builds no packets; [`buffers`] holds its data; [`congestion`]
-//! sizes its window; [`isn`] makes initial sequence numbers and SYN cookies. This file is the table of
-//! connections and listeners (found through the same [`Demux`] as UDP: fully specified PCBs for
-//! connections, wildcard-remote PCBs for listeners, best match first) and the stack's TCP input and
-//! output. [`socket`] is the application's API.
+//! The layout follows the work: [`seq`] is sequence arithmetic; `tcb` is one connection's state
+//! machine ([`State`], [`ConnectionInfo`]), which decides what to send but builds no packets; `buffers`
+//! holds its data; [`congestion`] sizes its window; `isn` makes initial sequence numbers and SYN
+//! cookies. This file is the table of connections and listeners (found through the same [`Demux`] as
+//! UDP: fully specified PCBs for connections, wildcard-remote PCBs for listeners, best match first) and
+//! the stack's TCP input and output. `socket` is the application's API: [`TcpListener`] and
+//! [`TcpStream`] handles, used through [`Stack::tcp_listener`](crate::Stack::tcp_listener) and
+//! [`Stack::tcp`](crate::Stack::tcp).
 //!
 //! Techniques and their switches ([`TcpConfig`](crate::config::TcpConfig)): header prediction
 //! (`header_prediction`, paper 000 §2), checksum offload (the stack's `checksum_policy`, paper 002
-//! §3.2), zero-copy receive and in-place send (always: see [`buffers`]), SACK, timestamps and window
-//! scaling, CUBIC or NewReno, delayed ACKs, SYN cookies.
+//! §3.2), zero-copy receive and in-place send (always: see [`TcpStreamRef::read_with`] and
+//! [`TcpStreamRef::write_with`]), SACK, timestamps and window scaling, CUBIC or NewReno, delayed ACKs,
+//! SYN cookies.
 
 mod buffers;
 pub mod congestion;

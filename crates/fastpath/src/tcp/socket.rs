@@ -3,7 +3,7 @@
 //! Nothing moves until the stack is polled.
 
 use std::io;
-use std::net::SocketAddrV4;
+use std::net::{SocketAddrV4, ToSocketAddrs};
 
 use super::tcb::{ConnectionInfo, State, Tcb};
 use super::{pcb_of, Entry, Listener};
@@ -31,7 +31,19 @@ fn closed() -> io::Error {
 impl Stack {
     /// Listens on `local` (address `0.0.0.0` for all of the host's addresses) with room for `backlog`
     /// half-open and as many established, unaccepted connections (capped by the configured limit).
-    pub fn tcp_listen(&mut self, local: SocketAddrV4, backlog: usize) -> io::Result<TcpListener> {
+    /// `local` is anything [`ToSocketAddrs`] takes, resolved to its first IPv4 address as for
+    /// [`udp_bind`](Stack::udp_bind).
+    pub fn tcp_listen(
+        &mut self,
+        local: impl ToSocketAddrs,
+        backlog: usize,
+    ) -> io::Result<TcpListener> {
+        let local = crate::addr::ipv4(&local)?;
+        self.tcp_listen_v4(local, backlog)
+    }
+
+    /// [`tcp_listen`](Stack::tcp_listen) once the address is resolved.
+    fn tcp_listen_v4(&mut self, local: SocketAddrV4, backlog: usize) -> io::Result<TcpListener> {
         let addr = *local.ip();
         self.check_local_address(addr)?;
         let port = match local.port() {
@@ -69,16 +81,29 @@ impl Stack {
     }
 
     /// Opens a connection to `remote` from an ephemeral port (the SYN leaves at the next poll). Like
-    /// every timer, the SYN's retransmission timer counts from the time of the last `poll`.
-    pub fn tcp_connect(&mut self, remote: SocketAddrV4) -> io::Result<TcpStream> {
+    /// every timer, the SYN's retransmission timer counts from the time of the last `poll`. `remote`
+    /// as for [`tcp_listen`](Stack::tcp_listen).
+    pub fn tcp_connect(&mut self, remote: impl ToSocketAddrs) -> io::Result<TcpStream> {
         self.tcp_connect_from(
             SocketAddrV4::new(std::net::Ipv4Addr::UNSPECIFIED, 0),
             remote,
         )
     }
 
-    /// Opens a connection from `local` (address or port may be unspecified) to `remote`.
+    /// Opens a connection from `local` (address or port may be unspecified) to `remote`, both as for
+    /// [`tcp_listen`](Stack::tcp_listen).
     pub fn tcp_connect_from(
+        &mut self,
+        local: impl ToSocketAddrs,
+        remote: impl ToSocketAddrs,
+    ) -> io::Result<TcpStream> {
+        let local = crate::addr::ipv4(&local)?;
+        let remote = crate::addr::ipv4(&remote)?;
+        self.tcp_connect_v4(local, remote)
+    }
+
+    /// [`tcp_connect_from`](Stack::tcp_connect_from) once the addresses are resolved.
+    fn tcp_connect_v4(
         &mut self,
         local: SocketAddrV4,
         remote: SocketAddrV4,
@@ -443,4 +468,30 @@ fn read_result(tcb: &Tcb, n: usize, empty_buf: bool) -> io::Result<usize> {
         return Ok(0);
     }
     Err(io::ErrorKind::WouldBlock.into())
+}
+
+/// `std::io::Read` over [`TcpStreamRef::read`], non-blocking: generic code (`read_to_end`,
+/// `io::copy`, `BufReader`) works on a connection, given that every call may return
+/// `io::ErrorKind::WouldBlock` when nothing has arrived yet (poll the stack and call again; what
+/// `read_to_end` appended before that stays in its vector). `Ok(0)` is the end of the stream.
+impl io::Read for TcpStreamRef<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        TcpStreamRef::read(self, buf)
+    }
+}
+
+/// `std::io::Write` over [`TcpStreamRef::write`], non-blocking: `write` queues what fits in the send
+/// buffer and returns `WouldBlock` when none does, so `write_all` stops with `WouldBlock` part of the
+/// way through a large buffer (write what remains after the next poll, or loop on `write`).
+impl io::Write for TcpStreamRef<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        TcpStreamRef::write(self, buf)
+    }
+
+    /// Does nothing and succeeds: written bytes are already queued, and leave (as segments handed to
+    /// the link) at the next [`Stack::poll`] or [`Stack::flush`], as the congestion and receive windows
+    /// (and Nagle's algorithm, unless [`set_nodelay`](TcpStreamRef::set_nodelay)) allow.
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
 }

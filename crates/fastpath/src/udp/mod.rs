@@ -11,7 +11,7 @@ pub use socket::{UdpOptions, UdpSocket, UdpSocketRef};
 
 use std::collections::VecDeque;
 use std::io::{self, IoSlice};
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::net::{Ipv4Addr, SocketAddrV4, ToSocketAddrs};
 
 use crate::buf::{gather, ChecksumOffload, PacketBuf};
 use crate::checksum::{self, Checksum};
@@ -219,12 +219,28 @@ fn closed() -> io::Error {
 impl Stack {
     /// Binds a UDP socket to `local` with default options. Port 0 picks an ephemeral port; address
     /// `0.0.0.0` receives on every address of the host.
-    pub fn udp_bind(&mut self, local: SocketAddrV4) -> io::Result<UdpSocket> {
+    ///
+    /// `local` is anything [`ToSocketAddrs`] takes (`SocketAddrV4`, `"127.0.0.1:9"`,
+    /// `(Ipv4Addr::LOCALHOST, 9)`, ...): the first IPv4 address it resolves to is used, and one that
+    /// resolves to IPv6 addresses only is an `AddrNotAvailable` error (no IPv6 yet). A host name is
+    /// resolved by the system, which may block.
+    pub fn udp_bind(&mut self, local: impl ToSocketAddrs) -> io::Result<UdpSocket> {
         self.udp_bind_with(local, UdpOptions::default())
     }
 
-    /// Binds a UDP socket with `options` (set before binding, such as `reuse_address`).
+    /// Binds a UDP socket with `options` (set before binding, such as `reuse_address`). `local` as for
+    /// [`udp_bind`](Stack::udp_bind).
     pub fn udp_bind_with(
+        &mut self,
+        local: impl ToSocketAddrs,
+        options: UdpOptions,
+    ) -> io::Result<UdpSocket> {
+        let local = crate::addr::ipv4(&local)?;
+        self.udp_bind_v4(local, options)
+    }
+
+    /// [`udp_bind_with`](Stack::udp_bind_with) once the address is resolved.
+    fn udp_bind_v4(
         &mut self,
         local: SocketAddrV4,
         mut options: UdpOptions,

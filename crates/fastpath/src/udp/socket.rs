@@ -2,7 +2,9 @@
 //! `io::ErrorKind::WouldBlock` when there is nothing to read.
 
 use std::io::{self, IoSlice, IoSliceMut};
-use std::net::SocketAddrV4;
+use std::net::{SocketAddrV4, ToSocketAddrs};
+
+use crate::addr;
 
 use super::{closed, Payload, SocketCounters};
 use crate::checksum::Checksum;
@@ -53,7 +55,13 @@ impl UdpSocketRef<'_> {
 
     /// Sends `buf` to `dst`. On an unconnected socket this never connects it, not even for a moment
     /// (Partridge & Pink §6.2), unless the `sendto_pseudo_connect` switch asks for the 4.3BSD way.
-    pub fn send_to(&mut self, buf: &[u8], dst: SocketAddrV4) -> io::Result<usize> {
+    ///
+    /// `dst` is anything [`ToSocketAddrs`] takes; the first IPv4 address it resolves to is used (see
+    /// [`Stack::udp_bind`]). A `SocketAddrV4` costs nothing extra; a host name is resolved by the
+    /// system on every call, which may block: resolve it once and keep the address instead.
+    #[inline]
+    pub fn send_to(&mut self, buf: &[u8], dst: impl ToSocketAddrs) -> io::Result<usize> {
+        let dst = addr::ipv4(&dst)?;
         self.send_payload(Payload::Copy(&[IoSlice::new(buf)]), Some(dst))
     }
 
@@ -63,11 +71,14 @@ impl UdpSocketRef<'_> {
     }
 
     /// Sends the concatenation of `bufs` as one datagram to `dst` (gathered and summed in one pass).
+    /// `dst` as for [`send_to`](Self::send_to).
+    #[inline]
     pub fn send_to_vectored(
         &mut self,
         bufs: &[IoSlice<'_>],
-        dst: SocketAddrV4,
+        dst: impl ToSocketAddrs,
     ) -> io::Result<usize> {
+        let dst = addr::ipv4(&dst)?;
         self.send_payload(Payload::Copy(bufs), Some(dst))
     }
 
@@ -78,12 +89,15 @@ impl UdpSocketRef<'_> {
 
     /// Zero-copy send (Chase et al., paper 002 §3.1): the stack lends a buffer of `len` bytes, already
     /// behind headroom for every header, and `fill` writes the payload into it; nothing is copied.
+    /// `dst` as for [`send_to`](Self::send_to).
+    #[inline]
     pub fn send_to_with(
         &mut self,
         len: usize,
-        dst: SocketAddrV4,
+        dst: impl ToSocketAddrs,
         mut fill: impl FnMut(&mut [u8]),
     ) -> io::Result<usize> {
+        let dst = addr::ipv4(&dst)?;
         self.send_payload(Payload::Fill(len, &mut fill), Some(dst))
     }
 
@@ -153,7 +167,9 @@ impl UdpSocketRef<'_> {
     }
 
     /// Connects the socket to `remote`: `send` goes there, and only datagrams from there are received.
-    pub fn connect(&mut self, remote: SocketAddrV4) -> io::Result<()> {
+    /// `remote` as for [`send_to`](Self::send_to).
+    pub fn connect(&mut self, remote: impl ToSocketAddrs) -> io::Result<()> {
+        let remote = addr::ipv4(&remote)?;
         self.stack.udp_connect(self.socket, remote)
     }
 
@@ -351,5 +367,35 @@ impl UdpSocketRef<'_> {
             s.counters.bad_checksum += 1;
             stack.counters.drops.add(DropReason::UdpBadChecksum);
         }
+    }
+}
+
+/// `std::io::Read` for a connected socket: each `read` takes one datagram from the connected peer, as
+/// [`UdpSocketRef::recv`] does (bytes past `buf.len()` are discarded, so give it room for the largest
+/// datagram), and `WouldBlock` when none is waiting. UDP has no end of stream: `read` never returns
+/// `Ok(0)` but for an empty datagram or an empty `buf`, so `read_to_end` ends in `WouldBlock`, with every
+/// datagram that was waiting appended.
+impl io::Read for UdpSocketRef<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.recv(buf)
+    }
+}
+
+/// `std::io::Write` for a connected socket: each `write` sends `buf` as one datagram to the connected
+/// peer, as [`UdpSocketRef::send`] does (`NotConnected` on an unconnected socket), whole or not at all.
+/// `write_all` therefore sends one datagram per call; `io::copy` sends one per chunk it read.
+impl io::Write for UdpSocketRef<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.send(buf)
+    }
+
+    fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+        self.send_vectored(bufs)
+    }
+
+    /// Does nothing and succeeds: the datagram was handed to the stack by `write` and leaves at the
+    /// next [`Stack::poll`] or [`Stack::flush`] (or earlier, once a batch of output is queued).
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
     }
 }
