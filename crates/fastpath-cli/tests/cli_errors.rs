@@ -257,13 +257,19 @@ fn explicit_values_win_over_quick() {
 
 #[test]
 fn quick_is_documented_as_a_default_only() {
-    let run = fastpath_within(&["bench", "udp", "--help"], Duration::from_secs(10));
-    assert!(run.status.success(), "{}", run.explain());
-    assert!(
-        run.stdout.contains("explicit options win"),
-        "{}",
-        run.explain()
-    );
+    let mut benches = vec!["udp", "checksum", "mtu", "sweep", "demux", "peers", "tcp"];
+    if cfg!(target_os = "linux") {
+        benches.push("tun");
+    }
+    for bench in benches {
+        let run = fastpath_within(&["bench", bench, "--help"], Duration::from_secs(10));
+        assert!(run.status.success(), "{}", run.explain());
+        assert!(
+            run.stdout.contains("explicit options win over it"),
+            "bench {bench} --help:\n{}",
+            run.explain()
+        );
+    }
 }
 
 #[test]
