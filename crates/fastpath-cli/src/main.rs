@@ -10,12 +10,12 @@ mod pcap_tap;
 #[cfg(target_os = "linux")]
 mod serve;
 #[cfg(target_os = "linux")]
-#[cfg(target_os = "linux")]
 mod tcp_services;
 
 use clap::{Parser, Subcommand};
 
-/// fastpath: a user-space UDP/IPv4 stack that implements and measures the classic end-system fast paths.
+/// fastpath: a user-space network stack (UDP, TCP and ICMP over IPv4) that implements and measures the
+/// classic end-system fast paths.
 #[derive(Parser, Debug)]
 #[command(name = "fastpath", version, about)]
 struct Cli {
@@ -34,13 +34,22 @@ enum Command {
     DemuxSim(demux_sim::DemuxSimArgs),
     /// Run an experiment: the papers' tables and figures, measured here.
     Bench(bench::BenchArgs),
-    /// Be a host on a Linux TUN interface in a network namespace: answer pings, echo (RFC 862) and
-    /// discard (RFC 863) UDP for the kernel, until SIGINT, SIGTERM or --duration.
+    /// Be a host on a Linux TUN interface in a network namespace: answer pings (ICMP), serve echo
+    /// (RFC 862) and discard (RFC 863) over UDP and TCP and chargen (RFC 864) over TCP for the kernel,
+    /// optionally connect to a kernel echo server over TCP, until SIGINT, SIGTERM or --duration.
     #[cfg(target_os = "linux")]
     Serve(serve::ServeArgs),
 }
 
 fn main() {
+    // Rust ignores SIGPIPE, so printing into a closed pipe (`fastpath ... | head`) would panic. Take the
+    // default back: the program ends quietly when its reader goes away, as Unix filters do. `serve`
+    // ignores it again: it has a namespace to clean up, and writes with errors ignored.
+    #[cfg(unix)]
+    // SAFETY: called first thing in main, before any other thread exists; SIG_DFL is a valid disposition.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Demo(args) => demo::run(&args),

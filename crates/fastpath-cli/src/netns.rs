@@ -1,7 +1,12 @@
 //! Network namespaces for `serve` and `bench tun`: made with `ip netns`, removed by a guard, entered by
 //! threads of their own.
+//!
+//! A namespace this program creates has its creator recorded in `/run/fastpath/netns/NAME` (pid and
+//! process start time). A process killed outright (SIGKILL) cannot remove its namespace; the next run
+//! that wants the name finds the creator gone, removes the leftover namespace and creates it anew. A
+//! namespace without a record (made by someone else) is used as it is and left in place.
 
-use std::fs::File;
+use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -19,13 +24,38 @@ impl Namespace {
         if name.is_empty() || name.contains('/') || name.starts_with('.') {
             return Err(format!("bad namespace name `{name}`"));
         }
+        let record = owner_record(name);
         if path(name).exists() {
-            return Ok(Namespace {
-                name: name.to_string(),
-                created: false,
-            });
+            match fs::read_to_string(&record) {
+                Ok(owner) if !alive(&owner) => {
+                    let pid = owner.split_whitespace().next().unwrap_or("?");
+                    eprintln!(
+                        "fastpath: removing stale namespace {name}: the fastpath that created it \
+                         (pid {pid}) is gone"
+                    );
+                    run_ip(&["netns", "del", name])?;
+                    let _ = fs::remove_file(&record);
+                }
+                _ => {
+                    return Ok(Namespace {
+                        name: name.to_string(),
+                        created: false,
+                    })
+                }
+            }
         }
-        run_ip(&["netns", "add", name])?;
+        // Recorded first, so that a namespace never exists without its creator's record.
+        let me = own_record()?;
+        fs::create_dir_all(OWNERS)
+            .and_then(|_| fs::write(&record, &me))
+            .map_err(|e| format!("recording the namespace in {}: {e}", record.display()))?;
+        if let Err(e) = run_ip(&["netns", "add", name]) {
+            // Someone else may have created it meanwhile: keep their record.
+            if fs::read_to_string(&record).is_ok_and(|r| r == me) {
+                let _ = fs::remove_file(&record);
+            }
+            return Err(e);
+        }
         Ok(Namespace {
             name: name.to_string(),
             created: true,
@@ -39,10 +69,52 @@ impl Namespace {
 
     /// Runs `ip -n NAME args...`.
     pub fn ip(&self, args: &[&str]) -> Result<(), String> {
+        self.ip_output(args).map(|_| ())
+    }
+
+    /// Runs `ip -n NAME args...` and returns its output.
+    pub fn ip_output(&self, args: &[&str]) -> Result<String, String> {
         let mut all = vec!["-n", &self.name];
         all.extend_from_slice(args);
-        run_ip(&all)
+        ip_output(&all)
     }
+}
+
+/// Where the creators of namespaces are recorded.
+const OWNERS: &str = "/run/fastpath/netns";
+
+/// The file recording who created namespace `name`.
+fn owner_record(name: &str) -> PathBuf {
+    Path::new(OWNERS).join(name)
+}
+
+/// The start time of process `pid` (clock ticks after boot), if it exists.
+fn start_time(pid: u32) -> Option<u64> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) is in parentheses and may hold spaces: count from after it. The
+    // start time is field 22, the 20th after the name.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// This process's record: "PID START".
+fn own_record() -> Result<String, String> {
+    let pid = std::process::id();
+    let start = start_time(pid).ok_or("reading /proc/self/stat")?;
+    Ok(format!("{pid} {start}\n"))
+}
+
+/// Whether the process a record names still runs (the same process: a reused pid has another start
+/// time). A record that cannot be read is taken as alive, so that nothing is removed on a guess.
+fn alive(record: &str) -> bool {
+    let mut fields = record.split_whitespace();
+    let (Some(Ok(pid)), Some(Ok(start))) = (
+        fields.next().map(str::parse::<u32>),
+        fields.next().map(str::parse::<u64>),
+    ) else {
+        return true;
+    };
+    start_time(pid) == Some(start)
 }
 
 impl Drop for Namespace {
@@ -51,18 +123,24 @@ impl Drop for Namespace {
             if let Err(e) = run_ip(&["netns", "del", &self.name]) {
                 eprintln!("fastpath: removing namespace {}: {e}", self.name);
             }
+            let _ = fs::remove_file(owner_record(&self.name));
         }
     }
 }
 
 /// Runs `ip args...`; its error output becomes the error.
 pub fn run_ip(args: &[&str]) -> Result<(), String> {
+    ip_output(args).map(|_| ())
+}
+
+/// Runs `ip args...` and returns its output; its error output becomes the error.
+pub fn ip_output(args: &[&str]) -> Result<String, String> {
     let out = Command::new("ip")
         .args(args)
         .output()
         .map_err(|e| format!("running ip: {e}"))?;
     if out.status.success() {
-        Ok(())
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     } else {
         Err(format!(
             "ip {}: {}",

@@ -40,13 +40,18 @@ pub struct ServeArgs {
     /// Name of the TUN interface to create.
     #[arg(long, default_value = "fp0")]
     tun: String,
-    /// Network namespace to create it in (created if missing, and then removed on exit).
+    /// Network namespace to create it in (created if missing, and then removed on exit). fastpath
+    /// records the namespaces it creates in /run/fastpath/netns/NAME (pid and start time): if that
+    /// process is gone (killed with SIGKILL, say), the next run removes the leftover namespace and
+    /// creates it anew. A namespace fastpath did not create is used as it is and left in place.
     #[arg(long, default_value = "fp")]
     netns: String,
-    /// The kernel's address and prefix on the interface.
+    /// The kernel's address and prefix on the interface. Refused if the namespace already routes an
+    /// overlapping prefix (a default route aside) through another interface.
     #[arg(long, default_value = "10.7.0.1/24")]
     kernel_addr: Ipv4Cidr,
-    /// fastpath's address (inside the kernel's prefix).
+    /// fastpath's address: another host address inside the kernel's prefix (not its network or
+    /// broadcast address, below /31).
     #[arg(long, default_value = "10.7.0.2")]
     addr: Ipv4Addr,
     /// MTU of the interface, 68 to 65535.
@@ -69,7 +74,7 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 19)]
     chargen: u16,
     /// Open a TCP connection to this address (an echo server) and check the echo of `--send` bytes;
-    /// stop when it is done.
+    /// stop when it is done. If it fails, the cause is printed and the exit status is 1.
     #[arg(long)]
     connect: Option<SocketAddrV4>,
     /// Bytes the `--connect` client sends.
@@ -81,14 +86,22 @@ pub struct ServeArgs {
     #[arg(long, value_parser = parse_impairments)]
     impair: Option<(Impairments, Duration)>,
     /// Seconds to wait after `ready` before the `--connect` client connects.
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, value_parser = crate::bench::common::parse_non_negative)]
     connect_delay: f64,
     /// Record every packet in and out in this pcap file (raw IPv4).
     #[arg(long)]
     pcap: Option<PathBuf>,
     /// Stop after this many seconds (default: run until SIGINT or SIGTERM).
-    #[arg(long)]
+    #[arg(long, value_parser = crate::bench::common::parse_non_negative)]
     duration: Option<f64>,
+}
+
+/// Prints a line on standard output. A closed output is ignored: the server goes on, and cleans up
+/// its interface and namespace when it stops.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        let _ = writeln!(io::stdout(), $($arg)*);
+    }};
 }
 
 /// Receive queue of the echo and discard sockets: room for a burst from the kernel, which can send
@@ -112,13 +125,13 @@ pub fn binding(stack: &mut Stack, port: u16) -> Result<UdpSocket, String> {
 
 /// Runs the server until a signal or the duration.
 pub fn run(args: &ServeArgs) -> Result<(), String> {
-    let kernel = args.kernel_addr;
-    if !kernel.contains(args.addr) || kernel.addr == args.addr {
-        return Err(format!(
-            "--addr {} must be another address inside --kernel-addr {}/{}",
-            args.addr, kernel.addr, kernel.prefix_len
-        ));
+    // `main` gave SIGPIPE its default action; the server must outlive a closed output to clean up.
+    // SAFETY: no other thread exists yet; SIG_IGN is a valid disposition.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
     }
+    let kernel = args.kernel_addr;
+    check_addresses(kernel, args.addr)?;
     if args.echo == args.discard {
         return Err("--echo and --discard must be different ports".into());
     }
@@ -131,6 +144,7 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
     }
 
     let ns = Namespace::ensure(&args.netns)?;
+    check_routes(&ns, kernel)?;
     let offload = args.offload == OnOff::On;
     let mut link = TunLink::open(&TunConfig {
         name: args.tun.clone(),
@@ -187,13 +201,13 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
     let discard = binding(&mut stack, args.discard)?;
     let mut tcp = TcpServices::listen(&mut stack, args.echo, args.discard, args.chargen)?;
 
-    println!(
+    say!(
         "ready {} via {} in {} (kernel {kernel_cidr})",
         args.addr,
         tun.name(),
         ns.name()
     );
-    io::stdout().flush().map_err(|e| e.to_string())?;
+    let _ = io::stdout().flush();
 
     let started = WallClock::now();
     let mut connect = args.connect;
@@ -261,7 +275,7 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
     let buffers = crate::demo::buffer_line(&stack);
     // Closing the link removes the interface (and flushes the pcap file).
     drop(stack);
-    println!(
+    say!(
         "stopped ({why}) after {:.1} s: {echoed} datagrams echoed, {discarded} discarded{}",
         elapsed.as_secs_f64(),
         if send_errors > 0 {
@@ -270,28 +284,131 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
             String::new()
         }
     );
-    let t = tcp.totals;
-    println!(
+    let t = &tcp.totals;
+    say!(
         "tcp: {} connections accepted, {} bytes echoed, {} discarded, {} generated, {} errors",
-        t.accepted, t.echoed, t.discarded, t.generated, t.errors
+        t.accepted,
+        t.echoed,
+        t.discarded,
+        t.generated,
+        t.errors
     );
+    let mut failure = None;
     if let Some((sent, back, ok)) = t.client {
-        println!(
-            "client: {sent} bytes sent, {back} bytes echoed back, {}",
-            if ok { "intact" } else { "FAILED" }
-        );
+        let verdict = if ok {
+            "intact".to_string()
+        } else {
+            let cause = t
+                .client_error
+                .clone()
+                .unwrap_or_else(|| format!("not finished when stopped ({why})"));
+            let verdict = format!("FAILED: {cause}");
+            failure = Some(cause);
+            verdict
+        };
+        say!("client: {sent} bytes sent, {back} bytes echoed back, {verdict}");
     }
-    println!("\n--- counters ---\n{counters}");
-    print!("{}", tun.stats());
-    println!("{buffers}");
+    say!("\n--- counters ---\n{counters}");
+    let _ = write!(io::stdout(), "{}", tun.stats());
+    say!("{buffers}");
     if let (Some(count), Some(path)) = (pcap_count, &args.pcap) {
-        println!(
+        say!(
             "pcap: {} packets in {}",
             count.load(Ordering::Relaxed),
             path.display()
         );
     }
+    let _ = io::stdout().flush();
     drop(ns);
+    match (failure, args.connect) {
+        (Some(cause), Some(to)) => Err(format!("--connect {to} failed: {cause}")),
+        _ => Ok(()),
+    }
+}
+
+/// The network address and mask of `cidr`.
+fn network(cidr: Ipv4Cidr) -> (u32, u32) {
+    let mask = u32::MAX
+        .checked_shl(32 - u32::from(cidr.prefix_len))
+        .unwrap_or(0);
+    (u32::from(cidr.addr) & mask, mask)
+}
+
+/// `cidr`'s prefix, host bits cleared: `10.7.0.0/24`.
+fn prefix(cidr: Ipv4Cidr) -> String {
+    format!("{}/{}", Ipv4Addr::from(network(cidr).0), cidr.prefix_len)
+}
+
+/// Refuses addresses that are not two distinct host addresses of the kernel's prefix.
+fn check_addresses(kernel: Ipv4Cidr, addr: Ipv4Addr) -> Result<(), String> {
+    let (net, mask) = network(kernel);
+    let broadcast = net | !mask;
+    let cidr = prefix(kernel);
+    // /31 (RFC 3021) and /32 have no network or broadcast address.
+    if kernel.prefix_len < 31 {
+        for (option, a) in [("--kernel-addr", kernel.addr), ("--addr", addr)] {
+            if u32::from(a) == net {
+                return Err(format!(
+                    "{option} {a} is the network address of {cidr}: give a host address"
+                ));
+            }
+            if u32::from(a) == broadcast {
+                return Err(format!(
+                    "{option} {a} is the broadcast address of {cidr}: give a host address"
+                ));
+            }
+        }
+    }
+    if u32::from(addr) & mask != net {
+        return Err(format!(
+            "--addr {addr} is outside the kernel's prefix {cidr} (--kernel-addr {kernel})"
+        ));
+    }
+    if addr == kernel.addr {
+        return Err(format!(
+            "--addr {addr} is the kernel's own address (--kernel-addr {kernel}): give fastpath \
+             another address in {cidr}"
+        ));
+    }
+    Ok(())
+}
+
+/// Refuses a prefix that overlaps one the namespace already routes (a default route aside): the
+/// kernel would send part or all of it to the other interface.
+fn check_routes(ns: &Namespace, kernel: Ipv4Cidr) -> Result<(), String> {
+    let text = ns.ip_output(&["-4", "-j", "route", "show", "table", "main"])?;
+    let routes: Vec<serde_json::Value> = if text.trim().is_empty() {
+        Vec::new()
+    } else {
+        serde_json::from_str(&text).map_err(|e| format!("reading `ip -j route`: {e}"))?
+    };
+    for route in &routes {
+        let Some(dst) = route["dst"].as_str() else {
+            continue;
+        };
+        let Ok(other) = dst.parse::<Ipv4Cidr>() else {
+            continue; // "default", or something that is not one prefix.
+        };
+        let shorter = other.prefix_len.min(kernel.prefix_len);
+        if shorter == 0 {
+            continue;
+        }
+        let (a, _) = network(Ipv4Cidr::new(kernel.addr, shorter));
+        let (b, _) = network(Ipv4Cidr::new(other.addr, shorter));
+        if a == b {
+            let via = route["dev"]
+                .as_str()
+                .map_or_else(|| "no interface".to_string(), |d| format!("interface {d}"));
+            return Err(format!(
+                "namespace {} already routes {} through {via}, which overlaps --kernel-addr {kernel} \
+                 ({}): the kernel would send some packets to the wrong one. Choose another prefix \
+                 or namespace",
+                ns.name(),
+                prefix(other),
+                prefix(kernel),
+            ));
+        }
+    }
     Ok(())
 }
 

@@ -45,7 +45,7 @@ struct Conn {
 }
 
 /// Totals for the final report.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct TcpTotals {
     /// Connections accepted.
     pub accepted: u64,
@@ -59,6 +59,17 @@ pub struct TcpTotals {
     pub errors: u64,
     /// The client: bytes sent, bytes echoed back intact, and whether it finished.
     pub client: Option<(u64, u64, bool)>,
+    /// Why the client failed, when it did.
+    pub client_error: Option<String>,
+}
+
+/// How a connection ended.
+#[derive(Debug)]
+enum End {
+    /// Both sides finished.
+    Clean,
+    /// An error, or (for the client) an echo that was cut short or differed: why.
+    Failed(String),
 }
 
 /// Listeners and connections.
@@ -137,12 +148,22 @@ impl TcpServices {
                     work += w;
                     i += 1;
                 }
-                Err(done) => {
+                Err(end) => {
                     let c = self.conns.swap_remove(i);
+                    let end = match end {
+                        End::Clean if c.corrupt => {
+                            End::Failed("the echo differs from what was sent".into())
+                        }
+                        end => end,
+                    };
                     if let Service::Client { .. } = c.service {
-                        self.totals.client = Some((c.sent, c.received, done && !c.corrupt));
+                        let ok = matches!(end, End::Clean);
+                        self.totals.client = Some((c.sent, c.received, ok));
+                        if let End::Failed(why) = &end {
+                            self.totals.client_error = Some(why.clone());
+                        }
                     }
-                    if !done {
+                    if let End::Failed(_) = end {
                         self.totals.errors += 1;
                     }
                     stack.tcp(c.stream).close();
@@ -169,18 +190,26 @@ impl Conn {
     }
 }
 
-/// One connection's turn. `Err(true)` when it finished cleanly, `Err(false)` on an error.
+/// `e` as the end of a connection.
+fn failed(e: io::Error) -> End {
+    End::Failed(e.to_string())
+}
+
+/// One connection's turn: `Ok(work done)`, or `Err` when it ended.
 fn step(
     stack: &mut Stack,
     c: &mut Conn,
     buf: &mut [u8],
     totals: &mut TcpTotals,
-) -> Result<usize, bool> {
+) -> Result<usize, End> {
     let mut work = 0;
     let s = c.stream;
     if let Some(e) = stack.tcp(s).take_error().ok().flatten() {
         // A chargen client ends by closing with our data unread: its RST is the normal end.
-        return Err(c.service == Service::Chargen && e.kind() == io::ErrorKind::ConnectionReset);
+        if c.service == Service::Chargen && e.kind() == io::ErrorKind::ConnectionReset {
+            return Err(End::Clean);
+        }
+        return Err(failed(e));
     }
     match c.service {
         Service::Echo => {
@@ -193,7 +222,7 @@ fn step(
                             work += 1;
                         }
                         Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                        Err(_) => return Err(false),
+                        Err(e) => return Err(failed(e)),
                     }
                     if !c.pending.is_empty() {
                         break;
@@ -209,7 +238,7 @@ fn step(
                         work += 1;
                     }
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                    Err(_) => return Err(false),
+                    Err(e) => return Err(failed(e)),
                 }
             }
             if c.peer_done && c.pending.is_empty() {
@@ -224,7 +253,7 @@ fn step(
                     work += 1;
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(_) => return Err(false),
+                Err(e) => return Err(failed(e)),
             }
         },
         Service::Chargen => {
@@ -234,7 +263,7 @@ fn step(
                     Ok(0) => return finish(stack, c),
                     Ok(_) => work += 1,
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                    Err(_) => return Err(false),
+                    Err(e) => return Err(failed(e)),
                 }
             }
             while stack.tcp(s).writable() {
@@ -281,14 +310,20 @@ fn step(
                     }
                     d.len()
                 }) {
-                    Ok(0) => return Err(c.received == total),
+                    Ok(0) if c.received == total => return Err(End::Clean),
+                    Ok(0) => {
+                        return Err(End::Failed(format!(
+                            "the peer closed after echoing {} of {total} bytes",
+                            c.received
+                        )))
+                    }
                     Ok(n) => {
                         c.received += n as u64;
                         c.corrupt |= corrupt;
                         work += 1;
                     }
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                    Err(_) => return Err(false),
+                    Err(e) => return Err(failed(e)),
                 }
             }
         }
@@ -297,10 +332,10 @@ fn step(
 }
 
 /// The peer finished: finish our side too.
-fn finish(stack: &mut Stack, c: &mut Conn) -> Result<usize, bool> {
+fn finish(stack: &mut Stack, c: &mut Conn) -> Result<usize, End> {
     if !c.shut {
         c.shut = true;
         let _ = stack.tcp(c.stream).shutdown_write();
     }
-    Err(true)
+    Err(End::Clean)
 }

@@ -108,3 +108,59 @@ pub fn distinct<T: PartialEq>(items: impl IntoIterator<Item = T>) -> Vec<T> {
     }
     out
 }
+
+/// The least MTU an experiment accepts: 576 bytes, the datagram every IPv4 host must be able to take
+/// (RFC 791) and the MTU TCP's default MSS of 536 assumes (RFC 9293), so that the IPv4 and TCP headers,
+/// TCP's options (timestamps, SACK blocks) and a useful payload all fit in one packet.
+pub const MIN_MTU: usize = 576;
+/// The greatest MTU: an IPv4 packet's total length is 16 bits.
+pub const MAX_MTU: usize = 65535;
+/// The largest UDP payload IPv4 can carry (65535 less the IPv4 and UDP headers).
+pub const MAX_UDP_PAYLOAD: u64 = 65507;
+
+/// Parses an MTU for an experiment: [`MIN_MTU`] to [`MAX_MTU`].
+pub fn parse_mtu(s: &str) -> Result<usize, String> {
+    let mtu: usize = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{s}` is not an MTU (a number of bytes)"))?;
+    if (MIN_MTU..=MAX_MTU).contains(&mtu) {
+        Ok(mtu)
+    } else {
+        Err(format!(
+            "MTU {mtu} outside {MIN_MTU}..={MAX_MTU} (576: the packet every IPv4 host takes and \
+             TCP's default MSS assumes, room for the headers, options and payload; 65535: IPv4's limit)"
+        ))
+    }
+}
+
+/// Parses seconds per measurement: 0.05 (shorter is timer noise) to 3600.
+pub fn parse_measure_seconds(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if (0.05..=3600.0).contains(&v) => Ok(v),
+        _ => Err(format!(
+            "`{s}` is not a number of seconds from 0.05 to 3600"
+        )),
+    }
+}
+
+/// Parses a time (seconds or milliseconds) that must be finite and above zero.
+pub fn parse_positive(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err(format!("`{s}` is not a finite number above 0")),
+    }
+}
+
+/// Parses a time in seconds (or milliseconds) that must be finite and not negative.
+pub fn parse_non_negative(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        _ => Err(format!("`{s}` is not a finite number of at least 0")),
+    }
+}
+
+/// A value parser for a count of at least `min` and at most `max`.
+pub fn count(min: u64, max: u64) -> clap::builder::RangedU64ValueParser<usize> {
+    clap::builder::RangedU64ValueParser::<usize>::new().range(min..=max)
+}

@@ -25,33 +25,33 @@ use crate::demux_sim::emit;
 /// Options of `fastpath bench demux`.
 #[derive(Args, Debug)]
 pub struct DemuxBenchArgs {
-    /// Numbers of bound wildcard sockets to measure, comma-separated (4 connected ones are added to
-    /// each).
+    /// Numbers of bound wildcard sockets to measure, comma-separated, 1 to 60000 each (4 connected
+    /// ones are added to each) [default: 1,16,64,256,1024,16384; with --quick: 1,64,1024].
     #[arg(
         long,
         value_name = "LIST",
         value_delimiter = ',',
-        default_values_t = [1usize, 16, 64, 256, 1024, 16384],
-        value_parser = clap::value_parser!(usize)
+        value_parser = super::common::count(1, MAX_PORT as u64)
     )]
     sockets: Vec<usize>,
     /// Strategies, comma-separated [default: all].
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     strategies: Vec<DemuxStrategy>,
-    /// Rounds; each cell reports the median.
-    #[arg(long, value_name = "N", default_value_t = 7, value_parser = clap::value_parser!(u32).range(1..))]
-    rounds: u32,
-    /// Most lookups per cell and round.
-    #[arg(long, value_name = "N", default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1000..))]
-    lookups: u64,
+    /// Rounds; each cell reports the median [default: 7; with --quick: 3].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    rounds: Option<u32>,
+    /// Most lookups per cell and round, at least 1000 [default: 100000; with --quick: 10000].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1000..=100_000_000))]
+    lookups: Option<u64>,
     /// Time a round of one cell should take, in milliseconds (fewer lookups for slow cells).
-    #[arg(long, value_name = "MS", default_value_t = 10.0)]
+    #[arg(long, value_name = "MS", default_value_t = 10.0, value_parser = super::common::parse_positive)]
     round_ms: f64,
     /// Write the results as JSON to PATH (`-`: standard output, the table then goes to standard
     /// error).
     #[arg(long, value_name = "PATH")]
     json: Option<String>,
-    /// A short run (1, 64 and 1024 sockets, 3 rounds, 10,000 lookups) for tests and CI.
+    /// A short run (1, 64 and 1024 sockets, 3 rounds, 10,000 lookups) for tests and CI; explicit
+    /// options win over it: it only fills in what is not given.
     #[arg(long)]
     quick: bool,
 }
@@ -96,14 +96,34 @@ impl DemuxBenchArgs {
     /// The defaults, for `bench all`.
     pub fn for_all() -> DemuxBenchArgs {
         DemuxBenchArgs {
-            sockets: vec![1, 16, 64, 256, 1024, 16384],
+            sockets: Vec::new(),
             strategies: Vec::new(),
-            rounds: 7,
-            lookups: 100_000,
+            rounds: None,
+            lookups: None,
             round_ms: 10.0,
             json: None,
             quick: false,
         }
+    }
+
+    /// Socket counts: those given, else the default or the quick run's.
+    fn sockets(&self) -> Vec<usize> {
+        match (self.sockets.is_empty(), self.quick) {
+            (false, _) => self.sockets.clone(),
+            (true, false) => vec![1, 16, 64, 256, 1024, 16384],
+            (true, true) => vec![1, 64, 1024],
+        }
+    }
+
+    /// Rounds: given, else the default or the quick run's.
+    fn rounds(&self) -> u32 {
+        self.rounds.unwrap_or(if self.quick { 3 } else { 7 })
+    }
+
+    /// Most lookups per cell and round: given, else the default or the quick run's.
+    fn lookups(&self) -> u64 {
+        self.lookups
+            .unwrap_or(if self.quick { 10_000 } else { 100_000 })
     }
 }
 
@@ -114,7 +134,7 @@ pub fn measure_cells(args: &DemuxBenchArgs) -> Vec<Cell> {
     } else {
         args.strategies.clone()
     };
-    args.sockets
+    args.sockets()
         .iter()
         .flat_map(|&n| measure(n, &strategies, args))
         .collect()
@@ -199,7 +219,7 @@ fn median(v: &mut [f64]) -> f64 {
 
 /// Measures every strategy on one socket count.
 fn measure(sockets: usize, strategies: &[DemuxStrategy], args: &DemuxBenchArgs) -> Vec<Cell> {
-    let max_lookups = args.lookups as usize;
+    let max_lookups = args.lookups() as usize;
     let w = workload(sockets, max_lookups);
     let mut instances: Vec<Box<dyn Demux>> = strategies
         .iter()
@@ -230,7 +250,7 @@ fn measure(sockets: usize, strategies: &[DemuxStrategy], args: &DemuxBenchArgs) 
             connected: CONNECTED,
             strategy: s.name(),
             lookups_per_round: fit.clamp(MIN_LOOKUPS, max_lookups),
-            rounds: args.rounds,
+            rounds: args.rounds(),
             ns_per_lookup: 0.0,
             ns_min: 0.0,
             ns_max: 0.0,
@@ -239,8 +259,8 @@ fn measure(sockets: usize, strategies: &[DemuxStrategy], args: &DemuxBenchArgs) 
         });
     }
     let k = strategies.len();
-    let mut samples = vec![Vec::with_capacity(args.rounds as usize); k];
-    for round in 0..args.rounds as usize {
+    let mut samples = vec![Vec::with_capacity(args.rounds() as usize); k];
+    for round in 0..args.rounds() as usize {
         for j in 0..k {
             let i = (round + j) % k;
             let batch = &w.lookups[..cells[i].lookups_per_round];
@@ -283,20 +303,6 @@ fn table(
 
 /// Runs `bench demux`.
 pub fn run(args: &DemuxBenchArgs) -> Result<(), String> {
-    let quick;
-    let args = if args.quick {
-        quick = DemuxBenchArgs {
-            sockets: vec![1, 64, 1024],
-            rounds: 3,
-            lookups: 10_000,
-            strategies: args.strategies.clone(),
-            json: args.json.clone(),
-            ..DemuxBenchArgs::for_all()
-        };
-        &quick
-    } else {
-        args
-    };
     if args.json.as_deref() != Some("-") {
         super::common::header(
             "bench demux: lookup cost of every demultiplexing strategy by socket count (paper 003)",
@@ -307,46 +313,34 @@ pub fn run(args: &DemuxBenchArgs) -> Result<(), String> {
     } else {
         args.strategies.clone()
     };
-    if let Some(&bad) = args
-        .sockets
-        .iter()
-        .find(|&&n| n == 0 || n > usize::from(MAX_PORT))
-    {
-        return Err(format!(
-            "--sockets: {bad} is out of range (1 to {MAX_PORT})"
-        ));
-    }
-    if args.round_ms.is_nan() || args.round_ms <= 0.0 {
-        return Err("--round-ms must be positive".into());
-    }
     let to_stderr = args.json.as_deref() == Some("-");
     let say = |s: &str| emit(s, to_stderr);
     say(&format!(
         "bench demux: ns per lookup, median of {} rounds (strategies interleaved in each round); \
          each row binds that many wildcard sockets on distinct ports plus {CONNECTED} connected ones; \
          1 lookup in 16 goes to a connected socket\n",
-        args.rounds
+        args.rounds()
     ));
     let mut cells = Vec::new();
-    for &n in &args.sockets {
+    for &n in &args.sockets() {
         cells.extend(measure(n, &strategies, args));
     }
     let names: Vec<String> = strategies.iter().map(|s| s.name()).collect();
-    let mut report = table(&cells, &args.sockets, &names, |c| {
+    let mut report = table(&cells, &args.sockets(), &names, |c| {
         format!("{:.1}", c.ns_per_lookup)
     });
     report += "\nmean comparisons per lookup\n";
-    report += &table(&cells, &args.sockets, &names, |c| {
+    report += &table(&cells, &args.sockets(), &names, |c| {
         format!("{:.1}", c.mean_comparisons)
     });
     let mut short = Vec::new();
-    for &n in &args.sockets {
+    for &n in &args.sockets() {
         let counts = cells
             .iter()
             .filter(|c| c.sockets == n)
             .map(|c| c.lookups_per_round);
         let (lo, hi) = (counts.clone().min().unwrap_or(0), counts.max().unwrap_or(0));
-        if lo < args.lookups as usize {
+        if lo < args.lookups() as usize {
             short.push(if lo == hi {
                 format!("{n} sockets: {lo}")
             } else {
@@ -357,8 +351,8 @@ pub fn run(args: &DemuxBenchArgs) -> Result<(), String> {
     report += &format!(
         "\ncomparisons counted over the first {} lookups; {} lookups per round, fewer where that \
          would take over {} ms: {}\n",
-        PROBE_LOOKUPS.min(args.lookups as usize),
-        args.lookups,
+        PROBE_LOOKUPS.min(args.lookups() as usize),
+        args.lookups(),
         args.round_ms,
         if short.is_empty() {
             "none".to_string()

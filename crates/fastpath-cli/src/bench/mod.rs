@@ -29,7 +29,7 @@ enum Experiment {
     Udp(udp::UdpArgs),
     /// Every checksum routine in GB/s, and the fused copy+checksum against a copy alone.
     Checksum(checksum::ChecksumArgs),
-    /// Bulk UDP by MTU with and without fusing, offload and zero copy.
+    /// Bulk UDP and TCP by MTU with and without fusing, offload and zero copy.
     Mtu(mtu::MtuArgs),
     /// Request/response over 40 message sizes: time by operation and by layer, and checksum throughput.
     Sweep(sweep::SweepArgs),

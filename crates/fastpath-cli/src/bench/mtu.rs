@@ -25,19 +25,22 @@ use super::common;
 /// Options of `fastpath bench mtu`.
 #[derive(Args, Debug)]
 pub struct MtuArgs {
-    /// MTUs to measure.
-    #[arg(long, value_delimiter = ',', default_values_t = [1500usize, 4096, 8192, 16384, 32768, 65535])]
+    /// MTUs to measure, 576 to 65535.
+    #[arg(long, value_delimiter = ',', default_values_t = [1500usize, 4096, 8192, 16384, 32768, 65535],
+          value_parser = common::parse_mtu)]
     mtus: Vec<usize>,
     /// Protocols to measure.
-    #[arg(long, value_delimiter = ',', default_values_t = [String::from("udp"), String::from("tcp")])]
+    #[arg(long, value_delimiter = ',', default_values_t = [String::from("udp"), String::from("tcp")],
+          value_parser = ["udp", "tcp"])]
     protocols: Vec<String>,
-    /// MiB of payload per measurement.
-    #[arg(long, default_value_t = 256)]
-    mib: usize,
-    /// Rounds; the median is quoted.
-    #[arg(long, default_value_t = 5)]
-    rounds: usize,
-    /// A short run (8 MiB, 3 rounds) for tests and CI.
+    /// MiB of payload per measurement [default: 256; with --quick: 8].
+    #[arg(long, value_parser = common::count(1, 1 << 20))]
+    mib: Option<usize>,
+    /// Rounds; the median is quoted [default: 5; with --quick: 3].
+    #[arg(long, value_parser = common::count(1, 1000))]
+    rounds: Option<usize>,
+    /// A short run (8 MiB, 3 rounds) for tests and CI; explicit options win over it: it only fills in
+    /// what is not given.
     #[arg(long)]
     quick: bool,
     /// Write the rows as JSON to this path (`-` for standard output).
@@ -51,8 +54,8 @@ impl MtuArgs {
         MtuArgs {
             mtus: vec![1500, 4096, 8192, 16384, 32768, 65535],
             protocols: vec!["udp".into(), "tcp".into()],
-            mib: 256,
-            rounds: 5,
+            mib: None,
+            rounds: None,
             quick,
             json: None,
         }
@@ -391,11 +394,8 @@ fn read_words(buf: &[u8]) -> u64 {
 
 /// Runs the experiment and returns its rows (also used by `bench all`).
 pub fn measure(args: &MtuArgs) -> Result<Vec<MtuRow>, String> {
-    let (bytes, rounds) = if args.quick {
-        (8 << 20, 3)
-    } else {
-        (args.mib << 20, args.rounds.max(1))
-    };
+    let (mib, rounds) = if args.quick { (8, 3) } else { (256, 5) };
+    let (bytes, rounds) = (args.mib.unwrap_or(mib) << 20, args.rounds.unwrap_or(rounds));
     for p in &args.protocols {
         if p != "udp" && p != "tcp" {
             return Err(format!("unknown protocol `{p}` (udp or tcp)"));

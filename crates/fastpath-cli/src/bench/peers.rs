@@ -49,25 +49,31 @@ const LINUX_LOSS_TIMEOUT: Duration = Duration::from_millis(100);
 /// Options of `fastpath bench peers`.
 #[derive(Args, Debug)]
 pub struct PeersArgs {
-    /// Datagrams per measurement for fastpath and smoltcp.
-    #[arg(long, default_value_t = 200_000)]
-    datagrams: usize,
-    /// Datagrams per measurement for linux (a system call each way makes it ~40x slower).
-    #[arg(long, default_value_t = 50_000)]
-    linux_datagrams: usize,
-    /// Rounds; every (stack, size, sockets, burst) runs once per round and the median is quoted.
-    #[arg(long, default_value_t = 5)]
-    rounds: usize,
+    /// Datagrams per measurement for fastpath and smoltcp [default: 200000; with --quick: 10000].
+    #[arg(long, value_parser = common::count(1, u32::MAX as u64))]
+    datagrams: Option<usize>,
+    /// Datagrams per measurement for linux (a system call each way makes it ~40x slower) [default:
+    /// 50000; with --quick: 2500].
+    #[arg(long, value_parser = common::count(1, u32::MAX as u64))]
+    linux_datagrams: Option<usize>,
+    /// Rounds; every (stack, size, sockets, burst) runs once per round and the median is quoted
+    /// [default: 5; with --quick: 3].
+    #[arg(long, value_parser = common::count(1, 1000))]
+    rounds: Option<usize>,
     /// Datagram sizes in bytes (1 to 1472).
-    #[arg(long, value_delimiter = ',', default_values_t = [64usize, 512, 1472])]
+    #[arg(long, value_delimiter = ',', default_values_t = [64usize, 512, 1472],
+          value_parser = common::count(1, MAX_SIZE as u64))]
     sizes: Vec<usize>,
-    /// Bound UDP sockets per host: the sender, the receiver and idle others (at least 2).
-    #[arg(long, value_delimiter = ',', default_values_t = [2usize, 400])]
+    /// Bound UDP sockets per host: the sender, the receiver and idle others (2 to 45537).
+    #[arg(long, value_delimiter = ',', default_values_t = [2usize, 400],
+          value_parser = common::count(2, (u16::MAX - IDLE_FIRST_PORT) as u64 + 2))]
     sockets: Vec<usize>,
-    /// The larger burst for fastpath and smoltcp: datagrams sent between polls (burst 1 always runs).
-    #[arg(long, default_value_t = 32)]
+    /// The larger burst for fastpath and smoltcp: datagrams sent between polls (burst 1 always runs),
+    /// 1 to 1024.
+    #[arg(long, default_value_t = 32, value_parser = common::count(1, 1024))]
     burst: usize,
-    /// A short run (a twentieth of the datagrams, 3 rounds) for tests and CI.
+    /// A short run (10,000 and 2,500 datagrams, 3 rounds) for tests and CI; explicit options win over
+    /// it: it only fills in what is not given.
     #[arg(long)]
     quick: bool,
     /// Write the rows as JSON to this path (`-` for standard output).
@@ -90,9 +96,9 @@ impl PeersArgs {
     /// The defaults (or the quick run), for `bench all`.
     pub fn for_all(quick: bool) -> PeersArgs {
         PeersArgs {
-            datagrams: 200_000,
-            linux_datagrams: 50_000,
-            rounds: 5,
+            datagrams: None,
+            linux_datagrams: None,
+            rounds: None,
             sizes: vec![64, 512, 1472],
             sockets: vec![2, 400],
             burst: 32,
@@ -385,19 +391,16 @@ fn variants(burst: usize) -> Vec<(Peer, usize)> {
 
 /// The run's parameters after `--quick`: (datagrams for fastpath and smoltcp, for linux, rounds).
 fn plan(args: &PeersArgs) -> (usize, usize, usize) {
-    if args.quick {
-        (
-            (args.datagrams / 20).max(1),
-            (args.linux_datagrams / 20).max(1),
-            3,
-        )
+    let (n, n_linux, rounds) = if args.quick {
+        (10_000, 2_500, 3)
     } else {
-        (
-            args.datagrams.max(1),
-            args.linux_datagrams.max(1),
-            args.rounds.max(1),
-        )
-    }
+        (200_000, 50_000, 5)
+    };
+    (
+        args.datagrams.unwrap_or(n),
+        args.linux_datagrams.unwrap_or(n_linux),
+        args.rounds.unwrap_or(rounds),
+    )
 }
 
 /// Checks the options' ranges.

@@ -22,19 +22,21 @@ use super::common;
 /// Options of `fastpath bench sweep`.
 #[derive(Args, Debug)]
 pub struct SweepArgs {
-    /// Round trips per size per round (the paper repeated each message 100 times).
-    #[arg(long, default_value_t = 2000)]
-    round_trips: usize,
-    /// Rounds; the median is quoted.
-    #[arg(long, default_value_t = 5)]
-    rounds: usize,
-    /// Link MTU.
-    #[arg(long, default_value_t = 1500)]
+    /// Round trips per size per round (the paper repeated each message 100 times) [default: 2000;
+    /// with --quick: 100].
+    #[arg(long, value_parser = common::count(1, u32::MAX as u64))]
+    round_trips: Option<usize>,
+    /// Rounds; the median is quoted [default: 5; with --quick: 3].
+    #[arg(long, value_parser = common::count(1, 1000))]
+    rounds: Option<usize>,
+    /// Link MTU, 576 to 65535.
+    #[arg(long, default_value_t = 1500, value_parser = common::parse_mtu)]
     mtu: usize,
     /// Measure the 4.3BSD `classic` configuration instead of the default.
     #[arg(long)]
     classic: bool,
-    /// A short run (100 round trips, 3 rounds) for tests and CI.
+    /// A short run (100 round trips, 3 rounds) for tests and CI; explicit options win over it: it only
+    /// fills in what is not given.
     #[arg(long)]
     quick: bool,
     /// Write the rows as JSON to this path (`-` for standard output).
@@ -46,8 +48,8 @@ impl SweepArgs {
     /// The defaults (or the quick run), for `bench all`.
     pub fn for_all(quick: bool) -> SweepArgs {
         SweepArgs {
-            round_trips: 2000,
-            rounds: 5,
+            round_trips: None,
+            rounds: None,
             mtu: 1500,
             classic: false,
             quick,
@@ -222,11 +224,8 @@ fn throughput(
 
 /// Runs the experiment and returns its rows (also used by `bench all`).
 pub fn measure(args: &SweepArgs) -> Result<Vec<SweepRow>, String> {
-    let (n, rounds) = if args.quick {
-        (100, 3)
-    } else {
-        (args.round_trips.max(1), args.rounds.max(1))
-    };
+    let (n, rounds) = if args.quick { (100, 3) } else { (2000, 5) };
+    let (n, rounds) = (args.round_trips.unwrap_or(n), args.rounds.unwrap_or(rounds));
     let config = if args.classic {
         StackConfig::classic()
     } else {

@@ -34,22 +34,25 @@ const ECHO_SOCKETS: usize = 128;
 /// Options of `fastpath bench tcp`.
 #[derive(Args, Debug)]
 pub struct TcpArgs {
-    /// Seconds per TUN measurement.
-    #[arg(long, default_value_t = 1.0)]
-    seconds: f64,
-    /// Rounds; the median is quoted.
-    #[arg(long, default_value_t = 5)]
-    rounds: usize,
-    /// MTUs of the in-memory pair.
-    #[arg(long, value_delimiter = ',', default_values_t = [1500usize, 9000, 65535])]
+    /// Seconds per TUN measurement, 0.05 to 3600 [default: 1; with --quick: 0.2].
+    #[arg(long, value_parser = common::parse_measure_seconds)]
+    seconds: Option<f64>,
+    /// Rounds; the median is quoted [default: 5; with --quick: 1].
+    #[arg(long, value_parser = common::count(1, 1000))]
+    rounds: Option<usize>,
+    /// MTUs of the in-memory pair, 576 to 65535 (576: the packet every IPv4 host takes and TCP's
+    /// default MSS of 536 assumes, room for the headers, options and payload).
+    #[arg(long, value_delimiter = ',', default_values_t = [1500usize, 9000, 65535],
+          value_parser = common::parse_mtu)]
     mtus: Vec<usize>,
-    /// MiB per pair transfer.
-    #[arg(long, default_value_t = 64)]
-    mib: usize,
+    /// MiB per pair transfer [default: 64; with --quick: 4].
+    #[arg(long, value_parser = common::count(1, 1 << 20))]
+    mib: Option<usize>,
     /// Only the in-memory pair (no root needed).
     #[arg(long)]
     pair_only: bool,
-    /// A short run for tests and CI.
+    /// A short run (one round, 4 MiB, 0.2 s) for tests and CI; explicit options win over it: it only
+    /// fills in what is not given.
     #[arg(long)]
     quick: bool,
     /// Write the rows as JSON to this path (`-` for standard output).
@@ -532,8 +535,13 @@ pub fn measure(args: &TcpArgs) -> Result<Vec<TcpRow>, String> {
     let (rounds, mib, secs) = if args.quick {
         (1, 4, 0.2)
     } else {
-        (args.rounds.max(1), args.mib.max(1), args.seconds.max(0.05))
+        (5, 64, 1.0)
     };
+    let (rounds, mib, secs) = (
+        args.rounds.unwrap_or(rounds),
+        args.mib.unwrap_or(mib),
+        args.seconds.unwrap_or(secs),
+    );
     let bytes = (mib as u64) << 20;
     let mut rows = Vec::new();
 

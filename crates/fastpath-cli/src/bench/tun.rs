@@ -49,24 +49,35 @@ const GSO_SEGMENTS: usize = 64;
 /// Options of `fastpath bench tun`.
 #[derive(Args, Debug)]
 pub struct TunArgs {
-    /// Seconds per measurement.
-    #[arg(long, default_value_t = 1.0)]
-    seconds: f64,
-    /// Rounds; every (server, workload, size) runs once per round and the median is quoted.
-    #[arg(long, default_value_t = 5)]
-    rounds: usize,
+    /// Seconds per measurement, 0.05 to 3600 [default: 1; with --quick: 0.2].
+    #[arg(long, value_parser = common::parse_measure_seconds)]
+    seconds: Option<f64>,
+    /// Rounds; every (server, workload, size) runs once per round and the median is quoted [default:
+    /// 5; with --quick: 1].
+    #[arg(long, value_parser = common::count(1, 1000))]
+    rounds: Option<usize>,
     /// Datagram sizes in bytes (1 to 1472: one packet at MTU 1500).
-    #[arg(long, value_delimiter = ',', default_values_t = [64usize, 1472])]
+    #[arg(long, value_delimiter = ',', default_values_t = [64usize, 1472],
+          value_parser = common::count(1, 1472))]
     sizes: Vec<usize>,
-    /// Echo datagrams the client keeps in flight.
-    #[arg(long, default_value_t = 32)]
+    /// Echo datagrams the client keeps in flight, 1 to 4096.
+    #[arg(long, default_value_t = 32, value_parser = common::count(1, 4096))]
     window: usize,
-    /// A short run (0.2 s per measurement, one round) for tests and CI.
+    /// A short run (0.2 s per measurement, one round) for tests and CI; explicit options win over it:
+    /// it only fills in what is not given.
     #[arg(long)]
     quick: bool,
     /// Write the rows as JSON to this path (`-` for standard output).
     #[arg(long)]
     json: Option<String>,
+}
+
+impl TunArgs {
+    /// Seconds per measurement and rounds: what was given, else the default or the quick run's.
+    fn plan(&self) -> (f64, usize) {
+        let (secs, rounds) = if self.quick { (0.2, 1) } else { (1.0, 5) };
+        (self.seconds.unwrap_or(secs), self.rounds.unwrap_or(rounds))
+    }
 }
 
 /// One measurement's median.
@@ -407,15 +418,11 @@ pub(crate) fn check_environment() -> Result<(), String> {
 /// Runs the experiment and returns its rows.
 pub fn measure(args: &TunArgs) -> Result<Vec<TunRow>, String> {
     check_environment()?;
-    let (secs, rounds) = if args.quick {
-        (0.2, 1)
-    } else {
-        (args.seconds.max(0.05), args.rounds.max(1))
-    };
+    let (secs, rounds) = args.plan();
     if let Some(&bad) = args.sizes.iter().find(|&&s| s == 0 || s > 1472) {
         return Err(format!("size {bad} outside 1..=1472"));
     }
-    let window = args.window.max(1);
+    let window = args.window;
     let mut bed = Testbed {
         stop: Arc::new(AtomicBool::new(false)),
         targets: Vec::new(),
@@ -583,11 +590,7 @@ pub fn run(args: &TunArgs) -> Result<(), String> {
         "bench tun: a kernel UDP client against fastpath over TUN, and against the kernel over veth",
     );
     let rows = measure(args)?;
-    let (secs, rounds) = if args.quick {
-        (0.2, 1)
-    } else {
-        (args.seconds, args.rounds)
-    };
+    let (secs, rounds) = args.plan();
     println!(
         "{secs} s per run, median of {rounds} interleaved rounds; echo keeps {} datagrams in flight\n",
         args.window

@@ -20,19 +20,22 @@ use super::common;
 /// Options of `fastpath bench udp`.
 #[derive(Args, Debug)]
 pub struct UdpArgs {
-    /// Datagrams per measurement (the paper sent 200,000).
-    #[arg(long, default_value_t = 200_000)]
-    datagrams: usize,
-    /// Rounds; every configuration runs once per round and the median is quoted.
-    #[arg(long, default_value_t = 11)]
-    rounds: usize,
-    /// Datagram sizes.
-    #[arg(long, value_delimiter = ',', default_values_t = [59usize, 64, 509, 512])]
+    /// Datagrams per measurement (the paper sent 200,000) [default: 200000; with --quick: 20000].
+    #[arg(long, value_parser = common::count(1, u32::MAX as u64))]
+    datagrams: Option<usize>,
+    /// Rounds; every configuration runs once per round and the median is quoted [default: 11; with
+    /// --quick: 3].
+    #[arg(long, value_parser = common::count(1, 1000))]
+    rounds: Option<usize>,
+    /// Datagram sizes in bytes (1 to 65507).
+    #[arg(long, value_delimiter = ',', default_values_t = [59usize, 64, 509, 512],
+          value_parser = common::count(1, common::MAX_UDP_PAYLOAD))]
     sizes: Vec<usize>,
     /// The application sends this many datagrams between polls of the stack.
-    #[arg(long, default_value_t = 32)]
+    #[arg(long, default_value_t = 32, value_parser = common::count(1, 1 << 20))]
     burst: usize,
-    /// A short run (20,000 datagrams, 3 rounds) for tests and CI.
+    /// A short run (20,000 datagrams, 3 rounds) for tests and CI; explicit options win over it: it
+    /// only fills in what is not given.
     #[arg(long)]
     quick: bool,
     /// Write the rows as JSON to this path (`-` for standard output).
@@ -44,8 +47,8 @@ impl UdpArgs {
     /// The defaults (or the quick run), for `bench all`.
     pub fn for_all(quick: bool) -> UdpArgs {
         UdpArgs {
-            datagrams: 200_000,
-            rounds: 11,
+            datagrams: None,
+            rounds: None,
             sizes: vec![59, 64, 509, 512],
             burst: 32,
             quick,
@@ -56,6 +59,16 @@ impl UdpArgs {
     /// Datagram sizes.
     pub fn sizes(&self) -> &[usize] {
         &self.sizes
+    }
+
+    /// Datagrams per measurement and rounds: what was given, else the default or the quick run's.
+    fn plan(&self) -> (usize, usize) {
+        let (n, rounds) = if self.quick {
+            (20_000, 3)
+        } else {
+            (200_000, 11)
+        };
+        (self.datagrams.unwrap_or(n), self.rounds.unwrap_or(rounds))
     }
 }
 
@@ -154,11 +167,7 @@ fn run_once(config: &StackConfig, size: usize, n: usize, burst: usize) -> Result
 
 /// Runs the experiment and returns its rows (also used by `bench all`).
 pub fn measure(args: &UdpArgs) -> Result<Vec<UdpRow>, String> {
-    let (n, rounds) = if args.quick {
-        (20_000, 3)
-    } else {
-        (args.datagrams, args.rounds.max(1))
-    };
+    let (n, rounds) = args.plan();
     let configs = configurations();
     let bar = common::progress(
         (rounds * configs.len() * args.sizes.len()) as u64,
@@ -168,7 +177,7 @@ pub fn measure(args: &UdpArgs) -> Result<Vec<UdpRow>, String> {
     for _ in 0..rounds {
         for (si, &size) in args.sizes.iter().enumerate() {
             for (ci, (_, _, config)) in configs.iter().enumerate() {
-                samples[ci][si].push(run_once(config, size, n, args.burst.max(1))?);
+                samples[ci][si].push(run_once(config, size, n, args.burst)?);
                 bar.inc(1);
             }
         }
@@ -270,7 +279,7 @@ pub fn run(args: &UdpArgs) -> Result<(), String> {
         "bench udp: sendto to a discard server over loopback (Partridge & Pink, paper 000 §4.2)",
     );
     let rows = measure(args)?;
-    let n = if args.quick { 20_000 } else { args.datagrams };
+    let (n, _) = args.plan();
     println!(
         "{n} datagrams per run, sent {} per poll; every datagram was delivered in every run\n",
         args.burst

@@ -29,17 +29,14 @@ use synthetic::{Profile, TraceName};
 /// The seed of `--synthetic` when `--seed` is not given (the traces were taken on 7 April 1995).
 pub const DEFAULT_SEED: u64 = 19_950_407;
 
-/// Options of `fastpath demux-sim`.
+/// Options of `fastpath demux-sim`: a trace to replay, `--trace FILE` or `--synthetic NAME` (one of
+/// the two is required).
 #[derive(Args, Debug)]
+#[command(group(clap::ArgGroup::new("source").required(true).args(["trace", "synthetic"])))]
 pub struct DemuxSimArgs {
     /// Replay a pcap or pcapng capture (as `tcpdump -w` writes it): its IPv4 UDP datagrams to the
     /// server host.
-    #[arg(
-        long,
-        value_name = "FILE",
-        conflicts_with = "synthetic",
-        required_unless_present = "synthetic"
-    )]
+    #[arg(long, value_name = "FILE")]
     trace: Option<PathBuf>,
     /// The server host of the capture: datagrams to this address are the trace. Without it, the most
     /// frequent unicast UDP destination.
