@@ -9,7 +9,8 @@ use crate::buf::PacketBuf;
 use crate::config::Limits;
 use crate::ipv4::reassembly::Expired;
 use crate::ipv4::Delivery;
-use crate::stack::{Stack, LOOPBACK};
+use crate::ipv4::LOOPBACK;
+use crate::stack::Stack;
 use crate::stats::DropReason;
 use crate::time::Instant;
 use crate::wire::icmpv4::{self, DstUnreachable, TimeExceeded};
@@ -207,7 +208,7 @@ impl Stack {
         // The address the message answers, if it is ours and may leave on the route's interface
         // (127/8 never leaves the host); else the route's.
         let src = src
-            .filter(|s| self.is_own_address(*s) && (hop.iface == LOOPBACK || !s.is_loopback()))
+            .filter(|s| self.ip.is_own_address(*s) && (hop.iface == LOOPBACK || !s.is_loopback()))
             .unwrap_or(hop.src);
         let len = repr.buffer_len();
         let mut buf = self.pool.alloc(len);
@@ -253,7 +254,7 @@ impl Stack {
         }
         if dst.is_broadcast()
             || dst.is_multicast()
-            || self.ifaces.iter().any(|f| f.broadcast == Some(dst))
+            || self.ip.ifaces.iter().any(|f| f.broadcast == Some(dst))
         {
             return;
         }

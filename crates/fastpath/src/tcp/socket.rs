@@ -45,7 +45,7 @@ impl Stack {
     /// [`tcp_listen`](Stack::tcp_listen) once the address is resolved.
     fn tcp_listen_v4(&mut self, local: SocketAddrV4, backlog: usize) -> io::Result<TcpListener> {
         let addr = *local.ip();
-        self.check_local_address(addr)?;
+        self.ip.check_local_address(addr)?;
         let port = match local.port() {
             0 => self
                 .tcp
@@ -123,7 +123,7 @@ impl Stack {
                 format!("no route to {}", remote.ip()),
             )
         })?;
-        self.check_local_address(*local.ip())?;
+        self.ip.check_local_address(*local.ip())?;
         let addr = if local.ip().is_unspecified() {
             hop.src
         } else {

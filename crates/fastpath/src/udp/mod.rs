@@ -17,10 +17,11 @@ use crate::buf::{gather, ChecksumOffload, PacketBuf};
 use crate::checksum::{self, Checksum};
 use crate::config::{CopyChecksum, StackConfig};
 use crate::demux::{Demux, Pcb, SocketId};
-use crate::ipv4::ident::IdentBucket;
 use crate::ipv4::route::InterfaceId;
+use crate::ipv4::HeaderTemplate;
+use crate::ipv4::LOOPBACK;
 use crate::ipv4::{Delivery, NextHop};
-use crate::stack::{Stack, LOOPBACK};
+use crate::stack::Stack;
 use crate::stats::DropReason;
 use crate::wire::icmpv4::DstUnreachable;
 use crate::wire::{IpProtocol, Ipv4Repr, UdpPacket, UdpRepr, WireError};
@@ -77,12 +78,8 @@ pub(crate) struct TxRoute {
     mode: TxChecksum,
     /// The UDP pseudo-header's source, destination and protocol, summed (unfolded).
     pseudo: u32,
-    /// The IPv4 header with zero length, ident and checksum.
-    ip: [u8; 20],
-    /// The sum of that header's 16-bit words (unfolded).
-    ip_sum: u32,
-    /// The identification counter of this source, destination and protocol.
-    ident: IdentBucket,
+    /// The IPv4 header's template.
+    ip: HeaderTemplate,
 }
 
 #[derive(Debug)]
@@ -246,7 +243,7 @@ impl Stack {
         mut options: UdpOptions,
     ) -> io::Result<UdpSocket> {
         let addr = *local.ip();
-        self.check_local_address(addr)?;
+        self.ip.check_local_address(addr)?;
         let port = match local.port() {
             0 => self
                 .udp
@@ -296,7 +293,7 @@ impl Stack {
                 "cannot connect to a wildcard address or port 0",
             ));
         }
-        if self.is_broadcast(*remote.ip()) && !state.options.broadcast {
+        if self.ip.is_broadcast(*remote.ip()) && !state.options.broadcast {
             return Err(broadcast_denied());
         }
         let hop = self
@@ -316,12 +313,6 @@ impl Stack {
         self.check_tuple_free(s, &pcb)?;
         self.udp.set_pcb(s, pcb);
         Ok(())
-    }
-
-    /// True for the limited broadcast and every interface's directed broadcast: the addresses the
-    /// broadcast option is needed for, as in BSD's `in_broadcast`.
-    fn is_broadcast(&self, addr: Ipv4Addr) -> bool {
-        addr.is_broadcast() || self.ifaces.iter().any(|f| f.broadcast == Some(addr))
     }
 
     /// Refuses a connected PCB whose 4-tuple another socket has.
@@ -354,7 +345,7 @@ impl Stack {
         mut payload: Payload<'_, '_>,
         dst: Option<SocketAddrV4>,
     ) -> io::Result<usize> {
-        let epoch = self.route_epoch;
+        let epoch = self.ip.route_epoch;
         let state = self.udp.get_mut(s).ok_or_else(closed)?;
         if let Some(kind) = state.error.take() {
             return Err(kind.into());
@@ -393,7 +384,7 @@ impl Stack {
                 "cannot send to a wildcard address or port 0",
             ));
         }
-        if self.is_broadcast(*dst.ip()) && !options.broadcast {
+        if self.ip.is_broadcast(*dst.ip()) && !options.broadcast {
             return Err(broadcast_denied());
         }
 
@@ -466,30 +457,17 @@ impl Stack {
     fn tx_route(&self, pcb: Pcb, options: UdpOptions, dst: SocketAddrV4) -> io::Result<TxRoute> {
         let (hop, src) = self.source_route(pcb, dst)?;
         let mode = self.tx_checksum_mode(options, &hop, dst, false);
-        let [s0, s1, s2, s3] = src.octets();
-        let [d0, d1, d2, d3] = dst.ip().octets();
-        let ttl = self.config.default_ttl;
         let proto: u8 = IpProtocol::Udp.into();
-        // Version and header length 0x45, TOS 0, no flags or offset: as `ipv4_output`'s template.
-        let ip = [
-            0x45, 0, 0, 0, 0, 0, 0, 0, ttl, proto, 0, 0, s0, s1, s2, s3, d0, d1, d2, d3,
-        ];
-        let ip_sum = ip
-            .chunks_exact(2)
-            .map(|w| u32::from(u16::from_be_bytes([w[0], w[1]])))
-            .sum();
         let (s, d) = (u32::from(src), u32::from(*dst.ip()));
         let pseudo = (s >> 16) + (s & 0xffff) + (d >> 16) + (d & 0xffff) + u32::from(proto);
         Ok(TxRoute {
             dst,
-            epoch: self.route_epoch,
+            epoch: self.ip.route_epoch,
             iface: hop.iface,
             mtu: hop.caps.mtu,
             mode,
             pseudo,
-            ip,
-            ip_sum,
-            ident: self.ident.bucket(src, *dst.ip(), proto),
+            ip: HeaderTemplate::new(&self.ip, src, *dst.ip(), IpProtocol::Udp),
         })
     }
 
@@ -566,16 +544,7 @@ impl Stack {
         self.udp.demux.sent(SocketId(s.index), &pcb);
 
         layer!(Send, Ip);
-        self.counters.ip.out_requests += 1;
-        let ident = self.ident.next(tx.ident);
-        let total = 20 + udp_len;
-        let mut h = tx.ip;
-        h[2..4].copy_from_slice(&total.to_be_bytes());
-        h[4..6].copy_from_slice(&ident.to_be_bytes());
-        let sum = !fold(tx.ip_sum + u32::from(total) + u32::from(ident));
-        h[10..12].copy_from_slice(&sum.to_be_bytes());
-        buf.push_front(20).copy_from_slice(&h);
-        self.enqueue(tx.iface, buf);
+        self.ipv4_output_templated(buf, tx.iface, &tx.ip);
     }
 
     #[allow(clippy::too_many_arguments)]

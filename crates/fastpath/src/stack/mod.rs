@@ -7,51 +7,40 @@
 use std::io;
 use std::net::Ipv4Addr;
 
+mod devices;
+
 use crate::buf::{BufferDepot, BufferPool, PacketBuf, PoolStats};
 use crate::config::StackConfig;
 use crate::icmp::IcmpState;
-use crate::ipv4::ident::IdentTable;
-use crate::ipv4::reassembly::ReassemblyTable;
 use crate::ipv4::route::{InterfaceId, Ipv4Cidr, Route, RoutingTable};
+use crate::ipv4::{Delivery, IpCx, Ipv4, NextHop};
 use crate::link::{Link, LinkCapabilities, Loopback, StackLink};
 use crate::stats::{Counters, DropReason};
 use crate::tcp::TcpTable;
 use crate::time::Instant;
 use crate::udp::UdpTable;
+use crate::wire::{IpProtocol, Ipv4Repr};
+use devices::{Device, Devices};
+
+pub use crate::ipv4::LOOPBACK;
 
 /// How many rounds of receive batches one `poll` runs at most before returning, so that a flood cannot
 /// keep the caller inside `poll` for ever.
 const POLL_ROUNDS: usize = 64;
 
-/// A network interface: a link with an address.
-pub(crate) struct Interface {
-    pub(crate) name: String,
-    pub(crate) link: StackLink,
-    pub(crate) cidr: Ipv4Cidr,
-    /// The prefix's directed broadcast address, computed once.
-    pub(crate) broadcast: Option<Ipv4Addr>,
-    pub(crate) caps: LinkCapabilities,
-    pub(crate) txq: Vec<PacketBuf>,
-}
-
-/// A user-space UDP/IPv4 host.
+/// A user-space UDP/TCP/IPv4 host: its devices, its layers (IPv4 with ICMP, UDP, TCP), the buffer
+/// pool and the counters. The layers own their state; the stack is the one place that routes between
+/// them (a datagram IPv4 accepted to its transport, a transport's reply or error back to IPv4).
 pub struct Stack {
     pub(crate) config: StackConfig,
-    pub(crate) ifaces: Vec<Interface>,
-    pub(crate) routes: RoutingTable,
+    pub(crate) devices: Devices,
+    pub(crate) ip: Ipv4,
     pub(crate) pool: BufferPool,
-    pub(crate) reassembly: ReassemblyTable,
     pub(crate) udp: UdpTable,
     pub(crate) tcp: TcpTable,
     pub(crate) icmp: IcmpState,
     pub(crate) counters: Counters,
     pub(crate) now: Instant,
-    /// The IPv4 identification counters.
-    pub(crate) ident: IdentTable,
-    /// Bumped whenever routes or interfaces change: sockets' cached routes from before are stale.
-    pub(crate) route_epoch: u32,
-    /// The loopback interface's link (interface 0, `StackLink::Local`).
-    pub(crate) lo: Loopback,
     rx_batch: Vec<PacketBuf>,
 }
 
@@ -61,43 +50,58 @@ impl std::fmt::Debug for Stack {
             .field(
                 "interfaces",
                 &self
-                    .ifaces
+                    .devices
+                    .list
                     .iter()
-                    .map(|i| (&i.name, i.cidr))
+                    .zip(&self.ip.ifaces)
+                    .map(|(d, a)| (&d.name, a.cidr))
                     .collect::<Vec<_>>(),
             )
-            .field("routes", &self.routes)
+            .field("routes", &self.ip.routes)
             .finish_non_exhaustive()
     }
 }
 
-/// The loopback interface every stack has.
-pub const LOOPBACK: InterfaceId = InterfaceId(0);
+/// Splits a stack's fields into IPv4's context and the devices: `ip_cx!(self)` gives
+/// `(ip, cx, devices)`.
+macro_rules! ip_cx {
+    ($s:expr) => {
+        (
+            &mut $s.ip,
+            IpCx {
+                now: $s.now,
+                pool: &mut $s.pool,
+                counters: &mut $s.counters.ip,
+                drops: &mut $s.counters.drops,
+            },
+            &mut $s.devices,
+        )
+    };
+}
 
 impl Stack {
     /// A stack with `config` and one interface, loopback (`lo`, 127.0.0.1/8, MTU 65535).
     pub fn new(config: StackConfig) -> Stack {
         let mut pool = BufferPool::new(config.buffers, config.limits.pool_free_buffers);
         pool.limit_free_bytes(config.limits.pool_free_bytes);
-        let reassembly = ReassemblyTable::new(&config.limits);
         let udp = UdpTable::new(&config);
         let tcp = TcpTable::new(&config, random_secret());
         let icmp = IcmpState::new(&config.limits);
         let lo = Loopback::new(65535, config.limits.loopback_queue);
         let lo_caps = lo.capabilities();
         let mut stack = Stack {
-            ifaces: Vec::new(),
-            routes: RoutingTable::default(),
+            devices: Devices {
+                list: Vec::new(),
+                lo,
+                tx_batch: config.tx_batch,
+            },
+            ip: Ipv4::new(&config, random_secret()),
             pool,
-            reassembly,
             udp,
             tcp,
             icmp,
             counters: Counters::default(),
             now: Instant::ZERO,
-            ident: IdentTable::new(random_secret()),
-            route_epoch: 0,
-            lo,
             rx_batch: Vec::with_capacity(config.rx_batch),
             config,
         };
@@ -128,22 +132,12 @@ impl Stack {
         caps: LinkCapabilities,
         cidr: Ipv4Cidr,
     ) -> InterfaceId {
-        let id = InterfaceId(self.ifaces.len());
-        self.route_epoch = self.route_epoch.wrapping_add(1);
-        self.ifaces.push(Interface {
+        self.devices.list.push(Device {
             name: name.to_string(),
             link,
-            cidr,
-            broadcast: cidr.broadcast(),
-            caps,
             txq: Vec::with_capacity(self.config.tx_batch),
         });
-        self.routes.add(Route {
-            dest: Ipv4Cidr::new(cidr.addr, cidr.prefix_len),
-            gateway: None,
-            iface: id,
-        });
-        id
+        self.ip.add_interface(cidr, caps)
     }
 
     /// Adds a route to `dest` through `gateway` (or directly, if `None`) on `iface`.
@@ -153,18 +147,17 @@ impl Stack {
         gateway: Option<Ipv4Addr>,
         iface: InterfaceId,
     ) -> io::Result<()> {
-        if iface.0 >= self.ifaces.len() {
+        if iface.0 >= self.devices.list.len() {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 "no such interface",
             ));
         }
-        self.routes.add(Route {
+        self.ip.add_route(Route {
             dest,
             gateway,
             iface,
         });
-        self.route_epoch = self.route_epoch.wrapping_add(1);
         Ok(())
     }
 
@@ -176,17 +169,19 @@ impl Stack {
 
     /// The routing table.
     pub fn routes(&self) -> &RoutingTable {
-        &self.routes
+        &self.ip.routes
     }
 
     /// Name, address and capabilities of every interface.
     pub fn interfaces(
         &self,
     ) -> impl Iterator<Item = (InterfaceId, &str, Ipv4Cidr, LinkCapabilities)> {
-        self.ifaces
+        self.devices
+            .list
             .iter()
+            .zip(&self.ip.ifaces)
             .enumerate()
-            .map(|(i, f)| (InterfaceId(i), f.name.as_str(), f.cidr, f.caps))
+            .map(|(i, (d, a))| (InterfaceId(i), d.name.as_str(), a.cidr, a.caps))
     }
 
     /// The configuration.
@@ -215,7 +210,7 @@ impl Stack {
 
     /// Datagrams being reassembled, and the bytes of buffers they hold.
     pub fn reassembly_stats(&self) -> (usize, usize) {
-        (self.reassembly.len(), self.reassembly.bytes_held())
+        (self.ip.reassembly.len(), self.ip.reassembly.bytes_held())
     }
 
     /// The time of the last `poll`.
@@ -235,14 +230,16 @@ impl Stack {
             // The loopback first, straight from its queue: no batch in between.
             let mut got = 0;
             while got < max {
-                let Some(packet) = self.lo.pop() else { break };
+                let Some(packet) = self.devices.lo.pop() else {
+                    break;
+                };
                 self.ipv4_input(LOOPBACK, packet);
                 got += 1;
             }
             self.tcp_flush_dirty();
             // A full batch means the link may hold more.
             let mut more = got == max;
-            if self.ifaces.len() > 1 {
+            if self.devices.list.len() > 1 {
                 let (n, full) = self.receive_links(max);
                 got += n;
                 more |= full;
@@ -251,12 +248,12 @@ impl Stack {
             processed += got + sent;
             // Quiet when every link came up short and input queued nothing new (a reply to ourselves
             // over loopback would need another round).
-            if !more && sent == 0 && self.lo.is_empty() {
+            if !more && sent == 0 && self.devices.lo.is_empty() {
                 break;
             }
         }
         layer!();
-        if self.reassembly.next_deadline().is_some_and(|d| d <= now) {
+        if self.ip.next_deadline().is_some_and(|d| d <= now) {
             self.expire_reassembly();
             processed += self.flush();
         }
@@ -273,9 +270,9 @@ impl Stack {
     fn receive_links(&mut self, max: usize) -> (usize, bool) {
         let mut batch = std::mem::take(&mut self.rx_batch);
         let (mut got, mut more) = (0, false);
-        for i in 1..self.ifaces.len() {
+        for i in 1..self.devices.list.len() {
             layer!(Receive, Link);
-            let n = self.ifaces[i].link.receive(&mut batch, max);
+            let n = self.devices.list[i].link.receive(&mut batch, max);
             more |= n == max;
             got += n;
             for packet in batch.drain(..) {
@@ -290,7 +287,7 @@ impl Stack {
     /// The earliest time a timer (TCP retransmission, delayed ACK, reassembly expiry, ...) wants
     /// `poll` to run, if any: a caller may sleep until then when the links are quiet.
     pub fn next_deadline(&self) -> Option<Instant> {
-        [self.reassembly.next_deadline(), self.tcp_next_deadline()]
+        [self.ip.next_deadline(), self.tcp_next_deadline()]
             .into_iter()
             .flatten()
             .min()
@@ -298,65 +295,106 @@ impl Stack {
 
     /// Hands every queued output packet to its link now; returns how many there were.
     pub fn flush(&mut self) -> usize {
-        let mut n = 0;
-        // The loopback's packets went straight to its queue: only the other links have queues.
-        for iface in self.ifaces.iter_mut().skip(1) {
-            if !iface.txq.is_empty() {
-                layer!(Send, Link);
-                n += iface.txq.len();
-                let dropped = iface.link.transmit(&mut iface.txq);
-                for _ in 0..dropped {
-                    self.counters.drops.add(DropReason::LinkQueueFull);
-                }
-            }
-        }
-        n
-    }
-
-    /// Queues `packet` (a whole IP packet) for `iface`; hands the queue to the link once `tx_batch`
-    /// packets wait.
-    #[inline(always)]
-    pub(crate) fn enqueue(&mut self, iface: InterfaceId, packet: PacketBuf) {
-        self.counters.ip.out_packets += 1;
-        if iface == LOOPBACK {
-            // Straight to the loopback's queue: the next `poll` reads it there.
-            layer!(Send, Link);
-            if let Err(packet) = self.lo.push(packet) {
-                self.drop_packet(packet, DropReason::LinkQueueFull);
-            }
-            return;
-        }
-        self.enqueue_link(iface, packet);
-    }
-
-    /// [`Self::enqueue`] for any interface but loopback.
-    #[inline(never)]
-    fn enqueue_link(&mut self, iface: InterfaceId, packet: PacketBuf) {
-        let f = &mut self.ifaces[iface.0];
-        f.txq.push(packet);
-        if f.txq.len() >= self.config.tx_batch {
-            self.transmit_queue(iface);
-        }
-    }
-
-    /// Hands `iface`'s queue to its link (a full batch).
-    #[inline(never)]
-    fn transmit_queue(&mut self, iface: InterfaceId) {
-        layer!(Send, Link);
-        let f = &mut self.ifaces[iface.0];
-        let dropped = f.link.transmit(&mut f.txq);
+        let (n, dropped) = self.devices.flush();
         for _ in 0..dropped {
             self.counters.drops.add(DropReason::LinkQueueFull);
         }
+        n
     }
 
     /// Feeds one received IP packet to the stack as if `iface` had received it (for tests, fuzzing and
     /// links driven from outside).
     pub fn receive(&mut self, iface: InterfaceId, packet: PacketBuf) {
-        if iface.0 < self.ifaces.len() {
+        if iface.0 < self.devices.list.len() {
             self.ipv4_input(iface, packet);
             self.tcp_flush_dirty();
         }
+    }
+
+    // ---------------------------------------------------------------------------------------------
+    // Routing between the layers.
+
+    /// Input: one packet from `iface`, through IPv4 to its transport.
+    #[inline]
+    pub(crate) fn ipv4_input(&mut self, iface: InterfaceId, mut packet: PacketBuf) {
+        let (ip, mut cx, _) = ip_cx!(self);
+        if let Some(repr) = ip.input_predicted(&mut cx, iface, &mut packet) {
+            return self.udp_input(packet, &repr, Delivery::Unicast);
+        }
+        if let Some((buf, repr, delivery)) = ip.input(&mut cx, iface, packet) {
+            self.deliver(buf, &repr, delivery);
+        }
+    }
+
+    /// Hands a datagram IPv4 accepted to its protocol.
+    #[inline(always)]
+    fn deliver(&mut self, buf: PacketBuf, repr: &Ipv4Repr, delivery: Delivery) {
+        match repr.protocol {
+            IpProtocol::Udp => self.udp_input(buf, repr, delivery),
+            IpProtocol::Tcp => self.tcp_input(buf, repr, delivery),
+            IpProtocol::Icmp => self.icmp_input(buf, repr, delivery),
+            _ => self.unknown_protocol(buf, repr, delivery),
+        }
+    }
+
+    #[inline(never)]
+    fn unknown_protocol(&mut self, buf: PacketBuf, repr: &Ipv4Repr, delivery: Delivery) {
+        if delivery == Delivery::Unicast {
+            self.icmp_send_error(
+                crate::wire::icmpv4::DstUnreachable::ProtoUnreachable,
+                repr,
+                buf.data(),
+            );
+        }
+        self.drop_packet(buf, DropReason::Ipv4UnknownProtocol);
+    }
+
+    /// Output: a transport's datagram in `buf`, through IPv4 to `hop`'s link.
+    #[inline]
+    pub(crate) fn ipv4_output(
+        &mut self,
+        buf: PacketBuf,
+        hop: &NextHop,
+        src: Ipv4Addr,
+        dst: Ipv4Addr,
+        protocol: IpProtocol,
+    ) {
+        let (ip, mut cx, devices) = ip_cx!(self);
+        ip.output(&mut cx, devices, buf, hop, src, dst, protocol);
+    }
+
+    /// Output of a datagram that fits its link, from a header template a transport keeps.
+    #[inline(always)]
+    pub(crate) fn ipv4_output_templated(
+        &mut self,
+        buf: PacketBuf,
+        iface: InterfaceId,
+        template: &crate::ipv4::HeaderTemplate,
+    ) {
+        let (ip, mut cx, devices) = ip_cx!(self);
+        ip.output_templated(&mut cx, devices, buf, iface, template);
+    }
+
+    /// Discards the reassemblies whose time is up and sends ICMP time exceeded for them.
+    pub(crate) fn expire_reassembly(&mut self) {
+        let (ip, mut cx, _) = ip_cx!(self);
+        for e in ip.expire(&mut cx) {
+            self.icmp_send_time_exceeded(&e);
+        }
+    }
+
+    /// Routes `dst`.
+    #[inline]
+    pub(crate) fn route(&self, dst: Ipv4Addr) -> Result<NextHop, DropReason> {
+        self.ip.route(dst)
+    }
+
+    /// Counts a drop and recycles the buffer.
+    #[inline]
+    pub(crate) fn drop_packet(&mut self, buf: PacketBuf, reason: DropReason) {
+        timed!(Buffers);
+        self.counters.drops.add(reason);
+        self.pool.free(buf);
     }
 }
 

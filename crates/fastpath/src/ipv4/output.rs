@@ -1,0 +1,203 @@
+//! IPv4 output: the header template, the general path, fragmentation.
+
+use std::net::Ipv4Addr;
+
+use super::ident::IdentBucket;
+use super::route::InterfaceId;
+use super::{IpCx, Ipv4, NextHop};
+use crate::buf::{ChecksumOffload, PacketBuf};
+use crate::stats::DropReason;
+use crate::wire::{IpProtocol, Ipv4Repr};
+
+/// Where IP's finished packets go: the stack's links.
+pub(crate) trait Transmit {
+    /// Queues `packet` (a whole IP packet) for `iface`. Returns how many packets the link dropped
+    /// because its queue was full (this one or others of its batch), for IP to count.
+    fn transmit(&mut self, iface: InterfaceId, packet: PacketBuf) -> usize;
+}
+
+/// A header template (`output_header_template`, paper 000 §6.1's "header prediction" on output):
+/// the 20 bytes of an IPv4 header to one destination with everything but the length, identification
+/// and checksum filled in, the sum of those constant words, and the destination's identification
+/// counter. [`Ipv4::output`] makes one per datagram; UDP's route cache keeps one per socket.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct HeaderTemplate {
+    bytes: [u8; 20],
+    /// The sum of the constant 16-bit words (unfolded).
+    sum: u32,
+    ident: IdentBucket,
+}
+
+impl HeaderTemplate {
+    /// The template for datagrams from `src` to `dst` of `protocol`: version 4, a 20-byte header, TOS
+    /// 0, no flags or offset, the configured TTL.
+    #[inline]
+    pub(crate) fn new(
+        ip: &Ipv4,
+        src: Ipv4Addr,
+        dst: Ipv4Addr,
+        protocol: IpProtocol,
+    ) -> HeaderTemplate {
+        let [s0, s1, s2, s3] = src.octets();
+        let [d0, d1, d2, d3] = dst.octets();
+        let proto: u8 = protocol.into();
+        let ttl = ip.cfg.default_ttl;
+        let bytes = [
+            0x45, 0, 0, 0, 0, 0, 0, 0, ttl, proto, 0, 0, s0, s1, s2, s3, d0, d1, d2, d3,
+        ];
+        let sum = bytes
+            .chunks_exact(2)
+            .map(|w| u32::from(u16::from_be_bytes([w[0], w[1]])))
+            .sum();
+        HeaderTemplate {
+            bytes,
+            sum,
+            ident: ip.ident.bucket(src, dst, proto),
+        }
+    }
+}
+
+/// Folds a 32-bit sum of 16-bit words into 16 bits.
+#[inline(always)]
+fn fold(acc: u32) -> u16 {
+    let x = (acc & 0xffff) + (acc >> 16);
+    ((x & 0xffff) + (x >> 16)) as u16
+}
+
+impl Ipv4 {
+    /// Output: prepends an IPv4 header to `buf` (which holds the transport datagram) and hands it to
+    /// `out` for `hop`'s link, fragmenting it if it is larger than the link's MTU.
+    #[inline]
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn output(
+        &mut self,
+        cx: &mut IpCx,
+        out: &mut impl Transmit,
+        buf: PacketBuf,
+        hop: &NextHop,
+        src: Ipv4Addr,
+        dst: Ipv4Addr,
+        protocol: IpProtocol,
+    ) {
+        layer!(Send, Ip);
+        // A TSO segment is larger than the MTU on purpose: the link cuts it.
+        let fits = 20 + buf.len() <= hop.caps.mtu || buf.meta.gso_size > 0;
+        if self.cfg.output_header_template && fits {
+            let template = HeaderTemplate::new(self, src, dst, protocol);
+            return self.output_templated(cx, out, buf, hop.iface, &template);
+        }
+        self.output_general(cx, out, buf, hop, src, dst, protocol);
+    }
+
+    /// Output of a datagram that fits its link's MTU, from `template`: the length, identification and
+    /// checksum filled in, the header written in one store. The checksum is the template's sum
+    /// updated with the two fields when `inline_header_checksum` is on, or the general routine's.
+    #[inline(always)]
+    pub(crate) fn output_templated(
+        &mut self,
+        cx: &mut IpCx,
+        out: &mut impl Transmit,
+        mut buf: PacketBuf,
+        iface: InterfaceId,
+        template: &HeaderTemplate,
+    ) {
+        cx.counters.out_requests += 1;
+        let ident = self.ident.next(template.ident);
+        let total = (20 + buf.len()) as u16;
+        let mut h = template.bytes;
+        h[2..4].copy_from_slice(&total.to_be_bytes());
+        h[4..6].copy_from_slice(&ident.to_be_bytes());
+        let sum = if self.cfg.inline_header_checksum {
+            timed!(Checksum);
+            fold(template.sum + u32::from(total) + u32::from(ident))
+        } else {
+            self.cfg.header_sum(&h)
+        };
+        h[10..12].copy_from_slice(&(!sum).to_be_bytes());
+        buf.push_front(20).copy_from_slice(&h);
+        self.send(cx, out, iface, buf);
+    }
+
+    /// Hands one finished packet to the link, counting it (and any drop at a full queue).
+    #[inline(always)]
+    fn send(&mut self, cx: &mut IpCx, out: &mut impl Transmit, iface: InterfaceId, buf: PacketBuf) {
+        cx.counters.out_packets += 1;
+        let dropped = out.transmit(iface, buf);
+        if dropped > 0 {
+            for _ in 0..dropped {
+                cx.drops.add(DropReason::LinkQueueFull);
+            }
+        }
+    }
+
+    /// [`Self::output`] without the header template, or for a datagram to fragment.
+    #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
+    fn output_general(
+        &mut self,
+        cx: &mut IpCx,
+        out: &mut impl Transmit,
+        mut buf: PacketBuf,
+        hop: &NextHop,
+        src: Ipv4Addr,
+        dst: Ipv4Addr,
+        protocol: IpProtocol,
+    ) {
+        cx.counters.out_requests += 1;
+        let ident = self.ident.next_for(src, dst, protocol.into());
+        let mut repr = Ipv4Repr {
+            src_addr: src,
+            dst_addr: dst,
+            protocol,
+            payload_len: buf.len(),
+            ttl: self.cfg.default_ttl,
+            tos: 0,
+            ident,
+            dont_frag: false,
+            more_frags: false,
+            frag_offset: 0,
+        };
+        if 20 + buf.len() <= hop.caps.mtu || buf.meta.gso_size > 0 {
+            self.emit_header(&mut buf, &repr);
+            return self.send(cx, out, hop.iface, buf);
+        }
+
+        // Fragment: every fragment but the last carries a multiple of 8 bytes.
+        debug_assert!(
+            !matches!(buf.meta.checksum, ChecksumOffload::Partial { .. }),
+            "offload across fragments"
+        );
+        let max = (hop.caps.mtu.saturating_sub(20)) & !7;
+        if max == 0 {
+            cx.drops.add(DropReason::Ipv4NoRoute);
+            return cx.pool.free(buf);
+        }
+        let total = buf.len();
+        let mut offset = 0;
+        while offset < total {
+            let len = max.min(total - offset);
+            let mut frag = cx.pool.alloc(len);
+            {
+                timed!(Copy);
+                frag.extend_from_slice(&buf.data()[offset..offset + len]);
+            }
+            repr.payload_len = len;
+            repr.frag_offset = offset as u16;
+            repr.more_frags = offset + len < total;
+            self.emit_header(&mut frag, &repr);
+            cx.counters.frag_creates += 1;
+            self.send(cx, out, hop.iface, frag);
+            offset += len;
+        }
+        cx.counters.frag_oks += 1;
+        cx.pool.free(buf);
+    }
+
+    #[inline]
+    fn emit_header(&self, buf: &mut PacketBuf, repr: &Ipv4Repr) {
+        let header = buf.push_front(20);
+        repr.emit(header);
+        let sum = self.cfg.header_sum(header);
+        header[10..12].copy_from_slice(&(!sum).to_be_bytes());
+    }
+}

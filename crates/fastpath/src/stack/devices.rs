@@ -1,0 +1,63 @@
+//! The stack's devices: each interface's link and transmit queue, and the loopback's own queue.
+
+use crate::buf::PacketBuf;
+use crate::ipv4::route::InterfaceId;
+use crate::ipv4::{Transmit, LOOPBACK};
+use crate::link::{Loopback, StackLink};
+
+/// A network interface's link side: its name, link and the packets queued for it.
+pub(crate) struct Device {
+    pub(crate) name: String,
+    pub(crate) link: StackLink,
+    pub(crate) txq: Vec<PacketBuf>,
+}
+
+/// Every device, by [`InterfaceId`]; the loopback (interface 0) is driven directly.
+pub(crate) struct Devices {
+    pub(crate) list: Vec<Device>,
+    /// The loopback interface's link (interface 0, `StackLink::Local`).
+    pub(crate) lo: Loopback,
+    /// Packets queued for a link before its transmit call.
+    pub(crate) tx_batch: usize,
+}
+
+impl Devices {
+    /// Hands every queued packet to its link now; returns how many there were and how many the links
+    /// dropped.
+    pub(crate) fn flush(&mut self) -> (usize, usize) {
+        let (mut n, mut dropped) = (0, 0);
+        // The loopback's packets went straight to its queue: only the other links have queues.
+        for dev in self.list.iter_mut().skip(1) {
+            if !dev.txq.is_empty() {
+                layer!(Send, Link);
+                n += dev.txq.len();
+                dropped += dev.link.transmit(&mut dev.txq);
+            }
+        }
+        (n, dropped)
+    }
+
+    /// [`Transmit::transmit`] for any interface but loopback.
+    #[inline(never)]
+    fn transmit_link(&mut self, iface: InterfaceId, packet: PacketBuf) -> usize {
+        let dev = &mut self.list[iface.0];
+        dev.txq.push(packet);
+        if dev.txq.len() < self.tx_batch {
+            return 0;
+        }
+        layer!(Send, Link);
+        dev.link.transmit(&mut dev.txq)
+    }
+}
+
+impl Transmit for Devices {
+    #[inline(always)]
+    fn transmit(&mut self, iface: InterfaceId, packet: PacketBuf) -> usize {
+        if iface == LOOPBACK {
+            // Straight to the loopback's queue: the next `poll` reads it there.
+            layer!(Send, Link);
+            return usize::from(self.lo.push(packet).is_err());
+        }
+        self.transmit_link(iface, packet)
+    }
+}
