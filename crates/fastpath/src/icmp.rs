@@ -1,17 +1,19 @@
 //! ICMPv4: echo, the errors this host sends (port and protocol unreachable, reassembly time exceeded),
 //! the errors it acts on (unreachables reported to connected sockets), and the output rate limit.
+//!
+//! [`Icmp`] is called with a narrow context ([`IcmpCx`]) and returns what must be sent
+//! ([`IcmpOut`], for the stack to hand to IPv4) or reported to a transport ([`IcmpInput::Report`]):
+//! it sends nothing itself and knows no socket.
 
 use std::collections::VecDeque;
 use std::io;
 use std::net::Ipv4Addr;
 
-use crate::buf::PacketBuf;
+use crate::buf::{BufferPool, PacketBuf};
 use crate::config::Limits;
 use crate::ipv4::reassembly::Expired;
-use crate::ipv4::Delivery;
-use crate::ipv4::LOOPBACK;
-use crate::stack::Stack;
-use crate::stats::DropReason;
+use crate::ipv4::{Delivery, Ipv4, NextHop, LOOPBACK};
+use crate::stats::{DropReason, Drops, IcmpCounters};
 use crate::time::Instant;
 use crate::wire::icmpv4::{self, DstUnreachable, TimeExceeded};
 use crate::wire::{Icmpv4Packet, Icmpv4Repr, IpProtocol, Ipv4Repr, WireError};
@@ -63,22 +65,48 @@ impl RateLimit {
     }
 }
 
-/// ICMP state of a stack.
+/// What ICMP is handed for each call: the clock, the buffer pool, its counters and the drops, and
+/// IPv4 to route and check addresses with (read only: sending is the stack's).
+pub(crate) struct IcmpCx<'a> {
+    pub(crate) now: Instant,
+    pub(crate) pool: &'a mut BufferPool,
+    pub(crate) counters: &'a mut IcmpCounters,
+    pub(crate) drops: &'a mut Drops,
+    pub(crate) ip: &'a Ipv4,
+}
+
+/// An ICMP message ready for IPv4 output.
 #[derive(Debug)]
-pub(crate) struct IcmpState {
+pub(crate) struct IcmpOut {
+    pub(crate) buf: PacketBuf,
+    pub(crate) hop: NextHop,
+    pub(crate) src: Ipv4Addr,
+    pub(crate) dst: Ipv4Addr,
+}
+
+/// What an arriving ICMP message asks of the stack.
+#[derive(Debug)]
+pub(crate) enum IcmpInput {
+    /// Nothing more (a reply queued for the application, a counted message, a drop).
+    Done,
+    /// Send this (an echo reply).
+    Send(IcmpOut),
+    /// An error about a datagram this host sent, quoted as `quoted` and its first 8 transport bytes:
+    /// tell the transport's socket (`protocol` is UDP or TCP).
+    Report {
+        protocol: IpProtocol,
+        quoted: Ipv4Repr,
+        head: [u8; 8],
+        kind: io::ErrorKind,
+    },
+}
+
+/// The ICMP layer: the output rate limit and the echo replies waiting for the application.
+#[derive(Debug)]
+pub(crate) struct Icmp {
     limit: RateLimit,
     replies: VecDeque<EchoReply>,
     replies_max: usize,
-}
-
-impl IcmpState {
-    pub(crate) fn new(limits: &Limits) -> IcmpState {
-        IcmpState {
-            limit: RateLimit::new(limits.icmp_rate_per_sec, limits.icmp_burst),
-            replies: VecDeque::new(),
-            replies_max: limits.echo_reply_queue,
-        }
-    }
 }
 
 /// The quote an ICMP error carries: the offending datagram's IP header and its first 8 payload bytes
@@ -97,19 +125,53 @@ fn quote(ip: &Ipv4Repr, payload: &[u8]) -> ([u8; 28], usize) {
     (q, 20 + n)
 }
 
-impl Stack {
-    pub(crate) fn icmp_input(&mut self, buf: PacketBuf, ip: &Ipv4Repr, delivery: Delivery) {
-        self.counters.icmp.in_msgs += 1;
+/// RFC 1122 §3.2.2: no error to a source that is not a unicast host.
+fn unicast_source(src: Ipv4Addr) -> bool {
+    !(src.is_unspecified() || src.is_broadcast() || src.is_multicast())
+}
+
+impl Icmp {
+    pub(crate) fn new(limits: &Limits) -> Icmp {
+        Icmp {
+            limit: RateLimit::new(limits.icmp_rate_per_sec, limits.icmp_burst),
+            replies: VecDeque::new(),
+            replies_max: limits.echo_reply_queue,
+        }
+    }
+
+    /// Input: one ICMP message (the IP payload in `buf`), addressed as `delivery`.
+    pub(crate) fn input(
+        &mut self,
+        cx: &mut IcmpCx,
+        buf: PacketBuf,
+        ip: &Ipv4Repr,
+        delivery: Delivery,
+    ) -> IcmpInput {
+        cx.counters.in_msgs += 1;
+        let outcome = self.parse_and_act(cx, &buf, ip, delivery);
+        cx.pool.free(buf);
+        outcome
+    }
+
+    fn parse_and_act(
+        &mut self,
+        cx: &mut IcmpCx,
+        buf: &PacketBuf,
+        ip: &Ipv4Repr,
+        delivery: Delivery,
+    ) -> IcmpInput {
+        let drop = |cx: &mut IcmpCx, reason| {
+            cx.drops.add(reason);
+            IcmpInput::Done
+        };
         let packet = match Icmpv4Packet::new_checked(buf.data()) {
             Ok(p) => p,
-            Err(_) => return self.drop_packet(buf, DropReason::IcmpTruncated),
+            Err(_) => return drop(cx, DropReason::IcmpTruncated),
         };
         let repr = match Icmpv4Repr::parse(&packet) {
             Ok(r) => r,
-            Err(WireError::BadChecksum) => {
-                return self.drop_packet(buf, DropReason::IcmpBadChecksum)
-            }
-            Err(_) => return self.drop_packet(buf, DropReason::IcmpUnhandled),
+            Err(WireError::BadChecksum) => return drop(cx, DropReason::IcmpBadChecksum),
+            Err(_) => return drop(cx, DropReason::IcmpUnhandled),
         };
         match repr {
             Icmpv4Repr::EchoRequest {
@@ -117,20 +179,21 @@ impl Stack {
                 seq_no,
                 data,
             } => {
-                self.counters.icmp.in_echos += 1;
+                cx.counters.in_echos += 1;
                 if delivery == Delivery::Broadcast {
-                    return self.drop_packet(buf, DropReason::IcmpBroadcastEcho);
+                    return drop(cx, DropReason::IcmpBroadcastEcho);
                 }
                 let reply = Icmpv4Repr::EchoReply {
                     ident,
                     seq_no,
                     data,
                 };
-                if self
-                    .icmp_output(ip.src_addr, Some(ip.dst_addr), &reply, true)
-                    .is_ok()
-                {
-                    self.counters.icmp.out_echo_reps += 1;
+                match self.output(cx, ip.src_addr, Some(ip.dst_addr), &reply, true) {
+                    Ok(out) => {
+                        cx.counters.out_echo_reps += 1;
+                        IcmpInput::Send(out)
+                    }
+                    Err(_) => IcmpInput::Done,
                 }
             }
             Icmpv4Repr::EchoReply {
@@ -138,21 +201,20 @@ impl Stack {
                 seq_no,
                 data,
             } => {
-                self.counters.icmp.in_echo_reps += 1;
-                if self.icmp.replies.len() >= self.icmp.replies_max {
-                    self.counters.drops.add(DropReason::IcmpEchoReplyDropped);
-                } else {
-                    let reply = EchoReply {
-                        from: ip.src_addr,
-                        ident,
-                        seq_no,
-                        data: data.to_vec(),
-                    };
-                    self.icmp.replies.push_back(reply);
+                cx.counters.in_echo_reps += 1;
+                if self.replies.len() >= self.replies_max {
+                    return drop(cx, DropReason::IcmpEchoReplyDropped);
                 }
+                self.replies.push_back(EchoReply {
+                    from: ip.src_addr,
+                    ident,
+                    seq_no,
+                    data: data.to_vec(),
+                });
+                IcmpInput::Done
             }
             Icmpv4Repr::DstUnreachable { reason, data, .. } => {
-                self.counters.icmp.in_dest_unreachs += 1;
+                cx.counters.in_dest_unreachs += 1;
                 let error = match reason {
                     DstUnreachable::PortUnreachable => Some(io::ErrorKind::ConnectionRefused),
                     DstUnreachable::HostUnreachable => Some(io::ErrorKind::HostUnreachable),
@@ -160,75 +222,87 @@ impl Stack {
                     _ => None,
                 };
                 match icmpv4::parse_quoted(data) {
-                    Ok((quoted, head)) if quoted.protocol == IpProtocol::Udp => {
-                        if let Some(kind) = error {
-                            self.udp_report_error(&quoted, &head, kind);
-                        }
-                    }
+                    // UDP: the errors a socket can be told about.
+                    Ok((quoted, head)) if quoted.protocol == IpProtocol::Udp => match error {
+                        Some(kind) => IcmpInput::Report {
+                            protocol: IpProtocol::Udp,
+                            quoted,
+                            head,
+                            kind,
+                        },
+                        None => IcmpInput::Done,
+                    },
+                    // TCP: only hard errors (RFC 1122 §4.2.3.9).
                     Ok((quoted, head)) if quoted.protocol == IpProtocol::Tcp => {
                         let hard = matches!(
                             reason,
                             DstUnreachable::PortUnreachable | DstUnreachable::ProtoUnreachable
                         );
-                        if let (Some(kind), true) =
-                            (error.or(Some(io::ErrorKind::ConnectionRefused)), hard)
-                        {
-                            self.tcp_report_error(&quoted, &head, kind);
+                        if !hard {
+                            return IcmpInput::Done;
+                        }
+                        IcmpInput::Report {
+                            protocol: IpProtocol::Tcp,
+                            quoted,
+                            head,
+                            kind: error.unwrap_or(io::ErrorKind::ConnectionRefused),
                         }
                     }
-                    Ok(_) => {}
-                    Err(_) => self.counters.drops.add(DropReason::IcmpUnhandled),
+                    Ok(_) => IcmpInput::Done,
+                    Err(_) => drop(cx, DropReason::IcmpUnhandled),
                 }
             }
-            Icmpv4Repr::TimeExceeded { .. } => self.counters.icmp.in_time_excds += 1,
+            Icmpv4Repr::TimeExceeded { .. } => {
+                cx.counters.in_time_excds += 1;
+                IcmpInput::Done
+            }
         }
-        self.pool.free(buf);
     }
 
-    /// Sends an ICMP message to `dst` from `src` (or the route's source). Rate-limited messages (replies
-    /// and errors) may be suppressed, counted.
-    pub(crate) fn icmp_output(
+    /// An ICMP message to `dst` from `src` (or the route's source), ready for IPv4. Rate-limited
+    /// messages (replies and errors) may be suppressed, counted.
+    pub(crate) fn output(
         &mut self,
+        cx: &mut IcmpCx,
         dst: Ipv4Addr,
         src: Option<Ipv4Addr>,
         repr: &Icmpv4Repr<'_>,
         rate_limited: bool,
-    ) -> Result<(), DropReason> {
-        if rate_limited && !self.icmp.limit.allow(self.now) {
-            self.counters.drops.add(DropReason::IcmpRateLimited);
+    ) -> Result<IcmpOut, DropReason> {
+        if rate_limited && !self.limit.allow(cx.now) {
+            cx.drops.add(DropReason::IcmpRateLimited);
             return Err(DropReason::IcmpRateLimited);
         }
-        let hop = match self.route(dst) {
+        let hop = match cx.ip.route(dst) {
             Ok(hop) => hop,
             Err(reason) => {
-                self.counters.drops.add(reason);
+                cx.drops.add(reason);
                 return Err(reason);
             }
         };
         // The address the message answers, if it is ours and may leave on the route's interface
         // (127/8 never leaves the host); else the route's.
         let src = src
-            .filter(|s| self.ip.is_own_address(*s) && (hop.iface == LOOPBACK || !s.is_loopback()))
+            .filter(|s| cx.ip.is_own_address(*s) && (hop.iface == LOOPBACK || !s.is_loopback()))
             .unwrap_or(hop.src);
         let len = repr.buffer_len();
-        let mut buf = self.pool.alloc(len);
+        let mut buf = cx.pool.alloc(len);
         repr.emit(buf.extend(len));
-        self.counters.icmp.out_msgs += 1;
-        self.ipv4_output(buf, &hop, src, dst, IpProtocol::Icmp);
-        Ok(())
+        cx.counters.out_msgs += 1;
+        Ok(IcmpOut { buf, hop, src, dst })
     }
 
-    /// Sends a destination unreachable about the datagram `ip` whose payload starts with `payload`,
-    /// unless RFC 1122 §3.2.2 forbids an error about it (a source that is not a unicast host).
-    pub(crate) fn icmp_send_error(
+    /// A destination unreachable about the datagram `ip` whose payload starts with `payload`, unless
+    /// RFC 1122 §3.2.2 forbids an error about it (a source that is not a unicast host).
+    pub(crate) fn unreachable(
         &mut self,
+        cx: &mut IcmpCx,
         reason: DstUnreachable,
         ip: &Ipv4Repr,
         payload: &[u8],
-    ) {
-        let src = ip.src_addr;
-        if src.is_unspecified() || src.is_broadcast() || src.is_multicast() {
-            return;
+    ) -> Option<IcmpOut> {
+        if !unicast_source(ip.src_addr) {
+            return None;
         }
         let (q, n) = quote(ip, payload);
         let repr = Icmpv4Repr::DstUnreachable {
@@ -236,27 +310,20 @@ impl Stack {
             next_hop_mtu: 0,
             data: &q[..n],
         };
-        if self
-            .icmp_output(src, Some(ip.dst_addr), &repr, true)
-            .is_ok()
-        {
-            self.counters.icmp.out_dest_unreachs += 1;
-        }
+        let out = self
+            .output(cx, ip.src_addr, Some(ip.dst_addr), &repr, true)
+            .ok()?;
+        cx.counters.out_dest_unreachs += 1;
+        Some(out)
     }
 
-    /// Sends a fragment reassembly time exceeded about a datagram that timed out, unless it was
-    /// addressed to a broadcast, was itself an ICMP error (RFC 1122 §3.2.2: no ICMP error about
-    /// either) or came from a source that is not a unicast host.
-    pub(crate) fn icmp_send_time_exceeded(&mut self, expired: &Expired) {
+    /// A fragment reassembly time exceeded about a datagram that timed out, unless it was addressed
+    /// to a broadcast, was itself an ICMP error (RFC 1122 §3.2.2: no ICMP error about either) or came
+    /// from a source that is not a unicast host.
+    pub(crate) fn time_exceeded(&mut self, cx: &mut IcmpCx, expired: &Expired) -> Option<IcmpOut> {
         let (src, dst) = (expired.key.src, expired.key.dst);
-        if src.is_unspecified() || src.is_broadcast() || src.is_multicast() {
-            return;
-        }
-        if dst.is_broadcast()
-            || dst.is_multicast()
-            || self.ip.ifaces.iter().any(|f| f.broadcast == Some(dst))
-        {
-            return;
+        if !unicast_source(src) || dst.is_multicast() || cx.ip.is_broadcast(dst) {
+            return None;
         }
         // Nor about an ICMP error (RFC 1122 §3.2.2): of ICMP, only queries (echo, timestamp,
         // information, address mask) are answered with an error, as Linux does.
@@ -265,29 +332,26 @@ impl Stack {
             && expired.quote_len > header_len
             && !matches!(expired.quote[header_len], 0 | 8 | 13..=18)
         {
-            return;
+            return None;
         }
         let repr = Icmpv4Repr::TimeExceeded {
             reason: TimeExceeded::FragReassembly,
             data: &expired.quote[..expired.quote_len],
         };
-        if self
-            .icmp_output(src, Some(expired.key.dst), &repr, true)
-            .is_ok()
-        {
-            self.counters.icmp.out_time_excds += 1;
-        }
+        let out = self.output(cx, src, Some(dst), &repr, true).ok()?;
+        cx.counters.out_time_excds += 1;
+        Some(out)
     }
 
-    /// Sends an ICMP echo request (ping) to `dst`. Replies are read with
-    /// [`recv_echo_reply`](Stack::recv_echo_reply) after a `poll`.
-    pub fn send_echo_request(
+    /// An echo request (ping) to `dst`, not rate-limited.
+    pub(crate) fn echo_request(
         &mut self,
+        cx: &mut IcmpCx,
         dst: Ipv4Addr,
         ident: u16,
         seq_no: u16,
         data: &[u8],
-    ) -> io::Result<()> {
+    ) -> io::Result<IcmpOut> {
         if data.len() > 65507 {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -299,19 +363,19 @@ impl Stack {
             seq_no,
             data,
         };
-        self.icmp_output(dst, None, &repr, false).map_err(|_| {
+        let out = self.output(cx, dst, None, &repr, false).map_err(|_| {
             io::Error::new(
                 io::ErrorKind::NetworkUnreachable,
                 format!("no route to {dst}"),
             )
         })?;
-        self.counters.icmp.out_echos += 1;
-        Ok(())
+        cx.counters.out_echos += 1;
+        Ok(out)
     }
 
     /// The oldest echo reply received and not yet read.
-    pub fn recv_echo_reply(&mut self) -> Option<EchoReply> {
-        self.icmp.replies.pop_front()
+    pub(crate) fn take_reply(&mut self) -> Option<EchoReply> {
+        self.replies.pop_front()
     }
 }
 

@@ -11,7 +11,8 @@ mod devices;
 
 use crate::buf::{BufferDepot, BufferPool, PacketBuf, PoolStats};
 use crate::config::StackConfig;
-use crate::icmp::IcmpState;
+use crate::icmp::{EchoReply, Icmp, IcmpCx, IcmpInput, IcmpOut};
+use crate::ipv4::reassembly::Expired;
 use crate::ipv4::route::{InterfaceId, Ipv4Cidr, Route, RoutingTable};
 use crate::ipv4::{Delivery, IpCx, Ipv4, NextHop};
 use crate::link::{Link, LinkCapabilities, Loopback, StackLink};
@@ -19,6 +20,7 @@ use crate::stats::{Counters, DropReason};
 use crate::tcp::TcpTable;
 use crate::time::Instant;
 use crate::udp::UdpTable;
+use crate::wire::icmpv4::DstUnreachable;
 use crate::wire::{IpProtocol, Ipv4Repr};
 use devices::{Device, Devices};
 
@@ -38,7 +40,7 @@ pub struct Stack {
     pub(crate) pool: BufferPool,
     pub(crate) udp: UdpTable,
     pub(crate) tcp: TcpTable,
-    pub(crate) icmp: IcmpState,
+    pub(crate) icmp: Icmp,
     pub(crate) counters: Counters,
     pub(crate) now: Instant,
     rx_batch: Vec<PacketBuf>,
@@ -60,6 +62,22 @@ impl std::fmt::Debug for Stack {
             .field("routes", &self.ip.routes)
             .finish_non_exhaustive()
     }
+}
+
+/// Splits a stack's fields into ICMP's context: `icmp_cx!(self)` gives `(icmp, cx)`.
+macro_rules! icmp_cx {
+    ($s:expr) => {
+        (
+            &mut $s.icmp,
+            IcmpCx {
+                now: $s.now,
+                pool: &mut $s.pool,
+                counters: &mut $s.counters.icmp,
+                drops: &mut $s.counters.drops,
+                ip: &$s.ip,
+            },
+        )
+    };
 }
 
 /// Splits a stack's fields into IPv4's context and the devices: `ip_cx!(self)` gives
@@ -86,7 +104,7 @@ impl Stack {
         pool.limit_free_bytes(config.limits.pool_free_bytes);
         let udp = UdpTable::new(&config);
         let tcp = TcpTable::new(&config, random_secret());
-        let icmp = IcmpState::new(&config.limits);
+        let icmp = Icmp::new(&config.limits);
         let lo = Loopback::new(65535, config.limits.loopback_queue);
         let lo_caps = lo.capabilities();
         let mut stack = Stack {
@@ -340,11 +358,7 @@ impl Stack {
     #[inline(never)]
     fn unknown_protocol(&mut self, buf: PacketBuf, repr: &Ipv4Repr, delivery: Delivery) {
         if delivery == Delivery::Unicast {
-            self.icmp_send_error(
-                crate::wire::icmpv4::DstUnreachable::ProtoUnreachable,
-                repr,
-                buf.data(),
-            );
+            self.icmp_send_error(DstUnreachable::ProtoUnreachable, repr, buf.data());
         }
         self.drop_packet(buf, DropReason::Ipv4UnknownProtocol);
     }
@@ -381,6 +395,69 @@ impl Stack {
         for e in ip.expire(&mut cx) {
             self.icmp_send_time_exceeded(&e);
         }
+    }
+
+    /// Input: one ICMP message; what it asks for is sent, or reported to the transport it is about.
+    pub(crate) fn icmp_input(&mut self, buf: PacketBuf, ip: &Ipv4Repr, delivery: Delivery) {
+        let (icmp, mut cx) = icmp_cx!(self);
+        match icmp.input(&mut cx, buf, ip, delivery) {
+            IcmpInput::Done => {}
+            IcmpInput::Send(out) => self.icmp_send(out),
+            IcmpInput::Report {
+                protocol,
+                quoted,
+                head,
+                kind,
+            } => match protocol {
+                IpProtocol::Udp => self.udp_report_error(&quoted, &head, kind),
+                _ => self.tcp_report_error(&quoted, &head, kind),
+            },
+        }
+    }
+
+    fn icmp_send(&mut self, out: IcmpOut) {
+        self.ipv4_output(out.buf, &out.hop, out.src, out.dst, IpProtocol::Icmp);
+    }
+
+    /// Sends a destination unreachable about the datagram `ip` whose payload starts with `payload`
+    /// (when ICMP's rules and rate limit allow).
+    pub(crate) fn icmp_send_error(
+        &mut self,
+        reason: DstUnreachable,
+        ip: &Ipv4Repr,
+        payload: &[u8],
+    ) {
+        let (icmp, mut cx) = icmp_cx!(self);
+        if let Some(out) = icmp.unreachable(&mut cx, reason, ip, payload) {
+            self.icmp_send(out);
+        }
+    }
+
+    fn icmp_send_time_exceeded(&mut self, expired: &Expired) {
+        let (icmp, mut cx) = icmp_cx!(self);
+        if let Some(out) = icmp.time_exceeded(&mut cx, expired) {
+            self.icmp_send(out);
+        }
+    }
+
+    /// Sends an ICMP echo request (ping) to `dst`. Replies are read with
+    /// [`recv_echo_reply`](Stack::recv_echo_reply) after a `poll`.
+    pub fn send_echo_request(
+        &mut self,
+        dst: Ipv4Addr,
+        ident: u16,
+        seq_no: u16,
+        data: &[u8],
+    ) -> io::Result<()> {
+        let (icmp, mut cx) = icmp_cx!(self);
+        let out = icmp.echo_request(&mut cx, dst, ident, seq_no, data)?;
+        self.icmp_send(out);
+        Ok(())
+    }
+
+    /// The oldest echo reply received and not yet read.
+    pub fn recv_echo_reply(&mut self) -> Option<EchoReply> {
+        self.icmp.take_reply()
     }
 
     /// Routes `dst`.
