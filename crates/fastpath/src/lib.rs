@@ -73,6 +73,7 @@ macro_rules! timed {
 }
 
 mod addr;
+pub mod api;
 pub mod buf;
 pub mod checksum;
 pub mod config;
@@ -97,6 +98,7 @@ pub mod wire;
 #[doc = include_str!("../../../README.md")]
 pub struct ReadmeDoctests;
 
+pub use api::udp::UdpSocketRef;
 pub use buf::{BufferDepot, PacketBuf};
 pub use config::{CopyChecksum, StackConfig};
 pub use ipv4::route::{InterfaceId, Ipv4Cidr};
@@ -109,4 +111,4 @@ pub use stats::{Counters, DropReason, Drops};
 pub use tcp::State as TcpState;
 pub use tcp::{ConnectionInfo, TcpListener, TcpListenerRef, TcpStream, TcpStreamRef};
 pub use time::Instant;
-pub use udp::{UdpOptions, UdpSocket, UdpSocketRef};
+pub use udp::{UdpOptions, UdpSocket};

@@ -19,7 +19,7 @@ use crate::link::{Link, LinkCapabilities, Loopback, StackLink};
 use crate::stats::{Counters, DropReason};
 use crate::tcp::TcpTable;
 use crate::time::Instant;
-use crate::udp::UdpTable;
+use crate::udp::{Payload, Udp, UdpCx, UdpSocket};
 use crate::wire::icmpv4::DstUnreachable;
 use crate::wire::{IpProtocol, Ipv4Repr};
 use devices::{Device, Devices};
@@ -38,7 +38,7 @@ pub struct Stack {
     pub(crate) devices: Devices,
     pub(crate) ip: Ipv4,
     pub(crate) pool: BufferPool,
-    pub(crate) udp: UdpTable,
+    pub(crate) udp: Udp,
     pub(crate) tcp: TcpTable,
     pub(crate) icmp: Icmp,
     pub(crate) counters: Counters,
@@ -80,6 +80,22 @@ macro_rules! icmp_cx {
     };
 }
 
+/// Splits a stack's fields into UDP's context: `udp_cx!(self)` gives `(udp, cx)`.
+macro_rules! udp_cx {
+    ($s:expr) => {
+        (
+            &mut $s.udp,
+            UdpCx {
+                now: $s.now,
+                pool: &mut $s.pool,
+                counters: &mut $s.counters,
+                ip: &mut $s.ip,
+                out: &mut $s.devices,
+            },
+        )
+    };
+}
+
 /// Splits a stack's fields into IPv4's context and the devices: `ip_cx!(self)` gives
 /// `(ip, cx, devices)`.
 macro_rules! ip_cx {
@@ -102,7 +118,7 @@ impl Stack {
     pub fn new(config: StackConfig) -> Stack {
         let mut pool = BufferPool::new(config.buffers, config.limits.pool_free_buffers);
         pool.limit_free_bytes(config.limits.pool_free_bytes);
-        let udp = UdpTable::new(&config);
+        let udp = Udp::new(&config);
         let tcp = TcpTable::new(&config, random_secret());
         let icmp = Icmp::new(&config.limits);
         let lo = Loopback::new(65535, config.limits.loopback_queue);
@@ -377,24 +393,58 @@ impl Stack {
         ip.output(&mut cx, devices, buf, hop, src, dst, protocol);
     }
 
-    /// Output of a datagram that fits its link, from a header template a transport keeps.
-    #[inline(always)]
-    pub(crate) fn ipv4_output_templated(
-        &mut self,
-        buf: PacketBuf,
-        iface: InterfaceId,
-        template: &crate::ipv4::HeaderTemplate,
-    ) {
-        let (ip, mut cx, devices) = ip_cx!(self);
-        ip.output_templated(&mut cx, devices, buf, iface, template);
-    }
-
     /// Discards the reassemblies whose time is up and sends ICMP time exceeded for them.
     pub(crate) fn expire_reassembly(&mut self) {
         let (ip, mut cx, _) = ip_cx!(self);
         for e in ip.expire(&mut cx) {
             self.icmp_send_time_exceeded(&e);
         }
+    }
+
+    /// Input: one UDP datagram; one no socket wants is answered with a port unreachable.
+    #[inline(always)]
+    pub(crate) fn udp_input(&mut self, buf: PacketBuf, ip: &Ipv4Repr, delivery: Delivery) {
+        let (udp, mut cx) = udp_cx!(self);
+        if let Some(unwanted) = udp.input(&mut cx, buf, ip, delivery) {
+            self.udp_unreachable(unwanted, ip);
+        }
+    }
+
+    #[inline(never)]
+    fn udp_unreachable(&mut self, buf: PacketBuf, ip: &Ipv4Repr) {
+        self.icmp_send_error(DstUnreachable::PortUnreachable, ip, buf.data());
+        self.drop_packet(buf, DropReason::UdpNoSocket);
+    }
+
+    /// Sends `payload` as one datagram from `s` to `dst` (or to its peer if `None`).
+    #[inline(always)]
+    pub(crate) fn udp_send(
+        &mut self,
+        s: UdpSocket,
+        payload: Payload<'_, '_>,
+        dst: Option<std::net::SocketAddrV4>,
+    ) -> io::Result<usize> {
+        let (udp, mut cx) = udp_cx!(self);
+        udp.send(&mut cx, s, payload, dst)
+    }
+
+    /// Connects `s` to `remote`.
+    pub(crate) fn udp_connect(
+        &mut self,
+        s: UdpSocket,
+        remote: std::net::SocketAddrV4,
+    ) -> io::Result<()> {
+        let (udp, mut cx) = udp_cx!(self);
+        udp.connect(&mut cx, s, remote)
+    }
+
+    /// Undoes a connect.
+    pub(crate) fn udp_disconnect(&mut self, s: UdpSocket) -> io::Result<()> {
+        self.udp.disconnect(s)
+    }
+
+    fn udp_report_error(&mut self, quoted: &Ipv4Repr, head: &[u8; 8], kind: io::ErrorKind) {
+        self.udp.report_error(quoted, head, kind);
     }
 
     /// Input: one ICMP message; what it asks for is sent, or reported to the transport it is about.

@@ -5,26 +5,42 @@
 //! (Partridge & Pink §7.1.1). Output copies the application's data into a buffer once, after headroom
 //! for every header, summing it in the same loop when fused.
 
-mod socket;
-
-pub use socket::{UdpOptions, UdpSocket, UdpSocketRef};
-
 use std::collections::VecDeque;
 use std::io::{self, IoSlice};
-use std::net::{Ipv4Addr, SocketAddrV4, ToSocketAddrs};
+use std::net::{Ipv4Addr, SocketAddrV4};
 
-use crate::buf::{gather, ChecksumOffload, PacketBuf};
-use crate::checksum::{self, Checksum};
-use crate::config::{CopyChecksum, StackConfig};
+use crate::buf::{gather, BufferPool, ChecksumOffload, PacketBuf};
+use crate::checksum::{self, Algorithm, Checksum};
+use crate::config::{ChecksumPolicy, CopyChecksum, StackConfig};
 use crate::demux::{Demux, Pcb, SocketId};
 use crate::ipv4::route::InterfaceId;
-use crate::ipv4::HeaderTemplate;
-use crate::ipv4::LOOPBACK;
-use crate::ipv4::{Delivery, NextHop};
-use crate::stack::Stack;
-use crate::stats::DropReason;
-use crate::wire::icmpv4::DstUnreachable;
+use crate::ipv4::{Delivery, HeaderTemplate, IpCx, Ipv4, NextHop, Transmit, LOOPBACK};
+use crate::stats::{Counters, DropReason};
+use crate::time::Instant;
 use crate::wire::{IpProtocol, Ipv4Repr, UdpPacket, UdpRepr, WireError};
+
+/// A UDP socket of a stack: a handle, used through `Stack::udp`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct UdpSocket {
+    pub(crate) index: u32,
+    pub(crate) generation: u32,
+}
+
+/// Socket options.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct UdpOptions {
+    /// Allow other sockets with this option to bind the same address and port (`SO_REUSEADDR`).
+    pub reuse_address: bool,
+    /// Allow sending to broadcast addresses (`SO_BROADCAST`).
+    pub broadcast: bool,
+    /// Send with no checksum (zero field, RFC 768). Kay & Pasquale (paper 001) added this socket option
+    /// for applications, such as audio and video, that tolerate corruption and want the speed.
+    pub no_checksum: bool,
+    /// Receive queue limit in bytes of the buffers queued datagrams hold, as Linux counts `SO_RCVBUF`
+    /// (a small datagram from a TUN link holds a 2 KiB buffer); `None` takes the stack's default,
+    /// [`Limits::udp_rx_queue_bytes`](crate::config::Limits::udp_rx_queue_bytes).
+    pub recv_buffer_bytes: Option<usize>,
+}
 
 /// Largest UDP payload in one IPv4 datagram: 65535 - 20 - 8.
 pub const MAX_PAYLOAD: usize = 65507;
@@ -88,9 +104,10 @@ struct Slot {
     socket: Option<SocketState>,
 }
 
-/// Every UDP socket, the demultiplexer over them, and the ephemeral port cursor.
+/// The UDP layer: every socket, the demultiplexer over them, and the ephemeral port cursor.
 #[derive(Debug)]
-pub(crate) struct UdpTable {
+pub(crate) struct Udp {
+    pub(crate) cfg: UdpConfig,
     slots: Vec<Slot>,
     free: Vec<u32>,
     pub(crate) demux: Box<dyn Demux>,
@@ -98,9 +115,19 @@ pub(crate) struct UdpTable {
     matches: Vec<SocketId>,
 }
 
-impl UdpTable {
-    pub(crate) fn new(config: &StackConfig) -> UdpTable {
-        UdpTable {
+impl Udp {
+    pub(crate) fn new(config: &StackConfig) -> Udp {
+        Udp {
+            cfg: UdpConfig {
+                checksum: config.checksum,
+                copy_checksum: config.copy_checksum,
+                checksum_policy: config.checksum_policy,
+                route_cache: config.output_route_cache
+                    && config.output_header_template
+                    && !config.sendto_pseudo_connect,
+                sendto_pseudo_connect: config.sendto_pseudo_connect,
+                rx_queue_bytes: config.limits.udp_rx_queue_bytes,
+            },
             slots: Vec::new(),
             free: Vec::new(),
             demux: config.demux.build(),
@@ -209,61 +236,103 @@ impl UdpTable {
     }
 }
 
-fn closed() -> io::Error {
+pub(crate) fn closed() -> io::Error {
     io::Error::new(io::ErrorKind::InvalidInput, "no such UDP socket (closed)")
 }
 
-impl Stack {
-    /// Binds a UDP socket to `local` with default options. Port 0 picks an ephemeral port; address
-    /// `0.0.0.0` receives on every address of the host.
-    ///
-    /// `local` is anything [`ToSocketAddrs`] takes (`SocketAddrV4`, `"127.0.0.1:9"`,
-    /// `(Ipv4Addr::LOCALHOST, 9)`, ...): the first IPv4 address it resolves to is used, and one that
-    /// resolves to IPv6 addresses only is an `AddrNotAvailable` error (no IPv6 yet). A host name is
-    /// resolved by the system, which may block.
-    pub fn udp_bind(&mut self, local: impl ToSocketAddrs) -> io::Result<UdpSocket> {
-        self.udp_bind_with(local, UdpOptions::default())
+/// UDP's slice of the stack's configuration.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct UdpConfig {
+    pub(crate) checksum: Algorithm,
+    pub(crate) copy_checksum: CopyChecksum,
+    pub(crate) checksum_policy: ChecksumPolicy,
+    /// `output_route_cache` with `output_header_template`, and no pseudo-connect.
+    pub(crate) route_cache: bool,
+    pub(crate) sendto_pseudo_connect: bool,
+    pub(crate) rx_queue_bytes: usize,
+}
+
+/// What UDP is handed for each call: the clock, the buffer pool, the counters, and IPv4 with the
+/// stack's links to send through.
+pub(crate) struct UdpCx<'a, T: Transmit> {
+    pub(crate) now: Instant,
+    pub(crate) pool: &'a mut BufferPool,
+    pub(crate) counters: &'a mut Counters,
+    pub(crate) ip: &'a mut Ipv4,
+    pub(crate) out: &'a mut T,
+}
+
+impl<T: Transmit> UdpCx<'_, T> {
+    /// Counts a drop and recycles the buffer.
+    #[inline]
+    fn drop(&mut self, buf: PacketBuf, reason: DropReason) {
+        timed!(Buffers);
+        self.counters.drops.add(reason);
+        self.pool.free(buf);
     }
 
-    /// Binds a UDP socket with `options` (set before binding, such as `reuse_address`). `local` as for
-    /// [`udp_bind`](Stack::udp_bind).
-    pub fn udp_bind_with(
-        &mut self,
-        local: impl ToSocketAddrs,
-        options: UdpOptions,
-    ) -> io::Result<UdpSocket> {
-        let local = crate::addr::ipv4(&local)?;
-        self.udp_bind_v4(local, options)
+    fn ip_cx(&mut self) -> (&mut Ipv4, IpCx<'_>, &mut T) {
+        (
+            &mut *self.ip,
+            IpCx {
+                now: self.now,
+                pool: &mut *self.pool,
+                counters: &mut self.counters.ip,
+                drops: &mut self.counters.drops,
+            },
+            &mut *self.out,
+        )
     }
 
-    /// [`udp_bind_with`](Stack::udp_bind_with) once the address is resolved.
-    fn udp_bind_v4(
+    /// IPv4 output of a datagram that fits, from a template.
+    #[inline(always)]
+    fn output_templated(&mut self, buf: PacketBuf, iface: InterfaceId, template: &HeaderTemplate) {
+        let (ip, mut cx, out) = self.ip_cx();
+        ip.output_templated(&mut cx, out, buf, iface, template);
+    }
+
+    /// IPv4 output through `hop`.
+    #[inline]
+    fn output(
         &mut self,
+        buf: PacketBuf,
+        hop: &NextHop,
+        src: Ipv4Addr,
+        dst: Ipv4Addr,
+        protocol: IpProtocol,
+    ) {
+        let (ip, mut cx, out) = self.ip_cx();
+        ip.output(&mut cx, out, buf, hop, src, dst, protocol);
+    }
+}
+
+impl Udp {
+    /// Binds a socket to `local` with `options` (port 0 picks an ephemeral port; address `0.0.0.0`
+    /// receives on every address of the host), on a host whose addresses `ip` knows.
+    pub(crate) fn bind(
+        &mut self,
+        ip: &Ipv4,
+        ephemeral: &std::ops::RangeInclusive<u16>,
         local: SocketAddrV4,
         mut options: UdpOptions,
     ) -> io::Result<UdpSocket> {
         let addr = *local.ip();
-        self.ip.check_local_address(addr)?;
+        ip.check_local_address(addr)?;
         let port = match local.port() {
-            0 => self
-                .udp
-                .ephemeral_port(&self.config.ephemeral_ports)
-                .ok_or_else(|| {
-                    io::Error::new(io::ErrorKind::AddrInUse, "no free ephemeral port")
-                })?,
+            0 => self.ephemeral_port(ephemeral).ok_or_else(|| {
+                io::Error::new(io::ErrorKind::AddrInUse, "no free ephemeral port")
+            })?,
             p => p,
         };
         let local = SocketAddrV4::new(addr, port);
-        if self.udp.conflicts(local, options.reuse_address) {
+        if self.conflicts(local, options.reuse_address) {
             return Err(io::Error::new(
                 io::ErrorKind::AddrInUse,
                 format!("{local} is in use (set reuse_address on every socket sharing it)"),
             ));
         }
-        options.recv_buffer_bytes = options
-            .recv_buffer_bytes
-            .or(Some(self.config.limits.udp_rx_queue_bytes));
-        Ok(self.udp.insert(SocketState {
+        options.recv_buffer_bytes = options.recv_buffer_bytes.or(Some(self.cfg.rx_queue_bytes));
+        Ok(self.insert(SocketState {
             pcb: Pcb::bound(local),
             bound_addr: addr,
             options,
@@ -275,28 +344,26 @@ impl Stack {
         }))
     }
 
-    /// A handle to call socket methods on, in the manner of `std::net::UdpSocket`.
-    pub fn udp(&mut self, socket: UdpSocket) -> UdpSocketRef<'_> {
-        UdpSocketRef {
-            stack: self,
-            socket,
-        }
-    }
-
     /// Connects `s` to `remote`: fixes its remote address, picks its local address by route if bound to
     /// the wildcard, and refuses a 4-tuple already in use.
-    pub(crate) fn udp_connect(&mut self, s: UdpSocket, remote: SocketAddrV4) -> io::Result<()> {
-        let state = self.udp.get(s).ok_or_else(closed)?;
+    pub(crate) fn connect(
+        &mut self,
+        cx: &mut UdpCx<impl Transmit>,
+        s: UdpSocket,
+        remote: SocketAddrV4,
+    ) -> io::Result<()> {
+        let state = self.get(s).ok_or_else(closed)?;
         if remote.ip().is_unspecified() || remote.port() == 0 {
             return Err(io::Error::new(
                 io::ErrorKind::AddrNotAvailable,
                 "cannot connect to a wildcard address or port 0",
             ));
         }
-        if self.ip.is_broadcast(*remote.ip()) && !state.options.broadcast {
+        if cx.ip.is_broadcast(*remote.ip()) && !state.options.broadcast {
             return Err(broadcast_denied());
         }
-        let hop = self
+        let hop = cx
+            .ip
             .route(*remote.ip())
             .map_err(|_| no_route(*remote.ip()))?;
         let local_addr = if state.bound_addr.is_unspecified() {
@@ -311,7 +378,7 @@ impl Stack {
             remote_port: remote.port(),
         };
         self.check_tuple_free(s, &pcb)?;
-        self.udp.set_pcb(s, pcb);
+        self.set_pcb(s, pcb);
         Ok(())
     }
 
@@ -319,8 +386,8 @@ impl Stack {
     fn check_tuple_free(&mut self, s: UdpSocket, pcb: &Pcb) -> io::Result<()> {
         let local = SocketAddrV4::new(pcb.local_addr, pcb.local_port);
         let remote = SocketAddrV4::new(pcb.remote_addr, pcb.remote_port);
-        if let Some(other) = self.udp.demux.lookup(local, remote) {
-            if other.0 != s.index && self.udp.by_id(other).pcb == *pcb {
+        if let Some(other) = self.demux.lookup(local, remote) {
+            if other.0 != s.index && self.by_id(other).pcb == *pcb {
                 return Err(io::Error::new(
                     io::ErrorKind::AddrInUse,
                     format!("{local} -> {remote} is in use"),
@@ -331,22 +398,23 @@ impl Stack {
     }
 
     /// Undoes a connect: the socket takes datagrams from anyone again.
-    pub(crate) fn udp_disconnect(&mut self, s: UdpSocket) -> io::Result<()> {
-        let state = self.udp.get(s).ok_or_else(closed)?;
+    pub(crate) fn disconnect(&mut self, s: UdpSocket) -> io::Result<()> {
+        let state = self.get(s).ok_or_else(closed)?;
         let pcb = Pcb::bound(SocketAddrV4::new(state.bound_addr, state.pcb.local_port));
-        self.udp.set_pcb(s, pcb);
+        self.set_pcb(s, pcb);
         Ok(())
     }
 
     /// Sends `payload` as one datagram from `s` to `dst` (or to its peer if `None`).
-    pub(crate) fn udp_send(
+    pub(crate) fn send(
         &mut self,
+        cx: &mut UdpCx<impl Transmit>,
         s: UdpSocket,
         mut payload: Payload<'_, '_>,
         dst: Option<SocketAddrV4>,
     ) -> io::Result<usize> {
-        let epoch = self.ip.route_epoch;
-        let state = self.udp.get_mut(s).ok_or_else(closed)?;
+        let epoch = cx.ip.route_epoch;
+        let state = self.get_mut(s).ok_or_else(closed)?;
         if let Some(kind) = state.error.take() {
             return Err(kind.into());
         }
@@ -368,7 +436,7 @@ impl Stack {
         if let Some(tx) = &state.tx_cache {
             if tx.dst == dst && tx.epoch == epoch && len <= MAX_PAYLOAD && 28 + len <= tx.mtu {
                 let tx = *tx;
-                self.udp_output_cached(s, &tx, pcb, &mut payload, len);
+                self.output_cached(cx, s, &tx, pcb, &mut payload, len);
                 return Ok(len);
             }
         }
@@ -384,37 +452,39 @@ impl Stack {
                 "cannot send to a wildcard address or port 0",
             ));
         }
-        if self.ip.is_broadcast(*dst.ip()) && !options.broadcast {
+        if cx.ip.is_broadcast(*dst.ip()) && !options.broadcast {
             return Err(broadcast_denied());
         }
 
-        if self.config.output_route_cache
-            && self.config.output_header_template
-            && !self.config.sendto_pseudo_connect
-        {
-            let tx = self.tx_route(pcb, options, dst)?;
+        if self.cfg.route_cache {
+            let tx = self.tx_route(cx, pcb, options, dst)?;
             if 28 + len <= tx.mtu {
-                if let Some(state) = self.udp.get_mut(s) {
+                if let Some(state) = self.get_mut(s) {
                     state.tx_cache = Some(tx);
                 }
-                self.udp_output_cached(s, &tx, pcb, &mut payload, len);
+                self.output_cached(cx, s, &tx, pcb, &mut payload, len);
                 return Ok(len);
             }
         }
-        if self.config.sendto_pseudo_connect && !pcb.is_connected() {
+        if self.cfg.sendto_pseudo_connect && !pcb.is_connected() {
             // 4.3BSD: connect for the duration of the send, then disconnect (paper 000 §6.2).
-            self.udp_connect(s, dst)?;
-            let connected = self.udp.get(s).ok_or_else(closed)?.pcb;
-            let result = self.udp_output(s, connected, options, &mut payload, dst, len);
-            self.udp.set_pcb(s, pcb);
+            self.connect(cx, s, dst)?;
+            let connected = self.get(s).ok_or_else(closed)?.pcb;
+            let result = self.output(cx, s, connected, options, &mut payload, dst, len);
+            self.set_pcb(s, pcb);
             return result;
         }
-        self.udp_output(s, pcb, options, &mut payload, dst, len)
+        self.output(cx, s, pcb, options, &mut payload, dst, len)
     }
 
     /// Routes `dst` for a socket with `pcb`: the next hop and the source address.
-    fn source_route(&self, pcb: Pcb, dst: SocketAddrV4) -> io::Result<(NextHop, Ipv4Addr)> {
-        let hop: NextHop = self.route(*dst.ip()).map_err(|_| no_route(*dst.ip()))?;
+    fn source_route(
+        &self,
+        cx: &UdpCx<impl Transmit>,
+        pcb: Pcb,
+        dst: SocketAddrV4,
+    ) -> io::Result<(NextHop, Ipv4Addr)> {
+        let hop: NextHop = cx.ip.route(*dst.ip()).map_err(|_| no_route(*dst.ip()))?;
         let src = if pcb.local_addr.is_unspecified() {
             hop.src
         } else {
@@ -432,13 +502,13 @@ impl Stack {
 
     /// How a datagram to `dst` through `hop` is checksummed.
     fn tx_checksum_mode(
-        &self,
+        cfg: UdpConfig,
         options: UdpOptions,
         hop: &NextHop,
         dst: SocketAddrV4,
         fragments: bool,
     ) -> TxChecksum {
-        let policy = self.config.checksum_policy;
+        let policy = cfg.checksum_policy;
         if options.no_checksum
             || (policy.eliminate_on_protected_hop
                 && hop.caps.crc_protected
@@ -454,27 +524,34 @@ impl Stack {
 
     /// Everything about sending to `dst` from a socket with `pcb` and `options` that is the same for
     /// every datagram that fits the MTU, for the route cache.
-    fn tx_route(&self, pcb: Pcb, options: UdpOptions, dst: SocketAddrV4) -> io::Result<TxRoute> {
-        let (hop, src) = self.source_route(pcb, dst)?;
-        let mode = self.tx_checksum_mode(options, &hop, dst, false);
+    fn tx_route(
+        &self,
+        cx: &UdpCx<impl Transmit>,
+        pcb: Pcb,
+        options: UdpOptions,
+        dst: SocketAddrV4,
+    ) -> io::Result<TxRoute> {
+        let (hop, src) = self.source_route(cx, pcb, dst)?;
+        let mode = Self::tx_checksum_mode(self.cfg, options, &hop, dst, false);
         let proto: u8 = IpProtocol::Udp.into();
         let (s, d) = (u32::from(src), u32::from(*dst.ip()));
         let pseudo = (s >> 16) + (s & 0xffff) + (d >> 16) + (d & 0xffff) + u32::from(proto);
         Ok(TxRoute {
             dst,
-            epoch: self.ip.route_epoch,
+            epoch: cx.ip.route_epoch,
             iface: hop.iface,
             mtu: hop.caps.mtu,
             mode,
             pseudo,
-            ip: HeaderTemplate::new(&self.ip, src, *dst.ip(), IpProtocol::Udp),
+            ip: HeaderTemplate::new(cx.ip, src, *dst.ip(), IpProtocol::Udp),
         })
     }
 
     /// Output through the route cache (`output_route_cache`): the UDP and IPv4 headers of a datagram
     /// that fits the MTU, from `tx`'s constant parts and sums, and the payload copied (and summed) once.
-    fn udp_output_cached(
+    fn output_cached(
         &mut self,
+        cx: &mut UdpCx<impl Transmit>,
         s: UdpSocket,
         tx: &TxRoute,
         pcb: Pcb,
@@ -484,7 +561,7 @@ impl Stack {
         layer!(Send, Udp);
         let mut buf = {
             timed!(Buffers);
-            self.pool.alloc(8 + len)
+            cx.pool.alloc(8 + len)
         };
         let udp_len = (8 + len) as u16;
         let datagram = buf.extend(8 + len);
@@ -497,13 +574,13 @@ impl Stack {
         let field = match payload_source {
             Payload::Copy(pieces)
                 if tx.mode == TxChecksum::Software
-                    && self.config.copy_checksum == CopyChecksum::Fused =>
+                    && self.cfg.copy_checksum == CopyChecksum::Fused =>
             {
                 timed!(CopyChecksum);
                 let mut sum = Checksum::new();
                 sum.add_sum(header_sum(pcb.local_port, tx.dst.port(), udp_len, 0));
                 sum.add_sum(pseudo);
-                sum.copy_and_add_pieces(self.config.checksum, payload, pieces);
+                sum.copy_and_add_pieces(self.cfg.checksum, payload, pieces);
                 nonzero(sum.checksum())
             }
             source => {
@@ -521,7 +598,7 @@ impl Stack {
                 match tx.mode {
                     TxChecksum::Software => {
                         timed!(Checksum);
-                        nonzero(!checksum::add(self.config.checksum.sum(buf.data()), pseudo))
+                        nonzero(!checksum::add(self.cfg.checksum.sum(buf.data()), pseudo))
                     }
                     TxChecksum::Offload => pseudo,
                     TxChecksum::None => 0,
@@ -534,22 +611,23 @@ impl Stack {
                     start: 20,
                     offset: 6,
                 };
-                self.counters.udp.out_checksum_offloaded += 1;
+                cx.counters.udp.out_checksum_offloaded += 1;
             }
-            TxChecksum::None => self.counters.udp.out_no_checksum += 1,
+            TxChecksum::None => cx.counters.udp.out_no_checksum += 1,
             TxChecksum::Software => {}
         }
         buf.data_mut()[6..8].copy_from_slice(&field.to_be_bytes());
-        self.counters.udp.out_datagrams += 1;
-        self.udp.demux.sent(SocketId(s.index), &pcb);
+        cx.counters.udp.out_datagrams += 1;
+        self.demux.sent(SocketId(s.index), &pcb);
 
         layer!(Send, Ip);
-        self.ipv4_output_templated(buf, tx.iface, &tx.ip);
+        cx.output_templated(buf, tx.iface, &tx.ip);
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn udp_output(
+    fn output(
         &mut self,
+        cx: &mut UdpCx<impl Transmit>,
         s: UdpSocket,
         pcb: Pcb,
         options: UdpOptions,
@@ -557,13 +635,13 @@ impl Stack {
         dst: SocketAddrV4,
         len: usize,
     ) -> io::Result<usize> {
-        let (hop, src) = self.source_route(pcb, dst)?;
-        let mode = self.tx_checksum_mode(options, &hop, dst, 28 + len > hop.caps.mtu);
+        let (hop, src) = self.source_route(cx, pcb, dst)?;
+        let mode = Self::tx_checksum_mode(self.cfg, options, &hop, dst, 28 + len > hop.caps.mtu);
 
         layer!(Send, Udp);
         let mut buf = {
             timed!(Buffers);
-            self.pool.alloc(8 + len)
+            cx.pool.alloc(8 + len)
         };
         let datagram = buf.extend(8 + len);
         let (header, payload) = datagram.split_at_mut(8);
@@ -574,8 +652,7 @@ impl Stack {
         }
         .emit(header);
         let pseudo = checksum::pseudo_header_sum(src, *dst.ip(), 17, (8 + len) as u16);
-        let fused =
-            mode == TxChecksum::Software && self.config.copy_checksum == CopyChecksum::Fused;
+        let fused = mode == TxChecksum::Software && self.cfg.copy_checksum == CopyChecksum::Fused;
         let field = match payload_source {
             Payload::Copy(pieces) if fused => {
                 timed!(CopyChecksum);
@@ -583,7 +660,7 @@ impl Stack {
                 let mut sum = Checksum::new();
                 sum.add_sum(header_sum(pcb.local_port, dst.port(), (8 + len) as u16, 0));
                 sum.add_sum(pseudo);
-                sum.copy_and_add_pieces(self.config.checksum, payload, pieces);
+                sum.copy_and_add_pieces(self.cfg.checksum, payload, pieces);
                 nonzero(sum.checksum())
             }
             source => {
@@ -599,7 +676,7 @@ impl Stack {
                     // A separate pass over the whole datagram with the configured routine.
                     TxChecksum::Software => {
                         timed!(Checksum);
-                        nonzero(!checksum::add(self.config.checksum.sum(buf.data()), pseudo))
+                        nonzero(!checksum::add(self.cfg.checksum.sum(buf.data()), pseudo))
                     }
                     // The field holds the pseudo-header sum; the link completes it.
                     TxChecksum::Offload => pseudo,
@@ -614,20 +691,26 @@ impl Stack {
                     start: 20,
                     offset: 6,
                 };
-                self.counters.udp.out_checksum_offloaded += 1;
+                cx.counters.udp.out_checksum_offloaded += 1;
             }
-            TxChecksum::None => self.counters.udp.out_no_checksum += 1,
+            TxChecksum::None => cx.counters.udp.out_no_checksum += 1,
             TxChecksum::Software => {}
         }
-        self.counters.udp.out_datagrams += 1;
-        self.udp.demux.sent(SocketId(s.index), &pcb);
-        self.ipv4_output(buf, &hop, src, *dst.ip(), IpProtocol::Udp);
+        cx.counters.udp.out_datagrams += 1;
+        self.demux.sent(SocketId(s.index), &pcb);
+        cx.output(buf, &hop, src, *dst.ip(), IpProtocol::Udp);
         Ok(len)
     }
 
     /// Input: one UDP datagram (the IP payload in `buf`).
     #[inline(always)]
-    pub(crate) fn udp_input(&mut self, mut buf: PacketBuf, ip: &Ipv4Repr, delivery: Delivery) {
+    pub(crate) fn input(
+        &mut self,
+        cx: &mut UdpCx<impl Transmit>,
+        mut buf: PacketBuf,
+        ip: &Ipv4Repr,
+        delivery: Delivery,
+    ) -> Option<PacketBuf> {
         layer!(Receive, Udp);
         if let Err(e) = UdpPacket::new_checked(buf.data()) {
             let reason = if e == WireError::Truncated {
@@ -635,7 +718,10 @@ impl Stack {
             } else {
                 DropReason::UdpBadLength
             };
-            return self.drop_packet(buf, reason);
+            {
+                cx.drop(buf, reason);
+                return None;
+            }
         }
         // `new_checked` validated the length: read the fixed 8 bytes once.
         let h: [u8; 8] = buf.data()[..8]
@@ -652,14 +738,14 @@ impl Stack {
 
         let pseudo = || checksum::pseudo_header_sum(ip.src_addr, ip.dst_addr, 17, udp_len as u16);
         let offloaded =
-            self.config.checksum_policy.use_offload && buf.meta.checksum != ChecksumOffload::None;
+            self.cfg.checksum_policy.use_offload && buf.meta.checksum != ChecksumOffload::None;
         let pending = if field == 0 {
-            self.counters.udp.in_no_checksum += 1;
+            cx.counters.udp.in_no_checksum += 1;
             None
         } else if offloaded {
-            self.counters.udp.in_checksum_offloaded += 1;
+            cx.counters.udp.in_checksum_offloaded += 1;
             None
-        } else if self.config.copy_checksum == CopyChecksum::Fused {
+        } else if self.cfg.copy_checksum == CopyChecksum::Fused {
             Some(checksum::add(
                 pseudo(),
                 header_sum(repr.src_port, repr.dst_port, udp_len as u16, field),
@@ -667,10 +753,13 @@ impl Stack {
         } else {
             let sum = {
                 timed!(Checksum);
-                self.config.checksum.sum(buf.data())
+                self.cfg.checksum.sum(buf.data())
             };
             if checksum::add(pseudo(), sum) != 0xffff {
-                return self.drop_packet(buf, DropReason::UdpBadChecksum);
+                {
+                    cx.drop(buf, DropReason::UdpBadChecksum);
+                    return None;
+                }
             }
             None
         };
@@ -678,72 +767,74 @@ impl Stack {
         let dst = SocketAddrV4::new(ip.dst_addr, repr.dst_port);
         let from = SocketAddrV4::new(ip.src_addr, repr.src_port);
         if delivery == Delivery::Broadcast {
-            let mut matches = std::mem::take(&mut self.udp.matches);
-            self.udp.demux.lookup_all(dst, from, &mut matches);
+            let mut matches = std::mem::take(&mut self.matches);
+            self.demux.lookup_all(dst, from, &mut matches);
             if matches.is_empty() {
                 let reason = if deferred_ok(pending, buf.data()) {
                     DropReason::UdpNoSocket
                 } else {
                     DropReason::UdpBadChecksum
                 };
-                self.drop_packet(buf, reason);
+                cx.drop(buf, reason);
             } else {
                 buf.pull_front(8);
                 let last = matches.len() - 1;
                 for &id in &matches[..last] {
                     let copy = buf.duplicate();
-                    self.udp_enqueue(id, copy, from, pending);
+                    self.enqueue(cx, id, copy, from, pending);
                 }
-                self.udp_enqueue(matches[last], buf, from, pending);
+                self.enqueue(cx, matches[last], buf, from, pending);
             }
             matches.clear();
-            self.udp.matches = matches;
-            return;
+            self.matches = matches;
+            return None;
         }
-        match self.udp.demux.lookup(dst, from) {
+        match self.demux.lookup(dst, from) {
             Some(id) => {
                 buf.pull_front(8);
-                self.udp_enqueue(id, buf, from, pending);
+                self.enqueue(cx, id, buf, from, pending);
             }
             None if !deferred_ok(pending, buf.data()) => {
-                self.drop_packet(buf, DropReason::UdpBadChecksum)
+                cx.drop(buf, DropReason::UdpBadChecksum);
             }
             None => {
-                self.icmp_send_error(DstUnreachable::PortUnreachable, ip, buf.data());
-                self.drop_packet(buf, DropReason::UdpNoSocket);
+                // No socket: the stack answers with a port unreachable and drops it.
+                return Some(buf);
             }
         }
+        None
     }
 
     #[inline]
-    fn udp_enqueue(
+    fn enqueue(
         &mut self,
+        cx: &mut UdpCx<impl Transmit>,
         id: SocketId,
         buf: PacketBuf,
         from: SocketAddrV4,
         pending: Option<u16>,
     ) {
         layer!(Receive, Socket);
-        let socket = self.udp.by_id(id);
+        let socket = self.by_id(id);
         let size = buf.truesize();
         if socket.rx_bytes + size > socket.options.recv_buffer_bytes.unwrap_or(usize::MAX) {
             socket.counters.queue_full += 1;
-            return self.drop_packet(buf, DropReason::UdpQueueFull);
+            return cx.drop(buf, DropReason::UdpQueueFull);
         }
         socket.rx_bytes += size;
         socket.counters.queued += 1;
         socket.rx.push_back(RxDatagram { buf, from, pending });
-        self.counters.udp.in_datagrams += 1;
+        cx.counters.udp.in_datagrams += 1;
     }
 
     /// Reports an ICMP error about a datagram this host sent (quoted as `ip` and the first bytes of its
     /// UDP header) to the connected socket that sent it; unconnected sockets are not told (as in BSD
     /// and Linux without `IP_RECVERR`).
-    pub(crate) fn udp_report_error(&mut self, ip: &Ipv4Repr, head: &[u8; 8], kind: io::ErrorKind) {
+    pub(crate) fn report_error(&mut self, ip: &Ipv4Repr, head: &[u8; 8], kind: io::ErrorKind) {
         let local = SocketAddrV4::new(ip.src_addr, u16::from_be_bytes([head[0], head[1]]));
         let remote = SocketAddrV4::new(ip.dst_addr, u16::from_be_bytes([head[2], head[3]]));
-        if let Some(id) = self.udp.demux.lookup(local, remote) {
-            let socket = self.udp.by_id(id);
+        if let Some(id) = self.demux.lookup(local, remote) {
+            let socket = self.by_id(id);
             if socket.pcb.is_connected() {
                 socket.error = Some(kind);
             }

@@ -1,37 +1,47 @@
 //! The UDP socket API, shaped like `std::net::UdpSocket`: every call is non-blocking and returns
-//! `io::ErrorKind::WouldBlock` when there is nothing to read.
+//! `io::ErrorKind::WouldBlock` when there is nothing to read. A handle borrows the whole stack for the
+//! call; the work is UDP's (`crate::udp`), reached through the stack.
 
 use std::io::{self, IoSlice, IoSliceMut};
 use std::net::{SocketAddrV4, ToSocketAddrs};
 
 use crate::addr;
-
-use super::{closed, Payload, SocketCounters};
 use crate::checksum::Checksum;
 use crate::stack::Stack;
 use crate::stats::DropReason;
+use crate::udp::{closed, Payload, SocketCounters, UdpOptions, UdpSocket};
 
-/// A UDP socket of a [`Stack`]: a handle, used through [`Stack::udp`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct UdpSocket {
-    pub(crate) index: u32,
-    pub(crate) generation: u32,
-}
+impl Stack {
+    /// Binds a UDP socket to `local` with default options. Port 0 picks an ephemeral port; address
+    /// `0.0.0.0` receives on every address of the host.
+    ///
+    /// `local` is anything [`ToSocketAddrs`] takes (`SocketAddrV4`, `"127.0.0.1:9"`,
+    /// `(Ipv4Addr::LOCALHOST, 9)`, ...): the first IPv4 address it resolves to is used, and one that
+    /// resolves to IPv6 addresses only is an `AddrNotAvailable` error (no IPv6 yet). A host name is
+    /// resolved by the system, which may block.
+    pub fn udp_bind(&mut self, local: impl ToSocketAddrs) -> io::Result<UdpSocket> {
+        self.udp_bind_with(local, UdpOptions::default())
+    }
 
-/// Socket options.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct UdpOptions {
-    /// Allow other sockets with this option to bind the same address and port (`SO_REUSEADDR`).
-    pub reuse_address: bool,
-    /// Allow sending to broadcast addresses (`SO_BROADCAST`).
-    pub broadcast: bool,
-    /// Send with no checksum (zero field, RFC 768). Kay & Pasquale (paper 001) added this socket option
-    /// for applications, such as audio and video, that tolerate corruption and want the speed.
-    pub no_checksum: bool,
-    /// Receive queue limit in bytes of the buffers queued datagrams hold, as Linux counts `SO_RCVBUF`
-    /// (a small datagram from a TUN link holds a 2 KiB buffer); `None` takes the stack's default,
-    /// [`Limits::udp_rx_queue_bytes`](crate::config::Limits::udp_rx_queue_bytes).
-    pub recv_buffer_bytes: Option<usize>,
+    /// Binds a UDP socket with `options` (set before binding, such as `reuse_address`). `local` as for
+    /// [`udp_bind`](Stack::udp_bind).
+    pub fn udp_bind_with(
+        &mut self,
+        local: impl ToSocketAddrs,
+        options: UdpOptions,
+    ) -> io::Result<UdpSocket> {
+        let local = addr::ipv4(&local)?;
+        self.udp
+            .bind(&self.ip, &self.config.ephemeral_ports, local, options)
+    }
+
+    /// A handle to call socket methods on, in the manner of `std::net::UdpSocket`.
+    pub fn udp(&mut self, socket: UdpSocket) -> UdpSocketRef<'_> {
+        UdpSocketRef {
+            stack: self,
+            socket,
+        }
+    }
 }
 
 /// A socket of a stack, borrowed for a call: `stack.udp(sock).send_to(..)`.
