@@ -12,7 +12,7 @@ use super::route::InterfaceId;
 use super::{Delivery, IpCx, Ipv4, LOOPBACK};
 use crate::buf::PacketBuf;
 use crate::checksum;
-use crate::stats::DropReason;
+use crate::stats::{DropReason, IpCounters};
 use crate::wire::{IpProtocol, Ipv4Packet, Ipv4Repr, WireError};
 
 /// A datagram IPv4 accepted: its payload (the buffer's window), its header, and how it was addressed.
@@ -25,8 +25,8 @@ impl Ipv4 {
     /// [`Self::input`]. Taking the buffer by reference keeps the hot path from moving it.
     #[inline(always)]
     pub(crate) fn input_predicted(
-        &mut self,
-        cx: &mut IpCx,
+        &self,
+        counters: &mut IpCounters,
         iface: InterfaceId,
         buf: &mut PacketBuf,
     ) -> Option<Ipv4Repr> {
@@ -35,10 +35,10 @@ impl Ipv4 {
         }
         let repr = self.predict_udp(iface, buf.data())?;
         layer!(Receive, Ip);
-        cx.counters.in_receives += 1;
+        counters.in_receives += 1;
         buf.truncate(20 + repr.payload_len);
         buf.pull_front(20);
-        cx.counters.in_delivers += 1;
+        counters.in_delivers += 1;
         Some(repr)
     }
 

@@ -349,12 +349,21 @@ impl Stack {
     // Routing between the layers.
 
     /// Input: one packet from `iface`, through IPv4 to its transport.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn ipv4_input(&mut self, iface: InterfaceId, mut packet: PacketBuf) {
-        let (ip, mut cx, _) = ip_cx!(self);
-        if let Some(repr) = ip.input_predicted(&mut cx, iface, &mut packet) {
+        if let Some(repr) = self
+            .ip
+            .input_predicted(&mut self.counters.ip, iface, &mut packet)
+        {
             return self.udp_input(packet, &repr, Delivery::Unicast);
         }
+        self.ipv4_input_general(iface, packet);
+    }
+
+    /// [`Self::ipv4_input`] for a packet header prediction did not take.
+    #[inline(never)]
+    fn ipv4_input_general(&mut self, iface: InterfaceId, packet: PacketBuf) {
+        let (ip, mut cx, _) = ip_cx!(self);
         if let Some((buf, repr, delivery)) = ip.input(&mut cx, iface, packet) {
             self.deliver(buf, &repr, delivery);
         }
