@@ -34,7 +34,7 @@ pub(crate) struct Interface {
     pub(crate) txq: Vec<PacketBuf>,
 }
 
-/// A user-space UDP/IPv4 host.
+/// A user-space UDP/TCP/IPv4 host.
 pub struct Stack {
     pub(crate) config: StackConfig,
     pub(crate) ifaces: Vec<Interface>,

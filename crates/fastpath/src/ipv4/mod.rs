@@ -85,7 +85,7 @@ impl Stack {
         }
     }
 
-    /// Input: one packet from `_iface`. The host model is weak (RFC 1122 §3.3.4.2): the arriving
+    /// Input: one packet from `iface`. The host model is weak (RFC 1122 §3.3.4.2): the arriving
     /// interface does not restrict which of the host's addresses the packet may be for.
     pub(crate) fn ipv4_input(&mut self, iface: InterfaceId, mut buf: PacketBuf) {
         layer!(Receive, Ip);

@@ -578,7 +578,6 @@ impl Stack {
         self.enqueue(tx.iface, buf);
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn udp_output(
         &mut self,
         s: UdpSocket,
