@@ -1,4 +1,6 @@
-//! UDP demultiplexing: finding the socket a datagram belongs to.
+//! Demultiplexing: finding the protocol control block an arriving packet belongs to, a UDP socket or
+//! a TCP connection or listener. UDP's socket table and TCP's table of connections and listeners each
+//! keep one [`Demux`], of the strategy [`StackConfig::demux`](crate::StackConfig::demux) names.
 //!
 //! Every strategy implements [`Demux`] and must return what the 4.3BSD best-match rule returns
 //! (Dixon & Calvert, paper 003 §1.2): among the PCBs whose local port equals the datagram's destination
@@ -25,11 +27,11 @@ pub use two_stage::TwoStage;
 use std::fmt;
 use std::net::{Ipv4Addr, SocketAddrV4};
 
-/// Index of a socket in the stack's socket table.
+/// Index of an entry in the table a [`Demux`] serves: a UDP socket, or a TCP connection or listener.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct SocketId(pub u32);
 
-/// The addresses of a UDP protocol control block. An unspecified address (`0.0.0.0`) is a wildcard;
+/// The addresses of a protocol control block (a UDP socket's, a TCP connection's or listener's). An unspecified address (`0.0.0.0`) is a wildcard;
 /// an unconnected PCB has remote `0.0.0.0:0`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Pcb {
@@ -117,7 +119,7 @@ pub trait Demux: Send + fmt::Debug {
     /// Removes the PCB `id` had, which was `pcb`.
     fn remove(&mut self, id: SocketId, pcb: &Pcb);
 
-    /// The best match for a unicast datagram from `src` to `dst`. Among equally good matches, the most
+    /// The best match for a unicast packet from `src` to `dst`. Among equally good matches, the most
     /// recently inserted wins (4.3BSD inserted at the head of its list).
     fn lookup(&mut self, dst: SocketAddrV4, src: SocketAddrV4) -> Option<SocketId>;
 

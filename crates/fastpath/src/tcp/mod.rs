@@ -568,43 +568,32 @@ impl Stack {
         repr: &TcpRepr,
         buf: PacketBuf,
     ) {
-        let valid = self.config.tcp.syn_cookies
-            && self
-                .tcp
-                .isn
-                .check_cookie(
-                    local,
-                    remote,
-                    repr.seq.wrapping_sub(1),
-                    repr.ack.wrapping_sub(1),
-                    self.now,
-                )
-                .is_some();
-        let room = self
-            .tcp
-            .listener(index)
-            .is_some_and(|l| l.ready.len() < l.backlog)
-            && self.tcp.connections() < self.config.limits.tcp_connections;
-        let (true, true, Ok(hop)) = (valid, room, self.route(*remote.ip())) else {
-            self.tcp_reply_reset(local, remote, repr, buf.len());
-            let reason = if valid {
-                DropReason::TcpListenOverflow
-            } else {
-                DropReason::TcpBadCookie
-            };
-            return self.drop_packet(buf, reason);
-        };
-        let mss = self
-            .tcp
-            .isn
-            .check_cookie(
+        // The cookie is checked once: the MSS it carries, if it is valid.
+        let cookie_mss = if self.config.tcp.syn_cookies {
+            self.tcp.isn.check_cookie(
                 local,
                 remote,
                 repr.seq.wrapping_sub(1),
                 repr.ack.wrapping_sub(1),
                 self.now,
             )
-            .unwrap_or(536);
+        } else {
+            None
+        };
+        let room = self
+            .tcp
+            .listener(index)
+            .is_some_and(|l| l.ready.len() < l.backlog)
+            && self.tcp.connections() < self.config.limits.tcp_connections;
+        let (Some(mss), true, Ok(hop)) = (cookie_mss, room, self.route(*remote.ip())) else {
+            self.tcp_reply_reset(local, remote, repr, buf.len());
+            let reason = if cookie_mss.is_some() {
+                DropReason::TcpListenOverflow
+            } else {
+                DropReason::TcpBadCookie
+            };
+            return self.drop_packet(buf, reason);
+        };
         let tcb = Tcb::from_cookie(local, remote, hop, repr, mss, &self.config.tcp);
         let pcb = pcb_of(&tcb);
         self.counters.tcp.syn_cookies_ok += 1;

@@ -231,7 +231,6 @@ fn ts_clock(now: Instant) -> u32 {
 
 impl Tcb {
     /// A block for `local`/`remote` in `state` with our ISN `iss`.
-    #[allow(clippy::too_many_arguments)]
     fn new(
         state: State,
         local: SocketAddrV4,
@@ -335,10 +334,7 @@ impl Tcb {
         tcb
     }
 
-    /// A passive open from `syn`: SYN-RECEIVED, the SYN-ACK owed. `cookie_mss` marks a connection
-    /// made from a SYN cookie: its SYN and our SYN-ACK are long gone, so it starts established with
-    /// the MSS the cookie carried and no other options.
-    #[allow(clippy::too_many_arguments)]
+    /// A passive open from `syn`: SYN-RECEIVED, the SYN-ACK owed.
     pub(crate) fn accept(
         local: SocketAddrV4,
         remote: SocketAddrV4,
@@ -358,7 +354,8 @@ impl Tcb {
     }
 
     /// A connection rebuilt from a valid SYN cookie (RFC 4987 §3.6): the handshake's last ACK `ack`.
-    #[allow(clippy::too_many_arguments)]
+    /// Its SYN and our SYN-ACK are long gone, so it starts established with `mss`, the MSS the cookie
+    /// carried, and no other options.
     pub(crate) fn from_cookie(
         local: SocketAddrV4,
         remote: SocketAddrV4,

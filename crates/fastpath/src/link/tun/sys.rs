@@ -1,4 +1,5 @@
-//! The operating-system interface of the TUN link: the only place in the crate with `unsafe` code.
+//! The operating-system interface of the TUN link: its only `unsafe` code (the crate's other `unsafe`
+//! is the AVX2 checksum, `checksum/x86.rs`, and the cycle counter in `instrument.rs`).
 //!
 //! `nix` provides safe wrappers for opening files, `read`, `writev`, `poll`, `setns` and sockets; what it
 //! has no safe form for are the TUN and interface ioctls, which take a request number and a pointer the
