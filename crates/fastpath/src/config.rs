@@ -10,7 +10,6 @@ use std::time::Duration;
 use crate::buf::BufferMode;
 use crate::checksum::Algorithm;
 use crate::demux::DemuxStrategy;
-use crate::tcp::CongestionAlgorithm;
 
 /// How data is copied between the application and packet buffers, and when it is checksummed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -47,6 +46,17 @@ impl Default for ChecksumPolicy {
             eliminate_on_protected_hop: false,
         }
     }
+}
+
+/// Which algorithm grows the congestion window.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum CongestionAlgorithm {
+    /// RFC 5681 congestion avoidance: one segment per round trip; halve on loss.
+    NewReno,
+    /// RFC 9438: a cubic function of the time since the last loss, with a Reno-friendly floor;
+    /// multiply by 0.7 on loss.
+    #[default]
+    Cubic,
 }
 
 /// TCP's switches and timers.

@@ -88,6 +88,7 @@ pub mod stack;
 pub mod stats;
 pub mod tcp;
 pub mod time;
+mod transport;
 pub mod udp;
 pub mod wire;
 

@@ -6,9 +6,9 @@ use std::io::{self, IoSlice, IoSliceMut};
 use std::net::{SocketAddrV4, ToSocketAddrs};
 
 use crate::addr;
-use crate::checksum::Checksum;
 use crate::stack::Stack;
 use crate::stats::DropReason;
+use crate::transport::checksum::{copy_and_verify, copy_and_verify_one, deferred_ok};
 use crate::udp::{closed, Payload, SocketCounters, UdpOptions, UdpSocket};
 
 impl Stack {
@@ -126,12 +126,7 @@ impl UdpSocketRef<'_> {
         loop {
             let dg = s.rx.pop_front().ok_or(io::ErrorKind::WouldBlock)?;
             s.rx_bytes -= dg.buf.truesize();
-            let ok = dg.pending.is_none_or(|head| {
-                let mut sum = Checksum::new();
-                sum.add_sum(head);
-                sum.add_bytes(dg.buf.data());
-                sum.sum() == 0xffff
-            });
+            let ok = deferred_ok(dg.pending, dg.buf.data());
             if ok {
                 let result = read(dg.buf.data(), dg.from);
                 stack.pool.free(dg.buf);
@@ -257,6 +252,7 @@ impl UdpSocketRef<'_> {
     #[inline(always)]
     fn recv_one(&mut self, buf: &mut [u8]) -> io::Result<(usize, SocketAddrV4)> {
         let stack = &mut *self.stack;
+        let alg = stack.udp.cfg.checksum.algorithm();
         let s = stack.udp.get_mut(self.socket).ok_or_else(closed)?;
         loop {
             if s.rx.is_empty() && s.error.is_none() {
@@ -269,25 +265,7 @@ impl UdpSocketRef<'_> {
                 return Err(io::ErrorKind::WouldBlock.into());
             };
             s.rx_bytes -= dg.buf.truesize();
-            let payload = dg.buf.data();
-            let n = buf.len().min(payload.len());
-            let ok = match dg.pending {
-                None => {
-                    timed!(Copy);
-                    buf[..n].copy_from_slice(&payload[..n]);
-                    true
-                }
-                Some(head) => {
-                    timed!(CopyChecksum);
-                    let mut sum = Checksum::new();
-                    sum.add_sum(head);
-                    sum.copy_and_add_with(stack.config.checksum, &mut buf[..n], &payload[..n]);
-                    if n < payload.len() {
-                        sum.add_bytes(&payload[n..]);
-                    }
-                    sum.sum() == 0xffff
-                }
-            };
+            let (n, ok) = copy_and_verify_one(alg, dg.pending, dg.buf.data(), buf);
             {
                 timed!(Buffers);
                 stack.pool.free(dg.buf);
@@ -323,7 +301,7 @@ impl UdpSocketRef<'_> {
         peek: bool,
     ) -> io::Result<(usize, SocketAddrV4)> {
         let stack = &mut *self.stack;
-        let alg = stack.config.checksum;
+        let alg = stack.udp.cfg.checksum.algorithm();
         let s = stack.udp.get_mut(self.socket).ok_or_else(closed)?;
         if let Some(kind) = s.error.take() {
             return Err(kind.into());
@@ -332,33 +310,7 @@ impl UdpSocketRef<'_> {
             let Some(dg) = s.rx.front_mut() else {
                 return Err(io::ErrorKind::WouldBlock.into());
             };
-            let payload = dg.buf.data();
-            let mut copied = 0;
-            let ok = match dg.pending {
-                None => {
-                    timed!(Copy);
-                    for b in bufs.iter_mut() {
-                        let n = b.len().min(payload.len() - copied);
-                        b[..n].copy_from_slice(&payload[copied..copied + n]);
-                        copied += n;
-                    }
-                    true
-                }
-                Some(head) => {
-                    timed!(CopyChecksum);
-                    let mut sum = Checksum::new();
-                    sum.add_sum(head);
-                    for b in bufs.iter_mut() {
-                        let n = b.len().min(payload.len() - copied);
-                        sum.copy_and_add_with(alg, &mut b[..n], &payload[copied..copied + n]);
-                        copied += n;
-                    }
-                    if copied < payload.len() {
-                        sum.add_bytes(&payload[copied..]);
-                    }
-                    sum.sum() == 0xffff
-                }
-            };
+            let (copied, ok) = copy_and_verify(alg, dg.pending, dg.buf.data(), bufs);
             let from = dg.from;
             if ok && peek {
                 dg.pending = None;

@@ -80,6 +80,14 @@ fn fold64(x: u64) -> u16 {
     (y.wrapping_add(y.rotate_right(16)) >> 16) as u16
 }
 
+/// Folds a 32-bit sum of 16-bit words (at most 65,535 of them) to 16 bits, end-around carry
+/// included.
+#[inline(always)]
+pub fn fold32(acc: u32) -> u16 {
+    let acc = (acc & 0xffff) + (acc >> 16);
+    ((acc & 0xffff) + (acc >> 16)) as u16
+}
+
 #[inline(always)]
 fn le64(bytes: &[u8]) -> u64 {
     let mut w = [0u8; 8];

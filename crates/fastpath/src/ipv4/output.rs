@@ -6,6 +6,7 @@ use super::ident::IdentBucket;
 use super::route::InterfaceId;
 use super::{IpCx, Ipv4, NextHop};
 use crate::buf::{ChecksumOffload, PacketBuf};
+use crate::checksum;
 use crate::stats::DropReason;
 use crate::wire::{IpProtocol, Ipv4Repr};
 
@@ -57,13 +58,6 @@ impl HeaderTemplate {
     }
 }
 
-/// Folds a 32-bit sum of 16-bit words into 16 bits.
-#[inline(always)]
-fn fold(acc: u32) -> u16 {
-    let x = (acc & 0xffff) + (acc >> 16);
-    ((x & 0xffff) + (x >> 16)) as u16
-}
-
 impl Ipv4 {
     /// Output: prepends an IPv4 header to `buf` (which holds the transport datagram) and hands it to
     /// `out` for `hop`'s link, fragmenting it if it is larger than the link's MTU.
@@ -109,7 +103,7 @@ impl Ipv4 {
         h[4..6].copy_from_slice(&ident.to_be_bytes());
         let sum = if self.cfg.inline_header_checksum {
             timed!(Checksum);
-            fold(template.sum + u32::from(total) + u32::from(ident))
+            checksum::fold32(template.sum + u32::from(total) + u32::from(ident))
         } else {
             self.cfg.header_sum(&h)
         };

@@ -8,16 +8,7 @@ use std::time::Duration;
 
 use crate::time::Instant;
 
-/// Which algorithm grows the congestion window.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub enum CongestionAlgorithm {
-    /// RFC 5681 congestion avoidance: one segment per round trip; halve on loss.
-    NewReno,
-    /// RFC 9438: a cubic function of the time since the last loss, with a Reno-friendly floor;
-    /// multiply by 0.7 on loss.
-    #[default]
-    Cubic,
-}
+pub use crate::config::CongestionAlgorithm;
 
 /// CUBIC's constant C (RFC 9438 §4.1), in segments per second cubed.
 const CUBIC_C: f64 = 0.4;

@@ -6,17 +6,24 @@
 //! for every header, summing it in the same loop when fused.
 
 use std::collections::VecDeque;
-use std::io::{self, IoSlice};
+use std::io;
 use std::net::{Ipv4Addr, SocketAddrV4};
 
-use crate::buf::{gather, BufferPool, ChecksumOffload, PacketBuf};
-use crate::checksum::{self, Algorithm, Checksum};
-use crate::config::{ChecksumPolicy, CopyChecksum, StackConfig};
+use crate::buf::{BufferPool, ChecksumOffload, PacketBuf};
+use crate::checksum;
+use crate::config::StackConfig;
 use crate::demux::{Demux, Pcb, SocketId};
 use crate::ipv4::route::InterfaceId;
 use crate::ipv4::{Delivery, HeaderTemplate, IpCx, Ipv4, NextHop, Transmit, LOOPBACK};
 use crate::stats::{Counters, DropReason};
 use crate::time::Instant;
+use crate::transport::checksum::{
+    deferred_ok, udp_header_sum, ChecksumRules, RxChecksum, TxChecksum,
+};
+use crate::transport::ports::Ports;
+use crate::transport::slots::Slots;
+
+pub(crate) use crate::transport::checksum::Payload;
 use crate::wire::{IpProtocol, Ipv4Repr, UdpPacket, UdpRepr, WireError};
 
 /// A UDP socket of a stack: a handle, used through `Stack::udp`.
@@ -98,20 +105,13 @@ pub(crate) struct TxRoute {
     ip: HeaderTemplate,
 }
 
-#[derive(Debug)]
-struct Slot {
-    generation: u32,
-    socket: Option<SocketState>,
-}
-
-/// The UDP layer: every socket, the demultiplexer over them, and the ephemeral port cursor.
+/// The UDP layer: every socket, the demultiplexer over them, and the local ports in use.
 #[derive(Debug)]
 pub(crate) struct Udp {
     pub(crate) cfg: UdpConfig,
-    slots: Vec<Slot>,
-    free: Vec<u32>,
+    sockets: Slots<SocketState>,
     pub(crate) demux: Box<dyn Demux>,
-    next_ephemeral: u16,
+    ports: Ports,
     matches: Vec<SocketId>,
 }
 
@@ -119,113 +119,66 @@ impl Udp {
     pub(crate) fn new(config: &StackConfig) -> Udp {
         Udp {
             cfg: UdpConfig {
-                checksum: config.checksum,
-                copy_checksum: config.copy_checksum,
-                checksum_policy: config.checksum_policy,
+                checksum: ChecksumRules::of(config),
                 route_cache: config.output_route_cache
                     && config.output_header_template
                     && !config.sendto_pseudo_connect,
                 sendto_pseudo_connect: config.sendto_pseudo_connect,
                 rx_queue_bytes: config.limits.udp_rx_queue_bytes,
             },
-            slots: Vec::new(),
-            free: Vec::new(),
+            sockets: Slots::default(),
             demux: config.demux.build(),
-            next_ephemeral: *config.ephemeral_ports.start(),
+            ports: Ports::new(&config.ephemeral_ports),
             matches: Vec::new(),
         }
     }
 
+    #[inline]
     pub(crate) fn get(&self, s: UdpSocket) -> Option<&SocketState> {
-        self.slots
-            .get(s.index as usize)
-            .filter(|slot| slot.generation == s.generation)?
-            .socket
-            .as_ref()
+        self.sockets.get(s.index, s.generation)
     }
 
+    #[inline]
     pub(crate) fn get_mut(&mut self, s: UdpSocket) -> Option<&mut SocketState> {
-        self.slots
-            .get_mut(s.index as usize)
-            .filter(|slot| slot.generation == s.generation)?
-            .socket
-            .as_mut()
+        self.sockets.get_mut(s.index, s.generation)
     }
 
+    #[inline]
     fn by_id(&mut self, id: SocketId) -> &mut SocketState {
-        self.slots[id.0 as usize]
-            .socket
-            .as_mut()
+        self.sockets
+            .at_mut(id.0)
             .expect("demux holds only live sockets")
-    }
-
-    fn sockets(&self) -> impl Iterator<Item = &SocketState> {
-        self.slots.iter().filter_map(|s| s.socket.as_ref())
     }
 
     /// True when binding `local` (with `reuse`) would conflict with an existing socket: same port, and
     /// addresses that overlap (equal, or either a wildcard), unless both sockets allow reuse.
     fn conflicts(&self, local: SocketAddrV4, reuse: bool) -> bool {
-        self.sockets().any(|s| {
-            s.pcb.local_port == local.port()
-                && (s.pcb.local_addr.is_unspecified()
-                    || local.ip().is_unspecified()
-                    || s.pcb.local_addr == *local.ip())
-                && !(reuse && s.options.reuse_address)
-        })
-    }
-
-    fn port_in_use(&self, port: u16) -> bool {
-        self.sockets().any(|s| s.pcb.local_port == port)
-    }
-
-    fn ephemeral_port(&mut self, range: &std::ops::RangeInclusive<u16>) -> Option<u16> {
-        let (lo, hi) = (*range.start(), *range.end());
-        let span = (hi - lo) as u32 + 1;
-        for _ in 0..span {
-            let port = self.next_ephemeral.clamp(lo, hi);
-            self.next_ephemeral = if port == hi { lo } else { port + 1 };
-            if !self.port_in_use(port) {
-                return Some(port);
-            }
-        }
-        None
+        self.ports.in_use(local.port())
+            && self.sockets.iter().any(|(_, s)| {
+                s.pcb.local_port == local.port()
+                    && (s.pcb.local_addr.is_unspecified()
+                        || local.ip().is_unspecified()
+                        || s.pcb.local_addr == *local.ip())
+                    && !(reuse && s.options.reuse_address)
+            })
     }
 
     fn insert(&mut self, state: SocketState) -> UdpSocket {
         let pcb = state.pcb;
-        let index = match self.free.pop() {
-            Some(i) => i,
-            None => {
-                self.slots.push(Slot {
-                    generation: 0,
-                    socket: None,
-                });
-                (self.slots.len() - 1) as u32
-            }
-        };
-        let slot = &mut self.slots[index as usize];
-        slot.socket = Some(state);
+        let (index, generation) = self.sockets.insert(state);
+        self.ports.take(pcb.local_port);
         self.demux.insert(SocketId(index), pcb);
-        UdpSocket {
-            index,
-            generation: slot.generation,
-        }
+        UdpSocket { index, generation }
     }
 
     pub(crate) fn remove(&mut self, s: UdpSocket) -> Option<SocketState> {
-        let slot = self
-            .slots
-            .get_mut(s.index as usize)
-            .filter(|slot| slot.generation == s.generation)?;
-        let state = slot.socket.take()?;
-        slot.generation = slot.generation.wrapping_add(1);
-        self.free.push(s.index);
+        let state = self.sockets.remove(s.index, s.generation)?;
+        self.ports.release(state.pcb.local_port);
         self.demux.remove(SocketId(s.index), &state.pcb);
         Some(state)
     }
 
-    /// Replaces socket `s`'s PCB, keeping the demultiplexer in step.
+    /// Replaces socket `s`'s PCB (its port stays), keeping the demultiplexer in step.
     pub(crate) fn set_pcb(&mut self, s: UdpSocket, pcb: Pcb) {
         let id = SocketId(s.index);
         let state = self.by_id(id);
@@ -243,9 +196,8 @@ pub(crate) fn closed() -> io::Error {
 /// UDP's slice of the stack's configuration.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct UdpConfig {
-    pub(crate) checksum: Algorithm,
-    pub(crate) copy_checksum: CopyChecksum,
-    pub(crate) checksum_policy: ChecksumPolicy,
+    /// The transport checksum's switches.
+    pub(crate) checksum: ChecksumRules,
     /// `output_route_cache` with `output_header_template`, and no pseudo-connect.
     pub(crate) route_cache: bool,
     pub(crate) sendto_pseudo_connect: bool,
@@ -319,7 +271,7 @@ impl Udp {
         let addr = *local.ip();
         ip.check_local_address(addr)?;
         let port = match local.port() {
-            0 => self.ephemeral_port(ephemeral).ok_or_else(|| {
+            0 => self.ports.ephemeral(ephemeral).ok_or_else(|| {
                 io::Error::new(io::ErrorKind::AddrInUse, "no free ephemeral port")
             })?,
             p => p,
@@ -500,7 +452,8 @@ impl Udp {
         Ok((hop, src))
     }
 
-    /// How a datagram to `dst` through `hop` is checksummed.
+    /// How a datagram to `dst` through `hop` is checksummed: none with the socket's `no_checksum` or
+    /// Kay & Pasquale's rule, else as the stack's checksum switches say.
     fn tx_checksum_mode(
         cfg: UdpConfig,
         options: UdpOptions,
@@ -508,18 +461,8 @@ impl Udp {
         dst: SocketAddrV4,
         fragments: bool,
     ) -> TxChecksum {
-        let policy = cfg.checksum_policy;
-        if options.no_checksum
-            || (policy.eliminate_on_protected_hop
-                && hop.caps.crc_protected
-                && hop.next_hop == *dst.ip())
-        {
-            TxChecksum::None
-        } else if policy.use_offload && hop.caps.tx_checksum_offload && !fragments {
-            TxChecksum::Offload
-        } else {
-            TxChecksum::Software
-        }
+        let none = options.no_checksum || cfg.checksum.eliminated_on(hop, *dst.ip());
+        cfg.checksum.tx(&hop.caps, none, fragments)
     }
 
     /// Everything about sending to `dst` from a socket with `pcb` and `options` that is the same for
@@ -565,58 +508,21 @@ impl Udp {
         };
         let udp_len = (8 + len) as u16;
         let datagram = buf.extend(8 + len);
-        let (header, payload) = datagram.split_at_mut(8);
         let [p0, p1] = pcb.local_port.to_be_bytes();
         let [q0, q1] = tx.dst.port().to_be_bytes();
         let [l0, l1] = udp_len.to_be_bytes();
-        header.copy_from_slice(&[p0, p1, q0, q1, l0, l1, 0, 0]);
-        let pseudo = fold(tx.pseudo + u32::from(udp_len));
-        let field = match payload_source {
-            Payload::Copy(pieces)
-                if tx.mode == TxChecksum::Software
-                    && self.cfg.copy_checksum == CopyChecksum::Fused =>
-            {
-                timed!(CopyChecksum);
-                let mut sum = Checksum::new();
-                sum.add_sum(header_sum(pcb.local_port, tx.dst.port(), udp_len, 0));
-                sum.add_sum(pseudo);
-                sum.copy_and_add_pieces(self.cfg.checksum, payload, pieces);
-                nonzero(sum.checksum())
-            }
-            source => {
-                match source {
-                    Payload::Copy([piece]) => {
-                        timed!(Copy);
-                        payload.copy_from_slice(piece);
-                    }
-                    Payload::Copy(pieces) => {
-                        timed!(Copy);
-                        gather(payload, pieces);
-                    }
-                    Payload::Fill(_, fill) => fill(payload),
-                }
-                match tx.mode {
-                    TxChecksum::Software => {
-                        timed!(Checksum);
-                        nonzero(!checksum::add(self.cfg.checksum.sum(buf.data()), pseudo))
-                    }
-                    TxChecksum::Offload => pseudo,
-                    TxChecksum::None => 0,
-                }
-            }
-        };
-        match tx.mode {
-            TxChecksum::Offload => {
-                buf.meta.checksum = ChecksumOffload::Partial {
-                    start: 20,
-                    offset: 6,
-                };
-                cx.counters.udp.out_checksum_offloaded += 1;
-            }
-            TxChecksum::None => cx.counters.udp.out_no_checksum += 1,
-            TxChecksum::Software => {}
-        }
-        buf.data_mut()[6..8].copy_from_slice(&field.to_be_bytes());
+        datagram[..8].copy_from_slice(&[p0, p1, q0, q1, l0, l1, 0, 0]);
+        let pseudo = checksum::fold32(tx.pseudo + u32::from(udp_len));
+        let (local, remote) = (pcb.local_port, tx.dst.port());
+        let field = self.cfg.checksum.fill(
+            tx.mode,
+            datagram,
+            8,
+            || udp_header_sum(local, remote, udp_len, 0),
+            pseudo,
+            payload_source,
+        );
+        finish(cx, &mut buf, tx.mode, field);
         cx.counters.udp.out_datagrams += 1;
         self.demux.sent(SocketId(s.index), &pcb);
 
@@ -644,58 +550,23 @@ impl Udp {
             cx.pool.alloc(8 + len)
         };
         let datagram = buf.extend(8 + len);
-        let (header, payload) = datagram.split_at_mut(8);
         UdpRepr {
             src_port: pcb.local_port,
             dst_port: dst.port(),
             payload_len: len,
         }
-        .emit(header);
-        let pseudo = checksum::pseudo_header_sum(src, *dst.ip(), 17, (8 + len) as u16);
-        let fused = mode == TxChecksum::Software && self.cfg.copy_checksum == CopyChecksum::Fused;
-        let field = match payload_source {
-            Payload::Copy(pieces) if fused => {
-                timed!(CopyChecksum);
-                // One pass over the user's data: copy and sum together (paper 000 §7.1).
-                let mut sum = Checksum::new();
-                sum.add_sum(header_sum(pcb.local_port, dst.port(), (8 + len) as u16, 0));
-                sum.add_sum(pseudo);
-                sum.copy_and_add_pieces(self.cfg.checksum, payload, pieces);
-                nonzero(sum.checksum())
-            }
-            source => {
-                match source {
-                    Payload::Copy(pieces) => {
-                        timed!(Copy);
-                        gather(payload, pieces);
-                    }
-                    // Zero copy (paper 002 §3.1): the application writes into the stack's buffer.
-                    Payload::Fill(_, fill) => fill(payload),
-                }
-                match mode {
-                    // A separate pass over the whole datagram with the configured routine.
-                    TxChecksum::Software => {
-                        timed!(Checksum);
-                        nonzero(!checksum::add(self.cfg.checksum.sum(buf.data()), pseudo))
-                    }
-                    // The field holds the pseudo-header sum; the link completes it.
-                    TxChecksum::Offload => pseudo,
-                    TxChecksum::None => 0,
-                }
-            }
-        };
-        buf.data_mut()[6..8].copy_from_slice(&field.to_be_bytes());
-        match mode {
-            TxChecksum::Offload => {
-                buf.meta.checksum = ChecksumOffload::Partial {
-                    start: 20,
-                    offset: 6,
-                };
-                cx.counters.udp.out_checksum_offloaded += 1;
-            }
-            TxChecksum::None => cx.counters.udp.out_no_checksum += 1,
-            TxChecksum::Software => {}
-        }
+        .emit(&mut datagram[..8]);
+        let udp_len = (8 + len) as u16;
+        let pseudo = checksum::pseudo_header_sum(src, *dst.ip(), 17, udp_len);
+        let field = self.cfg.checksum.fill(
+            mode,
+            datagram,
+            8,
+            || udp_header_sum(pcb.local_port, dst.port(), udp_len, 0),
+            pseudo,
+            payload_source,
+        );
+        finish(cx, &mut buf, mode, field);
         cx.counters.udp.out_datagrams += 1;
         self.demux.sent(SocketId(s.index), &pcb);
         cx.output(buf, &hop, src, *dst.ip(), IpProtocol::Udp);
@@ -737,40 +608,35 @@ impl Udp {
         buf.truncate(udp_len);
 
         let pseudo = || checksum::pseudo_header_sum(ip.src_addr, ip.dst_addr, 17, udp_len as u16);
-        let offloaded =
-            self.cfg.checksum_policy.use_offload && buf.meta.checksum != ChecksumOffload::None;
         let pending = if field == 0 {
             cx.counters.udp.in_no_checksum += 1;
             None
-        } else if offloaded {
-            cx.counters.udp.in_checksum_offloaded += 1;
-            None
-        } else if self.cfg.copy_checksum == CopyChecksum::Fused {
-            Some(checksum::add(
-                pseudo(),
-                header_sum(repr.src_port, repr.dst_port, udp_len as u16, field),
-            ))
         } else {
-            let sum = {
-                timed!(Checksum);
-                self.cfg.checksum.sum(buf.data())
-            };
-            if checksum::add(pseudo(), sum) != 0xffff {
-                {
-                    cx.drop(buf, DropReason::UdpBadChecksum);
-                    return None;
+            match self.cfg.checksum.rx(buf.meta.checksum, true) {
+                RxChecksum::Trusted => {
+                    cx.counters.udp.in_checksum_offloaded += 1;
+                    None
+                }
+                RxChecksum::Deferred => Some(checksum::add(
+                    pseudo(),
+                    udp_header_sum(repr.src_port, repr.dst_port, udp_len as u16, field),
+                )),
+                RxChecksum::Now => {
+                    if !self.cfg.checksum.verify(buf.data(), pseudo()) {
+                        cx.drop(buf, DropReason::UdpBadChecksum);
+                        return None;
+                    }
+                    None
                 }
             }
-            None
         };
-
         let dst = SocketAddrV4::new(ip.dst_addr, repr.dst_port);
         let from = SocketAddrV4::new(ip.src_addr, repr.src_port);
         if delivery == Delivery::Broadcast {
             let mut matches = std::mem::take(&mut self.matches);
             self.demux.lookup_all(dst, from, &mut matches);
             if matches.is_empty() {
-                let reason = if deferred_ok(pending, buf.data()) {
+                let reason = if deferred_ok(pending, &buf.data()[8..]) {
                     DropReason::UdpNoSocket
                 } else {
                     DropReason::UdpBadChecksum
@@ -794,7 +660,7 @@ impl Udp {
                 buf.pull_front(8);
                 self.enqueue(cx, id, buf, from, pending);
             }
-            None if !deferred_ok(pending, buf.data()) => {
+            None if !deferred_ok(pending, &buf.data()[8..]) => {
                 cx.drop(buf, DropReason::UdpBadChecksum);
             }
             None => {
@@ -805,7 +671,7 @@ impl Udp {
         None
     }
 
-    #[inline]
+    #[inline(always)]
     fn enqueue(
         &mut self,
         cx: &mut UdpCx<impl Transmit>,
@@ -842,66 +708,28 @@ impl Udp {
     }
 }
 
-/// Whether a datagram (UDP header first) whose verification was deferred passes its checksum. A
-/// datagram no socket will read is verified at once with this, before an ICMP error is sent about it:
-/// one with a bad checksum is discarded silently (RFC 1122 §4.1.3.4).
-fn deferred_ok(pending: Option<u16>, datagram: &[u8]) -> bool {
-    pending.is_none_or(|head| {
-        let mut sum = Checksum::new();
-        sum.add_sum(head);
-        sum.add_bytes(&datagram[8..]);
-        sum.sum() == 0xffff
-    })
-}
-
-/// Where a datagram's payload comes from.
-pub(crate) enum Payload<'a, 'b> {
-    /// Copied from the application's buffers.
-    Copy(&'a [IoSlice<'b>]),
-    /// Written by the application straight into the stack's buffer of this length (zero copy).
-    Fill(usize, &'a mut dyn FnMut(&mut [u8])),
-}
-
-impl Payload<'_, '_> {
-    fn len(&self) -> usize {
-        match self {
-            Payload::Copy(pieces) => pieces.iter().map(|p| p.len()).sum(),
-            Payload::Fill(len, _) => *len,
+/// Writes the checksum `field` the fill computed for `mode` into the datagram's header, marks the
+/// buffer for the link to finish an offloaded one, and counts. A computed checksum of zero is sent as
+/// `0xffff`: zero means "no checksum" (RFC 768).
+#[inline(always)]
+fn finish(cx: &mut UdpCx<impl Transmit>, buf: &mut PacketBuf, mode: TxChecksum, field: u16) {
+    let field = match mode {
+        TxChecksum::Offload => {
+            buf.meta.checksum = ChecksumOffload::Partial {
+                start: 20,
+                offset: 6,
+            };
+            cx.counters.udp.out_checksum_offloaded += 1;
+            field
         }
-    }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum TxChecksum {
-    Software,
-    Offload,
-    None,
-}
-
-/// The sum of a UDP header's four 16-bit words, computed from its fields: cheaper than a call to the
-/// general routine for 8 bytes.
-#[inline(always)]
-fn header_sum(src_port: u16, dst_port: u16, len: u16, field: u16) -> u16 {
-    let acc = src_port as u32 + dst_port as u32 + len as u32 + field as u32;
-    let acc = (acc & 0xffff) + (acc >> 16);
-    ((acc & 0xffff) + (acc >> 16)) as u16
-}
-
-/// Folds a sum of 16-bit words (at most a few hundred thousand of them) to 16 bits, end-around carry
-/// included.
-#[inline(always)]
-fn fold(acc: u32) -> u16 {
-    let acc = (acc & 0xffff) + (acc >> 16);
-    ((acc & 0xffff) + (acc >> 16)) as u16
-}
-
-/// A computed checksum of zero is sent as `0xffff`: zero means "no checksum" (RFC 768).
-fn nonzero(field: u16) -> u16 {
-    if field == 0 {
-        0xffff
-    } else {
-        field
-    }
+        TxChecksum::None => {
+            cx.counters.udp.out_no_checksum += 1;
+            0
+        }
+        TxChecksum::Fused | TxChecksum::Separate if field == 0 => 0xffff,
+        TxChecksum::Fused | TxChecksum::Separate => field,
+    };
+    buf.data_mut()[6..8].copy_from_slice(&field.to_be_bytes());
 }
 
 fn broadcast_denied() -> io::Error {

@@ -1,0 +1,7 @@
+//! What UDP and TCP share, each in one home: the transport checksum decision and the routines that
+//! carry it out ([`checksum`]), the generational table their sockets live in ([`slots`]), and the
+//! allocator of local ports ([`ports`]).
+
+pub(crate) mod checksum;
+pub(crate) mod ports;
+pub(crate) mod slots;
