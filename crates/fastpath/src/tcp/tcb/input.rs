@@ -119,7 +119,7 @@ impl Tcb {
         self.snd_wl1 = Seq(seg.seq);
         self.snd_wl2 = Seq(seg.ack);
         if wnd > 0 {
-            self.persist_at = None;
+            self.timers.clear(Timer::Persist);
             self.persist_backoff = 0;
         }
     }
@@ -144,7 +144,8 @@ impl Tcb {
         cx: &mut Cx,
     ) -> Verdict {
         if self.keepalive {
-            self.keepalive_at = Some(cx.now + cx.cfg.keepalive.0);
+            self.timers
+                .set(Timer::KeepAlive, cx.now + cx.cfg.keepalive.0);
             self.keepalive_probes = 0;
         }
         if self.state == State::SynSent {
@@ -308,7 +309,8 @@ impl Tcb {
             State::FinWait1 if fin_acked => {
                 self.state = State::FinWait2;
                 if self.orphan {
-                    self.close_at = Some(cx.now + cx.cfg.fin_wait2_timeout);
+                    self.timers
+                        .set(Timer::Close, cx.now + cx.cfg.fin_wait2_timeout);
                 }
             }
             State::Closing if fin_acked => self.enter_time_wait(cx),
@@ -513,7 +515,7 @@ impl Tcb {
             self.max_snd_wnd = self.snd_wnd;
             self.snd_wl1 = Seq(seg.seq);
             self.snd_wl2 = ack;
-            self.rto_at = None;
+            self.timers.clear(Timer::Retransmit);
             self.retries = 0;
             if let Some((_, ecr)) = seg.options.timestamps.filter(|_| self.ts_on) {
                 self.rtt_sample(

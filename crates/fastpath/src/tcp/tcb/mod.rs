@@ -27,6 +27,8 @@ mod receive;
 mod recovery;
 mod timers;
 
+pub(crate) use timers::{Timer, Timers};
+
 /// Connection states (RFC 9293 §3.3.2). LISTEN belongs to listeners, CLOSED to no block at all.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum State {
@@ -181,16 +183,12 @@ pub(crate) struct Tcb {
     /// Karn: a sequence number being timed and when it was sent (without timestamps).
     rtt_probe: Option<(Seq, Instant)>,
     retries: u32,
-    rto_at: Option<Instant>,
 
-    // Other timers.
-    delack_at: Option<Instant>,
-    persist_at: Option<Instant>,
+    /// Every timer's deadline (see [`Timer`]).
+    timers: Timers,
     persist_backoff: u32,
-    keepalive_at: Option<Instant>,
     keepalive_probes: u32,
     pub(crate) keepalive: bool,
-    close_at: Option<Instant>,
 
     // What is owed.
     ack_now: bool,
@@ -300,14 +298,10 @@ impl Tcb {
             rttvar: Duration::ZERO,
             rtt_probe: None,
             retries: 0,
-            rto_at: None,
-            delack_at: None,
-            persist_at: None,
+            timers: Timers::default(),
             persist_backoff: 0,
-            keepalive_at: None,
             keepalive_probes: 0,
             keepalive: false,
-            close_at: None,
             ack_now: false,
             unacked_segments: 0,
             probe: None,
@@ -517,11 +511,7 @@ impl Tcb {
     pub(crate) fn abort(&mut self, kind: io::ErrorKind, cx: &mut Cx) {
         self.error = Some(kind);
         self.state = State::Closed;
-        self.rto_at = None;
-        self.delack_at = None;
-        self.persist_at = None;
-        self.keepalive_at = None;
-        self.close_at = None;
+        self.timers = Timers::default();
         self.ooo.clear(cx.pool);
         self.ack_now = false;
         self.probe = None;

@@ -71,13 +71,16 @@ impl Tcb {
         // small for silly window avoidance to send into). The persist timer probes a closed window
         // (RFC 9293 §3.8.6.1) and is the override timeout for a small one (RFC 1122 §4.2.3.4).
         if self.snd_nxt == self.snd_una
-            && self.rto_at.is_none()
+            && !self.timers.is_set(Timer::Retransmit)
             && (self.tx.len() > (self.snd_nxt - self.tx_seq) as usize)
-            && self.persist_at.is_none()
+            && !self.timers.is_set(Timer::Persist)
             && self.state.is_synchronized()
         {
             let backoff = self.rto * (1 << self.persist_backoff.min(6));
-            self.persist_at = Some(now + backoff.clamp(cx.cfg.min_rto, cx.cfg.max_rto));
+            self.timers.set(
+                Timer::Persist,
+                now + backoff.clamp(cx.cfg.min_rto, cx.cfg.max_rto),
+            );
         }
         None
     }
@@ -122,7 +125,7 @@ impl Tcb {
         }
         self.snd_nxt = self.iss + 1;
         self.snd_max = self.snd_max.max(self.snd_nxt);
-        self.rto_at.get_or_insert(cx.now + self.rto);
+        self.timers.arm_once(Timer::Retransmit, cx.now + self.rto);
         self.ack_now = false;
         Outgoing {
             repr,
@@ -243,7 +246,7 @@ impl Tcb {
         let repr = self.header(flags, seq);
         self.snd_nxt = seq + len as u32 + fin as u32;
         self.snd_max = self.snd_max.max(self.snd_nxt);
-        self.rto_at.get_or_insert(now + self.rto);
+        self.timers.arm_once(Timer::Retransmit, now + self.rto);
         let segment_size = (len as u32 > limit).then_some(limit as u16);
         Some(self.finish(repr, offset, len, segment_size))
     }
@@ -261,9 +264,9 @@ impl Tcb {
                 if len > 0 {
                     self.snd_nxt = self.snd_nxt + len as u32;
                     self.snd_max = self.snd_max.max(self.snd_nxt);
-                    self.rto_at.get_or_insert(now + self.rto);
+                    self.timers.arm_once(Timer::Retransmit, now + self.rto);
                     let repr = self.header(Flags::ACK, self.snd_nxt - len as u32);
-                    self.persist_at = None;
+                    self.timers.clear(Timer::Persist);
                     return self.finish(repr, offset, len, None);
                 }
                 let repr = self.header(Flags::ACK, self.snd_nxt);
@@ -316,7 +319,7 @@ impl Tcb {
             }
             self.last_ack_sent = self.rcv_nxt;
             self.ack_now = false;
-            self.delack_at = None;
+            self.timers.clear(Timer::DelayedAck);
             self.unacked_segments = 0;
         }
         Outgoing {

@@ -10,7 +10,7 @@ impl Tcb {
         self.unacked_segments += (len / self.mss.max(1)).max(1);
         match cx.cfg.delayed_ack {
             Some(delay) if self.unacked_segments < 2 && len > 0 => {
-                self.delack_at.get_or_insert(cx.now + delay);
+                self.timers.arm_once(Timer::DelayedAck, cx.now + delay);
             }
             _ => self.ack_now = true,
         }
@@ -96,11 +96,8 @@ impl Tcb {
 
     pub(super) fn enter_time_wait(&mut self, cx: &mut Cx) {
         self.state = State::TimeWait;
-        self.rto_at = None;
-        self.persist_at = None;
-        self.keepalive_at = None;
-        self.delack_at = None;
-        self.close_at = Some(cx.now + 2 * cx.cfg.msl);
+        self.timers = Timers::default();
+        self.timers.set(Timer::Close, cx.now + 2 * cx.cfg.msl);
         self.tx.consume(self.tx.len());
     }
 }

@@ -87,11 +87,11 @@ impl Tcb {
         }
         self.scoreboard.ack(ack);
         self.retries = 0;
-        self.rto_at = if self.snd_una == self.snd_max {
-            None
+        if self.snd_una == self.snd_max {
+            self.timers.clear(Timer::Retransmit);
         } else {
-            Some(cx.now + self.rto)
-        };
+            self.timers.set(Timer::Retransmit, cx.now + self.rto);
+        }
         match self.recover {
             Some(point) if ack >= point => {
                 // Full acknowledgment: recovery ends (RFC 6582 §3.2 step 3).
