@@ -67,6 +67,8 @@ impl Tcb {
         {
             return Err(payload);
         }
+        // In order from the peer, whichever path below takes it: the peer is alive.
+        self.heard_from_peer(cx);
         let ack = Seq(seg.ack);
         if payload.is_empty() {
             // A pure ACK for new data, outside recovery.
@@ -110,6 +112,15 @@ impl Tcb {
         Err(payload)
     }
 
+    /// A segment arrived: keep-alive starts counting its idle time again.
+    fn heard_from_peer(&mut self, cx: &mut Cx) {
+        if self.keepalive {
+            self.timers
+                .set(Timer::KeepAlive, cx.now + cx.cfg.keepalive.0);
+            self.keepalive_probes = 0;
+        }
+    }
+
     /// The window of an in-order segment that passed the SND.WL1/WL2 test by construction (its
     /// sequence number is `rcv_nxt` and its ACK at least `snd_una`).
     pub(super) fn take_window(&mut self, seg: &TcpRepr) {
@@ -143,11 +154,7 @@ impl Tcb {
         mut payload: PacketBuf,
         cx: &mut Cx,
     ) -> Verdict {
-        if self.keepalive {
-            self.timers
-                .set(Timer::KeepAlive, cx.now + cx.cfg.keepalive.0);
-            self.keepalive_probes = 0;
-        }
+        self.heard_from_peer(cx);
         if self.state == State::SynSent {
             let verdict = self.on_segment_syn_sent(seg, cx);
             cx.pool.free(payload);
@@ -263,6 +270,16 @@ impl Tcb {
             cx.drops.add(DropReason::TcpOutOfWindow);
             return Ok(());
         }
+        if self.state == State::TimeWait
+            && flags.contains(Flags::FIN)
+            && seq + seg_len + 1 == self.rcv_nxt
+        {
+            // The peer's FIN again (our ACK of it was lost): acknowledge it and restart 2 MSL
+            // (RFC 9293 §3.10.7.4, eighth step).
+            self.ack_now = true;
+            self.enter_time_wait(cx);
+            return Err(Verdict::Continue);
+        }
         if !flags.contains(Flags::RST) {
             self.invalid_ack(seg, seg_len, cx);
         }
@@ -319,7 +336,8 @@ impl Tcb {
                 return Err(Verdict::Remove);
             }
             State::TimeWait => {
-                // Only a retransmitted FIN can arrive here: acknowledge it, restart 2 MSL.
+                // A FIN past the peer's own (a retransmission is caught by the sequence check):
+                // acknowledge it, restart 2 MSL.
                 if seg.flags.contains(Flags::FIN) {
                     self.ack_now = true;
                     self.enter_time_wait(cx);
