@@ -26,7 +26,8 @@ pub use congestion::CongestionAlgorithm;
 pub use socket::{TcpListener, TcpListenerRef, TcpStream, TcpStreamRef};
 pub use tcb::{ConnectionInfo, State};
 
-use std::collections::{HashMap, VecDeque};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::net::SocketAddrV4;
 
 use crate::buf::{gather, ChecksumOffload, PacketBuf};
@@ -53,8 +54,8 @@ const TSO_MAX: usize = 65535 - 20 - 60;
 pub(crate) struct Listener {
     pub(crate) local: SocketAddrV4,
     pub(crate) backlog: usize,
-    /// Children in SYN-RECEIVED.
-    pub(crate) half_open: usize,
+    /// Children in SYN-RECEIVED (their slots).
+    pub(crate) half_open: Vec<u32>,
     /// Established children waiting for `accept`.
     pub(crate) ready: VecDeque<SocketId>,
 }
@@ -71,6 +72,9 @@ struct Slot {
     entry: Option<Entry>,
     /// The entry's PCB is in the demultiplexer.
     in_demux: bool,
+    /// The deadline of this slot's live entry in the table's timer heap, if it has one: never later
+    /// than the connection's own deadline.
+    scheduled: Option<Instant>,
 }
 
 /// Every connection and listener.
@@ -83,8 +87,17 @@ pub(crate) struct TcpTable {
     ports: HashMap<u16, u32>,
     next_ephemeral: u16,
     isn: IsnGenerator,
-    /// No timer of any connection is due before this.
-    next_timer: Option<Instant>,
+    /// The connections' deadlines, earliest first: (deadline, slot, generation). An entry is live
+    /// while its slot holds that generation and has it as `scheduled`; others are dropped when they
+    /// reach the top. A connection whose deadline moves later keeps its entry until it comes due
+    /// (then it is pushed again with the new deadline), so a busy connection costs no heap operation
+    /// per segment, and `settle` keeps the top exact.
+    timers: BinaryHeap<Reverse<(Instant, u32, u32)>>,
+    /// Slots whose entries came due in the current `tcp_timers` run (kept for its allocation).
+    due: Vec<u32>,
+    /// Connections visited by timer runs (tests check that idle ones are not).
+    #[cfg(test)]
+    timer_visits: usize,
     connections: usize,
     /// Connections whose output waits for the end of the input batch.
     dirty: Vec<u32>,
@@ -99,7 +112,10 @@ impl TcpTable {
             ports: HashMap::new(),
             next_ephemeral: *config.ephemeral_ports.start(),
             isn: IsnGenerator::new(secret),
-            next_timer: None,
+            timers: BinaryHeap::new(),
+            due: Vec::new(),
+            #[cfg(test)]
+            timer_visits: 0,
             connections: 0,
             dirty: Vec::new(),
         }
@@ -113,6 +129,7 @@ impl TcpTable {
                     generation: 0,
                     entry: None,
                     in_demux: false,
+                    scheduled: None,
                 });
                 (self.slots.len() - 1) as u32
             }
@@ -155,10 +172,13 @@ impl TcpTable {
         let slot = &mut self.slots[index as usize];
         let entry = slot.entry.take()?;
         slot.generation = slot.generation.wrapping_add(1);
+        // Its heap entry, if any, is dead now (another generation): dropped when it reaches the top.
+        slot.scheduled = None;
         self.free.push(index);
         if matches!(entry, Entry::Conn(_)) {
             self.connections -= 1;
         }
+        self.settle();
         Some(entry)
     }
 
@@ -217,10 +237,89 @@ impl TcpTable {
         None
     }
 
-    fn note_deadline(&mut self, at: Option<Instant>) {
-        if let Some(at) = at {
-            self.next_timer = Some(self.next_timer.map_or(at, |t| t.min(at)));
+    /// Learns connection `index`'s deadline, which may have changed: every path that runs the
+    /// block (input, output, timers, the application's calls) ends here, through `tcp_output` or
+    /// `tcp_timers`. Pushes a heap entry only when the deadline moved earlier than the one scheduled.
+    fn schedule(&mut self, index: u32) {
+        let Some(slot) = self.slots.get_mut(index as usize) else {
+            return;
+        };
+        let deadline = match &slot.entry {
+            Some(Entry::Conn(tcb)) => tcb.deadline(),
+            _ => None,
+        };
+        if let Some(at) = deadline.filter(|&at| slot.scheduled.is_none_or(|s| at < s)) {
+            slot.scheduled = Some(at);
+            self.timers.push(Reverse((at, index, slot.generation)));
+            if self.timers.len() > 2 * self.connections + 64 {
+                self.compact_timers();
+            }
         }
+        self.settle();
+    }
+
+    /// The deadline of the heap entry `(at, index, generation)` if it is live, with the
+    /// connection's actual deadline.
+    fn live_entry(&self, at: Instant, index: u32, generation: u32) -> Option<Option<Instant>> {
+        let slot = &self.slots[index as usize];
+        if slot.generation != generation || slot.scheduled != Some(at) {
+            return None;
+        }
+        match &slot.entry {
+            Some(Entry::Conn(tcb)) => Some(tcb.deadline()),
+            _ => Some(None),
+        }
+    }
+
+    /// Makes the heap's top exact: drops dead entries, and moves a live one whose connection's
+    /// deadline went later (or away) to where it now belongs. The top is then the earliest deadline
+    /// of all connections: every connection with a deadline has a live entry no later than it.
+    fn settle(&mut self) {
+        while let Some(&Reverse((at, index, generation))) = self.timers.peek() {
+            let Some(actual) = self.live_entry(at, index, generation) else {
+                self.timers.pop();
+                continue;
+            };
+            if actual == Some(at) {
+                return;
+            }
+            self.timers.pop();
+            let slot = &mut self.slots[index as usize];
+            slot.scheduled = actual;
+            if let Some(d) = actual {
+                self.timers.push(Reverse((d, index, generation)));
+            }
+        }
+    }
+
+    /// Rebuilds the heap from the live entries, when dead ones outnumber them.
+    #[cold]
+    fn compact_timers(&mut self) {
+        let slots = &self.slots;
+        self.timers.retain(|&Reverse((at, index, generation))| {
+            let slot = &slots[index as usize];
+            slot.generation == generation && slot.scheduled == Some(at)
+        });
+    }
+
+    /// Takes the connections whose deadlines are due at `now` off the heap, into `self.due`.
+    fn take_due(&mut self, now: Instant) {
+        while let Some(&Reverse((at, index, generation))) = self.timers.peek() {
+            if at > now {
+                break;
+            }
+            self.timers.pop();
+            let slot = &mut self.slots[index as usize];
+            if slot.generation == generation && slot.scheduled == Some(at) {
+                slot.scheduled = None;
+                self.due.push(index);
+            }
+        }
+    }
+
+    /// The earliest deadline of any connection.
+    fn next_deadline(&self) -> Option<Instant> {
+        self.timers.peek().map(|&Reverse((at, _, _))| at)
     }
 
     /// Listeners and connections bound to `port` overlapping `addr`.
@@ -370,7 +469,9 @@ impl Stack {
                 };
                 let parent = tcb.listener;
                 if let Some(l) = parent.and_then(|p| self.tcp.listener(p.0)) {
-                    l.half_open = l.half_open.saturating_sub(1);
+                    if let Some(pos) = l.half_open.iter().position(|&i| i == index) {
+                        l.half_open.swap_remove(pos);
+                    }
                     if l.ready.len() < l.backlog {
                         l.ready.push_back(SocketId(index));
                     } else {
@@ -445,8 +546,8 @@ impl Stack {
             if let Some(l) = self.tcp.listener(parent.0) {
                 if let Some(pos) = l.ready.iter().position(|&id| id.0 == index) {
                     l.ready.remove(pos);
-                } else {
-                    l.half_open = l.half_open.saturating_sub(1);
+                } else if let Some(pos) = l.half_open.iter().position(|&i| i == index) {
+                    l.half_open.swap_remove(pos);
                 }
             }
         }
@@ -503,8 +604,8 @@ impl Stack {
         let Some(listener) = self.tcp.listener(index) else {
             return self.drop_packet(buf, DropReason::TcpNoSocket);
         };
-        let full =
-            listener.half_open >= listener.backlog || listener.ready.len() >= listener.backlog;
+        let full = listener.half_open.len() >= listener.backlog
+            || listener.ready.len() >= listener.backlog;
         if self.tcp.connections() >= self.config.limits.tcp_connections {
             return self.drop_packet(buf, DropReason::TcpTooManyConnections);
         }
@@ -520,11 +621,11 @@ impl Stack {
         let mut tcb = Tcb::accept(local, remote, hop, iss, repr, &self.config.tcp);
         tcb.listener = Some(SocketId(index));
         let pcb = pcb_of(&tcb);
-        if let Some(l) = self.tcp.listener(index) {
-            l.half_open += 1;
-        }
         self.counters.tcp.passive_opens += 1;
         let (child, _) = self.tcp.insert(Entry::Conn(Box::new(tcb)), pcb);
+        if let Some(l) = self.tcp.listener(index) {
+            l.half_open.push(child);
+        }
         self.tcp_output(child);
     }
 
@@ -786,42 +887,41 @@ impl Stack {
             self.counters.tcp.out_segs += 1;
             self.ipv4_output(buf, &hop, *local.ip(), *remote.ip(), IpProtocol::Tcp);
         }
-        let deadline = self.tcp.tcb(index).and_then(|t| t.deadline());
-        self.tcp.note_deadline(deadline);
+        self.tcp.schedule(index);
         // A connection that finished its close while sending (LAST-ACK acknowledged elsewhere) is
         // handled by its verdicts; nothing more here.
     }
 
     /// Runs due TCP timers (from `poll`).
+    /// Runs due TCP timers (from `poll`): only the connections whose deadlines are due are
+    /// visited, each once per run (a timer re-armed for `now` waits for the next run).
     pub(crate) fn tcp_timers(&mut self) {
         let now = self.now;
-        if self.tcp.next_timer.is_none_or(|t| t > now) {
-            return;
-        }
-        self.tcp.next_timer = None;
-        for index in 0..self.tcp.slots.len() as u32 {
-            let due = self
-                .tcp
-                .tcb(index)
-                .and_then(|t| t.deadline())
-                .is_some_and(|d| d <= now);
-            if due {
-                let (table, mut cx) = self.tcp_cx();
-                let Some(tcb) = table.tcb(index) else {
-                    continue;
-                };
+        self.tcp.take_due(now);
+        let mut due = std::mem::take(&mut self.tcp.due);
+        for &index in &due {
+            #[cfg(test)]
+            {
+                self.tcp.timer_visits += 1;
+            }
+            let (table, mut cx) = self.tcp_cx();
+            let Some(tcb) = table.tcb(index) else {
+                continue;
+            };
+            if tcb.deadline().is_some_and(|d| d <= now) {
                 let verdict = tcb.on_timer(&mut cx);
                 self.tcp_verdict(index, verdict);
             }
-            let deadline = self.tcp.tcb(index).and_then(|t| t.deadline());
-            self.tcp.note_deadline(deadline);
+            self.tcp.schedule(index);
         }
+        due.clear();
+        self.tcp.due = due;
         self.tcp_flush_dirty();
     }
 
     /// The earliest TCP timer, for callers that sleep between polls.
     pub(crate) fn tcp_next_deadline(&self) -> Option<Instant> {
-        self.tcp.next_timer
+        self.tcp.next_deadline()
     }
 
     /// An ICMP error quoting a TCP segment we sent: a hard error while connecting refuses the
@@ -851,3 +951,6 @@ impl Stack {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

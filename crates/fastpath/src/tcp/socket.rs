@@ -63,7 +63,7 @@ impl Stack {
         let listener = Listener {
             local,
             backlog: backlog.clamp(1, self.config.limits.tcp_backlog),
-            half_open: 0,
+            half_open: Vec::new(),
             ready: Default::default(),
         };
         let (index, generation) = self
@@ -238,21 +238,11 @@ impl TcpListenerRef<'_> {
         let Some(l) = self.stack.tcp.listener_mut(index, generation) else {
             return;
         };
-        let children: Vec<u32> = l.ready.drain(..).map(|id| id.0).collect();
-        let local = l.local;
+        // Its children, established and half-open, are known to it: no scan of the table.
+        let mut children: Vec<u32> = l.ready.drain(..).map(|id| id.0).collect();
+        children.append(&mut l.half_open);
         self.stack.tcp.remove(index);
         for child in children {
-            self.stack.tcp_abort_with_reset(child);
-        }
-        // Half-open children point at the listener: find and reset them too.
-        let orphans: Vec<u32> = (0..self.stack.tcp.slots.len() as u32)
-            .filter(|&i| {
-                self.stack.tcp.tcb(i).is_some_and(|t| {
-                    t.listener.is_some_and(|p| p.0 == index) && t.local.port() == local.port()
-                })
-            })
-            .collect();
-        for child in orphans {
             self.stack.tcp_abort_with_reset(child);
         }
     }

@@ -1,0 +1,541 @@
+//! One connection: its transmission control block and the RFC 9293 state machine.
+//!
+//! The block reacts to three things: an arriving segment ([`Tcb::on_segment`], with Jacobson's header
+//! prediction in front of it as [`Tcb::predict`]), a timer ([`Tcb::on_timer`]) and the application
+//! (write, read, close). It never sends by itself: it records what is owed (an ACK, data the windows
+//! allow, a retransmission) and [`Tcb::next_segment`] says what the next segment to send is, so that the
+//! stack builds every outgoing segment in one place.
+
+use std::io;
+use std::net::SocketAddrV4;
+use std::time::Duration;
+
+use super::buffers::{OutOfOrder, ReceiveQueue, Scoreboard, SendBuffer};
+use super::congestion::Congestion;
+use super::seq::Seq;
+use crate::buf::{BufferPool, PacketBuf};
+use crate::config::TcpConfig;
+use crate::demux::SocketId;
+use crate::ipv4::NextHop;
+use crate::stats::{DropReason, Drops, TcpCounters};
+use crate::time::Instant;
+use crate::wire::tcp::{Flags, TcpOptions, TcpRepr, ALT_CHECKSUM_NONE, MAX_SACK_BLOCKS};
+
+mod input;
+mod output;
+mod receive;
+mod recovery;
+mod timers;
+
+pub(crate) use timers::{Timer, Timers};
+
+#[cfg(test)]
+mod tests;
+
+/// Connection states (RFC 9293 §3.3.2). LISTEN belongs to listeners, CLOSED to no block at all.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum State {
+    /// A SYN was sent; waiting for the SYN-ACK.
+    SynSent,
+    /// A SYN was received and a SYN-ACK sent; waiting for its ACK.
+    SynReceived,
+    /// Open both ways.
+    Established,
+    /// The application closed; our FIN is unacknowledged.
+    FinWait1,
+    /// Our FIN was acknowledged; waiting for the peer's.
+    FinWait2,
+    /// The peer closed; the application has not.
+    CloseWait,
+    /// Both sent FINs at once; waiting for the ACK of ours.
+    Closing,
+    /// The peer closed first, then we did; waiting for the ACK of our FIN.
+    LastAck,
+    /// Both closed; waiting out old duplicates (2 MSL).
+    TimeWait,
+    /// Gone (reset, timed out, or closed and acknowledged); the block is about to be freed.
+    Closed,
+}
+
+impl State {
+    /// True once the three-way handshake completed.
+    pub fn is_synchronized(self) -> bool {
+        !matches!(self, State::SynSent | State::SynReceived | State::Closed)
+    }
+}
+
+/// What the stack must do after a segment or a timer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Verdict {
+    /// Nothing beyond sending what the block owes.
+    Continue,
+    /// A passive open completed: hand the connection to its listener's accept queue.
+    Established,
+    /// Answer with a RST `seq`/`ack` (RFC 9293 §3.10.7), then carry on.
+    Reset { seq: u32, ack: Option<u32> },
+    /// The block is finished: free it.
+    Remove,
+}
+
+/// Per-connection figures, for applications and tests.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ConnectionInfo {
+    /// Congestion window, bytes.
+    pub cwnd: u32,
+    /// Slow-start threshold, bytes.
+    pub ssthresh: u32,
+    /// Smoothed RTT, if measured.
+    pub srtt: Option<Duration>,
+    /// Current retransmission timeout.
+    pub rto: Duration,
+    /// MSS used for sending.
+    pub mss: u32,
+    /// The peer's receive window, bytes.
+    pub snd_wnd: u32,
+    /// Segments retransmitted.
+    pub retransmits: u64,
+    /// Whether SACK, timestamps and window scaling were negotiated.
+    pub sack: bool,
+    /// See `sack`.
+    pub timestamps: bool,
+    /// See `sack`.
+    pub window_scaling: bool,
+}
+
+/// What the stack passes into the block's methods.
+pub(crate) struct Cx<'a> {
+    pub(crate) now: Instant,
+    pub(crate) cfg: &'a TcpConfig,
+    pub(crate) pool: &'a mut BufferPool,
+    pub(crate) counters: &'a mut TcpCounters,
+    pub(crate) drops: &'a mut Drops,
+    pub(crate) max_ooo: usize,
+}
+
+/// One segment to send, as [`Tcb::next_segment`] describes it; the payload is `len` bytes of the send
+/// buffer from `offset`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Outgoing {
+    pub(crate) repr: TcpRepr,
+    pub(crate) offset: usize,
+    pub(crate) len: usize,
+    /// The payload may go out as several MSS-sized segments cut by the link (TSO) of this size.
+    pub(crate) segment_size: Option<u16>,
+}
+
+/// The transmission control block.
+#[derive(Debug)]
+pub(crate) struct Tcb {
+    pub(crate) state: State,
+    pub(crate) local: SocketAddrV4,
+    pub(crate) remote: SocketAddrV4,
+    pub(crate) hop: NextHop,
+    /// The listener a passive open belongs to until it is accepted.
+    pub(crate) listener: Option<SocketId>,
+    /// The application has closed its handle: nobody will read, and the block frees itself.
+    pub(crate) orphan: bool,
+    pub(crate) error: Option<io::ErrorKind>,
+
+    // Send sequence space (RFC 9293 §3.3.1).
+    iss: Seq,
+    snd_una: Seq,
+    snd_nxt: Seq,
+    /// The highest sequence number sent (snd_nxt goes back on a timeout; this does not).
+    snd_max: Seq,
+    snd_wnd: u32,
+    max_snd_wnd: u32,
+    snd_wl1: Seq,
+    snd_wl2: Seq,
+    /// The peer's window scale shift.
+    snd_shift: u8,
+    pub(crate) tx: SendBuffer,
+    /// Sequence number of the send buffer's first byte.
+    tx_seq: Seq,
+    /// The application shut down writing: a FIN follows the buffered data.
+    fin_queued: bool,
+    /// Payload bytes per segment we send.
+    pub(crate) mss: u32,
+    /// The largest MSS our route allows (for our SYN's MSS option).
+    local_mss: u16,
+
+    // Receive sequence space.
+    irs: Seq,
+    rcv_nxt: Seq,
+    /// The right edge of the window we last advertised; it never moves left (RFC 9293 §3.8.6).
+    rcv_adv: Seq,
+    rcv_shift: u8,
+    pub(crate) rx: ReceiveQueue,
+    rx_capacity: usize,
+    ooo: OutOfOrder,
+    /// A FIN that arrived ahead of missing data.
+    ooo_fin: Option<Seq>,
+    pub(crate) fin_received: bool,
+
+    // Options in use.
+    ts_on: bool,
+    ts_recent: u32,
+    ts_offset: u32,
+    sack_on: bool,
+    ws_on: bool,
+    last_ack_sent: Seq,
+
+    // Retransmission (RFC 6298).
+    rto: Duration,
+    srtt: Option<Duration>,
+    rttvar: Duration,
+    /// Karn: a sequence number being timed and when it was sent (without timestamps).
+    rtt_probe: Option<(Seq, Instant)>,
+    retries: u32,
+
+    /// Every timer's deadline (see [`Timer`]).
+    timers: Timers,
+    persist_backoff: u32,
+    keepalive_probes: u32,
+    pub(crate) keepalive: bool,
+
+    // What is owed.
+    ack_now: bool,
+    unacked_segments: u32,
+    /// Send a one-byte window probe (persist) or a keep-alive now.
+    probe: Option<Probe>,
+
+    // Loss recovery (RFC 5681, RFC 6582, RFC 6675).
+    dupacks: u32,
+    /// The recovery point: set while in fast recovery.
+    recover: Option<Seq>,
+    scoreboard: Scoreboard,
+    /// The next sequence number to retransmit in recovery, and how far retransmission may go.
+    rexmit_next: Seq,
+    rexmit_limit: Seq,
+    pub(crate) cc: Congestion,
+
+    pub(crate) nodelay: bool,
+    /// Checksum elimination negotiated (paper 001): segments after the handshake carry none and are
+    /// not verified.
+    pub(crate) no_checksum: bool,
+    /// We asked for elimination in our SYN.
+    alt_requested: bool,
+    /// On the stack's list of connections to send for after the input batch.
+    pub(crate) output_queued: bool,
+    /// The owed ACK must not wait for the end of the batch (out-of-order data).
+    pub(crate) ack_immediately: bool,
+    challenge_window: (u64, u32),
+    /// When the last duplicate ACK for an unacceptable segment was owed (see [`Self::invalid_ack`]).
+    last_invalid_ack: Option<Instant>,
+    retransmits: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Probe {
+    Window,
+    KeepAlive,
+}
+
+/// Timestamp clock: milliseconds (RFC 7323 §5.4 allows 1 ms to 1 s per tick).
+fn ts_clock(now: Instant) -> u32 {
+    (now.total_micros() / 1000) as u32
+}
+
+impl Tcb {
+    /// A block for `local`/`remote` in `state` with our ISN `iss`.
+    fn new(
+        state: State,
+        local: SocketAddrV4,
+        remote: SocketAddrV4,
+        hop: NextHop,
+        iss: u32,
+        cfg: &TcpConfig,
+    ) -> Tcb {
+        let local_mss = (hop.caps.mtu.min(65535) - 40) as u16;
+        let mss = (local_mss as u32).min(536);
+        let rcv_shift = if cfg.window_scaling {
+            let mut shift = 0u8;
+            while (65535usize << shift) < cfg.recv_buffer && shift < 14 {
+                shift += 1;
+            }
+            shift
+        } else {
+            0
+        };
+        let iss = Seq(iss);
+        Tcb {
+            state,
+            local,
+            remote,
+            hop,
+            listener: None,
+            orphan: false,
+            error: None,
+            iss,
+            snd_una: iss,
+            snd_nxt: iss,
+            snd_max: iss,
+            snd_wnd: 0,
+            max_snd_wnd: 0,
+            snd_wl1: Seq(0),
+            snd_wl2: iss,
+            snd_shift: 0,
+            tx: SendBuffer::new(cfg.send_buffer),
+            tx_seq: iss + 1,
+            fin_queued: false,
+            mss,
+            local_mss,
+            irs: Seq(0),
+            rcv_nxt: Seq(0),
+            rcv_adv: Seq(0),
+            rcv_shift,
+            rx: ReceiveQueue::default(),
+            rx_capacity: cfg.recv_buffer,
+            ooo: OutOfOrder::default(),
+            ooo_fin: None,
+            fin_received: false,
+            ts_on: false,
+            ts_recent: 0,
+            ts_offset: iss.0.rotate_left(13),
+            sack_on: false,
+            ws_on: false,
+            last_ack_sent: Seq(0),
+            rto: cfg.initial_rto,
+            srtt: None,
+            rttvar: Duration::ZERO,
+            rtt_probe: None,
+            retries: 0,
+            timers: Timers::default(),
+            persist_backoff: 0,
+            keepalive_probes: 0,
+            keepalive: false,
+            ack_now: false,
+            unacked_segments: 0,
+            probe: None,
+            dupacks: 0,
+            recover: None,
+            scoreboard: Scoreboard::default(),
+            rexmit_next: iss,
+            rexmit_limit: iss,
+            cc: Congestion::new(cfg.congestion, mss),
+            nodelay: false,
+            no_checksum: false,
+            alt_requested: false,
+            output_queued: false,
+            ack_immediately: false,
+            challenge_window: (0, 0),
+            last_invalid_ack: None,
+            retransmits: 0,
+        }
+    }
+
+    /// An active open: SYN-SENT, the SYN owed.
+    pub(crate) fn connect(
+        local: SocketAddrV4,
+        remote: SocketAddrV4,
+        hop: NextHop,
+        iss: u32,
+        cfg: &TcpConfig,
+    ) -> Tcb {
+        let mut tcb = Tcb::new(State::SynSent, local, remote, hop, iss, cfg);
+        tcb.alt_requested = eliminable(cfg, &hop, remote);
+        tcb
+    }
+
+    /// A passive open from `syn`: SYN-RECEIVED, the SYN-ACK owed.
+    pub(crate) fn accept(
+        local: SocketAddrV4,
+        remote: SocketAddrV4,
+        hop: NextHop,
+        iss: u32,
+        syn: &TcpRepr,
+        cfg: &TcpConfig,
+    ) -> Tcb {
+        let mut tcb = Tcb::new(State::SynReceived, local, remote, hop, iss, cfg);
+        tcb.take_syn(syn, cfg);
+        // Agree to elimination only when asked, when switched on here too, and on a protected hop.
+        if syn.options.alt_checksum == Some(ALT_CHECKSUM_NONE) && eliminable(cfg, &hop, remote) {
+            tcb.alt_requested = true;
+            tcb.no_checksum = true;
+        }
+        tcb
+    }
+
+    /// A connection rebuilt from a valid SYN cookie (RFC 4987 §3.6): the handshake's last ACK `ack`.
+    /// Its SYN and our SYN-ACK are long gone, so it starts established with `mss`, the MSS the cookie
+    /// carried, and no other options.
+    pub(crate) fn from_cookie(
+        local: SocketAddrV4,
+        remote: SocketAddrV4,
+        hop: NextHop,
+        ack: &TcpRepr,
+        mss: u16,
+        cfg: &TcpConfig,
+    ) -> Tcb {
+        let iss = ack.ack.wrapping_sub(1);
+        let mut tcb = Tcb::new(State::Established, local, remote, hop, iss, cfg);
+        tcb.irs = Seq(ack.seq.wrapping_sub(1));
+        tcb.rcv_nxt = Seq(ack.seq);
+        tcb.rcv_shift = 0;
+        tcb.rx_capacity = tcb.rx_capacity.min(65535);
+        tcb.rcv_adv = tcb.rcv_nxt + tcb.rx_capacity as u32;
+        tcb.mss = (mss.min(tcb.local_mss)) as u32;
+        tcb.cc = Congestion::new(cfg.congestion, tcb.mss);
+        tcb.snd_una = Seq(ack.ack);
+        tcb.snd_nxt = tcb.snd_una;
+        tcb.snd_max = tcb.snd_una;
+        tcb.tx_seq = tcb.snd_una;
+        tcb.snd_wnd = ack.window as u32;
+        tcb.max_snd_wnd = tcb.snd_wnd;
+        tcb.snd_wl1 = Seq(ack.seq);
+        tcb.snd_wl2 = Seq(ack.ack);
+        tcb
+    }
+
+    /// Bytes of receive space: the buffer's capacity less what the queue holds.
+    fn rx_free(&self) -> u32 {
+        self.rx_capacity.saturating_sub(self.rx.bytes) as u32
+    }
+
+    /// The window we can offer, capped by what the window field and scale can say.
+    fn advertisable(&self) -> u32 {
+        self.rx_free().min(65535 << self.rcv_shift)
+    }
+
+    /// Figures for the application.
+    pub(crate) fn info(&self) -> ConnectionInfo {
+        ConnectionInfo {
+            cwnd: self.cc.cwnd,
+            ssthresh: self.cc.ssthresh,
+            srtt: self.srtt,
+            rto: self.rto,
+            mss: self.mss,
+            snd_wnd: self.snd_wnd,
+            retransmits: self.retransmits,
+            sack: self.sack_on,
+            timestamps: self.ts_on,
+            window_scaling: self.ws_on,
+        }
+    }
+
+    /// Queues `data`; returns how much fitted.
+    pub(crate) fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        self.check_writable()?;
+        let n = self.tx.write(data);
+        if n == 0 && !data.is_empty() {
+            return Err(io::ErrorKind::WouldBlock.into());
+        }
+        Ok(n)
+    }
+
+    /// Lets `fill` write into the send buffer in place.
+    pub(crate) fn write_with(
+        &mut self,
+        max: usize,
+        fill: &mut dyn FnMut(&mut [u8]) -> usize,
+    ) -> io::Result<usize> {
+        self.check_writable()?;
+        if self.tx.free() == 0 && max > 0 {
+            return Err(io::ErrorKind::WouldBlock.into());
+        }
+        Ok(self.tx.write_with(max, fill))
+    }
+
+    fn check_writable(&self) -> io::Result<()> {
+        if let Some(e) = self.error {
+            return Err(e.into());
+        }
+        match self.state {
+            State::SynSent | State::SynReceived | State::Established | State::CloseWait
+                if !self.fin_queued =>
+            {
+                Ok(())
+            }
+            _ => Err(io::Error::new(
+                io::ErrorKind::BrokenPipe,
+                "the connection is shut down for writing",
+            )),
+        }
+    }
+
+    /// Shuts down writing: a FIN follows the data already queued.
+    pub(crate) fn shutdown_write(&mut self) {
+        if self.fin_queued {
+            return;
+        }
+        match self.state {
+            State::SynSent => self.state = State::Closed,
+            State::SynReceived | State::Established => {
+                self.fin_queued = true;
+                self.state = State::FinWait1;
+            }
+            State::CloseWait => {
+                self.fin_queued = true;
+                self.state = State::LastAck;
+            }
+            _ => {}
+        }
+    }
+
+    /// The application read; owe a window update if the window opened by enough to matter.
+    pub(crate) fn after_read(&mut self) {
+        let current = if self.rcv_adv > self.rcv_nxt {
+            self.rcv_adv - self.rcv_nxt
+        } else {
+            0
+        };
+        let free = self.advertisable();
+        if free >= current + self.mss.min(self.rx_capacity as u32 / 2)
+            && self.state.is_synchronized()
+        {
+            self.ack_now = true;
+        }
+    }
+
+    /// Readable: data queued, or the peer finished, or an error.
+    pub(crate) fn readable(&self) -> bool {
+        self.rx.bytes > 0
+            || self.fin_received
+            || self.error.is_some()
+            || self.state == State::Closed
+    }
+
+    /// Writable: established (or close-wait) with room in the send buffer.
+    pub(crate) fn writable(&self) -> bool {
+        matches!(self.state, State::Established | State::CloseWait)
+            && !self.fin_queued
+            && self.tx.free() > 0
+    }
+
+    /// The sequence number our FIN takes (valid once queued).
+    fn fin_seq(&self) -> Seq {
+        self.tx_seq + self.tx.len() as u32
+    }
+
+    /// Ends the connection with error `kind` (reset, refused, timed out).
+    pub(crate) fn abort(&mut self, kind: io::ErrorKind, cx: &mut Cx) {
+        self.error = Some(kind);
+        self.state = State::Closed;
+        self.timers = Timers::default();
+        self.ooo.clear(cx.pool);
+        self.ack_now = false;
+        self.probe = None;
+    }
+
+    /// Frees every buffer the block holds.
+    pub(crate) fn release(&mut self, pool: &mut BufferPool) {
+        self.rx.clear(pool);
+        self.ooo.clear(pool);
+    }
+
+    /// The sequence numbers a RST sent on the application's abort must carry.
+    pub(crate) fn reset_fields(&self) -> (u32, u32) {
+        (self.snd_nxt.0, self.rcv_nxt.0)
+    }
+
+    /// True once every byte written was acknowledged and no FIN is outstanding.
+    pub(crate) fn all_acked(&self) -> bool {
+        self.snd_una == self.snd_max && self.tx.len() == 0
+    }
+}
+
+/// Kay & Pasquale's condition for leaving the checksum out (paper 001): switched on, the route's link
+/// protects packets with a CRC, and the next hop is the destination itself.
+fn eliminable(cfg: &TcpConfig, hop: &NextHop, remote: SocketAddrV4) -> bool {
+    cfg.alt_checksum && hop.caps.crc_protected && hop.next_hop == *remote.ip()
+}

@@ -1,0 +1,341 @@
+//! What to send next: the SYN, data and FIN the windows allow, probes and ACKs, and the header
+//! fields every segment carries.
+
+use super::*;
+
+impl Tcb {
+    /// The window field for an outgoing segment, with receiver-side silly window avoidance (RFC 9293
+    /// §3.8.6.2.2): the right edge moves only by at least min(half the buffer, one MSS), and never
+    /// back.
+    pub(super) fn window_field(&mut self) -> u16 {
+        let current = if self.rcv_adv > self.rcv_nxt {
+            self.rcv_adv - self.rcv_nxt
+        } else {
+            0
+        };
+        let free = self.advertisable();
+        let step = ((self.rx_capacity / 2) as u32).min(self.mss);
+        if free >= current + step || (free > current && free == self.rx_capacity as u32) {
+            self.rcv_adv = self.rcv_nxt + free;
+        }
+        let window = if self.rcv_adv > self.rcv_nxt {
+            self.rcv_adv - self.rcv_nxt
+        } else {
+            0
+        };
+        // Round up to the scale's unit, and remember the edge as sent: the peer may fill what the
+        // field says, so `rcv_adv` must be that edge, never less (else the window would shrink).
+        let unit = (1u32 << self.rcv_shift) - 1;
+        let field = ((window + unit) >> self.rcv_shift).min(65535);
+        self.rcv_adv = self.rcv_adv.max(self.rcv_nxt + (field << self.rcv_shift));
+        field as u16
+    }
+
+    /// Payload bytes the next data segment may carry: the MSS less the room SACK blocks will take
+    /// when the out-of-order queue is not empty (the options must not push a segment past the MTU).
+    pub(super) fn segment_limit(&self) -> u32 {
+        if self.sack_on && !self.ooo.is_empty() {
+            let blocks = if self.ts_on {
+                3
+            } else {
+                MAX_SACK_BLOCKS as u32
+            };
+            self.mss - (4 + 8 * blocks)
+        } else {
+            self.mss
+        }
+    }
+
+    /// The next segment to send, if any, and the block's state updated as if it was sent. `tso_max`
+    /// is the largest payload the link will cut into MSS-sized segments, when it can.
+    pub(crate) fn next_segment(&mut self, cx: &mut Cx, tso_max: Option<usize>) -> Option<Outgoing> {
+        let now = cx.now;
+        match self.state {
+            State::Closed => return None,
+            State::SynSent | State::SynReceived if self.snd_nxt == self.iss => {
+                return Some(self.syn_segment(cx));
+            }
+            _ => {}
+        }
+        if let Some(out) = self.data_segment(cx, tso_max) {
+            return Some(out);
+        }
+        if let Some(probe) = self.probe.take() {
+            return Some(self.probe_segment(probe, now));
+        }
+        if self.ack_now && self.state != State::SynSent {
+            let repr = self.header(Flags::ACK, self.snd_nxt);
+            return Some(self.finish(repr, 0, 0, None));
+        }
+        // Nothing to send, yet data waits with nothing in flight: the peer's window is closed (or too
+        // small for silly window avoidance to send into). The persist timer probes a closed window
+        // (RFC 9293 §3.8.6.1) and is the override timeout for a small one (RFC 1122 §4.2.3.4).
+        if self.snd_nxt == self.snd_una
+            && !self.timers.is_set(Timer::Retransmit)
+            && (self.tx.len() > (self.snd_nxt - self.tx_seq) as usize)
+            && !self.timers.is_set(Timer::Persist)
+            && self.state.is_synchronized()
+        {
+            let backoff = self.rto * (1 << self.persist_backoff.min(6));
+            self.timers.set(
+                Timer::Persist,
+                now + backoff.clamp(cx.cfg.min_rto, cx.cfg.max_rto),
+            );
+        }
+        None
+    }
+
+    pub(super) fn syn_segment(&mut self, cx: &mut Cx) -> Outgoing {
+        let cfg = cx.cfg;
+        let passive = self.state == State::SynReceived;
+        let flags = if passive {
+            Flags::SYN | Flags::ACK
+        } else {
+            Flags::SYN
+        };
+        let mut repr = self.header(flags, self.iss);
+        // Offer what we do; answer only what the peer offered (RFC 7323 §2.2, RFC 2018 §2).
+        let mut o = TcpOptions {
+            mss: Some(self.local_mss),
+            ..TcpOptions::default()
+        };
+        if cfg.window_scaling && (!passive || self.ws_on) {
+            o.window_scale = Some(self.rcv_shift);
+        }
+        if cfg.sack && (!passive || self.sack_on) {
+            o.sack_permitted = true;
+        }
+        if cfg.timestamps && (!passive || self.ts_on) {
+            o.timestamps = Some((
+                ts_clock(cx.now).wrapping_add(self.ts_offset),
+                self.ts_recent,
+            ));
+        }
+        if self.alt_requested {
+            o.alt_checksum = Some(ALT_CHECKSUM_NONE);
+        }
+        // The window in a SYN is never scaled (RFC 7323 §2.2).
+        repr.window = self.rx_free().min(65535) as u16;
+        repr.options = o;
+        if self.snd_max == self.iss {
+            self.rtt_probe = Some((self.iss, cx.now));
+        } else {
+            cx.counters.retrans_segs += 1;
+            self.retransmits += 1;
+        }
+        self.snd_nxt = self.iss + 1;
+        self.snd_max = self.snd_max.max(self.snd_nxt);
+        self.timers.arm_once(Timer::Retransmit, cx.now + self.rto);
+        self.ack_now = false;
+        Outgoing {
+            repr,
+            offset: 0,
+            len: 0,
+            segment_size: None,
+        }
+    }
+
+    /// Data (and FIN) the windows allow, with Nagle and sender silly window avoidance; in recovery,
+    /// a retransmission first.
+    pub(super) fn data_segment(&mut self, cx: &mut Cx, tso_max: Option<usize>) -> Option<Outgoing> {
+        if !matches!(
+            self.state,
+            State::Established
+                | State::CloseWait
+                | State::FinWait1
+                | State::Closing
+                | State::LastAck
+        ) {
+            return None;
+        }
+        let now = cx.now;
+        let wnd = self.snd_wnd.min(self.cc.cwnd);
+
+        // Loss recovery: resend the next hole while the pipe has room (RFC 6675 §5, RFC 6582).
+        if self.recover.is_some() && self.rexmit_next < self.rexmit_limit {
+            let start = match self.scoreboard.skip(self.rexmit_next) {
+                Some(end) => end,
+                None => self.rexmit_next,
+            };
+            let first = self.pipe() == 0 || self.rexmit_next == self.snd_una;
+            if start < self.rexmit_limit
+                && start < self.snd_max
+                && (first || self.pipe() < self.cc.cwnd)
+            {
+                let hole_end = self
+                    .scoreboard
+                    .next_after(start)
+                    .unwrap_or(self.snd_max)
+                    .min(self.rexmit_limit)
+                    .min(self.snd_max);
+                let len = (hole_end - start).min(self.segment_limit()) as usize;
+                let data_end = self.tx_seq + self.tx.len() as u32;
+                let len = len.min((data_end - start.min(data_end)) as usize);
+                self.rexmit_next = start + len.max(1) as u32;
+                let fin = self.fin_queued && start + len as u32 == self.fin_seq();
+                if len > 0 || fin {
+                    cx.counters.retrans_segs += 1;
+                    self.retransmits += 1;
+                    let mut flags = Flags::ACK;
+                    if fin {
+                        flags = flags | Flags::FIN;
+                    }
+                    let repr = self.header(flags, start);
+                    let offset = (start - self.tx_seq) as usize;
+                    return Some(self.finish(repr, offset, len, None));
+                }
+            } else {
+                self.rexmit_next = self.rexmit_limit;
+            }
+        }
+
+        // Skip what the receiver already SACKed (after a timeout sent us back).
+        if self.snd_nxt < self.snd_max {
+            while let Some(end) = self.scoreboard.skip(self.snd_nxt) {
+                self.snd_nxt = end.min(self.snd_max);
+            }
+        }
+        let offset = (self.snd_nxt - self.tx_seq) as usize;
+        let available = self.tx.len().saturating_sub(offset);
+        let in_flight = self.pipe();
+        let usable = if self.recover.is_some() {
+            self.cc
+                .cwnd
+                .saturating_sub(in_flight)
+                .min((self.snd_una + self.snd_wnd).diff(self.snd_nxt).max(0) as u32)
+        } else {
+            (self.snd_una + wnd).diff(self.snd_nxt).max(0) as u32
+        };
+        let limit = self.segment_limit();
+        let max_seg = match tso_max {
+            Some(m) if cx.cfg.segmentation_offload => (m as u32 / limit).max(1) * limit,
+            _ => limit,
+        };
+        let len = (available as u32).min(usable).min(max_seg) as usize;
+        let all = len == available;
+        let fin = self.fin_queued && all && self.snd_nxt + len as u32 == self.fin_seq();
+        if len == 0 && !fin {
+            return None;
+        }
+        // Sender-side silly window avoidance and Nagle (RFC 9293 §3.8.6.2.1, RFC 1122 §4.2.3.4).
+        let retransmitting = self.snd_nxt < self.snd_max;
+        let full = len as u32 >= limit;
+        let nothing_out = self.snd_una == self.snd_nxt;
+        let send = full
+            || fin
+            || retransmitting
+            || (all && (self.nodelay || nothing_out))
+            || (self.max_snd_wnd > 0 && len as u32 >= self.max_snd_wnd / 2);
+        if !send {
+            return None;
+        }
+        let seq = self.snd_nxt;
+        let mut flags = Flags::ACK;
+        if fin {
+            flags = flags | Flags::FIN;
+        }
+        if len > 0 && all {
+            flags = flags | Flags::PSH;
+        }
+        if retransmitting {
+            cx.counters.retrans_segs += 1;
+            self.retransmits += 1;
+        } else if self.rtt_probe.is_none() && !self.ts_on {
+            self.rtt_probe = Some((seq, now));
+        }
+        let repr = self.header(flags, seq);
+        self.snd_nxt = seq + len as u32 + fin as u32;
+        self.snd_max = self.snd_max.max(self.snd_nxt);
+        self.timers.arm_once(Timer::Retransmit, now + self.rto);
+        let segment_size = (len as u32 > limit).then_some(limit as u16);
+        Some(self.finish(repr, offset, len, segment_size))
+    }
+
+    pub(super) fn probe_segment(&mut self, probe: Probe, now: Instant) -> Outgoing {
+        match probe {
+            Probe::Window => {
+                // What the window takes, or one byte past a closed window (RFC 9293 §3.8.6.1).
+                let offset = (self.snd_nxt - self.tx_seq) as usize;
+                let available = self.tx.len().saturating_sub(offset);
+                let usable = (self.snd_una + self.snd_wnd).diff(self.snd_nxt).max(0) as usize;
+                let len = available
+                    .min(usable.max(1))
+                    .min(self.segment_limit() as usize);
+                if len > 0 {
+                    self.snd_nxt = self.snd_nxt + len as u32;
+                    self.snd_max = self.snd_max.max(self.snd_nxt);
+                    self.timers.arm_once(Timer::Retransmit, now + self.rto);
+                    let repr = self.header(Flags::ACK, self.snd_nxt - len as u32);
+                    self.timers.clear(Timer::Persist);
+                    return self.finish(repr, offset, len, None);
+                }
+                let repr = self.header(Flags::ACK, self.snd_nxt);
+                self.finish(repr, offset, 0, None)
+            }
+            Probe::KeepAlive => {
+                // An old sequence number draws an ACK (RFC 1122 §4.2.3.6).
+                let repr = self.header(Flags::ACK, self.snd_una - 1);
+                self.finish(repr, 0, 0, None)
+            }
+        }
+    }
+
+    /// A header with the ACK fields, window and timestamps filled in.
+    pub(super) fn header(&mut self, flags: Flags, seq: Seq) -> TcpRepr {
+        let mut repr = TcpRepr {
+            src_port: self.local.port(),
+            dst_port: self.remote.port(),
+            seq: seq.0,
+            ack: 0,
+            flags,
+            window: 0,
+            urgent: 0,
+            options: TcpOptions::default(),
+        };
+        if flags.contains(Flags::ACK) {
+            repr.ack = self.rcv_nxt.0;
+            repr.window = self.window_field();
+        }
+        repr
+    }
+
+    /// Adds timestamps and SACK blocks, and records that an ACK went out.
+    pub(super) fn finish(
+        &mut self,
+        mut repr: TcpRepr,
+        offset: usize,
+        len: usize,
+        segment_size: Option<u16>,
+    ) -> Outgoing {
+        if repr.flags.contains(Flags::ACK) {
+            // The clock is read by the stack: `ts_val` is filled in by `stamp`.
+            if self.ts_on {
+                repr.options.timestamps = Some((0, self.ts_recent));
+            }
+            if self.sack_on && !self.ooo.is_empty() {
+                let max = if self.ts_on { 3 } else { MAX_SACK_BLOCKS };
+                let n = self.ooo.sack_blocks(&mut repr.options.sack, max);
+                repr.options.sack_count = n as u8;
+            }
+            self.last_ack_sent = self.rcv_nxt;
+            self.ack_now = false;
+            self.timers.clear(Timer::DelayedAck);
+            self.unacked_segments = 0;
+        }
+        Outgoing {
+            repr,
+            offset,
+            len,
+            segment_size,
+        }
+    }
+
+    /// Fills in our timestamp value, from the stack's clock.
+    pub(crate) fn stamp(&self, repr: &mut TcpRepr, now: Instant) {
+        if let Some((_, ecr)) = repr.options.timestamps {
+            if !repr.flags.contains(Flags::SYN) {
+                repr.options.timestamps = Some((ts_clock(now).wrapping_add(self.ts_offset), ecr));
+            }
+        }
+    }
+}

@@ -1,0 +1,103 @@
+//! The text and the FIN of acceptable segments: the receive queue, out-of-order data, the peer's
+//! FIN and TIME-WAIT.
+
+use super::*;
+
+impl Tcb {
+    /// In-order data was queued: acknowledge at once every second full segment, else soon.
+    pub(super) fn data_arrived(&mut self, len: u32, cx: &mut Cx) {
+        // A large segment (coalesced by the link) counts as the full-sized segments it holds.
+        self.unacked_segments += (len / self.mss.max(1)).max(1);
+        match cx.cfg.delayed_ack {
+            Some(delay) if self.unacked_segments < 2 && len > 0 => {
+                self.timers.arm_once(Timer::DelayedAck, cx.now + delay);
+            }
+            _ => self.ack_now = true,
+        }
+    }
+
+    pub(super) fn after_fin_check(&mut self, verdict: Verdict, cx: &mut Cx) -> Verdict {
+        if self.ooo_fin == Some(self.rcv_nxt) && self.ooo.is_empty() {
+            self.ooo_fin = None;
+            self.fin_arrived(cx);
+        }
+        verdict
+    }
+
+    /// Queues in-window data that starts at `start` (at or after `rcv_nxt`).
+    pub(super) fn receive_text(
+        &mut self,
+        start: Seq,
+        payload: PacketBuf,
+        len: u32,
+        fin: bool,
+        cx: &mut Cx,
+    ) {
+        if self.rx.truesize > 2 * self.rx_capacity + 65536 {
+            cx.drops.add(DropReason::TcpReceiveQueueFull);
+            cx.pool.free(payload);
+            self.ack_now = true;
+            return;
+        }
+        if start == self.rcv_nxt {
+            self.rcv_nxt = self.rcv_nxt + len;
+            self.rx.push(payload, cx.pool);
+            let had_holes = !self.ooo.is_empty();
+            while let Some(buf) = self.ooo.pop_ready(self.rcv_nxt, cx.pool) {
+                self.rcv_nxt = self.rcv_nxt + buf.len() as u32;
+                self.rx.push(buf, cx.pool);
+            }
+            if fin {
+                self.fin_arrived(cx);
+            } else if had_holes {
+                // Filling a hole is acknowledged at once (RFC 5681 §4.2).
+                self.ack_now = true;
+                self.ack_immediately = true;
+            } else {
+                self.data_arrived(len, cx);
+            }
+        } else {
+            if !self.ooo.insert(start, payload, cx.max_ooo, cx.pool) && self.ooo.len() >= cx.max_ooo
+            {
+                cx.drops.add(DropReason::TcpOutOfOrderFull);
+            }
+            if fin {
+                self.ooo_fin = Some(start + len);
+            }
+            // Out of order: a duplicate ACK at once, with SACK blocks (RFC 5681 §4.2), not
+            // coalesced with the batch: the sender counts them for fast retransmit.
+            self.ack_now = true;
+            self.ack_immediately = true;
+        }
+    }
+
+    /// The peer's FIN, in order.
+    pub(super) fn fin_arrived(&mut self, cx: &mut Cx) {
+        if self.fin_received {
+            self.ack_now = true;
+            return;
+        }
+        self.fin_received = true;
+        self.rcv_nxt = self.rcv_nxt + 1;
+        self.ack_now = true;
+        match self.state {
+            State::SynReceived | State::Established => self.state = State::CloseWait,
+            State::FinWait1 => {
+                if self.snd_una > self.fin_seq() {
+                    self.enter_time_wait(cx);
+                } else {
+                    self.state = State::Closing;
+                }
+            }
+            State::FinWait2 => self.enter_time_wait(cx),
+            _ => {}
+        }
+    }
+
+    pub(super) fn enter_time_wait(&mut self, cx: &mut Cx) {
+        self.state = State::TimeWait;
+        self.timers = Timers::default();
+        self.timers.set(Timer::Close, cx.now + 2 * cx.cfg.msl);
+        self.tx.consume(self.tx.len());
+    }
+}

@@ -1,0 +1,221 @@
+//! Acknowledgments: RTT, SACK, duplicate ACKs, fast retransmit and recovery, the retransmission
+//! timeout.
+
+use super::*;
+
+impl Tcb {
+    /// The ACK field of an acceptable segment (RFC 9293 §3.10.7.4 fifth step): new data
+    /// acknowledged, a duplicate ACK, the window. False when the ACK is unacceptable (RFC 5961 §5: an
+    /// ACK of data never sent is answered with an ACK; one far older than the window the peer could
+    /// have seen is challenged) and the segment must be dropped.
+    pub(super) fn acknowledgment(&mut self, seg: &TcpRepr, seg_len: u32, cx: &mut Cx) -> bool {
+        let ack = Seq(seg.ack);
+        let seq = Seq(seg.seq);
+        if ack > self.snd_max {
+            cx.drops.add(DropReason::TcpBadAck);
+            self.invalid_ack(seg, seg_len, cx);
+            return false;
+        }
+        if ack < self.snd_una - self.max_snd_wnd.max(65535) {
+            cx.drops.add(DropReason::TcpBadAck);
+            self.challenge_ack(cx);
+            return false;
+        }
+        self.take_timestamp(seg);
+        self.process_sack(seg);
+        if ack > self.snd_una {
+            self.ack_advance(ack, seg, cx);
+        } else if ack == self.snd_una
+            && seg_len == 0
+            && !seg.flags.contains(Flags::FIN)
+            && (seg.window as u32) << self.snd_shift == self.snd_wnd
+            && self.snd_max > self.snd_una
+        {
+            self.duplicate_ack(cx);
+        }
+        // Window update (RFC 9293 §3.10.7.4, SND.WL1/WL2 rule).
+        if self.snd_wl1 < seq || (self.snd_wl1 == seq && self.snd_wl2 <= ack) {
+            self.take_window(seg);
+        }
+        // A closed window that answers our probes is alive: probes do not count toward giving up.
+        if self.snd_wnd == 0 && ack == self.snd_una {
+            self.retries = 0;
+        }
+        true
+    }
+
+    /// Records SACK blocks about data we sent (RFC 2018 §3, RFC 6675).
+    pub(super) fn process_sack(&mut self, seg: &TcpRepr) {
+        if !self.sack_on {
+            return;
+        }
+        for &(l, r) in seg.options.sack_blocks() {
+            let (l, r) = (Seq(l), Seq(r));
+            // Ignore blocks below snd_una (D-SACK) or outside what was sent.
+            if l < r && l >= self.snd_una && r <= self.snd_max {
+                self.scoreboard.add(l, r);
+            }
+        }
+    }
+
+    /// `ack` acknowledges new data (RFC 9293 §3.10.7.4, RFC 6298 §5, RFC 5681, RFC 6582).
+    pub(super) fn ack_advance(&mut self, ack: Seq, seg: &TcpRepr, cx: &mut Cx) {
+        let acked = ack - self.snd_una;
+        // RTT: from the echoed timestamp, else from the timed segment if it was not retransmitted.
+        if let Some((_, ecr)) = seg.options.timestamps.filter(|_| self.ts_on) {
+            let sent = ecr.wrapping_sub(self.ts_offset);
+            let rtt_ms = ts_clock(cx.now).wrapping_sub(sent);
+            if rtt_ms < 60_000 {
+                self.rtt_sample(cx.now, rtt_ms, cx);
+            }
+        } else if let Some((probe, sent)) = self.rtt_probe {
+            if ack > probe {
+                self.rtt_probe = None;
+                let rtt = cx.now.saturating_since(sent);
+                self.rtt_sample(cx.now, rtt.as_millis() as u32, cx);
+            }
+        }
+        // Drop acknowledged bytes (a SYN or FIN takes one sequence number but no buffer byte).
+        if ack > self.tx_seq {
+            let n = (ack - self.tx_seq).min(self.tx.len() as u32);
+            self.tx.consume(n as usize);
+            self.tx_seq = self.tx_seq + n;
+        }
+        self.snd_una = ack;
+        if self.snd_nxt < ack {
+            self.snd_nxt = ack;
+        }
+        self.scoreboard.ack(ack);
+        self.retries = 0;
+        if self.snd_una == self.snd_max {
+            self.timers.clear(Timer::Retransmit);
+        } else {
+            self.timers.set(Timer::Retransmit, cx.now + self.rto);
+        }
+        match self.recover {
+            Some(point) if ack >= point => {
+                // Full acknowledgment: recovery ends (RFC 6582 §3.2 step 3).
+                self.recover = None;
+                self.dupacks = 0;
+                let flight = self.snd_max - self.snd_una;
+                self.cc.cwnd = self.cc.ssthresh.min(flight.max(self.mss) + self.mss);
+            }
+            Some(_) => {
+                // Partial acknowledgment: the next hole is lost too; retransmit it.
+                if self.rexmit_next < ack {
+                    self.rexmit_next = ack;
+                }
+                if !self.sack_on || self.scoreboard.ranges.is_empty() {
+                    self.rexmit_next = ack;
+                    self.rexmit_limit = ack + self.mss;
+                    self.dupacks = 0;
+                }
+            }
+            None => {
+                self.dupacks = 0;
+                let srtt = self.srtt.unwrap_or(self.rto);
+                self.cc.on_ack(acked, self.mss, cx.now, srtt);
+            }
+        }
+    }
+
+    pub(super) fn duplicate_ack(&mut self, cx: &mut Cx) {
+        self.dupacks += 1;
+        if self.recover.is_some() {
+            return;
+        }
+        let sack_says_lost = self.sack_on && self.scoreboard.sacked_bytes() >= 3 * self.mss;
+        if self.dupacks >= 3 || sack_says_lost {
+            // Fast retransmit (RFC 5681 §3.2; RFC 6582: not twice for one window).
+            cx.counters.fast_recoveries += 1;
+            let flight = self.snd_max - self.snd_una;
+            self.cc.on_loss(flight, self.mss);
+            self.recover = Some(self.snd_max);
+            self.rexmit_next = self.snd_una;
+            self.rexmit_limit = if self.sack_on && !self.scoreboard.ranges.is_empty() {
+                self.scoreboard.high().unwrap_or(self.snd_una + self.mss)
+            } else {
+                self.snd_una + self.mss
+            };
+            self.rtt_probe = None;
+        }
+    }
+
+    /// One RTT measurement, in milliseconds (RFC 6298 §2).
+    pub(super) fn rtt_sample(&mut self, _now: Instant, rtt_ms: u32, cx: &mut Cx) {
+        let r = Duration::from_millis(rtt_ms.max(1) as u64);
+        match self.srtt {
+            None => {
+                self.srtt = Some(r);
+                self.rttvar = r / 2;
+            }
+            Some(srtt) => {
+                let delta = srtt.abs_diff(r);
+                self.rttvar = (self.rttvar * 3 + delta) / 4;
+                self.srtt = Some((srtt * 7 + r) / 8);
+            }
+        }
+        let srtt = self.srtt.unwrap_or(r);
+        self.rto = (srtt + (self.rttvar * 4).max(Duration::from_millis(1)))
+            .clamp(cx.cfg.min_rto, cx.cfg.max_rto);
+    }
+
+    /// Bytes the network holds for us (RFC 6675 §4 "pipe", with every unSACKed byte below the highest
+    /// SACKed one taken as lost, as FACK does).
+    pub(super) fn pipe(&self) -> u32 {
+        let flight = self.snd_max - self.snd_una;
+        if self.recover.is_none() {
+            return self.snd_nxt - self.snd_una;
+        }
+        if self.sack_on && !self.scoreboard.ranges.is_empty() {
+            let high = self.scoreboard.high().unwrap_or(self.snd_una);
+            let lost = self
+                .scoreboard
+                .holes_between(self.rexmit_next.max(self.snd_una), high);
+            flight
+                .saturating_sub(self.scoreboard.sacked_bytes())
+                .saturating_sub(lost)
+        } else {
+            flight.saturating_sub(self.dupacks.saturating_sub(3) * self.mss + 3 * self.mss)
+        }
+    }
+
+    pub(super) fn retransmit_timeout(&mut self, cx: &mut Cx) -> Verdict {
+        cx.counters.timeouts += 1;
+        self.retries += 1;
+        let limit = if self.state.is_synchronized() {
+            cx.cfg.max_retries
+        } else {
+            cx.cfg.syn_retries
+        };
+        if self.retries > limit {
+            let synchronized = self.state.is_synchronized();
+            if synchronized {
+                cx.counters.estab_resets += 1;
+            } else {
+                cx.counters.attempt_fails += 1;
+            }
+            self.abort(io::ErrorKind::TimedOut, cx);
+            return if synchronized {
+                Verdict::Reset {
+                    seq: self.snd_nxt.0,
+                    ack: None,
+                }
+            } else {
+                Verdict::Remove
+            };
+        }
+        // Back off (RFC 6298 §5.5) and go back to the first unacknowledged byte.
+        self.rto = (self.rto * 2).min(cx.cfg.max_rto);
+        if self.state.is_synchronized() {
+            let flight = self.snd_max - self.snd_una;
+            self.cc.on_timeout(flight, self.mss);
+        }
+        self.snd_nxt = self.snd_una;
+        self.recover = None;
+        self.dupacks = 0;
+        self.scoreboard.clear();
+        self.rtt_probe = None;
+        Verdict::Continue
+    }
+}

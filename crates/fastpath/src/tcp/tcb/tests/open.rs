@@ -1,0 +1,198 @@
+//! Opening: the arrows of RFC 9293's state diagram out of CLOSED, LISTEN, SYN-SENT and SYN-RECEIVED.
+
+use super::*;
+
+fn mss_only() -> TcpOptions {
+    TcpOptions {
+        mss: Some(MSS as u16),
+        ..TcpOptions::default()
+    }
+}
+
+#[test]
+fn active_open_syn_sent_to_established() {
+    let mut h = Harness::connect(plain());
+    assert_eq!(h.tcb.state, State::SynSent);
+    let mut syn = out(SYN, ISS, 0, 65535);
+    syn.options = mss_only();
+    send!(h, syn);
+    send!(h, None);
+    let mut syn_ack = seg(SYN | ACK, IRS, ISS + 1, 8192);
+    syn_ack.options = mss_only();
+    recv!(h, syn_ack);
+    assert_eq!(h.tcb.state, State::Established);
+    send!(h, out(ACK, ISS + 1, IRS + 1, 65535));
+    send!(h, None);
+    assert_eq!(h.tcb.info().snd_wnd, 8192);
+    assert_eq!(h.tcb.deadline(), None, "nothing outstanding, no timer");
+}
+
+#[test]
+fn active_open_offers_every_option_switched_on() {
+    let mut h = Harness::connect(TcpConfig::default());
+    let (syn, _) = h.send().unwrap();
+    assert_eq!(syn.flags, SYN);
+    assert_eq!(syn.options.mss, Some(MSS as u16));
+    // 1 MiB of receive buffer needs a shift of 5 (65535 << 4 falls short by 16 bytes).
+    assert_eq!(syn.options.window_scale, Some(5));
+    assert!(syn.options.sack_permitted);
+    assert_eq!(syn.options.timestamps.map(|(_, ecr)| ecr), Some(0));
+    // The window of a SYN is never scaled.
+    assert_eq!(syn.window, 65535);
+}
+
+#[test]
+fn passive_open_syn_received_to_established() {
+    let mut syn = seg(SYN, IRS, 0, 16384);
+    syn.options = mss_only();
+    let mut h = Harness::accept(plain(), &syn);
+    assert_eq!(h.tcb.state, State::SynReceived);
+    let mut syn_ack = out(SYN | ACK, ISS, IRS + 1, 65535);
+    syn_ack.options = mss_only();
+    send!(h, syn_ack);
+    send!(h, None);
+    recv!(
+        h,
+        seg(ACK, IRS + 1, ISS + 1, 16384),
+        b"",
+        Verdict::Established
+    );
+    assert_eq!(h.tcb.state, State::Established);
+    assert_eq!(h.tcb.info().snd_wnd, 16384);
+    send!(h, None);
+}
+
+#[test]
+fn passive_open_answers_only_the_options_offered() {
+    let mut syn = seg(SYN, IRS, 0, 16384);
+    syn.options = TcpOptions {
+        mss: Some(1000),
+        sack_permitted: true,
+        ..TcpOptions::default()
+    };
+    let mut h = Harness::accept(TcpConfig::default(), &syn);
+    let (syn_ack, _) = h.send().unwrap();
+    assert_eq!(syn_ack.options.window_scale, None);
+    assert_eq!(syn_ack.options.timestamps, None);
+    assert!(syn_ack.options.sack_permitted);
+    assert_eq!(h.tcb.mss, 1000);
+    assert!(h.tcb.info().sack && !h.tcb.info().window_scaling && !h.tcb.info().timestamps);
+}
+
+#[test]
+fn syn_received_retransmitted_syn_resends_the_syn_ack() {
+    let syn = seg(SYN, IRS, 0, 16384);
+    let mut h = Harness::accept(plain(), &syn);
+    let (first, _) = h.send().unwrap();
+    recv!(h, syn);
+    let (again, _) = h.send().unwrap();
+    assert_eq!(again, first);
+    assert_eq!(h.counters.retrans_segs, 1);
+}
+
+#[test]
+fn syn_received_unacceptable_ack_is_answered_by_rst() {
+    let mut h = Harness::accept(plain(), &seg(SYN, IRS, 0, 16384));
+    h.send().unwrap();
+    recv!(
+        h,
+        seg(ACK, IRS + 1, ISS + 500, 16384),
+        b"",
+        Verdict::Reset {
+            seq: ISS + 500,
+            ack: None
+        }
+    );
+    assert_eq!(h.tcb.state, State::SynReceived);
+}
+
+#[test]
+fn syn_received_rst_closes_the_child() {
+    // For a passive open this is RFC 9293's SYN-RECEIVED → LISTEN: the listener stays, the child goes.
+    let mut h = Harness::accept(plain(), &seg(SYN, IRS, 0, 16384));
+    h.send().unwrap();
+    recv!(h, seg(RST, IRS + 1, 0, 0), b"", Verdict::Remove);
+    assert_eq!(h.tcb.state, State::Closed);
+    assert_eq!(h.tcb.error, Some(io::ErrorKind::ConnectionRefused));
+    assert_eq!(h.tcb.deadline(), None);
+}
+
+#[test]
+fn simultaneous_open_syn_sent_to_syn_received_to_established() {
+    let mut h = Harness::connect(plain());
+    h.send().unwrap();
+    // The peer's SYN crosses ours.
+    let mut syn = seg(SYN, IRS, 0, 16384);
+    syn.options = mss_only();
+    recv!(h, syn);
+    assert_eq!(h.tcb.state, State::SynReceived);
+    let mut syn_ack = out(SYN | ACK, ISS, IRS + 1, 65535);
+    syn_ack.options = mss_only();
+    send!(h, syn_ack);
+    // Its SYN-ACK (our SYN acknowledged) is a SYN on a connection past SYN-SENT: it draws an ACK,
+    // which completes the peer's side; the peer's ACK of our SYN-ACK completes ours.
+    recv!(h, seg(SYN | ACK, IRS, ISS + 1, 16384));
+    send!(h, out(ACK, ISS + 1, IRS + 1, 65535));
+    recv!(
+        h,
+        seg(ACK, IRS + 1, ISS + 1, 16384),
+        b"",
+        Verdict::Established
+    );
+    assert_eq!(h.tcb.state, State::Established);
+}
+
+#[test]
+fn syn_sent_rst_with_acceptable_ack_refuses() {
+    let mut h = Harness::connect(plain());
+    h.send().unwrap();
+    recv!(h, seg(RST | ACK, 0, ISS + 1, 0), b"", Verdict::Remove);
+    assert_eq!(h.tcb.error, Some(io::ErrorKind::ConnectionRefused));
+    assert_eq!(h.counters.attempt_fails, 1);
+}
+
+#[test]
+fn syn_sent_ignores_rst_without_ack_and_bare_acks() {
+    let mut h = Harness::connect(plain());
+    h.send().unwrap();
+    recv!(h, seg(RST, 0, 0, 0));
+    recv!(h, seg(ACK, IRS, ISS + 1, 0));
+    assert_eq!(h.tcb.state, State::SynSent);
+    assert_eq!(h.drops.get(DropReason::TcpUnexpected), 2);
+    send!(h, None);
+}
+
+#[test]
+fn syn_sent_unacceptable_ack_is_answered_by_rst() {
+    let mut h = Harness::connect(plain());
+    h.send().unwrap();
+    recv!(
+        h,
+        seg(SYN | ACK, IRS, ISS, 8192),
+        b"",
+        Verdict::Reset {
+            seq: ISS,
+            ack: None
+        }
+    );
+    assert_eq!(h.tcb.state, State::SynSent);
+}
+
+#[test]
+fn syn_is_retransmitted_with_backoff_then_the_connect_fails() {
+    let mut h = Harness::connect(plain());
+    let t0 = h.now;
+    let (syn, _) = h.send().unwrap();
+    // 1 s initial RTO, doubled each time (RFC 6298 §5.5); 6 retries.
+    for (i, at) in [1u64, 3, 7, 15, 31, 63].into_iter().enumerate() {
+        assert_eq!(h.tcb.deadline(), Some(t0 + Duration::from_secs(at)));
+        assert_eq!(h.fire(), Verdict::Continue);
+        send!(h, syn);
+        assert_eq!(h.counters.retrans_segs, i as u64 + 1);
+    }
+    // The seventh timeout: 64 s capped at max_rto (60 s).
+    assert_eq!(h.tcb.deadline(), Some(t0 + Duration::from_secs(123)));
+    assert_eq!(h.fire(), Verdict::Remove);
+    assert_eq!(h.tcb.error, Some(io::ErrorKind::TimedOut));
+    assert_eq!(h.counters.attempt_fails, 1);
+}

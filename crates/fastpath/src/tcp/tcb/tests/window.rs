@@ -1,0 +1,194 @@
+//! Flow control: the window's edges, window scaling, delayed ACKs, window updates, Nagle and
+//! zero-window probing.
+
+use super::*;
+
+const S: u32 = ISS + 1;
+const R: u32 = IRS + 1;
+
+/// An established connection with a 4096-byte receive buffer (no scaling: the window is the buffer).
+fn small_window() -> Harness {
+    let cfg = TcpConfig {
+        recv_buffer: 4096,
+        ..plain()
+    };
+    let h = Harness::established_with(cfg, TcpOptions::default());
+    assert_eq!(h.tcb.rcv_adv.0, R + 4096);
+    h
+}
+
+#[test]
+fn a_segment_straddling_the_right_edge_is_trimmed() {
+    let mut h = small_window();
+    recv!(h, seg(ACK, R, S, 65535), &[1; 1000]);
+    send!(h, None);
+    // 4000 bytes and a FIN, of which 3096 fit: the rest and the FIN are dropped.
+    recv!(h, seg(ACK | FIN, R + 1000, S, 65535), &[2; 4000]);
+    assert_eq!(h.rcv_nxt(), R + 4096);
+    assert_eq!(h.tcb.rx.bytes, 4096);
+    assert_eq!(h.tcb.state, State::Established);
+    send!(h, out(ACK, S, R + 4096, 0));
+}
+
+#[test]
+fn a_closed_window_takes_only_the_ack_of_a_segment_at_its_edge() {
+    let mut h = small_window();
+    h.write(500);
+    send!(h, out(ACK | PSH, S, R, 4096), 500);
+    recv!(h, seg(ACK, R, S, 65535), &[1; 4096]);
+    send!(h, out(ACK, S + 500, R + 4096, 0));
+    // At the edge: the data goes, the ACK is taken, and an ACK answers.
+    recv!(h, seg(ACK, R + 4096, S + 500, 65535), b"more");
+    assert_eq!(h.tcb.rx.bytes, 4096);
+    assert!(h.tcb.all_acked());
+    send!(h, out(ACK, S + 500, R + 4096, 0));
+    assert_eq!(h.drops.get(DropReason::TcpOutOfWindow), 1);
+    // Past the edge: nothing is taken, and a duplicate ACK answers (data is always answered).
+    recv!(h, seg(ACK, R + 4097, S + 500, 100), b"more");
+    assert_eq!(h.tcb.info().snd_wnd, 65535);
+    send!(h, out(ACK, S + 500, R + 4096, 0));
+    // A pure ACK at the edge of a closed window is acceptable (RFC 9293's first case).
+    recv!(h, seg(ACK, R + 4096, S + 500, 1000));
+    assert_eq!(h.tcb.info().snd_wnd, 1000);
+    send!(h, None);
+}
+
+#[test]
+fn reading_reopens_the_window_with_an_update() {
+    let mut h = small_window();
+    recv!(h, seg(ACK, R, S, 65535), &[1; 4096]);
+    send!(h, out(ACK, S, R + 4096, 0));
+    // Reading less than min(buffer/2, MSS) moves nothing (receiver silly window avoidance).
+    let mut buf = [0u8; 1000];
+    assert_eq!(h.tcb.rx.read(&mut buf, &mut h.pool), 1000);
+    h.tcb.after_read();
+    send!(h, None);
+    let mut buf = [0u8; 2000];
+    assert_eq!(h.tcb.rx.read(&mut buf, &mut h.pool), 2000);
+    h.tcb.after_read();
+    send!(h, out(ACK, S, R + 4096, 3000));
+}
+
+#[test]
+fn window_scaling_rounds_the_field_up_and_never_shrinks_the_edge() {
+    let cfg = TcpConfig {
+        window_scaling: true,
+        ..plain()
+    };
+    let peer = TcpOptions {
+        window_scale: Some(7),
+        ..TcpOptions::default()
+    };
+    let mut h = Harness::connect(cfg);
+    h.send().unwrap();
+    let mut syn_ack = seg(SYN | ACK, IRS, S, 512);
+    syn_ack.options = TcpOptions {
+        mss: Some(MSS as u16),
+        ..peer
+    };
+    recv!(h, syn_ack);
+    // The window of the SYN-ACK is not scaled; later ones are.
+    assert_eq!(h.tcb.info().snd_wnd, 512);
+    // 1 MiB at a shift of 5.
+    send!(h, out(ACK, S, R, 32768));
+    recv!(h, seg(ACK, R, S, 512), &[0; 1000]);
+    assert_eq!(h.tcb.info().snd_wnd, 512 << 7);
+    h.fire();
+    // 1 MiB - 1000 = 1047576 bytes, rounded up to 32737 units of 32 (1047584): the edge moves 8
+    // bytes right rather than shrinking.
+    send!(h, out(ACK, S, R + 1000, 32737));
+    assert_eq!(h.tcb.rcv_adv.0, R + 1000 + 32737 * 32);
+}
+
+#[test]
+fn delayed_ack_every_second_full_segment() {
+    let mut h = Harness::established();
+    recv!(h, seg(ACK, R, S, 65535), &[0; MSS as usize]);
+    send!(h, None);
+    assert_eq!(h.tcb.deadline(), Some(h.now + Duration::from_millis(40)));
+    recv!(h, seg(ACK, R + MSS, S, 65535), &[0; MSS as usize]);
+    send!(h, out(ACK, S, R + 2 * MSS, 65535 - 2 * MSS as u16));
+    assert_eq!(h.tcb.deadline(), None);
+    assert_eq!(h.counters.predicted_data, 2);
+}
+
+#[test]
+fn delayed_ack_timer() {
+    let mut h = Harness::established();
+    recv!(h, seg(ACK | PSH, R, S, 65535), &[0; 100]);
+    send!(h, None);
+    h.advance(Duration::from_millis(39));
+    h.timer();
+    send!(h, None);
+    h.advance(Duration::from_millis(1));
+    h.timer();
+    send!(h, out(ACK, S, R + 100, 65435));
+}
+
+#[test]
+fn out_of_order_data_is_acknowledged_at_once_with_sack_blocks() {
+    let cfg = TcpConfig {
+        sack: true,
+        ..plain()
+    };
+    let peer = TcpOptions {
+        sack_permitted: true,
+        ..TcpOptions::default()
+    };
+    let mut h = Harness::established_with(cfg, peer);
+    recv!(h, seg(ACK, R + 100, S, 65535), &[0; 100]);
+    assert!(h.tcb.ack_immediately);
+    let mut dup = out(ACK, S, R, 65535);
+    dup.options.sack[0] = (R + 100, R + 200);
+    dup.options.sack_count = 1;
+    send!(h, dup);
+    // Filling the hole is acknowledged at once too (RFC 5681 §4.2), without blocks.
+    recv!(h, seg(ACK, R, S, 65535), &[0; 100]);
+    send!(h, out(ACK, S, R + 200, 65335));
+}
+
+#[test]
+fn nagle_holds_a_small_segment_while_data_is_unacknowledged() {
+    let mut h = Harness::established();
+    h.write(100);
+    send!(h, out(ACK | PSH, S, R, 65535), 100);
+    h.write(100);
+    send!(h, None);
+    recv!(h, seg(ACK, R, S + 100, 65535));
+    assert_eq!(h.counters.predicted_acks, 1);
+    send!(h, out(ACK | PSH, S + 100, R, 65535), 100);
+    // Without Nagle it would have gone at once.
+    h.tcb.nodelay = true;
+    h.write(100);
+    send!(h, out(ACK | PSH, S + 200, R, 65535), 100);
+}
+
+#[test]
+fn a_closed_peer_window_is_probed_with_one_byte_with_backoff() {
+    let mut h = Harness::established();
+    let t0 = h.now;
+    recv!(h, seg(ACK, R, S, 0));
+    assert_eq!(h.tcb.info().snd_wnd, 0);
+    h.write(100);
+    send!(h, None);
+    // The persist timer, at the RTO (200 ms, the floor).
+    assert_eq!(h.tcb.deadline(), Some(t0 + Duration::from_millis(200)));
+    h.fire();
+    let probe = send!(h, out(ACK, S, R, 65535), 1);
+    assert_eq!(probe, [0]);
+    send!(h, None);
+    // The probe is timed like data: at 400 ms it is taken back, the RTO doubled, and the persist
+    // timer backs off: 400 ms × 2.
+    assert_eq!(h.tcb.deadline(), Some(t0 + Duration::from_millis(400)));
+    h.fire();
+    send!(h, None);
+    assert_eq!(h.tcb.deadline(), Some(t0 + Duration::from_millis(1200)));
+    h.fire();
+    send!(h, out(ACK, S, R, 65535), 1);
+    // The peer answers with its window still closed: alive, so the retries start again.
+    recv!(h, seg(ACK, R, S, 0));
+    assert_eq!(h.tcb.retries, 0);
+    // The window opens: everything goes.
+    recv!(h, seg(ACK, R, S + 1, 65535));
+    send!(h, out(ACK | PSH, S + 1, R, 65535), 99);
+}

@@ -1,0 +1,124 @@
+//! The connection's timers: one deadline per [`Timer`], the earliest of them the connection's
+//! [`deadline`](Tcb::deadline) (which the table keeps in its own deadline structure), and what each
+//! does when it fires.
+
+use super::*;
+
+/// The timers a connection runs (RFC 9293 §3.8, RFC 1122 §4.2.3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Timer {
+    /// Retransmission (RFC 6298), of the SYN too.
+    Retransmit,
+    /// The delayed ACK (RFC 1122 §4.2.3.2).
+    DelayedAck,
+    /// Zero-window probing, and the sender's silly window override (RFC 9293 §3.8.6.1).
+    Persist,
+    /// Keep-alive (RFC 1122 §4.2.3.6).
+    KeepAlive,
+    /// The end of the connection: 2 MSL in TIME-WAIT, the FIN-WAIT-2 timeout of an orphan.
+    Close,
+}
+
+impl Timer {
+    const COUNT: usize = 5;
+}
+
+/// The deadline of each [`Timer`], `None` when it is not running.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Timers([Option<Instant>; Timer::COUNT]);
+
+impl Timers {
+    /// When `timer` fires, if it runs.
+    pub(crate) fn get(&self, timer: Timer) -> Option<Instant> {
+        self.0[timer as usize]
+    }
+
+    /// True when `timer` runs.
+    pub(crate) fn is_set(&self, timer: Timer) -> bool {
+        self.get(timer).is_some()
+    }
+
+    /// Starts (or restarts) `timer` to fire at `at`.
+    pub(crate) fn set(&mut self, timer: Timer, at: Instant) {
+        self.0[timer as usize] = Some(at);
+    }
+
+    /// Starts `timer` to fire at `at` unless it runs already.
+    pub(crate) fn arm_once(&mut self, timer: Timer, at: Instant) {
+        self.0[timer as usize].get_or_insert(at);
+    }
+
+    /// Stops `timer`.
+    pub(crate) fn clear(&mut self, timer: Timer) {
+        self.0[timer as usize] = None;
+    }
+
+    /// Stops `timer` and returns true if it was due at `now`.
+    fn take_due(&mut self, timer: Timer, now: Instant) -> bool {
+        let due = self.get(timer).is_some_and(|t| t <= now);
+        if due {
+            self.clear(timer);
+        }
+        due
+    }
+
+    /// The earliest deadline.
+    pub(crate) fn earliest(&self) -> Option<Instant> {
+        self.0.iter().flatten().min().copied()
+    }
+}
+
+impl Tcb {
+    /// The earliest timer.
+    pub(crate) fn deadline(&self) -> Option<Instant> {
+        self.timers.earliest()
+    }
+
+    /// Runs the timers that are due. Returns `Remove` when the block is finished.
+    pub(crate) fn on_timer(&mut self, cx: &mut Cx) -> Verdict {
+        let now = cx.now;
+        if self.timers.take_due(Timer::Close, now) {
+            if self.state == State::FinWait2 {
+                self.abort(io::ErrorKind::TimedOut, cx);
+            }
+            self.state = State::Closed;
+            return Verdict::Remove;
+        }
+        if self.timers.take_due(Timer::DelayedAck, now) {
+            self.ack_now = true;
+        }
+        if self.timers.take_due(Timer::Retransmit, now) {
+            return self.retransmit_timeout(cx);
+        }
+        if self.timers.take_due(Timer::Persist, now) {
+            self.persist_backoff += 1;
+            self.probe = Some(Probe::Window);
+        }
+        if self.timers.take_due(Timer::KeepAlive, now) {
+            let (_, interval, probes) = cx.cfg.keepalive;
+            if self.keepalive_probes >= probes {
+                cx.counters.estab_resets += 1;
+                self.abort(io::ErrorKind::TimedOut, cx);
+                return Verdict::Reset {
+                    seq: self.snd_nxt.0,
+                    ack: None,
+                };
+            }
+            self.keepalive_probes += 1;
+            self.timers.set(Timer::KeepAlive, now + interval);
+            self.probe = Some(Probe::KeepAlive);
+        }
+        Verdict::Continue
+    }
+
+    /// Arms keep-alive.
+    pub(crate) fn set_keepalive(&mut self, on: bool, now: Instant, idle: Duration) {
+        self.keepalive = on;
+        if on {
+            self.timers.set(Timer::KeepAlive, now + idle);
+        } else {
+            self.timers.clear(Timer::KeepAlive);
+        }
+        self.keepalive_probes = 0;
+    }
+}

@@ -1,0 +1,127 @@
+//! The table's deadline structure: a timer visits only the connections that are due, and
+//! `next_deadline` is the earliest deadline of all.
+
+use std::net::{Ipv4Addr, SocketAddrV4};
+use std::time::Duration;
+
+use super::*;
+use crate::ipv4::route::Ipv4Cidr;
+use crate::link::{Impairments, LinkCapabilities, PairEnd};
+
+const IDLE: usize = 10_000;
+
+/// A stack with one 1500-byte link and `n` established connections (rebuilt as from SYN cookies),
+/// each with keep-alive armed `idle(i)` from now. Returns the stack and the slots.
+fn stack_with(n: usize, idle: impl Fn(usize) -> Duration) -> (Stack, Vec<u32>) {
+    let (end, _peer) = PairEnd::pair(LinkCapabilities::plain(1500), 64, Impairments::default());
+    let mut stack = Stack::new(StackConfig::default());
+    stack.add_interface("pair0", end, Ipv4Cidr::new(Ipv4Addr::new(10, 0, 0, 1), 24));
+    let hop = stack.route(Ipv4Addr::new(10, 0, 0, 2)).unwrap();
+    let mut slots = Vec::new();
+    for i in 0..n {
+        let local = SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 80);
+        let remote = SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 2), 1024 + i as u16);
+        let ack = TcpRepr {
+            src_port: remote.port(),
+            dst_port: local.port(),
+            seq: 1000,
+            ack: 5001,
+            flags: Flags::ACK,
+            window: 65535,
+            urgent: 0,
+            options: TcpOptions::default(),
+        };
+        let mut tcb = Tcb::from_cookie(local, remote, hop, &ack, 1460, &stack.config.tcp);
+        tcb.set_keepalive(true, stack.now, idle(i));
+        tcb.orphan = true;
+        let pcb = pcb_of(&tcb);
+        let (index, _) = stack.tcp.insert(Entry::Conn(Box::new(tcb)), pcb);
+        stack.tcp.schedule(index);
+        slots.push(index);
+    }
+    (stack, slots)
+}
+
+/// The earliest deadline, by looking at every connection.
+fn scan(stack: &mut Stack) -> Option<Instant> {
+    (0..stack.tcp.slots.len() as u32)
+        .filter_map(|i| stack.tcp.tcb(i).and_then(|t| t.deadline()))
+        .min()
+}
+
+#[test]
+fn a_timer_visits_only_the_connection_that_is_due() {
+    // Connection 0 is due in 10 s, the others in 2 hours and more.
+    let (mut stack, slots) = stack_with(IDLE + 1, |i| {
+        if i == 0 {
+            Duration::from_secs(10)
+        } else {
+            Duration::from_secs(7200) + Duration::from_millis(i as u64)
+        }
+    });
+    let t0 = stack.now;
+    assert_eq!(stack.next_deadline(), Some(t0 + Duration::from_secs(10)));
+    assert_eq!(stack.next_deadline(), scan(&mut stack));
+    assert!(stack.tcp.timers.len() <= IDLE + 1);
+
+    // Before the deadline, nothing is visited.
+    stack.poll(t0 + Duration::from_secs(9));
+    assert_eq!(stack.tcp.timer_visits, 0);
+
+    // At it, exactly one connection: it sends its keep-alive probe and re-arms 75 s later.
+    let t1 = t0 + Duration::from_secs(10);
+    stack.poll(t1);
+    assert_eq!(stack.tcp.timer_visits, 1);
+    assert_eq!(stack.counters.tcp.out_segs, 1);
+    assert_eq!(stack.next_deadline(), Some(t1 + Duration::from_secs(75)));
+    assert_eq!(stack.next_deadline(), scan(&mut stack));
+
+    // Removing the earliest moves the next deadline to the next one, without a scan.
+    stack.tcp_abort_with_reset(slots[0]);
+    assert_eq!(stack.tcp.connections(), IDLE);
+    let first_idle = t0 + Duration::from_secs(7200) + Duration::from_millis(1);
+    assert_eq!(stack.next_deadline(), Some(first_idle));
+    assert_eq!(stack.next_deadline(), scan(&mut stack));
+    stack.poll(first_idle);
+    assert_eq!(stack.tcp.timer_visits, 2);
+    assert_eq!(stack.next_deadline(), scan(&mut stack));
+}
+
+#[test]
+fn a_deadline_that_moves_later_is_followed_lazily_and_exactly() {
+    let (mut stack, slots) = stack_with(3, |i| Duration::from_secs(100 + i as u64));
+    let t0 = stack.now;
+    assert_eq!(stack.next_deadline(), Some(t0 + Duration::from_secs(100)));
+    // Connection 0's keep-alive restarts later (as a segment's arrival would restart it): the top
+    // moves to connection 1 at once, and no entry is added for the later deadline until it is due.
+    let later = t0 + Duration::from_secs(500);
+    stack.now = t0 + Duration::from_secs(400);
+    let idle = Duration::from_secs(100);
+    stack
+        .tcp
+        .tcb(slots[0])
+        .unwrap()
+        .set_keepalive(true, stack.now, idle);
+    stack.tcp.schedule(slots[0]);
+    assert_eq!(stack.next_deadline(), Some(t0 + Duration::from_secs(101)));
+    assert_eq!(stack.next_deadline(), scan(&mut stack));
+    // An earlier deadline is learned at once.
+    stack
+        .tcp
+        .tcb(slots[2])
+        .unwrap()
+        .set_keepalive(true, t0, Duration::from_secs(1));
+    stack.tcp.schedule(slots[2]);
+    assert_eq!(stack.next_deadline(), Some(t0 + Duration::from_secs(1)));
+    // Each connection is visited at its own deadline only (connection 2 again 75 s after its probe,
+    // 1 and 2 once more by 500 s).
+    for (at, visits) in [(1, 1), (76, 2), (101, 3), (500, 6)] {
+        stack.poll(t0 + Duration::from_secs(at));
+        assert_eq!(stack.tcp.timer_visits, visits, "at {at} s");
+        assert_eq!(stack.next_deadline(), scan(&mut stack));
+    }
+    assert!(stack.next_deadline() > Some(later));
+    assert_eq!(stack.counters.tcp.out_segs, 6);
+    // Heap entries stay bounded by the live connections.
+    assert!(stack.tcp.timers.len() <= 2 * 3 + 64);
+}
