@@ -99,6 +99,7 @@ pub mod wire;
 #[doc = include_str!("../../../README.md")]
 pub struct ReadmeDoctests;
 
+pub use api::tcp::{TcpListenerRef, TcpStreamRef};
 pub use api::udp::UdpSocketRef;
 pub use buf::{BufferDepot, PacketBuf};
 pub use config::{CopyChecksum, StackConfig};
@@ -110,6 +111,6 @@ pub use stack::Stack;
 pub use stats::{Counters, DropReason, Drops};
 /// A TCP connection's state (RFC 9293 §3.3.2), as [`TcpStreamRef::state`] reports it: `tcp::State`.
 pub use tcp::State as TcpState;
-pub use tcp::{ConnectionInfo, TcpListener, TcpListenerRef, TcpStream, TcpStreamRef};
+pub use tcp::{ConnectionInfo, TcpListener, TcpStream};
 pub use time::Instant;
 pub use udp::{UdpOptions, UdpSocket};

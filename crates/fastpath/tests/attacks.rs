@@ -996,13 +996,17 @@ fn ip_identification_is_a_sequence_per_destination_not_per_host() {
         }
         per_dst
     };
+    // A destination's counter moves by one per datagram to it, or by a little more when another of
+    // the eight destinations happens to share its bucket (2,048 buckets: about one run in seventy).
+    let per_destination = |ids: &[u16]| {
+        for w in ids.windows(2) {
+            let step = w[1].wrapping_sub(w[0]);
+            assert!((1..=8).contains(&step), "{ids:?}");
+        }
+    };
     let mut t = Target::new();
     let first = ids(&mut t);
-    for ids in &first {
-        for w in ids.windows(2) {
-            assert_eq!(w[1], w[0].wrapping_add(1), "{ids:?}");
-        }
-    }
+    first.iter().for_each(|ids| per_destination(ids));
     // In send order (d0, d1, ..., d7, d0, ...), neighbours are not one counter apart.
     let in_order: Vec<u16> = (0..4)
         .flat_map(|r| first.iter().map(move |ids| ids[r]))
@@ -1011,7 +1015,12 @@ fn ip_identification_is_a_sequence_per_destination_not_per_host() {
         .windows(2)
         .filter(|w| w[1] == w[0].wrapping_add(1))
         .count();
-    assert!(consecutive < 4, "{consecutive} consecutive in {in_order:?}");
+    // One global counter makes all 31 neighbours consecutive; buckets almost none (4 per pair of
+    // neighbouring destinations that share a bucket).
+    assert!(
+        consecutive < 16,
+        "{consecutive} consecutive in {in_order:?}"
+    );
     // A second stack starts elsewhere.
     let second = ids(&mut Target::new());
     let same = (0..8).filter(|&d| first[d][0] == second[d][0]).count();
@@ -1020,11 +1029,7 @@ fn ip_identification_is_a_sequence_per_destination_not_per_host() {
     let mut config = StackConfig::classic();
     config.limits = StackConfig::default().limits;
     let mut t = Target::with(config, 1500);
-    for ids in ids(&mut t) {
-        for w in ids.windows(2) {
-            assert_eq!(w[1], w[0].wrapping_add(1), "{ids:?}");
-        }
-    }
+    ids(&mut t).iter().for_each(|ids| per_destination(ids));
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -2,4 +2,5 @@
 //! `stack.tcp(c).read(..)`), shaped like `std::net`'s sockets. This is the only code above the stack:
 //! the layers below never see it.
 
+pub mod tcp;
 pub mod udp;

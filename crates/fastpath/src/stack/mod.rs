@@ -17,8 +17,9 @@ use crate::ipv4::route::{InterfaceId, Ipv4Cidr, Route, RoutingTable};
 use crate::ipv4::{Delivery, IpCx, Ipv4, NextHop};
 use crate::link::{Link, LinkCapabilities, Loopback, StackLink};
 use crate::stats::{Counters, DropReason};
-use crate::tcp::TcpTable;
+use crate::tcp::{Tcp, TcpCx};
 use crate::time::Instant;
+use crate::transport::checksum::ChecksumRules;
 use crate::udp::{Payload, Udp, UdpCx, UdpSocket};
 use crate::wire::icmpv4::DstUnreachable;
 use crate::wire::{IpProtocol, Ipv4Repr};
@@ -39,7 +40,7 @@ pub struct Stack {
     pub(crate) ip: Ipv4,
     pub(crate) pool: BufferPool,
     pub(crate) udp: Udp,
-    pub(crate) tcp: TcpTable,
+    pub(crate) tcp: Tcp,
     pub(crate) icmp: Icmp,
     pub(crate) counters: Counters,
     pub(crate) now: Instant,
@@ -96,6 +97,26 @@ macro_rules! udp_cx {
     };
 }
 
+/// Splits a stack's fields into TCP's context: `tcp_cx!(self)` gives `(tcp, cx)`.
+macro_rules! tcp_cx {
+    ($s:expr) => {
+        (
+            &mut $s.tcp,
+            TcpCx {
+                now: $s.now,
+                cfg: &$s.config.tcp,
+                checksum: ChecksumRules::of(&$s.config),
+                max_connections: $s.config.limits.tcp_connections,
+                max_ooo: $s.config.limits.tcp_out_of_order,
+                pool: &mut $s.pool,
+                counters: &mut $s.counters,
+                ip: &mut $s.ip,
+                out: &mut $s.devices,
+            },
+        )
+    };
+}
+
 /// Splits a stack's fields into IPv4's context and the devices: `ip_cx!(self)` gives
 /// `(ip, cx, devices)`.
 macro_rules! ip_cx {
@@ -119,7 +140,7 @@ impl Stack {
         let mut pool = BufferPool::new(config.buffers, config.limits.pool_free_buffers);
         pool.limit_free_bytes(config.limits.pool_free_bytes);
         let udp = Udp::new(&config);
-        let tcp = TcpTable::new(&config, random_secret());
+        let tcp = Tcp::new(&config, random_secret());
         let icmp = Icmp::new(&config.limits);
         let lo = Loopback::new(65535, config.limits.loopback_queue);
         let lo_caps = lo.capabilities();
@@ -456,6 +477,66 @@ impl Stack {
         self.udp.report_error(quoted, head, kind);
     }
 
+    /// Input: one TCP segment.
+    pub(crate) fn tcp_input(&mut self, buf: PacketBuf, ip: &Ipv4Repr, delivery: Delivery) {
+        let (tcp, mut cx) = tcp_cx!(self);
+        tcp.input(&mut cx, buf, ip, delivery);
+    }
+
+    /// Sends what the connections touched by the last input batch owe (batched ACK processing).
+    #[inline]
+    pub(crate) fn tcp_flush_dirty(&mut self) {
+        if self.tcp.has_dirty() {
+            let (tcp, mut cx) = tcp_cx!(self);
+            tcp.flush_dirty(&mut cx);
+        }
+    }
+
+    /// Runs due TCP timers.
+    fn tcp_timers(&mut self) {
+        let (tcp, mut cx) = tcp_cx!(self);
+        tcp.timers(&mut cx);
+    }
+
+    /// The earliest TCP timer.
+    fn tcp_next_deadline(&self) -> Option<Instant> {
+        self.tcp.next_deadline()
+    }
+
+    /// Opens a connection from `local` to `remote` (the SYN leaves now); its slot and generation.
+    pub(crate) fn tcp_connect_v4(
+        &mut self,
+        local: std::net::SocketAddrV4,
+        remote: std::net::SocketAddrV4,
+    ) -> io::Result<(u32, u32)> {
+        let ephemeral = self.config.ephemeral_ports.clone();
+        let (tcp, mut cx) = tcp_cx!(self);
+        tcp.connect(&mut cx, &ephemeral, local, remote)
+    }
+
+    /// Sends everything connection `index` owes and the windows allow.
+    pub(crate) fn tcp_output(&mut self, index: u32) {
+        let (tcp, mut cx) = tcp_cx!(self);
+        tcp.output(&mut cx, index);
+    }
+
+    /// A connection is done: freed, or kept unhooked for the application to see its end.
+    pub(crate) fn tcp_finish(&mut self, index: u32) {
+        let (tcp, mut cx) = tcp_cx!(self);
+        tcp.finish(&mut cx, index);
+    }
+
+    /// Aborts connection `index` with a RST to the peer.
+    pub(crate) fn tcp_abort_with_reset(&mut self, index: u32) {
+        let (tcp, mut cx) = tcp_cx!(self);
+        tcp.abort_with_reset(&mut cx, index);
+    }
+
+    fn tcp_report_error(&mut self, quoted: &Ipv4Repr, head: &[u8; 8], kind: io::ErrorKind) {
+        let (tcp, mut cx) = tcp_cx!(self);
+        tcp.report_error(&mut cx, quoted, head, kind);
+    }
+
     /// Input: one ICMP message; what it asks for is sent, or reported to the transport it is about.
     pub(crate) fn icmp_input(&mut self, buf: PacketBuf, ip: &Ipv4Repr, delivery: Delivery) {
         let (icmp, mut cx) = icmp_cx!(self);
@@ -517,12 +598,6 @@ impl Stack {
     /// The oldest echo reply received and not yet read.
     pub fn recv_echo_reply(&mut self) -> Option<EchoReply> {
         self.icmp.take_reply()
-    }
-
-    /// Routes `dst`.
-    #[inline]
-    pub(crate) fn route(&self, dst: Ipv4Addr) -> Result<NextHop, DropReason> {
-        self.ip.route(dst)
     }
 
     /// Counts a drop and recycles the buffer.

@@ -19,35 +19,52 @@ mod buffers;
 pub mod congestion;
 mod isn;
 pub mod seq;
-mod socket;
 mod tcb;
 
 pub use congestion::CongestionAlgorithm;
-pub use socket::{TcpListener, TcpListenerRef, TcpStream, TcpStreamRef};
+pub(crate) use tcb::Tcb;
 pub use tcb::{ConnectionInfo, State};
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::io::{self, IoSlice};
 use std::net::SocketAddrV4;
 
-use crate::buf::{gather, ChecksumOffload, PacketBuf};
-use crate::checksum::{self, Checksum};
-use crate::config::{CopyChecksum, StackConfig};
+use crate::buf::BufferPool;
+use crate::buf::{ChecksumOffload, PacketBuf};
+use crate::checksum;
+use crate::config::{StackConfig, TcpConfig};
 use crate::demux::{Demux, Pcb, SocketId};
 use crate::ipv4::{Delivery, NextHop};
-use crate::stack::Stack;
+use crate::ipv4::{IpCx, Ipv4, Transmit};
+use crate::stats::Counters;
 use crate::stats::DropReason;
 use crate::time::Instant;
+use crate::transport::checksum::{ChecksumRules, Payload, RxChecksum, TxChecksum};
 use crate::wire::tcp::{Flags, TcpOptions, TcpPacket, TcpRepr, CHECKSUM_OFFSET};
 use crate::wire::{IpProtocol, Ipv4Repr, WireError};
 use isn::IsnGenerator;
-use tcb::{Cx, Outgoing, Tcb, Verdict};
+use tcb::{Cx, Outgoing, Verdict};
 
 /// Segments one call to the output routine sends at most before it lets the link drain.
 const OUTPUT_BURST: usize = 64;
 
 /// Largest TCP payload in one TSO packet: 64 KiB less the IP header and a TCP header with options.
 const TSO_MAX: usize = 65535 - 20 - 60;
+
+/// A listening socket: a handle, used through `Stack::tcp_listener`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct TcpListener {
+    pub(crate) index: u32,
+    pub(crate) generation: u32,
+}
+
+/// A connection: a handle, used through `Stack::tcp`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct TcpStream {
+    pub(crate) index: u32,
+    pub(crate) generation: u32,
+}
 
 /// A listening socket.
 #[derive(Debug)]
@@ -77,9 +94,10 @@ struct Slot {
     scheduled: Option<Instant>,
 }
 
-/// Every connection and listener.
+/// The TCP layer: every connection and listener, the demultiplexer over them, the ports in use, the
+/// sequence-number generator and the timers.
 #[derive(Debug)]
-pub(crate) struct TcpTable {
+pub(crate) struct Tcp {
     slots: Vec<Slot>,
     free: Vec<u32>,
     pub(crate) demux: Box<dyn Demux>,
@@ -103,9 +121,9 @@ pub(crate) struct TcpTable {
     dirty: Vec<u32>,
 }
 
-impl TcpTable {
-    pub(crate) fn new(config: &StackConfig, secret: [u64; 2]) -> TcpTable {
-        TcpTable {
+impl Tcp {
+    pub(crate) fn new(config: &StackConfig, secret: [u64; 2]) -> Tcp {
+        Tcp {
             slots: Vec::new(),
             free: Vec::new(),
             demux: config.demux.build(),
@@ -167,7 +185,7 @@ impl TcpTable {
     }
 
     /// Frees a slot.
-    fn remove(&mut self, index: u32) -> Option<Entry> {
+    pub(crate) fn remove(&mut self, index: u32) -> Option<Entry> {
         self.unhook(index);
         let slot = &mut self.slots[index as usize];
         let entry = slot.entry.take()?;
@@ -199,7 +217,7 @@ impl TcpTable {
         }
     }
 
-    fn tcb(&mut self, index: u32) -> Option<&mut Tcb> {
+    pub(crate) fn tcb(&mut self, index: u32) -> Option<&mut Tcb> {
         match self.entry(index, None)? {
             Entry::Conn(t) => Some(t),
             Entry::Listener(_) => None,
@@ -318,7 +336,7 @@ impl TcpTable {
     }
 
     /// The earliest deadline of any connection.
-    fn next_deadline(&self) -> Option<Instant> {
+    pub(crate) fn next_deadline(&self) -> Option<Instant> {
         self.timers.peek().map(|&Reverse((at, _, _))| at)
     }
 
@@ -342,6 +360,67 @@ impl TcpTable {
     }
 }
 
+/// What TCP is handed for each call: the clock, its configuration, the buffer pool, the counters, and
+/// IPv4 with the stack's links to send through.
+pub(crate) struct TcpCx<'a, T: Transmit> {
+    pub(crate) now: Instant,
+    pub(crate) cfg: &'a TcpConfig,
+    pub(crate) checksum: ChecksumRules,
+    /// Connections the table may hold, and out-of-order segments one connection may.
+    pub(crate) max_connections: usize,
+    pub(crate) max_ooo: usize,
+    pub(crate) pool: &'a mut BufferPool,
+    pub(crate) counters: &'a mut Counters,
+    pub(crate) ip: &'a mut Ipv4,
+    pub(crate) out: &'a mut T,
+}
+
+impl<'a, T: Transmit> TcpCx<'a, T> {
+    /// The narrower context a connection's state machine takes.
+    #[inline]
+    fn tcb(&mut self) -> Cx<'_> {
+        Cx {
+            now: self.now,
+            cfg: self.cfg,
+            pool: &mut *self.pool,
+            counters: &mut self.counters.tcp,
+            drops: &mut self.counters.drops,
+            max_ooo: self.max_ooo,
+        }
+    }
+
+    /// Counts a drop and recycles the buffer.
+    #[inline]
+    fn drop(&mut self, buf: PacketBuf, reason: DropReason) {
+        self.counters.drops.add(reason);
+        self.pool.free(buf);
+    }
+
+    /// IPv4 output through `hop`.
+    #[inline]
+    fn output(
+        &mut self,
+        buf: PacketBuf,
+        hop: &NextHop,
+        src: std::net::Ipv4Addr,
+        dst: std::net::Ipv4Addr,
+        protocol: IpProtocol,
+    ) {
+        let mut cx = IpCx {
+            now: self.now,
+            pool: &mut *self.pool,
+            counters: &mut self.counters.ip,
+            drops: &mut self.counters.drops,
+        };
+        self.ip
+            .output(&mut cx, &mut *self.out, buf, hop, src, dst, protocol);
+    }
+
+    fn checksum_rules_offload(&self) -> bool {
+        self.checksum.offload_allowed()
+    }
+}
+
 fn pcb_of(t: &Tcb) -> Pcb {
     Pcb {
         local_addr: *t.local.ip(),
@@ -351,70 +430,136 @@ fn pcb_of(t: &Tcb) -> Pcb {
     }
 }
 
-/// What kind of checksum an outgoing segment gets.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum TxChecksum {
-    /// Fused with the copy out of the send buffer (paper 000 §7.1).
-    Software,
-    /// Copy, then a separate checksum pass (`CopyChecksum::Separate`).
-    Separate,
-    /// Left to the link.
-    Offload,
-    /// None at all: Kay & Pasquale's elimination, negotiated with the alternate checksum option.
-    None,
-}
+impl Tcp {
+    /// Listens on `local` with `backlog` (capped at `max_backlog`), on a host whose addresses `ip`
+    /// knows; returns the listener's slot and generation.
+    pub(crate) fn listen(
+        &mut self,
+        ip: &Ipv4,
+        ephemeral: &std::ops::RangeInclusive<u16>,
+        max_backlog: usize,
+        local: SocketAddrV4,
+        backlog: usize,
+    ) -> io::Result<(u32, u32)> {
+        let addr = *local.ip();
+        ip.check_local_address(addr)?;
+        let port = match local.port() {
+            0 => self
+                .ephemeral_port(ephemeral)
+                .ok_or_else(|| io::Error::new(io::ErrorKind::AddrInUse, "no free port"))?,
+            p => p,
+        };
+        let local = SocketAddrV4::new(addr, port);
+        if self.listener_conflict(local) {
+            return Err(io::Error::new(
+                io::ErrorKind::AddrInUse,
+                format!("{local} already has a listener"),
+            ));
+        }
+        let listener = Listener {
+            local,
+            backlog: backlog.clamp(1, max_backlog),
+            half_open: Vec::new(),
+            ready: Default::default(),
+        };
+        Ok(self.insert(Entry::Listener(listener), Pcb::bound(local)))
+    }
 
-impl Stack {
-    fn tcp_cx(&mut self) -> (&mut TcpTable, Cx<'_>) {
-        let max_ooo = self.config.limits.tcp_out_of_order;
-        (
-            &mut self.tcp,
-            Cx {
-                now: self.now,
-                cfg: &self.config.tcp,
-                pool: &mut self.pool,
-                counters: &mut self.counters.tcp,
-                drops: &mut self.counters.drops,
-                max_ooo,
-            },
-        )
+    /// Opens a connection from `local` (address or port may be unspecified) to `remote`: the SYN is
+    /// sent at once; returns its slot and generation.
+    pub(crate) fn connect(
+        &mut self,
+        cx: &mut TcpCx<impl Transmit>,
+        ephemeral: &std::ops::RangeInclusive<u16>,
+        local: SocketAddrV4,
+        remote: SocketAddrV4,
+    ) -> io::Result<(u32, u32)> {
+        if remote.ip().is_unspecified() || remote.port() == 0 || remote.ip().is_broadcast() {
+            return Err(io::Error::new(
+                io::ErrorKind::AddrNotAvailable,
+                format!("cannot connect to {remote}"),
+            ));
+        }
+        if self.connections() >= cx.max_connections {
+            return Err(io::Error::other("too many TCP connections"));
+        }
+        let hop = cx.ip.route(*remote.ip()).map_err(|_| {
+            io::Error::new(
+                io::ErrorKind::NetworkUnreachable,
+                format!("no route to {}", remote.ip()),
+            )
+        })?;
+        cx.ip.check_local_address(*local.ip())?;
+        let addr = if local.ip().is_unspecified() {
+            hop.src
+        } else {
+            *local.ip()
+        };
+        let port = match local.port() {
+            0 => self
+                .ephemeral_port(ephemeral)
+                .ok_or_else(|| io::Error::new(io::ErrorKind::AddrInUse, "no free port"))?,
+            p => p,
+        };
+        let local = SocketAddrV4::new(addr, port);
+        let taken = self
+            .demux
+            .lookup(local, remote)
+            .and_then(|id| {
+                self.tcb(id.0)
+                    .map(|t| t.local == local && t.remote == remote)
+            })
+            .unwrap_or(false);
+        if taken {
+            return Err(io::Error::new(
+                io::ErrorKind::AddrInUse,
+                format!("{local} -> {remote} is in use"),
+            ));
+        }
+        let iss = self.isn.isn(local, remote, cx.now);
+        let tcb = Tcb::connect(local, remote, hop, iss, cx.cfg);
+        let pcb = pcb_of(&tcb);
+        cx.counters.tcp.active_opens += 1;
+        let (index, generation) = self.insert(Entry::Conn(Box::new(tcb)), pcb);
+        self.output(cx, index);
+        Ok((index, generation))
     }
 
     /// Input: one TCP segment (the IP payload in `buf`).
-    pub(crate) fn tcp_input(&mut self, mut buf: PacketBuf, ip: &Ipv4Repr, delivery: Delivery) {
+    pub(crate) fn input(
+        &mut self,
+        cx: &mut TcpCx<impl Transmit>,
+        mut buf: PacketBuf,
+        ip: &Ipv4Repr,
+        delivery: Delivery,
+    ) {
         layer!(Receive, Tcp);
         if delivery != Delivery::Unicast {
-            return self.drop_packet(buf, DropReason::TcpBadAddress);
+            return cx.drop(buf, DropReason::TcpBadAddress);
         }
         let repr = match TcpPacket::new_checked(buf.data()) {
             Ok(packet) => match TcpRepr::parse(&packet) {
                 Ok(repr) => repr,
-                Err(_) => return self.drop_packet(buf, DropReason::TcpBadHeader),
+                Err(_) => return cx.drop(buf, DropReason::TcpBadHeader),
             },
-            Err(WireError::Truncated) => return self.drop_packet(buf, DropReason::TcpTruncated),
-            Err(_) => return self.drop_packet(buf, DropReason::TcpBadHeader),
+            Err(WireError::Truncated) => return cx.drop(buf, DropReason::TcpTruncated),
+            Err(_) => return cx.drop(buf, DropReason::TcpBadHeader),
         };
         let local = SocketAddrV4::new(ip.dst_addr, repr.dst_port);
         let remote = SocketAddrV4::new(ip.src_addr, repr.src_port);
-        let found = self.tcp.demux.lookup(local, remote);
+        let found = self.demux.lookup(local, remote);
         // A connection that negotiated checksum elimination (paper 001) takes its segments unsummed;
         // everything else is verified, or vouched for by the link.
         let eliminated = !repr.flags.contains(Flags::SYN)
-            && found.is_some_and(|id| self.tcp.tcb(id.0).is_some_and(|t| t.no_checksum));
-        let offloaded =
-            self.config.checksum_policy.use_offload && buf.meta.checksum != ChecksumOffload::None;
+            && found.is_some_and(|id| self.tcb(id.0).is_some_and(|t| t.no_checksum));
         if eliminated {
-            self.counters.tcp.in_no_checksum += 1;
-        } else if offloaded {
-            self.counters.tcp.in_checksum_offloaded += 1;
+            cx.counters.tcp.in_no_checksum += 1;
+        } else if cx.checksum.rx(buf.meta.checksum, false) == RxChecksum::Trusted {
+            cx.counters.tcp.in_checksum_offloaded += 1;
         } else {
             let pseudo = checksum::pseudo_header_sum(ip.src_addr, ip.dst_addr, 6, buf.len() as u16);
-            let sum = {
-                timed!(Checksum);
-                self.config.checksum.sum(buf.data())
-            };
-            if checksum::add(pseudo, sum) != 0xffff {
-                return self.drop_packet(buf, DropReason::TcpBadChecksum);
+            if !cx.checksum.verify(buf.data(), pseudo) {
+                return cx.drop(buf, DropReason::TcpBadChecksum);
             }
         }
         // SYN with FIN or RST has no meaning anywhere. A segment with no control bits at all (a "null
@@ -422,53 +567,59 @@ impl Stack {
         // segment (RFC 9293 §3.10.7.1), a listener drops it, a connection finds it has no ACK.
         let f = repr.flags;
         if f.contains(Flags::SYN) && (f.contains(Flags::FIN) || f.contains(Flags::RST)) {
-            return self.drop_packet(buf, DropReason::TcpBadFlags);
+            return cx.drop(buf, DropReason::TcpBadFlags);
         }
         if ip.src_addr.is_unspecified() || repr.src_port == 0 || repr.dst_port == 0 {
-            return self.drop_packet(buf, DropReason::TcpBadAddress);
+            return cx.drop(buf, DropReason::TcpBadAddress);
         }
-        self.counters.tcp.in_segs += 1;
+        cx.counters.tcp.in_segs += 1;
         let header_len = ((buf.data()[12] >> 4) as usize) * 4;
         buf.pull_front(header_len);
 
         let Some(SocketId(index)) = found else {
-            self.tcp_reply_reset(local, remote, &repr, buf.len());
-            return self.drop_packet(buf, DropReason::TcpNoSocket);
+            self.reply_reset(cx, local, remote, &repr, buf.len());
+            return cx.drop(buf, DropReason::TcpNoSocket);
         };
-        match self.tcp.slots[index as usize].entry {
-            Some(Entry::Conn(_)) => self.tcp_conn_input(index, &repr, buf),
-            Some(Entry::Listener(_)) => self.tcp_listen_input(index, local, remote, &repr, buf),
-            None => self.drop_packet(buf, DropReason::TcpNoSocket),
+        match self.slots[index as usize].entry {
+            Some(Entry::Conn(_)) => self.conn_input(cx, index, &repr, buf),
+            Some(Entry::Listener(_)) => self.listen_input(cx, index, local, remote, &repr, buf),
+            None => cx.drop(buf, DropReason::TcpNoSocket),
         }
     }
 
-    fn tcp_conn_input(&mut self, index: u32, repr: &TcpRepr, buf: PacketBuf) {
-        let prediction = self.config.tcp.header_prediction;
-        let (table, mut cx) = self.tcp_cx();
-        let Some(tcb) = table.tcb(index) else {
-            return cx.pool.free(buf);
+    fn conn_input(
+        &mut self,
+        cx: &mut TcpCx<impl Transmit>,
+        index: u32,
+        repr: &TcpRepr,
+        buf: PacketBuf,
+    ) {
+        let prediction = cx.cfg.header_prediction;
+        let mut tcx = cx.tcb();
+        let Some(tcb) = self.tcb(index) else {
+            return tcx.pool.free(buf);
         };
         let verdict = if prediction {
-            match tcb.predict(repr, buf, &mut cx) {
+            match tcb.predict(repr, buf, &mut tcx) {
                 Ok(()) => Verdict::Continue,
-                Err(buf) => tcb.on_segment(repr, buf, &mut cx),
+                Err(buf) => tcb.on_segment(repr, buf, &mut tcx),
             }
         } else {
-            tcb.on_segment(repr, buf, &mut cx)
+            tcb.on_segment(repr, buf, &mut tcx)
         };
-        self.tcp_verdict(index, verdict);
+        self.verdict(cx, index, verdict);
     }
 
     /// Acts on what a block asked for, then sends what it owes.
-    fn tcp_verdict(&mut self, index: u32, verdict: Verdict) {
+    fn verdict(&mut self, cx: &mut TcpCx<impl Transmit>, index: u32, verdict: Verdict) {
         match verdict {
             Verdict::Continue => {}
             Verdict::Established => {
-                let Some(tcb) = self.tcp.tcb(index) else {
+                let Some(tcb) = self.tcb(index) else {
                     return;
                 };
                 let parent = tcb.listener;
-                if let Some(l) = parent.and_then(|p| self.tcp.listener(p.0)) {
+                if let Some(l) = parent.and_then(|p| self.listener(p.0)) {
                     if let Some(pos) = l.half_open.iter().position(|&i| i == index) {
                         l.half_open.swap_remove(pos);
                     }
@@ -476,74 +627,77 @@ impl Stack {
                         l.ready.push_back(SocketId(index));
                     } else {
                         // The accept queue is full: refuse the connection.
-                        self.counters.drops.add(DropReason::TcpListenOverflow);
-                        self.tcp_abort_with_reset(index);
+                        cx.counters.drops.add(DropReason::TcpListenOverflow);
+                        self.abort_with_reset(cx, index);
                         return;
                     }
                 }
             }
             Verdict::Reset { seq, ack } => {
-                if let Some(tcb) = self.tcp.tcb(index) {
+                if let Some(tcb) = self.tcb(index) {
                     let (local, remote, hop) = (tcb.local, tcb.remote, tcb.hop);
-                    self.tcp_send_reset(&hop, local, remote, seq, ack);
+                    self.send_reset(cx, &hop, local, remote, seq, ack);
                 }
-                let closed = self
-                    .tcp
-                    .tcb(index)
-                    .is_some_and(|t| t.state == State::Closed);
+                let closed = self.tcb(index).is_some_and(|t| t.state == State::Closed);
                 if closed {
-                    return self.tcp_finish(index);
+                    return self.finish(cx, index);
                 }
             }
-            Verdict::Remove => return self.tcp_finish(index),
+            Verdict::Remove => return self.finish(cx, index),
         }
         // Batched ACK processing: what the segments of one receive batch owe goes out once, after
         // the batch (a cumulative ACK for all of them, as GRO would give).
-        if let Some(tcb) = self.tcp.tcb(index) {
+        if let Some(tcb) = self.tcb(index) {
             if std::mem::take(&mut tcb.ack_immediately) {
-                return self.tcp_output(index);
+                return self.output(cx, index);
             }
             if !tcb.output_queued {
                 tcb.output_queued = true;
-                self.tcp.dirty.push(index);
+                self.dirty.push(index);
             }
         }
+    }
+
+    /// True when connections wait to send what the last input batch made them owe.
+    #[inline]
+    pub(crate) fn has_dirty(&self) -> bool {
+        !self.dirty.is_empty()
     }
 
     /// Sends what every connection touched by the last input batch owes.
     #[inline]
-    pub(crate) fn tcp_flush_dirty(&mut self) {
-        if !self.tcp.dirty.is_empty() {
-            self.tcp_flush_dirty_list();
+    pub(crate) fn flush_dirty(&mut self, cx: &mut TcpCx<impl Transmit>) {
+        if !self.dirty.is_empty() {
+            self.flush_dirty_list(cx);
         }
     }
 
     #[inline(never)]
-    fn tcp_flush_dirty_list(&mut self) {
-        let mut dirty = std::mem::take(&mut self.tcp.dirty);
+    fn flush_dirty_list(&mut self, cx: &mut TcpCx<impl Transmit>) {
+        let mut dirty = std::mem::take(&mut self.dirty);
         for &index in &dirty {
-            if let Some(tcb) = self.tcp.tcb(index) {
+            if let Some(tcb) = self.tcb(index) {
                 tcb.output_queued = false;
-                self.tcp_output(index);
+                self.output(cx, index);
             }
         }
         dirty.clear();
-        if self.tcp.dirty.is_empty() {
-            self.tcp.dirty = dirty;
+        if self.dirty.is_empty() {
+            self.dirty = dirty;
         }
     }
 
     /// A block is done: free it, or, if the application still holds it, keep it (unhooked) so the
     /// application sees the end or the error.
-    fn tcp_finish(&mut self, index: u32) {
-        let Some(tcb) = self.tcp.tcb(index) else {
+    pub(crate) fn finish(&mut self, cx: &mut TcpCx<impl Transmit>, index: u32) {
+        let Some(tcb) = self.tcb(index) else {
             return;
         };
         let child_of = tcb.listener;
         let free = tcb.orphan || child_of.is_some();
         tcb.state = State::Closed;
         if let Some(parent) = child_of {
-            if let Some(l) = self.tcp.listener(parent.0) {
+            if let Some(l) = self.listener(parent.0) {
                 if let Some(pos) = l.ready.iter().position(|&id| id.0 == index) {
                     l.ready.remove(pos);
                 } else if let Some(pos) = l.half_open.iter().position(|&i| i == index) {
@@ -552,33 +706,34 @@ impl Stack {
             }
         }
         if free {
-            if let Some(Entry::Conn(mut tcb)) = self.tcp.remove(index) {
-                tcb.release(&mut self.pool);
+            if let Some(Entry::Conn(mut tcb)) = self.remove(index) {
+                tcb.release(cx.pool);
             }
         } else {
-            self.tcp.unhook(index);
+            self.unhook(index);
         }
     }
 
     /// Aborts connection `index` with a RST to the peer.
-    pub(crate) fn tcp_abort_with_reset(&mut self, index: u32) {
-        let (table, mut cx) = self.tcp_cx();
-        let Some(tcb) = table.tcb(index) else {
+    pub(crate) fn abort_with_reset(&mut self, cx: &mut TcpCx<impl Transmit>, index: u32) {
+        let mut tcx = cx.tcb();
+        let Some(tcb) = self.tcb(index) else {
             return;
         };
         let send = tcb.state.is_synchronized() || tcb.state == State::SynReceived;
         let (seq, ack) = tcb.reset_fields();
         let (local, remote, hop) = (tcb.local, tcb.remote, tcb.hop);
-        tcb.abort(std::io::ErrorKind::ConnectionAborted, &mut cx);
+        tcb.abort(std::io::ErrorKind::ConnectionAborted, &mut tcx);
         if send {
-            self.tcp_send_reset(&hop, local, remote, seq, Some(ack));
+            self.send_reset(cx, &hop, local, remote, seq, Some(ack));
         }
-        self.tcp_finish(index);
+        self.finish(cx, index);
     }
 
     /// A segment for a listener (RFC 9293 §3.10.7.2).
-    fn tcp_listen_input(
+    fn listen_input(
         &mut self,
+        cx: &mut TcpCx<impl Transmit>,
         index: u32,
         local: SocketAddrV4,
         remote: SocketAddrV4,
@@ -587,51 +742,52 @@ impl Stack {
     ) {
         let f = repr.flags;
         if f.contains(Flags::RST) {
-            return self.drop_packet(buf, DropReason::TcpUnexpected);
+            return cx.drop(buf, DropReason::TcpUnexpected);
         }
         if f.contains(Flags::ACK) && !f.contains(Flags::SYN) {
-            return self.tcp_cookie_ack(index, local, remote, repr, buf);
+            return self.cookie_ack(cx, index, local, remote, repr, buf);
         }
         if !f.contains(Flags::SYN) || f.contains(Flags::ACK) {
             if f.contains(Flags::ACK) {
-                self.tcp_reply_reset(local, remote, repr, buf.len());
+                self.reply_reset(cx, local, remote, repr, buf.len());
             }
-            return self.drop_packet(buf, DropReason::TcpUnexpected);
+            return cx.drop(buf, DropReason::TcpUnexpected);
         }
-        let Ok(hop) = self.route(*remote.ip()) else {
-            return self.drop_packet(buf, DropReason::Ipv4NoRoute);
+        let Ok(hop) = cx.ip.route(*remote.ip()) else {
+            return cx.drop(buf, DropReason::Ipv4NoRoute);
         };
-        let Some(listener) = self.tcp.listener(index) else {
-            return self.drop_packet(buf, DropReason::TcpNoSocket);
+        let Some(listener) = self.listener(index) else {
+            return cx.drop(buf, DropReason::TcpNoSocket);
         };
         let full = listener.half_open.len() >= listener.backlog
             || listener.ready.len() >= listener.backlog;
-        if self.tcp.connections() >= self.config.limits.tcp_connections {
-            return self.drop_packet(buf, DropReason::TcpTooManyConnections);
+        if self.connections() >= cx.max_connections {
+            return cx.drop(buf, DropReason::TcpTooManyConnections);
         }
         if full {
-            if self.config.tcp.syn_cookies {
-                self.pool.free(buf);
-                return self.tcp_send_cookie(&hop, local, remote, repr);
+            if cx.cfg.syn_cookies {
+                cx.pool.free(buf);
+                return self.send_cookie(cx, &hop, local, remote, repr);
             }
-            return self.drop_packet(buf, DropReason::TcpListenOverflow);
+            return cx.drop(buf, DropReason::TcpListenOverflow);
         }
-        self.pool.free(buf);
-        let iss = self.tcp.isn.isn(local, remote, self.now);
-        let mut tcb = Tcb::accept(local, remote, hop, iss, repr, &self.config.tcp);
+        cx.pool.free(buf);
+        let iss = self.isn.isn(local, remote, cx.now);
+        let mut tcb = Tcb::accept(local, remote, hop, iss, repr, cx.cfg);
         tcb.listener = Some(SocketId(index));
         let pcb = pcb_of(&tcb);
-        self.counters.tcp.passive_opens += 1;
-        let (child, _) = self.tcp.insert(Entry::Conn(Box::new(tcb)), pcb);
-        if let Some(l) = self.tcp.listener(index) {
+        cx.counters.tcp.passive_opens += 1;
+        let (child, _) = self.insert(Entry::Conn(Box::new(tcb)), pcb);
+        if let Some(l) = self.listener(index) {
             l.half_open.push(child);
         }
-        self.tcp_output(child);
+        self.output(cx, child);
     }
 
     /// A stateless SYN-ACK whose ISN is a SYN cookie (RFC 4987 §3.6).
-    fn tcp_send_cookie(
+    fn send_cookie(
         &mut self,
+        cx: &mut TcpCx<impl Transmit>,
         hop: &NextHop,
         local: SocketAddrV4,
         remote: SocketAddrV4,
@@ -642,27 +798,28 @@ impl Stack {
             .mss
             .unwrap_or(536)
             .min((hop.caps.mtu.min(65535) - 40) as u16);
-        let cookie = self.tcp.isn.cookie(local, remote, syn.seq, mss, self.now);
+        let cookie = self.isn.cookie(local, remote, syn.seq, mss, cx.now);
         let repr = TcpRepr {
             src_port: local.port(),
             dst_port: remote.port(),
             seq: cookie,
             ack: syn.seq.wrapping_add(1),
             flags: Flags::SYN | Flags::ACK,
-            window: self.config.tcp.recv_buffer.min(65535) as u16,
+            window: cx.cfg.recv_buffer.min(65535) as u16,
             urgent: 0,
             options: TcpOptions {
                 mss: Some(mss),
                 ..TcpOptions::default()
             },
         };
-        self.counters.tcp.syn_cookies_sent += 1;
-        self.tcp_emit(hop, local, remote, repr, &[]);
+        cx.counters.tcp.syn_cookies_sent += 1;
+        self.emit(cx, hop, local, remote, repr, &[]);
     }
 
     /// An ACK to a listener: the last step of a handshake whose SYN-ACK was a cookie, or garbage.
-    fn tcp_cookie_ack(
+    fn cookie_ack(
         &mut self,
+        cx: &mut TcpCx<impl Transmit>,
         index: u32,
         local: SocketAddrV4,
         remote: SocketAddrV4,
@@ -670,53 +827,53 @@ impl Stack {
         buf: PacketBuf,
     ) {
         // The cookie is checked once: the MSS it carries, if it is valid.
-        let cookie_mss = if self.config.tcp.syn_cookies {
-            self.tcp.isn.check_cookie(
+        let cookie_mss = if cx.cfg.syn_cookies {
+            self.isn.check_cookie(
                 local,
                 remote,
                 repr.seq.wrapping_sub(1),
                 repr.ack.wrapping_sub(1),
-                self.now,
+                cx.now,
             )
         } else {
             None
         };
         let room = self
-            .tcp
             .listener(index)
             .is_some_and(|l| l.ready.len() < l.backlog)
-            && self.tcp.connections() < self.config.limits.tcp_connections;
-        let (Some(mss), true, Ok(hop)) = (cookie_mss, room, self.route(*remote.ip())) else {
-            self.tcp_reply_reset(local, remote, repr, buf.len());
+            && self.connections() < cx.max_connections;
+        let (Some(mss), true, Ok(hop)) = (cookie_mss, room, cx.ip.route(*remote.ip())) else {
+            self.reply_reset(cx, local, remote, repr, buf.len());
             let reason = if cookie_mss.is_some() {
                 DropReason::TcpListenOverflow
             } else {
                 DropReason::TcpBadCookie
             };
-            return self.drop_packet(buf, reason);
+            return cx.drop(buf, reason);
         };
-        let tcb = Tcb::from_cookie(local, remote, hop, repr, mss, &self.config.tcp);
+        let tcb = Tcb::from_cookie(local, remote, hop, repr, mss, cx.cfg);
         let pcb = pcb_of(&tcb);
-        self.counters.tcp.syn_cookies_ok += 1;
-        self.counters.tcp.passive_opens += 1;
-        let (child, _) = self.tcp.insert(Entry::Conn(Box::new(tcb)), pcb);
-        if let Some(t) = self.tcp.tcb(child) {
+        cx.counters.tcp.syn_cookies_ok += 1;
+        cx.counters.tcp.passive_opens += 1;
+        let (child, _) = self.insert(Entry::Conn(Box::new(tcb)), pcb);
+        if let Some(t) = self.tcb(child) {
             t.listener = Some(SocketId(index));
         }
-        if let Some(l) = self.tcp.listener(index) {
+        if let Some(l) = self.listener(index) {
             l.ready.push_back(SocketId(child));
         }
         // The ACK may carry data already.
         if buf.is_empty() {
-            self.pool.free(buf);
+            cx.pool.free(buf);
         } else {
-            self.tcp_conn_input(child, repr, buf);
+            self.conn_input(cx, child, repr, buf);
         }
     }
 
     /// The answer to a segment no connection wants (RFC 9293 §3.10.7.1): a RST, unless it was one.
-    fn tcp_reply_reset(
+    fn reply_reset(
         &mut self,
+        cx: &mut TcpCx<impl Transmit>,
         local: SocketAddrV4,
         remote: SocketAddrV4,
         repr: &TcpRepr,
@@ -725,21 +882,22 @@ impl Stack {
         if repr.flags.contains(Flags::RST) {
             return;
         }
-        let Ok(hop) = self.route(*remote.ip()) else {
+        let Ok(hop) = cx.ip.route(*remote.ip()) else {
             return;
         };
         if repr.flags.contains(Flags::ACK) {
-            self.tcp_send_reset(&hop, local, remote, repr.ack, None);
+            self.send_reset(cx, &hop, local, remote, repr.ack, None);
         } else {
             let len = payload_len as u32
                 + repr.flags.contains(Flags::SYN) as u32
                 + repr.flags.contains(Flags::FIN) as u32;
-            self.tcp_send_reset(&hop, local, remote, 0, Some(repr.seq.wrapping_add(len)));
+            self.send_reset(cx, &hop, local, remote, 0, Some(repr.seq.wrapping_add(len)));
         }
     }
 
-    fn tcp_send_reset(
+    fn send_reset(
         &mut self,
+        cx: &mut TcpCx<impl Transmit>,
         hop: &NextHop,
         local: SocketAddrV4,
         remote: SocketAddrV4,
@@ -760,13 +918,14 @@ impl Stack {
             urgent: 0,
             options: TcpOptions::default(),
         };
-        self.counters.tcp.out_rsts += 1;
-        self.tcp_emit(hop, local, remote, repr, &[]);
+        cx.counters.tcp.out_rsts += 1;
+        self.emit(cx, hop, local, remote, repr, &[]);
     }
 
     /// Builds and sends one segment whose payload is `pieces` (for segments with no connection).
-    fn tcp_emit(
+    fn emit(
         &mut self,
+        cx: &mut TcpCx<impl Transmit>,
         hop: &NextHop,
         local: SocketAddrV4,
         remote: SocketAddrV4,
@@ -774,15 +933,18 @@ impl Stack {
         pieces: &[&[u8]],
     ) {
         let len: usize = pieces.iter().map(|p| p.len()).sum();
-        let buf = self.tcp_build(hop, (local, remote), &repr, pieces, len, false);
-        self.counters.tcp.out_segs += 1;
-        self.ipv4_output(buf, hop, *local.ip(), *remote.ip(), IpProtocol::Tcp);
+        let buf = self.build(cx, hop, (local, remote), &repr, pieces, len, false);
+        cx.counters.tcp.out_segs += 1;
+        cx.output(buf, hop, *local.ip(), *remote.ip(), IpProtocol::Tcp);
     }
 
-    /// Writes a segment into a pool buffer: header, payload copied from `pieces` (summed in the same
-    /// loop when the checksum is computed here, paper 000 §7.1), checksum or offload mark.
-    fn tcp_build(
+    /// Writes a segment into a pool buffer: header, payload copied from `pieces` and the checksum as
+    /// the transport checksum rules say (fused with the copy, paper 000 §7.1; separate; left to the
+    /// link; or none, when elimination was negotiated).
+    #[allow(clippy::too_many_arguments)]
+    fn build(
         &mut self,
+        cx: &mut TcpCx<impl Transmit>,
         hop: &NextHop,
         (local, remote): (SocketAddrV4, SocketAddrV4),
         repr: &TcpRepr,
@@ -792,69 +954,53 @@ impl Stack {
     ) -> PacketBuf {
         let header_len = repr.header_len();
         let total = header_len + len;
-        let mode = if no_checksum {
-            TxChecksum::None
-        } else if self.config.checksum_policy.use_offload && hop.caps.tx_checksum_offload {
-            TxChecksum::Offload
-        } else if self.config.copy_checksum == CopyChecksum::Separate {
-            TxChecksum::Separate
-        } else {
-            TxChecksum::Software
-        };
+        let mode = cx.checksum.tx(&hop.caps, no_checksum, false);
         let mut buf = {
             timed!(Buffers);
-            self.pool.alloc(total)
+            cx.pool.alloc(total)
         };
         let segment = buf.extend(total);
-        let (header, payload) = segment.split_at_mut(header_len);
-        repr.emit(header);
+        repr.emit(&mut segment[..header_len]);
         let pseudo = checksum::pseudo_header_sum(*local.ip(), *remote.ip(), 6, total as u16);
-        let field = match mode {
-            TxChecksum::Offload | TxChecksum::None | TxChecksum::Separate => {
-                {
-                    timed!(Copy);
-                    gather(payload, pieces);
-                }
-                match mode {
-                    TxChecksum::Offload => pseudo,
-                    TxChecksum::None => {
-                        self.counters.tcp.out_no_checksum += 1;
-                        0
-                    }
-                    _ => {
-                        // The 4.3BSD way: a second pass over the whole segment.
-                        timed!(Checksum);
-                        !checksum::add(self.config.checksum.sum(&buf.data()[..total]), pseudo)
-                    }
-                }
-            }
-            TxChecksum::Software => {
-                timed!(CopyChecksum);
-                let mut sum = Checksum::new();
-                sum.add_bytes(header);
-                sum.add_sum(pseudo);
-                sum.copy_and_add_pieces(self.config.checksum, payload, pieces);
-                sum.checksum()
-            }
+        let slices: [IoSlice<'_>; 2] = [
+            IoSlice::new(pieces.first().copied().unwrap_or(&[])),
+            IoSlice::new(pieces.get(1).copied().unwrap_or(&[])),
+        ];
+        // The header's sum, for a checksum fused with the copy.
+        let header_sum = match mode {
+            TxChecksum::Fused => cx.checksum.algorithm().sum(&segment[..header_len]),
+            _ => 0,
         };
+        let field = cx.checksum.fill(
+            mode,
+            segment,
+            header_len,
+            || header_sum,
+            pseudo,
+            &mut Payload::Copy(&slices[..pieces.len().min(2)]),
+        );
         buf.data_mut()[CHECKSUM_OFFSET..CHECKSUM_OFFSET + 2].copy_from_slice(&field.to_be_bytes());
-        if mode == TxChecksum::Offload {
-            buf.meta.checksum = ChecksumOffload::Partial {
-                start: 20,
-                offset: CHECKSUM_OFFSET as u16,
-            };
-            self.counters.tcp.out_checksum_offloaded += 1;
+        match mode {
+            TxChecksum::Offload => {
+                buf.meta.checksum = ChecksumOffload::Partial {
+                    start: 20,
+                    offset: CHECKSUM_OFFSET as u16,
+                };
+                cx.counters.tcp.out_checksum_offloaded += 1;
+            }
+            TxChecksum::None => cx.counters.tcp.out_no_checksum += 1,
+            TxChecksum::Fused | TxChecksum::Separate => {}
         }
         buf
     }
 
     /// Sends everything connection `index` owes and the windows allow.
-    pub(crate) fn tcp_output(&mut self, index: u32) {
+    pub(crate) fn output(&mut self, cx: &mut TcpCx<impl Transmit>, index: u32) {
         layer!(Send, Tcp);
-        let use_offload = self.config.checksum_policy.use_offload;
+        let use_offload = cx.checksum_rules_offload();
         for _ in 0..OUTPUT_BURST {
-            let (table, mut cx) = self.tcp_cx();
-            let Some(tcb) = table.tcb(index) else {
+            let mut tcx = cx.tcb();
+            let Some(tcb) = self.tcb(index) else {
                 return;
             };
             // TSO (paper 002 §3.3): up to a 64 KiB packet when the link cuts segments and the checksum
@@ -866,28 +1012,28 @@ impl Stack {
                 offset,
                 len,
                 segment_size,
-            }) = tcb.next_segment(&mut cx, tso)
+            }) = tcb.next_segment(&mut tcx, tso)
             else {
                 break;
             };
-            tcb.stamp(&mut repr, cx.now);
+            tcb.stamp(&mut repr, tcx.now);
             let (local, remote, hop) = (tcb.local, tcb.remote, tcb.hop);
             let no_checksum = tcb.no_checksum && !repr.flags.contains(Flags::SYN);
             // Copy the payload out of the send buffer, borrowing it only as long as the build needs.
             let tx = std::mem::take(&mut tcb.tx);
             let (a, b) = tx.range(offset, len);
-            let mut buf = self.tcp_build(&hop, (local, remote), &repr, &[a, b], len, no_checksum);
-            if let Some(tcb) = self.tcp.tcb(index) {
+            let mut buf = self.build(cx, &hop, (local, remote), &repr, &[a, b], len, no_checksum);
+            if let Some(tcb) = self.tcb(index) {
                 tcb.tx = tx;
             }
             if let Some(size) = segment_size {
                 buf.meta.gso_size = size;
-                self.counters.tcp.out_tso_packets += 1;
+                cx.counters.tcp.out_tso_packets += 1;
             }
-            self.counters.tcp.out_segs += 1;
-            self.ipv4_output(buf, &hop, *local.ip(), *remote.ip(), IpProtocol::Tcp);
+            cx.counters.tcp.out_segs += 1;
+            cx.output(buf, &hop, *local.ip(), *remote.ip(), IpProtocol::Tcp);
         }
-        self.tcp.schedule(index);
+        self.schedule(index);
         // A connection that finished its close while sending (LAST-ACK acknowledged elsewhere) is
         // handled by its verdicts; nothing more here.
     }
@@ -895,59 +1041,55 @@ impl Stack {
     /// Runs due TCP timers (from `poll`).
     /// Runs due TCP timers (from `poll`): only the connections whose deadlines are due are
     /// visited, each once per run (a timer re-armed for `now` waits for the next run).
-    pub(crate) fn tcp_timers(&mut self) {
-        let now = self.now;
-        self.tcp.take_due(now);
-        let mut due = std::mem::take(&mut self.tcp.due);
+    pub(crate) fn timers(&mut self, cx: &mut TcpCx<impl Transmit>) {
+        let now = cx.now;
+        self.take_due(now);
+        let mut due = std::mem::take(&mut self.due);
         for &index in &due {
             #[cfg(test)]
             {
-                self.tcp.timer_visits += 1;
+                self.timer_visits += 1;
             }
-            let (table, mut cx) = self.tcp_cx();
-            let Some(tcb) = table.tcb(index) else {
+            let mut tcx = cx.tcb();
+            let Some(tcb) = self.tcb(index) else {
                 continue;
             };
             if tcb.deadline().is_some_and(|d| d <= now) {
-                let verdict = tcb.on_timer(&mut cx);
-                self.tcp_verdict(index, verdict);
+                let verdict = tcb.on_timer(&mut tcx);
+                self.verdict(cx, index, verdict);
             }
-            self.tcp.schedule(index);
+            self.schedule(index);
         }
         due.clear();
-        self.tcp.due = due;
-        self.tcp_flush_dirty();
-    }
-
-    /// The earliest TCP timer, for callers that sleep between polls.
-    pub(crate) fn tcp_next_deadline(&self) -> Option<Instant> {
-        self.tcp.next_deadline()
+        self.due = due;
+        self.flush_dirty(cx);
     }
 
     /// An ICMP error quoting a TCP segment we sent: a hard error while connecting refuses the
     /// connection (RFC 1122 §4.2.3.9); others are only remembered.
-    pub(crate) fn tcp_report_error(
+    pub(crate) fn report_error(
         &mut self,
+        cx: &mut TcpCx<impl Transmit>,
         ip: &Ipv4Repr,
         head: &[u8; 8],
         kind: std::io::ErrorKind,
     ) {
         let local = SocketAddrV4::new(ip.src_addr, u16::from_be_bytes([head[0], head[1]]));
         let remote = SocketAddrV4::new(ip.dst_addr, u16::from_be_bytes([head[2], head[3]]));
-        let Some(SocketId(index)) = self.tcp.demux.lookup(local, remote) else {
+        let Some(SocketId(index)) = self.demux.lookup(local, remote) else {
             return;
         };
-        let (table, mut cx) = self.tcp_cx();
-        let Some(tcb) = table.tcb(index) else {
+        let mut tcx = cx.tcb();
+        let Some(tcb) = self.tcb(index) else {
             return;
         };
         if tcb.local != local || tcb.remote != remote {
             return;
         }
         if tcb.state == State::SynSent {
-            cx.counters.attempt_fails += 1;
-            tcb.abort(kind, &mut cx);
-            self.tcp_finish(index);
+            tcx.counters.attempt_fails += 1;
+            tcb.abort(kind, &mut tcx);
+            self.finish(cx, index);
         }
     }
 }

@@ -5,18 +5,88 @@ use std::net::{Ipv4Addr, SocketAddrV4};
 use std::time::Duration;
 
 use super::*;
-use crate::ipv4::route::Ipv4Cidr;
-use crate::link::{Impairments, LinkCapabilities, PairEnd};
+use crate::buf::{BufferMode, BufferPool};
+use crate::ipv4::route::{InterfaceId, Ipv4Cidr};
+use crate::link::LinkCapabilities;
 
 const IDLE: usize = 10_000;
 
-/// A stack with one 1500-byte link and `n` established connections (rebuilt as from SYN cookies),
-/// each with keep-alive armed `idle(i)` from now. Returns the stack and the slots.
-fn stack_with(n: usize, idle: impl Fn(usize) -> Duration) -> (Stack, Vec<u32>) {
-    let (end, _peer) = PairEnd::pair(LinkCapabilities::plain(1500), 64, Impairments::default());
-    let mut stack = Stack::new(StackConfig::default());
-    stack.add_interface("pair0", end, Ipv4Cidr::new(Ipv4Addr::new(10, 0, 0, 1), 24));
-    let hop = stack.route(Ipv4Addr::new(10, 0, 0, 2)).unwrap();
+/// Where the layer's packets go: counted and dropped.
+#[derive(Default)]
+struct Sink(usize);
+
+impl Transmit for Sink {
+    fn transmit(&mut self, _iface: InterfaceId, _packet: PacketBuf) -> usize {
+        self.0 += 1;
+        0
+    }
+}
+
+/// The TCP layer alone, with what its context borrows: IPv4 with one 1500-byte interface, a pool,
+/// counters, the configuration and a sink for its packets.
+struct Layer {
+    tcp: Tcp,
+    ip: Ipv4,
+    pool: BufferPool,
+    counters: Counters,
+    config: StackConfig,
+    sink: Sink,
+    now: Instant,
+}
+
+impl Layer {
+    /// Runs `f` with the layer and its context.
+    fn with<R>(&mut self, f: impl FnOnce(&mut Tcp, &mut TcpCx<Sink>) -> R) -> R {
+        let mut cx = TcpCx {
+            now: self.now,
+            cfg: &self.config.tcp,
+            checksum: ChecksumRules::of(&self.config),
+            max_connections: self.config.limits.tcp_connections,
+            max_ooo: self.config.limits.tcp_out_of_order,
+            pool: &mut self.pool,
+            counters: &mut self.counters,
+            ip: &mut self.ip,
+            out: &mut self.sink,
+        };
+        f(&mut self.tcp, &mut cx)
+    }
+
+    /// What `Stack::poll` does for TCP's timers at `at`.
+    fn poll(&mut self, at: Instant) {
+        self.now = at;
+        if self.tcp.next_deadline().is_some_and(|d| d <= at) {
+            self.with(|tcp, cx| tcp.timers(cx));
+        }
+    }
+
+    fn next_deadline(&self) -> Option<Instant> {
+        self.tcp.next_deadline()
+    }
+}
+
+/// The layer with `n` established connections (rebuilt as from SYN cookies), each with keep-alive
+/// armed `idle(i)` from now. Returns the layer and the slots.
+fn stack_with(n: usize, idle: impl Fn(usize) -> Duration) -> (Layer, Vec<u32>) {
+    let config = StackConfig::default();
+    let mut ip = Ipv4::new(&config, [1, 2]);
+    ip.add_interface(
+        Ipv4Cidr::new(Ipv4Addr::LOCALHOST, 8),
+        LinkCapabilities::plain(65535),
+    );
+    ip.add_interface(
+        Ipv4Cidr::new(Ipv4Addr::new(10, 0, 0, 1), 24),
+        LinkCapabilities::plain(1500),
+    );
+    let hop = ip.route(Ipv4Addr::new(10, 0, 0, 2)).unwrap();
+    let mut stack = Layer {
+        tcp: Tcp::new(&config, [3, 4]),
+        ip,
+        pool: BufferPool::new(BufferMode::Pool, 64),
+        counters: Counters::default(),
+        config,
+        sink: Sink::default(),
+        now: Instant::ZERO,
+    };
     let mut slots = Vec::new();
     for i in 0..n {
         let local = SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 80);
@@ -43,7 +113,7 @@ fn stack_with(n: usize, idle: impl Fn(usize) -> Duration) -> (Stack, Vec<u32>) {
 }
 
 /// The earliest deadline, by looking at every connection.
-fn scan(stack: &mut Stack) -> Option<Instant> {
+fn scan(stack: &mut Layer) -> Option<Instant> {
     (0..stack.tcp.slots.len() as u32)
         .filter_map(|i| stack.tcp.tcb(i).and_then(|t| t.deadline()))
         .min()
@@ -77,7 +147,7 @@ fn a_timer_visits_only_the_connection_that_is_due() {
     assert_eq!(stack.next_deadline(), scan(&mut stack));
 
     // Removing the earliest moves the next deadline to the next one, without a scan.
-    stack.tcp_abort_with_reset(slots[0]);
+    stack.with(|tcp, cx| tcp.abort_with_reset(cx, slots[0]));
     assert_eq!(stack.tcp.connections(), IDLE);
     let first_idle = t0 + Duration::from_secs(7200) + Duration::from_millis(1);
     assert_eq!(stack.next_deadline(), Some(first_idle));

@@ -96,6 +96,12 @@ impl ChecksumRules {
         }
     }
 
+    /// Whether the link may do the checksum (and so cut TSO packets), when it offers to.
+    #[inline]
+    pub(crate) fn offload_allowed(&self) -> bool {
+        self.policy.use_offload
+    }
+
     /// Kay & Pasquale's rule (`eliminate_on_protected_hop`): no checksum when the next hop is the
     /// destination and the link is CRC-protected.
     #[inline]

@@ -1,28 +1,13 @@
 //! The TCP API, shaped like `std::net::TcpListener` and `TcpStream`: every call is non-blocking and
 //! returns `io::ErrorKind::WouldBlock` when it would wait; `readable` and `writable` tell when to try.
-//! Nothing moves until the stack is polled.
+//! Nothing moves until the stack is polled. A handle borrows the whole stack for the call; the work
+//! is TCP's (`crate::tcp`), reached through the stack.
 
 use std::io;
 use std::net::{SocketAddrV4, ToSocketAddrs};
 
-use super::tcb::{ConnectionInfo, State, Tcb};
-use super::{pcb_of, Entry, Listener};
-use crate::demux::Pcb;
 use crate::stack::Stack;
-
-/// A listening socket: a handle, used through [`Stack::tcp_listener`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct TcpListener {
-    index: u32,
-    generation: u32,
-}
-
-/// A connection: a handle, used through [`Stack::tcp`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct TcpStream {
-    index: u32,
-    generation: u32,
-}
+use crate::tcp::{ConnectionInfo, State, Tcb, TcpListener, TcpStream};
 
 fn closed() -> io::Error {
     io::Error::new(io::ErrorKind::NotConnected, "no such TCP socket (closed)")
@@ -39,36 +24,13 @@ impl Stack {
         backlog: usize,
     ) -> io::Result<TcpListener> {
         let local = crate::addr::ipv4(&local)?;
-        self.tcp_listen_v4(local, backlog)
-    }
-
-    /// [`tcp_listen`](Stack::tcp_listen) once the address is resolved.
-    fn tcp_listen_v4(&mut self, local: SocketAddrV4, backlog: usize) -> io::Result<TcpListener> {
-        let addr = *local.ip();
-        self.ip.check_local_address(addr)?;
-        let port = match local.port() {
-            0 => self
-                .tcp
-                .ephemeral_port(&self.config.ephemeral_ports)
-                .ok_or_else(|| io::Error::new(io::ErrorKind::AddrInUse, "no free port"))?,
-            p => p,
-        };
-        let local = SocketAddrV4::new(addr, port);
-        if self.tcp.listener_conflict(local) {
-            return Err(io::Error::new(
-                io::ErrorKind::AddrInUse,
-                format!("{local} already has a listener"),
-            ));
-        }
-        let listener = Listener {
+        let (index, generation) = self.tcp.listen(
+            &self.ip,
+            &self.config.ephemeral_ports,
+            self.config.limits.tcp_backlog,
             local,
-            backlog: backlog.clamp(1, self.config.limits.tcp_backlog),
-            half_open: Vec::new(),
-            ready: Default::default(),
-        };
-        let (index, generation) = self
-            .tcp
-            .insert(Entry::Listener(listener), Pcb::bound(local));
+            backlog,
+        )?;
         Ok(TcpListener { index, generation })
     }
 
@@ -99,66 +61,7 @@ impl Stack {
     ) -> io::Result<TcpStream> {
         let local = crate::addr::ipv4(&local)?;
         let remote = crate::addr::ipv4(&remote)?;
-        self.tcp_connect_v4(local, remote)
-    }
-
-    /// [`tcp_connect_from`](Stack::tcp_connect_from) once the addresses are resolved.
-    fn tcp_connect_v4(
-        &mut self,
-        local: SocketAddrV4,
-        remote: SocketAddrV4,
-    ) -> io::Result<TcpStream> {
-        if remote.ip().is_unspecified() || remote.port() == 0 || remote.ip().is_broadcast() {
-            return Err(io::Error::new(
-                io::ErrorKind::AddrNotAvailable,
-                format!("cannot connect to {remote}"),
-            ));
-        }
-        if self.tcp.connections() >= self.config.limits.tcp_connections {
-            return Err(io::Error::other("too many TCP connections"));
-        }
-        let hop = self.route(*remote.ip()).map_err(|_| {
-            io::Error::new(
-                io::ErrorKind::NetworkUnreachable,
-                format!("no route to {}", remote.ip()),
-            )
-        })?;
-        self.ip.check_local_address(*local.ip())?;
-        let addr = if local.ip().is_unspecified() {
-            hop.src
-        } else {
-            *local.ip()
-        };
-        let port = match local.port() {
-            0 => self
-                .tcp
-                .ephemeral_port(&self.config.ephemeral_ports)
-                .ok_or_else(|| io::Error::new(io::ErrorKind::AddrInUse, "no free port"))?,
-            p => p,
-        };
-        let local = SocketAddrV4::new(addr, port);
-        let taken = self
-            .tcp
-            .demux
-            .lookup(local, remote)
-            .and_then(|id| {
-                self.tcp
-                    .tcb(id.0)
-                    .map(|t| t.local == local && t.remote == remote)
-            })
-            .unwrap_or(false);
-        if taken {
-            return Err(io::Error::new(
-                io::ErrorKind::AddrInUse,
-                format!("{local} -> {remote} is in use"),
-            ));
-        }
-        let iss = self.tcp.isn.isn(local, remote, self.now);
-        let tcb = Tcb::connect(local, remote, hop, iss, &self.config.tcp);
-        let pcb = pcb_of(&tcb);
-        self.counters.tcp.active_opens += 1;
-        let (index, generation) = self.tcp.insert(Entry::Conn(Box::new(tcb)), pcb);
-        self.tcp_output(index);
+        let (index, generation) = self.tcp_connect_v4(local, remote)?;
         Ok(TcpStream { index, generation })
     }
 
