@@ -252,19 +252,42 @@ impl UdpSocketRef<'_> {
     #[inline(always)]
     fn recv_one(&mut self, buf: &mut [u8]) -> io::Result<(usize, SocketAddrV4)> {
         let stack = &mut *self.stack;
-        let alg = stack.udp.cfg.checksum.algorithm();
         let s = stack.udp.get_mut(self.socket).ok_or_else(closed)?;
+        if let Some(kind) = s.error.take() {
+            return Err(kind.into());
+        }
+        let Some(dg) = s.rx.pop_front() else {
+            return Err(io::ErrorKind::WouldBlock.into());
+        };
+        s.rx_bytes -= dg.buf.truesize();
+        if dg.pending.is_some() {
+            return self.recv_deferred(dg, buf);
+        }
+        let payload = dg.buf.data();
+        let n = buf.len().min(payload.len());
+        {
+            timed!(Copy);
+            buf[..n].copy_from_slice(&payload[..n]);
+        }
+        {
+            timed!(Buffers);
+            stack.pool.free(dg.buf);
+        }
+        stack.counters.udp.in_read += 1;
+        Ok((n, dg.from))
+    }
+
+    /// [`Self::recv_one`] for a datagram whose checksum was deferred to this copy: verified as it is
+    /// copied; one that fails is dropped, counted, and the next one tried.
+    #[inline(never)]
+    fn recv_deferred(
+        &mut self,
+        mut dg: crate::udp::RxDatagram,
+        buf: &mut [u8],
+    ) -> io::Result<(usize, SocketAddrV4)> {
+        let stack = &mut *self.stack;
+        let alg = stack.udp.cfg.checksum.algorithm();
         loop {
-            if s.rx.is_empty() && s.error.is_none() {
-                return Err(io::ErrorKind::WouldBlock.into());
-            }
-            if let Some(kind) = s.error.take() {
-                return Err(kind.into());
-            }
-            let Some(dg) = s.rx.pop_front() else {
-                return Err(io::ErrorKind::WouldBlock.into());
-            };
-            s.rx_bytes -= dg.buf.truesize();
             let (n, ok) = copy_and_verify_one(alg, dg.pending, dg.buf.data(), buf);
             {
                 timed!(Buffers);
@@ -274,8 +297,14 @@ impl UdpSocketRef<'_> {
                 stack.counters.udp.in_read += 1;
                 return Ok((n, dg.from));
             }
-            s.counters.bad_checksum += 1;
             stack.counters.drops.add(DropReason::UdpBadChecksum);
+            let s = stack.udp.get_mut(self.socket).ok_or_else(closed)?;
+            s.counters.bad_checksum += 1;
+            if let Some(kind) = s.error.take() {
+                return Err(kind.into());
+            }
+            dg = s.rx.pop_front().ok_or(io::ErrorKind::WouldBlock)?;
+            s.rx_bytes -= dg.buf.truesize();
         }
     }
 

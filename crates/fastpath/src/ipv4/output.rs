@@ -30,6 +30,16 @@ pub(crate) struct HeaderTemplate {
 }
 
 impl HeaderTemplate {
+    /// The source, destination and protocol the template was made for.
+    fn addresses(&self) -> (Ipv4Addr, Ipv4Addr, IpProtocol) {
+        let b = &self.bytes;
+        (
+            Ipv4Addr::new(b[12], b[13], b[14], b[15]),
+            Ipv4Addr::new(b[16], b[17], b[18], b[19]),
+            IpProtocol::from(b[9]),
+        )
+    }
+
     /// The template for datagrams from `src` to `dst` of `protocol`: version 4, a 20-byte header, TOS
     /// 0, no flags or offset, the configured TTL.
     #[inline]
@@ -83,11 +93,32 @@ impl Ipv4 {
         self.output_general(cx, out, buf, hop, src, dst, protocol);
     }
 
+    /// Output with a template a transport prepared (and may keep): the template's one store when
+    /// `output_header_template` is on and the datagram fits `hop`'s MTU, else the general path (with
+    /// fragmentation) from the template's addresses.
+    #[inline(always)]
+    pub(crate) fn output_prepared(
+        &mut self,
+        cx: &mut IpCx,
+        out: &mut impl Transmit,
+        buf: PacketBuf,
+        hop: &NextHop,
+        template: &HeaderTemplate,
+    ) {
+        layer!(Send, Ip);
+        let fits = 20 + buf.len() <= hop.caps.mtu || buf.meta.gso_size > 0;
+        if self.cfg.output_header_template && fits {
+            return self.output_templated(cx, out, buf, hop.iface, template);
+        }
+        let (src, dst, protocol) = template.addresses();
+        self.output_general(cx, out, buf, hop, src, dst, protocol);
+    }
+
     /// Output of a datagram that fits its link's MTU, from `template`: the length, identification and
     /// checksum filled in, the header written in one store. The checksum is the template's sum
     /// updated with the two fields when `inline_header_checksum` is on, or the general routine's.
     #[inline(always)]
-    pub(crate) fn output_templated(
+    fn output_templated(
         &mut self,
         cx: &mut IpCx,
         out: &mut impl Transmit,

@@ -209,7 +209,8 @@ pub(crate) fn copy_and_verify(
     (copied, sum.sum() == 0xffff)
 }
 
-/// [`copy_and_verify`] into one buffer: the shape of `recv_from`, the hot path.
+/// [`copy_and_verify`] into one buffer: the shape of `recv_from`, the hot path. The deferred sum is
+/// out of line, so that the plain copy keeps the caller small.
 #[inline(always)]
 pub(crate) fn copy_and_verify_one(
     algorithm: Algorithm,
@@ -218,19 +219,27 @@ pub(crate) fn copy_and_verify_one(
     buf: &mut [u8],
 ) -> (usize, bool) {
     let n = buf.len().min(payload.len());
-    let Some(head) = head else {
-        timed!(Copy);
-        buf[..n].copy_from_slice(&payload[..n]);
-        return (n, true);
-    };
+    match head {
+        None => {
+            timed!(Copy);
+            buf[..n].copy_from_slice(&payload[..n]);
+            (n, true)
+        }
+        Some(head) => (n, copy_and_sum_one(algorithm, head, payload, &mut buf[..n])),
+    }
+}
+
+#[inline(never)]
+fn copy_and_sum_one(algorithm: Algorithm, head: u16, payload: &[u8], buf: &mut [u8]) -> bool {
     timed!(CopyChecksum);
+    let n = buf.len();
     let mut sum = Checksum::new();
     sum.add_sum(head);
-    sum.copy_and_add_with(algorithm, &mut buf[..n], &payload[..n]);
+    sum.copy_and_add_with(algorithm, buf, &payload[..n]);
     if n < payload.len() {
         sum.add_bytes(&payload[n..]);
     }
-    (n, sum.sum() == 0xffff)
+    sum.sum() == 0xffff
 }
 
 /// Whether a payload whose verification was deferred (`head`, the headers' sum) passes, without

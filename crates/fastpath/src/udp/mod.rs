@@ -13,7 +13,6 @@ use crate::buf::{BufferPool, ChecksumOffload, PacketBuf};
 use crate::checksum;
 use crate::config::StackConfig;
 use crate::demux::{Demux, Pcb, SocketId};
-use crate::ipv4::route::InterfaceId;
 use crate::ipv4::{Delivery, HeaderTemplate, IpCx, Ipv4, NextHop, Transmit, LOOPBACK};
 use crate::stats::{Counters, DropReason};
 use crate::time::Instant;
@@ -96,9 +95,11 @@ pub(crate) struct TxRoute {
     dst: SocketAddrV4,
     /// The stack's `route_epoch` when this was computed.
     epoch: u32,
-    iface: InterfaceId,
-    mtu: usize,
+    hop: NextHop,
+    /// The checksum mode of a datagram that fits the MTU, and of one that is fragmented (offload
+    /// cannot cross fragments).
     mode: TxChecksum,
+    mode_fragmented: TxChecksum,
     /// The UDP pseudo-header's source, destination and protocol, summed (unfolded).
     pseudo: u32,
     /// The IPv4 header's template.
@@ -120,9 +121,7 @@ impl Udp {
         Udp {
             cfg: UdpConfig {
                 checksum: ChecksumRules::of(config),
-                route_cache: config.output_route_cache
-                    && config.output_header_template
-                    && !config.sendto_pseudo_connect,
+                route_cache: config.output_route_cache,
                 sendto_pseudo_connect: config.sendto_pseudo_connect,
                 rx_queue_bytes: config.limits.udp_rx_queue_bytes,
             },
@@ -198,7 +197,7 @@ pub(crate) fn closed() -> io::Error {
 pub(crate) struct UdpConfig {
     /// The transport checksum's switches.
     pub(crate) checksum: ChecksumRules,
-    /// `output_route_cache` with `output_header_template`, and no pseudo-connect.
+    /// `output_route_cache`: keep each socket's last route.
     pub(crate) route_cache: bool,
     pub(crate) sendto_pseudo_connect: bool,
     pub(crate) rx_queue_bytes: usize,
@@ -236,25 +235,11 @@ impl<T: Transmit> UdpCx<'_, T> {
         )
     }
 
-    /// IPv4 output of a datagram that fits, from a template.
+    /// IPv4 output through `hop`, with the datagram's header template.
     #[inline(always)]
-    fn output_templated(&mut self, buf: PacketBuf, iface: InterfaceId, template: &HeaderTemplate) {
+    fn output(&mut self, buf: PacketBuf, hop: &NextHop, template: &HeaderTemplate) {
         let (ip, mut cx, out) = self.ip_cx();
-        ip.output_templated(&mut cx, out, buf, iface, template);
-    }
-
-    /// IPv4 output through `hop`.
-    #[inline]
-    fn output(
-        &mut self,
-        buf: PacketBuf,
-        hop: &NextHop,
-        src: Ipv4Addr,
-        dst: Ipv4Addr,
-        protocol: IpProtocol,
-    ) {
-        let (ip, mut cx, out) = self.ip_cx();
-        ip.output(&mut cx, out, buf, hop, src, dst, protocol);
+        ip.output_prepared(&mut cx, out, buf, hop, template);
     }
 }
 
@@ -366,7 +351,10 @@ impl Udp {
         dst: Option<SocketAddrV4>,
     ) -> io::Result<usize> {
         let epoch = cx.ip.route_epoch;
-        let state = self.get_mut(s).ok_or_else(closed)?;
+        let state = self
+            .sockets
+            .get_mut(s.index, s.generation)
+            .ok_or_else(closed)?;
         if let Some(kind) = state.error.take() {
             return Err(kind.into());
         }
@@ -386,9 +374,17 @@ impl Udp {
         // The route cache: the same destination as last time, checked when it was cached, and a
         // datagram that needs no fragmenting.
         if let Some(tx) = &state.tx_cache {
-            if tx.dst == dst && tx.epoch == epoch && len <= MAX_PAYLOAD && 28 + len <= tx.mtu {
-                let tx = *tx;
-                self.output_cached(cx, s, &tx, pcb, &mut payload, len);
+            if tx.dst == dst && tx.epoch == epoch && len <= MAX_PAYLOAD {
+                output(
+                    &self.cfg,
+                    &mut *self.demux,
+                    cx,
+                    s,
+                    tx,
+                    pcb,
+                    &mut payload,
+                    len,
+                );
                 return Ok(len);
             }
         }
@@ -408,25 +404,43 @@ impl Udp {
             return Err(broadcast_denied());
         }
 
-        if self.cfg.route_cache {
-            let tx = self.tx_route(cx, pcb, options, dst)?;
-            if 28 + len <= tx.mtu {
-                if let Some(state) = self.get_mut(s) {
-                    state.tx_cache = Some(tx);
-                }
-                self.output_cached(cx, s, &tx, pcb, &mut payload, len);
-                return Ok(len);
-            }
-        }
         if self.cfg.sendto_pseudo_connect && !pcb.is_connected() {
             // 4.3BSD: connect for the duration of the send, then disconnect (paper 000 §6.2).
             self.connect(cx, s, dst)?;
             let connected = self.get(s).ok_or_else(closed)?.pcb;
-            let result = self.output(cx, s, connected, options, &mut payload, dst, len);
+            let result = self.tx_route(cx, connected, options, dst).map(|tx| {
+                output(
+                    &self.cfg,
+                    &mut *self.demux,
+                    cx,
+                    s,
+                    &tx,
+                    connected,
+                    &mut payload,
+                    len,
+                )
+            });
             self.set_pcb(s, pcb);
-            return result;
+            return result.map(|()| len);
         }
-        self.output(cx, s, pcb, options, &mut payload, dst, len)
+        let tx = self.tx_route(cx, pcb, options, dst)?;
+        // The route cache (`output_route_cache`) keeps it for the next datagram to `dst`.
+        if self.cfg.route_cache {
+            if let Some(state) = self.get_mut(s) {
+                state.tx_cache = Some(tx);
+            }
+        }
+        output(
+            &self.cfg,
+            &mut *self.demux,
+            cx,
+            s,
+            &tx,
+            pcb,
+            &mut payload,
+            len,
+        );
+        Ok(len)
     }
 
     /// Routes `dst` for a socket with `pcb`: the next hop and the source address.
@@ -466,7 +480,8 @@ impl Udp {
     }
 
     /// Everything about sending to `dst` from a socket with `pcb` and `options` that is the same for
-    /// every datagram that fits the MTU, for the route cache.
+    /// every datagram: the route, the checksum modes, the pseudo-header's and IPv4 header's constant
+    /// parts. Made for each datagram, or kept by the route cache.
     fn tx_route(
         &self,
         cx: &UdpCx<impl Transmit>,
@@ -476,101 +491,19 @@ impl Udp {
     ) -> io::Result<TxRoute> {
         let (hop, src) = self.source_route(cx, pcb, dst)?;
         let mode = Self::tx_checksum_mode(self.cfg, options, &hop, dst, false);
+        let mode_fragmented = Self::tx_checksum_mode(self.cfg, options, &hop, dst, true);
         let proto: u8 = IpProtocol::Udp.into();
         let (s, d) = (u32::from(src), u32::from(*dst.ip()));
         let pseudo = (s >> 16) + (s & 0xffff) + (d >> 16) + (d & 0xffff) + u32::from(proto);
         Ok(TxRoute {
             dst,
             epoch: cx.ip.route_epoch,
-            iface: hop.iface,
-            mtu: hop.caps.mtu,
+            hop,
             mode,
+            mode_fragmented,
             pseudo,
             ip: HeaderTemplate::new(cx.ip, src, *dst.ip(), IpProtocol::Udp),
         })
-    }
-
-    /// Output through the route cache (`output_route_cache`): the UDP and IPv4 headers of a datagram
-    /// that fits the MTU, from `tx`'s constant parts and sums, and the payload copied (and summed) once.
-    fn output_cached(
-        &mut self,
-        cx: &mut UdpCx<impl Transmit>,
-        s: UdpSocket,
-        tx: &TxRoute,
-        pcb: Pcb,
-        payload_source: &mut Payload<'_, '_>,
-        len: usize,
-    ) {
-        layer!(Send, Udp);
-        let mut buf = {
-            timed!(Buffers);
-            cx.pool.alloc(8 + len)
-        };
-        let udp_len = (8 + len) as u16;
-        let datagram = buf.extend(8 + len);
-        let [p0, p1] = pcb.local_port.to_be_bytes();
-        let [q0, q1] = tx.dst.port().to_be_bytes();
-        let [l0, l1] = udp_len.to_be_bytes();
-        datagram[..8].copy_from_slice(&[p0, p1, q0, q1, l0, l1, 0, 0]);
-        let pseudo = checksum::fold32(tx.pseudo + u32::from(udp_len));
-        let (local, remote) = (pcb.local_port, tx.dst.port());
-        let field = self.cfg.checksum.fill(
-            tx.mode,
-            datagram,
-            8,
-            || udp_header_sum(local, remote, udp_len, 0),
-            pseudo,
-            payload_source,
-        );
-        finish(cx, &mut buf, tx.mode, field);
-        cx.counters.udp.out_datagrams += 1;
-        self.demux.sent(SocketId(s.index), &pcb);
-
-        layer!(Send, Ip);
-        cx.output_templated(buf, tx.iface, &tx.ip);
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn output(
-        &mut self,
-        cx: &mut UdpCx<impl Transmit>,
-        s: UdpSocket,
-        pcb: Pcb,
-        options: UdpOptions,
-        payload_source: &mut Payload<'_, '_>,
-        dst: SocketAddrV4,
-        len: usize,
-    ) -> io::Result<usize> {
-        let (hop, src) = self.source_route(cx, pcb, dst)?;
-        let mode = Self::tx_checksum_mode(self.cfg, options, &hop, dst, 28 + len > hop.caps.mtu);
-
-        layer!(Send, Udp);
-        let mut buf = {
-            timed!(Buffers);
-            cx.pool.alloc(8 + len)
-        };
-        let datagram = buf.extend(8 + len);
-        UdpRepr {
-            src_port: pcb.local_port,
-            dst_port: dst.port(),
-            payload_len: len,
-        }
-        .emit(&mut datagram[..8]);
-        let udp_len = (8 + len) as u16;
-        let pseudo = checksum::pseudo_header_sum(src, *dst.ip(), 17, udp_len);
-        let field = self.cfg.checksum.fill(
-            mode,
-            datagram,
-            8,
-            || udp_header_sum(pcb.local_port, dst.port(), udp_len, 0),
-            pseudo,
-            payload_source,
-        );
-        finish(cx, &mut buf, mode, field);
-        cx.counters.udp.out_datagrams += 1;
-        self.demux.sent(SocketId(s.index), &pcb);
-        cx.output(buf, &hop, src, *dst.ip(), IpProtocol::Udp);
-        Ok(len)
     }
 
     /// Input: one UDP datagram (the IP payload in `buf`).
@@ -706,6 +639,55 @@ impl Udp {
             }
         }
     }
+}
+
+/// Output, the one routine for every datagram: the UDP header from `tx`'s constant parts, the
+/// payload copied (and summed, when fused) once, and the datagram handed to IPv4 with `tx`'s
+/// header template (which IPv4 uses when its switch is on and the datagram fits the MTU).
+#[inline]
+#[allow(clippy::too_many_arguments)]
+fn output(
+    cfg: &UdpConfig,
+    demux: &mut dyn Demux,
+    cx: &mut UdpCx<impl Transmit>,
+    s: UdpSocket,
+    tx: &TxRoute,
+    pcb: Pcb,
+    payload_source: &mut Payload<'_, '_>,
+    len: usize,
+) {
+    layer!(Send, Udp);
+    let mut buf = {
+        timed!(Buffers);
+        cx.pool.alloc(8 + len)
+    };
+    let udp_len = (8 + len) as u16;
+    let mode = if 28 + len <= tx.hop.caps.mtu {
+        tx.mode
+    } else {
+        tx.mode_fragmented
+    };
+    let datagram = buf.extend(8 + len);
+    let [p0, p1] = pcb.local_port.to_be_bytes();
+    let [q0, q1] = tx.dst.port().to_be_bytes();
+    let [l0, l1] = udp_len.to_be_bytes();
+    datagram[..8].copy_from_slice(&[p0, p1, q0, q1, l0, l1, 0, 0]);
+    let pseudo = checksum::fold32(tx.pseudo + u32::from(udp_len));
+    let (local, remote) = (pcb.local_port, tx.dst.port());
+    let field = cfg.checksum.fill(
+        mode,
+        datagram,
+        8,
+        || udp_header_sum(local, remote, udp_len, 0),
+        pseudo,
+        payload_source,
+    );
+    finish(cx, &mut buf, mode, field);
+    cx.counters.udp.out_datagrams += 1;
+    demux.sent(SocketId(s.index), &pcb);
+
+    layer!(Send, Ip);
+    cx.output(buf, &tx.hop, &tx.ip);
 }
 
 /// Writes the checksum `field` the fill computed for `mode` into the datagram's header, marks the
