@@ -767,3 +767,26 @@ fn buffers_go_back_to_the_heap_when_a_burst_of_connections_is_over() {
     assert_eq!(b.release_free_buffers(), held);
     assert_eq!(b.pool_stats().2, 0);
 }
+
+/// A link whose MTU leaves less than the smallest MSS (IPv4's minimum, 68 bytes): the connection
+/// uses the floor MSS, IPv4 fragments its segments, and a transfer still completes (a library user
+/// found a spin here: the MSS underflowed).
+#[test]
+fn a_link_below_the_smallest_mss_still_carries_a_transfer() {
+    let (mut a, mut b) = two_stacks(StackConfig::default(), plain(68), Impairments::default());
+    let mut now = Instant::ZERO;
+    let (c, s) = connect(&mut a, &mut b, &mut now, 80);
+    assert_eq!(a.tcp(c).info().unwrap().mss, 64);
+    let data = payload(20_000, 7);
+    let got = transfer(
+        &mut a,
+        &mut b,
+        &mut now,
+        c,
+        s,
+        &data,
+        Duration::from_secs(60),
+    );
+    assert_eq!(got, data);
+    assert!(a.counters().ip.frag_creates > 0);
+}

@@ -797,7 +797,7 @@ impl Tcp {
             .options
             .mss
             .unwrap_or(536)
-            .min((hop.caps.mtu.min(65535) - 40) as u16);
+            .min(tcb::mss_for_mtu(hop.caps.mtu));
         let cookie = self.isn.cookie(local, remote, syn.seq, mss, cx.now);
         let repr = TcpRepr {
             src_port: local.port(),

@@ -25,7 +25,7 @@ impl Tcb {
         self.mss = peer_mss
             .min(self.local_mss as u32)
             .saturating_sub(options_len)
-            .max(64);
+            .max(u32::from(MIN_MSS));
         self.cc = Congestion::new(self.cc.algorithm, self.mss);
         self.rcv_adv = self.rcv_nxt + self.advertisable();
     }

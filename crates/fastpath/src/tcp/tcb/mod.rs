@@ -246,7 +246,7 @@ impl Tcb {
         iss: u32,
         cfg: &TcpConfig,
     ) -> Tcb {
-        let local_mss = (hop.caps.mtu.min(65535) - 40) as u16;
+        let local_mss = mss_for_mtu(hop.caps.mtu);
         let mss = (local_mss as u32).min(536);
         let rcv_shift = if cfg.window_scaling {
             let mut shift = 0u8;
@@ -538,4 +538,13 @@ impl Tcb {
 /// protects packets with a CRC, and the next hop is the destination itself.
 fn eliminable(cfg: &TcpConfig, hop: &NextHop, remote: SocketAddrV4) -> bool {
     cfg.alt_checksum && hop.caps.crc_protected && hop.next_hop == *remote.ip()
+}
+
+/// The smallest MSS a connection uses, whatever its link's MTU: segments of it on a link whose MTU
+/// is smaller are fragmented by IPv4 (Linux's floor, `tcp_min_snd_mss`, is 48).
+pub(crate) const MIN_MSS: u16 = 64;
+
+/// The MSS for a link of `mtu`: the MTU less the IPv4 and TCP headers, at least [`MIN_MSS`].
+pub(crate) fn mss_for_mtu(mtu: usize) -> u16 {
+    (mtu.min(65535).saturating_sub(40) as u16).max(MIN_MSS)
 }

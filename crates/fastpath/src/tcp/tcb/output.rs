@@ -40,7 +40,9 @@ impl Tcb {
             } else {
                 MAX_SACK_BLOCKS as u32
             };
-            self.mss - (4 + 8 * blocks)
+            self.mss
+                .saturating_sub(4 + 8 * blocks)
+                .max(u32::from(MIN_MSS) / 2)
         } else {
             self.mss
         }
