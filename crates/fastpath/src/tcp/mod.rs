@@ -26,7 +26,7 @@ pub(crate) use tcb::Tcb;
 pub use tcb::{ConnectionInfo, State};
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::collections::{BinaryHeap, VecDeque};
 use std::io::{self, IoSlice};
 use std::net::SocketAddrV4;
 
@@ -41,6 +41,8 @@ use crate::stats::Counters;
 use crate::stats::DropReason;
 use crate::time::Instant;
 use crate::transport::checksum::{ChecksumRules, Payload, RxChecksum, TxChecksum};
+use crate::transport::ports::Ports;
+use crate::transport::slots::Slots;
 use crate::wire::tcp::{Flags, TcpOptions, TcpPacket, TcpRepr, CHECKSUM_OFFSET};
 use crate::wire::{IpProtocol, Ipv4Repr, WireError};
 use isn::IsnGenerator;
@@ -83,10 +85,10 @@ pub(crate) enum Entry {
     Conn(Box<Tcb>),
 }
 
+/// What a slot of the table holds.
 #[derive(Debug)]
 struct Slot {
-    generation: u32,
-    entry: Option<Entry>,
+    entry: Entry,
     /// The entry's PCB is in the demultiplexer.
     in_demux: bool,
     /// The deadline of this slot's live entry in the table's timer heap, if it has one: never later
@@ -98,12 +100,10 @@ struct Slot {
 /// sequence-number generator and the timers.
 #[derive(Debug)]
 pub(crate) struct Tcp {
-    slots: Vec<Slot>,
-    free: Vec<u32>,
+    slots: Slots<Slot>,
     pub(crate) demux: Box<dyn Demux>,
-    /// Local ports in use, with how many entries use each.
-    ports: HashMap<u16, u32>,
-    next_ephemeral: u16,
+    /// Local ports in use.
+    ports: Ports,
     isn: IsnGenerator,
     /// The connections' deadlines, earliest first: (deadline, slot, generation). An entry is live
     /// while its slot holds that generation and has it as `scheduled`; others are dropped when they
@@ -124,11 +124,9 @@ pub(crate) struct Tcp {
 impl Tcp {
     pub(crate) fn new(config: &StackConfig, secret: [u64; 2]) -> Tcp {
         Tcp {
-            slots: Vec::new(),
-            free: Vec::new(),
+            slots: Slots::default(),
             demux: config.demux.build(),
-            ports: HashMap::new(),
-            next_ephemeral: *config.ephemeral_ports.start(),
+            ports: Ports::new(&config.ephemeral_ports),
             isn: IsnGenerator::new(secret),
             timers: BinaryHeap::new(),
             due: Vec::new(),
@@ -140,59 +138,42 @@ impl Tcp {
     }
 
     fn insert(&mut self, entry: Entry, pcb: Pcb) -> (u32, u32) {
-        let index = match self.free.pop() {
-            Some(i) => i,
-            None => {
-                self.slots.push(Slot {
-                    generation: 0,
-                    entry: None,
-                    in_demux: false,
-                    scheduled: None,
-                });
-                (self.slots.len() - 1) as u32
-            }
-        };
         if matches!(entry, Entry::Conn(_)) {
             self.connections += 1;
         }
-        let slot = &mut self.slots[index as usize];
-        slot.entry = Some(entry);
-        slot.in_demux = true;
-        *self.ports.entry(pcb.local_port).or_insert(0) += 1;
+        let (index, generation) = self.slots.insert(Slot {
+            entry,
+            in_demux: true,
+            scheduled: None,
+        });
+        self.ports.take(pcb.local_port);
         self.demux.insert(SocketId(index), pcb);
-        (index, slot.generation)
+        (index, generation)
     }
 
     /// Takes an entry out of the demultiplexer (it receives nothing more) but keeps its slot.
     fn unhook(&mut self, index: u32) {
-        let slot = &mut self.slots[index as usize];
+        let Some(slot) = self.slots.at_mut(index) else {
+            return;
+        };
         if !slot.in_demux {
             return;
         }
         slot.in_demux = false;
         let pcb = match &slot.entry {
-            Some(Entry::Conn(t)) => pcb_of(t),
-            Some(Entry::Listener(l)) => Pcb::bound(l.local),
-            None => return,
+            Entry::Conn(t) => pcb_of(t),
+            Entry::Listener(l) => Pcb::bound(l.local),
         };
         self.demux.remove(SocketId(index), &pcb);
-        if let Some(n) = self.ports.get_mut(&pcb.local_port) {
-            *n -= 1;
-            if *n == 0 {
-                self.ports.remove(&pcb.local_port);
-            }
-        }
+        self.ports.release(pcb.local_port);
     }
 
-    /// Frees a slot.
+    /// Frees a slot. Its heap entry, if any, is dead now (the slot's generation moves on): dropped
+    /// when it reaches the top.
     pub(crate) fn remove(&mut self, index: u32) -> Option<Entry> {
         self.unhook(index);
-        let slot = &mut self.slots[index as usize];
-        let entry = slot.entry.take()?;
-        slot.generation = slot.generation.wrapping_add(1);
-        // Its heap entry, if any, is dead now (another generation): dropped when it reaches the top.
-        slot.scheduled = None;
-        self.free.push(index);
+        let generation = self.slots.generation(index);
+        let entry = self.slots.remove(index, generation)?.entry;
         if matches!(entry, Entry::Conn(_)) {
             self.connections -= 1;
         }
@@ -202,11 +183,11 @@ impl Tcp {
 
     /// The entry in slot `index`, if it holds one of `generation` (any generation when `None`).
     fn entry(&mut self, index: u32, generation: Option<u32>) -> Option<&mut Entry> {
-        let slot = self.slots.get_mut(index as usize)?;
-        if generation.is_some_and(|g| g != slot.generation) {
-            return None;
-        }
-        slot.entry.as_mut()
+        let slot = match generation {
+            Some(g) => self.slots.get_mut(index, g),
+            None => self.slots.at_mut(index),
+        };
+        slot.map(|s| &mut s.entry)
     }
 
     /// The connection a handle names (its generation must match).
@@ -240,35 +221,28 @@ impl Tcp {
     }
 
     pub(crate) fn generation(&self, index: u32) -> u32 {
-        self.slots[index as usize].generation
+        self.slots.generation(index)
     }
 
     fn ephemeral_port(&mut self, range: &std::ops::RangeInclusive<u16>) -> Option<u16> {
-        let (lo, hi) = (*range.start(), *range.end());
-        for _ in 0..=(hi - lo) as u32 {
-            let port = self.next_ephemeral.clamp(lo, hi);
-            self.next_ephemeral = if port == hi { lo } else { port + 1 };
-            if !self.ports.contains_key(&port) {
-                return Some(port);
-            }
-        }
-        None
+        self.ports.ephemeral(range)
     }
 
     /// Learns connection `index`'s deadline, which may have changed: every path that runs the
     /// block (input, output, timers, the application's calls) ends here, through `tcp_output` or
     /// `tcp_timers`. Pushes a heap entry only when the deadline moved earlier than the one scheduled.
     fn schedule(&mut self, index: u32) {
-        let Some(slot) = self.slots.get_mut(index as usize) else {
+        let generation = self.slots.generation(index);
+        let Some(slot) = self.slots.at_mut(index) else {
             return;
         };
         let deadline = match &slot.entry {
-            Some(Entry::Conn(tcb)) => tcb.deadline(),
-            _ => None,
+            Entry::Conn(tcb) => tcb.deadline(),
+            Entry::Listener(_) => None,
         };
         if let Some(at) = deadline.filter(|&at| slot.scheduled.is_none_or(|s| at < s)) {
             slot.scheduled = Some(at);
-            self.timers.push(Reverse((at, index, slot.generation)));
+            self.timers.push(Reverse((at, index, generation)));
             if self.timers.len() > 2 * self.connections + 64 {
                 self.compact_timers();
             }
@@ -279,13 +253,13 @@ impl Tcp {
     /// The deadline of the heap entry `(at, index, generation)` if it is live, with the
     /// connection's actual deadline.
     fn live_entry(&self, at: Instant, index: u32, generation: u32) -> Option<Option<Instant>> {
-        let slot = &self.slots[index as usize];
-        if slot.generation != generation || slot.scheduled != Some(at) {
+        let slot = self.slots.get(index, generation)?;
+        if slot.scheduled != Some(at) {
             return None;
         }
         match &slot.entry {
-            Some(Entry::Conn(tcb)) => Some(tcb.deadline()),
-            _ => Some(None),
+            Entry::Conn(tcb) => Some(tcb.deadline()),
+            Entry::Listener(_) => Some(None),
         }
     }
 
@@ -302,8 +276,9 @@ impl Tcp {
                 return;
             }
             self.timers.pop();
-            let slot = &mut self.slots[index as usize];
-            slot.scheduled = actual;
+            if let Some(slot) = self.slots.at_mut(index) {
+                slot.scheduled = actual;
+            }
             if let Some(d) = actual {
                 self.timers.push(Reverse((d, index, generation)));
             }
@@ -315,8 +290,9 @@ impl Tcp {
     fn compact_timers(&mut self) {
         let slots = &self.slots;
         self.timers.retain(|&Reverse((at, index, generation))| {
-            let slot = &slots[index as usize];
-            slot.generation == generation && slot.scheduled == Some(at)
+            slots
+                .get(index, generation)
+                .is_some_and(|slot| slot.scheduled == Some(at))
         });
     }
 
@@ -327,10 +303,11 @@ impl Tcp {
                 break;
             }
             self.timers.pop();
-            let slot = &mut self.slots[index as usize];
-            if slot.generation == generation && slot.scheduled == Some(at) {
-                slot.scheduled = None;
-                self.due.push(index);
+            if let Some(slot) = self.slots.get_mut(index, generation) {
+                if slot.scheduled == Some(at) {
+                    slot.scheduled = None;
+                    self.due.push(index);
+                }
             }
         }
     }
@@ -342,8 +319,8 @@ impl Tcp {
 
     /// Listeners and connections bound to `port` overlapping `addr`.
     fn listener_conflict(&self, local: SocketAddrV4) -> bool {
-        self.slots.iter().any(|s| match &s.entry {
-            Some(Entry::Listener(l)) => {
+        self.slots.iter().any(|(_, s)| match &s.entry {
+            Entry::Listener(l) => {
                 s.in_demux
                     && l.local.port() == local.port()
                     && (l.local.ip().is_unspecified()
@@ -580,7 +557,7 @@ impl Tcp {
             self.reply_reset(cx, local, remote, &repr, buf.len());
             return cx.drop(buf, DropReason::TcpNoSocket);
         };
-        match self.slots[index as usize].entry {
+        match self.slots.at(index).map(|s| &s.entry) {
             Some(Entry::Conn(_)) => self.conn_input(cx, index, &repr, buf),
             Some(Entry::Listener(_)) => self.listen_input(cx, index, local, remote, &repr, buf),
             None => cx.drop(buf, DropReason::TcpNoSocket),

@@ -114,7 +114,7 @@ fn stack_with(n: usize, idle: impl Fn(usize) -> Duration) -> (Layer, Vec<u32>) {
 
 /// The earliest deadline, by looking at every connection.
 fn scan(stack: &mut Layer) -> Option<Instant> {
-    (0..stack.tcp.slots.len() as u32)
+    (0..stack.tcp.slots.capacity() as u32)
         .filter_map(|i| stack.tcp.tcb(i).and_then(|t| t.deadline()))
         .min()
 }

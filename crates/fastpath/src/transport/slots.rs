@@ -82,6 +82,24 @@ impl<T> Slots<T> {
         self.slots.get_mut(index as usize)?.value.as_mut()
     }
 
+    /// The value in slot `index`, whatever its generation.
+    #[inline]
+    pub(crate) fn at(&self, index: u32) -> Option<&T> {
+        self.slots.get(index as usize)?.value.as_ref()
+    }
+
+    /// The generation of slot `index` (of its value, or of the next one it will hold).
+    #[inline]
+    pub(crate) fn generation(&self, index: u32) -> u32 {
+        self.slots.get(index as usize).map_or(0, |s| s.generation)
+    }
+
+    /// Slots, used or free: every index is below this.
+    #[cfg(test)]
+    pub(crate) fn capacity(&self) -> usize {
+        self.slots.len()
+    }
+
     /// Every value, with its index.
     pub(crate) fn iter(&self) -> impl Iterator<Item = (u32, &T)> {
         self.slots
@@ -109,5 +127,9 @@ mod tests {
         assert_eq!(t.get_mut(j, h), Some(&mut "second"));
         assert_eq!(t.iter().count(), 1);
         assert_eq!(t.at_mut(j), Some(&mut "second"));
+        assert_eq!(
+            (t.at(j), t.generation(j), t.capacity()),
+            (Some(&"second"), h, 1)
+        );
     }
 }
