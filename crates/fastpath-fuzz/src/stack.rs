@@ -810,7 +810,14 @@ pub fn run(data: &[u8]) -> Counters {
                     .bad_checksum
             })
             .sum();
-        assert_eq!(p.ip, s.ip);
+        // The counters of the paths the techniques took differ by design; the rest must not.
+        let paths = |mut ip: fastpath::stats::IpCounters| {
+            ip.in_unpredicted = 0;
+            ip.out_untemplated = 0;
+            ip.header_sums_by_routine = 0;
+            ip
+        };
+        assert_eq!(paths(p.ip), paths(s.ip));
         assert_eq!(p.icmp, s.icmp);
         assert_eq!(
             p.udp.in_datagrams - deferred,

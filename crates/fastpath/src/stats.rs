@@ -197,6 +197,15 @@ pub struct IpCounters {
     pub reasm_reqds: u64,
     /// Datagrams reassembled.
     pub reasm_oks: u64,
+    /// Packets input checked on the general path: every packet when `input_header_prediction` is
+    /// off, only those not of the predicted shape when it is on.
+    pub in_unpredicted: u64,
+    /// Datagrams whose header output wrote field by field: every one when `output_header_template`
+    /// is off, only fragmented ones when it is on.
+    pub out_untemplated: u64,
+    /// IPv4 header sums computed by the general checksum routine rather than in line
+    /// (`inline_header_checksum` off, or headers with options).
+    pub header_sums_by_routine: u64,
 }
 
 /// UDP counters.
@@ -216,6 +225,17 @@ pub struct UdpCounters {
     pub in_checksum_offloaded: u64,
     /// Datagrams received with no checksum (zero field).
     pub in_no_checksum: u64,
+    /// Datagrams verified in full on arrival (`copy_checksum` separate), not while copied out.
+    pub in_checksum_on_arrival: u64,
+    /// Datagrams sent with their checksum in a pass of its own after the copy (`copy_checksum`
+    /// separate), not fused with it.
+    pub out_checksum_separate: u64,
+    /// Routes worked out for a send (next hop, source, checksum mode, header template): once per
+    /// destination with `output_route_cache`, once per datagram without.
+    pub route_lookups: u64,
+    /// Sends that connected the socket for the datagram and disconnected it after
+    /// (`sendto_pseudo_connect`, 4.3BSD's way).
+    pub pseudo_connects: u64,
 }
 
 /// ICMP counters.
@@ -289,6 +309,9 @@ pub struct TcpCounters {
     pub out_no_checksum: u64,
     /// Segments taken without verifying a checksum (negotiated elimination).
     pub in_no_checksum: u64,
+    /// Segments sent with their checksum in a pass of its own after the copy (`copy_checksum`
+    /// separate).
+    pub out_checksum_separate: u64,
 }
 
 /// All of a stack's counters.
@@ -320,6 +343,15 @@ impl fmt::Display for Counters {
             (ip.frag_creates, "fragments created"),
             (ip.reasm_reqds, "fragments received"),
             (ip.reasm_oks, "datagrams reassembled"),
+            (
+                ip.in_unpredicted,
+                "packets checked on the general input path",
+            ),
+            (ip.out_untemplated, "headers written field by field"),
+            (
+                ip.header_sums_by_routine,
+                "header sums by the general routine",
+            ),
         ] {
             if n > 0 {
                 writeln!(f, "    {n} {what}")?;
@@ -338,6 +370,13 @@ impl fmt::Display for Counters {
                 "received with checksum verified by the link",
             ),
             (udp.in_no_checksum, "received without checksum"),
+            (udp.in_checksum_on_arrival, "verified in full on arrival"),
+            (
+                udp.out_checksum_separate,
+                "sent with a separate checksum pass",
+            ),
+            (udp.route_lookups, "routes worked out for sends"),
+            (udp.pseudo_connects, "sends with a pseudo-connect"),
         ] {
             if n > 0 {
                 writeln!(f, "    {n} {what}")?;
@@ -391,6 +430,10 @@ impl fmt::Display for Counters {
             ),
             (tcp.out_no_checksum, "sent without checksum (eliminated)"),
             (tcp.in_no_checksum, "received without checksum (eliminated)"),
+            (
+                tcp.out_checksum_separate,
+                "sent with a separate checksum pass",
+            ),
         ] {
             if n > 0 {
                 writeln!(f, "    {n} {what}")?;

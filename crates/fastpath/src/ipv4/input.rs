@@ -33,7 +33,7 @@ impl Ipv4 {
         if !self.cfg.input_header_prediction {
             return None;
         }
-        let repr = self.predict_udp(iface, buf.data())?;
+        let repr = self.predict_udp(counters, iface, buf.data())?;
         layer!(Receive, Ip);
         counters.in_receives += 1;
         buf.truncate(20 + repr.payload_len);
@@ -54,14 +54,16 @@ impl Ipv4 {
     ) -> Option<Accepted> {
         layer!(Receive, Ip);
         cx.counters.in_receives += 1;
-        let (mut repr, header_len, delivery, fragment) = match self.check(iface, buf.data()) {
-            Ok(checked) => checked,
-            Err(reason) => {
-                cx.drops.add(reason);
-                cx.pool.free(buf);
-                return None;
-            }
-        };
+        cx.counters.in_unpredicted += 1;
+        let (mut repr, header_len, delivery, fragment) =
+            match self.check(cx.counters, iface, buf.data()) {
+                Ok(checked) => checked,
+                Err(reason) => {
+                    cx.drops.add(reason);
+                    cx.pool.free(buf);
+                    return None;
+                }
+            };
         if !fragment {
             buf.truncate(header_len + repr.payload_len);
             buf.pull_front(header_len);
@@ -112,7 +114,12 @@ impl Ipv4 {
     /// every check of [`Self::check`]; `None` for any other packet, which then takes the general
     /// path (and is dropped there, counted, if it is bad). The header is read once, as an array.
     #[inline(always)]
-    fn predict_udp(&self, iface: InterfaceId, data: &[u8]) -> Option<Ipv4Repr> {
+    fn predict_udp(
+        &self,
+        counters: &mut IpCounters,
+        iface: InterfaceId,
+        data: &[u8],
+    ) -> Option<Ipv4Repr> {
         let h: &[u8; 20] = data.get(..20)?.try_into().ok()?;
         let total = u16::from_be_bytes([h[2], h[3]]) as usize;
         // Version 4 with no options; MF clear and offset zero; TTL not zero; UDP; a total length
@@ -131,7 +138,7 @@ impl Ipv4 {
             timed!(Checksum);
             checksum::ipv4_header_sum(h)
         } else {
-            self.cfg.header_sum(h)
+            self.cfg.header_sum(counters, h)
         };
         if sum != 0xffff {
             return None;
@@ -177,6 +184,7 @@ impl Ipv4 {
     /// a source from a link (Linux's martian source): only loopback carries the host's talk to itself.
     fn check(
         &self,
+        counters: &mut IpCounters,
         iface: InterfaceId,
         data: &[u8],
     ) -> Result<(Ipv4Repr, usize, Delivery, bool), DropReason> {
@@ -186,7 +194,7 @@ impl Ipv4 {
             WireError::BadTotalLength => DropReason::Ipv4BadTotalLength,
             _ => DropReason::Ipv4Truncated,
         })?;
-        if self.cfg.header_sum(packet.header()) != 0xffff {
+        if self.cfg.header_sum(counters, packet.header()) != 0xffff {
             return Err(DropReason::Ipv4BadChecksum);
         }
         // `new_checked` validated the lengths: read the fixed 20 bytes once, with no further checks.

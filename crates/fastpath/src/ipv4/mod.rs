@@ -80,13 +80,16 @@ impl Ipv4Config {
     }
 
     /// The sum of a 20-byte (or longer) header: in line (`inline_header_checksum`, paper 000 §6.1) or
-    /// by the general routine.
+    /// by the general routine (counted, `header_sums_by_routine`).
     #[inline]
-    pub(crate) fn header_sum(&self, header: &[u8]) -> u16 {
+    pub(crate) fn header_sum(&self, counters: &mut IpCounters, header: &[u8]) -> u16 {
         timed!(Checksum);
         match <&[u8; 20]>::try_from(header) {
             Ok(h) if self.inline_header_checksum => checksum::ipv4_header_sum(h),
-            _ => self.checksum.sum(header),
+            _ => {
+                counters.header_sums_by_routine += 1;
+                self.checksum.sum(header)
+            }
         }
     }
 }

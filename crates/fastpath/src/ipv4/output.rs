@@ -136,7 +136,7 @@ impl Ipv4 {
             timed!(Checksum);
             checksum::fold32(template.sum + u32::from(total) + u32::from(ident))
         } else {
-            self.cfg.header_sum(&h)
+            self.cfg.header_sum(cx.counters, &h)
         };
         h[10..12].copy_from_slice(&(!sum).to_be_bytes());
         buf.push_front(20).copy_from_slice(&h);
@@ -169,6 +169,7 @@ impl Ipv4 {
         protocol: IpProtocol,
     ) {
         cx.counters.out_requests += 1;
+        cx.counters.out_untemplated += 1;
         let ident = self.ident.next_for(src, dst, protocol.into());
         let mut repr = Ipv4Repr {
             src_addr: src,
@@ -183,7 +184,7 @@ impl Ipv4 {
             frag_offset: 0,
         };
         if 20 + buf.len() <= hop.caps.mtu || buf.meta.gso_size > 0 {
-            self.emit_header(&mut buf, &repr);
+            self.emit_header(cx, &mut buf, &repr);
             return self.send(cx, out, hop.iface, buf);
         }
 
@@ -209,7 +210,7 @@ impl Ipv4 {
             repr.payload_len = len;
             repr.frag_offset = offset as u16;
             repr.more_frags = offset + len < total;
-            self.emit_header(&mut frag, &repr);
+            self.emit_header(cx, &mut frag, &repr);
             cx.counters.frag_creates += 1;
             self.send(cx, out, hop.iface, frag);
             offset += len;
@@ -219,10 +220,10 @@ impl Ipv4 {
     }
 
     #[inline]
-    fn emit_header(&self, buf: &mut PacketBuf, repr: &Ipv4Repr) {
+    fn emit_header(&self, cx: &mut IpCx, buf: &mut PacketBuf, repr: &Ipv4Repr) {
         let header = buf.push_front(20);
         repr.emit(header);
-        let sum = self.cfg.header_sum(header);
+        let sum = self.cfg.header_sum(cx.counters, header);
         header[10..12].copy_from_slice(&(!sum).to_be_bytes());
     }
 }

@@ -966,7 +966,8 @@ impl Tcp {
                 cx.counters.tcp.out_checksum_offloaded += 1;
             }
             TxChecksum::None => cx.counters.tcp.out_no_checksum += 1,
-            TxChecksum::Fused | TxChecksum::Separate => {}
+            TxChecksum::Separate => cx.counters.tcp.out_checksum_separate += 1,
+            TxChecksum::Fused => {}
         }
         buf
     }

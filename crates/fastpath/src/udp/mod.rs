@@ -408,6 +408,7 @@ impl Udp {
             // 4.3BSD: connect for the duration of the send, then disconnect (paper 000 §6.2).
             self.connect(cx, s, dst)?;
             let connected = self.get(s).ok_or_else(closed)?.pcb;
+            cx.counters.udp.pseudo_connects += 1;
             let result = self.tx_route(cx, connected, options, dst).map(|tx| {
                 output(
                     &self.cfg,
@@ -484,11 +485,12 @@ impl Udp {
     /// parts. Made for each datagram, or kept by the route cache.
     fn tx_route(
         &self,
-        cx: &UdpCx<impl Transmit>,
+        cx: &mut UdpCx<impl Transmit>,
         pcb: Pcb,
         options: UdpOptions,
         dst: SocketAddrV4,
     ) -> io::Result<TxRoute> {
+        cx.counters.udp.route_lookups += 1;
         let (hop, src) = self.source_route(cx, pcb, dst)?;
         let mode = Self::tx_checksum_mode(self.cfg, options, &hop, dst, false);
         let mode_fragmented = Self::tx_checksum_mode(self.cfg, options, &hop, dst, true);
@@ -555,6 +557,7 @@ impl Udp {
                     udp_header_sum(repr.src_port, repr.dst_port, udp_len as u16, field),
                 )),
                 RxChecksum::Now => {
+                    cx.counters.udp.in_checksum_on_arrival += 1;
                     if !self.cfg.checksum.verify(buf.data(), pseudo()) {
                         cx.drop(buf, DropReason::UdpBadChecksum);
                         return None;
@@ -708,8 +711,16 @@ fn finish(cx: &mut UdpCx<impl Transmit>, buf: &mut PacketBuf, mode: TxChecksum, 
             cx.counters.udp.out_no_checksum += 1;
             0
         }
-        TxChecksum::Fused | TxChecksum::Separate if field == 0 => 0xffff,
-        TxChecksum::Fused | TxChecksum::Separate => field,
+        TxChecksum::Separate => {
+            cx.counters.udp.out_checksum_separate += 1;
+            if field == 0 {
+                0xffff
+            } else {
+                field
+            }
+        }
+        TxChecksum::Fused if field == 0 => 0xffff,
+        TxChecksum::Fused => field,
     };
     buf.data_mut()[6..8].copy_from_slice(&field.to_be_bytes());
 }
