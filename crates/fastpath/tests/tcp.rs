@@ -398,21 +398,30 @@ fn abort_sends_rst_and_the_peer_sees_a_reset() {
     assert_eq!(a.tcp_connections(), 0);
 }
 
-#[test]
-fn many_connections_at_once() {
-    let (mut a, mut b) = two_stacks(StackConfig::default(), plain(1500), Impairments::default());
-    let mut now = Instant::ZERO;
-    let l = b.tcp_listen(sa(B, 80), 2048).unwrap();
-    let clients: Vec<TcpStream> = (0..1000)
-        .map(|_| a.tcp_connect(sa(B, 80)).unwrap())
-        .collect();
+/// `n` connections from A to B:80 at once, all accepted: the clients and the servers.
+fn open_many(
+    a: &mut Stack,
+    b: &mut Stack,
+    now: &mut Instant,
+    n: usize,
+) -> (Vec<TcpStream>, Vec<TcpStream>) {
+    let l = b.tcp_listen(sa(B, 80), 2 * n).unwrap();
+    let clients: Vec<TcpStream> = (0..n).map(|_| a.tcp_connect(sa(B, 80)).unwrap()).collect();
     let mut servers = Vec::new();
-    run_until(&mut a, &mut b, &mut now, Duration::from_secs(10), |_, b| {
+    run_until(a, b, now, Duration::from_secs(10), |_, b| {
         while let Ok((s, _)) = b.tcp_listener(l).accept() {
             servers.push(s);
         }
         servers.len() == clients.len()
     });
+    (clients, servers)
+}
+
+#[test]
+fn many_connections_at_once() {
+    let (mut a, mut b) = two_stacks(StackConfig::default(), plain(1500), Impairments::default());
+    let mut now = Instant::ZERO;
+    let (clients, servers) = open_many(&mut a, &mut b, &mut now, 1000);
     for (i, &c) in clients.iter().enumerate() {
         a.tcp(c).write(&(i as u32).to_be_bytes()).unwrap();
     }
@@ -727,17 +736,7 @@ fn buffers_go_back_to_the_heap_when_a_burst_of_connections_is_over() {
     let mut b = Stack::new(config);
     b.add_interface("pair0", eb, Ipv4Cidr::new(B, 24));
     let mut now = Instant::ZERO;
-    let l = b.tcp_listen(sa(B, 80), 512).unwrap();
-    let clients: Vec<TcpStream> = (0..300)
-        .map(|_| a.tcp_connect(sa(B, 80)).unwrap())
-        .collect();
-    let mut servers = Vec::new();
-    run_until(&mut a, &mut b, &mut now, Duration::from_secs(10), |_, b| {
-        while let Ok((s, _)) = b.tcp_listener(l).accept() {
-            servers.push(s);
-        }
-        servers.len() == clients.len()
-    });
+    let (clients, servers) = open_many(&mut a, &mut b, &mut now, 300);
     // Every client sends 128 KiB that the server does not read yet: about 600 large buffers wait in
     // the receive queues at once, 40 MB.
     let data = vec![7u8; 128 << 10];

@@ -224,10 +224,6 @@ impl Tcp {
         self.slots.generation(index)
     }
 
-    fn ephemeral_port(&mut self, range: &std::ops::RangeInclusive<u16>) -> Option<u16> {
-        self.ports.ephemeral(range)
-    }
-
     /// Learns connection `index`'s deadline, which may have changed: every path that runs the
     /// block (input, output, timers, the application's calls) ends here, through `tcp_output` or
     /// `tcp_timers`. Pushes a heap entry only when the deadline moved earlier than the one scheduled.
@@ -420,12 +416,7 @@ impl Tcp {
     ) -> io::Result<(u32, u32)> {
         let addr = *local.ip();
         ip.check_local_address(addr)?;
-        let port = match local.port() {
-            0 => self
-                .ephemeral_port(ephemeral)
-                .ok_or_else(|| io::Error::new(io::ErrorKind::AddrInUse, "no free port"))?,
-            p => p,
-        };
+        let port = self.ports.choose(local.port(), ephemeral)?;
         let local = SocketAddrV4::new(addr, port);
         if self.listener_conflict(local) {
             return Err(io::Error::new(
@@ -472,12 +463,7 @@ impl Tcp {
         } else {
             *local.ip()
         };
-        let port = match local.port() {
-            0 => self
-                .ephemeral_port(ephemeral)
-                .ok_or_else(|| io::Error::new(io::ErrorKind::AddrInUse, "no free port"))?,
-            p => p,
-        };
+        let port = self.ports.choose(local.port(), ephemeral)?;
         let local = SocketAddrV4::new(addr, port);
         let taken = self
             .demux

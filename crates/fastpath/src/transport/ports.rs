@@ -40,6 +40,20 @@ impl Ports {
         self.in_use.contains_key(&port)
     }
 
+    /// `port`, or for port 0 an ephemeral one from `range`; `AddrInUse` when none is free.
+    pub(crate) fn choose(
+        &mut self,
+        port: u16,
+        range: &RangeInclusive<u16>,
+    ) -> std::io::Result<u16> {
+        match port {
+            0 => self.ephemeral(range).ok_or_else(|| {
+                std::io::Error::new(std::io::ErrorKind::AddrInUse, "no free ephemeral port")
+            }),
+            p => Ok(p),
+        }
+    }
+
     /// The next port of `range` no socket uses, going round from where the last search stopped
     /// (none when all are in use). The port is not taken: the caller takes it when it binds.
     pub(crate) fn ephemeral(&mut self, range: &RangeInclusive<u16>) -> Option<u16> {

@@ -255,12 +255,7 @@ impl Udp {
     ) -> io::Result<UdpSocket> {
         let addr = *local.ip();
         ip.check_local_address(addr)?;
-        let port = match local.port() {
-            0 => self.ports.ephemeral(ephemeral).ok_or_else(|| {
-                io::Error::new(io::ErrorKind::AddrInUse, "no free ephemeral port")
-            })?,
-            p => p,
-        };
+        let port = self.ports.choose(local.port(), ephemeral)?;
         let local = SocketAddrV4::new(addr, port);
         if self.conflicts(local, options.reuse_address) {
             return Err(io::Error::new(
