@@ -536,11 +536,7 @@ impl Tcb {
             self.timers.clear(Timer::Retransmit);
             self.retries = 0;
             if let Some((_, ecr)) = seg.options.timestamps.filter(|_| self.ts_on) {
-                self.rtt_sample(
-                    cx.now,
-                    ts_clock(cx.now).wrapping_sub(ecr.wrapping_sub(self.ts_offset)),
-                    cx,
-                );
+                self.rtt_from_echo(ecr, cx);
             } else if let Some((_, sent)) = self.rtt_probe.take() {
                 let rtt = cx.now.saturating_since(sent);
                 self.rtt_sample(cx.now, rtt.as_millis() as u32, cx);

@@ -63,11 +63,7 @@ impl Tcb {
         let acked = ack - self.snd_una;
         // RTT: from the echoed timestamp, else from the timed segment if it was not retransmitted.
         if let Some((_, ecr)) = seg.options.timestamps.filter(|_| self.ts_on) {
-            let sent = ecr.wrapping_sub(self.ts_offset);
-            let rtt_ms = ts_clock(cx.now).wrapping_sub(sent);
-            if rtt_ms < 60_000 {
-                self.rtt_sample(cx.now, rtt_ms, cx);
-            }
+            self.rtt_from_echo(ecr, cx);
         } else if let Some((probe, sent)) = self.rtt_probe {
             if ack > probe {
                 self.rtt_probe = None;
@@ -142,6 +138,15 @@ impl Tcb {
     }
 
     /// One RTT measurement, in milliseconds (RFC 6298 §2).
+    /// An RTT sample from a timestamp the peer echoed (RFC 7323 §4), unless it is not one of ours
+    /// from the last minute: a peer echoing a bogus value must not inflate the RTO.
+    pub(super) fn rtt_from_echo(&mut self, ecr: u32, cx: &mut Cx) {
+        let rtt_ms = ts_clock(cx.now).wrapping_sub(ecr.wrapping_sub(self.ts_offset));
+        if rtt_ms < 60_000 {
+            self.rtt_sample(cx.now, rtt_ms, cx);
+        }
+    }
+
     pub(super) fn rtt_sample(&mut self, _now: Instant, rtt_ms: u32, cx: &mut Cx) {
         let r = Duration::from_millis(rtt_ms.max(1) as u64);
         match self.srtt {

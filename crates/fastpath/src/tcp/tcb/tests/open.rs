@@ -196,3 +196,28 @@ fn syn_is_retransmitted_with_backoff_then_the_connect_fails() {
     assert_eq!(h.tcb.error, Some(io::ErrorKind::TimedOut));
     assert_eq!(h.counters.attempt_fails, 1);
 }
+
+#[test]
+fn a_bogus_echoed_timestamp_in_the_syn_ack_does_not_inflate_the_rto() {
+    let mut h = Harness::connect(TcpConfig::default());
+    let (syn, _) = h.send().unwrap();
+    let mut syn_ack = seg(SYN | ACK, IRS, ISS + 1, 8192);
+    syn_ack.options = TcpOptions {
+        mss: Some(MSS as u16),
+        // An echo of a value we never sent: two billion milliseconds before our clock.
+        timestamps: Some((
+            1,
+            syn.options
+                .timestamps
+                .unwrap()
+                .0
+                .wrapping_sub(2_000_000_000),
+        )),
+        ..TcpOptions::default()
+    };
+    recv!(h, syn_ack);
+    assert_eq!(h.tcb.state, State::Established);
+    let info = h.tcb.info();
+    assert_eq!(info.srtt, None, "no sample taken");
+    assert_eq!(info.rto, Duration::from_secs(1));
+}
