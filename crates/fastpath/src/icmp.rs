@@ -1,8 +1,8 @@
 //! ICMPv4: echo, the errors this host sends (port and protocol unreachable, reassembly time exceeded),
 //! the errors it acts on (unreachables reported to connected sockets), and the output rate limit.
 //!
-//! [`Icmp`] is called with a narrow context ([`IcmpCx`]) and returns what must be sent
-//! ([`IcmpOut`], for the stack to hand to IPv4) or reported to a transport ([`IcmpInput::Report`]):
+//! `Icmp` is called with a narrow context (`IcmpCx`) and returns what must be sent
+//! (`IcmpOut`, for the stack to hand to IPv4) or reported to a transport (`IcmpInput::Report`):
 //! it sends nothing itself and knows no socket.
 
 use std::collections::VecDeque;

@@ -1,10 +1,10 @@
 //! IPv4: the host's addresses and routes, input validation, output with header templates and
 //! fragmentation, reassembly and the identification counters.
 //!
-//! [`Ipv4`] owns all of that state and is called with a narrow context ([`IpCx`]: the clock, the
-//! buffer pool, IP's counters and the drop counters). Input ([`input`]) returns the datagram it
-//! accepted, for the stack to hand to a transport; output ([`output`]) hands finished packets to a
-//! [`Transmit`] sink. IPv4 knows nothing of the protocols above it.
+//! `Ipv4` owns all of that state and is called with a narrow context (`IpCx`: the clock, the
+//! buffer pool, IP's counters and the drop counters). Input (`input`) returns the datagram it
+//! accepted, for the stack to hand to a transport; output (`output`) hands finished packets to a
+//! `Transmit` sink. IPv4 knows nothing of the protocols above it.
 
 pub mod ident;
 mod input;

@@ -9,10 +9,10 @@
 //! [`TcpStream`] handles, used through [`Stack::tcp_listener`](crate::Stack::tcp_listener) and
 //! [`Stack::tcp`](crate::Stack::tcp).
 //!
-//! Techniques and their switches ([`TcpConfig`](crate::config::TcpConfig)): header prediction
+//! Techniques and their switches ([`TcpConfig`]): header prediction
 //! (`header_prediction`, paper 000 §2), checksum offload (the stack's `checksum_policy`, paper 002
-//! §3.2), zero-copy receive and in-place send (always: see [`TcpStreamRef::read_with`] and
-//! [`TcpStreamRef::write_with`]), SACK, timestamps and window scaling, CUBIC or NewReno, delayed ACKs,
+//! §3.2), zero-copy receive and in-place send (always: see `TcpStreamRef::read_with` and
+//! `TcpStreamRef::write_with`), SACK, timestamps and window scaling, CUBIC or NewReno, delayed ACKs,
 //! SYN cookies.
 
 mod buffers;

@@ -1,6 +1,6 @@
 //! UDP: the socket table, input (checksum, demultiplexing, queueing) and output (copy, checksum, send).
 //!
-//! Input verifies the checksum on arrival, or, with [`CopyChecksum::Fused`], sums only the pseudo-header
+//! Input verifies the checksum on arrival, or, with `CopyChecksum::Fused`, sums only the pseudo-header
 //! and UDP header and leaves the payload to be verified while it is copied to the application
 //! (Partridge & Pink §7.1.1). Output copies the application's data into a buffer once, after headroom
 //! for every header, summing it in the same loop when fused.
