@@ -1032,6 +1032,27 @@ fn ip_identification_is_a_sequence_per_destination_not_per_host() {
     ids(&mut t).iter().for_each(|ids| per_destination(ids));
 }
 
+/// A timer that sends to this host itself (here, the reassembly timeout's ICMP time exceeded about a
+/// fragment from our own loopback address) is finished within the same `poll`: a poll that returns 0
+/// has left nothing to do (found by a cargo-fuzz campaign on the `stack` target).
+#[test]
+fn what_a_timer_sends_to_ourselves_is_taken_in_by_the_same_poll() {
+    let mut t = Target::new();
+    let lo = Ipv4Addr::LOCALHOST;
+    let mut first = ip_packet(lo, lo, 17, &[0x11; 16]);
+    first[6..8].copy_from_slice(&0x2000u16.to_be_bytes());
+    fix_ip_checksum(&mut first);
+    t.b.receive(LOOPBACK, PacketBuf::from_slice(&first));
+    assert_eq!(t.b.poll(T0), 0);
+    assert_eq!(t.b.reassembly_stats().0, 1);
+    let later = T0 + Duration::from_secs(31);
+    assert!(t.b.poll(later) > 0);
+    let c = t.b.counters();
+    assert_eq!(c.drops.get(DropReason::ReassemblyTimeout), 1);
+    assert_eq!((c.icmp.out_time_excds, c.icmp.in_time_excds), (1, 1));
+    assert_eq!(t.b.poll(later), 0, "the stack does not go quiet");
+}
+
 // ---------------------------------------------------------------------------------------------
 // Garbage.
 

@@ -278,8 +278,38 @@ impl Stack {
     /// packets moved, received and handed to links: zero means there was nothing to do.
     pub fn poll(&mut self, now: Instant) -> usize {
         self.now = now;
-        let max = self.config.rx_batch;
         let mut processed = self.flush();
+        processed += self.input_rounds();
+        if self.ip.next_deadline().is_some_and(|d| d <= now) {
+            self.expire_reassembly();
+            processed += self.flush();
+        }
+        if self.tcp_next_deadline().is_some_and(|d| d <= now) {
+            self.tcp_timers();
+            processed += self.flush();
+        }
+        // What the timers sent to this host itself (an ICMP error about our own datagram, a
+        // segment of a connection with ourselves) is taken in now: a poll that returns 0 has left
+        // nothing to do.
+        if !self.devices.lo.is_empty() {
+            processed += self.input_rounds_again();
+        }
+        processed
+    }
+
+    /// [`Self::input_rounds`] once more, for what the timers sent to this host (rare: kept out of
+    /// line).
+    #[inline(never)]
+    fn input_rounds_again(&mut self) -> usize {
+        self.input_rounds()
+    }
+
+    /// Input a batch at a time until the links are quiet (or a bound on rounds is reached), with the
+    /// output it causes handed to the links; returns the packets moved.
+    #[inline(always)]
+    fn input_rounds(&mut self) -> usize {
+        let max = self.config.rx_batch;
+        let mut processed = 0;
         for _ in 0..POLL_ROUNDS {
             layer!(Receive, Link);
             // The loopback first, straight from its queue: no batch in between.
@@ -308,14 +338,6 @@ impl Stack {
             }
         }
         layer!();
-        if self.ip.next_deadline().is_some_and(|d| d <= now) {
-            self.expire_reassembly();
-            processed += self.flush();
-        }
-        if self.tcp_next_deadline().is_some_and(|d| d <= now) {
-            self.tcp_timers();
-            processed += self.flush();
-        }
         processed
     }
 
