@@ -238,7 +238,7 @@ impl Host {
 /// one of the stack's addresses on a wire (never 127/8), to a unicast address unless it is UDP the
 /// harness sent to a broadcast; UDP with a length that fits and a checksum that verifies; ICMP with a
 /// checksum that verifies, and an error never about a broadcast, a multicast, a non-unicast source or
-/// another ICMP error.
+/// another ICMP error; TCP only as a RST (the host has no TCP socket) with a checksum that verifies.
 fn check_output(iface: usize, p: &[u8]) {
     let packet =
         Ipv4Packet::new_checked(p).unwrap_or_else(|e| panic!("sent a bad packet ({e}): {p:02x?}"));
@@ -324,6 +324,23 @@ fn check_output(iface: usize, p: &[u8]) {
                     );
                 }
             }
+        }
+        6 => {
+            // The host has no TCP socket: all it may send is a RST for a segment to a closed port
+            // (RFC 9293 §3.10.7.1), never to a broadcast, with a checksum that verifies.
+            assert!(payload.len() >= 20, "a short TCP segment: {p:02x?}");
+            assert!(!broadcast, "TCP to a broadcast address {dst}");
+            assert_ne!(payload[13] & 0x04, 0, "TCP other than a RST: {p:02x?}");
+            let mut pseudo = [0u8; 12];
+            pseudo[..4].copy_from_slice(&src.octets());
+            pseudo[4..8].copy_from_slice(&dst.octets());
+            pseudo[9] = 6;
+            pseudo[10..].copy_from_slice(&(payload.len() as u16).to_be_bytes());
+            assert_eq!(
+                ones_add(reference_sum(&pseudo), reference_sum(payload)),
+                0xffff,
+                "sent a bad TCP checksum: {p:02x?}"
+            );
         }
         other => panic!("sent protocol {other}"),
     }
