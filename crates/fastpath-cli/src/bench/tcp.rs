@@ -45,7 +45,7 @@ pub struct TcpArgs {
     #[arg(long, value_delimiter = ',', default_values_t = [1500usize, 9000, 65535],
           value_parser = common::parse_mtu)]
     mtus: Vec<usize>,
-    /// MiB per pair transfer [default: 64; with --quick: 4].
+    /// MiB per pair transfer [default: 64; with --quick: 32: less is mostly slow start].
     #[arg(long, value_parser = common::count(1, 1 << 20))]
     mib: Option<usize>,
     /// Only the in-memory pair (no root needed).
@@ -533,7 +533,7 @@ mod testbed {
 /// Runs the experiment and returns its rows.
 pub fn measure(args: &TcpArgs) -> Result<Vec<TcpRow>, String> {
     let (rounds, mib, secs) = if args.quick {
-        (1, 4, 0.2)
+        (1, 32, 0.2)
     } else {
         (5, 64, 1.0)
     };
