@@ -24,13 +24,9 @@ impl Stack {
         backlog: usize,
     ) -> io::Result<TcpListener> {
         let local = crate::addr::ipv4(&local)?;
-        let (index, generation) = self.tcp.listen(
-            &self.ip,
-            &self.config.ephemeral_ports,
-            self.config.limits.tcp_backlog,
-            local,
-            backlog,
-        )?;
+        let (index, generation) =
+            self.tcp
+                .listen(&self.ip, self.config.limits.tcp_backlog, local, backlog)?;
         Ok(TcpListener { index, generation })
     }
 

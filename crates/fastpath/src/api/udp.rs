@@ -31,8 +31,7 @@ impl Stack {
         options: UdpOptions,
     ) -> io::Result<UdpSocket> {
         let local = addr::ipv4(&local)?;
-        self.udp
-            .bind(&self.ip, &self.config.ephemeral_ports, local, options)
+        self.udp.bind(&self.ip, local, options)
     }
 
     /// A handle to call socket methods on, in the manner of `std::net::UdpSocket`.

@@ -19,7 +19,6 @@ use crate::link::{Link, LinkCapabilities, Loopback, StackLink};
 use crate::stats::{Counters, DropReason};
 use crate::tcp::{Tcp, TcpCx};
 use crate::time::Instant;
-use crate::transport::checksum::ChecksumRules;
 use crate::udp::{Payload, Udp, UdpCx, UdpSocket};
 use crate::wire::icmpv4::DstUnreachable;
 use crate::wire::{IpProtocol, Ipv4Repr};
@@ -105,7 +104,6 @@ macro_rules! tcp_cx {
             TcpCx {
                 now: $s.now,
                 cfg: &$s.config.tcp,
-                checksum: ChecksumRules::of(&$s.config),
                 max_connections: $s.config.limits.tcp_connections,
                 max_ooo: $s.config.limits.tcp_out_of_order,
                 pool: &mut $s.pool,
@@ -531,9 +529,8 @@ impl Stack {
         local: std::net::SocketAddrV4,
         remote: std::net::SocketAddrV4,
     ) -> io::Result<(u32, u32)> {
-        let ephemeral = self.config.ephemeral_ports.clone();
         let (tcp, mut cx) = tcp_cx!(self);
-        tcp.connect(&mut cx, &ephemeral, local, remote)
+        tcp.connect(&mut cx, local, remote)
     }
 
     /// Sends everything connection `index` owes and the windows allow.

@@ -104,6 +104,8 @@ pub(crate) struct Tcp {
     pub(crate) demux: Box<dyn Demux>,
     /// Local ports in use.
     ports: Ports,
+    /// The transport checksum's switches, from the configuration.
+    checksum: ChecksumRules,
     isn: IsnGenerator,
     /// The connections' deadlines, earliest first: (deadline, slot, generation). An entry is live
     /// while its slot holds that generation and has it as `scheduled`; others are dropped when they
@@ -127,6 +129,7 @@ impl Tcp {
             slots: Slots::default(),
             demux: config.demux.build(),
             ports: Ports::new(&config.ephemeral_ports),
+            checksum: ChecksumRules::of(config),
             isn: IsnGenerator::new(secret),
             timers: BinaryHeap::new(),
             due: Vec::new(),
@@ -338,7 +341,6 @@ impl Tcp {
 pub(crate) struct TcpCx<'a, T: Transmit> {
     pub(crate) now: Instant,
     pub(crate) cfg: &'a TcpConfig,
-    pub(crate) checksum: ChecksumRules,
     /// Connections the table may hold, and out-of-order segments one connection may.
     pub(crate) max_connections: usize,
     pub(crate) max_ooo: usize,
@@ -388,10 +390,6 @@ impl<'a, T: Transmit> TcpCx<'a, T> {
         self.ip
             .output(&mut cx, &mut *self.out, buf, hop, src, dst, protocol);
     }
-
-    fn checksum_rules_offload(&self) -> bool {
-        self.checksum.offload_allowed()
-    }
 }
 
 fn pcb_of(t: &Tcb) -> Pcb {
@@ -409,14 +407,13 @@ impl Tcp {
     pub(crate) fn listen(
         &mut self,
         ip: &Ipv4,
-        ephemeral: &std::ops::RangeInclusive<u16>,
         max_backlog: usize,
         local: SocketAddrV4,
         backlog: usize,
     ) -> io::Result<(u32, u32)> {
         let addr = *local.ip();
         ip.check_local_address(addr)?;
-        let port = self.ports.choose(local.port(), ephemeral)?;
+        let port = self.ports.choose(local.port())?;
         let local = SocketAddrV4::new(addr, port);
         if self.listener_conflict(local) {
             return Err(io::Error::new(
@@ -438,7 +435,6 @@ impl Tcp {
     pub(crate) fn connect(
         &mut self,
         cx: &mut TcpCx<impl Transmit>,
-        ephemeral: &std::ops::RangeInclusive<u16>,
         local: SocketAddrV4,
         remote: SocketAddrV4,
     ) -> io::Result<(u32, u32)> {
@@ -463,7 +459,7 @@ impl Tcp {
         } else {
             *local.ip()
         };
-        let port = self.ports.choose(local.port(), ephemeral)?;
+        let port = self.ports.choose(local.port())?;
         let local = SocketAddrV4::new(addr, port);
         let taken = self
             .demux
@@ -517,11 +513,11 @@ impl Tcp {
             && found.is_some_and(|id| self.tcb(id.0).is_some_and(|t| t.no_checksum));
         if eliminated {
             cx.counters.tcp.in_no_checksum += 1;
-        } else if cx.checksum.rx(buf.meta.checksum, false) == RxChecksum::Trusted {
+        } else if self.checksum.rx(buf.meta.checksum, false) == RxChecksum::Trusted {
             cx.counters.tcp.in_checksum_offloaded += 1;
         } else {
             let pseudo = checksum::pseudo_header_sum(ip.src_addr, ip.dst_addr, 6, buf.len() as u16);
-            if !cx.checksum.verify(buf.data(), pseudo) {
+            if !self.checksum.verify(buf.data(), pseudo) {
                 return cx.drop(buf, DropReason::TcpBadChecksum);
             }
         }
@@ -917,7 +913,7 @@ impl Tcp {
     ) -> PacketBuf {
         let header_len = repr.header_len();
         let total = header_len + len;
-        let mode = cx.checksum.tx(&hop.caps, no_checksum, false);
+        let mode = self.checksum.tx(&hop.caps, no_checksum, false);
         let mut buf = {
             timed!(Buffers);
             cx.pool.alloc(total)
@@ -931,10 +927,10 @@ impl Tcp {
         ];
         // The header's sum, for a checksum fused with the copy.
         let header_sum = match mode {
-            TxChecksum::Fused => cx.checksum.algorithm().sum(&segment[..header_len]),
+            TxChecksum::Fused => self.checksum.algorithm().sum(&segment[..header_len]),
             _ => 0,
         };
-        let field = cx.checksum.fill(
+        let field = self.checksum.fill(
             mode,
             segment,
             header_len,
@@ -961,7 +957,7 @@ impl Tcp {
     /// Sends everything connection `index` owes and the windows allow.
     pub(crate) fn output(&mut self, cx: &mut TcpCx<impl Transmit>, index: u32) {
         layer!(Send, Tcp);
-        let use_offload = cx.checksum_rules_offload();
+        let use_offload = self.checksum.offload_allowed();
         for _ in 0..OUTPUT_BURST {
             let mut tcx = cx.tcb();
             let Some(tcb) = self.tcb(index) else {

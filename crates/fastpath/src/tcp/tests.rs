@@ -40,7 +40,6 @@ impl Layer {
         let mut cx = TcpCx {
             now: self.now,
             cfg: &self.config.tcp,
-            checksum: ChecksumRules::of(&self.config),
             max_connections: self.config.limits.tcp_connections,
             max_ooo: self.config.limits.tcp_out_of_order,
             pool: &mut self.pool,

@@ -8,14 +8,17 @@ use std::ops::RangeInclusive;
 pub(crate) struct Ports {
     /// Ports in use, with how many sockets use each.
     in_use: HashMap<u16, u32>,
+    /// The ephemeral range, and the cursor in it.
+    range: RangeInclusive<u16>,
     next: u16,
 }
 
 impl Ports {
-    /// No port in use; ephemeral ports are handed out from the start of `range`.
+    /// No port in use; ephemeral ports are handed out from `range`, from its start.
     pub(crate) fn new(range: &RangeInclusive<u16>) -> Ports {
         Ports {
             in_use: HashMap::new(),
+            range: range.clone(),
             next: *range.start(),
         }
     }
@@ -40,24 +43,20 @@ impl Ports {
         self.in_use.contains_key(&port)
     }
 
-    /// `port`, or for port 0 an ephemeral one from `range`; `AddrInUse` when none is free.
-    pub(crate) fn choose(
-        &mut self,
-        port: u16,
-        range: &RangeInclusive<u16>,
-    ) -> std::io::Result<u16> {
+    /// `port`, or for port 0 an ephemeral one; `AddrInUse` when none is free.
+    pub(crate) fn choose(&mut self, port: u16) -> std::io::Result<u16> {
         match port {
-            0 => self.ephemeral(range).ok_or_else(|| {
+            0 => self.ephemeral().ok_or_else(|| {
                 std::io::Error::new(std::io::ErrorKind::AddrInUse, "no free ephemeral port")
             }),
             p => Ok(p),
         }
     }
 
-    /// The next port of `range` no socket uses, going round from where the last search stopped
+    /// The next port of the ephemeral range no socket uses, going round from where the last search stopped
     /// (none when all are in use). The port is not taken: the caller takes it when it binds.
-    pub(crate) fn ephemeral(&mut self, range: &RangeInclusive<u16>) -> Option<u16> {
-        let (lo, hi) = (*range.start(), *range.end());
+    pub(crate) fn ephemeral(&mut self) -> Option<u16> {
+        let (lo, hi) = (*self.range.start(), *self.range.end());
         for _ in 0..=u32::from(hi - lo) {
             let port = self.next.clamp(lo, hi);
             self.next = if port == hi { lo } else { port + 1 };
@@ -78,15 +77,15 @@ mod tests {
         let range = 100..=102;
         let mut p = Ports::new(&range);
         p.take(101);
-        assert_eq!(p.ephemeral(&range), Some(100));
+        assert_eq!(p.ephemeral(), Some(100));
         p.take(100);
-        assert_eq!(p.ephemeral(&range), Some(102));
+        assert_eq!(p.ephemeral(), Some(102));
         p.take(102);
-        assert_eq!(p.ephemeral(&range), None);
+        assert_eq!(p.ephemeral(), None);
         p.take(102);
         p.release(102);
         assert!(p.in_use(102));
         p.release(102);
-        assert_eq!(p.ephemeral(&range), Some(102));
+        assert_eq!(p.ephemeral(), Some(102));
     }
 }

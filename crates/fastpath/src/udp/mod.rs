@@ -249,13 +249,12 @@ impl Udp {
     pub(crate) fn bind(
         &mut self,
         ip: &Ipv4,
-        ephemeral: &std::ops::RangeInclusive<u16>,
         local: SocketAddrV4,
         mut options: UdpOptions,
     ) -> io::Result<UdpSocket> {
         let addr = *local.ip();
         ip.check_local_address(addr)?;
-        let port = self.ports.choose(local.port(), ephemeral)?;
+        let port = self.ports.choose(local.port())?;
         let local = SocketAddrV4::new(addr, port);
         if self.conflicts(local, options.reuse_address) {
             return Err(io::Error::new(
