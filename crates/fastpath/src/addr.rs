@@ -1,8 +1,108 @@
-//! Socket addresses as the API takes them: anything that implements [`ToSocketAddrs`], resolved to the
-//! first IPv4 address it yields (the stack speaks IPv4 only).
+//! Addresses: what the layers above IP need to know of an address family ([`IpAddress`], for IPv4 and
+//! IPv6), and socket addresses as the API takes them (anything that implements [`ToSocketAddrs`],
+//! resolved to the first IPv4 address it yields: the sockets speak IPv4 only so far).
+//!
+//! The demultiplexers, the routing table and the transport pseudo-header are written over
+//! [`IpAddress`] and monomorphized per family, so IPv4's per-packet code is what it would be if it
+//! were written for `Ipv4Addr` alone.
 
+use std::fmt;
+use std::hash::Hash;
 use std::io;
-use std::net::{SocketAddr, SocketAddrV4, ToSocketAddrs};
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6, ToSocketAddrs};
+
+/// An address family's address, as the family-neutral code needs it: demultiplexing keys, routes,
+/// the transport pseudo-header. Implemented by `Ipv4Addr` and `Ipv6Addr`.
+pub trait IpAddress: Copy + Eq + Hash + fmt::Debug + fmt::Display + Send + Sync + 'static {
+    /// A socket address of the family: `SocketAddrV4`, `SocketAddrV6`.
+    type Socket: Copy + Eq + Hash + fmt::Debug + Send + Sync + 'static;
+    /// The wildcard (unspecified) address: `0.0.0.0`, `::`.
+    const WILDCARD: Self;
+    /// The address length in bits, the longest prefix: 32, 128.
+    const BITS: u8;
+
+    /// True for the wildcard.
+    fn is_wildcard(&self) -> bool;
+    /// The address of a socket address.
+    fn ip(socket: &Self::Socket) -> Self;
+    /// The port of a socket address.
+    fn port(socket: &Self::Socket) -> u16;
+    /// The socket address of this address and `port`.
+    fn socket(self, port: u16) -> Self::Socket;
+    /// The sum of the address's 16-bit words in network order, not folded: its part of a transport
+    /// pseudo-header sum (RFC 768, RFC 8200 §8.1).
+    fn word_sum(self) -> u32;
+    /// True when the first `prefix_len` bits of `self` and `other` are equal (`prefix_len` at most
+    /// [`BITS`](Self::BITS)).
+    fn same_prefix(self, other: Self, prefix_len: u8) -> bool;
+}
+
+impl IpAddress for Ipv4Addr {
+    type Socket = SocketAddrV4;
+    const WILDCARD: Self = Ipv4Addr::UNSPECIFIED;
+    const BITS: u8 = 32;
+    #[inline(always)]
+    fn is_wildcard(&self) -> bool {
+        self.is_unspecified()
+    }
+    #[inline(always)]
+    fn ip(socket: &SocketAddrV4) -> Self {
+        *socket.ip()
+    }
+    #[inline(always)]
+    fn port(socket: &SocketAddrV4) -> u16 {
+        socket.port()
+    }
+    #[inline(always)]
+    fn socket(self, port: u16) -> SocketAddrV4 {
+        SocketAddrV4::new(self, port)
+    }
+    #[inline(always)]
+    fn word_sum(self) -> u32 {
+        let a = u32::from(self);
+        (a >> 16) + (a & 0xffff)
+    }
+    #[inline]
+    fn same_prefix(self, other: Self, prefix_len: u8) -> bool {
+        let mask = u32::MAX
+            .checked_shl(32 - u32::from(prefix_len))
+            .unwrap_or(0);
+        (u32::from(self) ^ u32::from(other)) & mask == 0
+    }
+}
+
+impl IpAddress for Ipv6Addr {
+    type Socket = SocketAddrV6;
+    const WILDCARD: Self = Ipv6Addr::UNSPECIFIED;
+    const BITS: u8 = 128;
+    #[inline(always)]
+    fn is_wildcard(&self) -> bool {
+        self.is_unspecified()
+    }
+    #[inline(always)]
+    fn ip(socket: &SocketAddrV6) -> Self {
+        *socket.ip()
+    }
+    #[inline(always)]
+    fn port(socket: &SocketAddrV6) -> u16 {
+        socket.port()
+    }
+    #[inline(always)]
+    fn socket(self, port: u16) -> SocketAddrV6 {
+        SocketAddrV6::new(self, port, 0, 0)
+    }
+    #[inline]
+    fn word_sum(self) -> u32 {
+        self.segments().iter().map(|&w| u32::from(w)).sum()
+    }
+    #[inline]
+    fn same_prefix(self, other: Self, prefix_len: u8) -> bool {
+        let mask = u128::MAX
+            .checked_shl(128 - u32::from(prefix_len))
+            .unwrap_or(0);
+        (u128::from(self) ^ u128::from(other)) & mask == 0
+    }
+}
 
 /// The first IPv4 address `addr` resolves to. A `SocketAddrV4` or `SocketAddr` costs nothing past a
 /// copy once inlined (its resolution is a one-element iterator, with no system call); a host name is
@@ -39,7 +139,25 @@ fn no_ipv4(saw_v6: bool) -> io::Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::net::{Ipv4Addr, Ipv6Addr, SocketAddrV6};
+
+    #[test]
+    fn prefixes_and_word_sums() {
+        let a = Ipv4Addr::new(10, 1, 2, 3);
+        assert!(a.same_prefix(Ipv4Addr::new(10, 1, 255, 0), 16));
+        assert!(!a.same_prefix(Ipv4Addr::new(10, 2, 2, 3), 16));
+        assert!(a.same_prefix(Ipv4Addr::new(99, 0, 0, 0), 0));
+        assert!(a.same_prefix(a, 32) && !a.same_prefix(Ipv4Addr::new(10, 1, 2, 4), 32));
+        assert_eq!(a.word_sum(), 0x0a01 + 0x0203);
+        let b: Ipv6Addr = "2001:db8::1".parse().unwrap();
+        assert!(b.same_prefix("2001:db8:0:1::".parse().unwrap(), 32));
+        assert!(!b.same_prefix("2001:db8:0:1::".parse().unwrap(), 64));
+        assert!(b.same_prefix(Ipv6Addr::LOCALHOST, 0));
+        assert!(!b.same_prefix("2001:db8::2".parse().unwrap(), 128));
+        assert!(b.same_prefix(b, 128));
+        assert_eq!(b.word_sum(), 0x2001 + 0x0db8 + 1);
+        assert!(Ipv6Addr::WILDCARD.is_wildcard() && !b.is_wildcard());
+        assert_eq!(Ipv6Addr::port(&b.socket(53)), 53);
+    }
 
     #[test]
     fn the_first_ipv4_address_is_taken() {

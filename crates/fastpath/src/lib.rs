@@ -72,7 +72,7 @@ macro_rules! timed {
     };
 }
 
-mod addr;
+pub mod addr;
 pub mod api;
 pub mod buf;
 pub mod checksum;
@@ -84,6 +84,7 @@ pub mod instrument;
 pub mod ipv4;
 pub mod link;
 pub mod rng;
+pub mod route;
 pub mod stack;
 pub mod stats;
 pub mod tcp;
@@ -103,10 +104,10 @@ pub use api::tcp::{TcpListenerRef, TcpStreamRef};
 pub use api::udp::UdpSocketRef;
 pub use buf::{BufferDepot, PacketBuf};
 pub use config::{CopyChecksum, StackConfig};
-pub use ipv4::route::{InterfaceId, Ipv4Cidr};
 pub use link::{Impaired, Impairments, Link, LinkCapabilities, Loopback, PairEnd};
 #[cfg(target_os = "linux")]
 pub use link::{TunConfig, TunHandle, TunLink, TunStats};
+pub use route::{Cidr, InterfaceId, Ipv4Cidr, Ipv6Cidr};
 pub use stack::Stack;
 pub use stats::{Counters, DropReason, Drops};
 /// A TCP connection's state (RFC 9293 §3.3.2), as [`TcpStreamRef::state`] reports it: `tcp::State`.

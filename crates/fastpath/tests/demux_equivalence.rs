@@ -1,10 +1,11 @@
 //! No misdelivery: for random sequences of bind, connect, disconnect, close, send and incoming
 //! datagrams, every demultiplexing strategy returns exactly the socket `linear` (4.3BSD's
-//! `in_pcblookup`) returns, and the same set for broadcasts.
+//! `in_pcblookup`) returns, and the same set for broadcasts; for IPv4 and for IPv6 addresses (each
+//! strategy is generic over the family).
 
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddrV4};
 
-use fastpath::demux::{Demux, DemuxStrategy, Pcb, SocketId};
+use fastpath::demux::{Demux, DemuxStrategy, Pcb, SocketId, TableAddress};
 use proptest::prelude::*;
 
 const LOCAL: [Ipv4Addr; 3] = [
@@ -76,19 +77,46 @@ fn op() -> impl Strategy<Value = Op> {
 }
 
 /// The socket table as the stack keeps it: slots reused after close, a bound address to go back to.
-struct Model {
-    sockets: Vec<Option<(Pcb, Ipv4Addr)>>,
+struct Model<A: TableAddress> {
+    sockets: Vec<Option<(Pcb<A>, A)>>,
     free: Vec<u32>,
-    demuxes: Vec<(DemuxStrategy, Box<dyn Demux>)>,
+    demuxes: Vec<(DemuxStrategy, Box<dyn Demux<A>>)>,
+    /// The family's address for each IPv4 address of the constants above.
+    addr: fn(Ipv4Addr) -> A,
 }
 
-impl Model {
-    fn new() -> Model {
+/// IPv6 stand-ins for the IPv4 constants: `::` for the wildcard, `2001:db8::` plus the IPv4 address
+/// otherwise (each stays distinct).
+fn v6(a: Ipv4Addr) -> Ipv6Addr {
+    if a.is_unspecified() {
+        Ipv6Addr::UNSPECIFIED
+    } else {
+        let [a, b, c, d] = a.octets();
+        Ipv6Addr::new(
+            0x2001,
+            0xdb8,
+            0,
+            0,
+            0,
+            0,
+            u16::from_be_bytes([a, b]),
+            u16::from_be_bytes([c, d]),
+        )
+    }
+}
+
+impl<A: TableAddress> Model<A> {
+    fn new(addr: fn(Ipv4Addr) -> A) -> Model<A> {
         Model {
             sockets: Vec::new(),
             free: Vec::new(),
             demuxes: DemuxStrategy::ALL.iter().map(|s| (*s, s.build())).collect(),
+            addr,
         }
+    }
+
+    fn sa(&self, a: Ipv4Addr, port: u16) -> A::Socket {
+        (self.addr)(a).socket(port)
     }
 
     fn live(&self, pick: usize) -> Option<u32> {
@@ -98,7 +126,7 @@ impl Model {
         (!live.is_empty()).then(|| live[pick % live.len()])
     }
 
-    fn set_pcb(&mut self, id: u32, pcb: Pcb) {
+    fn set_pcb(&mut self, id: u32, pcb: Pcb<A>) {
         let (old, bound) = self.sockets[id as usize].expect("live");
         for (_, d) in &mut self.demuxes {
             d.remove(SocketId(id), &old);
@@ -110,12 +138,12 @@ impl Model {
     fn apply(&mut self, op: &Op) -> Result<(), TestCaseError> {
         match *op {
             Op::Bind { addr, port } => {
-                let pcb = Pcb::bound(SocketAddrV4::new(LOCAL[addr], PORTS[port]));
+                let pcb = Pcb::bound(self.sa(LOCAL[addr], PORTS[port]));
                 let id = self.free.pop().unwrap_or_else(|| {
                     self.sockets.push(None);
                     (self.sockets.len() - 1) as u32
                 });
-                self.sockets[id as usize] = Some((pcb, LOCAL[addr]));
+                self.sockets[id as usize] = Some((pcb, (self.addr)(LOCAL[addr])));
                 for (_, d) in &mut self.demuxes {
                     d.insert(SocketId(id), pcb);
                 }
@@ -124,14 +152,14 @@ impl Model {
                 if let Some(id) = self.live(sock) {
                     let (pcb, _) = self.sockets[id as usize].unwrap();
                     let keep_any = matches!(op, Op::ConnectAnyLocal { .. });
-                    let local_addr = if pcb.local_addr.is_unspecified() && !keep_any {
-                        LOCAL[1]
+                    let local_addr = if pcb.local_addr.is_wildcard() && !keep_any {
+                        (self.addr)(LOCAL[1])
                     } else {
                         pcb.local_addr
                     };
                     let new = Pcb {
                         local_addr,
-                        remote_addr: REMOTE[addr],
+                        remote_addr: (self.addr)(REMOTE[addr]),
                         remote_port: REMOTE_PORTS[port],
                         ..pcb
                     };
@@ -141,7 +169,7 @@ impl Model {
             Op::Disconnect { sock } => {
                 if let Some(id) = self.live(sock) {
                     let (pcb, bound) = self.sockets[id as usize].unwrap();
-                    self.set_pcb(id, Pcb::bound(SocketAddrV4::new(bound, pcb.local_port)));
+                    self.set_pcb(id, Pcb::bound(bound.socket(pcb.local_port)));
                 }
             }
             Op::Close { sock } => {
@@ -168,8 +196,8 @@ impl Model {
                 sport,
             } => {
                 let dst_addr = [LOCAL[1], LOCAL[2], Ipv4Addr::new(127, 0, 0, 1)][dst];
-                let dst = SocketAddrV4::new(dst_addr, PORTS[dport]);
-                let src = SocketAddrV4::new(REMOTE[src], REMOTE_PORTS[sport]);
+                let dst = self.sa(dst_addr, PORTS[dport]);
+                let src = self.sa(REMOTE[src], REMOTE_PORTS[sport]);
                 let mut answers = self
                     .demuxes
                     .iter_mut()
@@ -179,7 +207,7 @@ impl Model {
                     prop_assert_eq!(
                         got,
                         expected,
-                        "{} disagrees with linear for {} -> {}",
+                        "{} disagrees with linear for {:?} -> {:?}",
                         strategy,
                         src,
                         dst
@@ -187,8 +215,8 @@ impl Model {
                 }
             }
             Op::Broadcast { dport, src, sport } => {
-                let dst = SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 255), PORTS[dport]);
-                let src = SocketAddrV4::new(REMOTE[src], REMOTE_PORTS[sport]);
+                let dst = self.sa(Ipv4Addr::new(10, 0, 0, 255), PORTS[dport]);
+                let src = self.sa(REMOTE[src], REMOTE_PORTS[sport]);
                 let mut sets = Vec::new();
                 for (s, d) in &mut self.demuxes {
                     let mut out = Vec::new();
@@ -211,7 +239,15 @@ proptest! {
     #[test]
     fn every_strategy_agrees_with_linear(ops in prop::collection::vec(op(), 1..120)) {
         assert_eq!(DemuxStrategy::ALL[0], DemuxStrategy::Linear);
-        let mut model = Model::new();
+        let mut model = Model::new(|a| a);
+        for op in &ops {
+            model.apply(op)?;
+        }
+    }
+
+    #[test]
+    fn every_strategy_agrees_with_linear_for_ipv6(ops in prop::collection::vec(op(), 1..120)) {
+        let mut model = Model::new(v6);
         for op in &ops {
             model.apply(op)?;
         }

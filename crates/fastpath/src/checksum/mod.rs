@@ -34,8 +34,9 @@
 //! have room for another variant if it can be verified one day.
 
 use std::fmt;
-use std::net::Ipv4Addr;
 use std::str::FromStr;
+
+use crate::addr::IpAddress;
 
 #[cfg(target_arch = "x86_64")]
 #[allow(unsafe_code)]
@@ -439,22 +440,17 @@ pub fn ipv4_header_sum(header: &[u8; 20]) -> u16 {
 // ---------------------------------------------------------------------------------------------
 // Small pieces: pseudo-header, addition, incremental update.
 
-/// Sum of the UDP/TCP pseudo-header of RFC 768 / RFC 793: source address, destination
-/// address, a zero byte, the protocol number and the transport length (header plus data).
+/// Sum of the UDP/TCP pseudo-header of RFC 768 / RFC 793 (IPv4) or RFC 8200 §8.1 (IPv6): source
+/// address, destination address, the protocol number (IPv6's next header) and the transport length
+/// (header plus data). IPv6's pseudo-header carries the length in 32 bits and the protocol after
+/// three zero bytes; the sum is the same, since the length here fits 16 bits (no jumbograms).
 ///
 /// Add it to the transport header and data sums with [`add`] or [`Checksum::add_sum`].
 /// Returns the folded sum, not complemented.
 #[inline]
-pub fn pseudo_header_sum(src: Ipv4Addr, dst: Ipv4Addr, protocol: u8, length: u16) -> u16 {
-    let s = u32::from(src);
-    let d = u32::from(dst);
-    // Six 16-bit values: at most 6 * 0xffff, well inside 32 bits.
-    let acc = (s >> 16)
-        + (s & 0xffff)
-        + (d >> 16)
-        + (d & 0xffff)
-        + u32::from(protocol)
-        + u32::from(length);
+pub fn pseudo_header_sum<A: IpAddress>(src: A, dst: A, protocol: u8, length: u16) -> u16 {
+    // IPv4: six 16-bit values; IPv6: eighteen. Well inside 32 bits either way.
+    let acc = src.word_sum() + dst.word_sum() + u32::from(protocol) + u32::from(length);
     let acc = (acc & 0xffff) + (acc >> 16);
     ((acc & 0xffff) + (acc >> 16)) as u16
 }

@@ -2,6 +2,7 @@
 
 use super::*;
 use proptest::prelude::*;
+use std::net::Ipv4Addr;
 
 /// xorshift64 (Marsaglia): a small deterministic generator for test contents.
 struct XorShift(u64);
@@ -354,6 +355,27 @@ fn pseudo_header_matches_bytes() {
     assert_eq!(pseudo_header_sum(b, b, 0xff, 0xffff), 0x00ff);
 }
 
+/// The IPv6 pseudo-header of RFC 8200 §8.1, laid out byte by byte: 40 bytes, the length in 32 bits and
+/// the next header after three zero bytes.
+#[test]
+fn ipv6_pseudo_header_matches_bytes() {
+    let mut rng = XorShift::new(0x5eed_0018);
+    for _ in 0..10_000 {
+        let a = (rng.next_u64() as u128) << 64 | rng.next_u64() as u128;
+        let b = (rng.next_u64() as u128) << 64 | rng.next_u64() as u128;
+        let q = rng.next_u64();
+        let (src, dst) = (std::net::Ipv6Addr::from(a), std::net::Ipv6Addr::from(b));
+        let (next, len) = (q as u8, (q >> 8) as u16);
+        let mut bytes = Vec::new();
+        bytes.extend_from_slice(&src.octets());
+        bytes.extend_from_slice(&dst.octets());
+        bytes.extend_from_slice(&u32::from(len).to_be_bytes());
+        bytes.extend_from_slice(&[0, 0, 0, next]);
+        assert_eq!(bytes.len(), 40);
+        assert_eq!(pseudo_header_sum(src, dst, next, len), rfc1071(&bytes));
+    }
+}
+
 #[test]
 fn ttl_decrement_by_update16() {
     let mut rng = XorShift::new(0x5eed_0009);
@@ -455,7 +477,12 @@ fn checksum_add_sum_and_udp_against_etherparse() {
         let theirs = udp.calc_checksum_ipv4_raw(src, dst, &payload).unwrap();
 
         let mut c = Checksum::new();
-        c.add_sum(pseudo_header_sum(src.into(), dst.into(), 17, udp_len));
+        c.add_sum(pseudo_header_sum(
+            Ipv4Addr::from(src),
+            Ipv4Addr::from(dst),
+            17,
+            udp_len,
+        ));
         assert!(c.is_empty(), "add_sum does not advance the stream");
         c.add_bytes(&udp.to_bytes());
         c.add_bytes(&payload);
@@ -467,7 +494,12 @@ fn checksum_add_sum_and_udp_against_etherparse() {
 
         udp.checksum = theirs;
         let mut v = Checksum::new();
-        v.add_sum(pseudo_header_sum(src.into(), dst.into(), 17, udp_len));
+        v.add_sum(pseudo_header_sum(
+            Ipv4Addr::from(src),
+            Ipv4Addr::from(dst),
+            17,
+            udp_len,
+        ));
         v.add_bytes(&udp.to_bytes());
         v.add_bytes(&payload);
         assert_eq!(v.sum(), 0xffff, "verifies");

@@ -1,9 +1,12 @@
 //! Hashing to multiple PCB lists by local port (paper 003 §2.2.3).
 
-use std::net::SocketAddrV4;
+use std::net::Ipv4Addr;
 
 use super::linear::best_match;
-use super::{exact_hit, Demux, DemuxStats, Pcb, SocketId};
+use super::{exact_hit, Demux, DemuxStats, IpAddress, Pcb, SocketId};
+
+/// A chain's one-entry cache.
+type Cached<A> = Option<(Pcb<A>, SocketId)>;
 
 /// `N` lists, a PCB on list `local port mod N`, each kept newest first and searched like `in_pcblookup`
 /// (a datagram's candidates all share its destination port, so they all sit on one list). Dixon &
@@ -11,15 +14,15 @@ use super::{exact_hit, Demux, DemuxStats, Pcb, SocketId};
 /// (table 3 is without it); `cached` adds it (hits on exact four-field matches only, cleared when its
 /// list changes).
 #[derive(Debug)]
-pub struct HashChains {
-    chains: Vec<Vec<(Pcb, SocketId)>>,
-    caches: Option<Vec<Option<(Pcb, SocketId)>>>,
+pub struct HashChains<A: IpAddress = Ipv4Addr> {
+    chains: Vec<Vec<(Pcb<A>, SocketId)>>,
+    caches: Option<Vec<Cached<A>>>,
     stats: DemuxStats,
 }
 
-impl HashChains {
+impl<A: IpAddress> HashChains<A> {
     /// `n` chains (at least 1), with or without a one-behind cache per chain.
-    pub fn new(n: u16, cached: bool) -> HashChains {
+    pub fn new(n: u16, cached: bool) -> HashChains<A> {
         let n = n.max(1) as usize;
         HashChains {
             chains: vec![Vec::new(); n],
@@ -34,8 +37,8 @@ impl HashChains {
     }
 }
 
-impl Demux for HashChains {
-    fn insert(&mut self, id: SocketId, pcb: Pcb) {
+impl<A: IpAddress> Demux<A> for HashChains<A> {
+    fn insert(&mut self, id: SocketId, pcb: Pcb<A>) {
         let r = self.chain_of(pcb.local_port);
         if let Some(caches) = &mut self.caches {
             caches[r] = None;
@@ -43,7 +46,7 @@ impl Demux for HashChains {
         self.chains[r].insert(0, (pcb, id));
     }
 
-    fn remove(&mut self, id: SocketId, pcb: &Pcb) {
+    fn remove(&mut self, id: SocketId, pcb: &Pcb<A>) {
         let r = self.chain_of(pcb.local_port);
         if let Some(caches) = &mut self.caches {
             caches[r] = None;
@@ -54,9 +57,9 @@ impl Demux for HashChains {
         }
     }
 
-    fn lookup(&mut self, dst: SocketAddrV4, src: SocketAddrV4) -> Option<SocketId> {
+    fn lookup(&mut self, dst: A::Socket, src: A::Socket) -> Option<SocketId> {
         self.stats.lookups += 1;
-        let r = self.chain_of(dst.port());
+        let r = self.chain_of(A::port(&dst));
         if let Some(caches) = &self.caches {
             if let Some((pcb, id)) = caches[r] {
                 self.stats.comparisons += 1;
@@ -75,8 +78,8 @@ impl Demux for HashChains {
         found.map(|(_, id)| id)
     }
 
-    fn lookup_all(&mut self, dst: SocketAddrV4, src: SocketAddrV4, out: &mut Vec<SocketId>) {
-        let chain = &self.chains[self.chain_of(dst.port())];
+    fn lookup_all(&mut self, dst: A::Socket, src: A::Socket, out: &mut Vec<SocketId>) {
+        let chain = &self.chains[self.chain_of(A::port(&dst))];
         out.extend(
             chain
                 .iter()

@@ -1,35 +1,35 @@
 //! The reference strategy: 4.3BSD's linear best-match search.
 
-use std::net::SocketAddrV4;
+use std::net::Ipv4Addr;
 
-use super::{Demux, DemuxStats, Pcb, SocketId};
+use super::{Demux, DemuxStats, IpAddress, Pcb, SocketId};
 
 /// One list of PCBs, scanned in full for every lookup; newest first, as 4.3BSD inserted at the head.
-#[derive(Debug, Default)]
-pub struct Linear {
-    pcbs: Vec<(Pcb, SocketId)>,
+#[derive(Debug)]
+pub struct Linear<A: IpAddress = Ipv4Addr> {
+    pcbs: Vec<(Pcb<A>, SocketId)>,
     stats: DemuxStats,
 }
 
-impl Demux for Linear {
-    fn insert(&mut self, id: SocketId, pcb: Pcb) {
+impl<A: IpAddress> Demux<A> for Linear<A> {
+    fn insert(&mut self, id: SocketId, pcb: Pcb<A>) {
         self.pcbs.insert(0, (pcb, id));
     }
 
-    fn remove(&mut self, id: SocketId, pcb: &Pcb) {
+    fn remove(&mut self, id: SocketId, pcb: &Pcb<A>) {
         if let Some(i) = self.pcbs.iter().position(|(p, s)| *s == id && p == pcb) {
             self.pcbs.remove(i);
         }
     }
 
-    fn lookup(&mut self, dst: SocketAddrV4, src: SocketAddrV4) -> Option<SocketId> {
+    fn lookup(&mut self, dst: A::Socket, src: A::Socket) -> Option<SocketId> {
         self.stats.lookups += 1;
         let (found, examined) = self.find(dst, src);
         self.stats.comparisons += examined;
         found.map(|(_, id)| id)
     }
 
-    fn lookup_all(&mut self, dst: SocketAddrV4, src: SocketAddrV4, out: &mut Vec<SocketId>) {
+    fn lookup_all(&mut self, dst: A::Socket, src: A::Socket, out: &mut Vec<SocketId>) {
         let matching = self
             .pcbs
             .iter()
@@ -45,12 +45,12 @@ impl Demux for Linear {
 /// `in_pcblookup`'s scan over `pcbs` (newest first): the first exact match, else the first match with
 /// the fewest wildcards. Returns it, with its PCB, and the number of PCBs examined.
 #[inline]
-pub(crate) fn best_match<'a>(
-    pcbs: impl Iterator<Item = &'a (Pcb, SocketId)>,
-    dst: SocketAddrV4,
-    src: SocketAddrV4,
-) -> (Option<(Pcb, SocketId)>, u64) {
-    let mut best: Option<(u8, &(Pcb, SocketId))> = None;
+pub(crate) fn best_match<'a, A: IpAddress>(
+    pcbs: impl Iterator<Item = &'a (Pcb<A>, SocketId)>,
+    dst: A::Socket,
+    src: A::Socket,
+) -> (Option<(Pcb<A>, SocketId)>, u64) {
+    let mut best: Option<(u8, &(Pcb<A>, SocketId))> = None;
     let mut examined = 0;
     for entry in pcbs {
         examined += 1;
@@ -63,22 +63,27 @@ pub(crate) fn best_match<'a>(
     (best.map(|(_, e)| *e), examined)
 }
 
-impl Linear {
+impl<A: IpAddress> Linear<A> {
     /// The best match with its PCB, and the number of PCBs examined, without counting a lookup: for
     /// the caching strategies that keep a `Linear` list behind their caches.
-    pub(crate) fn find(
-        &self,
-        dst: SocketAddrV4,
-        src: SocketAddrV4,
-    ) -> (Option<(Pcb, SocketId)>, u64) {
+    pub(crate) fn find(&self, dst: A::Socket, src: A::Socket) -> (Option<(Pcb<A>, SocketId)>, u64) {
         best_match(self.pcbs.iter(), dst, src)
+    }
+}
+
+impl<A: IpAddress> Default for Linear<A> {
+    fn default() -> Self {
+        Linear {
+            pcbs: Vec::new(),
+            stats: DemuxStats::default(),
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::net::Ipv4Addr;
+    use std::net::{Ipv4Addr, SocketAddrV4};
 
     fn sa(s: &str) -> SocketAddrV4 {
         s.parse().unwrap()

@@ -7,6 +7,11 @@
 //! port, and whose other fields each either equal the datagram's or are wildcards, the one with the
 //! fewest wildcards. [`Linear`] is that rule written as 4.3BSD wrote it; it is the reference the others
 //! are tested against.
+//!
+//! Every strategy is generic over the address family ([`IpAddress`]; `Ipv4Addr` is the default type
+//! parameter) and is monomorphized per family: a table of IPv6 PCBs is a second instance, and IPv4's
+//! lookups compile to what they were when the strategies were written for IPv4 alone. [`Table`] packs
+//! each family's fields into its own key types ([`TableAddress`]).
 
 mod hash_chains;
 mod linear;
@@ -20,68 +25,72 @@ pub use hash_chains::HashChains;
 pub use linear::Linear;
 pub use one_behind::OneBehind;
 pub use pp_cache::PpCache;
-pub use table::Table;
+pub use table::{Key, Table, TableAddress};
 pub use two_cache::TwoCache;
 pub use two_stage::TwoStage;
 
 use std::fmt;
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::net::Ipv4Addr;
+
+pub use crate::addr::IpAddress;
 
 /// Index of an entry in the table a [`Demux`] serves: a UDP socket, or a TCP connection or listener.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct SocketId(pub u32);
 
-/// The addresses of a protocol control block (a UDP socket's, a TCP connection's or listener's). An unspecified address (`0.0.0.0`) is a wildcard;
-/// an unconnected PCB has remote `0.0.0.0:0`.
+/// The addresses of a protocol control block (a UDP socket's, a TCP connection's or listener's), in
+/// one address family. The unspecified address (`0.0.0.0`, `::`) is a wildcard; an unconnected PCB
+/// has the unspecified remote address and port 0.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Pcb {
-    /// Local address, or `0.0.0.0` for any of the host's addresses.
-    pub local_addr: Ipv4Addr,
+pub struct Pcb<A: IpAddress = Ipv4Addr> {
+    /// Local address, or the wildcard for any of the host's addresses.
+    pub local_addr: A,
     /// Local port (never 0 once bound).
     pub local_port: u16,
-    /// Remote address of a connected PCB, or `0.0.0.0`.
-    pub remote_addr: Ipv4Addr,
+    /// Remote address of a connected PCB, or the wildcard.
+    pub remote_addr: A,
     /// Remote port of a connected PCB, or 0.
     pub remote_port: u16,
 }
 
-impl Pcb {
+impl<A: IpAddress> Pcb<A> {
     /// An unconnected PCB bound to `local`.
-    pub fn bound(local: SocketAddrV4) -> Pcb {
+    pub fn bound(local: A::Socket) -> Pcb<A> {
         Pcb {
-            local_addr: *local.ip(),
-            local_port: local.port(),
-            remote_addr: Ipv4Addr::UNSPECIFIED,
+            local_addr: A::ip(&local),
+            local_port: A::port(&local),
+            remote_addr: A::WILDCARD,
             remote_port: 0,
         }
     }
 
     /// True when connected to a remote address.
+    #[inline]
     pub fn is_connected(&self) -> bool {
-        !self.remote_addr.is_unspecified()
+        !self.remote_addr.is_wildcard()
     }
 
     /// Wildcards among the local address and the remote address and port: 0 (fully specified) to 2.
     pub fn wildcards(&self) -> u8 {
-        self.local_addr.is_unspecified() as u8 + !self.is_connected() as u8
+        self.local_addr.is_wildcard() as u8 + !self.is_connected() as u8
     }
 
     /// The number of wildcards this PCB uses to match a datagram from `src` to `dst`, or `None` if it
     /// does not match (the rule of 4.3BSD's `in_pcblookup`).
     #[inline]
-    pub fn match_wildcards(&self, dst: SocketAddrV4, src: SocketAddrV4) -> Option<u8> {
-        if self.local_port != dst.port() {
+    pub fn match_wildcards(&self, dst: A::Socket, src: A::Socket) -> Option<u8> {
+        if self.local_port != A::port(&dst) {
             return None;
         }
         let mut wildcards = 0;
-        if self.local_addr.is_unspecified() {
+        if self.local_addr.is_wildcard() {
             wildcards += 1;
-        } else if self.local_addr != *dst.ip() {
+        } else if self.local_addr != A::ip(&dst) {
             return None;
         }
-        if self.remote_addr.is_unspecified() {
+        if self.remote_addr.is_wildcard() {
             wildcards += 1;
-        } else if self.remote_addr != *src.ip() || self.remote_port != src.port() {
+        } else if self.remote_addr != A::ip(&src) || self.remote_port != A::port(&src) {
             return None;
         }
         Some(wildcards)
@@ -91,12 +100,12 @@ impl Pcb {
 /// True when `pcb` is fully specified and names exactly this datagram's four fields: the only kind of
 /// cache hit that cannot hide a better match.
 #[inline]
-pub(crate) fn exact_hit(pcb: &Pcb, dst: SocketAddrV4, src: SocketAddrV4) -> bool {
-    pcb.local_port == dst.port()
-        && pcb.local_addr == *dst.ip()
-        && pcb.remote_addr == *src.ip()
-        && pcb.remote_port == src.port()
-        && !pcb.local_addr.is_unspecified()
+pub(crate) fn exact_hit<A: IpAddress>(pcb: &Pcb<A>, dst: A::Socket, src: A::Socket) -> bool {
+    pcb.local_port == A::port(&dst)
+        && pcb.local_addr == A::ip(&dst)
+        && pcb.remote_addr == A::ip(&src)
+        && pcb.remote_port == A::port(&src)
+        && !pcb.local_addr.is_wildcard()
         && pcb.is_connected()
 }
 
@@ -112,24 +121,25 @@ pub struct DemuxStats {
 }
 
 /// A demultiplexing strategy.
-pub trait Demux: Send + fmt::Debug {
+pub trait Demux<A: IpAddress = Ipv4Addr>: Send + fmt::Debug {
     /// Adds a PCB (bind, or connect after a remove).
-    fn insert(&mut self, id: SocketId, pcb: Pcb);
+    fn insert(&mut self, id: SocketId, pcb: Pcb<A>);
 
     /// Removes the PCB `id` had, which was `pcb`.
-    fn remove(&mut self, id: SocketId, pcb: &Pcb);
+    fn remove(&mut self, id: SocketId, pcb: &Pcb<A>);
 
     /// The best match for a unicast packet from `src` to `dst`. Among equally good matches, the most
     /// recently inserted wins (4.3BSD inserted at the head of its list).
-    fn lookup(&mut self, dst: SocketAddrV4, src: SocketAddrV4) -> Option<SocketId>;
+    fn lookup(&mut self, dst: A::Socket, src: A::Socket) -> Option<SocketId>;
 
     /// Every PCB that matches a broadcast datagram from `src` to `dst` (with any number of wildcards),
     /// appended to `out`.
-    fn lookup_all(&mut self, dst: SocketAddrV4, src: SocketAddrV4, out: &mut Vec<SocketId>);
+    fn lookup_all(&mut self, dst: A::Socket, src: A::Socket, out: &mut Vec<SocketId>);
 
     /// Tells the strategy that socket `id`, whose PCB is `pcb`, sent a datagram: Partridge & Pink's
-    /// send cache (paper 000 §6.3.2) remembers it. Others ignore it.
-    fn sent(&mut self, _id: SocketId, _pcb: &Pcb) {}
+    /// send cache (paper 000 §6.3.2) remembers it. Others ignore it, and are not called
+    /// ([`DemuxStrategy::has_send_cache`]).
+    fn sent(&mut self, _id: SocketId, _pcb: &Pcb<A>) {}
 
     /// Counters since the strategy was built.
     fn stats(&self) -> DemuxStats;
@@ -189,6 +199,12 @@ impl DemuxStrategy {
         DemuxStrategy::Table,
     ];
 
+    /// True when the strategy keeps a send cache, so [`Demux::sent`] does something (only
+    /// [`PpCache`]).
+    pub fn has_send_cache(self) -> bool {
+        self == DemuxStrategy::PpCache
+    }
+
     /// The name used in configuration and output (`hash-chains`, or `hash-chains:128` for other than
     /// 64 chains).
     pub fn name(self) -> String {
@@ -210,7 +226,7 @@ impl DemuxStrategy {
     }
 
     /// A new, empty demultiplexer of this strategy.
-    pub fn build(self) -> Box<dyn Demux> {
+    pub fn build<A: TableAddress>(self) -> Box<dyn Demux<A>> {
         match self {
             DemuxStrategy::Linear => Box::new(Linear::default()),
             DemuxStrategy::OneBehind => Box::new(OneBehind::default()),
@@ -262,5 +278,66 @@ impl std::str::FromStr for DemuxStrategy {
             }
         };
         Ok(strategy)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::Ipv6Addr;
+
+    /// The generic strategies give, for IPv6 addresses, the answers the reference gives.
+    #[test]
+    fn the_generic_strategies_agree_with_linear_for_ipv6() {
+        let addr = |last: u16| Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, last);
+        let sa = |last: u16, port: u16| addr(last).socket(port);
+        let connected = |local: u16, port: u16, remote: u16, rport: u16| Pcb {
+            local_addr: addr(local),
+            local_port: port,
+            remote_addr: addr(remote),
+            remote_port: rport,
+        };
+        let pcbs = [
+            Pcb::bound(Ipv6Addr::WILDCARD.socket(53)),
+            Pcb::bound(sa(1, 53)),
+            connected(1, 53, 9, 5000),
+            Pcb::bound(Ipv6Addr::WILDCARD.socket(80)),
+            connected(2, 80, 7, 4000),
+        ];
+        let mut strategies: Vec<Box<dyn Demux<Ipv6Addr>>> = vec![
+            Box::new(Linear::default()),
+            Box::new(OneBehind::default()),
+            Box::new(TwoCache::default()),
+            Box::new(PpCache::new()),
+            Box::new(HashChains::new(8, false)),
+            Box::new(HashChains::new(8, true)),
+            Box::new(TwoStage::new(8)),
+            Box::new(Table::default()),
+        ];
+        for d in &mut strategies {
+            for (i, pcb) in pcbs.iter().enumerate() {
+                d.insert(SocketId(i as u32), *pcb);
+            }
+        }
+        let packets = [
+            (sa(1, 53), sa(9, 5000)),
+            (sa(1, 53), sa(9, 5001)),
+            (sa(3, 53), sa(9, 5000)),
+            (sa(2, 80), sa(7, 4000)),
+            (sa(2, 80), sa(8, 4000)),
+            (sa(2, 81), sa(7, 4000)),
+        ];
+        let expected = [Some(2), Some(1), Some(0), Some(4), Some(3), None];
+        for _ in 0..2 {
+            for ((dst, src), want) in packets.iter().zip(expected) {
+                for d in &mut strategies {
+                    assert_eq!(
+                        d.lookup(*dst, *src).map(|id| id.0),
+                        want,
+                        "{d:?} {dst} {src}"
+                    );
+                }
+            }
+        }
     }
 }

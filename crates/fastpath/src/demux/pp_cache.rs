@@ -1,14 +1,14 @@
 //! Partridge & Pink's PCB caches (paper 000 §6.3).
 
-use std::net::SocketAddrV4;
+use std::net::Ipv4Addr;
 
-use super::{Demux, DemuxStats, Pcb, SocketId};
+use super::{Demux, DemuxStats, IpAddress, Pcb, SocketId};
 
 const NIL: u32 = u32::MAX;
 
 #[derive(Debug, Clone)]
-struct Node {
-    pcb: Pcb,
+struct Node<A: IpAddress> {
+    pcb: Pcb<A>,
     id: SocketId,
     /// Insertion order: among equally good matches the newest wins, as in 4.3BSD's list.
     seq: u64,
@@ -26,37 +26,34 @@ struct Node {
 /// that matches a datagram is therefore its unique best match: it may be cached, a cache hit on it is
 /// correct whatever its wildcards, and a list search may return it the moment it is found. Every found
 /// PCB moves to the front of the list. The caches are cleared when PCBs are added or removed.
-#[derive(Debug, Default)]
-pub struct PpCache {
-    nodes: Vec<Node>,
+#[derive(Debug)]
+pub struct PpCache<A: IpAddress = Ipv4Addr> {
+    nodes: Vec<Node<A>>,
     free: Vec<u32>,
     head: u32,
     /// Node of each socket id, for the send cache.
     by_id: Vec<u32>,
-    recv_cache: Option<(Pcb, SocketId)>,
-    send_cache: Option<(Pcb, SocketId)>,
+    recv_cache: Option<(Pcb<A>, SocketId)>,
+    send_cache: Option<(Pcb<A>, SocketId)>,
     next_seq: u64,
     stats: DemuxStats,
 }
 
 /// True when some datagram could match both PCBs.
-fn overlap(p: &Pcb, q: &Pcb) -> bool {
+fn overlap<A: IpAddress>(p: &Pcb<A>, q: &Pcb<A>) -> bool {
     p.local_port == q.local_port
-        && (p.local_addr.is_unspecified()
-            || q.local_addr.is_unspecified()
+        && (p.local_addr.is_wildcard()
+            || q.local_addr.is_wildcard()
             || p.local_addr == q.local_addr)
         && (!p.is_connected()
             || !q.is_connected()
             || (p.remote_addr == q.remote_addr && p.remote_port == q.remote_port))
 }
 
-impl PpCache {
+impl<A: IpAddress> PpCache<A> {
     /// An empty list with empty caches.
-    pub fn new() -> PpCache {
-        PpCache {
-            head: NIL,
-            ..PpCache::default()
-        }
+    pub fn new() -> PpCache<A> {
+        PpCache::default()
     }
 
     fn iter(&self) -> impl Iterator<Item = u32> + '_ {
@@ -105,8 +102,8 @@ impl PpCache {
     }
 }
 
-impl Demux for PpCache {
-    fn insert(&mut self, id: SocketId, pcb: Pcb) {
+impl<A: IpAddress> Demux<A> for PpCache<A> {
+    fn insert(&mut self, id: SocketId, pcb: Pcb<A>) {
         (self.recv_cache, self.send_cache) = (None, None);
         self.next_seq += 1;
         let node = Node {
@@ -136,7 +133,7 @@ impl Demux for PpCache {
         self.mark(pcb.local_port);
     }
 
-    fn remove(&mut self, id: SocketId, pcb: &Pcb) {
+    fn remove(&mut self, id: SocketId, pcb: &Pcb<A>) {
         (self.recv_cache, self.send_cache) = (None, None);
         let Some(i) = self
             .iter()
@@ -152,7 +149,7 @@ impl Demux for PpCache {
         self.mark(pcb.local_port);
     }
 
-    fn lookup(&mut self, dst: SocketAddrV4, src: SocketAddrV4) -> Option<SocketId> {
+    fn lookup(&mut self, dst: A::Socket, src: A::Socket) -> Option<SocketId> {
         self.stats.lookups += 1;
         for (pcb, id) in [self.recv_cache, self.send_cache].into_iter().flatten() {
             self.stats.comparisons += 1;
@@ -189,7 +186,7 @@ impl Demux for PpCache {
         Some(n.id)
     }
 
-    fn lookup_all(&mut self, dst: SocketAddrV4, src: SocketAddrV4, out: &mut Vec<SocketId>) {
+    fn lookup_all(&mut self, dst: A::Socket, src: A::Socket, out: &mut Vec<SocketId>) {
         for i in self.iter() {
             let n = &self.nodes[i as usize];
             if n.pcb.match_wildcards(dst, src).is_some() {
@@ -198,7 +195,7 @@ impl Demux for PpCache {
         }
     }
 
-    fn sent(&mut self, id: SocketId, pcb: &Pcb) {
+    fn sent(&mut self, id: SocketId, pcb: &Pcb<A>) {
         let Some(&i) = self.by_id.get(id.0 as usize) else {
             return;
         };
@@ -213,5 +210,20 @@ impl Demux for PpCache {
 
     fn stats(&self) -> DemuxStats {
         self.stats
+    }
+}
+
+impl<A: IpAddress> Default for PpCache<A> {
+    fn default() -> Self {
+        PpCache {
+            nodes: Vec::new(),
+            free: Vec::new(),
+            head: NIL,
+            by_id: Vec::new(),
+            recv_cache: None,
+            send_cache: None,
+            next_seq: 0,
+            stats: DemuxStats::default(),
+        }
     }
 }

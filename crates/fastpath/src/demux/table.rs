@@ -2,14 +2,14 @@
 //! 100,000.
 
 use std::collections::HashMap;
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::net::{Ipv4Addr, Ipv6Addr};
 
-use super::{Demux, DemuxStats, Pcb, SocketId};
+use super::{Demux, DemuxStats, IpAddress, Pcb, SocketId};
 
 const EMPTY: u32 = u32::MAX;
 
-/// A key of one of the tables: the PCB fields that are not wildcards, packed into an integer.
-trait Key: Copy + Eq + Default + std::fmt::Debug {
+/// A key of one of the tables: the PCB fields that are not wildcards, packed into integers.
+pub trait Key: Copy + Eq + Default + std::fmt::Debug + Send {
     /// Fibonacci hashing: multiply by 2^64/φ; the table takes the top bits.
     fn hash(self) -> u64;
 }
@@ -25,6 +25,87 @@ impl Key for u128 {
     #[inline(always)]
     fn hash(self) -> u64 {
         ((self as u64) ^ ((self >> 64) as u64).rotate_left(32)).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+    }
+}
+
+impl Key for (u128, u64) {
+    #[inline(always)]
+    fn hash(self) -> u64 {
+        (self.0 ^ u128::from(self.1).rotate_left(96)).hash()
+    }
+}
+
+impl Key for (u128, u128, u64) {
+    #[inline(always)]
+    fn hash(self) -> u64 {
+        (self.0 ^ self.1.rotate_left(64) ^ u128::from(self.2).rotate_left(32)).hash()
+    }
+}
+
+/// How a family's PCB fields pack into [`Table`]'s keys.
+pub trait TableAddress: IpAddress {
+    /// A fully specified PCB's key.
+    type Exact: Key;
+    /// The key of a PCB with a local address and no peer, and of one with a peer and no local
+    /// address.
+    type Half: Key;
+    /// The key of (local address, local port, remote address, remote port).
+    fn exact_key(laddr: Self, lport: u16, raddr: Self, rport: u16) -> Self::Exact;
+    /// The key of (local address, local port).
+    fn local_key(laddr: Self, lport: u16) -> Self::Half;
+    /// The key of (local port, remote address, remote port).
+    fn remote_key(lport: u16, raddr: Self, rport: u16) -> Self::Half;
+    /// The address as the port array holds it for a port whose only PCB is bound to it, or `None` when
+    /// the family's addresses do not fit in 32 bits (such a port's lookups take the hash tables).
+    fn tag(self) -> Option<u32>;
+}
+
+impl TableAddress for Ipv4Addr {
+    type Exact = u128;
+    type Half = u64;
+    #[inline(always)]
+    fn exact_key(laddr: Self, lport: u16, raddr: Self, rport: u16) -> u128 {
+        (u32::from(laddr) as u128) << 64
+            | (lport as u128) << 48
+            | (u32::from(raddr) as u128) << 16
+            | rport as u128
+    }
+    #[inline(always)]
+    fn local_key(laddr: Self, lport: u16) -> u64 {
+        (u32::from(laddr) as u64) << 16 | lport as u64
+    }
+    #[inline(always)]
+    fn remote_key(lport: u16, raddr: Self, rport: u16) -> u64 {
+        (lport as u64) << 48 | (u32::from(raddr) as u64) << 16 | rport as u64
+    }
+    #[inline(always)]
+    fn tag(self) -> Option<u32> {
+        Some(u32::from(self))
+    }
+}
+
+impl TableAddress for Ipv6Addr {
+    type Exact = (u128, u128, u64);
+    type Half = (u128, u64);
+    #[inline]
+    fn exact_key(laddr: Self, lport: u16, raddr: Self, rport: u16) -> Self::Exact {
+        (
+            u128::from(laddr),
+            u128::from(raddr),
+            u64::from(lport) << 16 | u64::from(rport),
+        )
+    }
+    #[inline]
+    fn local_key(laddr: Self, lport: u16) -> Self::Half {
+        (u128::from(laddr), u64::from(lport))
+    }
+    #[inline]
+    fn remote_key(lport: u16, raddr: Self, rport: u16) -> Self::Half {
+        (u128::from(raddr), u64::from(lport) << 16 | u64::from(rport))
+    }
+    #[inline(always)]
+    fn tag(self) -> Option<u32> {
+        None
     }
 }
 
@@ -228,21 +309,6 @@ impl<K: Key> FlatMap<K> {
     }
 }
 
-fn exact_key(laddr: Ipv4Addr, lport: u16, raddr: Ipv4Addr, rport: u16) -> u128 {
-    (u32::from(laddr) as u128) << 64
-        | (lport as u128) << 48
-        | (u32::from(raddr) as u128) << 16
-        | rport as u128
-}
-
-fn local_key(laddr: Ipv4Addr, lport: u16) -> u64 {
-    (u32::from(laddr) as u64) << 16 | lport as u64
-}
-
-fn remote_key(lport: u16, raddr: Ipv4Addr, rport: u16) -> u64 {
-    (lport as u64) << 48 | (u32::from(raddr) as u64) << 16 | rport as u64
-}
-
 /// In a [`Table`]'s port array entry (low half): the port has PCBs more specific than a wildcard server,
 /// look in the hash tables.
 const SPECIFIC: u32 = 1 << 31;
@@ -264,29 +330,30 @@ const ID_MASK: u32 = LOCAL - 1;
 /// wins, as in 4.3BSD's list), then the server. Either way a lookup costs the same with 1 socket or
 /// 100,000.
 #[derive(Debug)]
-pub struct Table {
+pub struct Table<A: TableAddress = Ipv4Addr> {
     /// Per local port: low half, the newest wildcard server's socket id plus one (or the lone local PCB's,
-    /// with `LOCAL`), and `SPECIFIC`; high half, the lone local PCB's address.
+    /// with `LOCAL`), and `SPECIFIC`; high half, the lone local PCB's address tag.
     ports: Box<[u64; 65536]>,
     /// The PCBs more specific than a wildcard server, by local port (ports with none are absent).
-    specific: HashMap<u16, Vec<(Pcb, SocketId)>>,
-    exact: FlatMap<u128>,
-    local: FlatMap<u64>,
-    remote: FlatMap<u64>,
+    specific: HashMap<u16, Vec<(Pcb<A>, SocketId)>>,
+    exact: FlatMap<A::Exact>,
+    local: FlatMap<A::Half>,
+    remote: FlatMap<A::Half>,
     port: FlatMap<u64>,
     next_seq: u64,
     stats: DemuxStats,
 }
 
-impl Table {
+impl<A: TableAddress> Table<A> {
     /// Recomputes port `port`'s array entry after a change.
     fn refresh_port(&mut self, port: u16) {
         let server = self.port.get(port as u64).map_or(0, |(id, _)| id.0 + 1);
         let entry = match self.specific.get(&port).map(Vec::as_slice) {
             None => server as u64,
-            Some([(pcb, id)]) if server == 0 && !pcb.is_connected() => {
-                ((u32::from(pcb.local_addr) as u64) << 32) | ((id.0 + 1) | LOCAL) as u64
-            }
+            Some([(pcb, id)]) if server == 0 && !pcb.is_connected() => match pcb.local_addr.tag() {
+                Some(tag) => ((tag as u64) << 32) | ((id.0 + 1) | LOCAL) as u64,
+                None => SPECIFIC as u64,
+            },
             Some(_) => (server | SPECIFIC) as u64,
         };
         self.ports[port as usize] = entry;
@@ -296,31 +363,24 @@ impl Table {
     /// common case needs no saved registers.
     #[cold]
     #[inline(never)]
-    fn lookup_specific(
-        &mut self,
-        entry: u32,
-        dst: SocketAddrV4,
-        src: SocketAddrV4,
-    ) -> Option<SocketId> {
-        let lport = dst.port();
+    fn lookup_specific(&mut self, entry: u32, dst: A::Socket, src: A::Socket) -> Option<SocketId> {
+        let lport = A::port(&dst);
+        let (daddr, saddr, sport) = (A::ip(&dst), A::ip(&src), A::port(&src));
         if self.exact.len != 0 {
             self.stats.comparisons += 1;
-            if let Some((id, _)) =
-                self.exact
-                    .get(exact_key(*dst.ip(), lport, *src.ip(), src.port()))
-            {
+            if let Some((id, _)) = self.exact.get(A::exact_key(daddr, lport, saddr, sport)) {
                 return Some(id);
             }
         }
         let local = if self.local.len != 0 {
             self.stats.comparisons += 1;
-            self.local.get(local_key(*dst.ip(), lport))
+            self.local.get(A::local_key(daddr, lport))
         } else {
             None
         };
         let remote = if self.remote.len != 0 {
             self.stats.comparisons += 1;
-            self.remote.get(remote_key(lport, *src.ip(), src.port()))
+            self.remote.get(A::remote_key(lport, saddr, sport))
         } else {
             None
         };
@@ -334,14 +394,14 @@ impl Table {
         (server != 0).then(|| SocketId(server - 1))
     }
 
-    fn add_specific(&mut self, pcb: Pcb, id: SocketId) {
+    fn add_specific(&mut self, pcb: Pcb<A>, id: SocketId) {
         self.specific
             .entry(pcb.local_port)
             .or_default()
             .push((pcb, id));
     }
 
-    fn remove_specific(&mut self, pcb: &Pcb, id: SocketId) {
+    fn remove_specific(&mut self, pcb: &Pcb<A>, id: SocketId) {
         if let Some(list) = self.specific.get_mut(&pcb.local_port) {
             list.retain(|(p, i)| !(*i == id && p == pcb));
             if list.is_empty() {
@@ -351,7 +411,7 @@ impl Table {
     }
 }
 
-impl Default for Table {
+impl<A: TableAddress> Default for Table<A> {
     fn default() -> Self {
         // Zeroed, so the kernel maps its pages only as ports are used.
         let ports: Box<[u64; 65536]> = vec![0; 65536]
@@ -371,23 +431,23 @@ impl Default for Table {
     }
 }
 
-impl Demux for Table {
-    fn insert(&mut self, id: SocketId, pcb: Pcb) {
+impl<A: TableAddress> Demux<A> for Table<A> {
+    fn insert(&mut self, id: SocketId, pcb: Pcb<A>) {
         assert!(id.0 < ID_MASK, "socket ids must stay below 2^30 - 1");
         self.next_seq += 1;
         let seq = self.next_seq;
         let p = pcb;
-        match (p.local_addr.is_unspecified(), p.is_connected()) {
+        match (p.local_addr.is_wildcard(), p.is_connected()) {
             (false, true) => self.exact.insert(
-                exact_key(p.local_addr, p.local_port, p.remote_addr, p.remote_port),
+                A::exact_key(p.local_addr, p.local_port, p.remote_addr, p.remote_port),
                 id,
                 seq,
             ),
             (false, false) => self
                 .local
-                .insert(local_key(p.local_addr, p.local_port), id, seq),
+                .insert(A::local_key(p.local_addr, p.local_port), id, seq),
             (true, true) => self.remote.insert(
-                remote_key(p.local_port, p.remote_addr, p.remote_port),
+                A::remote_key(p.local_port, p.remote_addr, p.remote_port),
                 id,
                 seq,
             ),
@@ -399,16 +459,19 @@ impl Demux for Table {
         self.refresh_port(p.local_port);
     }
 
-    fn remove(&mut self, id: SocketId, p: &Pcb) {
-        let present = match (p.local_addr.is_unspecified(), p.is_connected()) {
+    fn remove(&mut self, id: SocketId, p: &Pcb<A>) {
+        let present = match (p.local_addr.is_wildcard(), p.is_connected()) {
             (false, true) => self.exact.remove(
-                exact_key(p.local_addr, p.local_port, p.remote_addr, p.remote_port),
+                A::exact_key(p.local_addr, p.local_port, p.remote_addr, p.remote_port),
                 id,
             ),
-            (false, false) => self.local.remove(local_key(p.local_addr, p.local_port), id),
-            (true, true) => self
-                .remote
-                .remove(remote_key(p.local_port, p.remote_addr, p.remote_port), id),
+            (false, false) => self
+                .local
+                .remove(A::local_key(p.local_addr, p.local_port), id),
+            (true, true) => self.remote.remove(
+                A::remote_key(p.local_port, p.remote_addr, p.remote_port),
+                id,
+            ),
             (true, false) => self.port.remove(p.local_port as u64, id),
         };
         if present && p.wildcards() < 2 {
@@ -418,10 +481,10 @@ impl Demux for Table {
     }
 
     #[inline]
-    fn lookup(&mut self, dst: SocketAddrV4, src: SocketAddrV4) -> Option<SocketId> {
+    fn lookup(&mut self, dst: A::Socket, src: A::Socket) -> Option<SocketId> {
         self.stats.lookups += 1;
         self.stats.comparisons += 1;
-        let lport = dst.port();
+        let lport = A::port(&dst);
         let entry = self.ports[lport as usize];
         let low = entry as u32;
         if low & (SPECIFIC | LOCAL) == 0 {
@@ -429,53 +492,26 @@ impl Demux for Table {
         }
         if low & SPECIFIC == 0 {
             let bound = (entry >> 32) as u32;
-            return (bound == u32::from(*dst.ip())).then(|| SocketId((low & ID_MASK) - 1));
+            return (A::ip(&dst).tag() == Some(bound)).then(|| SocketId((low & ID_MASK) - 1));
         }
         self.lookup_specific(low, dst, src)
     }
 
-    fn lookup_all(&mut self, dst: SocketAddrV4, src: SocketAddrV4, out: &mut Vec<SocketId>) {
-        // Broadcasts need every match: scan the tables (4.3BSD scanned its whole list for them too).
-        let lport = dst.port();
-        let candidates = self
-            .exact
-            .entries()
-            .map(|(k, id)| {
-                let pcb = Pcb {
-                    local_addr: Ipv4Addr::from((k >> 64) as u32),
-                    local_port: (k >> 48) as u16,
-                    remote_addr: Ipv4Addr::from((k >> 16) as u32),
-                    remote_port: k as u16,
-                };
-                (pcb, id)
-            })
-            .chain(self.local.entries().map(|(k, id)| {
-                (
-                    Pcb::bound(SocketAddrV4::new(
-                        Ipv4Addr::from((k >> 16) as u32),
-                        k as u16,
-                    )),
-                    id,
-                )
-            }))
-            .chain(self.remote.entries().map(|(k, id)| {
-                let pcb = Pcb {
-                    local_addr: Ipv4Addr::UNSPECIFIED,
-                    local_port: (k >> 48) as u16,
-                    remote_addr: Ipv4Addr::from((k >> 16) as u32),
-                    remote_port: k as u16,
-                };
-                (pcb, id)
-            }))
-            .chain(self.port.entries().map(|(k, id)| {
-                (
-                    Pcb::bound(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, k as u16)),
-                    id,
-                )
-            }));
+    fn lookup_all(&mut self, dst: A::Socket, src: A::Socket, out: &mut Vec<SocketId>) {
+        // Broadcasts need every match: scan the PCBs of the port (4.3BSD scanned its whole list for
+        // them too). `specific` holds every PCB with a local address or a peer; the wildcard servers
+        // are the port table's.
+        let lport = A::port(&dst);
+        let specific = self.specific.get(&lport).into_iter().flatten();
         out.extend(
-            candidates
-                .filter(|(p, _)| p.local_port == lport && p.match_wildcards(dst, src).is_some())
+            specific
+                .filter(|(p, _)| p.match_wildcards(dst, src).is_some())
+                .map(|&(_, id)| id),
+        );
+        out.extend(
+            self.port
+                .entries()
+                .filter(|&(k, _)| k == lport as u64)
                 .map(|(_, id)| id),
         );
     }

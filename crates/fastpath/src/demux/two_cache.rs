@@ -1,33 +1,33 @@
 //! Dixon & Calvert's MRU/LRU two-entry cache (paper 003 §2.2.2, figure 2).
 
-use std::net::SocketAddrV4;
+use std::net::Ipv4Addr;
 
-use super::{exact_hit, Demux, DemuxStats, Linear, Pcb, SocketId};
+use super::{exact_hit, Demux, DemuxStats, IpAddress, Linear, Pcb, SocketId};
 
-/// A [`Linear`] list behind two cache entries. Check the most recently used entry, then the least
+/// A [`Linear<A>`] list behind two cache entries. Check the most recently used entry, then the least
 /// recently used one; on a double miss the list search replaces the LRU entry; then the two swap, so the
 /// answer is always the new MRU. As with the one-behind cache, a hit needs an exact four-field match,
 /// and both entries are cleared whenever a PCB is added or removed.
-#[derive(Debug, Default)]
-pub struct TwoCache {
-    list: Linear,
-    mru: Option<(Pcb, SocketId)>,
-    lru: Option<(Pcb, SocketId)>,
+#[derive(Debug)]
+pub struct TwoCache<A: IpAddress = Ipv4Addr> {
+    list: Linear<A>,
+    mru: Option<(Pcb<A>, SocketId)>,
+    lru: Option<(Pcb<A>, SocketId)>,
     stats: DemuxStats,
 }
 
-impl Demux for TwoCache {
-    fn insert(&mut self, id: SocketId, pcb: Pcb) {
+impl<A: IpAddress> Demux<A> for TwoCache<A> {
+    fn insert(&mut self, id: SocketId, pcb: Pcb<A>) {
         (self.mru, self.lru) = (None, None);
         self.list.insert(id, pcb);
     }
 
-    fn remove(&mut self, id: SocketId, pcb: &Pcb) {
+    fn remove(&mut self, id: SocketId, pcb: &Pcb<A>) {
         (self.mru, self.lru) = (None, None);
         self.list.remove(id, pcb);
     }
 
-    fn lookup(&mut self, dst: SocketAddrV4, src: SocketAddrV4) -> Option<SocketId> {
+    fn lookup(&mut self, dst: A::Socket, src: A::Socket) -> Option<SocketId> {
         self.stats.lookups += 1;
         if let Some((pcb, id)) = self.mru {
             self.stats.comparisons += 1;
@@ -51,11 +51,22 @@ impl Demux for TwoCache {
         self.mru.map(|(_, id)| id)
     }
 
-    fn lookup_all(&mut self, dst: SocketAddrV4, src: SocketAddrV4, out: &mut Vec<SocketId>) {
+    fn lookup_all(&mut self, dst: A::Socket, src: A::Socket, out: &mut Vec<SocketId>) {
         self.list.lookup_all(dst, src, out);
     }
 
     fn stats(&self) -> DemuxStats {
         self.stats
+    }
+}
+
+impl<A: IpAddress> Default for TwoCache<A> {
+    fn default() -> Self {
+        TwoCache {
+            list: Linear::default(),
+            mru: None,
+            lru: None,
+            stats: DemuxStats::default(),
+        }
     }
 }

@@ -1,28 +1,28 @@
 //! Two-stage hashing: fully specified PCBs first, then wildcard ones (paper 003 §2.2.4).
 
-use std::net::SocketAddrV4;
+use std::net::Ipv4Addr;
 
 use super::linear::best_match;
-use super::{exact_hit, Demux, DemuxStats, Pcb, SocketId};
+use super::{exact_hit, Demux, DemuxStats, IpAddress, Pcb, SocketId};
 
 /// Two stores of `N` chains each, both hashed by local port mod `N`: one for fully specified PCBs (no
 /// wildcard), searched first with a one-behind cache per chain (McKenney & Dove), one for PCBs with
 /// wildcards, searched without a cache only when the first stage finds nothing.
 #[derive(Debug)]
-pub struct TwoStage {
-    full: Vec<Vec<(Pcb, SocketId)>>,
-    full_cache: Vec<Option<(Pcb, SocketId)>>,
-    wild: Vec<Vec<(Pcb, SocketId)>>,
+pub struct TwoStage<A: IpAddress = Ipv4Addr> {
+    full: Vec<Vec<(Pcb<A>, SocketId)>>,
+    full_cache: Vec<Option<(Pcb<A>, SocketId)>>,
+    wild: Vec<Vec<(Pcb<A>, SocketId)>>,
     stats: DemuxStats,
 }
 
-fn is_full(pcb: &Pcb) -> bool {
-    !pcb.local_addr.is_unspecified() && pcb.is_connected()
+fn is_full<A: IpAddress>(pcb: &Pcb<A>) -> bool {
+    !pcb.local_addr.is_wildcard() && pcb.is_connected()
 }
 
-impl TwoStage {
+impl<A: IpAddress> TwoStage<A> {
     /// `n` chains per store (at least 1).
-    pub fn new(n: u16) -> TwoStage {
+    pub fn new(n: u16) -> TwoStage<A> {
         let n = n.max(1) as usize;
         TwoStage {
             full: vec![Vec::new(); n],
@@ -38,8 +38,8 @@ impl TwoStage {
     }
 }
 
-impl Demux for TwoStage {
-    fn insert(&mut self, id: SocketId, pcb: Pcb) {
+impl<A: IpAddress> Demux<A> for TwoStage<A> {
+    fn insert(&mut self, id: SocketId, pcb: Pcb<A>) {
         let r = self.chain_of(pcb.local_port);
         if is_full(&pcb) {
             self.full_cache[r] = None;
@@ -49,7 +49,7 @@ impl Demux for TwoStage {
         }
     }
 
-    fn remove(&mut self, id: SocketId, pcb: &Pcb) {
+    fn remove(&mut self, id: SocketId, pcb: &Pcb<A>) {
         let r = self.chain_of(pcb.local_port);
         let chain = if is_full(pcb) {
             self.full_cache[r] = None;
@@ -62,9 +62,9 @@ impl Demux for TwoStage {
         }
     }
 
-    fn lookup(&mut self, dst: SocketAddrV4, src: SocketAddrV4) -> Option<SocketId> {
+    fn lookup(&mut self, dst: A::Socket, src: A::Socket) -> Option<SocketId> {
         self.stats.lookups += 1;
-        let r = self.chain_of(dst.port());
+        let r = self.chain_of(A::port(&dst));
         if let Some((pcb, id)) = self.full_cache[r] {
             self.stats.comparisons += 1;
             if exact_hit(&pcb, dst, src) {
@@ -85,8 +85,8 @@ impl Demux for TwoStage {
         found.map(|(_, id)| id)
     }
 
-    fn lookup_all(&mut self, dst: SocketAddrV4, src: SocketAddrV4, out: &mut Vec<SocketId>) {
-        let r = self.chain_of(dst.port());
+    fn lookup_all(&mut self, dst: A::Socket, src: A::Socket, out: &mut Vec<SocketId>) {
+        let r = self.chain_of(A::port(&dst));
         let both = self.full[r].iter().chain(&self.wild[r]);
         out.extend(
             both.filter(|(p, _)| p.match_wildcards(dst, src).is_some())

@@ -8,10 +8,10 @@
 use std::net::Ipv4Addr;
 
 use super::reassembly::{Expired, FragmentKey, Outcome};
-use super::route::InterfaceId;
 use super::{Delivery, IpCx, Ipv4, LOOPBACK};
 use crate::buf::PacketBuf;
 use crate::checksum;
+use crate::route::InterfaceId;
 use crate::stats::{DropReason, IpCounters};
 use crate::wire::{IpProtocol, Ipv4Packet, Ipv4Repr, WireError};
 

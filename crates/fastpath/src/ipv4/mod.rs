@@ -10,7 +10,6 @@ pub mod ident;
 mod input;
 mod output;
 pub mod reassembly;
-pub mod route;
 
 use std::net::Ipv4Addr;
 
@@ -18,11 +17,11 @@ use crate::buf::BufferPool;
 use crate::checksum::{self, Algorithm};
 use crate::config::StackConfig;
 use crate::link::LinkCapabilities;
+use crate::route::{InterfaceId, Ipv4Cidr, Route, RoutingTable};
 use crate::stats::{Drops, IpCounters};
 use crate::time::Instant;
 use ident::IdentTable;
 use reassembly::ReassemblyTable;
-use route::{InterfaceId, Ipv4Cidr, Route, RoutingTable};
 
 pub(crate) use output::{HeaderTemplate, Transmit};
 

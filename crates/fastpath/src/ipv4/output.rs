@@ -3,10 +3,10 @@
 use std::net::Ipv4Addr;
 
 use super::ident::IdentBucket;
-use super::route::InterfaceId;
 use super::{IpCx, Ipv4, NextHop};
 use crate::buf::{ChecksumOffload, PacketBuf};
 use crate::checksum;
+use crate::route::InterfaceId;
 use crate::stats::DropReason;
 use crate::wire::{IpProtocol, Ipv4Repr};
 

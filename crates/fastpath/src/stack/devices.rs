@@ -1,9 +1,9 @@
 //! The stack's devices: each interface's link and transmit queue, and the loopback's own queue.
 
 use crate::buf::PacketBuf;
-use crate::ipv4::route::InterfaceId;
 use crate::ipv4::{Transmit, LOOPBACK};
 use crate::link::{Loopback, StackLink};
+use crate::route::InterfaceId;
 
 /// A network interface's link side: its name, link and the packets queued for it.
 pub(crate) struct Device {

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use super::*;
 use crate::buf::{BufferMode, BufferPool};
-use crate::ipv4::route::{InterfaceId, Ipv4Cidr};
 use crate::link::LinkCapabilities;
+use crate::route::{InterfaceId, Ipv4Cidr};
 
 const IDLE: usize = 10_000;
 

@@ -124,6 +124,7 @@ impl Udp {
                 route_cache: config.output_route_cache,
                 sendto_pseudo_connect: config.sendto_pseudo_connect,
                 rx_queue_bytes: config.limits.udp_rx_queue_bytes,
+                demux_send_cache: config.demux.has_send_cache(),
             },
             sockets: Slots::default(),
             demux: config.demux.build(),
@@ -201,6 +202,9 @@ pub(crate) struct UdpConfig {
     pub(crate) route_cache: bool,
     pub(crate) sendto_pseudo_connect: bool,
     pub(crate) rx_queue_bytes: usize,
+    /// The demultiplexer keeps a send cache ([`Demux::sent`] does something): only then is it told of
+    /// each datagram sent, which spares the others a call per datagram.
+    pub(crate) demux_send_cache: bool,
 }
 
 /// What UDP is handed for each call: the clock, the buffer pool, the counters, and IPv4 with the
@@ -681,7 +685,9 @@ fn output(
     );
     finish(cx, &mut buf, mode, field);
     cx.counters.udp.out_datagrams += 1;
-    demux.sent(SocketId(s.index), &pcb);
+    if cfg.demux_send_cache {
+        demux.sent(SocketId(s.index), &pcb);
+    }
 
     layer!(Send, Ip);
     cx.output(buf, &tx.hop, &tx.ip);

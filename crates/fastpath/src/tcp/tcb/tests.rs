@@ -5,8 +5,8 @@ use std::net::Ipv4Addr;
 
 use super::*;
 use crate::buf::BufferMode;
-use crate::ipv4::route::InterfaceId;
 use crate::link::LinkCapabilities;
+use crate::route::InterfaceId;
 use crate::tcp::congestion::CongestionAlgorithm;
 use crate::wire::tcp::Flags;
 

@@ -1,30 +1,46 @@
-//! The routing table: longest-prefix match to an interface and a next hop.
+//! Routing: prefixes and the routing table (longest-prefix match to an interface and a next hop),
+//! written once over [`IpAddress`] and kept by each IP layer for its family.
 
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
+
+use crate::addr::IpAddress;
 
 /// Index of an interface in the stack.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct InterfaceId(pub usize);
 
-/// An IPv4 prefix.
+/// An address prefix of a family: [`Ipv4Cidr`], [`Ipv6Cidr`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Ipv4Cidr {
+pub struct Cidr<A> {
     /// Address (host bits may be set: an interface address with its prefix).
-    pub addr: Ipv4Addr,
-    /// Prefix length, 0..=32.
+    pub addr: A,
+    /// Prefix length, 0 to the address's bits.
     pub prefix_len: u8,
 }
 
-impl Ipv4Cidr {
+/// An IPv4 prefix.
+pub type Ipv4Cidr = Cidr<Ipv4Addr>;
+/// An IPv6 prefix.
+pub type Ipv6Cidr = Cidr<Ipv6Addr>;
+
+impl<A: IpAddress> Cidr<A> {
     /// `addr/prefix_len`.
     ///
     /// # Panics
-    /// If `prefix_len > 32`.
-    pub const fn new(addr: Ipv4Addr, prefix_len: u8) -> Ipv4Cidr {
-        assert!(prefix_len <= 32, "prefix length past 32");
-        Ipv4Cidr { addr, prefix_len }
+    /// If `prefix_len` is past the address's bits (32, 128).
+    pub const fn new(addr: A, prefix_len: u8) -> Cidr<A> {
+        assert!(prefix_len <= A::BITS, "prefix length past the address");
+        Cidr { addr, prefix_len }
     }
 
+    /// True when `addr` is inside the prefix.
+    #[inline]
+    pub fn contains(&self, addr: A) -> bool {
+        self.addr.same_prefix(addr, self.prefix_len)
+    }
+}
+
+impl Cidr<Ipv4Addr> {
     /// The network mask.
     pub const fn mask(&self) -> u32 {
         if self.prefix_len == 0 {
@@ -34,32 +50,33 @@ impl Ipv4Cidr {
         }
     }
 
-    /// True when `addr` is inside the prefix.
-    pub fn contains(&self, addr: Ipv4Addr) -> bool {
-        (u32::from(addr) ^ u32::from(self.addr)) & self.mask() == 0
-    }
-
     /// The directed broadcast address of the prefix (none for /31 and /32).
     pub fn broadcast(&self) -> Option<Ipv4Addr> {
         (self.prefix_len < 31).then(|| Ipv4Addr::from(u32::from(self.addr) | !self.mask()))
     }
 }
 
-impl std::str::FromStr for Ipv4Cidr {
+impl<A: IpAddress + std::str::FromStr> std::str::FromStr for Cidr<A> {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        let (a, p) = s.split_once('/').unwrap_or((s, "32"));
+        let (a, p) = match s.split_once('/') {
+            Some((a, p)) => (a, Some(p)),
+            None => (s, None),
+        };
         let addr = a.parse().map_err(|_| format!("bad address in `{s}`"))?;
-        let prefix_len = p
-            .parse()
-            .ok()
-            .filter(|&p| p <= 32)
-            .ok_or_else(|| format!("bad prefix length in `{s}`"))?;
-        Ok(Ipv4Cidr { addr, prefix_len })
+        let prefix_len = match p {
+            None => A::BITS,
+            Some(p) => p
+                .parse()
+                .ok()
+                .filter(|&p| p <= A::BITS)
+                .ok_or_else(|| format!("bad prefix length in `{s}`"))?,
+        };
+        Ok(Cidr { addr, prefix_len })
     }
 }
 
-impl std::fmt::Display for Ipv4Cidr {
+impl<A: std::fmt::Display> std::fmt::Display for Cidr<A> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}/{}", self.addr, self.prefix_len)
     }
@@ -67,24 +84,30 @@ impl std::fmt::Display for Ipv4Cidr {
 
 /// One route.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Route {
+pub struct Route<A = Ipv4Addr> {
     /// Destinations it covers.
-    pub dest: Ipv4Cidr,
+    pub dest: Cidr<A>,
     /// Gateway to send through, or `None` when the destination is on the link.
-    pub gateway: Option<Ipv4Addr>,
+    pub gateway: Option<A>,
     /// Interface to send on.
     pub iface: InterfaceId,
 }
 
 /// Routes, kept longest prefix first so the first match is the best.
-#[derive(Clone, Debug, Default)]
-pub struct RoutingTable {
-    routes: Vec<Route>,
+#[derive(Clone, Debug)]
+pub struct RoutingTable<A = Ipv4Addr> {
+    routes: Vec<Route<A>>,
 }
 
-impl RoutingTable {
+impl<A> Default for RoutingTable<A> {
+    fn default() -> Self {
+        RoutingTable { routes: Vec::new() }
+    }
+}
+
+impl<A: IpAddress> RoutingTable<A> {
     /// Adds a route (replacing one for the same prefix).
-    pub fn add(&mut self, route: Route) {
+    pub fn add(&mut self, route: Route<A>) {
         self.routes.retain(|r| r.dest != route.dest);
         let at = self
             .routes
@@ -93,7 +116,7 @@ impl RoutingTable {
     }
 
     /// Removes the route for exactly `dest`; true if there was one.
-    pub fn remove(&mut self, dest: Ipv4Cidr) -> bool {
+    pub fn remove(&mut self, dest: Cidr<A>) -> bool {
         let before = self.routes.len();
         self.routes.retain(|r| r.dest != dest);
         before != self.routes.len()
@@ -101,12 +124,12 @@ impl RoutingTable {
 
     /// The longest-prefix match for `dst`.
     #[inline]
-    pub fn lookup(&self, dst: Ipv4Addr) -> Option<&Route> {
+    pub fn lookup(&self, dst: A) -> Option<&Route<A>> {
         self.routes.iter().find(|r| r.dest.contains(dst))
     }
 
     /// Every route, longest prefix first.
-    pub fn routes(&self) -> &[Route] {
+    pub fn routes(&self) -> &[Route<A>] {
         &self.routes
     }
 }
@@ -143,5 +166,30 @@ mod tests {
         let c: Ipv4Cidr = "192.168.7.9/24".parse().unwrap();
         assert_eq!(c.broadcast(), Some(Ipv4Addr::new(192, 168, 7, 255)));
         assert!("1.2.3.4/33".parse::<Ipv4Cidr>().is_err());
+        assert_eq!("1.2.3.4".parse::<Ipv4Cidr>().unwrap().prefix_len, 32);
+    }
+
+    #[test]
+    fn longest_prefix_wins_for_ipv6() {
+        let mut t = RoutingTable::<Ipv6Addr>::default();
+        let r = |s: &str, i| Route {
+            dest: s.parse().unwrap(),
+            gateway: None,
+            iface: InterfaceId(i),
+        };
+        t.add(r("::/0", 1));
+        t.add(r("2001:db8::/32", 2));
+        t.add(r("2001:db8:1::/48", 3));
+        t.add(r("2001:db8:1::7/128", 4));
+        let at =
+            |t: &RoutingTable<Ipv6Addr>, s: &str| t.lookup(s.parse().unwrap()).map(|r| r.iface.0);
+        assert_eq!(at(&t, "2001:db8:1::7"), Some(4));
+        assert_eq!(at(&t, "2001:db8:1::8"), Some(3));
+        assert_eq!(at(&t, "2001:db8:2::1"), Some(2));
+        assert_eq!(at(&t, "fe80::1"), Some(1));
+        assert!(t.remove("::/0".parse().unwrap()));
+        assert_eq!(at(&t, "fe80::1"), None);
+        assert!("::1/129".parse::<Ipv6Cidr>().is_err());
+        assert_eq!("::1".parse::<Ipv6Cidr>().unwrap().prefix_len, 128);
     }
 }
