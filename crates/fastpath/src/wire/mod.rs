@@ -14,12 +14,16 @@
 //! rare, so [`Icmpv4Repr`] verifies and fills its own checksum.
 
 pub mod icmpv4;
+pub mod icmpv6;
 pub mod ipv4;
+pub mod ipv6;
+pub mod ipv6ext;
 pub mod tcp;
 pub mod udp;
 
 pub use icmpv4::{DstUnreachable, Icmpv4Packet, Icmpv4Repr, Message as IcmpMessage, TimeExceeded};
 pub use ipv4::{Ipv4Packet, Ipv4Repr};
+pub use ipv6::{Ipv6Packet, Ipv6Repr};
 pub use tcp::{TcpPacket, TcpRepr};
 pub use udp::{UdpPacket, UdpRepr};
 
@@ -31,7 +35,7 @@ use core::fmt;
 pub enum WireError {
     /// The buffer is shorter than the fixed header.
     Truncated,
-    /// The IP version field is not 4.
+    /// The IP version field is not the family's (4, 6).
     BadVersion,
     /// The IPv4 header length (IHL) is below 5 words or runs past the buffer.
     BadHeaderLength,
@@ -65,15 +69,28 @@ impl std::error::Error for WireError {}
 /// The result of a wire-format check or parse.
 pub type Result<T> = core::result::Result<T, WireError>;
 
-/// The IPv4 protocol field: which header follows the IP header.
+/// The IPv4 protocol field and IPv6's next header field: which header follows (the IANA "Assigned
+/// Internet Protocol Numbers", shared by both families).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum IpProtocol {
+    /// IPv6 hop-by-hop options, 0 (RFC 8200 §4.3).
+    HopByHop,
     /// ICMP, protocol 1 (RFC 792).
     Icmp,
     /// TCP, protocol 6 (RFC 9293).
     Tcp,
     /// UDP, protocol 17 (RFC 768).
     Udp,
+    /// IPv6 routing header, 43 (RFC 8200 §4.4).
+    Ipv6Route,
+    /// IPv6 fragment header, 44 (RFC 8200 §4.5).
+    Ipv6Frag,
+    /// ICMPv6, 58 (RFC 4443).
+    Icmpv6,
+    /// IPv6 "no next header", 59 (RFC 8200 §4.7).
+    Ipv6NoNext,
+    /// IPv6 destination options, 60 (RFC 8200 §4.6).
+    Ipv6Opts,
     /// Any other protocol number.
     Unknown(u8),
 }
@@ -81,9 +98,15 @@ pub enum IpProtocol {
 impl From<u8> for IpProtocol {
     fn from(value: u8) -> Self {
         match value {
+            0 => IpProtocol::HopByHop,
             1 => IpProtocol::Icmp,
             6 => IpProtocol::Tcp,
             17 => IpProtocol::Udp,
+            43 => IpProtocol::Ipv6Route,
+            44 => IpProtocol::Ipv6Frag,
+            58 => IpProtocol::Icmpv6,
+            59 => IpProtocol::Ipv6NoNext,
+            60 => IpProtocol::Ipv6Opts,
             other => IpProtocol::Unknown(other),
         }
     }
@@ -92,9 +115,15 @@ impl From<u8> for IpProtocol {
 impl From<IpProtocol> for u8 {
     fn from(value: IpProtocol) -> Self {
         match value {
+            IpProtocol::HopByHop => 0,
             IpProtocol::Icmp => 1,
             IpProtocol::Tcp => 6,
             IpProtocol::Udp => 17,
+            IpProtocol::Ipv6Route => 43,
+            IpProtocol::Ipv6Frag => 44,
+            IpProtocol::Icmpv6 => 58,
+            IpProtocol::Ipv6NoNext => 59,
+            IpProtocol::Ipv6Opts => 60,
             IpProtocol::Unknown(other) => other,
         }
     }
