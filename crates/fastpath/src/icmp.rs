@@ -11,6 +11,7 @@ use std::net::Ipv4Addr;
 
 use crate::buf::{BufferPool, PacketBuf};
 use crate::config::Limits;
+use crate::ip::RateLimit;
 use crate::ipv4::reassembly::Expired;
 use crate::ipv4::{Delivery, Ipv4, NextHop, LOOPBACK};
 use crate::stats::{DropReason, Drops, IcmpCounters};
@@ -29,40 +30,6 @@ pub struct EchoReply {
     pub seq_no: u16,
     /// The data that came back.
     pub data: Vec<u8>,
-}
-
-/// A token bucket: `rate` tokens a second, at most `burst` saved up.
-#[derive(Debug)]
-pub(crate) struct RateLimit {
-    rate: u64,
-    burst: u64,
-    /// Tokens, in millionths.
-    micro_tokens: u64,
-    last: Instant,
-}
-
-impl RateLimit {
-    pub(crate) fn new(rate: u32, burst: u32) -> RateLimit {
-        RateLimit {
-            rate: rate as u64,
-            burst: burst as u64,
-            micro_tokens: burst as u64 * 1_000_000,
-            last: Instant::ZERO,
-        }
-    }
-
-    pub(crate) fn allow(&mut self, now: Instant) -> bool {
-        let elapsed = now.total_micros().saturating_sub(self.last.total_micros());
-        self.last = self.last.max(now);
-        self.micro_tokens =
-            (self.micro_tokens + elapsed.saturating_mul(self.rate)).min(self.burst * 1_000_000);
-        if self.micro_tokens >= 1_000_000 {
-            self.micro_tokens -= 1_000_000;
-            true
-        } else {
-            false
-        }
-    }
 }
 
 /// What ICMP is handed for each call: the clock, the buffer pool, its counters and the drops, and
@@ -376,25 +343,5 @@ impl Icmp {
     /// The oldest echo reply received and not yet read.
     pub(crate) fn take_reply(&mut self) -> Option<EchoReply> {
         self.replies.pop_front()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn rate_limit_allows_a_burst_then_the_rate() {
-        let mut r = RateLimit::new(10, 3);
-        let t0 = Instant::from_secs(1);
-        assert_eq!((0..10).filter(|_| r.allow(t0)).count(), 3);
-        assert!(!r.allow(t0));
-        // 100 ms buys one token at 10 a second.
-        assert!(r.allow(Instant::from_millis(1100)));
-        assert!(!r.allow(Instant::from_millis(1100)));
-        assert_eq!(
-            (0..10).filter(|_| r.allow(Instant::from_secs(100))).count(),
-            3
-        );
     }
 }

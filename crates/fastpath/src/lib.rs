@@ -79,9 +79,12 @@ pub mod checksum;
 pub mod config;
 pub mod demux;
 pub mod icmp;
+mod icmpv6;
 #[cfg(feature = "instrument")]
 pub mod instrument;
+mod ip;
 pub mod ipv4;
+mod ipv6;
 pub mod link;
 pub mod rng;
 pub mod route;

@@ -93,6 +93,56 @@ drop_reasons! {
     IcmpEchoReplyDropped => "icmp: echo reply dropped",
     /// ICMP output: suppressed by the rate limit.
     IcmpRateLimited => "icmp: output rate-limited",
+    /// IPv6: shorter than the fixed header, or than its payload length says.
+    Ipv6Truncated => "ipv6: truncated",
+    /// IPv6: a source no packet may have: multicast, or loopback or unspecified from a link.
+    Ipv6BadSource => "ipv6: bad source address",
+    /// IPv6: one of this host's own addresses as the source of a packet from a link.
+    Ipv6OwnSource => "ipv6: own address as source from outside",
+    /// IPv6: to an address that is not this host's, nor a group it belongs to.
+    Ipv6NotForUs => "ipv6: not for this host",
+    /// IPv6: an extension header runs past the packet.
+    Ipv6ExtensionTruncated => "ipv6: extension header truncated",
+    /// IPv6: an extension header with a bad field, an unrecognized next header or an unknown option
+    /// that asks for an error: answered with ICMPv6 parameter problem (RFC 8200 §4).
+    Ipv6ParameterProblem => "ipv6: parameter problem",
+    /// IPv6: an unknown option whose action bits say discard silently (RFC 8200 §4.2).
+    Ipv6UnknownOption => "ipv6: unknown option (discard)",
+    /// IPv6: a routing header of type 0 with segments left (RFC 5095).
+    Ipv6RoutingType0 => "ipv6: routing header type 0",
+    /// IPv6: more extension headers, options or padding than the limits allow.
+    Ipv6ChainTooLong => "ipv6: extension header chain past the limits",
+    /// IPv6: an upper-layer protocol this host does not speak (answered with a parameter problem,
+    /// code 1, after IPv6 delivered it).
+    Ipv6UnknownProtocol => "ipv6: unknown next header",
+    /// IPv6: next header 59, nothing to deliver (RFC 8200 §4.7).
+    Ipv6NoNextHeader => "ipv6: no next header",
+    /// IPv6: a first fragment without the whole header chain (RFC 7112 §5).
+    Ipv6IncompleteChain => "ipv6: first fragment with an incomplete header chain",
+    /// IPv6: a fragment while reassembly is not available.
+    Ipv6Fragment => "ipv6: fragment (no reassembly)",
+    /// IPv6 output: no route to the destination, or no source address for it.
+    Ipv6NoRoute => "ipv6: no route",
+    /// ICMPv6: shorter than its header.
+    Icmpv6Truncated => "icmpv6: truncated",
+    /// ICMPv6: checksum (with the pseudo-header) does not verify.
+    Icmpv6BadChecksum => "icmpv6: bad checksum",
+    /// ICMPv6: an error message of a type this stack does not handle, an unknown informational type,
+    /// or an error whose quote cannot be read.
+    Icmpv6Unhandled => "icmpv6: unhandled type",
+    /// ICMPv6: router solicitation, advertisement or redirect: this host is not a router and
+    /// configures its addresses itself (as the kernel sends on a TUN link when it comes up).
+    Icmpv6RouterDiscovery => "icmpv6: router discovery ignored",
+    /// ICMPv6: neighbour solicitation or advertisement: a TUN link has no link-layer addresses to
+    /// resolve (the kernel's duplicate address detection sends these).
+    Icmpv6NeighborDiscovery => "icmpv6: neighbour discovery ignored",
+    /// ICMPv6: multicast listener discovery (queries and reports): this host joins no groups beyond
+    /// all-nodes, which needs no report (RFC 3810 §6).
+    Icmpv6ListenerDiscovery => "icmpv6: multicast listener discovery ignored",
+    /// ICMPv6: an echo reply nobody was waiting for.
+    Icmpv6EchoReplyDropped => "icmpv6: echo reply dropped",
+    /// ICMPv6 output: suppressed by the rate limit.
+    Icmpv6RateLimited => "icmpv6: output rate-limited",
     /// TCP: shorter than its header.
     TcpTruncated => "tcp: truncated",
     /// TCP: data offset below 5 words or past the segment, or malformed options.
@@ -206,6 +256,60 @@ pub struct IpCounters {
     /// IPv4 header sums computed by the general checksum routine rather than in line
     /// (`inline_header_checksum` off, or headers with options).
     pub header_sums_by_routine: u64,
+}
+
+/// IPv6 counters (RFC 4293's `ipSystemStatsTable` for IPv6, in part).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Ip6Counters {
+    /// Packets received from links.
+    pub in_receives: u64,
+    /// Packets delivered to ICMPv6, UDP or TCP.
+    pub in_delivers: u64,
+    /// Packets to a multicast group of this host.
+    pub in_mcast_pkts: u64,
+    /// Extension headers walked on input.
+    pub in_ext_headers: u64,
+    /// Atomic fragments processed at once (RFC 6946).
+    pub in_atomic_fragments: u64,
+    /// Packets handed down by ICMPv6, UDP and TCP.
+    pub out_requests: u64,
+    /// Packets handed to links (fragments count one each).
+    pub out_packets: u64,
+    /// Fragments received.
+    pub reasm_reqds: u64,
+    /// Packets reassembled.
+    pub reasm_oks: u64,
+    /// Packets fragmented on output.
+    pub frag_oks: u64,
+    /// Fragments created on output.
+    pub frag_creates: u64,
+}
+
+/// ICMPv6 counters (RFC 4293's `icmpStatsTable` for IPv6, in part).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Icmp6Counters {
+    /// Messages received.
+    pub in_msgs: u64,
+    /// Echo requests received.
+    pub in_echos: u64,
+    /// Echo replies received.
+    pub in_echo_reps: u64,
+    /// Errors received (destination unreachable, packet too big, time exceeded, parameter problem).
+    pub in_errors: u64,
+    /// Packet too big messages received.
+    pub in_pkt_too_bigs: u64,
+    /// Neighbour, router and multicast listener discovery messages received (and ignored).
+    pub in_discovery: u64,
+    /// Messages sent.
+    pub out_msgs: u64,
+    /// Echo replies sent.
+    pub out_echo_reps: u64,
+    /// Destination unreachable messages sent.
+    pub out_dest_unreachs: u64,
+    /// Parameter problem messages sent.
+    pub out_param_probs: u64,
+    /// Time exceeded messages sent.
+    pub out_time_excds: u64,
 }
 
 /// UDP counters.
@@ -323,6 +427,10 @@ pub struct Counters {
     pub udp: UdpCounters,
     /// ICMP.
     pub icmp: IcmpCounters,
+    /// IPv6.
+    pub ip6: Ip6Counters,
+    /// ICMPv6.
+    pub icmp6: Icmp6Counters,
     /// TCP.
     pub tcp: TcpCounters,
     /// Drops by reason.
@@ -395,6 +503,48 @@ impl fmt::Display for Counters {
             (icmp.out_echo_reps, "echo replies sent"),
             (icmp.out_dest_unreachs, "destination unreachable sent"),
             (icmp.out_time_excds, "time exceeded sent"),
+        ] {
+            if n > 0 {
+                writeln!(f, "    {n} {what}")?;
+            }
+        }
+        let ip6 = &self.ip6;
+        if *ip6 != Ip6Counters::default() {
+            writeln!(f, "ip6:")?;
+        }
+        for (n, what) in [
+            (ip6.in_receives, "packets received"),
+            (ip6.in_delivers, "packets delivered"),
+            (ip6.in_mcast_pkts, "multicast packets received"),
+            (ip6.in_ext_headers, "extension headers walked"),
+            (ip6.in_atomic_fragments, "atomic fragments"),
+            (ip6.out_requests, "packets sent"),
+            (ip6.out_packets, "packets handed to links"),
+            (ip6.reasm_reqds, "fragments received"),
+            (ip6.reasm_oks, "packets reassembled"),
+            (ip6.frag_oks, "packets fragmented"),
+            (ip6.frag_creates, "fragments created"),
+        ] {
+            if n > 0 {
+                writeln!(f, "    {n} {what}")?;
+            }
+        }
+        let icmp6 = &self.icmp6;
+        if *icmp6 != Icmp6Counters::default() {
+            writeln!(f, "icmp6:")?;
+        }
+        for (n, what) in [
+            (icmp6.in_msgs, "messages received"),
+            (icmp6.in_echos, "echo requests received"),
+            (icmp6.in_echo_reps, "echo replies received"),
+            (icmp6.in_errors, "errors received"),
+            (icmp6.in_pkt_too_bigs, "packet too big received"),
+            (icmp6.in_discovery, "discovery messages ignored"),
+            (icmp6.out_msgs, "messages sent"),
+            (icmp6.out_echo_reps, "echo replies sent"),
+            (icmp6.out_dest_unreachs, "destination unreachable sent"),
+            (icmp6.out_param_probs, "parameter problems sent"),
+            (icmp6.out_time_excds, "time exceeded sent"),
         ] {
             if n > 0 {
                 writeln!(f, "    {n} {what}")?;

@@ -175,9 +175,15 @@ fn empty_and_truncated_packets() {
 
 #[test]
 fn wrong_version() {
+    for version in (0..16u8).filter(|&v| v != 4 && v != 6) {
+        let mut p = good();
+        p[0] = version << 4 | 5;
+        dropped_as(&p, DropReason::Ipv4BadVersion);
+    }
+    // Version 6 is IPv6's: this 20-byte header is too short for one.
     let mut p = good();
     p[0] = 0x65;
-    dropped_as(&p, DropReason::Ipv4BadVersion);
+    dropped_as(&p, DropReason::Ipv6Truncated);
 }
 
 #[test]
@@ -1082,8 +1088,20 @@ fn random_garbage_never_panics_and_every_packet_is_accounted_for() {
     t.poll(T0);
     let c = t.b.counters();
     // Every packet was dropped at IP, taken by reassembly, or delivered whole (the stack answers
-    // only over the pair: nothing came back over loopback).
-    assert_eq!(c.ip.in_receives, 20000);
+    // only over the pair: nothing came back over loopback). A flipped version nibble of 6 makes a
+    // packet IPv6's, dropped or delivered there.
+    assert_eq!(c.ip.in_receives + c.ip6.in_receives, 20000);
+    let ip6_drops: u64 = DropReason::ALL
+        .iter()
+        .filter(|r| r.label().starts_with("ipv6:"))
+        .map(|&r| c.drops.get(r))
+        .sum();
+    let after_delivery6 = c.drops.get(DropReason::Ipv6UnknownProtocol);
+    assert_eq!(
+        c.ip6.in_delivers + ip6_drops - after_delivery6,
+        c.ip6.in_receives,
+        "{c}"
+    );
     let ip_drops: u64 = DropReason::ALL
         .iter()
         .filter(|r| r.label().starts_with("ipv4:"))
@@ -1093,7 +1111,7 @@ fn random_garbage_never_panics_and_every_packet_is_accounted_for() {
         c.drops.get(DropReason::Ipv4UnknownProtocol) + c.drops.get(DropReason::Ipv4NoRoute);
     assert_eq!(
         c.ip.in_delivers + ip_drops - after_delivery + c.ip.reasm_reqds - c.ip.reasm_oks,
-        20000,
+        c.ip.in_receives,
         "{c}"
     );
     t.still_serves(T0);

@@ -23,28 +23,13 @@ use crate::time::Instant;
 use ident::IdentTable;
 use reassembly::ReassemblyTable;
 
-pub(crate) use output::{HeaderTemplate, Transmit};
+pub(crate) use output::HeaderTemplate;
 
-/// The loopback interface every stack has: interface 0.
-pub const LOOPBACK: InterfaceId = InterfaceId(0);
+pub use crate::ip::LOOPBACK;
+pub(crate) use crate::ip::{Delivery, Transmit};
 
-/// Where a datagram to some destination goes: the result of routing it.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct NextHop {
-    pub(crate) iface: InterfaceId,
-    /// The source address to use unless the socket is bound to one.
-    pub(crate) src: Ipv4Addr,
-    /// The gateway, or the destination itself when it is on the link.
-    pub(crate) next_hop: Ipv4Addr,
-    pub(crate) caps: LinkCapabilities,
-}
-
-/// How an arriving datagram is addressed to this host.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Delivery {
-    Unicast,
-    Broadcast,
-}
+/// Where a datagram to an IPv4 destination goes.
+pub(crate) type NextHop = crate::ip::NextHop<Ipv4Addr>;
 
 /// One interface as IP sees it: its address, prefix and what its link can do.
 #[derive(Clone, Copy, Debug)]
@@ -153,12 +138,7 @@ impl Ipv4 {
     pub(crate) fn route(&self, dst: Ipv4Addr) -> Result<NextHop, crate::stats::DropReason> {
         let lo = &self.ifaces[LOOPBACK.0];
         if lo.cidr.contains(dst) || self.ifaces.iter().any(|f| f.cidr.addr == dst) {
-            return Ok(NextHop {
-                iface: LOOPBACK,
-                src: dst,
-                next_hop: dst,
-                caps: lo.caps,
-            });
+            return Ok(NextHop::local(dst, lo.caps));
         }
         let route = self
             .routes

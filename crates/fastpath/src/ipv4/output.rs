@@ -3,19 +3,12 @@
 use std::net::Ipv4Addr;
 
 use super::ident::IdentBucket;
-use super::{IpCx, Ipv4, NextHop};
+use super::{IpCx, Ipv4, NextHop, Transmit};
 use crate::buf::{ChecksumOffload, PacketBuf};
 use crate::checksum;
 use crate::route::InterfaceId;
 use crate::stats::DropReason;
 use crate::wire::{IpProtocol, Ipv4Repr};
-
-/// Where IP's finished packets go: the stack's links.
-pub(crate) trait Transmit {
-    /// Queues `packet` (a whole IP packet) for `iface`. Returns how many packets the link dropped
-    /// because its queue was full (this one or others of its batch), for IP to count.
-    fn transmit(&mut self, iface: InterfaceId, packet: PacketBuf) -> usize;
-}
 
 /// A header template (`output_header_template`, paper 000 §6.1's "header prediction" on output):
 /// the 20 bytes of an IPv4 header to one destination with everything but the length, identification

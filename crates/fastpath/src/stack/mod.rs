@@ -8,12 +8,15 @@ use std::io;
 use std::net::Ipv4Addr;
 
 mod devices;
+mod v6;
 
 use crate::buf::{BufferDepot, BufferPool, PacketBuf, PoolStats};
 use crate::config::StackConfig;
 use crate::icmp::{EchoReply, Icmp, IcmpCx, IcmpInput, IcmpOut};
+use crate::icmpv6::Icmpv6;
 use crate::ipv4::reassembly::Expired;
 use crate::ipv4::{Delivery, IpCx, Ipv4, NextHop};
+use crate::ipv6::Ipv6;
 use crate::link::{Link, LinkCapabilities, Loopback, StackLink};
 use crate::route::{InterfaceId, Ipv4Cidr, Route, RoutingTable};
 use crate::stats::{Counters, DropReason};
@@ -30,8 +33,8 @@ pub use crate::ipv4::LOOPBACK;
 /// keep the caller inside `poll` for ever.
 const POLL_ROUNDS: usize = 64;
 
-/// A user-space UDP/TCP/IPv4 host: its devices, its layers (IPv4 with ICMP, UDP, TCP), the buffer
-/// pool and the counters. The layers own their state; the stack is the one place that routes between
+/// A user-space UDP/TCP/IP host: its devices, its layers (IPv4 with ICMP, IPv6 with ICMPv6, UDP,
+/// TCP), the buffer pool and the counters. The layers own their state; the stack is the one place that routes between
 /// them (a datagram IPv4 accepted to its transport, a transport's reply or error back to IPv4).
 pub struct Stack {
     pub(crate) config: StackConfig,
@@ -41,6 +44,8 @@ pub struct Stack {
     pub(crate) udp: Udp,
     pub(crate) tcp: Tcp,
     pub(crate) icmp: Icmp,
+    pub(crate) ip6: Ipv6,
+    pub(crate) icmp6: Icmpv6,
     pub(crate) counters: Counters,
     pub(crate) now: Instant,
     rx_batch: Vec<PacketBuf>,
@@ -153,6 +158,8 @@ impl Stack {
             udp,
             tcp,
             icmp,
+            ip6: Ipv6::new(&config, random_secret()),
+            icmp6: Icmpv6::new(&config.limits),
             counters: Counters::default(),
             now: Instant::ZERO,
             rx_batch: Vec::with_capacity(config.rx_batch),
@@ -190,6 +197,7 @@ impl Stack {
             link,
             txq: Vec::with_capacity(self.config.tx_batch),
         });
+        self.ip6.add_interface(caps);
         self.ip.add_interface(cidr, caps)
     }
 
@@ -404,6 +412,9 @@ impl Stack {
     /// [`Self::ipv4_input`] for a packet header prediction did not take.
     #[inline(never)]
     fn ipv4_input_general(&mut self, iface: InterfaceId, packet: PacketBuf) {
+        if packet.data().first().is_some_and(|b| b >> 4 == 6) {
+            return self.ipv6_input(iface, packet);
+        }
         let (ip, mut cx, _) = ip_cx!(self);
         if let Some((buf, repr, delivery)) = ip.input(&mut cx, iface, packet) {
             self.deliver(buf, &repr, delivery);

@@ -5,7 +5,6 @@
 //! (Partridge & Pink §7.1.1). Output copies the application's data into a buffer once, after headroom
 //! for every header, summing it in the same loop when fused.
 
-use std::collections::VecDeque;
 use std::io;
 use std::net::{Ipv4Addr, SocketAddrV4};
 
@@ -20,6 +19,7 @@ use crate::transport::checksum::{
     deferred_ok, udp_header_sum, ChecksumRules, RxChecksum, TxChecksum,
 };
 use crate::transport::ports::Ports;
+use crate::transport::ring::Ring;
 use crate::transport::slots::Slots;
 
 pub(crate) use crate::transport::checksum::Payload;
@@ -79,7 +79,7 @@ pub(crate) struct SocketState {
     /// The local address as bound by the user (restored on disconnect).
     pub(crate) bound_addr: Ipv4Addr,
     pub(crate) options: UdpOptions,
-    pub(crate) rx: VecDeque<RxDatagram>,
+    pub(crate) rx: Ring<RxDatagram>,
     pub(crate) rx_bytes: usize,
     pub(crate) error: Option<io::ErrorKind>,
     pub(crate) counters: SocketCounters,
@@ -271,7 +271,7 @@ impl Udp {
             pcb: Pcb::bound(local),
             bound_addr: addr,
             options,
-            rx: VecDeque::new(),
+            rx: Ring::default(),
             rx_bytes: 0,
             error: None,
             counters: SocketCounters::default(),

@@ -82,6 +82,9 @@ pub struct Chain {
     pub fragment: Option<FragmentHeader>,
     /// Extension headers walked.
     pub headers: usize,
+    /// Where the next header field that names `upper` is, counted from the start of the IPv6 header
+    /// (for a parameter problem about an unrecognized next header, code 1).
+    pub named_at: u32,
 }
 
 /// Why a chain was refused.
@@ -101,8 +104,12 @@ pub enum ChainError {
     },
     /// An unknown option with action 01: discard silently (RFC 8200 §4.2).
     UnknownOption,
-    /// A routing header of type 0 with segments left (RFC 5095 §3: refused; answered like an unknown type).
-    RoutingType0,
+    /// A routing header of type 0 with segments left (RFC 5095 §3: refused, and answered as an
+    /// unrecognized type: a parameter problem, code 0, pointing at `pointer`, the type field).
+    RoutingType0 {
+        /// The routing type field, counted from the start of the IPv6 header.
+        pointer: u32,
+    },
     /// More than [`MAX_HEADERS`] extension headers, more than [`MAX_OPTIONS`] options or more than
     /// [`MAX_PADDING`] padding bytes in a row.
     TooLong,
@@ -127,11 +134,22 @@ pub fn is_extension(p: IpProtocol) -> bool {
 /// the IPv6 header's start, for error pointers (40 for a packet as received; reassembled payloads pass
 /// where their first header stood).
 pub fn walk(payload: &[u8], first: IpProtocol, base: usize) -> Result<Chain, ChainError> {
+    walk_from(payload, first, base, 6)
+}
+
+/// [`walk`] for a chain whose first header was named by the next header field at `named_at` (from the
+/// IPv6 header's start): the fixed header's own field is byte 6; the rest of a chain after a fragment
+/// header was named by that header's first byte.
+pub fn walk_from(
+    payload: &[u8],
+    first: IpProtocol,
+    base: usize,
+    named_at: u32,
+) -> Result<Chain, ChainError> {
     let mut next = first;
     let mut offset = 0;
-    // Where the next header field that named `next` is, for a code 1 pointer (the fixed header's own
-    // next header field is byte 6).
-    let mut named_at = 6u32;
+    // Where the next header field that named `next` is, for a code 1 pointer.
+    let mut named_at = named_at;
     let mut headers = 0;
     loop {
         match next {
@@ -186,6 +204,7 @@ pub fn walk(payload: &[u8], first: IpProtocol, base: usize) -> Result<Chain, Cha
                     offset: offset + 8,
                     fragment: Some(fragment),
                     headers,
+                    named_at: (base + offset) as u32,
                 });
             }
             upper => {
@@ -194,6 +213,7 @@ pub fn walk(payload: &[u8], first: IpProtocol, base: usize) -> Result<Chain, Cha
                     offset,
                     fragment: None,
                     headers,
+                    named_at,
                 })
             }
         }
@@ -209,7 +229,7 @@ fn routing(header: &[u8], at: u32) -> Result<(), ChainError> {
         return Ok(());
     }
     if kind == 0 {
-        return Err(ChainError::RoutingType0);
+        return Err(ChainError::RoutingType0 { pointer: at + 2 });
     }
     Err(ChainError::ParamProblem {
         code: 0,
@@ -268,6 +288,34 @@ fn options(header: &[u8], at: u32) -> Result<(), ChainError> {
     Ok(())
 }
 
+/// Skips the extension headers of `payload` by their lengths alone, checking nothing else (what Linux's
+/// `ipv6_skip_exthdr` does): the upper-layer protocol and where it starts, or `None` if a header runs
+/// past the bytes, there are more than twice [`MAX_HEADERS`], or a non-first fragment hides it. For
+/// deciding whether a packet is an ICMPv6 error (never answered with another) even when its chain is
+/// one this host refuses.
+pub fn skip(payload: &[u8], first: IpProtocol) -> Option<(IpProtocol, usize)> {
+    let (mut next, mut offset) = (first, 0);
+    for _ in 0..2 * MAX_HEADERS {
+        match next {
+            IpProtocol::HopByHop | IpProtocol::Ipv6Opts | IpProtocol::Ipv6Route => {
+                let h = payload.get(offset..offset + 2)?;
+                next = IpProtocol::from(h[0]);
+                offset += 8 + 8 * usize::from(h[1]);
+            }
+            IpProtocol::Ipv6Frag => {
+                let h = payload.get(offset..offset + 8)?;
+                if read_u16(h, 2) & 0xfff8 != 0 {
+                    return None;
+                }
+                next = IpProtocol::from(h[0]);
+                offset += 8;
+            }
+            upper => return (offset <= payload.len()).then_some((upper, offset)),
+        }
+    }
+    None
+}
+
 /// The smallest upper-layer header of `upper` a first fragment must hold whole (RFC 7112 §5: the
 /// first fragment carries the entire header chain, upper-layer header included). 0 for protocols whose
 /// header this host does not know.
@@ -304,7 +352,8 @@ mod tests {
                 upper: IpProtocol::Udp,
                 offset: 0,
                 fragment: None,
-                headers: 0
+                headers: 0,
+                named_at: 6,
             }
         );
     }
@@ -318,6 +367,10 @@ mod tests {
         assert_eq!(c.upper, IpProtocol::Udp);
         assert_eq!(c.offset, 16);
         assert_eq!(c.headers, 2);
+        assert_eq!(
+            c.named_at, 48,
+            "the destination options header's next header field"
+        );
     }
 
     #[test]
@@ -394,7 +447,7 @@ mod tests {
         );
         assert_eq!(
             walk(&rh(0, 1), IpProtocol::Ipv6Route, 40),
-            Err(ChainError::RoutingType0)
+            Err(ChainError::RoutingType0 { pointer: 42 })
         );
         assert_eq!(
             walk(&rh(4, 2), IpProtocol::Ipv6Route, 40),
@@ -457,6 +510,19 @@ mod tests {
             walk(&[44, 0, 0], IpProtocol::Ipv6Frag, 40),
             Err(ChainError::Truncated)
         );
+    }
+
+    #[test]
+    fn skip_reads_past_headers_the_walk_refuses() {
+        let mut p = hbh(60, &[0x9e, 2, 0, 0, 1, 0]); // an option the walk answers with an error
+        p.extend(hbh(58, &[1, 4, 0, 0, 0, 0]));
+        p.extend_from_slice(&[1, 4, 0, 0]);
+        assert!(walk(&p, IpProtocol::HopByHop, 40).is_err());
+        assert_eq!(
+            skip(&p, IpProtocol::HopByHop),
+            Some((IpProtocol::Icmpv6, 16))
+        );
+        assert_eq!(skip(&p[..10], IpProtocol::HopByHop), None);
     }
 
     proptest! {

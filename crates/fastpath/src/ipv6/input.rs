@@ -1,0 +1,212 @@
+//! IPv6 input: the fixed header, the addresses, the extension-header chain (RFC 8200 §4), atomic
+//! fragments (RFC 6946) and the first fragment's header chain (RFC 7112).
+
+use std::net::Ipv6Addr;
+
+use super::{Ip6Cx, Ipv6};
+use crate::buf::PacketBuf;
+use crate::ip::{Delivery, LOOPBACK};
+use crate::route::InterfaceId;
+use crate::stats::DropReason;
+use crate::wire::icmpv6::param_problem;
+use crate::wire::ipv6::HEADER_LEN;
+use crate::wire::ipv6ext::{self, Chain, ChainError};
+use crate::wire::{IpProtocol, Ipv6Packet, Ipv6Repr};
+
+/// A packet IPv6 accepted for an upper layer.
+#[derive(Debug)]
+pub(crate) struct Accepted6 {
+    /// The upper-layer message: the buffer's window starts at its header.
+    pub(crate) buf: PacketBuf,
+    /// The fixed header, with `next_header` the upper-layer protocol and `payload_len` the upper
+    /// layer's length.
+    pub(crate) ip: Ipv6Repr,
+    pub(crate) delivery: Delivery,
+    /// How many bytes before the window belong to the packet (fixed and extension headers): a
+    /// transport that answers with an ICMPv6 error quotes from there.
+    pub(crate) header_len: usize,
+    /// The next header field that named the upper layer, from the IPv6 header's start.
+    pub(crate) named_at: u32,
+}
+
+/// What input made of a packet.
+#[derive(Debug)]
+pub(crate) enum Input6 {
+    /// For an upper layer.
+    Deliver(Accepted6),
+    /// Dropped (counted) or held.
+    Done,
+    /// Refused with an ICMPv6 parameter problem (RFC 4443 §3.4) to send about `packet` (the whole
+    /// packet, the window at its IPv6 header); the drop is counted.
+    ParamProblem {
+        packet: PacketBuf,
+        ip: Ipv6Repr,
+        code: u8,
+        pointer: u32,
+    },
+}
+
+impl Ipv6 {
+    /// Input: one packet from `iface` whose version field is 6.
+    pub(crate) fn input(&mut self, cx: &mut Ip6Cx, iface: InterfaceId, buf: PacketBuf) -> Input6 {
+        layer!(Receive, Ip);
+        cx.counters.in_receives += 1;
+        let (ip, delivery) = match self.check(iface, buf.data()) {
+            Ok(checked) => checked,
+            Err(reason) => return drop(cx, buf, reason),
+        };
+        if delivery == Delivery::Broadcast {
+            cx.counters.in_mcast_pkts += 1;
+        }
+        let payload = &buf.data()[HEADER_LEN..HEADER_LEN + ip.payload_len];
+        let chain = match ipv6ext::walk(payload, ip.next_header, HEADER_LEN) {
+            Ok(chain) => chain,
+            Err(e) => return refuse(cx, buf, ip, delivery, e),
+        };
+        cx.counters.in_ext_headers += chain.headers as u64;
+        let chain = match chain.fragment {
+            None => chain,
+            Some(f) if f.is_atomic() => {
+                // RFC 6946 §4: an atomic fragment is a whole packet; it never enters reassembly.
+                cx.counters.in_atomic_fragments += 1;
+                let rest = &payload[chain.offset..];
+                let base = HEADER_LEN + chain.offset;
+                match ipv6ext::walk_from(rest, f.next_header, base, chain.named_at) {
+                    Ok(after) => Chain {
+                        offset: chain.offset + after.offset,
+                        headers: chain.headers + after.headers,
+                        ..after
+                    },
+                    Err(e) => return refuse(cx, buf, ip, delivery, e),
+                }
+            }
+            Some(f) => {
+                cx.counters.reasm_reqds += 1;
+                if f.offset == 0 {
+                    // RFC 7112 §5: the first fragment holds the whole header chain, the upper-layer
+                    // header included; otherwise it is dropped, and may be answered (§7, code 3).
+                    let rest = &payload[chain.offset..];
+                    let base = HEADER_LEN + chain.offset;
+                    let whole = ipv6ext::walk_from(rest, f.next_header, base, chain.named_at).map(
+                        |after| {
+                            after.fragment.is_none()
+                                && rest.len()
+                                    >= after.offset + ipv6ext::upper_header_len(after.upper)
+                        },
+                    );
+                    match whole {
+                        Ok(true) => {}
+                        Ok(false) | Err(ChainError::Truncated) => {
+                            if delivery != Delivery::Unicast {
+                                return drop(cx, buf, DropReason::Ipv6IncompleteChain);
+                            }
+                            cx.drops.add(DropReason::Ipv6IncompleteChain);
+                            return Input6::ParamProblem {
+                                packet: buf,
+                                ip,
+                                code: param_problem::INCOMPLETE_CHAIN,
+                                pointer: 0,
+                            };
+                        }
+                        Err(e) => return refuse(cx, buf, ip, delivery, e),
+                    }
+                }
+                return drop(cx, buf, DropReason::Ipv6Fragment);
+            }
+        };
+        if chain.upper == IpProtocol::Ipv6NoNext {
+            return drop(cx, buf, DropReason::Ipv6NoNextHeader);
+        }
+        let mut buf = buf;
+        let header_len = HEADER_LEN + chain.offset;
+        buf.truncate(HEADER_LEN + ip.payload_len);
+        buf.pull_front(header_len);
+        cx.counters.in_delivers += 1;
+        Input6::Deliver(Accepted6 {
+            ip: Ipv6Repr {
+                next_header: chain.upper,
+                payload_len: buf.len(),
+                ..ip
+            },
+            buf,
+            delivery,
+            header_len,
+            named_at: chain.named_at,
+        })
+    }
+
+    /// Validates the fixed header and the addresses of a packet from `iface`. `::1` and this host's own
+    /// addresses never arrive as sources from a link, nor `::1` as a destination (RFC 4291 §2.5.3);
+    /// a multicast source is never valid (§2.7); the unspecified source only for the multicast of
+    /// duplicate address detection (RFC 4862 §5.4.2), which ICMPv6 then drops by name.
+    fn check(&self, iface: InterfaceId, data: &[u8]) -> Result<(Ipv6Repr, Delivery), DropReason> {
+        let packet = Ipv6Packet::new_checked(data).map_err(|_| DropReason::Ipv6Truncated)?;
+        let ip = Ipv6Repr::parse(&packet).map_err(|_| DropReason::Ipv6Truncated)?;
+        let (src, dst) = (ip.src_addr, ip.dst_addr);
+        let wire = iface != LOOPBACK;
+        if src.is_multicast() || (wire && src == Ipv6Addr::LOCALHOST) {
+            return Err(DropReason::Ipv6BadSource);
+        }
+        if src.is_unspecified() && !dst.is_multicast() {
+            return Err(DropReason::Ipv6BadSource);
+        }
+        if wire && dst == Ipv6Addr::LOCALHOST {
+            return Err(DropReason::Ipv6NotForUs);
+        }
+        if wire && self.is_own_address(src) {
+            return Err(DropReason::Ipv6OwnSource);
+        }
+        let delivery = if dst.is_multicast() {
+            self.is_member(dst).then_some(Delivery::Broadcast)
+        } else {
+            self.is_own_address(dst).then_some(Delivery::Unicast)
+        };
+        Ok((ip, delivery.ok_or(DropReason::Ipv6NotForUs)?))
+    }
+}
+
+fn drop(cx: &mut Ip6Cx, buf: PacketBuf, reason: DropReason) -> Input6 {
+    cx.drops.add(reason);
+    cx.pool.free(buf);
+    Input6::Done
+}
+
+/// A chain the walker refused: counted, and answered with a parameter problem where RFC 8200 says so
+/// (not about a packet to a group, unless the option's action bits ask for it even then).
+fn refuse(
+    cx: &mut Ip6Cx,
+    buf: PacketBuf,
+    ip: Ipv6Repr,
+    delivery: Delivery,
+    e: ChainError,
+) -> Input6 {
+    let (reason, problem) = match e {
+        ChainError::Truncated => (DropReason::Ipv6ExtensionTruncated, None),
+        ChainError::UnknownOption => (DropReason::Ipv6UnknownOption, None),
+        ChainError::TooLong => (DropReason::Ipv6ChainTooLong, None),
+        ChainError::RoutingType0 { pointer } => (
+            DropReason::Ipv6RoutingType0,
+            Some((param_problem::HEADER_FIELD, pointer, false)),
+        ),
+        ChainError::ParamProblem {
+            code,
+            pointer,
+            multicast_ok,
+        } => (
+            DropReason::Ipv6ParameterProblem,
+            Some((code, pointer, multicast_ok)),
+        ),
+    };
+    match problem {
+        Some((code, pointer, multicast_ok)) if delivery == Delivery::Unicast || multicast_ok => {
+            cx.drops.add(reason);
+            Input6::ParamProblem {
+                packet: buf,
+                ip,
+                code,
+                pointer,
+            }
+        }
+        _ => drop(cx, buf, reason),
+    }
+}

@@ -1,0 +1,249 @@
+//! IPv6 (RFC 8200): the host's addresses and routes, input validation with the extension-header chain,
+//! and output with fragmentation.
+//!
+//! The sibling of `ipv4/`, in its shape: `Ipv6` owns its state and is called with a narrow context
+//! (`Ip6Cx`); input (`input`) returns what it accepted, for the stack to hand to a transport, or the
+//! parameter problem to answer with; output hands finished packets to a `Transmit` sink. It knows nothing
+//! of the protocols above it.
+//!
+//! What changes from IPv4: no header checksum (nothing for the in-line header sum to do), no broadcast
+//! (the groups this host belongs to are all-nodes and the solicited-node group of each of its addresses,
+//! RFC 4291 §2.8), no fragmentation by routers (the sender fragments, with a fragment header, §4.5), and
+//! a `::1/128` loopback (RFC 4291 §2.5.3).
+
+mod input;
+mod output;
+
+pub(crate) use input::{Accepted6, Input6};
+
+use std::net::Ipv6Addr;
+
+use crate::buf::BufferPool;
+use crate::config::StackConfig;
+use crate::ip::{NextHop, LOOPBACK};
+use crate::link::LinkCapabilities;
+use crate::route::{InterfaceId, Ipv6Cidr, Route, RoutingTable};
+use crate::stats::{DropReason, Drops, Ip6Counters};
+use crate::time::Instant;
+
+/// Where a packet to an IPv6 destination goes.
+pub(crate) type NextHop6 = NextHop<Ipv6Addr>;
+
+/// One interface as IPv6 sees it: its addresses (each with its prefix) and what its link can do.
+#[derive(Clone, Debug)]
+pub(crate) struct Iface6 {
+    pub(crate) addrs: Vec<Ipv6Cidr>,
+    pub(crate) caps: LinkCapabilities,
+}
+
+/// IPv6's slice of the stack's configuration.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Ipv6Config {
+    /// The hop limit of packets this host sends (the IPv4 TTL's setting: Linux uses 64 for both).
+    pub(crate) hop_limit: u8,
+}
+
+/// What IPv6 is handed for each call: the clock, the buffer pool, its counters and the drops.
+pub(crate) struct Ip6Cx<'a> {
+    pub(crate) now: Instant,
+    pub(crate) pool: &'a mut BufferPool,
+    pub(crate) counters: &'a mut Ip6Counters,
+    pub(crate) drops: &'a mut Drops,
+}
+
+/// The IPv6 layer of a stack.
+#[derive(Debug)]
+pub(crate) struct Ipv6 {
+    pub(crate) cfg: Ipv6Config,
+    /// Interfaces by [`InterfaceId`], as IPv4 numbers them; loopback first, with `::1`.
+    pub(crate) ifaces: Vec<Iface6>,
+    pub(crate) routes: RoutingTable<Ipv6Addr>,
+    /// Bumped whenever routes or addresses change: routes cached from before are stale.
+    pub(crate) route_epoch: u32,
+    /// The next fragment identification, from a random start (RFC 7739 §5.1's counter; one for the
+    /// host, since fragments are rare here: only UDP datagrams larger than the path MTU make them).
+    next_ident: u32,
+}
+
+impl Ipv6 {
+    pub(crate) fn new(config: &StackConfig, secret: [u64; 2]) -> Ipv6 {
+        Ipv6 {
+            cfg: Ipv6Config {
+                hop_limit: config.default_ttl,
+            },
+            ifaces: Vec::new(),
+            routes: RoutingTable::default(),
+            route_epoch: 0,
+            next_ident: (secret[0] ^ secret[1].rotate_left(17)) as u32,
+        }
+    }
+
+    /// Adds an interface (numbered as IPv4 numbers it) with no addresses; the first one added is
+    /// loopback and gets `::1`.
+    pub(crate) fn add_interface(&mut self, caps: LinkCapabilities) -> InterfaceId {
+        let id = InterfaceId(self.ifaces.len());
+        self.ifaces.push(Iface6 {
+            addrs: Vec::new(),
+            caps,
+        });
+        if id == LOOPBACK {
+            self.ifaces[0]
+                .addrs
+                .push(Ipv6Cidr::new(Ipv6Addr::LOCALHOST, 128));
+        }
+        id
+    }
+
+    /// Gives `iface` the address `cidr.addr` and a route to its prefix on the link (none for a /128).
+    pub(crate) fn add_address(&mut self, iface: InterfaceId, cidr: Ipv6Cidr) {
+        let f = &mut self.ifaces[iface.0];
+        if !f.addrs.contains(&cidr) {
+            f.addrs.push(cidr);
+        }
+        if cidr.prefix_len < 128 {
+            self.add_route(Route {
+                dest: Ipv6Cidr::new(cidr.addr, cidr.prefix_len),
+                gateway: None,
+                iface,
+            });
+        }
+        self.route_epoch = self.route_epoch.wrapping_add(1);
+    }
+
+    /// Adds a route (and makes cached routes stale).
+    pub(crate) fn add_route(&mut self, route: Route<Ipv6Addr>) {
+        self.routes.add(route);
+        self.route_epoch = self.route_epoch.wrapping_add(1);
+    }
+
+    /// Routes `dst`: loopback for this host's own addresses, else the longest-prefix match, from the
+    /// outgoing interface's address that best fits `dst` ([`Self::source_for`]).
+    pub(crate) fn route(&self, dst: Ipv6Addr) -> Result<NextHop6, DropReason> {
+        if self.is_own_address(dst) {
+            return Ok(NextHop::local(dst, self.ifaces[LOOPBACK.0].caps));
+        }
+        let route = self.routes.lookup(dst).ok_or(DropReason::Ipv6NoRoute)?;
+        let f = &self.ifaces[route.iface.0];
+        let src = Self::source_for(f, dst).ok_or(DropReason::Ipv6NoRoute)?;
+        Ok(NextHop {
+            iface: route.iface,
+            src,
+            next_hop: route.gateway.unwrap_or(dst),
+            caps: f.caps,
+        })
+    }
+
+    /// Source address selection, the parts of RFC 6724 §5 a host with a few static addresses needs: the
+    /// same scope as the destination first (rule 2: a link-local destination from a link-local
+    /// address, a global one from a global address), then the longest common prefix (rule 8).
+    fn source_for(f: &Iface6, dst: Ipv6Addr) -> Option<Ipv6Addr> {
+        let link_local = |a: &Ipv6Addr| a.segments()[0] & 0xffc0 == 0xfe80;
+        let common = |a: &Ipv6Addr| (u128::from(*a) ^ u128::from(dst)).leading_zeros();
+        f.addrs
+            .iter()
+            .map(|c| c.addr)
+            .max_by_key(|a| (link_local(a) == link_local(&dst), common(a)))
+    }
+
+    /// Refuses to bind to `addr` unless it is the wildcard or one of this host's addresses.
+    pub(crate) fn check_local_address(&self, addr: Ipv6Addr) -> std::io::Result<()> {
+        if addr.is_unspecified() || self.is_own_address(addr) {
+            return Ok(());
+        }
+        Err(std::io::Error::new(
+            std::io::ErrorKind::AddrNotAvailable,
+            format!("{addr} is not an address of this host"),
+        ))
+    }
+
+    /// True when `addr` is one of this host's unicast addresses (`::1` included).
+    pub(crate) fn is_own_address(&self, addr: Ipv6Addr) -> bool {
+        addr == Ipv6Addr::LOCALHOST
+            || self
+                .ifaces
+                .iter()
+                .any(|f| f.addrs.iter().any(|c| c.addr == addr))
+    }
+
+    /// True for the multicast groups this host belongs to: all-nodes at interface-local and link-local
+    /// scope (`ff01::1`, `ff02::1`), and the solicited-node group (`ff02::1:ffXX:XXXX`) of each of its
+    /// addresses (RFC 4291 §2.7.1, §2.8).
+    pub(crate) fn is_member(&self, group: Ipv6Addr) -> bool {
+        let s = group.segments();
+        if group == Ipv6Addr::new(0xff01, 0, 0, 0, 0, 0, 0, 1)
+            || group == Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 0, 1)
+        {
+            return true;
+        }
+        if s[..6] != [0xff02, 0, 0, 0, 0, 1] || s[6] >> 8 != 0xff {
+            return false;
+        }
+        let low = u128::from(group) & 0xff_ffff;
+        self.ifaces
+            .iter()
+            .flat_map(|f| &f.addrs)
+            .any(|c| u128::from(c.addr) & 0xff_ffff == low)
+    }
+
+    /// A new fragment identification.
+    pub(crate) fn next_ident(&mut self) -> u32 {
+        self.next_ident = self.next_ident.wrapping_add(1);
+        self.next_ident
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn a(s: &str) -> Ipv6Addr {
+        s.parse().unwrap()
+    }
+
+    fn layer() -> Ipv6 {
+        let mut ip = Ipv6::new(&StackConfig::default(), [1, 2]);
+        ip.add_interface(LinkCapabilities::plain(65535));
+        let tun = ip.add_interface(LinkCapabilities::plain(1500));
+        ip.add_address(tun, "2001:db8::1/64".parse().unwrap());
+        ip.add_address(tun, "fe80::1/64".parse().unwrap());
+        ip
+    }
+
+    #[test]
+    fn routes_and_sources() {
+        let mut ip = layer();
+        let hop = ip.route(a("2001:db8::2")).unwrap();
+        assert_eq!((hop.iface, hop.src), (InterfaceId(1), a("2001:db8::1")));
+        let hop = ip.route(a("fe80::9")).unwrap();
+        assert_eq!(hop.src, a("fe80::1"));
+        assert_eq!(ip.route(a("::1")).unwrap().iface, LOOPBACK);
+        assert_eq!(ip.route(a("2001:db8::1")).unwrap().iface, LOOPBACK);
+        assert_eq!(
+            ip.route(a("2001:db9::1")).unwrap_err(),
+            DropReason::Ipv6NoRoute
+        );
+        ip.add_route(Route {
+            dest: "::/0".parse().unwrap(),
+            gateway: Some(a("fe80::ff")),
+            iface: InterfaceId(1),
+        });
+        let hop = ip.route(a("2001:db9::1")).unwrap();
+        assert_eq!((hop.src, hop.next_hop), (a("2001:db8::1"), a("fe80::ff")));
+    }
+
+    #[test]
+    fn groups_and_own_addresses() {
+        let ip = layer();
+        assert!(ip.is_member(a("ff02::1")));
+        assert!(ip.is_member(a("ff01::1")));
+        assert!(ip.is_member(a("ff02::1:ff00:1")));
+        assert!(!ip.is_member(a("ff02::1:ff00:2")));
+        assert!(!ip.is_member(a("ff02::2")));
+        assert!(!ip.is_member(a("ff05::1")));
+        assert!(ip.is_own_address(a("::1")));
+        assert!(ip.is_own_address(a("fe80::1")));
+        assert!(!ip.is_own_address(a("2001:db8::2")));
+        assert!(ip.check_local_address(a("::")).is_ok());
+        assert!(ip.check_local_address(a("2001:db8::2")).is_err());
+    }
+}

@@ -1,0 +1,213 @@
+//! The stack's routing for IPv6: a packet IPv6 accepted to its upper layer, ICMPv6's answers and
+//! errors back to IPv6, and the calls that configure IPv6 addresses and routes.
+
+use std::io;
+use std::net::Ipv6Addr;
+
+use super::Stack;
+use crate::buf::PacketBuf;
+use crate::icmpv6::{Icmp6Cx, Icmp6Error, Icmp6Input, Icmp6Out};
+use crate::ip::Delivery;
+use crate::ipv6::{Accepted6, Input6, Ip6Cx, NextHop6};
+use crate::route::{InterfaceId, Ipv6Cidr, Route};
+use crate::stats::DropReason;
+use crate::wire::icmpv6::{param_problem, unreachable};
+use crate::wire::{IpProtocol, Ipv6Repr};
+
+/// Splits a stack's fields into IPv6's context and the devices: `ip6_cx!(self)` gives
+/// `(ip6, cx, devices)`.
+macro_rules! ip6_cx {
+    ($s:expr) => {
+        (
+            &mut $s.ip6,
+            Ip6Cx {
+                now: $s.now,
+                pool: &mut $s.pool,
+                counters: &mut $s.counters.ip6,
+                drops: &mut $s.counters.drops,
+            },
+            &mut $s.devices,
+        )
+    };
+}
+
+/// Splits a stack's fields into ICMPv6's context: `icmp6_cx!(self)` gives `(icmp6, cx)`.
+macro_rules! icmp6_cx {
+    ($s:expr) => {
+        (
+            &mut $s.icmp6,
+            Icmp6Cx {
+                now: $s.now,
+                pool: &mut $s.pool,
+                counters: &mut $s.counters.icmp6,
+                drops: &mut $s.counters.drops,
+                ip: &$s.ip6,
+            },
+        )
+    };
+}
+
+impl Stack {
+    /// Gives interface `iface` the IPv6 address `cidr.addr`, with a route to its prefix on the link
+    /// (none for a /128). Loopback has `::1` from the start.
+    pub fn add_ipv6_address(&mut self, iface: InterfaceId, cidr: Ipv6Cidr) -> io::Result<()> {
+        if iface.0 >= self.devices.list.len() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "no such interface",
+            ));
+        }
+        if cidr.addr.is_unspecified() || cidr.addr.is_multicast() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{} cannot be an interface address", cidr.addr),
+            ));
+        }
+        self.ip6.add_address(iface, cidr);
+        Ok(())
+    }
+
+    /// Adds an IPv6 route to `dest` through `gateway` (or directly, if `None`) on `iface`.
+    pub fn add_ipv6_route(
+        &mut self,
+        dest: Ipv6Cidr,
+        gateway: Option<Ipv6Addr>,
+        iface: InterfaceId,
+    ) -> io::Result<()> {
+        if iface.0 >= self.devices.list.len() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "no such interface",
+            ));
+        }
+        self.ip6.add_route(Route {
+            dest,
+            gateway,
+            iface,
+        });
+        Ok(())
+    }
+
+    /// The IPv6 addresses of interface `iface`, with their prefixes.
+    pub fn ipv6_addresses(&self, iface: InterfaceId) -> &[Ipv6Cidr] {
+        self.ip6
+            .ifaces
+            .get(iface.0)
+            .map_or(&[][..], |f| &f.addrs[..])
+    }
+
+    /// Input: one packet whose version field is 6, through IPv6 to its upper layer.
+    #[inline(never)]
+    pub(crate) fn ipv6_input(&mut self, iface: InterfaceId, packet: PacketBuf) {
+        let (ip6, mut cx, _) = ip6_cx!(self);
+        match ip6.input(&mut cx, iface, packet) {
+            Input6::Deliver(accepted) => self.deliver6(accepted),
+            Input6::Done => {}
+            Input6::ParamProblem {
+                packet,
+                ip,
+                code,
+                pointer,
+            } => {
+                let error = Icmp6Error::ParamProblem {
+                    code,
+                    pointer,
+                    multicast_ok: code == param_problem::OPTION,
+                };
+                let delivery = if ip.dst_addr.is_multicast() {
+                    Delivery::Broadcast
+                } else {
+                    Delivery::Unicast
+                };
+                self.icmp6_send_error(error, packet.data(), &ip, delivery);
+                self.pool.free(packet);
+            }
+        }
+    }
+
+    /// Hands a packet IPv6 accepted to its upper layer; an unknown one is answered with a parameter
+    /// problem pointing at the next header field that named it (RFC 8200 §4).
+    fn deliver6(&mut self, a: Accepted6) {
+        match a.ip.next_header {
+            IpProtocol::Icmpv6 => self.icmp6_input(a.buf, &a.ip, a.delivery),
+            IpProtocol::Udp => self.refuse6(a, Icmp6Error::Unreachable(unreachable::PORT)),
+            IpProtocol::Tcp => self.refuse6(a, Icmp6Error::Unreachable(unreachable::PORT)),
+            _ => {
+                let error = Icmp6Error::ParamProblem {
+                    code: param_problem::NEXT_HEADER,
+                    pointer: a.named_at,
+                    multicast_ok: false,
+                };
+                self.refuse6(a, error)
+            }
+        }
+    }
+
+    /// Answers an accepted packet no upper layer takes with `error` (rules and rate permitting), and
+    /// drops it, counted.
+    #[inline(never)]
+    fn refuse6(&mut self, a: Accepted6, error: Icmp6Error) {
+        let Accepted6 {
+            mut buf,
+            ip,
+            delivery,
+            header_len,
+            ..
+        } = a;
+        let reason = match ip.next_header {
+            IpProtocol::Udp => DropReason::UdpNoSocket,
+            IpProtocol::Tcp => DropReason::TcpNoSocket,
+            _ => DropReason::Ipv6UnknownProtocol,
+        };
+        // The headers are still in front of the window: quote the packet as it arrived.
+        buf.push_front(header_len);
+        let original = Ipv6Repr {
+            payload_len: buf.len() - crate::wire::ipv6::HEADER_LEN,
+            ..ip
+        };
+        self.icmp6_send_error(error, buf.data(), &original, delivery);
+        self.drop_packet(buf, reason);
+    }
+
+    /// Input: one ICMPv6 message; what it asks for is sent, or reported to the transport it is about.
+    fn icmp6_input(&mut self, buf: PacketBuf, ip: &Ipv6Repr, delivery: Delivery) {
+        let (icmp6, mut cx) = icmp6_cx!(self);
+        match icmp6.input(&mut cx, buf, ip, delivery) {
+            Icmp6Input::Done => {}
+            Icmp6Input::Send(out) => self.icmp6_send(out),
+            // Sockets over IPv6 come with the transports' IPv6 support: nothing to tell yet.
+            Icmp6Input::Report { .. } | Icmp6Input::TooBig { .. } => {}
+        }
+    }
+
+    /// Sends an ICMPv6 error about `packet` (from its IPv6 header) when ICMPv6's rules and rate allow.
+    fn icmp6_send_error(
+        &mut self,
+        error: Icmp6Error,
+        packet: &[u8],
+        ip: &Ipv6Repr,
+        delivery: Delivery,
+    ) {
+        let (icmp6, mut cx) = icmp6_cx!(self);
+        if let Some(out) = icmp6.error(&mut cx, error, packet, ip, delivery) {
+            self.icmp6_send(out);
+        }
+    }
+
+    fn icmp6_send(&mut self, out: Icmp6Out) {
+        self.ipv6_output(out.buf, &out.hop, out.src, out.dst, IpProtocol::Icmpv6);
+    }
+
+    /// Output: an upper layer's message in `buf`, through IPv6 to `hop`'s link.
+    pub(crate) fn ipv6_output(
+        &mut self,
+        buf: PacketBuf,
+        hop: &NextHop6,
+        src: Ipv6Addr,
+        dst: Ipv6Addr,
+        next_header: IpProtocol,
+    ) {
+        let (ip6, mut cx, devices) = ip6_cx!(self);
+        ip6.output(&mut cx, devices, buf, hop, src, dst, next_header);
+    }
+}
