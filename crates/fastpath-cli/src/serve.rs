@@ -9,7 +9,7 @@
 //! and prints its counters.
 
 use std::io::{self, Write};
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddrV4};
 use std::path::PathBuf;
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -19,7 +19,7 @@ use std::time::{Duration, Instant as WallClock};
 use clap::{Args, ValueEnum};
 use fastpath::buf::BufferDepot;
 use fastpath::link::{Impaired, Impairments, Link, TunConfig, TunLink};
-use fastpath::{Instant, Ipv4Cidr, Stack, StackConfig, UdpOptions, UdpSocket};
+use fastpath::{Instant, Ipv4Cidr, Ipv6Cidr, Stack, StackConfig, UdpOptions, UdpSocket};
 
 use crate::netns::Namespace;
 use crate::pcap_tap::PcapTap;
@@ -54,7 +54,14 @@ pub struct ServeArgs {
     /// broadcast address, below /31).
     #[arg(long, default_value = "10.7.0.2")]
     addr: Ipv4Addr,
-    /// MTU of the interface, 68 to 65535.
+    /// The kernel's IPv6 address and prefix on the interface (for example `fd00:7::1/64`). Without it
+    /// IPv6 is turned off on the interface, and what IPv6 arrives is dropped by name.
+    #[arg(long, requires = "addr6")]
+    kernel_addr6: Option<Ipv6Cidr>,
+    /// fastpath's IPv6 address, inside the kernel's IPv6 prefix (needs `--kernel-addr6`).
+    #[arg(long, requires = "kernel_addr6")]
+    addr6: Option<Ipv6Addr>,
+    /// MTU of the interface, 68 to 65535 (1280 at least with IPv6).
     #[arg(long, default_value_t = 1500, value_parser = clap::value_parser!(u32).range(68..=65535))]
     mtu: u32,
     /// Checksum offload between the kernel and fastpath (virtio-net NEEDS_CSUM / DATA_VALID).
@@ -132,6 +139,19 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
     }
     let kernel = args.kernel_addr;
     check_addresses(kernel, args.addr)?;
+    let v6 = match (args.kernel_addr6, args.addr6) {
+        (Some(k), Some(a)) => {
+            check_addresses6(k, a)?;
+            if args.mtu < 1280 {
+                return Err(format!(
+                    "--mtu {} is below IPv6's minimum of 1280 (RFC 8200 §5)",
+                    args.mtu
+                ));
+            }
+            Some((k, a))
+        }
+        _ => None,
+    };
     if args.echo == args.discard {
         return Err("--echo and --discard must be different ports".into());
     }
@@ -167,12 +187,27 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
     let tun = link.handle();
     let kernel_cidr = format!("{}/{}", kernel.addr, kernel.prefix_len);
     ns.ip(&["addr", "add", &kernel_cidr, "dev", tun.name()])?;
-    // The link carries IPv4 only: keep the kernel from sending IPv6 router and listener messages on it
-    // (harmless if IPv6 is not there at all).
-    let _ = Command::new("ip")
-        .args(["netns", "exec", ns.name(), "sysctl", "-qw"])
-        .arg(format!("net.ipv6.conf.{}.disable_ipv6=1", tun.name()))
-        .output();
+    match v6 {
+        // The kernel's IPv6 address, without duplicate address detection (the only other host on the
+        // link is fastpath, which does not answer it).
+        Some((k, _)) => ns.ip(&[
+            "-6",
+            "addr",
+            "add",
+            &k.to_string(),
+            "dev",
+            tun.name(),
+            "nodad",
+        ])?,
+        // The link carries IPv4 only: keep the kernel from sending IPv6 router and listener messages
+        // on it (harmless if IPv6 is not there at all).
+        None => {
+            let _ = Command::new("ip")
+                .args(["netns", "exec", ns.name(), "sysctl", "-qw"])
+                .arg(format!("net.ipv6.conf.{}.disable_ipv6=1", tun.name()))
+                .output();
+        }
+    }
     ns.ip(&["link", "set", "dev", tun.name(), "up"])?;
 
     let mut stack = Stack::new(StackConfig::default());
@@ -184,23 +219,27 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
         Some((impair, delay)) => Box::new(Impaired::new(link, impair).with_delay(delay)),
         None => Box::new(link),
     };
-    let pcap_count = match &args.pcap {
+    let (iface, pcap_count) = match &args.pcap {
         Some(path) => {
             let tap = PcapTap::create(link, path)
                 .map_err(|e| format!("creating {}: {e}", path.display()))?;
             let count = tap.written();
-            stack.add_interface(tun.name(), tap, cidr);
-            Some(count)
+            (stack.add_interface(tun.name(), tap, cidr), Some(count))
         }
-        None => {
-            stack.add_interface(tun.name(), link, cidr);
-            None
-        }
+        None => (stack.add_interface(tun.name(), link, cidr), None),
     };
+    if let Some((k, a)) = v6 {
+        stack
+            .add_ipv6_address(iface, Ipv6Cidr::new(a, k.prefix_len))
+            .map_err(|e| format!("--addr6 {a}: {e}"))?;
+    }
     let echo = binding(&mut stack, args.echo)?;
     let discard = binding(&mut stack, args.discard)?;
     let mut tcp = TcpServices::listen(&mut stack, args.echo, args.discard, args.chargen)?;
 
+    if let Some((k, a)) = v6 {
+        say!("ipv6 {a} (kernel {k})");
+    }
     say!(
         "ready {} via {} in {} (kernel {kernel_cidr})",
         args.addr,
@@ -324,6 +363,31 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
         (Some(cause), Some(to)) => Err(format!("--connect {to} failed: {cause}")),
         _ => Ok(()),
     }
+}
+
+/// `--addr6` must be a unicast address inside the kernel's IPv6 prefix, and not the kernel's own.
+fn check_addresses6(kernel: Ipv6Cidr, addr: Ipv6Addr) -> Result<(), String> {
+    for (option, a) in [("--kernel-addr6", kernel.addr), ("--addr6", addr)] {
+        if a.is_unspecified() || a.is_multicast() || a.is_loopback() {
+            return Err(format!("{option} {a} is not a unicast address for a link"));
+        }
+    }
+    if kernel.prefix_len > 126 {
+        return Err(format!(
+            "--kernel-addr6 {kernel}: the prefix leaves no room for fastpath's address"
+        ));
+    }
+    if !kernel.contains(addr) {
+        return Err(format!(
+            "--addr6 {addr} is outside the kernel's prefix (--kernel-addr6 {kernel})"
+        ));
+    }
+    if addr == kernel.addr {
+        return Err(format!(
+            "--addr6 {addr} is the kernel's own address (--kernel-addr6 {kernel})"
+        ));
+    }
+    Ok(())
 }
 
 /// The network address and mask of `cidr`.
