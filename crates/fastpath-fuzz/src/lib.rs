@@ -11,6 +11,8 @@
 //! | [`udp`](wire::udp) | addresses and bytes to `UdpPacket` and `UdpRepr` | the verdict against a model, the checksum (zero means none) against a reference sum, `fill_checksum` never writes zero |
 //! | [`icmpv4`](wire::icmpv4) | bytes to `Icmpv4Packet` and `Icmpv4Repr::parse`, errors' data to `parse_quoted` | type and code mapping, checksum, parse-emit-parse |
 //! | [`icmp_quoted`](wire::icmp_quoted) | bytes to `icmpv4::parse_quoted` | the verdict against a model of RFC 792's quote |
+//! | [`ipv6`](wire6::ipv6) | bytes to `Ipv6Packet`, `Ipv6Repr` and the extension-header walk | the verdict against a model of RFC 8200's lengths, every field, emit-parse round trip; the walk inside the payload, agreeing with the length-only skip, its pointers inside the packet |
+//! | [`icmpv6`](wire6::icmpv6) | addresses and bytes to `Icmpv6Repr::parse`, errors' data to `parse_quoted` | the checksum verdict against a reference sum with the pseudo-header, parse-emit round trip |
 //! | [`checksum`](checksum::checksum) | bytes, cut into pieces | every algorithm, fused copies, partial sums over odd pieces and incremental updates agree with a reference sum |
 //! | [`reassembly`](reassembly::reassembly) | fragment sequences and timer ticks to a `ReassemblyTable` | bytes and datagrams held within the caps, completed datagrams exact, a whole set always completes, no buffer lost |
 //! | [`demux`](demux::demux) | bind, connect, close, send and lookup sequences | every strategy answers exactly what `linear` answers |
@@ -37,6 +39,7 @@ pub mod smoke;
 pub mod stack;
 pub mod tcp;
 pub mod wire;
+pub mod wire6;
 
 use std::sync::OnceLock;
 
@@ -51,6 +54,8 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("udp", wire::udp),
     ("icmpv4", wire::icmpv4),
     ("icmp_quoted", wire::icmp_quoted),
+    ("ipv6", wire6::ipv6),
+    ("icmpv6", wire6::icmpv6),
     ("checksum", checksum::checksum),
     ("reassembly", reassembly::reassembly),
     ("demux", demux::demux),

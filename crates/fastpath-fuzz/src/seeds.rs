@@ -668,6 +668,64 @@ fn amplification() -> Vec<(&'static str, Vec<u8>)> {
     ]
 }
 
+/// An IPv6 packet from 2001:db8::1 to 2001:db8::2 with `next` and `payload`.
+fn ipv6_packet(next: u8, payload: &[u8]) -> Vec<u8> {
+    let mut p = vec![0x60, 0, 0, 0];
+    p.extend_from_slice(&(payload.len() as u16).to_be_bytes());
+    p.extend_from_slice(&[next, 64]);
+    p.extend_from_slice(&std::net::Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 1).octets());
+    p.extend_from_slice(&std::net::Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 2).octets());
+    p.extend_from_slice(payload);
+    p
+}
+
+/// An ICMPv6 message with its checksum from 2001:db8::1 to 2001:db8::2, after those two addresses
+/// (the `icmpv6` target's input).
+fn icmpv6_input(kind: u8, code: u8, word: [u8; 4], body: &[u8]) -> Vec<u8> {
+    let mut m = vec![kind, code, 0, 0];
+    m.extend_from_slice(&word);
+    m.extend_from_slice(body);
+    let mut input = ipv6_packet(58, &[])[8..40].to_vec();
+    let mut pseudo = input.clone();
+    pseudo.extend_from_slice(&(m.len() as u32).to_be_bytes());
+    pseudo.extend_from_slice(&[0, 0, 0, 58]);
+    let sum = !ones_add(reference_sum(&pseudo), reference_sum(&m));
+    m[2..4].copy_from_slice(&sum.to_be_bytes());
+    input.extend_from_slice(&m);
+    input
+}
+
+fn ipv6() -> Vec<(&'static str, Vec<u8>)> {
+    let udp = [0x13, 0x88, 0, 53, 0, 12, 0, 0, 1, 2, 3, 4];
+    let mut chain = vec![60, 0, 1, 4, 0, 0, 0, 0]; // hop-by-hop, PadN
+    chain.extend_from_slice(&[44, 0, 0x05, 2, 0, 0, 1, 0]); // destination options
+    chain.extend_from_slice(&[17, 0, 0, 1, 0, 0, 0, 7]); // fragment: offset 0, more
+    chain.extend_from_slice(&udp);
+    vec![
+        ("udp", ipv6_packet(17, &udp)),
+        ("chain_to_first_fragment", ipv6_packet(0, &chain)),
+        ("routing_type0", ipv6_packet(43, &[17, 0, 0, 1, 0, 0, 0, 0])),
+        (
+            "unknown_option",
+            ipv6_packet(60, &[17, 0, 0x9e, 2, 0, 0, 1, 0]),
+        ),
+    ]
+}
+
+fn icmpv6() -> Vec<(&'static str, Vec<u8>)> {
+    let quoted = ipv6_packet(17, &[0x13, 0x88, 0, 53, 0, 12, 0, 0, 1, 2, 3, 4]);
+    vec![
+        (
+            "echo_request",
+            icmpv6_input(128, 0, [0x12, 0x34, 0, 1], &payload(56, 1)),
+        ),
+        ("port_unreachable", icmpv6_input(1, 4, [0; 4], &quoted)),
+        ("packet_too_big", icmpv6_input(2, 0, [0, 0, 5, 0], &quoted)),
+        ("param_problem", icmpv6_input(4, 1, [0, 0, 0, 6], &quoted)),
+        ("router_solicitation", icmpv6_input(133, 0, [0; 4], &[])),
+    ]
+}
+
 /// The seed corpus of `target`, by file name.
 pub fn seeds(target: &str) -> Vec<(&'static str, Vec<u8>)> {
     match target {
@@ -675,6 +733,8 @@ pub fn seeds(target: &str) -> Vec<(&'static str, Vec<u8>)> {
         "udp" => udp(),
         "icmpv4" => icmpv4(),
         "icmp_quoted" => icmp_quoted(),
+        "ipv6" => ipv6(),
+        "icmpv6" => icmpv6(),
         "checksum" => checksum(),
         "reassembly" => reassembly(),
         "demux" => demux(),

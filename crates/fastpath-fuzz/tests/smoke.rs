@@ -38,6 +38,16 @@ fn icmp_quoted() {
 }
 
 #[test]
+fn ipv6() {
+    run("ipv6", 5000);
+}
+
+#[test]
+fn icmpv6() {
+    run("icmpv6", 5000);
+}
+
+#[test]
 fn checksum() {
     run("checksum", 5000);
 }
@@ -75,7 +85,7 @@ fn every_target_has_a_test_and_seeds() {
             "no seeds for {name}"
         );
     }
-    assert_eq!(TARGETS.len(), 10, "a new target needs its test here");
+    assert_eq!(TARGETS.len(), 12, "a new target needs its test here");
 }
 
 /// The committed seeds are what `seeds.rs` makes: after changing a target's input format, run
