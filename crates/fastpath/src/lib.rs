@@ -83,6 +83,7 @@ pub mod icmp;
 pub mod instrument;
 pub mod ipv4;
 pub mod link;
+pub mod pmtu;
 pub mod rng;
 pub mod route;
 pub mod stack;
