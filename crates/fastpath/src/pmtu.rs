@@ -272,7 +272,8 @@ mod tests {
         // Learning again restarts the clock: the older expiry is stale.
         c.learn(v4(3), 1400, 1500, at, &mut n, &mut drops).unwrap();
         let later = at + Duration::from_secs(300);
-        c.learn(v4(3), 1300, 1500, later, &mut n, &mut drops).unwrap();
+        c.learn(v4(3), 1300, 1500, later, &mut n, &mut drops)
+            .unwrap();
         assert_eq!(c.expire(at + Duration::from_secs(600), &mut n), 0);
         assert_eq!(c.get(v4(3), at + Duration::from_secs(600)), Some(1300));
         assert_eq!(c.next_expiry(), Some(later + Duration::from_secs(600)));

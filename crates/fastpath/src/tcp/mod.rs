@@ -1073,10 +1073,13 @@ impl Tcp {
         let local = SocketAddrV4::new(ip.src_addr, u16::from_be_bytes([head[0], head[1]]));
         let remote = SocketAddrV4::new(ip.dst_addr, u16::from_be_bytes([head[2], head[3]]));
         let seq = u32::from_be_bytes([head[4], head[5], head[6], head[7]]);
-        let found = self.demux.lookup(local, remote).and_then(|SocketId(index)| {
-            let tcb = self.tcb(index)?;
-            (tcb.local == local && tcb.remote == remote).then_some(index)
-        });
+        let found = self
+            .demux
+            .lookup(local, remote)
+            .and_then(|SocketId(index)| {
+                let tcb = self.tcb(index)?;
+                (tcb.local == local && tcb.remote == remote).then_some(index)
+            });
         let Some(index) = found else {
             cx.counters.drops.add(DropReason::PathMtuNoSocket);
             return;
