@@ -70,6 +70,9 @@ pub struct PathMtuCache<A> {
     /// every entry lives equally long this is also the order they expire in. An element whose expiry
     /// no longer matches its entry's is stale (the destination was learned again since) and skipped.
     order: VecDeque<(A, Instant)>,
+    /// The time of the front of `order`, kept so that [`next_expiry`](Self::next_expiry), asked on
+    /// every poll, is one load.
+    next: Option<Instant>,
 }
 
 impl<A: IpAddress> PathMtuCache<A> {
@@ -79,6 +82,7 @@ impl<A: IpAddress> PathMtuCache<A> {
             limits,
             entries: HashMap::new(),
             order: VecDeque::new(),
+            next: None,
         }
     }
 
@@ -154,6 +158,7 @@ impl<A: IpAddress> PathMtuCache<A> {
             self.order
                 .retain(|(d, at)| entries.get(d).is_some_and(|e| e.expires == *at));
         }
+        self.next = self.order.front().map(|&(_, at)| at);
         counters.learned += 1;
         Ok(mtu)
     }
@@ -171,10 +176,10 @@ impl<A: IpAddress> PathMtuCache<A> {
 
     /// When [`expire`](Self::expire) next has work: the next entry's expiry, or earlier, the time of
     /// a stale record of one learned again since (which `expire` then clears). One look at the front
-    /// of the queue: the stack asks on every poll.
-    #[inline]
+    /// of the queue, kept: the stack asks on every poll.
+    #[inline(always)]
     pub fn next_expiry(&self) -> Option<Instant> {
-        self.order.front().map(|&(_, at)| at)
+        self.next
     }
 
     /// Removes the entries expired at `now`; returns how many.
@@ -192,6 +197,7 @@ impl<A: IpAddress> PathMtuCache<A> {
                 n += 1;
             }
         }
+        self.next = self.order.front().map(|&(_, at)| at);
         n
     }
 }

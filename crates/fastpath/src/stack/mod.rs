@@ -443,7 +443,10 @@ impl Stack {
         ip.output(&mut cx, devices, buf, hop, src, dst, protocol, false);
     }
 
-    /// Discards the reassemblies whose time is up and sends ICMP time exceeded for them.
+    /// Discards the reassemblies whose time is up and sends ICMP time exceeded for them; forgets the
+    /// path MTUs past their time. Rare: kept out of `poll`'s line.
+    #[cold]
+    #[inline(never)]
     pub(crate) fn expire_reassembly(&mut self) {
         let (ip, mut cx, _) = ip_cx!(self);
         for e in ip.expire(&mut cx) {
