@@ -94,6 +94,9 @@ fn small_limits() -> Limits {
         tcp_connections: 6,
         tcp_backlog: 2,
         tcp_out_of_order: 4,
+        path_mtu_entries: 2,
+        path_mtu_expires: Duration::from_secs(3),
+        path_mtu_floor: 552,
     }
 }
 

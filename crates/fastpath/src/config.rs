@@ -192,6 +192,19 @@ pub struct Limits {
     pub tcp_backlog: usize,
     /// Out-of-order segments one connection holds.
     pub tcp_out_of_order: usize,
+    /// Destinations whose path MTU is remembered at once (RFC 1191); the oldest entry makes room.
+    pub path_mtu_entries: usize,
+    /// How long a learned path MTU is believed before the link's MTU is tried again (RFC 1191 §6.3:
+    /// at least 5 minutes, 10 recommended; Linux's `mtu_expires`, 600 s).
+    pub path_mtu_expires: Duration,
+    /// The smallest next-hop MTU a "fragmentation needed" may teach: smaller ones are ignored,
+    /// counted (RFC 5927 §3: a forged message must not shrink segments to a few bytes). 552 is
+    /// Linux's `min_pmtu` (512 bytes of TCP payload and two 20-byte headers), just below the 576
+    /// bytes every IPv4 host must take (RFC 791). Linux, given less, clamps to `min_pmtu` and stops
+    /// setting DF on that route; fastpath ignores the message instead, so a path that truly carries
+    /// less than this gets TCP segments through only by the router's fragmenting, which DF forbids:
+    /// turn `path_mtu_discovery` off, or lower this, for such a network.
+    pub path_mtu_floor: usize,
 }
 
 impl Default for Limits {
@@ -211,6 +224,9 @@ impl Default for Limits {
             tcp_connections: 65536,
             tcp_backlog: 4096,
             tcp_out_of_order: 1024,
+            path_mtu_entries: 1024,
+            path_mtu_expires: Duration::from_secs(600),
+            path_mtu_floor: 552,
         }
     }
 }
@@ -265,6 +281,15 @@ pub struct StackConfig {
     /// datagram just because its TTL is below 2; RFC 791 says TTL 0 must be destroyed. A TTL-0 datagram
     /// can only come from a broken or hostile sender, so the default drops it, counted.
     pub accept_ttl_zero: bool,
+    /// Path MTU discovery (RFC 1191), as Linux does it by default for TCP: TCP segments are sent with
+    /// the don't-fragment bit, and a "fragmentation needed" (ICMP type 3 code 4) quoting a segment in
+    /// flight (RFC 5927 §5.2) lowers the destination's path MTU in a bounded, expiring cache, the
+    /// connection's MSS with it, and resends what is outstanding at the new size (without taking it
+    /// for congestion, like Linux's `tcp_simple_retransmit`); connections opened later start with
+    /// the smaller MSS. UDP never sets DF and fragments locally, to the path MTU when one is known
+    /// (see [`udp`](crate::udp)). Off: nothing carries DF and "fragmentation needed" is ignored,
+    /// counted (`IcmpFragNeededIgnored`), as before path MTU discovery.
+    pub path_mtu_discovery: bool,
     /// Ports handed out to sockets bound to port 0 (IANA's dynamic range by default).
     pub ephemeral_ports: RangeInclusive<u16>,
     /// TCP.
@@ -290,6 +315,7 @@ impl Default for StackConfig {
             tx_batch: 32,
             default_ttl: 64,
             accept_ttl_zero: false,
+            path_mtu_discovery: true,
             ephemeral_ports: 49152..=65535,
             tcp: TcpConfig::default(),
             limits: Limits::default(),

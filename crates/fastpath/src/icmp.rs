@@ -66,6 +66,15 @@ pub(crate) enum IcmpInput {
         head: [u8; 8],
         kind: io::ErrorKind,
     },
+    /// A "fragmentation needed" (RFC 1191) about a datagram this host sent, quoted as `quoted` and
+    /// its first 8 transport bytes: the path to `quoted.dst_addr` takes at most `mtu` bytes, if the
+    /// transport (`protocol`, UDP or TCP) finds the quote plausible (RFC 5927 §5).
+    PathMtu {
+        protocol: IpProtocol,
+        quoted: Ipv4Repr,
+        head: [u8; 8],
+        mtu: usize,
+    },
 }
 
 /// The ICMP layer: the output rate limit and the echo replies waiting for the application.
@@ -179,6 +188,39 @@ impl Icmp {
                     data: data.to_vec(),
                 });
                 IcmpInput::Done
+            }
+            Icmpv4Repr::DstUnreachable {
+                reason: DstUnreachable::FragRequired,
+                next_hop_mtu,
+                data,
+            } => {
+                cx.counters.in_dest_unreachs += 1;
+                if !cx.ip.cfg.path_mtu_discovery {
+                    return drop(cx, DropReason::IcmpFragNeededIgnored);
+                }
+                match icmpv4::parse_quoted(data) {
+                    Ok((quoted, head))
+                        if matches!(quoted.protocol, IpProtocol::Udp | IpProtocol::Tcp) =>
+                    {
+                        // An old router says no MTU (RFC 1191 §5): guess the plateau below the
+                        // quoted datagram's total length (RFC 1191 §7).
+                        let mtu = match next_hop_mtu {
+                            0 => {
+                                let total = u16::from_be_bytes([data[2], data[3]]);
+                                crate::pmtu::ipv4_plateau_below(total)
+                            }
+                            mtu => mtu,
+                        };
+                        IcmpInput::PathMtu {
+                            protocol: quoted.protocol,
+                            quoted,
+                            head,
+                            mtu: usize::from(mtu),
+                        }
+                    }
+                    Ok(_) => IcmpInput::Done,
+                    Err(_) => drop(cx, DropReason::IcmpUnhandled),
+                }
             }
             Icmpv4Repr::DstUnreachable { reason, data, .. } => {
                 cx.counters.in_dest_unreachs += 1;

@@ -86,6 +86,7 @@ mod ip;
 pub mod ipv4;
 mod ipv6;
 pub mod link;
+pub mod pmtu;
 pub mod rng;
 pub mod route;
 pub mod stack;

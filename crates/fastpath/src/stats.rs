@@ -93,6 +93,16 @@ drop_reasons! {
     IcmpEchoReplyDropped => "icmp: echo reply dropped",
     /// ICMP output: suppressed by the rate limit.
     IcmpRateLimited => "icmp: output rate-limited",
+    /// ICMP: a "fragmentation needed" while `path_mtu_discovery` is off (nothing is sent with DF).
+    IcmpFragNeededIgnored => "icmp: frag needed, path mtu discovery off",
+    /// Path MTU: a "fragmentation needed" quoting a datagram of no socket or connection of ours.
+    PathMtuNoSocket => "pmtu: frag needed for no socket",
+    /// Path MTU: a next-hop MTU below the floor (`Limits::path_mtu_floor`; RFC 5927 §3, a forged
+    /// message must not shrink segments to nothing).
+    PathMtuBelowFloor => "pmtu: mtu below the floor",
+    /// Path MTU: a next-hop MTU not smaller than the path MTU in use (RFC 1191 §6.3: never raised by
+    /// a "fragmentation needed").
+    PathMtuNotSmaller => "pmtu: mtu not below the path mtu",
     /// IPv6: shorter than the fixed header, or than its payload length says.
     Ipv6Truncated => "ipv6: truncated",
     /// IPv6: a source no packet may have: multicast, or loopback or unspecified from a link.
@@ -177,6 +187,9 @@ drop_reasons! {
     TcpReceiveQueueFull => "tcp: receive queue full",
     /// TCP: data for a connection the application has closed (answered with RST).
     TcpDataAfterClose => "tcp: data after close",
+    /// TCP: an ICMP error quoting a sequence number not in flight, outside `[SND.UNA, SND.NXT)` (RFC
+    /// 5927 §5.2; Linux's `OutOfWindowIcmps`).
+    TcpIcmpOutOfWindow => "tcp: icmp quotes a sequence not in flight",
     /// TCP: a segment the state machine has no use for (after the connection's end, a SYN-ACK
     /// without a SYN sent, ...).
     TcpUnexpected => "tcp: unexpected segment",
@@ -256,6 +269,22 @@ pub struct IpCounters {
     /// IPv4 header sums computed by the general checksum routine rather than in line
     /// (`inline_header_checksum` off, or headers with options).
     pub header_sums_by_routine: u64,
+    /// The path MTU cache.
+    pub path_mtu: PathMtuCounters,
+}
+
+/// A path MTU cache's counters (RFC 1191, RFC 8201).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PathMtuCounters {
+    /// Path MTUs lowered by a "fragmentation needed" (or "packet too big").
+    pub learned: u64,
+    /// Messages whose MTU was refused: below the floor, or not smaller than the path MTU in use
+    /// (each also counted as a drop by its reason).
+    pub ignored: u64,
+    /// Entries that expired (the path MTU goes back to the link's).
+    pub expired: u64,
+    /// Entries evicted to make room for a new destination.
+    pub evicted: u64,
 }
 
 /// IPv6 counters (RFC 4293's `ipSystemStatsTable` for IPv6, in part).
@@ -460,6 +489,10 @@ impl fmt::Display for Counters {
                 ip.header_sums_by_routine,
                 "header sums by the general routine",
             ),
+            (ip.path_mtu.learned, "path mtus learned"),
+            (ip.path_mtu.ignored, "path mtu messages ignored"),
+            (ip.path_mtu.expired, "path mtus expired"),
+            (ip.path_mtu.evicted, "path mtus evicted"),
         ] {
             if n > 0 {
                 writeln!(f, "    {n} {what}")?;

@@ -8,7 +8,7 @@ use std::path::Path;
 /// The layers, bottom up. A module may use modules of lower layers only (and itself).
 const LAYERS: &[&[&str]] = &[
     &["time", "rng", "stats", "addr", "instrument"],
-    &["checksum", "buf", "demux", "route"],
+    &["checksum", "buf", "demux", "route", "pmtu"],
     &["wire", "config"],
     &["link"],
     &["ip"],

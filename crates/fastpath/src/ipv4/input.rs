@@ -252,12 +252,17 @@ impl Ipv4 {
         Ok((repr, header_len, delivery, flags & 0x3fff != 0))
     }
 
-    /// Discards the reassemblies whose time is up (counted) and returns what ICMP may quote of them.
+    /// Discards the reassemblies whose time is up (counted) and returns what ICMP may quote of them;
+    /// forgets the path MTUs past their time.
     pub(crate) fn expire(&mut self, cx: &mut IpCx) -> Vec<Expired> {
         let mut expired = Vec::new();
         let n = self.reassembly.expire(cx.now, cx.pool, |e| expired.push(e));
         for _ in 0..n {
             cx.drops.add(DropReason::ReassemblyTimeout);
+        }
+        // Path MTUs past their time: the link's MTU is tried again (RFC 1191 §6.3).
+        if self.path_mtu.expire(cx.now, &mut cx.counters.path_mtu) > 0 {
+            self.route_epoch = self.route_epoch.wrapping_add(1);
         }
         expired
     }

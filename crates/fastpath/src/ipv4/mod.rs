@@ -17,8 +17,9 @@ use crate::buf::BufferPool;
 use crate::checksum::{self, Algorithm};
 use crate::config::StackConfig;
 use crate::link::LinkCapabilities;
+use crate::pmtu::{PathMtuCache, PathMtuLimits, Refused};
 use crate::route::{InterfaceId, Ipv4Cidr, Route, RoutingTable};
-use crate::stats::{Drops, IpCounters};
+use crate::stats::{Drops, IpCounters, PathMtuCounters};
 use crate::time::Instant;
 use ident::IdentTable;
 use reassembly::ReassemblyTable;
@@ -49,6 +50,8 @@ pub(crate) struct Ipv4Config {
     pub(crate) output_header_template: bool,
     pub(crate) default_ttl: u8,
     pub(crate) accept_ttl_zero: bool,
+    /// `path_mtu_discovery`: TCP is sent with DF and "fragmentation needed" is acted on.
+    pub(crate) path_mtu_discovery: bool,
 }
 
 impl Ipv4Config {
@@ -60,6 +63,7 @@ impl Ipv4Config {
             output_header_template: config.output_header_template,
             default_ttl: config.default_ttl,
             accept_ttl_zero: config.accept_ttl_zero,
+            path_mtu_discovery: config.path_mtu_discovery,
         }
     }
 
@@ -95,7 +99,10 @@ pub(crate) struct Ipv4 {
     pub(crate) routes: RoutingTable,
     pub(crate) reassembly: ReassemblyTable,
     pub(crate) ident: IdentTable,
-    /// Bumped whenever routes or interfaces change: routes cached from before are stale.
+    /// Path MTUs learned from "fragmentation needed" (RFC 1191), by destination.
+    pub(crate) path_mtu: PathMtuCache<Ipv4Addr>,
+    /// Bumped whenever routes or interfaces change, and whenever a path MTU is learned or expires:
+    /// routes cached from before (UDP's `TxRoute`, a TCP connection's MSS) are stale.
     pub(crate) route_epoch: u32,
 }
 
@@ -107,6 +114,11 @@ impl Ipv4 {
             routes: RoutingTable::default(),
             reassembly: ReassemblyTable::new(&config.limits),
             ident: IdentTable::new(secret),
+            path_mtu: PathMtuCache::new(PathMtuLimits {
+                entries: config.limits.path_mtu_entries,
+                expires: config.limits.path_mtu_expires,
+                floor: config.limits.path_mtu_floor,
+            }),
             route_epoch: 0,
         }
     }
@@ -175,8 +187,45 @@ impl Ipv4 {
         addr.is_broadcast() || self.ifaces.iter().any(|f| f.broadcast == Some(addr))
     }
 
-    /// The earliest reassembly timeout.
+    /// The earliest reassembly timeout or path MTU expiry.
     pub(crate) fn next_deadline(&self) -> Option<Instant> {
-        self.reassembly.next_deadline()
+        match (self.reassembly.next_deadline(), self.path_mtu.next_expiry()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// `hop` with its MTU lowered to the path MTU to `dst` when one is known at `now` (for a
+    /// transport that sizes or fragments datagrams by the path, not the link).
+    #[inline]
+    pub(crate) fn along_path(&self, mut hop: NextHop, dst: Ipv4Addr, now: Instant) -> NextHop {
+        hop.caps.mtu = self.path_mtu.path_mtu(dst, hop.caps.mtu, now);
+        hop
+    }
+
+    /// A "fragmentation needed" said datagrams to `dst` (whose first hop takes `link_mtu`) must be at
+    /// most `mtu` bytes, and the transport found it plausible (RFC 5927 §5). Returns the path MTU now
+    /// in use: `mtu` if it was learned, or the smaller one already known (the message is then
+    /// counted as ignored); `None` when `mtu` is below the floor. Learning makes cached routes stale.
+    pub(crate) fn learn_path_mtu(
+        &mut self,
+        now: Instant,
+        dst: Ipv4Addr,
+        mtu: usize,
+        link_mtu: usize,
+        counters: &mut PathMtuCounters,
+        drops: &mut Drops,
+    ) -> Option<usize> {
+        match self
+            .path_mtu
+            .learn(dst, mtu, link_mtu, now, counters, drops)
+        {
+            Ok(mtu) => {
+                self.route_epoch = self.route_epoch.wrapping_add(1);
+                Some(mtu)
+            }
+            Err(Refused::NotSmaller(current)) => Some(current),
+            Err(Refused::BelowFloor) => None,
+        }
     }
 }

@@ -23,31 +23,35 @@ pub(crate) struct HeaderTemplate {
 }
 
 impl HeaderTemplate {
-    /// The source, destination and protocol the template was made for.
-    fn addresses(&self) -> (Ipv4Addr, Ipv4Addr, IpProtocol) {
+    /// The source, destination and protocol the template was made for, and its don't-fragment flag.
+    fn addresses(&self) -> (Ipv4Addr, Ipv4Addr, IpProtocol, bool) {
         let b = &self.bytes;
         (
             Ipv4Addr::new(b[12], b[13], b[14], b[15]),
             Ipv4Addr::new(b[16], b[17], b[18], b[19]),
             IpProtocol::from(b[9]),
+            b[6] & 0x40 != 0,
         )
     }
 
     /// The template for datagrams from `src` to `dst` of `protocol`: version 4, a 20-byte header, TOS
-    /// 0, no flags or offset, the configured TTL.
+    /// 0, no offset, the configured TTL, and the don't-fragment flag when `dont_frag` (path MTU
+    /// discovery, RFC 1191 §3).
     #[inline]
     pub(crate) fn new(
         ip: &Ipv4,
         src: Ipv4Addr,
         dst: Ipv4Addr,
         protocol: IpProtocol,
+        dont_frag: bool,
     ) -> HeaderTemplate {
         let [s0, s1, s2, s3] = src.octets();
         let [d0, d1, d2, d3] = dst.octets();
         let proto: u8 = protocol.into();
         let ttl = ip.cfg.default_ttl;
+        let flags = if dont_frag { 0x40 } else { 0 };
         let bytes = [
-            0x45, 0, 0, 0, 0, 0, 0, 0, ttl, proto, 0, 0, s0, s1, s2, s3, d0, d1, d2, d3,
+            0x45, 0, 0, 0, 0, 0, flags, 0, ttl, proto, 0, 0, s0, s1, s2, s3, d0, d1, d2, d3,
         ];
         let sum = bytes
             .chunks_exact(2)
@@ -63,7 +67,9 @@ impl HeaderTemplate {
 
 impl Ipv4 {
     /// Output: prepends an IPv4 header to `buf` (which holds the transport datagram) and hands it to
-    /// `out` for `hop`'s link, fragmenting it if it is larger than the link's MTU.
+    /// `out` for `hop`'s link, fragmenting it if it is larger than the link's MTU. `dont_frag` sets
+    /// DF (path MTU discovery, RFC 1191 §3) on a datagram that fits; one that must be fragmented
+    /// here goes without it.
     #[inline]
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn output(
@@ -75,15 +81,16 @@ impl Ipv4 {
         src: Ipv4Addr,
         dst: Ipv4Addr,
         protocol: IpProtocol,
+        dont_frag: bool,
     ) {
         layer!(Send, Ip);
         // A TSO segment is larger than the MTU on purpose: the link cuts it.
         let fits = 20 + buf.len() <= hop.caps.mtu || buf.meta.gso_size > 0;
         if self.cfg.output_header_template && fits {
-            let template = HeaderTemplate::new(self, src, dst, protocol);
+            let template = HeaderTemplate::new(self, src, dst, protocol, dont_frag);
             return self.output_templated(cx, out, buf, hop.iface, &template);
         }
-        self.output_general(cx, out, buf, hop, src, dst, protocol);
+        self.output_general(cx, out, buf, hop, (src, dst, protocol, dont_frag));
     }
 
     /// Output with a template a transport prepared (and may keep): the template's one store when
@@ -103,8 +110,7 @@ impl Ipv4 {
         if self.cfg.output_header_template && fits {
             return self.output_templated(cx, out, buf, hop.iface, template);
         }
-        let (src, dst, protocol) = template.addresses();
-        self.output_general(cx, out, buf, hop, src, dst, protocol);
+        self.output_general(cx, out, buf, hop, template.addresses());
     }
 
     /// Output of a datagram that fits its link's MTU, from `template`: the length, identification and
@@ -150,16 +156,13 @@ impl Ipv4 {
 
     /// [`Self::output`] without the header template, or for a datagram to fragment.
     #[inline(never)]
-    #[allow(clippy::too_many_arguments)]
     fn output_general(
         &mut self,
         cx: &mut IpCx,
         out: &mut impl Transmit,
         mut buf: PacketBuf,
         hop: &NextHop,
-        src: Ipv4Addr,
-        dst: Ipv4Addr,
-        protocol: IpProtocol,
+        (src, dst, protocol, dont_frag): (Ipv4Addr, Ipv4Addr, IpProtocol, bool),
     ) {
         cx.counters.out_requests += 1;
         cx.counters.out_untemplated += 1;
@@ -172,7 +175,7 @@ impl Ipv4 {
             ttl: self.cfg.default_ttl,
             tos: 0,
             ident,
-            dont_frag: false,
+            dont_frag,
             more_frags: false,
             frag_offset: 0,
         };
@@ -181,7 +184,9 @@ impl Ipv4 {
             return self.send(cx, out, hop.iface, buf);
         }
 
-        // Fragment: every fragment but the last carries a multiple of 8 bytes.
+        // Fragment: every fragment but the last carries a multiple of 8 bytes. This host may
+        // fragment what it originates whatever DF was asked for (the flag tells routers, RFC 791).
+        repr.dont_frag = false;
         debug_assert!(
             !matches!(buf.meta.checksum, ChecksumOffload::Partial { .. }),
             "offload across fragments"

@@ -451,10 +451,13 @@ impl Stack {
         protocol: IpProtocol,
     ) {
         let (ip, mut cx, devices) = ip_cx!(self);
-        ip.output(&mut cx, devices, buf, hop, src, dst, protocol);
+        ip.output(&mut cx, devices, buf, hop, src, dst, protocol, false);
     }
 
-    /// Discards the reassemblies whose time is up and sends ICMP time exceeded for them.
+    /// Discards the reassemblies whose time is up and sends ICMP time exceeded for them; forgets the
+    /// path MTUs past their time. Rare: kept out of `poll`'s line.
+    #[cold]
+    #[inline(never)]
     pub(crate) fn expire_reassembly(&mut self) {
         let (ip, mut cx, _) = ip_cx!(self);
         for e in ip.expire(&mut cx) {
@@ -581,6 +584,21 @@ impl Stack {
             } => match protocol {
                 IpProtocol::Udp => self.udp_report_error(&quoted, &head, kind),
                 _ => self.tcp_report_error(&quoted, &head, kind),
+            },
+            IcmpInput::PathMtu {
+                protocol,
+                quoted,
+                head,
+                mtu,
+            } => match protocol {
+                IpProtocol::Udp => {
+                    let (udp, mut cx) = udp_cx!(self);
+                    udp.report_path_mtu(&mut cx, &quoted, &head, mtu);
+                }
+                _ => {
+                    let (tcp, mut cx) = tcp_cx!(self);
+                    tcp.report_path_mtu(&mut cx, &quoted, &head, mtu);
+                }
             },
         }
     }

@@ -387,8 +387,27 @@ impl<'a, T: Transmit> TcpCx<'a, T> {
             counters: &mut self.counters.ip,
             drops: &mut self.counters.drops,
         };
-        self.ip
-            .output(&mut cx, &mut *self.out, buf, hop, src, dst, protocol);
+        // Path MTU discovery (RFC 1191 §3): every segment with DF, as Linux sends TCP.
+        let dont_frag = self.ip.cfg.path_mtu_discovery;
+        self.ip.output(
+            &mut cx,
+            &mut *self.out,
+            buf,
+            hop,
+            src,
+            dst,
+            protocol,
+            dont_frag,
+        );
+    }
+
+    /// The path MTU to `dst` through a link of `link_mtu`, and the route epoch it belongs to.
+    #[inline]
+    fn path_mtu(&self, dst: std::net::Ipv4Addr, link_mtu: usize) -> (usize, u32) {
+        (
+            self.ip.path_mtu.path_mtu(dst, link_mtu, self.now),
+            self.ip.route_epoch,
+        )
     }
 }
 
@@ -476,7 +495,9 @@ impl Tcp {
             ));
         }
         let iss = self.isn.isn(local, remote, cx.now);
-        let tcb = Tcb::connect(local, remote, hop, iss, cx.cfg);
+        let mut tcb = Tcb::connect(local, remote, hop, iss, cx.cfg);
+        let (mtu, epoch) = cx.path_mtu(*remote.ip(), hop.caps.mtu);
+        tcb.sync_path_mtu(mtu, epoch);
         let pcb = pcb_of(&tcb);
         cx.counters.tcp.active_opens += 1;
         let (index, generation) = self.insert(Entry::Conn(Box::new(tcb)), pcb);
@@ -733,6 +754,8 @@ impl Tcp {
         cx.pool.free(buf);
         let iss = self.isn.isn(local, remote, cx.now);
         let mut tcb = Tcb::accept(local, remote, hop, iss, repr, cx.cfg);
+        let (mtu, epoch) = cx.path_mtu(*remote.ip(), hop.caps.mtu);
+        tcb.sync_path_mtu(mtu, epoch);
         tcb.listener = Some(SocketId(index));
         let pcb = pcb_of(&tcb);
         cx.counters.tcp.passive_opens += 1;
@@ -810,7 +833,9 @@ impl Tcp {
             };
             return cx.drop(buf, reason);
         };
-        let tcb = Tcb::from_cookie(local, remote, hop, repr, mss, cx.cfg);
+        let mut tcb = Tcb::from_cookie(local, remote, hop, repr, mss, cx.cfg);
+        let (mtu, epoch) = cx.path_mtu(*remote.ip(), hop.caps.mtu);
+        tcb.sync_path_mtu(mtu, epoch);
         let pcb = pcb_of(&tcb);
         cx.counters.tcp.syn_cookies_ok += 1;
         cx.counters.tcp.passive_opens += 1;
@@ -958,6 +983,14 @@ impl Tcp {
     pub(crate) fn output(&mut self, cx: &mut TcpCx<impl Transmit>, index: u32) {
         layer!(Send, Tcp);
         let use_offload = self.checksum.offload_allowed();
+        // A path MTU learned (by another connection), expired, or a route changed since this
+        // connection last looked: its MSS follows the path MTU now in use.
+        if let Some(tcb) = self.tcb(index) {
+            if tcb.route_epoch != cx.ip.route_epoch {
+                let (mtu, epoch) = cx.path_mtu(*tcb.remote.ip(), tcb.hop.caps.mtu);
+                tcb.sync_path_mtu(mtu, epoch);
+            }
+        }
         for _ in 0..OUTPUT_BURST {
             let mut tcx = cx.tcb();
             let Some(tcb) = self.tcb(index) else {
@@ -1023,6 +1056,58 @@ impl Tcp {
         due.clear();
         self.due = due;
         self.flush_dirty(cx);
+    }
+
+    /// A "fragmentation needed" (RFC 1191) quoting a TCP segment we sent (`ip` and the first 8 bytes of
+    /// its TCP header): when it names a connection and a sequence number in flight (RFC 5927 §5.2,
+    /// as Linux), the path MTU to the destination goes down to `mtu` (unless below the floor, or not
+    /// smaller than the one known: counted), the connection's MSS follows, and what is outstanding
+    /// is resent at the new size at once (Linux's `tcp_v4_mtu_reduced` and `tcp_simple_retransmit`).
+    pub(crate) fn report_path_mtu(
+        &mut self,
+        cx: &mut TcpCx<impl Transmit>,
+        ip: &Ipv4Repr,
+        head: &[u8; 8],
+        mtu: usize,
+    ) {
+        let local = SocketAddrV4::new(ip.src_addr, u16::from_be_bytes([head[0], head[1]]));
+        let remote = SocketAddrV4::new(ip.dst_addr, u16::from_be_bytes([head[2], head[3]]));
+        let seq = u32::from_be_bytes([head[4], head[5], head[6], head[7]]);
+        let found = self
+            .demux
+            .lookup(local, remote)
+            .and_then(|SocketId(index)| {
+                let tcb = self.tcb(index)?;
+                (tcb.local == local && tcb.remote == remote).then_some(index)
+            });
+        let Some(index) = found else {
+            cx.counters.drops.add(DropReason::PathMtuNoSocket);
+            return;
+        };
+        let Some(tcb) = self.tcb(index) else {
+            return;
+        };
+        if !tcb.in_flight(seq) {
+            cx.counters.drops.add(DropReason::TcpIcmpOutOfWindow);
+            return;
+        }
+        let link_mtu = tcb.hop.caps.mtu;
+        let Some(path_mtu) = cx.ip.learn_path_mtu(
+            cx.now,
+            ip.dst_addr,
+            mtu,
+            link_mtu,
+            &mut cx.counters.ip.path_mtu,
+            &mut cx.counters.drops,
+        ) else {
+            return;
+        };
+        let Some(tcb) = self.tcb(index) else {
+            return;
+        };
+        if tcb.path_mtu_reduced(path_mtu) {
+            self.output(cx, index);
+        }
     }
 
     /// An ICMP error quoting a TCP segment we sent: a hard error while connecting refuses the

@@ -4,6 +4,21 @@
 //! and UDP header and leaves the payload to be verified while it is copied to the application
 //! (Partridge & Pink §7.1.1). Output copies the application's data into a buffer once, after headroom
 //! for every header, summing it in the same loop when fused.
+//!
+//! # Path MTU
+//!
+//! UDP never sets DF, and a datagram larger than the path MTU is fragmented here, to the path MTU
+//! when one is known (RFC 1191's cache, learned from "fragmentation needed" about TCP or UDP), else
+//! to the link's MTU. That is what Linux does with `IP_MTU_DISCOVER` set to `IP_PMTUDISC_DONT`
+//! (no DF, but local fragmentation to the cached path MTU). Linux's default for UDP is
+//! `IP_PMTUDISC_WANT`: DF on datagrams that fit the path MTU, larger ones fragmented locally
+//! without it, and a "fragmentation needed" reported to a connected socket as `EMSGSIZE` on its
+//! next call (and to any socket with `IP_RECVERR`). fastpath keeps DF to TCP, so UDP's datagrams are
+//! never dropped by a router for their size and there is nothing lost to report: a "fragmentation
+//! needed" quoting a datagram of a bound socket (connected or not, as Linux's
+//! `ipv4_sk_update_pmtu`) only lowers the destination's path MTU, and the socket is not told. The
+//! path MTU is read when a route is worked out (`TxRoute`), never per datagram: learning or
+//! forgetting one bumps the stack's `route_epoch`, which makes every cached route stale.
 
 use std::io;
 use std::net::{Ipv4Addr, SocketAddrV4};
@@ -450,6 +465,8 @@ impl Udp {
         dst: SocketAddrV4,
     ) -> io::Result<(NextHop, Ipv4Addr)> {
         let hop: NextHop = cx.ip.route(*dst.ip()).map_err(|_| no_route(*dst.ip()))?;
+        // Fragment to the path MTU when one is known (RFC 1191; Linux's `ip_skb_dst_mtu`).
+        let hop = cx.ip.along_path(hop, *dst.ip(), cx.now);
         let src = if pcb.local_addr.is_unspecified() {
             hop.src
         } else {
@@ -502,7 +519,7 @@ impl Udp {
             mode,
             mode_fragmented,
             pseudo,
-            ip: HeaderTemplate::new(cx.ip, src, *dst.ip(), IpProtocol::Udp),
+            ip: HeaderTemplate::new(cx.ip, src, *dst.ip(), IpProtocol::Udp, false),
         })
     }
 
@@ -625,6 +642,37 @@ impl Udp {
         socket.counters.queued += 1;
         socket.rx.push_back(RxDatagram { buf, from, pending });
         cx.counters.udp.in_datagrams += 1;
+    }
+
+    /// A "fragmentation needed" quoting a datagram this host sent (`ip` and the first bytes of its UDP
+    /// header) says the path to its destination takes `mtu` bytes: learned if a socket of ours sent
+    /// it (as Linux, which looks the socket up too), and the socket is not told (see the module's
+    /// "Path MTU").
+    pub(crate) fn report_path_mtu(
+        &mut self,
+        cx: &mut UdpCx<impl Transmit>,
+        ip: &Ipv4Repr,
+        head: &[u8; 8],
+        mtu: usize,
+    ) {
+        let local = SocketAddrV4::new(ip.src_addr, u16::from_be_bytes([head[0], head[1]]));
+        let remote = SocketAddrV4::new(ip.dst_addr, u16::from_be_bytes([head[2], head[3]]));
+        if !cx.ip.is_own_address(ip.src_addr) || self.demux.lookup(local, remote).is_none() {
+            cx.counters.drops.add(DropReason::PathMtuNoSocket);
+            return;
+        }
+        let Ok(hop) = cx.ip.route(ip.dst_addr) else {
+            cx.counters.drops.add(DropReason::Ipv4NoRoute);
+            return;
+        };
+        cx.ip.learn_path_mtu(
+            cx.now,
+            ip.dst_addr,
+            mtu,
+            hop.caps.mtu,
+            &mut cx.counters.ip.path_mtu,
+            &mut cx.counters.drops,
+        );
     }
 
     /// Reports an ICMP error about a datagram this host sent (quoted as `ip` and the first bytes of its

@@ -21,11 +21,8 @@ impl Tcb {
         if let Some((val, _)) = o.timestamps {
             self.ts_recent = val;
         }
-        let options_len = if self.ts_on { 12 } else { 0 };
-        self.mss = peer_mss
-            .min(self.local_mss as u32)
-            .saturating_sub(options_len)
-            .max(u32::from(MIN_MSS));
+        self.peer_mss = peer_mss;
+        self.mss = self.send_mss();
         self.cc = Congestion::new(self.cc.algorithm, self.mss);
         self.rcv_adv = self.rcv_nxt + self.advertisable();
     }

@@ -157,6 +157,14 @@ pub(crate) struct Tcb {
     pub(crate) mss: u32,
     /// The largest MSS our route allows (for our SYN's MSS option).
     local_mss: u16,
+    /// The MSS the peer's SYN offered (RFC 9293 §3.7.1; 536 when it offered none), before options.
+    peer_mss: u32,
+    /// The path MTU `mss` is sized for: the link's, or less when path MTU discovery learned less
+    /// (RFC 1191 §3).
+    pub(crate) path_mtu: usize,
+    /// The IP layer's `route_epoch` when `path_mtu` was read: a different epoch means the path MTU
+    /// may have changed (learned by another connection, or expired).
+    pub(crate) route_epoch: u32,
 
     // Receive sequence space.
     irs: Seq,
@@ -280,6 +288,9 @@ impl Tcb {
             fin_queued: false,
             mss,
             local_mss,
+            peer_mss: 536,
+            path_mtu: hop.caps.mtu,
+            route_epoch: 0,
             irs: Seq(0),
             rcv_nxt: Seq(0),
             rcv_adv: Seq(0),
@@ -374,6 +385,7 @@ impl Tcb {
         tcb.rcv_shift = 0;
         tcb.rx_capacity = tcb.rx_capacity.min(65535);
         tcb.rcv_adv = tcb.rcv_nxt + tcb.rx_capacity as u32;
+        tcb.peer_mss = u32::from(mss);
         tcb.mss = (mss.min(tcb.local_mss)) as u32;
         tcb.cc = Congestion::new(cfg.congestion, tcb.mss);
         tcb.snd_una = Seq(ack.ack);
@@ -526,6 +538,61 @@ impl Tcb {
     /// The sequence numbers a RST sent on the application's abort must carry.
     pub(crate) fn reset_fields(&self) -> (u32, u32) {
         (self.snd_nxt.0, self.rcv_nxt.0)
+    }
+
+    /// The MSS for sending: the peer's, or less when the path MTU is smaller (MTU − 40, RFC 1191 §3,
+    /// RFC 9293 §3.7.1), less the timestamp option when it is in use, at least [`MIN_MSS`].
+    fn send_mss(&self) -> u32 {
+        let options_len = if self.ts_on { 12 } else { 0 };
+        self.peer_mss
+            .min(u32::from(mss_for_mtu(self.path_mtu)))
+            .saturating_sub(options_len)
+            .max(u32::from(MIN_MSS))
+    }
+
+    /// Takes `mtu` as the path MTU (a new connection to a destination whose path MTU is cached, or
+    /// a change learned or expired since, `epoch` being the IP layer's route epoch): the MSS follows,
+    /// up or down. Nothing is resent; segments in flight that were too large are lost and go again
+    /// by the usual means (as Linux's `tcp_current_mss` resyncs before each send).
+    pub(crate) fn sync_path_mtu(&mut self, mtu: usize, epoch: u32) {
+        self.route_epoch = epoch;
+        if mtu != self.path_mtu {
+            self.path_mtu = mtu;
+            self.mss = self.send_mss();
+        }
+    }
+
+    /// A "fragmentation needed" (RFC 1191) quoting sequence number `seq`: true when it is in flight,
+    /// within `[SND.UNA, SND.NXT)` (RFC 5927 §5.2; `snd_max` here is RFC 9293's SND.NXT, which
+    /// this block's `snd_nxt` is not after a timeout sent it back). Linux checks the same.
+    pub(crate) fn in_flight(&self, seq: u32) -> bool {
+        let seq = Seq(seq);
+        seq >= self.snd_una && seq < self.snd_max
+    }
+
+    /// The path MTU went down to `mtu` (a "fragmentation needed" about this connection): the MSS
+    /// follows, and if it shrank, everything outstanding is sent again at the new size, from
+    /// SND.UNA. Not congestion (RFC 1191 §6.4 says it is not a loss to back off for; Linux's
+    /// `tcp_simple_retransmit` leaves the window alone): cwnd, ssthresh and the RTO stay.
+    /// Returns true when there is something to send.
+    pub(crate) fn path_mtu_reduced(&mut self, mtu: usize) -> bool {
+        if mtu >= self.path_mtu {
+            return false;
+        }
+        let before = self.mss;
+        self.path_mtu = mtu;
+        self.mss = self.send_mss();
+        if self.mss >= before || !self.state.is_synchronized() || self.snd_una == self.snd_max {
+            return false;
+        }
+        self.snd_nxt = self.snd_una;
+        self.recover = None;
+        self.dupacks = 0;
+        self.rexmit_next = self.snd_una;
+        self.rexmit_limit = self.snd_una;
+        // Karn: a retransmitted segment times nothing.
+        self.rtt_probe = None;
+        true
     }
 
     /// True once every byte written was acknowledged and no FIN is outstanding.

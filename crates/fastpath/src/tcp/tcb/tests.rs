@@ -281,4 +281,5 @@ mod close;
 mod defence;
 mod loss;
 mod open;
+mod pmtu;
 mod window;
