@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use fastpath::buf::{BufferMode, BufferPool, PacketBuf};
 use fastpath::config::Limits;
-use fastpath::ipv4::reassembly::{FragmentKey, Outcome, ReassemblyTable};
+use fastpath::reassembly::{Ipv4FragmentKey as FragmentKey, Ipv4Reassembly as ReassemblyTable, Outcome};
 use fastpath::stats::Drops;
 use fastpath::{DropReason, Instant};
 

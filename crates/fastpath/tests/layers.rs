@@ -10,7 +10,7 @@ const LAYERS: &[&[&str]] = &[
     &["time", "rng", "stats", "addr", "instrument"],
     &["checksum", "buf", "demux", "route"],
     &["wire", "config"],
-    &["link"],
+    &["link", "reassembly"],
     &["ipv4"],
     &["icmp"],
     &["transport"],

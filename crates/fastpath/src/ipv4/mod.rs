@@ -9,7 +9,6 @@
 pub mod ident;
 mod input;
 mod output;
-pub mod reassembly;
 
 use std::net::Ipv4Addr;
 
@@ -17,11 +16,11 @@ use crate::buf::BufferPool;
 use crate::checksum::{self, Algorithm};
 use crate::config::StackConfig;
 use crate::link::LinkCapabilities;
+use crate::reassembly::Ipv4Reassembly;
 use crate::route::{InterfaceId, Ipv4Cidr, Route, RoutingTable};
 use crate::stats::{Drops, IpCounters};
 use crate::time::Instant;
 use ident::IdentTable;
-use reassembly::ReassemblyTable;
 
 pub(crate) use output::{HeaderTemplate, Transmit};
 
@@ -108,7 +107,7 @@ pub(crate) struct Ipv4 {
     /// Interfaces by [`InterfaceId`]; loopback first.
     pub(crate) ifaces: Vec<IfaceAddr>,
     pub(crate) routes: RoutingTable,
-    pub(crate) reassembly: ReassemblyTable,
+    pub(crate) reassembly: Ipv4Reassembly,
     pub(crate) ident: IdentTable,
     /// Bumped whenever routes or interfaces change: routes cached from before are stale.
     pub(crate) route_epoch: u32,
@@ -120,7 +119,7 @@ impl Ipv4 {
             cfg: Ipv4Config::of(config),
             ifaces: Vec::new(),
             routes: RoutingTable::default(),
-            reassembly: ReassemblyTable::new(&config.limits),
+            reassembly: Ipv4Reassembly::new(&config.limits),
             ident: IdentTable::new(secret),
             route_epoch: 0,
         }
