@@ -48,6 +48,11 @@ fn reassembly() {
 }
 
 #[test]
+fn reassembly_ipv6() {
+    run("reassembly_ipv6", 5000);
+}
+
+#[test]
 fn demux() {
     run("demux", 5000);
 }
@@ -75,7 +80,7 @@ fn every_target_has_a_test_and_seeds() {
             "no seeds for {name}"
         );
     }
-    assert_eq!(TARGETS.len(), 10, "a new target needs its test here");
+    assert_eq!(TARGETS.len(), 11, "a new target needs its test here");
 }
 
 /// The committed seeds are what `seeds.rs` makes: after changing a target's input format, run

@@ -74,6 +74,10 @@ pub trait FragmentKey: Copy + Eq + Hash + fmt::Debug {
     const QUOTED_PAYLOAD: usize;
     /// The shortest header a caller gives with a fragment.
     const MIN_HEADER_LEN: usize;
+    /// Whether, once the first fragment is held, its header rather than each fragment's own counts
+    /// toward the [`MAX_DATAGRAM`] bound: a fragment that would take the packet reassembled with the
+    /// first fragment's header past it is dropped alone (RFC 8200 §4.5).
+    const BOUND_BY_FIRST_HEADER: bool;
 
     /// The bytes of a `header_len`-byte header that count toward the [`MAX_DATAGRAM`] bound.
     fn counted_header_len(header_len: usize) -> usize;
@@ -114,6 +118,9 @@ impl FragmentKey for Ipv4FragmentKey {
     const EMPTY_QUOTE: [u8; 68] = [0; 68];
     const QUOTED_PAYLOAD: usize = 8;
     const MIN_HEADER_LEN: usize = 20;
+    /// Each fragment is checked against its own header, as IPv4 always was: the stack delivers the
+    /// payload with the header of the fragment that completed it.
+    const BOUND_BY_FIRST_HEADER: bool = false;
 
     #[inline]
     fn counted_header_len(header_len: usize) -> usize {
@@ -162,6 +169,7 @@ impl FragmentKey for Ipv6FragmentKey {
     const EMPTY_QUOTE: [u8; IPV6_QUOTE_MAX] = [0; IPV6_QUOTE_MAX];
     const QUOTED_PAYLOAD: usize = IPV6_QUOTE_MAX;
     const MIN_HEADER_LEN: usize = 48;
+    const BOUND_BY_FIRST_HEADER: bool = true;
 
     #[inline]
     fn counted_header_len(header_len: usize) -> usize {
@@ -380,6 +388,22 @@ impl<K: FragmentKey> ReassemblyTable<K> {
 
         let d = &mut self.datagrams[index];
         let end = offset + len;
+        if K::BOUND_BY_FIRST_HEADER {
+            // RFC 8200 §4.5: the reassembled packet has the first fragment's unfragmentable part.
+            // (A fresh entry passes: its only bound is this fragment's, checked above.)
+            let (counted, reach) = match &d.first {
+                Some(first) => (K::counted_header_len(K::header_bytes(first).len()), end),
+                None if offset == 0 => {
+                    let held = d.fragments.last().map_or(0, |f| f.offset + f.buf.len());
+                    let reach = held.max(d.total.unwrap_or(0)).max(end);
+                    (K::counted_header_len(header.len()), reach)
+                }
+                None => (0, 0),
+            };
+            if counted + reach > MAX_DATAGRAM {
+                return reject(pool, buf, DropReason::FragmentTooBig);
+            }
+        }
         // Find where it goes; reject duplicates and overlaps.
         let at = d.fragments.partition_point(|f| f.offset < offset);
         let overlaps_prev = at > 0 && {
@@ -947,6 +971,46 @@ mod tests {
             assert!(matches!(
                 t.frag(k, 0, true, &data(65535 - 8), 0),
                 Outcome::Dropped(DropReason::FragmentBadLength)
+            ));
+        }
+
+        /// Once the first fragment is held, its extension headers count for every other fragment;
+        /// a first fragment whose extension headers would take the held ones past the bound is
+        /// dropped alone.
+        #[test]
+        fn the_first_fragments_header_bounds_the_others() {
+            let k = key(A, 4);
+            let mut t = T6::new(Limits::default());
+            // Ten 8-byte extension headers: 80 bytes of the 65,535.
+            assert!(matches!(
+                t.frag_with(k, 10, 17, 0, true, &data(16), 0),
+                Outcome::Held
+            ));
+            let bytes = t.table.bytes_held();
+            assert!(matches!(
+                t.frag(k, 65448, false, &data(8), 0),
+                Outcome::Dropped(DropReason::FragmentTooBig)
+            ));
+            assert_eq!((t.table.len(), t.table.bytes_held()), (1, bytes));
+            assert!(matches!(
+                t.frag(k, 65448, false, &data(7), 0),
+                Outcome::Held
+            ));
+            // The other way round: the last fragment first, then a first fragment with one too many.
+            let k = key(A, 5);
+            assert!(matches!(
+                t.frag(k, 65520, false, &data(15), 0),
+                Outcome::Held
+            ));
+            let bytes = t.table.bytes_held();
+            assert!(matches!(
+                t.frag_with(k, 1, 17, 0, true, &data(16), 0),
+                Outcome::Dropped(DropReason::FragmentTooBig)
+            ));
+            assert_eq!((t.table.len(), t.table.bytes_held()), (2, bytes));
+            assert!(matches!(
+                t.frag_with(k, 0, 17, 0, true, &data(16), 0),
+                Outcome::Held
             ));
         }
 
