@@ -159,7 +159,8 @@ pub struct Ipv6FragmentKey {
 /// IPv6: the header given with a fragment is everything of the packet in front of its fragmentable
 /// part, as it arrived: the IPv6 header, the extension headers of the unfragmentable part and the
 /// Fragment header (at least 48 bytes); of it, all but the fixed header and the Fragment header
-/// counts toward the reassembled payload length (RFC 8200 §4.5). A time exceeded quotes the first
+/// counts toward the reassembled Payload Length (RFC 8200 §4.5): each fragment's own until the first
+/// fragment is held, the first fragment's after. A time exceeded quotes the first
 /// fragment as it arrived, up to [`IPV6_QUOTE_MAX`] bytes (RFC 4443 §3.3); a completed datagram
 /// comes back with the first fragment's header ([`Ipv6Reassembled`]).
 impl FragmentKey for Ipv6FragmentKey {
