@@ -14,7 +14,8 @@
 //! | [`ipv6`](wire6::ipv6) | bytes to `Ipv6Packet`, `Ipv6Repr` and the extension-header walk | the verdict against a model of RFC 8200's lengths, every field, emit-parse round trip; the walk inside the payload, agreeing with the length-only skip, its pointers inside the packet |
 //! | [`icmpv6`](wire6::icmpv6) | addresses and bytes to `Icmpv6Repr::parse`, errors' data to `parse_quoted` | the checksum verdict against a reference sum with the pseudo-header, parse-emit round trip |
 //! | [`checksum`](checksum::checksum) | bytes, cut into pieces | every algorithm, fused copies, partial sums over odd pieces and incremental updates agree with a reference sum |
-//! | [`reassembly`](reassembly::reassembly) | fragment sequences and timer ticks to a `ReassemblyTable` | bytes and datagrams held within the caps, completed datagrams exact, a whole set always completes, no buffer lost |
+//! | [`reassembly`](reassembly::reassembly) | fragment sequences and timer ticks to a `ReassemblyTable` with IPv4 keys | bytes and datagrams held within the caps, completed datagrams exact, atomic fragments pass straight through, a whole set always completes, expired datagrams quote header and 8 bytes, no buffer lost |
+//! | [`reassembly_ipv6`](reassembly::reassembly_ipv6) | the same with IPv6 keys (32-bit identifications, equal ones from two sources) and header chains of 48 bytes and up | as `reassembly`, and: the first fragment's header comes back with the packet, which stays within 65,535 bytes counting its extension headers; expired packets quote their first fragment up to 1232 bytes |
 //! | [`demux`](demux::demux) | bind, connect, close, send and lookup sequences | every strategy answers exactly what `linear` answers |
 //! | [`stack`](stack::stack) | packets (raw or built from a few fields), socket reads and sends, time, to a stack with three interfaces | no panic; counters add up (`in_receives` = packets fed + looped back); every bound held; what the stack sends is well formed, never sourced from 127/8 on a wire, never an ICMP error about a broadcast; rate limit; with a second stack of other techniques (separate copy and checksum, `rfc1071`, `linear`) the same datagrams read and the same counters |
 //! | [`tcp`](tcp::tcp) | segments near the live sequence numbers, hostile headers, SYN floods, the application's calls and the clock, to a stack with a passive and an active connection open | no panic; every segment sent well formed with a correct checksum and sane flags; the connection limit held; every byte read is the peer's byte for its stream position |
@@ -58,6 +59,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("icmpv6", wire6::icmpv6),
     ("checksum", checksum::checksum),
     ("reassembly", reassembly::reassembly),
+    ("reassembly_ipv6", reassembly::reassembly_ipv6),
     ("demux", demux::demux),
     ("stack", stack::stack),
     ("tcp", tcp::tcp),

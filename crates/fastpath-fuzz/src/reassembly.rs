@@ -1,82 +1,258 @@
-//! The reassembly table, alone: hostile fragment sequences and timer ticks.
+//! The reassembly table, alone: hostile fragment sequences and timer ticks, with IPv4 keys
+//! ([`reassembly`]) and IPv6 keys ([`reassembly_ipv6`]), through one harness generic over the family.
 
 use std::collections::HashSet;
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 use std::time::Duration;
 
 use fastpath::buf::{BufferMode, BufferPool, PacketBuf};
 use fastpath::config::Limits;
-use fastpath::ipv4::reassembly::{FragmentKey, Outcome, ReassemblyTable};
+use fastpath::reassembly::{
+    FragmentKey, Ipv4FragmentKey, Ipv6FragmentKey, Ipv6Reassembled, Outcome, ReassemblyTable,
+};
 use fastpath::stats::Drops;
 use fastpath::{DropReason, Instant};
 
-use crate::{pattern, Input};
+use crate::{be16, pattern, Input};
+
+/// What the harness needs of an address family, written from the RFCs rather than from the table.
+trait Family {
+    type Key: FragmentKey;
+    /// Whether the first fragment's header bounds the others (RFC 8200 §4.5), so that a fragment
+    /// may be refused as too big for what is held.
+    const BOUND_BY_FIRST_HEADER: bool;
+    /// The header of every fragment of a whole set.
+    const SET_HEADER_LEN: usize;
+    /// The most a time exceeded quotes, and of that the most of the first fragment's payload.
+    const QUOTE_MAX: usize;
+    const QUOTED_PAYLOAD: usize;
+
+    /// The key of datagram `ident` from source `source` (0 or 1 for single fragments, 2 for whole sets).
+    fn key(source: u8, ident: u32) -> Self::Key;
+    /// The identification of a single fragment's key, from the input.
+    fn ident(input: &mut Input) -> u32;
+    /// A header length for a single fragment, from the input.
+    fn header_len(input: &mut Input) -> usize;
+    /// Where the key's datagram starts in [`pattern`].
+    fn shift(key: &Self::Key) -> usize;
+    /// The header given with a fragment: `len` bytes that name the key.
+    fn header(key: &Self::Key, len: usize) -> Vec<u8>;
+    /// The length of the header a quote starts with, as written in it.
+    fn quoted_header_len(quote: &[u8]) -> usize;
+    /// Bytes of a `len`-byte header that count toward 65,535 (RFC 791; RFC 8200 §4.5).
+    fn counted(len: usize) -> usize;
+    /// Bytes a kept first header adds to the table's count.
+    fn header_cost(len: usize) -> usize;
+    /// Checks a completed datagram of `key` (the fragment that completed it had a `hlen`-byte
+    /// header) and returns its payload.
+    fn completed(
+        key: &Self::Key,
+        hlen: usize,
+        d: <Self::Key as FragmentKey>::Datagram,
+    ) -> PacketBuf;
+}
+
+struct V4;
+
+impl Family for V4 {
+    type Key = Ipv4FragmentKey;
+    const BOUND_BY_FIRST_HEADER: bool = false;
+    const SET_HEADER_LEN: usize = 20;
+    const QUOTE_MAX: usize = 68;
+    const QUOTED_PAYLOAD: usize = 8;
+
+    fn key(source: u8, ident: u32) -> Ipv4FragmentKey {
+        let src = match source {
+            2 => Ipv4Addr::new(10, 9, 0, 1),
+            s => Ipv4Addr::new(10, 0, 0, 1 + s),
+        };
+        Ipv4FragmentKey {
+            src,
+            dst: Ipv4Addr::new(10, 0, 0, 2),
+            protocol: 17,
+            ident: ident as u16,
+        }
+    }
+    fn ident(input: &mut Input) -> u32 {
+        input.below(4) as u32
+    }
+    fn header_len(input: &mut Input) -> usize {
+        20 + 4 * input.below(11)
+    }
+    fn shift(key: &Ipv4FragmentKey) -> usize {
+        (usize::from(key.ident) * 7919 + usize::from(key.src.octets()[3]) * 104_729) % 65536
+    }
+    fn header(key: &Ipv4FragmentKey, len: usize) -> Vec<u8> {
+        let mut h = vec![0u8; len];
+        h[0] = 0x40 | (len / 4) as u8;
+        h[4..6].copy_from_slice(&key.ident.to_be_bytes());
+        h[9] = key.protocol;
+        h[12..16].copy_from_slice(&key.src.octets());
+        h[16..20].copy_from_slice(&key.dst.octets());
+        for (i, b) in h.iter_mut().enumerate().skip(20) {
+            *b = i as u8;
+        }
+        h
+    }
+    fn quoted_header_len(quote: &[u8]) -> usize {
+        usize::from(quote[0] & 0x0f) * 4
+    }
+    fn counted(len: usize) -> usize {
+        len
+    }
+    fn header_cost(_: usize) -> usize {
+        0
+    }
+    fn completed(_: &Ipv4FragmentKey, hlen: usize, d: PacketBuf) -> PacketBuf {
+        assert!(hlen + d.len() <= 65535, "completed past 65535 bytes");
+        d
+    }
+}
+
+struct V6;
+
+/// The identifications single IPv6 fragments use: two that differ only above 16 bits, and the
+/// extremes.
+const IDENTS_V6: [u32; 4] = [0, 0x0001_0000, 0x8000_0001, u32::MAX];
+
+impl Family for V6 {
+    type Key = Ipv6FragmentKey;
+    const BOUND_BY_FIRST_HEADER: bool = true;
+    const SET_HEADER_LEN: usize = 48;
+    const QUOTE_MAX: usize = 1232;
+    const QUOTED_PAYLOAD: usize = 1232;
+
+    fn key(source: u8, ident: u32) -> Ipv6FragmentKey {
+        Ipv6FragmentKey {
+            src: Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 1 + u16::from(source)),
+            dst: Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 0x100),
+            ident,
+        }
+    }
+    fn ident(input: &mut Input) -> u32 {
+        input.choose(&IDENTS_V6)
+    }
+    fn header_len(input: &mut Input) -> usize {
+        // Mostly a few extension headers; sometimes a chain longer than the quote.
+        48 + 8 * match input.below(8) {
+            0 => input.below(200),
+            _ => input.below(11),
+        }
+    }
+    fn shift(key: &Ipv6FragmentKey) -> usize {
+        (key.ident as usize % 65521 * 7919 + usize::from(key.src.octets()[15]) * 104_729) % 65536
+    }
+    /// An IPv6 header (its Payload Length field holds the header's own length, so a quote says how
+    /// much of it is header), 8-byte extension headers, and a Fragment header with Next Header 17.
+    fn header(key: &Ipv6FragmentKey, len: usize) -> Vec<u8> {
+        let mut h = vec![0u8; len];
+        h[0] = 0x60;
+        h[4..6].copy_from_slice(&(len as u16).to_be_bytes());
+        h[6] = if len > 48 { 0 } else { 44 };
+        h[7] = 64;
+        h[8..24].copy_from_slice(&key.src.octets());
+        h[24..40].copy_from_slice(&key.dst.octets());
+        for (i, b) in h.iter_mut().enumerate().take(len - 8).skip(40) {
+            *b = i as u8;
+        }
+        h[len - 8] = 17;
+        h[len - 4..].copy_from_slice(&key.ident.to_be_bytes());
+        h
+    }
+    fn quoted_header_len(quote: &[u8]) -> usize {
+        usize::from(be16(quote, 4))
+    }
+    fn counted(len: usize) -> usize {
+        len - 48
+    }
+    fn header_cost(len: usize) -> usize {
+        len
+    }
+    fn completed(key: &Ipv6FragmentKey, _: usize, d: Ipv6Reassembled) -> PacketBuf {
+        let h = d.first_header.len();
+        assert!(h >= 48, "a {h}-byte first header");
+        assert_eq!(
+            &d.first_header[..],
+            &Self::header(key, h)[..],
+            "the first fragment's header"
+        );
+        assert_eq!(d.next_header(), 17);
+        assert_eq!(d.unfragmentable().len(), h - 8);
+        assert_eq!(d.payload_len(), Self::counted(h) + d.payload.len());
+        assert!(d.payload_len() <= 65535, "completed past 65535 bytes");
+        d.payload
+    }
+}
 
 /// Bytes `from..from + len` of every datagram with `key`: a window of [`pattern`] at an offset that
 /// depends on the key, so that a byte put at the wrong offset, or taken from another datagram, shows.
 /// (Slices rather than a function per byte: copying and comparing them is what keeps the target fast
 /// under coverage instrumentation.)
-fn content(key: &FragmentKey, from: usize, len: usize) -> &'static [u8] {
-    let shift =
-        (usize::from(key.ident) * 7919 + usize::from(key.src.octets()[3]) * 104_729) % 65536;
+fn content<F: Family>(key: &F::Key, from: usize, len: usize) -> &'static [u8] {
+    let shift = F::shift(key);
     &pattern()[shift + from..shift + from + len]
 }
 
-/// The IP header the table is given with a fragment (quoted if the datagram times out): 20 to 60
-/// bytes that name the key.
-fn header(key: &FragmentKey, len: usize) -> Vec<u8> {
-    let mut h = vec![0u8; len];
-    h[0] = 0x40 | (len / 4) as u8;
-    h[4..6].copy_from_slice(&key.ident.to_be_bytes());
-    h[9] = key.protocol;
-    h[12..16].copy_from_slice(&key.src.octets());
-    h[16..20].copy_from_slice(&key.dst.octets());
-    for (i, b) in h.iter_mut().enumerate().skip(20) {
-        *b = i as u8;
-    }
-    h
-}
-
-struct Harness {
-    table: ReassemblyTable,
+struct Harness<F: Family> {
+    table: ReassemblyTable<F::Key>,
     pool: BufferPool,
     drops: Drops,
     limits: Limits,
     now: Instant,
     /// Keys given to the table, for checking what it reports as expired.
-    keys: HashSet<FragmentKey>,
+    keys: HashSet<F::Key>,
 }
 
 /// A fragment of the datagram with `key`: `len` bytes from `offset`.
-fn fragment(pool: &mut BufferPool, key: &FragmentKey, offset: usize, len: usize) -> PacketBuf {
+fn fragment<F: Family>(
+    pool: &mut BufferPool,
+    key: &F::Key,
+    offset: usize,
+    len: usize,
+) -> PacketBuf {
     let mut buf = pool.alloc(len);
-    buf.extend_from_slice(content(key, offset, len));
+    buf.extend_from_slice(content::<F>(key, offset, len));
     buf
 }
 
-impl Harness {
+impl<F: Family> Harness<F> {
+    fn new(limits: Limits, mode: BufferMode) -> Harness<F> {
+        Harness {
+            table: ReassemblyTable::new(&limits),
+            pool: BufferPool::new(mode, 64),
+            drops: Drops::default(),
+            limits,
+            now: Instant::ZERO,
+            keys: HashSet::new(),
+        }
+    }
+
     fn insert(
         &mut self,
-        key: FragmentKey,
+        key: F::Key,
         offset: usize,
         len: usize,
         more: bool,
         hlen: usize,
-    ) -> Outcome {
-        let buf = fragment(&mut self.pool, &key, offset, len);
+    ) -> Outcome<PacketBuf> {
+        let buf = fragment::<F>(&mut self.pool, &key, offset, len);
         self.keys.insert(key);
         let evictions = self.drops.get(DropReason::ReassemblyEvicted);
-        let held = self.table.len() as i64;
-        let outcome = self.table.insert(
+        let (held, bytes) = (self.table.len() as i64, self.table.bytes_held());
+        let outcome = match self.table.insert(
             key,
             offset,
             more,
-            &header(&key, hlen),
+            &F::header(&key, hlen),
             buf,
             self.now,
             &mut self.pool,
             &mut self.drops,
-        );
+        ) {
+            Outcome::Held => Outcome::Held,
+            Outcome::Dropped(r) => Outcome::Dropped(r),
+            Outcome::Complete(d) => Outcome::Complete(F::completed(&key, hlen, d)),
+        };
         assert_eq!(
             self.drops.total(),
             self.drops.get(DropReason::ReassemblyEvicted),
@@ -85,7 +261,7 @@ impl Harness {
         // What no state can change: the checks on the fragment alone.
         let stateless = if len == 0 || (more && !len.is_multiple_of(8)) {
             Some(DropReason::FragmentBadLength)
-        } else if hlen + offset + len > 65535 {
+        } else if F::counted(hlen) + offset + len > 65535 {
             Some(DropReason::FragmentTooBig)
         } else if offset == 0 && more && len < 8 {
             Some(DropReason::FragmentTinyFirst)
@@ -103,10 +279,18 @@ impl Harness {
                         | DropReason::ReassemblyInconsistent
                         | DropReason::ReassemblyTooManyFragments
                         | DropReason::ReassemblyEvicted
-                ),
+                ) || (F::BOUND_BY_FIRST_HEADER && *r == DropReason::FragmentTooBig),
                 "unexpected {r:?}"
             ),
             _ => {}
+        }
+        // An atomic fragment (RFC 6946 §4) comes straight back, whatever is held with its key.
+        let atomic = stateless.is_none() && offset == 0 && !more;
+        if atomic {
+            assert!(
+                matches!(outcome, Outcome::Complete(_)),
+                "atomic fragment: {outcome:?}"
+            );
         }
         // Every datagram that leaves the table is counted once: the others it evicted by the table,
         // this one (completed, or discarded whole) by the caller from the outcome. So the change in
@@ -115,7 +299,7 @@ impl Harness {
         let evicted = (self.drops.get(DropReason::ReassemblyEvicted) - evictions) as i64;
         let change = self.table.len() as i64 - held + evicted;
         let left = match &outcome {
-            Outcome::Complete(_) => true,
+            Outcome::Complete(_) => !atomic,
             Outcome::Dropped(r) => !matches!(
                 r,
                 DropReason::FragmentBadLength
@@ -131,12 +315,15 @@ impl Harness {
             "{outcome:?}: {held} held before, {} after, {evicted} evicted",
             self.table.len()
         );
-        if stateless.is_some() || matches!(outcome, Outcome::Dropped(DropReason::FragmentDuplicate))
-        {
+        let refused = matches!(
+            outcome,
+            Outcome::Dropped(DropReason::FragmentDuplicate | DropReason::FragmentTooBig)
+        );
+        if stateless.is_some() || refused || atomic {
             assert_eq!(
-                (change, evicted),
-                (0, 0),
-                "a rejected fragment changed the table"
+                (change, evicted, self.table.bytes_held()),
+                (0, 0, bytes),
+                "a fragment refused or passed through changed the table"
             );
         }
         if let Outcome::Complete(d) = &outcome {
@@ -145,10 +332,9 @@ impl Harness {
                 d.len() >= offset + len,
                 "completed short of its last fragment"
             );
-            assert!(hlen + d.len() <= 65535, "completed past 65535 bytes");
-            if d != content(&key, 0, d.len()) {
+            if d != content::<F>(&key, 0, d.len()) {
                 let k = (0..d.len())
-                    .find(|&k| d[k] != content(&key, k, 1)[0])
+                    .find(|&k| d[k] != content::<F>(&key, k, 1)[0])
                     .unwrap_or(0);
                 panic!("byte {k} of {} of {key:?} is wrong", d.len());
             }
@@ -163,13 +349,16 @@ impl Harness {
         let keys = &self.keys;
         let n = self.table.expire(self.now, &mut self.pool, |e| {
             assert!(keys.contains(&e.key), "expired an unknown datagram");
-            assert!(e.quote_len <= 68);
-            let h = usize::from(e.quote[0] & 0x0f) * 4;
-            assert!(h >= 20 && h <= e.quote_len && e.quote_len <= h + 8);
-            assert_eq!(&e.quote[..h], &header(&e.key, h)[..], "quoted header");
+            let q = e.quoted();
+            assert!(q.len() <= F::QUOTE_MAX, "a {}-byte quote", q.len());
+            let h = F::quoted_header_len(q);
+            let hq = h.min(F::QUOTE_MAX);
+            assert!(h >= F::SET_HEADER_LEN && hq <= q.len(), "{h}-byte header");
+            assert!(q.len() <= h + F::QUOTED_PAYLOAD, "quoted past the payload");
+            assert_eq!(&q[..hq], &F::header(&e.key, h)[..hq], "quoted header");
             assert_eq!(
-                &e.quote[h..e.quote_len],
-                content(&e.key, 0, e.quote_len - h),
+                &q[hq..],
+                content::<F>(&e.key, 0, q.len() - hq),
                 "quoted payload"
             );
         });
@@ -195,15 +384,32 @@ impl Harness {
     }
 }
 
-/// Reassembly: the first bytes choose the limits (datagrams, bytes, fragments, timeout) and the
-/// buffer mode; the rest is a program of fragments (one of four datagrams from two sources, any
-/// offset and length, more-fragments either way, headers of 20 to 60 bytes), whole fragment sets
-/// of a fresh datagram in shuffled order, clock steps and expiry. After every step: the caps hold,
-/// an empty table holds no bytes and no buffers; the checks on a fragment alone give the same
-/// verdict whatever the table holds; a completed datagram is every byte right; a whole set that fits
-/// the limits completes whatever else is held; an expired datagram quotes its first fragment.
+/// Reassembly with IPv4 keys: the first bytes choose the limits (datagrams, bytes, fragments,
+/// timeout) and the buffer mode; the rest is a program of fragments (one of four datagrams from two
+/// sources, any offset and length, more-fragments either way, headers of 20 to 60 bytes), whole
+/// fragment sets of a fresh datagram in shuffled order, clock steps and expiry. After every step: the
+/// caps hold, an empty table holds no bytes and no buffers; the checks on a fragment alone give the
+/// same verdict whatever the table holds; an atomic fragment comes straight back and leaves the table
+/// as it was; a completed datagram is every byte right; a whole set that fits the limits completes
+/// whatever else is held; an expired datagram quotes its first fragment (header and 8 bytes).
 /// Finally everything expires, and every buffer is back in the pool.
 pub fn reassembly(data: &[u8]) {
+    run::<V4>(data);
+}
+
+/// Reassembly with IPv6 keys (RFC 8200 §4.5): the program of [`reassembly`], with 32-bit
+/// identifications (four, two of them equal in their low 16 bits, from each of two sources) and
+/// headers of 48 bytes and up (the IPv6 header, 8-byte extension headers, the Fragment header),
+/// sometimes longer than the quote. Besides [`reassembly`]'s checks: a completed packet carries its
+/// first fragment's header, whose extension headers and the payload stay within 65,535 bytes; a
+/// fragment refused as too big for the first fragment's header leaves the table as it was; the bytes
+/// held count the kept headers and stay within the limit; an expired packet quotes its first fragment
+/// as it arrived, up to 1232 bytes.
+pub fn reassembly_ipv6(data: &[u8]) {
+    run::<V6>(data);
+}
+
+fn run<F: Family>(data: &[u8]) {
     let mut input = Input::new(data);
     let limits = Limits {
         reassembly_datagrams: 1 + input.below(8),
@@ -217,26 +423,15 @@ pub fn reassembly(data: &[u8]) {
     } else {
         BufferMode::Pool
     };
-    let mut h = Harness {
-        table: ReassemblyTable::new(&limits),
-        pool: BufferPool::new(mode, 64),
-        drops: Drops::default(),
-        limits,
-        now: Instant::ZERO,
-        keys: HashSet::new(),
-    };
+    let mut h = Harness::<F>::new(limits, mode);
     let mut fresh: u16 = 0;
     let mut steps = 0;
     while !input.is_empty() && steps < 2000 {
         steps += 1;
         match input.u8() % 10 {
             0..=5 => {
-                let key = FragmentKey {
-                    src: Ipv4Addr::new(10, 0, 0, 1 + input.below(2) as u8),
-                    dst: Ipv4Addr::new(10, 0, 0, 2),
-                    protocol: 17,
-                    ident: input.below(4) as u16,
-                };
+                let source = input.below(2) as u8;
+                let key = F::key(source, F::ident(&mut input));
                 let offset = if input.bool() {
                     input.below(32) * 8
                 } else {
@@ -249,7 +444,7 @@ pub fn reassembly(data: &[u8]) {
                     _ => input.u16() as usize,
                 };
                 let more = input.bool();
-                let hlen = 20 + 4 * input.below(11);
+                let hlen = F::header_len(&mut input);
                 if let Outcome::Complete(d) = h.insert(key, offset, len, more, hlen) {
                     h.pool.free(d);
                 }
@@ -262,12 +457,7 @@ pub fn reassembly(data: &[u8]) {
             _ => {
                 // A whole fragment set of a fresh datagram, in an order the input picks.
                 fresh = fresh.wrapping_add(1);
-                let key = FragmentKey {
-                    src: Ipv4Addr::new(10, 9, 0, 1),
-                    dst: Ipv4Addr::new(10, 0, 0, 2),
-                    protocol: 17,
-                    ident: fresh,
-                };
+                let key = F::key(2, u32::from(fresh));
                 let total = 1 + input.u16() as usize % 65515;
                 // At most 300 pieces (past the fragment limits it tries, but for the default), so that
                 // one input stays cheap.
@@ -287,12 +477,14 @@ pub fn reassembly(data: &[u8]) {
                         h.pool.free(b);
                         t
                     })
-                    .sum();
+                    .sum::<usize>()
+                    + F::header_cost(F::SET_HEADER_LEN);
                 let fits = truesize <= h.limits.reassembly_bytes
                     && pieces.len() <= h.limits.reassembly_fragments;
                 let last = pieces.len() - 1;
                 for (i, &(offset, len)) in pieces.iter().enumerate() {
-                    let outcome = h.insert(key, offset, len, offset + len < total, 20);
+                    let outcome =
+                        h.insert(key, offset, len, offset + len < total, F::SET_HEADER_LEN);
                     match outcome {
                         Outcome::Complete(d) => {
                             assert_eq!(i, last, "completed early");

@@ -279,6 +279,120 @@ fn reassembly() -> Vec<(&'static str, Vec<u8>)> {
     ]
 }
 
+/// `reassembly_ipv6` program: one fragment (source index, ident index into `IDENTS_V6`, offset in
+/// 8-byte units below 32, length, more, `ext` 8-byte extension headers in front of the Fragment
+/// header).
+#[allow(clippy::too_many_arguments)]
+fn reassembly6_fragment(
+    p: &mut Program,
+    source: usize,
+    ident: usize,
+    off8: usize,
+    len: usize,
+    more: bool,
+    ext: usize,
+) {
+    p.u8(0)
+        .below(2, source)
+        .below(4, ident)
+        .u8(1)
+        .below(32, off8);
+    if len.is_multiple_of(8) && len / 8 < 32 {
+        p.below(4, 1).below(32, len / 8);
+    } else if len < 64 {
+        p.below(4, 0).below(64, len);
+    } else {
+        p.below(4, 2).u16(len as u16);
+    }
+    p.u8(u8::from(more));
+    if ext < 11 {
+        p.below(8, 1).below(11, ext);
+    } else {
+        p.below(8, 0).below(200, ext);
+    }
+}
+
+fn reassembly_ipv6() -> Vec<(&'static str, Vec<u8>)> {
+    let mut in_order = Program::default();
+    reassembly_limits(&mut in_order, 8, 4, 5);
+    reassembly6_fragment(&mut in_order, 0, 1, 0, 16, true, 2);
+    reassembly6_fragment(&mut in_order, 0, 1, 2, 16, true, 0);
+    reassembly6_fragment(&mut in_order, 0, 1, 4, 5, false, 0);
+
+    // The same 32-bit identification from both sources, interleaved; then one equal to the first in
+    // its low 16 bits.
+    let mut sources = Program::default();
+    reassembly_limits(&mut sources, 8, 4, 5);
+    reassembly6_fragment(&mut sources, 0, 2, 1, 8, false, 0);
+    reassembly6_fragment(&mut sources, 1, 2, 0, 16, true, 1);
+    reassembly6_fragment(&mut sources, 0, 0, 0, 8, true, 0);
+    reassembly6_fragment(&mut sources, 1, 2, 2, 8, false, 0);
+    reassembly6_fragment(&mut sources, 0, 2, 0, 8, true, 0);
+    reassembly6_fragment(&mut sources, 0, 1, 1, 8, false, 0);
+    reassembly6_fragment(&mut sources, 0, 1, 0, 8, true, 0);
+
+    // Overlap discards the packet; the missing piece then starts a fresh entry, which expires.
+    let mut teardrop = Program::default();
+    reassembly_limits(&mut teardrop, 8, 4, 5);
+    reassembly6_fragment(&mut teardrop, 0, 3, 0, 24, true, 0);
+    reassembly6_fragment(&mut teardrop, 0, 3, 4, 8, false, 0);
+    reassembly6_fragment(&mut teardrop, 0, 3, 1, 24, true, 0);
+    reassembly6_fragment(&mut teardrop, 0, 3, 3, 8, true, 0);
+    teardrop.u8(7).below(6, 5).u8(6);
+
+    // First fragments that expire: one with a header chain longer than the quote, one with 1400
+    // bytes of payload, one without its first fragment; and an atomic fragment among them.
+    let mut expire = Program::default();
+    reassembly_limits(&mut expire, 8, 4, 5);
+    reassembly6_fragment(&mut expire, 0, 0, 0, 16, true, 160);
+    reassembly6_fragment(&mut expire, 1, 0, 0, 1400, true, 0);
+    reassembly6_fragment(&mut expire, 1, 1, 2, 16, true, 0);
+    reassembly6_fragment(&mut expire, 1, 0, 0, 12, false, 3);
+    expire.u8(7).below(6, 5).u8(6);
+
+    // The first fragment's extension headers bound the others.
+    let mut bound = Program::default();
+    reassembly_limits(&mut bound, 8, 4, 5);
+    reassembly6_fragment(&mut bound, 0, 1, 0, 16, true, 10);
+    bound.u8(0).below(2, 0).below(4, 1).u8(0).u16(65448 / 8);
+    bound
+        .below(4, 1)
+        .below(32, 1)
+        .u8(0)
+        .below(8, 1)
+        .below(11, 0);
+
+    let mut flood = Program::default();
+    reassembly_limits(&mut flood, 2, 0, 3);
+    for ident in 0..4 {
+        reassembly6_fragment(
+            &mut flood,
+            ident % 2,
+            ident,
+            0,
+            8 * (ident + 1),
+            true,
+            ident,
+        );
+    }
+    flood.u8(7).below(6, 5).u8(6);
+
+    let mut sets = Program::default();
+    reassembly_limits(&mut sets, 3, 1, 4);
+    sets.u8(8).u16(3000).u16(184).u8(1).u8(0);
+    sets.u8(8).u16(40).u16(0).u8(3).u8(1).u8(0).u8(2).u8(0);
+
+    vec![
+        ("in_order", in_order.0),
+        ("same_ident_two_sources", sources.0),
+        ("teardrop_then_fresh", teardrop.0),
+        ("expire_quotes", expire.0),
+        ("first_header_bound", bound.0),
+        ("flood_and_expire", flood.0),
+        ("whole_sets", sets.0),
+    ]
+}
+
 fn demux() -> Vec<(&'static str, Vec<u8>)> {
     let mut p = Program::default();
     // Bind 0.0.0.0:53, 10.0.0.1:53, connect the second to 192.0.2.1:1000, look up from there and
@@ -737,6 +851,7 @@ pub fn seeds(target: &str) -> Vec<(&'static str, Vec<u8>)> {
         "icmpv6" => icmpv6(),
         "checksum" => checksum(),
         "reassembly" => reassembly(),
+        "reassembly_ipv6" => reassembly_ipv6(),
         "demux" => demux(),
         "stack" => stack(),
         "tcp" => tcp(),

@@ -58,6 +58,11 @@ fn reassembly() {
 }
 
 #[test]
+fn reassembly_ipv6() {
+    run("reassembly_ipv6", 5000);
+}
+
+#[test]
 fn demux() {
     run("demux", 5000);
 }
@@ -85,7 +90,7 @@ fn every_target_has_a_test_and_seeds() {
             "no seeds for {name}"
         );
     }
-    assert_eq!(TARGETS.len(), 12, "a new target needs its test here");
+    assert_eq!(TARGETS.len(), 13, "a new target needs its test here");
 }
 
 /// The committed seeds are what `seeds.rs` makes: after changing a target's input format, run

@@ -12,8 +12,8 @@ use std::net::Ipv4Addr;
 use crate::buf::{BufferPool, PacketBuf};
 use crate::config::Limits;
 use crate::ip::RateLimit;
-use crate::ipv4::reassembly::Expired;
 use crate::ipv4::{Delivery, Ipv4, NextHop, LOOPBACK};
+use crate::reassembly::Ipv4Expired;
 use crate::stats::{DropReason, Drops, IcmpCounters};
 use crate::time::Instant;
 use crate::wire::icmpv4::{self, DstUnreachable, TimeExceeded};
@@ -329,7 +329,11 @@ impl Icmp {
     /// A fragment reassembly time exceeded about a datagram that timed out, unless it was addressed
     /// to a broadcast, was itself an ICMP error (RFC 1122 §3.2.2: no ICMP error about either) or came
     /// from a source that is not a unicast host.
-    pub(crate) fn time_exceeded(&mut self, cx: &mut IcmpCx, expired: &Expired) -> Option<IcmpOut> {
+    pub(crate) fn time_exceeded(
+        &mut self,
+        cx: &mut IcmpCx,
+        expired: &Ipv4Expired,
+    ) -> Option<IcmpOut> {
         let (src, dst) = (expired.key.src, expired.key.dst);
         if !unicast_source(src) || dst.is_multicast() || cx.ip.is_broadcast(dst) {
             return None;

@@ -3,8 +3,9 @@
 //!
 //! Layers, bottom up: [`link`] moves packets in batches; [`buf`] holds them with headroom; [`wire`]
 //! parses and emits headers; [`checksum`] computes the Internet checksum every way the papers measure;
-//! [`ipv4`] validates, routes, fragments and reassembles; [`demux`] finds a datagram's socket; [`udp`],
-//! [`tcp`] and [`icmp`] are the protocols; [`Stack`] ties them together; [`StackConfig`] switches each technique.
+//! [`ipv4`] validates, routes, fragments and reassembles (in the family-neutral [`reassembly`] table);
+//! [`demux`] finds a datagram's socket; [`udp`], [`tcp`] and [`icmp`] are the protocols; [`Stack`]
+//! ties them together; [`StackConfig`] switches each technique.
 //!
 //! # Example
 //!
@@ -87,6 +88,7 @@ pub mod ipv4;
 mod ipv6;
 pub mod link;
 pub mod pmtu;
+pub mod reassembly;
 pub mod rng;
 pub mod route;
 pub mod stack;

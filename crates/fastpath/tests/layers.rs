@@ -10,7 +10,7 @@ const LAYERS: &[&[&str]] = &[
     &["time", "rng", "stats", "addr", "instrument"],
     &["checksum", "buf", "demux", "route", "pmtu"],
     &["wire", "config"],
-    &["link"],
+    &["link", "reassembly"],
     &["ip"],
     &["ipv4", "ipv6"],
     &["icmp", "icmpv6"],

@@ -78,7 +78,7 @@ proptest! {
         frags in prop::collection::vec((0u16..4, 0usize..40, 1usize..40, any::<bool>()), 1..300),
     ) {
         use fastpath::buf::{BufferMode, BufferPool};
-        use fastpath::ipv4::reassembly::{FragmentKey, Outcome, ReassemblyTable};
+        use fastpath::reassembly::{Ipv4FragmentKey, Outcome, ReassemblyTable};
         let limits = fastpath::config::Limits {
             reassembly_datagrams: 3,
             reassembly_bytes: 20 * 2048,
@@ -91,7 +91,7 @@ proptest! {
             // Datagram `ident` has byte k equal to (k + ident) as u8, so any reassembled datagram is checkable.
             let (offset, len) = (off8 * 8, len8 * 8 - if more { 0 } else { ident as usize });
             let body: Vec<u8> = (offset..offset + len).map(|k| (k + ident as usize) as u8).collect();
-            let key = FragmentKey { src: A, dst: B, protocol: 17, ident };
+            let key = Ipv4FragmentKey { src: A, dst: B, protocol: 17, ident };
             let mut buf = pool.alloc(len);
             buf.extend_from_slice(&body);
             match table.insert(key, offset, more, &[0x45; 20], buf, Instant::ZERO, &mut pool, &mut drops) {

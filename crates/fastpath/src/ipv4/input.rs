@@ -7,10 +7,10 @@
 
 use std::net::Ipv4Addr;
 
-use super::reassembly::{Expired, FragmentKey, Outcome};
 use super::{Delivery, IpCx, Ipv4, LOOPBACK};
 use crate::buf::PacketBuf;
 use crate::checksum;
+use crate::reassembly::{Ipv4Expired, Ipv4FragmentKey, Outcome};
 use crate::route::InterfaceId;
 use crate::stats::{DropReason, IpCounters};
 use crate::wire::{IpProtocol, Ipv4Packet, Ipv4Repr, WireError};
@@ -71,7 +71,7 @@ impl Ipv4 {
             return Some((buf, repr, delivery));
         }
         cx.counters.reasm_reqds += 1;
-        let key = FragmentKey {
+        let key = Ipv4FragmentKey {
             src: repr.src_addr,
             dst: repr.dst_addr,
             protocol: repr.protocol.into(),
@@ -254,7 +254,7 @@ impl Ipv4 {
 
     /// Discards the reassemblies whose time is up (counted) and returns what ICMP may quote of them;
     /// forgets the path MTUs past their time.
-    pub(crate) fn expire(&mut self, cx: &mut IpCx) -> Vec<Expired> {
+    pub(crate) fn expire(&mut self, cx: &mut IpCx) -> Vec<Ipv4Expired> {
         let mut expired = Vec::new();
         let n = self.reassembly.expire(cx.now, cx.pool, |e| expired.push(e));
         for _ in 0..n {

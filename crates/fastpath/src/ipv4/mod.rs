@@ -9,7 +9,6 @@
 pub mod ident;
 mod input;
 mod output;
-pub mod reassembly;
 
 use std::net::Ipv4Addr;
 
@@ -18,11 +17,11 @@ use crate::checksum::{self, Algorithm};
 use crate::config::StackConfig;
 use crate::link::LinkCapabilities;
 use crate::pmtu::{PathMtuCache, PathMtuLimits, Refused};
+use crate::reassembly::Ipv4Reassembly;
 use crate::route::{InterfaceId, Ipv4Cidr, Route, RoutingTable};
 use crate::stats::{Drops, IpCounters, PathMtuCounters};
 use crate::time::Instant;
 use ident::IdentTable;
-use reassembly::ReassemblyTable;
 
 pub(crate) use output::HeaderTemplate;
 
@@ -97,7 +96,7 @@ pub(crate) struct Ipv4 {
     /// Interfaces by [`InterfaceId`]; loopback first.
     pub(crate) ifaces: Vec<IfaceAddr>,
     pub(crate) routes: RoutingTable,
-    pub(crate) reassembly: ReassemblyTable,
+    pub(crate) reassembly: Ipv4Reassembly,
     pub(crate) ident: IdentTable,
     /// Path MTUs learned from "fragmentation needed" (RFC 1191), by destination.
     pub(crate) path_mtu: PathMtuCache<Ipv4Addr>,
@@ -112,7 +111,7 @@ impl Ipv4 {
             cfg: Ipv4Config::of(config),
             ifaces: Vec::new(),
             routes: RoutingTable::default(),
-            reassembly: ReassemblyTable::new(&config.limits),
+            reassembly: Ipv4Reassembly::new(&config.limits),
             ident: IdentTable::new(secret),
             path_mtu: PathMtuCache::new(PathMtuLimits {
                 entries: config.limits.path_mtu_entries,

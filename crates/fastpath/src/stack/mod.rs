@@ -14,10 +14,10 @@ use crate::buf::{BufferDepot, BufferPool, PacketBuf, PoolStats};
 use crate::config::StackConfig;
 use crate::icmp::{EchoReply, Icmp, IcmpCx, IcmpInput, IcmpOut};
 use crate::icmpv6::Icmpv6;
-use crate::ipv4::reassembly::Expired;
 use crate::ipv4::{Delivery, IpCx, Ipv4, NextHop};
 use crate::ipv6::Ipv6;
 use crate::link::{Link, LinkCapabilities, Loopback, StackLink};
+use crate::reassembly::Ipv4Expired;
 use crate::route::{InterfaceId, Ipv4Cidr, Route, RoutingTable};
 use crate::stats::{Counters, DropReason};
 use crate::tcp::{Tcp, TcpCx};
@@ -621,7 +621,7 @@ impl Stack {
         }
     }
 
-    fn icmp_send_time_exceeded(&mut self, expired: &Expired) {
+    fn icmp_send_time_exceeded(&mut self, expired: &Ipv4Expired) {
         let (icmp, mut cx) = icmp_cx!(self);
         if let Some(out) = icmp.time_exceeded(&mut cx, expired) {
             self.icmp_send(out);
