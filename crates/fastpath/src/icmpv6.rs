@@ -203,8 +203,9 @@ impl Icmpv6 {
             cx.drops.add(DropReason::Icmpv6RateLimited);
             return Err(DropReason::Icmpv6RateLimited);
         }
+        // Sized by the path MTU: IPv6 routers do not fragment (RFC 8201).
         let hop = match cx.ip.route(dst) {
-            Ok(hop) => hop,
+            Ok(hop) => cx.ip.along_path(hop, dst, cx.now),
             Err(reason) => {
                 cx.drops.add(reason);
                 return Err(reason);
@@ -225,8 +226,8 @@ impl Icmpv6 {
         Ok(Icmp6Out { buf, hop, src, dst })
     }
 
-    /// An error about the received `packet` (its bytes from the IPv6 header, header `ip`, addressed as
-    /// `delivery`), unless RFC 4443 §2.4(e) forbids one: about an ICMPv6 error or redirect, about a
+    /// An error about the received `packet` (its bytes from the IPv6 header, from `src` to `dst`,
+    /// addressed as `delivery`), unless RFC 4443 §2.4(e) forbids one: about an ICMPv6 error or redirect, about a
     /// packet to a group (but for a parameter problem the option asked for), or from a source that
     /// does not name one node (unspecified, multicast). The quote is as much of the packet as fits the
     /// minimum MTU (§2.4(c)).
@@ -235,10 +236,10 @@ impl Icmpv6 {
         cx: &mut Icmp6Cx,
         error: Icmp6Error,
         packet: &[u8],
-        ip: &Ipv6Repr,
+        (src, dst): (Ipv6Addr, Ipv6Addr),
         delivery: Delivery,
     ) -> Option<Icmp6Out> {
-        if ip.src_addr.is_unspecified() || ip.src_addr.is_multicast() {
+        if src.is_unspecified() || src.is_multicast() {
             return None;
         }
         let group_ok = matches!(
@@ -271,8 +272,8 @@ impl Icmpv6 {
             },
             Icmp6Error::TimeExceeded(code) => Icmpv6Repr::TimeExceeded { code, data },
         };
-        let src = (delivery == Delivery::Unicast).then_some(ip.dst_addr);
-        let out = self.output(cx, ip.src_addr, src, &repr, true).ok()?;
+        let from = (delivery == Delivery::Unicast).then_some(dst);
+        let out = self.output(cx, src, from, &repr, true).ok()?;
         match error {
             Icmp6Error::Unreachable(_) => cx.counters.out_dest_unreachs += 1,
             Icmp6Error::ParamProblem { .. } => cx.counters.out_param_probs += 1,

@@ -312,6 +312,8 @@ pub struct Ip6Counters {
     pub frag_oks: u64,
     /// Fragments created on output.
     pub frag_creates: u64,
+    /// The path MTU cache (RFC 8201).
+    pub path_mtu: PathMtuCounters,
 }
 
 /// ICMPv6 counters (RFC 4293's `icmpStatsTable` for IPv6, in part).
@@ -557,6 +559,10 @@ impl fmt::Display for Counters {
             (ip6.reasm_oks, "packets reassembled"),
             (ip6.frag_oks, "packets fragmented"),
             (ip6.frag_creates, "fragments created"),
+            (ip6.path_mtu.learned, "path mtus learned"),
+            (ip6.path_mtu.ignored, "path mtu messages ignored"),
+            (ip6.path_mtu.expired, "path mtus expired"),
+            (ip6.path_mtu.evicted, "path mtus evicted"),
         ] {
             if n > 0 {
                 writeln!(f, "    {n} {what}")?;

@@ -372,3 +372,185 @@ fn garbage_never_panics_and_the_stack_still_answers() {
     let (_, _, payload) = read_icmp6(&out[0]);
     assert_eq!(payload, b"alive");
 }
+
+/// The fragments of `payload` (starting with a header of `next`) as a sender would cut them for a
+/// link of `mtu`: each with the fixed header and a fragment header of `ident`.
+fn fragments(
+    src: &str,
+    dst: &str,
+    next: u8,
+    payload: &[u8],
+    mtu: usize,
+    ident: u32,
+) -> Vec<Vec<u8>> {
+    let max = (mtu - 48) & !7;
+    payload
+        .chunks(max)
+        .enumerate()
+        .map(|(i, piece)| {
+            let offset = i * max;
+            let more = offset + piece.len() < payload.len();
+            let mut p = vec![next, 0];
+            p.extend_from_slice(&((offset as u16) | more as u16).to_be_bytes());
+            p.extend_from_slice(&ident.to_be_bytes());
+            p.extend_from_slice(piece);
+            ipv6(src, dst, 44, &p)
+        })
+        .collect()
+}
+
+/// Reassembles what the stack sent (fragments or one whole packet): the upper-layer payload.
+fn reassemble(packets: &[Vec<u8>]) -> Vec<u8> {
+    let mut pieces: Vec<(usize, Vec<u8>)> = Vec::new();
+    for p in packets {
+        assert!(
+            p.len() <= 1500,
+            "a packet of {} bytes on a 1500-byte link",
+            p.len()
+        );
+        if p[6] != 44 {
+            return p[40..].to_vec();
+        }
+        let offset = usize::from(u16::from_be_bytes([p[42], p[43]]) & 0xfff8);
+        pieces.push((offset, p[48..].to_vec()));
+    }
+    pieces.sort();
+    let mut out = Vec::new();
+    for (offset, piece) in pieces {
+        assert_eq!(offset, out.len(), "fragments in order, no gap");
+        out.extend_from_slice(&piece);
+    }
+    out
+}
+
+#[test]
+fn fragmented_pings_are_reassembled_and_big_replies_fragmented() {
+    let mut h = Host::new();
+    let data: Vec<u8> = (0..3000u32).map(|i| (i * 7 + i / 251) as u8).collect();
+    let echo = icmp6(PEER, US, 128, 0, [0, 5, 0, 6], &data);
+    let mut frags = fragments(PEER, US, 58, &echo, 1280, 0xabcd_0001);
+    assert_eq!(frags.len(), 3);
+    frags.swap(0, 2); // out of order
+    for f in &frags {
+        inject(&mut h.raw, f);
+    }
+    while h.b.poll(T0) > 0 {}
+    let out = capture(&mut h.raw);
+    assert!(
+        out.len() >= 3,
+        "the 3-KiB reply leaves in fragments: {}",
+        out.len()
+    );
+    let reply = reassemble(&out);
+    let mut expected = icmp6(US, PEER, 129, 0, [0, 5, 0, 6], &data);
+    expected[2..4].copy_from_slice(&reply[2..4]);
+    assert_eq!(reply, expected, "the echo reply carries the request's data");
+    assert_eq!(
+        icmp6_checksum(US, PEER, &reply),
+        0xffff ^ 0xffff,
+        "checksum verifies"
+    );
+    let c = h.b.counters();
+    assert_eq!((c.ip6.reasm_reqds, c.ip6.reasm_oks), (3, 1));
+    assert_eq!(c.ip6.frag_oks, 1);
+    assert!(c.ip6.frag_creates >= 3);
+}
+
+#[test]
+fn overlapping_fragments_discard_the_packet() {
+    let mut h = Host::new();
+    let echo = icmp6(PEER, US, 128, 0, [0, 1, 0, 1], &[7u8; 2000]);
+    let frags = fragments(PEER, US, 58, &echo, 1280, 42);
+    // The second fragment again, 8 bytes earlier: it overlaps the first (RFC 5722).
+    let mut overlap = frags[1].clone();
+    let offset = u16::from_be_bytes([overlap[42], overlap[43]]) & 0xfff8;
+    overlap[42..44].copy_from_slice(&(offset - 8).to_be_bytes());
+    assert!(h.exchange(&frags[0]).is_empty());
+    assert!(h.exchange(&overlap).is_empty());
+    assert!(
+        h.exchange(&frags[1]).is_empty(),
+        "a fresh entry, incomplete"
+    );
+    assert_eq!(h.drops(DropReason::ReassemblyOverlap), 1);
+    assert_eq!(h.b.counters().ip6.reasm_oks, 0);
+}
+
+#[test]
+fn an_unfinished_packet_times_out_with_a_time_exceeded() {
+    let mut h = Host::new();
+    let echo = icmp6(PEER, US, 128, 0, [0, 1, 0, 1], &[7u8; 2000]);
+    let frags = fragments(PEER, US, 58, &echo, 1280, 43);
+    assert!(h.exchange(&frags[0]).is_empty());
+    // Not after IPv4's 30 s: IPv6 waits 60 (RFC 8200 §4.5).
+    assert!(h.b.poll(Instant::from_secs(31)) == 0);
+    assert!(h.b.poll(Instant::from_secs(61)) > 0);
+    let out = capture(&mut h.raw);
+    assert_eq!(out.len(), 1);
+    let (_, kind, quote) = read_icmp6(&out[0]);
+    assert_eq!(
+        kind,
+        etherparse::Icmpv6Type::TimeExceeded(
+            etherparse::icmpv6::TimeExceededCode::FragmentReassemblyTimeExceeded
+        )
+    );
+    assert_eq!(quote.len(), 1232, "as much as fits the minimum MTU");
+    assert_eq!(
+        quote,
+        frags[0][..1232],
+        "quotes the first fragment as it arrived"
+    );
+    assert_eq!(h.drops(DropReason::ReassemblyTimeout), 1);
+}
+
+#[test]
+fn bad_fragment_lengths_get_a_parameter_problem() {
+    let mut h = Host::new();
+    // 13 bytes with more to come: not a multiple of 8 (pointer 4, the payload length).
+    let mut p = vec![58, 0, 0, 1, 0, 0, 0, 44];
+    p.extend_from_slice(&[128; 13]); // an echo request's start: not an error, so answerable
+    let out = h.exchange(&ipv6(PEER, US, 44, &p));
+    let (_, kind, _) = read_icmp6(&out[0]);
+    assert_eq!(
+        kind,
+        etherparse::Icmpv6Type::ParameterProblem(etherparse::icmpv6::ParameterProblemHeader {
+            code: etherparse::icmpv6::ParameterProblemCode::ErroneousHeaderField,
+            pointer: 4
+        })
+    );
+    assert_eq!(h.drops(DropReason::FragmentBadLength), 1);
+    // An offset that would end past 65,535 bytes: pointer at the fragment offset (byte 42).
+    let mut p = vec![58, 0, 0xff, 0xf8, 0, 0, 0, 45];
+    p.extend_from_slice(&[128; 16]);
+    let out = h.exchange(&ipv6(PEER, US, 44, &p));
+    let (_, kind, _) = read_icmp6(&out[0]);
+    assert_eq!(
+        kind,
+        etherparse::Icmpv6Type::ParameterProblem(etherparse::icmpv6::ParameterProblemHeader {
+            code: etherparse::icmpv6::ParameterProblemCode::ErroneousHeaderField,
+            pointer: 42
+        })
+    );
+    assert_eq!(h.drops(DropReason::FragmentTooBig), 1);
+}
+
+#[test]
+fn packet_too_big_lowers_the_path_mtu_but_never_below_1280() {
+    let mut h = Host::new();
+    let data = vec![3u8; 1400];
+    // A reply of 1448 bytes fits the 1500-byte link whole.
+    let out = h.exchange(&echo_request(PEER, US, 1, 1, &data));
+    assert_eq!(out.len(), 1);
+    // A router says 1300.
+    let quoted = &ipv6(US, PEER, 58, &icmp6(US, PEER, 129, 0, [0, 1, 0, 1], &data))[..1232];
+    let ptb = icmp6("2001:db8::fe", US, 2, 0, 1300u32.to_be_bytes(), quoted);
+    assert!(h.exchange(&ipv6("2001:db8::fe", US, 58, &ptb)).is_empty());
+    assert_eq!(h.b.counters().ip6.path_mtu.learned, 1);
+    let out = h.exchange(&echo_request(PEER, US, 1, 2, &data));
+    assert!(out.len() >= 2, "fragmented to the path MTU");
+    assert!(out.iter().all(|p| p.len() <= 1300));
+    assert_eq!(reassemble(&out).len(), 8 + data.len());
+    // Below 1280: ignored, counted (RFC 8201 §4).
+    let ptb = icmp6("2001:db8::fe", US, 2, 0, 1000u32.to_be_bytes(), quoted);
+    assert!(h.exchange(&ipv6("2001:db8::fe", US, 58, &ptb)).is_empty());
+    assert_eq!(h.drops(DropReason::PathMtuBelowFloor), 1);
+}

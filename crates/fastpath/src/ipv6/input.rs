@@ -6,10 +6,11 @@ use std::net::Ipv6Addr;
 use super::{Ip6Cx, Ipv6};
 use crate::buf::PacketBuf;
 use crate::ip::{Delivery, LOOPBACK};
+use crate::reassembly::{Ipv6FragmentKey, Outcome};
 use crate::route::InterfaceId;
 use crate::stats::DropReason;
 use crate::wire::icmpv6::param_problem;
-use crate::wire::ipv6::HEADER_LEN;
+use crate::wire::ipv6::{HEADER_LEN, MAX_PAYLOAD_LEN};
 use crate::wire::ipv6ext::{self, Chain, ChainError};
 use crate::wire::{IpProtocol, Ipv6Packet, Ipv6Repr};
 
@@ -23,7 +24,8 @@ pub(crate) struct Accepted6 {
     pub(crate) ip: Ipv6Repr,
     pub(crate) delivery: Delivery,
     /// How many bytes before the window belong to the packet (fixed and extension headers): a
-    /// transport that answers with an ICMPv6 error quotes from there.
+    /// transport that answers with an ICMPv6 error quotes from there. 0 for a reassembled packet,
+    /// whose headers are not in front of it (no error is sent about one).
     pub(crate) header_len: usize,
     /// The next header field that named the upper layer, from the IPv6 header's start.
     pub(crate) named_at: u32,
@@ -111,7 +113,7 @@ impl Ipv6 {
                         Err(e) => return refuse(cx, buf, ip, delivery, e),
                     }
                 }
-                return drop(cx, buf, DropReason::Ipv6Fragment);
+                return self.reassemble(cx, buf, ip, delivery, chain, f);
             }
         };
         if chain.upper == IpProtocol::Ipv6NoNext {
@@ -132,6 +134,111 @@ impl Ipv6 {
             delivery,
             header_len,
             named_at: chain.named_at,
+        })
+    }
+
+    /// A fragment (not atomic) into the reassembly table (RFC 8200 §4.5); a completed packet goes on
+    /// through the rest of its header chain. A fragment whose length is not a multiple of 8 with more
+    /// to come, or that would make the packet longer than 65,535 bytes, is answered with a parameter
+    /// problem (code 0, pointing at the payload length or the fragment offset) as §4.5 asks.
+    #[inline(never)]
+    fn reassemble(
+        &mut self,
+        cx: &mut Ip6Cx,
+        mut buf: PacketBuf,
+        ip: Ipv6Repr,
+        delivery: Delivery,
+        chain: Chain,
+        f: ipv6ext::FragmentHeader,
+    ) -> Input6 {
+        let len = ip.payload_len - chain.offset;
+        let problem = if f.more && !len.is_multiple_of(8) {
+            Some((DropReason::FragmentBadLength, 4))
+        } else if chain.offset - 8 + f.offset + len > MAX_PAYLOAD_LEN {
+            Some((DropReason::FragmentTooBig, (HEADER_LEN + f.at + 2) as u32))
+        } else {
+            None
+        };
+        if let Some((reason, pointer)) = problem {
+            if delivery != Delivery::Unicast || len == 0 {
+                return drop(cx, buf, reason);
+            }
+            cx.drops.add(reason);
+            return Input6::ParamProblem {
+                packet: buf,
+                ip,
+                code: param_problem::HEADER_FIELD,
+                pointer,
+            };
+        }
+        let key = Ipv6FragmentKey {
+            src: ip.src_addr,
+            dst: ip.dst_addr,
+            ident: f.ident,
+        };
+        let header_len = HEADER_LEN + chain.offset;
+        let mut header = [0u8; 256];
+        let kept = header_len.min(header.len());
+        header[..kept].copy_from_slice(&buf.data()[..kept]);
+        if kept < header_len {
+            // An unfragmentable part this long is not worth holding (the chain walk bounds it).
+            return drop(cx, buf, DropReason::Ipv6ChainTooLong);
+        }
+        buf.truncate(HEADER_LEN + ip.payload_len);
+        buf.pull_front(header_len);
+        let done = match self.reassembly.insert(
+            key,
+            f.offset,
+            f.more,
+            &header[..header_len],
+            buf,
+            cx.now,
+            cx.pool,
+            cx.drops,
+        ) {
+            Outcome::Held => return Input6::Done,
+            Outcome::Dropped(reason) => {
+                cx.drops.add(reason);
+                return Input6::Done;
+            }
+            Outcome::Complete(done) => done,
+        };
+        cx.counters.reasm_oks += 1;
+        // The rest of the chain, after the fragment header, in the reassembled payload. Errors about a
+        // reassembled packet are not sent (its headers are no longer in front of it): counted drops.
+        let first = IpProtocol::from(done.next_header());
+        let base = done.first_header.len();
+        let mut payload = done.payload;
+        let after = match ipv6ext::walk_from(payload.data(), first, base, (base - 8) as u32) {
+            Ok(after) if after.fragment.is_none() => after,
+            Ok(_) => return drop(cx, payload, DropReason::Ipv6ChainTooLong),
+            Err(e) => {
+                let reason = match e {
+                    ChainError::Truncated => DropReason::Ipv6ExtensionTruncated,
+                    ChainError::UnknownOption => DropReason::Ipv6UnknownOption,
+                    ChainError::RoutingType0 { .. } => DropReason::Ipv6RoutingType0,
+                    ChainError::TooLong => DropReason::Ipv6ChainTooLong,
+                    ChainError::ParamProblem { .. } => DropReason::Ipv6ParameterProblem,
+                };
+                return drop(cx, payload, reason);
+            }
+        };
+        cx.counters.in_ext_headers += after.headers as u64;
+        if after.upper == IpProtocol::Ipv6NoNext {
+            return drop(cx, payload, DropReason::Ipv6NoNextHeader);
+        }
+        payload.pull_front(after.offset);
+        cx.counters.in_delivers += 1;
+        Input6::Deliver(Accepted6 {
+            ip: Ipv6Repr {
+                next_header: after.upper,
+                payload_len: payload.len(),
+                ..ip
+            },
+            buf: payload,
+            delivery,
+            header_len: 0,
+            named_at: after.named_at,
         })
     }
 

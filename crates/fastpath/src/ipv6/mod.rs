@@ -22,9 +22,12 @@ use crate::buf::BufferPool;
 use crate::config::StackConfig;
 use crate::ip::{NextHop, LOOPBACK};
 use crate::link::LinkCapabilities;
+use crate::pmtu::{PathMtuCache, PathMtuLimits, Refused};
+use crate::reassembly::{Ipv6Expired, Ipv6Reassembly};
 use crate::route::{InterfaceId, Ipv6Cidr, Route, RoutingTable};
 use crate::stats::{DropReason, Drops, Ip6Counters};
 use crate::time::Instant;
+use crate::wire::ipv6::MIN_MTU;
 
 /// Where a packet to an IPv6 destination goes.
 pub(crate) type NextHop6 = NextHop<Ipv6Addr>;
@@ -60,6 +63,9 @@ pub(crate) struct Ipv6 {
     pub(crate) routes: RoutingTable<Ipv6Addr>,
     /// Bumped whenever routes or addresses change: routes cached from before are stale.
     pub(crate) route_epoch: u32,
+    pub(crate) reassembly: Ipv6Reassembly,
+    /// Path MTUs learned from packet too big (RFC 8201), never below 1280.
+    pub(crate) path_mtu: PathMtuCache<Ipv6Addr>,
     /// The next fragment identification, from a random start (RFC 7739 §5.1's counter; one for the
     /// host, since fragments are rare here: only UDP datagrams larger than the path MTU make them).
     next_ident: u32,
@@ -74,6 +80,16 @@ impl Ipv6 {
             ifaces: Vec::new(),
             routes: RoutingTable::default(),
             route_epoch: 0,
+            // RFC 8200 §4.5: 60 seconds to reassemble, twice IPv4's 30.
+            reassembly: Ipv6Reassembly::new(&crate::config::Limits {
+                reassembly_timeout: config.limits.reassembly_timeout * 2,
+                ..config.limits.clone()
+            }),
+            path_mtu: PathMtuCache::new(PathMtuLimits {
+                entries: config.limits.path_mtu_entries,
+                expires: config.limits.path_mtu_expires,
+                floor: MIN_MTU,
+            }),
             next_ident: (secret[0] ^ secret[1].rotate_left(17)) as u32,
         }
     }
@@ -183,6 +199,61 @@ impl Ipv6 {
             .iter()
             .flat_map(|f| &f.addrs)
             .any(|c| u128::from(c.addr) & 0xff_ffff == low)
+    }
+
+    /// The earliest reassembly timeout or path MTU expiry.
+    pub(crate) fn next_deadline(&self) -> Option<Instant> {
+        match (self.reassembly.next_deadline(), self.path_mtu.next_expiry()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Discards the reassemblies whose time is up (counted) and returns what ICMPv6 may quote of
+    /// them; forgets the path MTUs past their time.
+    pub(crate) fn expire(&mut self, cx: &mut Ip6Cx) -> Vec<Ipv6Expired> {
+        let mut expired = Vec::new();
+        let n = self.reassembly.expire(cx.now, cx.pool, |e| expired.push(e));
+        for _ in 0..n {
+            cx.drops.add(DropReason::ReassemblyTimeout);
+        }
+        if self.path_mtu.expire(cx.now, &mut cx.counters.path_mtu) > 0 {
+            self.route_epoch = self.route_epoch.wrapping_add(1);
+        }
+        expired
+    }
+
+    /// `hop` with its MTU lowered to the path MTU to `dst` when one is known at `now`.
+    pub(crate) fn along_path(&self, mut hop: NextHop6, dst: Ipv6Addr, now: Instant) -> NextHop6 {
+        hop.caps.mtu = self.path_mtu.path_mtu(dst, hop.caps.mtu, now);
+        hop
+    }
+
+    /// A packet too big said packets to `dst` must be at most `mtu` bytes (RFC 8201 §4): learned
+    /// unless below 1280 or not below what is in use (both counted). Learning makes cached routes
+    /// stale. Returns the path MTU now in use, or `None` when `mtu` was refused as below the floor.
+    pub(crate) fn learn_path_mtu(
+        &mut self,
+        cx: &mut Ip6Cx,
+        dst: Ipv6Addr,
+        mtu: usize,
+    ) -> Option<usize> {
+        let link_mtu = self.route(dst).map_or(usize::MAX, |h| h.caps.mtu);
+        match self.path_mtu.learn(
+            dst,
+            mtu,
+            link_mtu,
+            cx.now,
+            &mut cx.counters.path_mtu,
+            cx.drops,
+        ) {
+            Ok(mtu) => {
+                self.route_epoch = self.route_epoch.wrapping_add(1);
+                Some(mtu)
+            }
+            Err(Refused::NotSmaller(current)) => Some(current),
+            Err(Refused::BelowFloor) => None,
+        }
     }
 
     /// A new fragment identification.

@@ -290,6 +290,10 @@ impl Stack {
             self.expire_reassembly();
             processed += self.flush();
         }
+        if self.ip6.next_deadline().is_some_and(|d| d <= now) {
+            self.expire_ipv6();
+            processed += self.flush();
+        }
         if self.tcp_next_deadline().is_some_and(|d| d <= now) {
             self.tcp_timers();
             processed += self.flush();
@@ -370,10 +374,14 @@ impl Stack {
     /// The earliest time a timer (TCP retransmission, delayed ACK, reassembly expiry, ...) wants
     /// `poll` to run, if any: a caller may sleep until then when the links are quiet.
     pub fn next_deadline(&self) -> Option<Instant> {
-        [self.ip.next_deadline(), self.tcp_next_deadline()]
-            .into_iter()
-            .flatten()
-            .min()
+        [
+            self.ip.next_deadline(),
+            self.ip6.next_deadline(),
+            self.tcp_next_deadline(),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
     /// Hands every queued output packet to its link now; returns how many there were.

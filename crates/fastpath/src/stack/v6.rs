@@ -159,13 +159,12 @@ impl Stack {
             IpProtocol::Tcp => DropReason::TcpNoSocket,
             _ => DropReason::Ipv6UnknownProtocol,
         };
-        // The headers are still in front of the window: quote the packet as it arrived.
-        buf.push_front(header_len);
-        let original = Ipv6Repr {
-            payload_len: buf.len() - crate::wire::ipv6::HEADER_LEN,
-            ..ip
-        };
-        self.icmp6_send_error(error, buf.data(), &original, delivery);
+        // The headers are still in front of the window: quote the packet as it arrived (a
+        // reassembled one has none there, and gets no error).
+        if header_len > 0 {
+            buf.push_front(header_len);
+            self.icmp6_send_error(error, buf.data(), &ip, delivery);
+        }
         self.drop_packet(buf, reason);
     }
 
@@ -175,8 +174,13 @@ impl Stack {
         match icmp6.input(&mut cx, buf, ip, delivery) {
             Icmp6Input::Done => {}
             Icmp6Input::Send(out) => self.icmp6_send(out),
+            Icmp6Input::TooBig { quoted, mtu } => {
+                let (ip6, mut cx, _) = ip6_cx!(self);
+                let mtu = usize::try_from(mtu).unwrap_or(usize::MAX);
+                ip6.learn_path_mtu(&mut cx, quoted.ip.dst_addr, mtu);
+            }
             // Sockets over IPv6 come with the transports' IPv6 support: nothing to tell yet.
-            Icmp6Input::Report { .. } | Icmp6Input::TooBig { .. } => {}
+            Icmp6Input::Report { .. } => {}
         }
     }
 
@@ -189,8 +193,32 @@ impl Stack {
         delivery: Delivery,
     ) {
         let (icmp6, mut cx) = icmp6_cx!(self);
-        if let Some(out) = icmp6.error(&mut cx, error, packet, ip, delivery) {
+        let addresses = (ip.src_addr, ip.dst_addr);
+        if let Some(out) = icmp6.error(&mut cx, error, packet, addresses, delivery) {
             self.icmp6_send(out);
+        }
+    }
+
+    /// Discards the IPv6 reassemblies whose time is up, answering each whose first fragment came
+    /// with a time exceeded (RFC 8200 §4.5), and forgets expired path MTUs.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn expire_ipv6(&mut self) {
+        let (ip6, mut cx, _) = ip6_cx!(self);
+        for e in ip6.expire(&mut cx) {
+            let quoted = e.quoted();
+            // The destination was ours: unicast unless it was a group.
+            let delivery = if e.key.dst.is_multicast() {
+                Delivery::Broadcast
+            } else {
+                Delivery::Unicast
+            };
+            let (icmp6, mut cx) = icmp6_cx!(self);
+            let error = Icmp6Error::TimeExceeded(crate::wire::icmpv6::time_exceeded::REASSEMBLY);
+            if let Some(out) = icmp6.error(&mut cx, error, quoted, (e.key.src, e.key.dst), delivery)
+            {
+                self.icmp6_send(out);
+            }
         }
     }
 
