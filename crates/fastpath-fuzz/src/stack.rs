@@ -538,7 +538,7 @@ fn fix_ip_checksum(p: &mut [u8]) {
 /// What a socket call returned, comparable between stacks.
 #[derive(Debug, PartialEq, Eq)]
 enum Answer {
-    Read(Vec<u8>, SocketAddrV4),
+    Read(Vec<u8>, std::net::SocketAddr),
     Sent(usize),
     Error(Option<io::ErrorKind>),
     Failed(io::ErrorKind),
@@ -602,7 +602,7 @@ fn socket_call(
                 .send_echo_request(*send.0.ip(), 7, a as u16, &send.1);
             let reply = host.stack.recv_echo_reply();
             match r {
-                Ok(()) => Answer::Read(reply.map(|r| r.data).unwrap_or_default(), send.0),
+                Ok(()) => Answer::Read(reply.map(|r| r.data).unwrap_or_default(), send.0.into()),
                 Err(e) => Answer::Failed(e.kind()),
             }
         }
@@ -630,7 +630,7 @@ fn drain(host: &mut Host) -> Vec<Answer> {
         );
     }
     while let Some(r) = host.stack.recv_echo_reply() {
-        all.push(Answer::Read(r.data, SocketAddrV4::new(r.from, 0)));
+        all.push(Answer::Read(r.data, SocketAddrV4::new(r.from, 0).into()));
     }
     all
 }

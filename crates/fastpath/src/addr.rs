@@ -1,6 +1,6 @@
 //! Addresses: what the layers above IP need to know of an address family ([`IpAddress`], for IPv4 and
-//! IPv6), and socket addresses as the API takes them (anything that implements [`ToSocketAddrs`],
-//! resolved to the first IPv4 address it yields: the sockets speak IPv4 only so far).
+//! IPv6), and socket addresses as the API takes them (anything that implements [`ToSocketAddrs`]:
+//! a bind takes the first address it yields, a send or connect the first of the socket's family).
 //!
 //! The demultiplexers, the routing table and the transport pseudo-header are written over
 //! [`IpAddress`] and monomorphized per family, so IPv4's per-packet code is what it would be if it
@@ -120,13 +120,45 @@ pub(crate) fn ipv4<A: ToSocketAddrs + ?Sized>(addr: &A) -> io::Result<SocketAddr
     Err(no_ipv4(saw_v6))
 }
 
+/// The first IPv6 address `addr` resolves to, for a socket of the IPv6 family.
+pub(crate) fn ipv6<A: ToSocketAddrs + ?Sized>(addr: &A) -> io::Result<SocketAddrV6> {
+    let mut saw_v4 = false;
+    for a in addr.to_socket_addrs()? {
+        match a {
+            SocketAddr::V6(v6) => return Ok(v6),
+            SocketAddr::V4(_) => saw_v4 = true,
+        }
+    }
+    Err(if saw_v4 {
+        io::Error::new(
+            io::ErrorKind::AddrNotAvailable,
+            "the address resolved to IPv4 only, for an IPv6 socket",
+        )
+    } else {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "the address resolved to no address at all",
+        )
+    })
+}
+
+/// The first address `addr` resolves to, of either family (what a bind takes).
+pub(crate) fn any<A: ToSocketAddrs + ?Sized>(addr: &A) -> io::Result<SocketAddr> {
+    addr.to_socket_addrs()?.next().ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "the address resolved to no address at all",
+        )
+    })
+}
+
 #[cold]
 #[inline(never)]
 fn no_ipv4(saw_v6: bool) -> io::Error {
     if saw_v6 {
         io::Error::new(
             io::ErrorKind::AddrNotAvailable,
-            "the address resolved to IPv6 only: fastpath does not support IPv6 yet",
+            "the address resolved to IPv6 only, for an IPv4 socket (or a call that takes IPv4 only)",
         )
     } else {
         io::Error::new(

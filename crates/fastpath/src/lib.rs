@@ -12,7 +12,8 @@
 //! Two stacks joined by an in-memory link ([`PairEnd::pair`]) exchange a UDP datagram. Nothing moves
 //! until a stack is polled, and no call blocks: a socket with nothing to read returns
 //! `io::ErrorKind::WouldBlock`. Sockets are handles, used through the stack that owns them
-//! (`stack.udp(socket)`, `stack.tcp(stream)`); addresses are anything [`ToSocketAddrs`] takes, IPv4 only.
+//! (`stack.udp(socket)`, `stack.tcp(stream)`); addresses are anything [`ToSocketAddrs`] takes. UDP
+//! speaks IPv4 and IPv6 (a socket's family is its bind address's); TCP IPv4 only so far.
 //!
 //! ```
 //! use fastpath::{Impairments, Instant, Ipv4Cidr, LinkCapabilities, PairEnd, Stack, StackConfig};
@@ -33,7 +34,7 @@
 //! let mut buf = [0u8; 1500];
 //! let (n, from) = b.udp(server).recv_from(&mut buf)?;
 //! assert_eq!(&buf[..n], b"hello");
-//! assert_eq!(from.ip().octets(), [10, 0, 0, 1]);
+//! assert_eq!(from.ip(), std::net::Ipv4Addr::new(10, 0, 0, 1));
 //! assert_eq!(
 //!     b.udp(server).recv_from(&mut buf).unwrap_err().kind(),
 //!     std::io::ErrorKind::WouldBlock

@@ -79,6 +79,8 @@ drop_reasons! {
     UdpBadChecksum => "udp: bad checksum",
     /// UDP: no socket for the destination port (ICMP port unreachable is sent, rate permitting).
     UdpNoSocket => "udp: no socket",
+    /// UDP over IPv6: a zero checksum, which IPv6 does not allow (RFC 8200 §8.1).
+    UdpZeroChecksumIpv6 => "udp: zero checksum over ipv6",
     /// UDP: the socket's receive queue was full.
     UdpQueueFull => "udp: receive queue full",
     /// ICMP: shorter than its header.

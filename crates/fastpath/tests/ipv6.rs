@@ -308,20 +308,191 @@ fn what_the_kernel_sends_on_a_new_link_is_dropped_by_name() {
     assert_eq!(h.b.counters().icmp6.in_discovery, 3);
 }
 
+/// A UDP datagram with its checksum over the IPv6 pseudo-header (`zero`: with a zero field instead).
+fn udp6(src: &str, dst: &str, sport: u16, dport: u16, data: &[u8], zero: bool) -> Vec<u8> {
+    let mut u = Vec::new();
+    u.extend_from_slice(&sport.to_be_bytes());
+    u.extend_from_slice(&dport.to_be_bytes());
+    u.extend_from_slice(&((8 + data.len()) as u16).to_be_bytes());
+    u.extend_from_slice(&[0, 0]);
+    u.extend_from_slice(data);
+    if !zero {
+        let mut pseudo = Vec::new();
+        pseudo.extend_from_slice(&a6(src).octets());
+        pseudo.extend_from_slice(&a6(dst).octets());
+        pseudo.extend_from_slice(&(u.len() as u32).to_be_bytes());
+        pseudo.extend_from_slice(&[0, 0, 0, 17]);
+        pseudo.extend_from_slice(&u);
+        let sum = match !fastpath::checksum::rfc1071(&pseudo) {
+            0 => 0xffff,
+            x => x,
+        };
+        u[6..8].copy_from_slice(&sum.to_be_bytes());
+    }
+    ipv6(src, dst, 17, &u)
+}
+
 #[test]
-fn udp_and_tcp_to_ipv6_are_refused_until_sockets_speak_it() {
+fn udp_over_ipv6_is_delivered_and_a_closed_port_answered() {
     let mut h = Host::new();
-    let udp = [0x13, 0x88, 0, 9, 0, 8, 0, 0];
-    let out = h.exchange(&ipv6(PEER, US, 17, &udp));
+    let s = h.b.udp_bind(format!("[{US}]:9")).unwrap();
+    assert!(h
+        .exchange(&udp6(PEER, US, 5000, 9, b"hello six", false))
+        .is_empty());
+    let mut buf = [0u8; 64];
+    let (n, from) = h.b.udp(s).recv_from(&mut buf).unwrap();
+    assert_eq!(&buf[..n], b"hello six");
+    assert_eq!(from, format!("[{PEER}]:5000").parse().unwrap());
+    // The echo goes back over IPv6, checksummed; etherparse reads it.
+    h.b.udp(s).send_to(&buf[..n], from).unwrap();
+    while h.b.poll(T0) > 0 {}
+    let out = capture(&mut h.raw);
     assert_eq!(out.len(), 1);
-    let (_, kind, _) = read_icmp6(&out[0]);
+    let sliced = etherparse::SlicedPacket::from_ip(&out[0]).unwrap();
+    let Some(etherparse::TransportSlice::Udp(u)) = sliced.transport else {
+        panic!("not UDP");
+    };
+    assert_eq!((u.source_port(), u.destination_port()), (9, 5000));
+    assert_eq!(u.payload(), b"hello six");
+    assert_eq!(
+        out[0],
+        udp6(US, PEER, 9, 5000, b"hello six", false),
+        "checksum and all"
+    );
+
+    // A closed port: destination unreachable, port.
+    let out = h.exchange(&udp6(PEER, US, 5000, 10, b"x", false));
+    assert_eq!(out.len(), 1);
+    let (_, kind, quote) = read_icmp6(&out[0]);
     assert_eq!(
         kind,
         etherparse::Icmpv6Type::DestinationUnreachable(
             etherparse::icmpv6::DestUnreachableCode::Port
         )
     );
+    assert_eq!(
+        quote,
+        udp6(PEER, US, 5000, 10, b"x", false),
+        "quotes the datagram"
+    );
     assert_eq!(h.drops(DropReason::UdpNoSocket), 1);
+
+    // A zero checksum is not allowed over IPv6 (RFC 8200 §8.1): dropped, named, unanswered.
+    assert!(h
+        .exchange(&udp6(PEER, US, 5000, 9, b"naked", true))
+        .is_empty());
+    assert_eq!(h.drops(DropReason::UdpZeroChecksumIpv6), 1);
+    assert!(h.b.udp(s).recv_from(&mut buf).is_err());
+    // A bad checksum is dropped too.
+    let mut bad = udp6(PEER, US, 5000, 9, b"bad", false);
+    *bad.last_mut().unwrap() ^= 0x40;
+    assert!(h.exchange(&bad).is_empty());
+    assert!(h.b.udp(s).recv_from(&mut buf).is_err());
+    assert_eq!(h.drops(DropReason::UdpBadChecksum), 1);
+}
+
+#[test]
+fn an_ipv4_socket_and_an_ipv6_socket_share_a_port_but_not_datagrams() {
+    let mut h = Host::new();
+    let s4 = h.b.udp_bind("0.0.0.0:53").unwrap();
+    let s6 = h.b.udp_bind("[::]:53").unwrap();
+    assert!(h
+        .exchange(&udp6(PEER, US, 5000, 53, b"six", false))
+        .is_empty());
+    let mut buf = [0u8; 16];
+    assert!(
+        h.b.udp(s4).recv_from(&mut buf).is_err(),
+        "not to the IPv4 socket"
+    );
+    let (n, from) = h.b.udp(s6).recv_from(&mut buf).unwrap();
+    assert_eq!((&buf[..n], from.is_ipv6()), (&b"six"[..], true));
+    assert_eq!(
+        h.b.udp(s6).local_addr().unwrap(),
+        "[::]:53".parse().unwrap()
+    );
+    // An IPv6 socket takes only IPv6 destinations, and says so.
+    let e = h.b.udp(s6).send_to(b"x", "10.0.0.1:53").unwrap_err();
+    assert_eq!(e.kind(), std::io::ErrorKind::AddrNotAvailable);
+    // A second IPv6 bind of the same port conflicts.
+    assert_eq!(
+        h.b.udp_bind(format!("[{US}]:53")).unwrap_err().kind(),
+        std::io::ErrorKind::AddrInUse
+    );
+}
+
+#[test]
+fn udp_between_two_stacks_over_ipv6_with_fragments_both_ways() {
+    let (mut a, mut b) = two_stacks(
+        StackConfig::default(),
+        LinkCapabilities::plain(1500),
+        Default::default(),
+    );
+    let iface = fastpath::InterfaceId(1);
+    a.add_ipv6_address(iface, "2001:db8::1/64".parse().unwrap())
+        .unwrap();
+    b.add_ipv6_address(iface, "2001:db8::2/64".parse().unwrap())
+        .unwrap();
+    let sa = a.udp_bind("[2001:db8::1]:0").unwrap();
+    let sb = b.udp_bind("[::]:7").unwrap();
+    let big: Vec<u8> = (0..20_000u32).map(|i| (i * 31 + i / 7) as u8).collect();
+    for size in [0usize, 1, 1231, 1232, 1452, 1453, 4000, 20_000] {
+        a.udp(sa).send_to(&big[..size], "[2001:db8::2]:7").unwrap();
+        settle(&mut a, &mut b, T0);
+        let mut buf = vec![0u8; 65536];
+        let (n, from) = b.udp(sb).recv_from(&mut buf).unwrap();
+        assert_eq!(&buf[..n], &big[..size], "size {size}");
+        b.udp(sb).send_to(&buf[..n], from).unwrap();
+        settle(&mut a, &mut b, T0);
+        let (n, _) = a.udp(sa).recv_from(&mut buf).unwrap();
+        assert_eq!(&buf[..n], &big[..size], "echo of size {size}");
+    }
+    let (ca, cb) = (a.counters(), b.counters());
+    assert!(ca.ip6.frag_oks >= 3 && cb.ip6.frag_oks >= 3, "{ca}\n{cb}");
+    assert!(ca.ip6.reasm_oks >= 3 && cb.ip6.reasm_oks >= 3);
+    assert_eq!(ca.drops.total() + cb.drops.total(), 0, "{ca}\n{cb}");
+
+    // Over ::1, within one stack.
+    let lo = a.udp_bind("[::1]:9").unwrap();
+    let c = a.udp_bind("[::1]:0").unwrap();
+    // ::1 never leaves the host (RFC 4291 §2.5.3).
+    let e = a.udp(c).send_to(b"out", "[2001:db8::2]:7").unwrap_err();
+    assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput);
+    a.udp(c).send_to(b"loop", "[::1]:9").unwrap();
+    while a.poll(T0) > 0 {}
+    let mut buf = [0u8; 8];
+    let (n, from) = a.udp(lo).recv_from(&mut buf).unwrap();
+    assert_eq!(&buf[..n], b"loop");
+    assert_eq!(from, a.udp(c).local_addr().unwrap());
+}
+
+#[test]
+fn a_connected_ipv6_socket_learns_of_a_closed_port() {
+    let (mut a, mut b) = two_stacks(
+        StackConfig::default(),
+        LinkCapabilities::plain(1500),
+        Default::default(),
+    );
+    let iface = fastpath::InterfaceId(1);
+    a.add_ipv6_address(iface, "2001:db8::1/64".parse().unwrap())
+        .unwrap();
+    b.add_ipv6_address(iface, "2001:db8::2/64".parse().unwrap())
+        .unwrap();
+    let s = a.udp_bind("[::]:0").unwrap();
+    a.udp(s).connect("[2001:db8::2]:4444").unwrap();
+    assert_eq!(
+        a.udp(s).peer_addr().unwrap(),
+        "[2001:db8::2]:4444".parse().unwrap()
+    );
+    assert_eq!(
+        a.udp(s).local_addr().unwrap().ip(),
+        "2001:db8::1".parse::<std::net::IpAddr>().unwrap(),
+        "the route's source"
+    );
+    a.udp(s).send(b"anyone?").unwrap();
+    settle(&mut a, &mut b, T0);
+    assert_eq!(b.counters().icmp6.out_dest_unreachs, 1);
+    let e = a.udp(s).send(b"again").unwrap_err();
+    assert_eq!(e.kind(), std::io::ErrorKind::ConnectionRefused);
 }
 
 #[test]

@@ -6,6 +6,11 @@ use std::io::{ErrorKind, IoSlice, IoSliceMut};
 use std::net::Ipv4Addr;
 
 use common::*;
+
+/// `sa` as a `SocketAddr`, as the socket calls return addresses.
+fn sx(ip: Ipv4Addr, port: u16) -> std::net::SocketAddr {
+    sa(ip, port).into()
+}
 use fastpath::config::ChecksumPolicy;
 use fastpath::link::{Impairments, LinkCapabilities};
 use fastpath::{DropReason, Instant, StackConfig, UdpOptions};
@@ -25,7 +30,7 @@ fn pair() -> (fastpath::Stack, fastpath::Stack) {
 fn bind_rules() {
     let (mut a, _) = pair();
     let s = a.udp_bind(sa(ANY, 5000)).unwrap();
-    assert_eq!(a.udp(s).local_addr().unwrap(), sa(ANY, 5000));
+    assert_eq!(a.udp(s).local_addr().unwrap(), sx(ANY, 5000));
     // Same port, overlapping address: in use, with a clear error.
     let e = a.udp_bind(sa(A, 5000)).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::AddrInUse);
@@ -108,7 +113,7 @@ fn recv_would_block_then_delivers_and_peek_keeps_the_datagram() {
     a.udp(tx).send_to(b"second", sa(B, 2222)).unwrap();
     settle(&mut a, &mut b, NOW);
     assert_eq!(b.udp(rx).queued().unwrap().0, 2);
-    assert_eq!(b.udp(rx).peek_from(&mut buf).unwrap(), (5, sa(A, 1111)));
+    assert_eq!(b.udp(rx).peek_from(&mut buf).unwrap(), (5, sx(A, 1111)));
     assert_eq!(b.udp(rx).peek(&mut buf).unwrap(), 5);
     assert_eq!(&buf[..5], b"first");
     // A short buffer truncates the datagram; the rest is discarded.
@@ -116,7 +121,7 @@ fn recv_would_block_then_delivers_and_peek_keeps_the_datagram() {
     assert_eq!(b.udp(rx).recv(&mut small).unwrap(), 3);
     assert_eq!(&small, b"fir");
     let (n, from) = b.udp(rx).recv_from(&mut buf).unwrap();
-    assert_eq!((&buf[..n], from), (&b"second"[..], sa(A, 1111)));
+    assert_eq!((&buf[..n], from), (&b"second"[..], sx(A, 1111)));
     assert_eq!(
         b.udp(rx).recv(&mut buf).unwrap_err().kind(),
         ErrorKind::WouldBlock
@@ -179,17 +184,17 @@ fn connect_filters_and_send_to_never_connects() {
             b.udp(s).peer_addr().unwrap_err().kind(),
             ErrorKind::NotConnected
         );
-        assert_eq!(b.udp(s).local_addr().unwrap(), sa(ANY, 3000));
+        assert_eq!(b.udp(s).local_addr().unwrap(), sx(ANY, 3000));
         assert_eq!(
             b.udp(s).send(b"x").unwrap_err().kind(),
             ErrorKind::NotConnected
         );
 
         b.udp(s).connect(sa(A, 1000)).unwrap();
-        assert_eq!(b.udp(s).peer_addr().unwrap(), sa(A, 1000));
+        assert_eq!(b.udp(s).peer_addr().unwrap(), sx(A, 1000));
         assert_eq!(
             b.udp(s).local_addr().unwrap(),
-            sa(B, 3000),
+            sx(B, 3000),
             "connect picks the local address"
         );
         a.udp(a1).send_to(b"from a1", sa(B, 3000)).unwrap();
@@ -197,19 +202,19 @@ fn connect_filters_and_send_to_never_connects() {
         settle(&mut a, &mut b, NOW);
         let mut buf = [0u8; 32];
         let (n, from) = b.udp(s).recv_from(&mut buf).unwrap();
-        assert_eq!((&buf[..n], from), (&b"from a1"[..], sa(A, 1000)));
+        assert_eq!((&buf[..n], from), (&b"from a1"[..], sx(A, 1000)));
         assert_eq!(
             b.udp(s).recv(&mut buf).unwrap_err().kind(),
             ErrorKind::WouldBlock
         );
         b.udp(s).send(b"reply").unwrap();
         b.udp(s).disconnect().unwrap();
-        assert_eq!(b.udp(s).local_addr().unwrap(), sa(ANY, 3000));
+        assert_eq!(b.udp(s).local_addr().unwrap(), sx(ANY, 3000));
         a.udp(a2).send_to(b"again", sa(B, 3000)).unwrap();
         settle(&mut a, &mut b, NOW);
-        assert_eq!(b.udp(s).recv_from(&mut buf).unwrap().1, sa(A, 1001));
+        assert_eq!(b.udp(s).recv_from(&mut buf).unwrap().1, sx(A, 1001));
         let mut got = [0u8; 8];
-        assert_eq!(a.udp(a1).recv_from(&mut got).unwrap(), (5, sa(B, 3000)));
+        assert_eq!(a.udp(a1).recv_from(&mut got).unwrap(), (5, sx(B, 3000)));
     }
 }
 
@@ -260,8 +265,8 @@ fn best_match_delivery_prefers_the_most_specific_socket() {
     a.udp(a998).send_to(b"2", sa(B, 53)).unwrap();
     settle(&mut a, &mut b, NOW);
     let mut buf = [0u8; 4];
-    assert_eq!(b.udp(conn).recv_from(&mut buf).unwrap().1, sa(A, 999));
-    assert_eq!(b.udp(local).recv_from(&mut buf).unwrap().1, sa(A, 998));
+    assert_eq!(b.udp(conn).recv_from(&mut buf).unwrap().1, sx(A, 999));
+    assert_eq!(b.udp(local).recv_from(&mut buf).unwrap().1, sx(A, 998));
     assert_eq!(
         b.udp(wild).recv(&mut buf).unwrap_err().kind(),
         ErrorKind::WouldBlock
@@ -597,7 +602,7 @@ fn zero_copy_send_and_receive() {
                 .udp(rx)
                 .recv_from_with(|p, from| (p.to_vec(), from))
                 .unwrap();
-            assert_eq!(got, (data, sa(A, a.udp(tx).local_addr().unwrap().port())));
+            assert_eq!(got, (data, sx(A, a.udp(tx).local_addr().unwrap().port())));
         }
         assert_eq!(
             b.udp(rx).recv_from_with(|p, _| p.len()).unwrap_err().kind(),

@@ -1,23 +1,26 @@
 //! The UDP socket API, shaped like `std::net::UdpSocket`: every call is non-blocking and returns
 //! `io::ErrorKind::WouldBlock` when there is nothing to read. A handle borrows the whole stack for the
-//! call; the work is UDP's (`crate::udp`), reached through the stack.
+//! call; the work is UDP's (`crate::udp`), reached through the stack, in the socket's family.
 
 use std::io::{self, IoSlice, IoSliceMut};
-use std::net::{SocketAddrV4, ToSocketAddrs};
+use std::net::{SocketAddr, ToSocketAddrs};
 
-use crate::addr;
-use crate::stack::Stack;
+use crate::addr::{self, IpAddress};
+use crate::ipv4::Ipv4;
+use crate::ipv6::Ipv6;
+use crate::stack::{Family, Stack};
 use crate::stats::DropReason;
 use crate::transport::checksum::{copy_and_verify, copy_and_verify_one, deferred_ok};
-use crate::udp::{closed, Payload, SocketCounters, UdpOptions, UdpSocket};
+use crate::transport::network::Network;
+use crate::udp::{closed, Payload, RxDatagram, SocketCounters, SocketState, UdpOptions, UdpSocket};
 
 impl Stack {
-    /// Binds a UDP socket to `local` with default options. Port 0 picks an ephemeral port; address
-    /// `0.0.0.0` receives on every address of the host.
+    /// Binds a UDP socket to `local` with default options. Port 0 picks an ephemeral port; the
+    /// wildcard address (`0.0.0.0`, `[::]`) receives on every address of the host in its family.
     ///
-    /// `local` is anything [`ToSocketAddrs`] takes (`SocketAddrV4`, `"127.0.0.1:9"`,
-    /// `(Ipv4Addr::LOCALHOST, 9)`, ...): the first IPv4 address it resolves to is used, and one that
-    /// resolves to IPv6 addresses only is an `AddrNotAvailable` error (no IPv6 yet). A host name is
+    /// `local` is anything [`ToSocketAddrs`] takes (`SocketAddrV4`, `"127.0.0.1:9"`, `"[::1]:9"`,
+    /// `(Ipv4Addr::LOCALHOST, 9)`, ...): the first address it resolves to is used, and its family is
+    /// the socket's: an IPv4 socket sends and receives IPv4, an IPv6 socket IPv6. A host name is
     /// resolved by the system, which may block.
     pub fn udp_bind(&mut self, local: impl ToSocketAddrs) -> io::Result<UdpSocket> {
         self.udp_bind_with(local, UdpOptions::default())
@@ -30,8 +33,10 @@ impl Stack {
         local: impl ToSocketAddrs,
         options: UdpOptions,
     ) -> io::Result<UdpSocket> {
-        let local = addr::ipv4(&local)?;
-        self.udp.bind(&self.ip, local, options)
+        match addr::any(&local)? {
+            SocketAddr::V4(local) => self.udp_bind_in::<Ipv4>(local, options),
+            SocketAddr::V6(local) => self.udp_bind_in::<Ipv6>(local, options),
+        }
     }
 
     /// A handle to call socket methods on, in the manner of `std::net::UdpSocket`.
@@ -50,33 +55,62 @@ pub struct UdpSocketRef<'a> {
     pub(crate) socket: UdpSocket,
 }
 
+/// Calls `$f::<Ipv4>` or `$f::<Ipv6>` by the socket's family.
+macro_rules! by_family {
+    ($self:ident . $f:ident ( $($arg:expr),* )) => {
+        if $self.socket.v6 {
+            $self.$f::<Ipv6>($($arg),*)
+        } else {
+            $self.$f::<Ipv4>($($arg),*)
+        }
+    };
+}
+
 impl UdpSocketRef<'_> {
-    fn send_payload(
+    #[inline(always)]
+    fn send_payload<N: Family>(
         &mut self,
         payload: Payload<'_, '_>,
-        dst: Option<SocketAddrV4>,
+        dst: Option<N::Socket>,
     ) -> io::Result<usize> {
         layer!(Send, Socket);
-        let result = self.stack.udp_send(self.socket, payload, dst);
+        let result = self.stack.udp_send::<N>(self.socket, payload, dst);
         layer!();
         result
+    }
+
+    /// Resolves `dst` in the socket's family and sends `payload` there.
+    #[inline(always)]
+    fn send_payload_to(
+        &mut self,
+        payload: Payload<'_, '_>,
+        dst: &(impl ToSocketAddrs + ?Sized),
+    ) -> io::Result<usize> {
+        if self.socket.v6 {
+            let dst = addr::ipv6(dst)?;
+            self.send_payload::<Ipv6>(payload, Some(dst))
+        } else {
+            let dst = addr::ipv4(dst)?;
+            self.send_payload::<Ipv4>(payload, Some(dst))
+        }
     }
 
     /// Sends `buf` to `dst`. On an unconnected socket this never connects it, not even for a moment
     /// (Partridge & Pink §6.2), unless the `sendto_pseudo_connect` switch asks for the 4.3BSD way.
     ///
-    /// `dst` is anything [`ToSocketAddrs`] takes; the first IPv4 address it resolves to is used (see
-    /// [`Stack::udp_bind`]). A `SocketAddrV4` costs nothing extra; a host name is resolved by the
-    /// system on every call, which may block: resolve it once and keep the address instead.
+    /// `dst` is anything [`ToSocketAddrs`] takes; the first address of the socket's family it resolves
+    /// to is used (see [`Stack::udp_bind`]). A `SocketAddrV4` or `SocketAddr` costs nothing extra; a
+    /// host name is resolved by the system on every call, which may block: resolve it once and keep
+    /// the address instead.
     #[inline]
     pub fn send_to(&mut self, buf: &[u8], dst: impl ToSocketAddrs) -> io::Result<usize> {
-        let dst = addr::ipv4(&dst)?;
-        self.send_payload(Payload::Copy(&[IoSlice::new(buf)]), Some(dst))
+        self.send_payload_to(Payload::Copy(&[IoSlice::new(buf)]), &dst)
     }
 
     /// Sends `buf` to the connected peer.
     pub fn send(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.send_payload(Payload::Copy(&[IoSlice::new(buf)]), None)
+        let payload = Payload::Copy(&[IoSlice::new(buf)]);
+        by_family!(self.send_payload(payload, None))
     }
 
     /// Sends the concatenation of `bufs` as one datagram to `dst` (gathered and summed in one pass).
@@ -87,13 +121,12 @@ impl UdpSocketRef<'_> {
         bufs: &[IoSlice<'_>],
         dst: impl ToSocketAddrs,
     ) -> io::Result<usize> {
-        let dst = addr::ipv4(&dst)?;
-        self.send_payload(Payload::Copy(bufs), Some(dst))
+        self.send_payload_to(Payload::Copy(bufs), &dst)
     }
 
     /// Sends the concatenation of `bufs` as one datagram to the connected peer.
     pub fn send_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
-        self.send_payload(Payload::Copy(bufs), None)
+        by_family!(self.send_payload(Payload::Copy(bufs), None))
     }
 
     /// Zero-copy send (Chase et al., paper 002 §3.1): the stack lends a buffer of `len` bytes, already
@@ -106,8 +139,7 @@ impl UdpSocketRef<'_> {
         dst: impl ToSocketAddrs,
         mut fill: impl FnMut(&mut [u8]),
     ) -> io::Result<usize> {
-        let dst = addr::ipv4(&dst)?;
-        self.send_payload(Payload::Fill(len, &mut fill), Some(dst))
+        self.send_payload_to(Payload::Fill(len, &mut fill), &dst)
     }
 
     /// Zero-copy receive (paper 002 §3.1): hands the next datagram's payload, in the stack's own buffer,
@@ -115,10 +147,21 @@ impl UdpSocketRef<'_> {
     /// checksum is verified first (a failing datagram is dropped, counted, and the next one tried).
     pub fn recv_from_with<R>(
         &mut self,
-        read: impl FnOnce(&[u8], SocketAddrV4) -> R,
+        read: impl FnOnce(&[u8], SocketAddr) -> R,
+    ) -> io::Result<R> {
+        if self.socket.v6 {
+            self.recv_with_in::<Ipv6, R>(read)
+        } else {
+            self.recv_with_in::<Ipv4, R>(read)
+        }
+    }
+
+    fn recv_with_in<N: Family, R>(
+        &mut self,
+        read: impl FnOnce(&[u8], SocketAddr) -> R,
     ) -> io::Result<R> {
         let stack = &mut *self.stack;
-        let s = stack.udp.get_mut(self.socket).ok_or_else(closed)?;
+        let s = stack.udp.get_mut::<N>(self.socket).ok_or_else(closed)?;
         if let Some(kind) = s.error.take() {
             return Err(kind.into());
         }
@@ -127,7 +170,7 @@ impl UdpSocketRef<'_> {
             s.rx_bytes -= dg.buf.truesize();
             let ok = deferred_ok(dg.pending, dg.buf.data());
             if ok {
-                let result = read(dg.buf.data(), dg.from);
+                let result = read(dg.buf.data(), dg.from.into());
                 stack.pool.free(dg.buf);
                 stack.counters.udp.in_read += 1;
                 return Ok(result);
@@ -140,9 +183,14 @@ impl UdpSocketRef<'_> {
 
     /// Receives one datagram into `buf`; returns its length (bytes past `buf.len()` are discarded) and
     /// its sender.
-    pub fn recv_from(&mut self, buf: &mut [u8]) -> io::Result<(usize, SocketAddrV4)> {
+    #[inline]
+    pub fn recv_from(&mut self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
         layer!(Receive, Socket);
-        let result = self.recv_one(buf);
+        let result = if self.socket.v6 {
+            self.recv_one::<Ipv6>(buf).map(|(n, a)| (n, a.into()))
+        } else {
+            self.recv_one::<Ipv4>(buf).map(|(n, a)| (n, a.into()))
+        };
         layer!();
         result
     }
@@ -156,13 +204,14 @@ impl UdpSocketRef<'_> {
     pub fn recv_vectored(
         &mut self,
         bufs: &mut [IoSliceMut<'_>],
-    ) -> io::Result<(usize, SocketAddrV4)> {
-        self.read(bufs, false)
+    ) -> io::Result<(usize, SocketAddr)> {
+        by_family!(self.read(bufs, false))
     }
 
     /// Copies the next datagram into `buf` without taking it off the queue.
-    pub fn peek_from(&mut self, buf: &mut [u8]) -> io::Result<(usize, SocketAddrV4)> {
-        self.read(&mut [IoSliceMut::new(buf)], true)
+    pub fn peek_from(&mut self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
+        let bufs = &mut [IoSliceMut::new(buf)];
+        by_family!(self.read(bufs, true))
     }
 
     /// Copies the next datagram into `buf` without taking it off the queue.
@@ -173,43 +222,75 @@ impl UdpSocketRef<'_> {
     /// Connects the socket to `remote`: `send` goes there, and only datagrams from there are received.
     /// `remote` as for [`send_to`](Self::send_to).
     pub fn connect(&mut self, remote: impl ToSocketAddrs) -> io::Result<()> {
-        let remote = addr::ipv4(&remote)?;
-        self.stack.udp_connect(self.socket, remote)
+        if self.socket.v6 {
+            let remote = addr::ipv6(&remote)?;
+            self.stack.udp_connect::<Ipv6>(self.socket, remote)
+        } else {
+            let remote = addr::ipv4(&remote)?;
+            self.stack.udp_connect::<Ipv4>(self.socket, remote)
+        }
     }
 
     /// Undoes `connect`.
     pub fn disconnect(&mut self) -> io::Result<()> {
-        self.stack.udp_disconnect(self.socket)
+        if self.socket.v6 {
+            self.stack.udp_disconnect::<Ipv6>(self.socket)
+        } else {
+            self.stack.udp_disconnect::<Ipv4>(self.socket)
+        }
     }
 
-    /// The local address (its IP is `0.0.0.0` when bound to the wildcard and not connected).
-    pub fn local_addr(&self) -> io::Result<SocketAddrV4> {
-        let s = self.stack.udp.get(self.socket).ok_or_else(closed)?;
-        Ok(SocketAddrV4::new(s.pcb.local_addr, s.pcb.local_port))
+    /// The socket's state in its family's table, and what is read of it.
+    fn with<R>(
+        &self,
+        v4: impl FnOnce(&SocketState<Ipv4>) -> R,
+        v6: impl FnOnce(&SocketState<Ipv6>) -> R,
+    ) -> io::Result<R> {
+        if self.socket.v6 {
+            self.stack.udp.get::<Ipv6>(self.socket).map(v6)
+        } else {
+            self.stack.udp.get::<Ipv4>(self.socket).map(v4)
+        }
+        .ok_or_else(closed)
+    }
+
+    /// The local address (its IP is the wildcard when bound to it and not connected).
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        fn local<N: Network>(s: &SocketState<N>) -> SocketAddr {
+            s.pcb.local_addr.socket(s.pcb.local_port).into()
+        }
+        self.with(local, local)
     }
 
     /// The connected peer.
-    pub fn peer_addr(&self) -> io::Result<SocketAddrV4> {
-        let s = self.stack.udp.get(self.socket).ok_or_else(closed)?;
-        if !s.pcb.is_connected() {
-            return Err(io::Error::new(
-                io::ErrorKind::NotConnected,
-                "socket is not connected",
-            ));
+    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
+        fn peer<N: Network>(s: &SocketState<N>) -> Option<SocketAddr> {
+            let p = s.pcb;
+            p.is_connected()
+                .then(|| p.remote_addr.socket(p.remote_port).into())
         }
-        Ok(SocketAddrV4::new(s.pcb.remote_addr, s.pcb.remote_port))
+        self.with(peer, peer)?
+            .ok_or_else(|| io::Error::new(io::ErrorKind::NotConnected, "socket is not connected"))
     }
 
     /// The options.
     pub fn options(&self) -> io::Result<UdpOptions> {
-        Ok(self.stack.udp.get(self.socket).ok_or_else(closed)?.options)
+        self.with(|s| s.options, |s| s.options)
     }
 
     /// Changes the options that can change after binding (`broadcast`, `no_checksum`,
     /// `recv_buffer_bytes`); `reuse_address` keeps the value it was bound with.
     pub fn set_options(&mut self, options: UdpOptions) -> io::Result<()> {
+        by_family!(self.set_options_in(options))
+    }
+
+    fn set_options_in<N: Family>(&mut self, options: UdpOptions) -> io::Result<()> {
         let default = self.stack.config.limits.udp_rx_queue_bytes;
-        let s = self.stack.udp.get_mut(self.socket).ok_or_else(closed)?;
+        let s = self
+            .stack
+            .udp
+            .get_mut::<N>(self.socket)
+            .ok_or_else(closed)?;
         s.tx_cache = None;
         s.options = UdpOptions {
             reuse_address: s.options.reuse_address,
@@ -221,26 +302,40 @@ impl UdpSocketRef<'_> {
 
     /// Takes the pending error (from an ICMP error about a datagram this connected socket sent).
     pub fn take_error(&mut self) -> io::Result<Option<io::Error>> {
-        let s = self.stack.udp.get_mut(self.socket).ok_or_else(closed)?;
+        by_family!(self.take_error_in())
+    }
+
+    fn take_error_in<N: Family>(&mut self) -> io::Result<Option<io::Error>> {
+        let s = self
+            .stack
+            .udp
+            .get_mut::<N>(self.socket)
+            .ok_or_else(closed)?;
         Ok(s.error.take().map(io::Error::from))
     }
 
     /// Datagrams waiting, and their buffer bytes.
     pub fn queued(&self) -> io::Result<(usize, usize)> {
-        let s = self.stack.udp.get(self.socket).ok_or_else(closed)?;
-        Ok((s.rx.len(), s.rx_bytes))
+        self.with(|s| (s.rx.len(), s.rx_bytes), |s| (s.rx.len(), s.rx_bytes))
     }
 
     /// Per-socket counters.
     pub fn counters(&self) -> io::Result<SocketCounters> {
-        Ok(self.stack.udp.get(self.socket).ok_or_else(closed)?.counters)
+        self.with(|s| s.counters, |s| s.counters)
     }
 
     /// Closes the socket, dropping what it had queued.
     pub fn close(self) -> io::Result<()> {
-        let state = self.stack.udp.remove(self.socket).ok_or_else(closed)?;
-        for dg in state.rx {
-            self.stack.pool.free(dg.buf);
+        let stack = self.stack;
+        let bufs: Vec<_> = if self.socket.v6 {
+            let state = stack.udp.remove::<Ipv6>(self.socket).ok_or_else(closed)?;
+            state.rx.map(|dg| dg.buf).collect()
+        } else {
+            let state = stack.udp.remove::<Ipv4>(self.socket).ok_or_else(closed)?;
+            state.rx.map(|dg| dg.buf).collect()
+        };
+        for buf in bufs {
+            stack.pool.free(buf);
         }
         Ok(())
     }
@@ -249,9 +344,9 @@ impl UdpSocketRef<'_> {
     /// is checked first: a reader calls until `WouldBlock`, so at one datagram per poll half the
     /// calls find nothing.
     #[inline(always)]
-    fn recv_one(&mut self, buf: &mut [u8]) -> io::Result<(usize, SocketAddrV4)> {
+    fn recv_one<N: Family>(&mut self, buf: &mut [u8]) -> io::Result<(usize, N::Socket)> {
         let stack = &mut *self.stack;
-        let s = stack.udp.get_mut(self.socket).ok_or_else(closed)?;
+        let s = stack.udp.get_mut::<N>(self.socket).ok_or_else(closed)?;
         if let Some(kind) = s.error.take() {
             return Err(kind.into());
         }
@@ -260,7 +355,7 @@ impl UdpSocketRef<'_> {
         };
         s.rx_bytes -= dg.buf.truesize();
         if dg.pending.is_some() {
-            return self.recv_deferred(dg, buf);
+            return self.recv_deferred::<N>(dg, buf);
         }
         let payload = dg.buf.data();
         let n = buf.len().min(payload.len());
@@ -279,11 +374,11 @@ impl UdpSocketRef<'_> {
     /// [`Self::recv_one`] for a datagram whose checksum was deferred to this copy: verified as it is
     /// copied; one that fails is dropped, counted, and the next one tried.
     #[inline(never)]
-    fn recv_deferred(
+    fn recv_deferred<N: Family>(
         &mut self,
-        mut dg: crate::udp::RxDatagram,
+        mut dg: RxDatagram<N::Socket>,
         buf: &mut [u8],
-    ) -> io::Result<(usize, SocketAddrV4)> {
+    ) -> io::Result<(usize, N::Socket)> {
         let stack = &mut *self.stack;
         let alg = stack.udp.cfg.checksum.algorithm();
         loop {
@@ -297,7 +392,7 @@ impl UdpSocketRef<'_> {
                 return Ok((n, dg.from));
             }
             stack.counters.drops.add(DropReason::UdpBadChecksum);
-            let s = stack.udp.get_mut(self.socket).ok_or_else(closed)?;
+            let s = stack.udp.get_mut::<N>(self.socket).ok_or_else(closed)?;
             s.counters.bad_checksum += 1;
             if let Some(kind) = s.error.take() {
                 return Err(kind.into());
@@ -308,13 +403,15 @@ impl UdpSocketRef<'_> {
     }
 
     #[inline(always)]
-    fn read(
+    fn read<N: Family>(
         &mut self,
         bufs: &mut [IoSliceMut<'_>],
         peek: bool,
-    ) -> io::Result<(usize, SocketAddrV4)> {
+    ) -> io::Result<(usize, SocketAddr)> {
         layer!(Receive, Socket);
-        let result = self.read_datagram(bufs, peek);
+        let result = self
+            .read_datagram::<N>(bufs, peek)
+            .map(|(n, a)| (n, a.into()));
         layer!();
         result
     }
@@ -323,14 +420,14 @@ impl UdpSocketRef<'_> {
     /// whose deferred checksum fails is dropped and counted, and the next one is tried (paper 000
     /// §7.1.1); `bufs` may have been written even then.
     #[inline(always)]
-    fn read_datagram(
+    fn read_datagram<N: Family>(
         &mut self,
         bufs: &mut [IoSliceMut<'_>],
         peek: bool,
-    ) -> io::Result<(usize, SocketAddrV4)> {
+    ) -> io::Result<(usize, N::Socket)> {
         let stack = &mut *self.stack;
         let alg = stack.udp.cfg.checksum.algorithm();
-        let s = stack.udp.get_mut(self.socket).ok_or_else(closed)?;
+        let s = stack.udp.get_mut::<N>(self.socket).ok_or_else(closed)?;
         if let Some(kind) = s.error.take() {
             return Err(kind.into());
         }

@@ -156,7 +156,7 @@ impl PacketBuf {
     ///
     /// # Panics
     /// If there is less than `n` bytes of headroom: output paths reserve [`HEADROOM`], so this is a bug.
-    #[inline]
+    #[inline(always)]
     pub fn push_front(&mut self, n: usize) -> &mut [u8] {
         assert!(n <= self.head as usize, "no headroom for a {n}-byte header");
         self.head -= n as u32;

@@ -196,7 +196,7 @@ impl BufferPool {
     }
 
     /// Takes a buffer back: onto its free list in pool mode, to the heap otherwise.
-    #[inline]
+    #[inline(always)]
     pub fn free(&mut self, buf: PacketBuf) {
         if self.mode == BufferMode::Pool {
             let size = buf.truesize();

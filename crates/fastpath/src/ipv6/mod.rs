@@ -15,6 +15,7 @@ mod input;
 mod output;
 
 pub(crate) use input::{Accepted6, Input6};
+pub(crate) use output::HeaderTemplate6;
 
 use std::net::Ipv6Addr;
 

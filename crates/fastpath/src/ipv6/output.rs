@@ -12,7 +12,76 @@ use crate::wire::ipv6::{HEADER_LEN, MIN_MTU};
 use crate::wire::ipv6ext::FragmentHeader;
 use crate::wire::{IpProtocol, Ipv6Repr};
 
+/// A header template (`output_header_template`, paper 000 §6.1, as IPv4 has): the 40 bytes of an
+/// IPv6 header to one destination with everything but the payload length filled in. With no header
+/// checksum and no identification, using it is one copy and one store of the length. UDP's route
+/// cache keeps one per socket.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct HeaderTemplate6 {
+    bytes: [u8; HEADER_LEN],
+}
+
+impl HeaderTemplate6 {
+    /// The template for packets from `src` to `dst` with `next_header`: traffic class and flow label
+    /// 0, the configured hop limit.
+    pub(crate) fn new(
+        ip: &Ipv6,
+        src: Ipv6Addr,
+        dst: Ipv6Addr,
+        next_header: IpProtocol,
+    ) -> HeaderTemplate6 {
+        let mut bytes = [0u8; HEADER_LEN];
+        Ipv6Repr {
+            src_addr: src,
+            dst_addr: dst,
+            next_header,
+            payload_len: 0,
+            hop_limit: ip.cfg.hop_limit,
+            traffic_class: 0,
+            flow_label: 0,
+        }
+        .emit(&mut bytes);
+        HeaderTemplate6 { bytes }
+    }
+
+    fn repr(&self, payload_len: usize) -> Ipv6Repr {
+        let b = &self.bytes;
+        Ipv6Repr {
+            src_addr: Ipv6Addr::from(<[u8; 16]>::try_from(&b[8..24]).expect("16 bytes")),
+            dst_addr: Ipv6Addr::from(<[u8; 16]>::try_from(&b[24..40]).expect("16 bytes")),
+            next_header: IpProtocol::from(b[6]),
+            payload_len,
+            hop_limit: b[7],
+            traffic_class: 0,
+            flow_label: 0,
+        }
+    }
+}
+
 impl Ipv6 {
+    /// Output with a template a transport prepared (and may keep): the template's bytes and the
+    /// payload length when the packet fits `hop`'s MTU, else fragments.
+    #[inline(always)]
+    pub(crate) fn output_prepared(
+        &mut self,
+        cx: &mut Ip6Cx,
+        out: &mut impl Transmit,
+        mut buf: PacketBuf,
+        hop: &NextHop6,
+        template: &HeaderTemplate6,
+    ) {
+        layer!(Send, Ip);
+        cx.counters.out_requests += 1;
+        if HEADER_LEN + buf.len() <= hop.caps.mtu || buf.meta.gso_size > 0 {
+            let mut h = template.bytes;
+            h[4..6].copy_from_slice(&(buf.len() as u16).to_be_bytes());
+            buf.push_front(HEADER_LEN).copy_from_slice(&h);
+            return self.send(cx, out, hop.iface, buf);
+        }
+        let repr = template.repr(buf.len());
+        self.fragment(cx, out, buf, hop.iface, hop.caps.mtu, repr);
+    }
+
     /// Output: prepends an IPv6 header to `buf` (which holds the upper-layer message) and hands it to
     /// `out` for `hop`'s link, in fragments if it is larger than the link's MTU (a TSO segment is larger
     /// on purpose: the link cuts it).

@@ -22,10 +22,12 @@ use crate::route::{InterfaceId, Ipv4Cidr, Route, RoutingTable};
 use crate::stats::{Counters, DropReason};
 use crate::tcp::{Tcp, TcpCx};
 use crate::time::Instant;
-use crate::udp::{Payload, Udp, UdpCx, UdpSocket};
+use crate::transport::ports::Ports;
+use crate::udp::{Payload, Table, Udp, UdpCx, UdpFamily, UdpOptions, UdpSocket};
 use crate::wire::icmpv4::DstUnreachable;
 use crate::wire::{IpProtocol, Ipv4Repr};
-use devices::{Device, Devices};
+use devices::Device;
+pub(crate) use devices::Devices;
 
 pub use crate::ipv4::LOOPBACK;
 
@@ -85,11 +87,11 @@ macro_rules! icmp_cx {
     };
 }
 
-/// Splits a stack's fields into UDP's context: `udp_cx!(self)` gives `(udp, cx)`.
+/// Splits a stack's fields into UDP's context for IPv4: `udp_cx!(self)` gives `(table, cx)`.
 macro_rules! udp_cx {
     ($s:expr) => {
         (
-            &mut $s.udp,
+            &mut $s.udp.v4,
             UdpCx {
                 now: $s.now,
                 pool: &mut $s.pool,
@@ -99,6 +101,42 @@ macro_rules! udp_cx {
             },
         )
     };
+}
+
+/// A family as the stack routes it to UDP: the family's socket table and UDP's context with the
+/// family's IP layer, split out of the stack's fields.
+pub(crate) trait Family: UdpFamily {
+    fn udp(s: &mut Stack) -> (&mut Table<Self>, UdpCx<'_, Devices, Self>);
+    /// The family's socket table, the shared ports and the family's IP layer, for a bind.
+    fn bind_parts(s: &mut Stack) -> (&mut Table<Self>, &mut Ports, &Self);
+}
+
+impl Family for Ipv4 {
+    #[inline(always)]
+    fn udp(s: &mut Stack) -> (&mut Table<Ipv4>, UdpCx<'_, Devices, Ipv4>) {
+        udp_cx!(s)
+    }
+    fn bind_parts(s: &mut Stack) -> (&mut Table<Ipv4>, &mut Ports, &Ipv4) {
+        (&mut s.udp.v4, &mut s.udp.ports, &s.ip)
+    }
+}
+
+impl Family for Ipv6 {
+    fn udp(s: &mut Stack) -> (&mut Table<Ipv6>, UdpCx<'_, Devices, Ipv6>) {
+        (
+            &mut s.udp.v6,
+            UdpCx {
+                now: s.now,
+                pool: &mut s.pool,
+                counters: &mut s.counters,
+                ip: &mut s.ip6,
+                out: &mut s.devices,
+            },
+        )
+    }
+    fn bind_parts(s: &mut Stack) -> (&mut Table<Ipv6>, &mut Ports, &Ipv6) {
+        (&mut s.udp.v6, &mut s.udp.ports, &s.ip6)
+    }
 }
 
 /// Splits a stack's fields into TCP's context: `tcp_cx!(self)` gives `(tcp, cx)`.
@@ -477,7 +515,7 @@ impl Stack {
     #[inline(always)]
     pub(crate) fn udp_input(&mut self, buf: PacketBuf, ip: &Ipv4Repr, delivery: Delivery) {
         let (udp, mut cx) = udp_cx!(self);
-        if let Some(unwanted) = udp.input(&mut cx, buf, ip, delivery) {
+        if let Some(unwanted) = udp.input(&mut cx, buf, (ip.src_addr, ip.dst_addr), delivery) {
             self.udp_unreachable(unwanted, ip);
         }
     }
@@ -488,35 +526,47 @@ impl Stack {
         self.drop_packet(buf, DropReason::UdpNoSocket);
     }
 
-    /// Sends `payload` as one datagram from `s` to `dst` (or to its peer if `None`).
+    /// Sends `payload` as one datagram from `s` (of family `N`) to `dst` (or to its peer if `None`).
     #[inline(always)]
-    pub(crate) fn udp_send(
+    pub(crate) fn udp_send<N: Family>(
         &mut self,
         s: UdpSocket,
         payload: Payload<'_, '_>,
-        dst: Option<std::net::SocketAddrV4>,
+        dst: Option<N::Socket>,
     ) -> io::Result<usize> {
-        let (udp, mut cx) = udp_cx!(self);
+        let (udp, mut cx) = N::udp(self);
         udp.send(&mut cx, s, payload, dst)
     }
 
-    /// Connects `s` to `remote`.
-    pub(crate) fn udp_connect(
+    /// Connects `s` (of family `N`) to `remote`.
+    pub(crate) fn udp_connect<N: Family>(
         &mut self,
         s: UdpSocket,
-        remote: std::net::SocketAddrV4,
+        remote: N::Socket,
     ) -> io::Result<()> {
-        let (udp, mut cx) = udp_cx!(self);
+        let (udp, mut cx) = N::udp(self);
         udp.connect(&mut cx, s, remote)
     }
 
     /// Undoes a connect.
-    pub(crate) fn udp_disconnect(&mut self, s: UdpSocket) -> io::Result<()> {
-        self.udp.disconnect(s)
+    pub(crate) fn udp_disconnect<N: Family>(&mut self, s: UdpSocket) -> io::Result<()> {
+        N::udp(self).0.disconnect(s)
+    }
+
+    /// Binds a UDP socket of family `N`.
+    pub(crate) fn udp_bind_in<N: Family>(
+        &mut self,
+        local: N::Socket,
+        options: UdpOptions,
+    ) -> io::Result<UdpSocket> {
+        let (table, ports, ip) = N::bind_parts(self);
+        table.bind(ports, ip, local, options)
     }
 
     fn udp_report_error(&mut self, quoted: &Ipv4Repr, head: &[u8; 8], kind: io::ErrorKind) {
-        self.udp.report_error(quoted, head, kind);
+        self.udp
+            .v4
+            .report_error((quoted.src_addr, quoted.dst_addr), head, kind);
     }
 
     /// Input: one TCP segment.

@@ -4,10 +4,11 @@
 use std::io;
 use std::net::Ipv6Addr;
 
-use super::Stack;
+use super::{Family, Stack};
 use crate::buf::PacketBuf;
 use crate::icmpv6::{Icmp6Cx, Icmp6Error, Icmp6Input, Icmp6Out};
 use crate::ip::Delivery;
+use crate::ipv6::Ipv6;
 use crate::ipv6::{Accepted6, Input6, Ip6Cx, NextHop6};
 use crate::route::{InterfaceId, Ipv6Cidr, Route};
 use crate::stats::DropReason;
@@ -130,7 +131,7 @@ impl Stack {
     fn deliver6(&mut self, a: Accepted6) {
         match a.ip.next_header {
             IpProtocol::Icmpv6 => self.icmp6_input(a.buf, &a.ip, a.delivery),
-            IpProtocol::Udp => self.refuse6(a, Icmp6Error::Unreachable(unreachable::PORT)),
+            IpProtocol::Udp => self.udp6_input(a),
             IpProtocol::Tcp => self.refuse6(a, Icmp6Error::Unreachable(unreachable::PORT)),
             _ => {
                 let error = Icmp6Error::ParamProblem {
@@ -140,6 +141,16 @@ impl Stack {
                 };
                 self.refuse6(a, error)
             }
+        }
+    }
+
+    /// Input: one UDP datagram over IPv6; one no socket wants is answered with a port unreachable.
+    fn udp6_input(&mut self, a: Accepted6) {
+        let (udp, mut cx) = <Ipv6 as Family>::udp(self);
+        let addresses = (a.ip.src_addr, a.ip.dst_addr);
+        if let Some(unwanted) = udp.input(&mut cx, a.buf, addresses, a.delivery) {
+            let a = Accepted6 { buf: unwanted, ..a };
+            self.refuse6(a, Icmp6Error::Unreachable(unreachable::PORT));
         }
     }
 
@@ -179,8 +190,12 @@ impl Stack {
                 let mtu = usize::try_from(mtu).unwrap_or(usize::MAX);
                 ip6.learn_path_mtu(&mut cx, quoted.ip.dst_addr, mtu);
             }
-            // Sockets over IPv6 come with the transports' IPv6 support: nothing to tell yet.
-            Icmp6Input::Report { .. } => {}
+            Icmp6Input::Report { quoted, kind } => {
+                if quoted.upper == IpProtocol::Udp {
+                    let addresses = (quoted.ip.src_addr, quoted.ip.dst_addr);
+                    self.udp.v6.report_error(addresses, &quoted.head, kind);
+                }
+            }
         }
     }
 

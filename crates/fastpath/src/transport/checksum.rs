@@ -6,12 +6,12 @@
 //! `StackConfig::checksum_policy` and `StackConfig::checksum` (the routine).
 
 use std::io::{IoSlice, IoSliceMut};
-use std::net::Ipv4Addr;
 
+use crate::addr::IpAddress;
 use crate::buf::{gather, ChecksumOffload};
 use crate::checksum::{self, Algorithm, Checksum};
 use crate::config::{ChecksumPolicy, CopyChecksum, StackConfig};
-use crate::ipv4::NextHop;
+use crate::ip::NextHop;
 use crate::link::LinkCapabilities;
 
 /// Where a datagram's payload comes from.
@@ -25,6 +25,7 @@ pub(crate) enum Payload<'a, 'b> {
 
 impl Payload<'_, '_> {
     /// Its length in bytes.
+    #[inline]
     pub(crate) fn len(&self) -> usize {
         match self {
             Payload::Copy(pieces) => pieces.iter().map(|p| p.len()).sum(),
@@ -105,7 +106,7 @@ impl ChecksumRules {
     /// Kay & Pasquale's rule (`eliminate_on_protected_hop`): no checksum when the next hop is the
     /// destination and the link is CRC-protected.
     #[inline]
-    pub(crate) fn eliminated_on(&self, hop: &NextHop, dst: Ipv4Addr) -> bool {
+    pub(crate) fn eliminated_on<A: IpAddress>(&self, hop: &NextHop<A>, dst: A) -> bool {
         self.policy.eliminate_on_protected_hop && hop.caps.crc_protected && hop.next_hop == dst
     }
 

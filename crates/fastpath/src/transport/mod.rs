@@ -3,6 +3,7 @@
 //! allocator of local ports ([`ports`]), and the receive queue ([`ring`]).
 
 pub(crate) mod checksum;
+pub(crate) mod network;
 pub(crate) mod ports;
 pub(crate) mod ring;
 pub(crate) mod slots;

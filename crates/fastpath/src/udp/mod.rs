@@ -1,4 +1,10 @@
-//! UDP: the socket table, input (checksum, demultiplexing, queueing) and output (copy, checksum, send).
+//! UDP: the socket tables, input (checksum, demultiplexing, queueing) and output (copy, checksum, send).
+//!
+//! Written once over [`Network`], the IP layer of a family, and instantiated for IPv4 and IPv6: each
+//! family has its own [`Table`] of sockets and its own demultiplexer; the local ports are shared.
+//! What differs by family is said by the IP layer: the header template, the path MTU, and that an
+//! IPv6 datagram always carries a checksum (RFC 8200 §8.1: one arriving without is dropped, and the
+//! `no_checksum` option and Kay & Pasquale's elimination do not apply).
 //!
 //! Input verifies the checksum on arrival, or, with `CopyChecksum::Fused`, sums only the pseudo-header
 //! and UDP header and leaves the payload to be verified while it is copied to the application
@@ -21,30 +27,35 @@
 //! forgetting one bumps the stack's `route_epoch`, which makes every cached route stale.
 
 use std::io;
-use std::net::{Ipv4Addr, SocketAddrV4};
 
+use crate::addr::IpAddress;
 use crate::buf::{BufferPool, ChecksumOffload, PacketBuf};
 use crate::checksum;
 use crate::config::StackConfig;
 use crate::demux::{Demux, Pcb, SocketId};
-use crate::ipv4::{Delivery, HeaderTemplate, IpCx, Ipv4, NextHop, Transmit, LOOPBACK};
+use crate::ip::{Delivery, NextHop, Transmit, LOOPBACK};
+use crate::ipv4::Ipv4;
+use crate::ipv6::Ipv6;
 use crate::stats::{Counters, DropReason};
 use crate::time::Instant;
 use crate::transport::checksum::{
     deferred_ok, udp_header_sum, ChecksumRules, RxChecksum, TxChecksum,
 };
+use crate::transport::network::Network;
 use crate::transport::ports::Ports;
 use crate::transport::ring::Ring;
 use crate::transport::slots::Slots;
 
 pub(crate) use crate::transport::checksum::Payload;
-use crate::wire::{IpProtocol, Ipv4Repr, UdpPacket, UdpRepr, WireError};
+use crate::wire::{IpProtocol, UdpPacket, UdpRepr, WireError};
 
 /// A UDP socket of a stack: a handle, used through `Stack::udp`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct UdpSocket {
     pub(crate) index: u32,
     pub(crate) generation: u32,
+    /// In the IPv6 table.
+    pub(crate) v6: bool,
 }
 
 /// Socket options.
@@ -55,7 +66,8 @@ pub struct UdpOptions {
     /// Allow sending to broadcast addresses (`SO_BROADCAST`).
     pub broadcast: bool,
     /// Send with no checksum (zero field, RFC 768). Kay & Pasquale (paper 001) added this socket option
-    /// for applications, such as audio and video, that tolerate corruption and want the speed.
+    /// for applications, such as audio and video, that tolerate corruption and want the speed. IPv4
+    /// only: IPv6 forbids it (RFC 8200 §8.1), and an IPv6 socket ignores it.
     pub no_checksum: bool,
     /// Receive queue limit in bytes of the buffers queued datagrams hold, as Linux counts `SO_RCVBUF`
     /// (a small datagram from a TUN link holds a 2 KiB buffer); `None` takes the stack's default,
@@ -66,11 +78,15 @@ pub struct UdpOptions {
 /// Largest UDP payload in one IPv4 datagram: 65535 - 20 - 8.
 pub const MAX_PAYLOAD: usize = 65507;
 
+/// Largest UDP payload in one IPv6 packet without jumbograms: 65535 - 8 (the payload length field
+/// does not count the fixed header).
+pub const MAX_PAYLOAD_V6: usize = 65527;
+
 /// A datagram waiting in a socket's receive queue; its buffer's window is the payload.
 #[derive(Debug)]
-pub(crate) struct RxDatagram {
+pub(crate) struct RxDatagram<S> {
     pub(crate) buf: PacketBuf,
-    pub(crate) from: SocketAddrV4,
+    pub(crate) from: S,
     /// With deferred verification: the sum of the pseudo-header and UDP header, to be completed with the
     /// payload's sum as it is copied out.
     pub(crate) pending: Option<u16>,
@@ -89,77 +105,179 @@ pub struct SocketCounters {
 
 /// The state of one UDP socket (its protocol control block and queues).
 #[derive(Debug)]
-pub(crate) struct SocketState {
-    pub(crate) pcb: Pcb,
+pub(crate) struct SocketState<N: Network> {
+    pub(crate) pcb: Pcb<N::Addr>,
     /// The local address as bound by the user (restored on disconnect).
-    pub(crate) bound_addr: Ipv4Addr,
+    pub(crate) bound_addr: N::Addr,
     pub(crate) options: UdpOptions,
-    pub(crate) rx: Ring<RxDatagram>,
+    pub(crate) rx: Ring<RxDatagram<N::Socket>>,
     pub(crate) rx_bytes: usize,
     pub(crate) error: Option<io::ErrorKind>,
     pub(crate) counters: SocketCounters,
     /// The route and headers of the last destination sent to (`output_route_cache`); cleared when the
     /// PCB or the options change, stale when the stack's routes or interfaces have changed since.
-    pub(crate) tx_cache: Option<TxRoute>,
+    pub(crate) tx_cache: Option<TxRoute<N>>,
 }
 
 /// What `send_to` needs about one destination that does not change from datagram to datagram: the
 /// interface, its MTU, the checksum mode, and the constant parts of the headers and their sums.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct TxRoute {
-    dst: SocketAddrV4,
-    /// The stack's `route_epoch` when this was computed.
+#[derive(Debug)]
+pub(crate) struct TxRoute<N: Network> {
+    dst: N::Socket,
+    /// The IP layer's `route_epoch` when this was computed.
     epoch: u32,
-    hop: NextHop,
+    hop: NextHop<N::Addr>,
     /// The checksum mode of a datagram that fits the MTU, and of one that is fragmented (offload
     /// cannot cross fragments).
     mode: TxChecksum,
     mode_fragmented: TxChecksum,
     /// The UDP pseudo-header's source, destination and protocol, summed (unfolded).
     pseudo: u32,
-    /// The IPv4 header's template.
-    ip: HeaderTemplate,
+    /// The IP header's template.
+    ip: N::Template,
 }
 
-/// The UDP layer: every socket, the demultiplexer over them, and the local ports in use.
+impl<N: Network> Clone for TxRoute<N> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<N: Network> Copy for TxRoute<N> {}
+
+/// One family's sockets and the demultiplexer over them.
+#[derive(Debug)]
+pub(crate) struct Table<N: Network> {
+    pub(crate) cfg: UdpConfig,
+    sockets: Slots<SocketState<N>>,
+    pub(crate) demux: Box<dyn Demux<N::Addr>>,
+    matches: Vec<SocketId>,
+}
+
+/// The UDP layer: a socket table per family, and the local ports in use (shared: a port is a port).
 #[derive(Debug)]
 pub(crate) struct Udp {
     pub(crate) cfg: UdpConfig,
-    sockets: Slots<SocketState>,
-    pub(crate) demux: Box<dyn Demux>,
-    ports: Ports,
-    matches: Vec<SocketId>,
+    pub(crate) v4: Table<Ipv4>,
+    pub(crate) v6: Table<Ipv6>,
+    pub(crate) ports: Ports,
+}
+
+/// A family's table in the UDP layer.
+pub(crate) trait UdpFamily: Network + Sized {
+    /// True for IPv6 (the handle's flag).
+    const V6: bool;
+    /// The largest payload of one datagram.
+    const MAX_PAYLOAD: usize;
+    /// The family's table, and the shared ports.
+    fn split(udp: &mut Udp) -> (&mut Table<Self>, &mut Ports);
+    /// The family's table.
+    fn table(udp: &Udp) -> &Table<Self>;
+}
+
+impl UdpFamily for Ipv4 {
+    const V6: bool = false;
+    const MAX_PAYLOAD: usize = MAX_PAYLOAD;
+    #[inline(always)]
+    fn split(udp: &mut Udp) -> (&mut Table<Ipv4>, &mut Ports) {
+        (&mut udp.v4, &mut udp.ports)
+    }
+    #[inline(always)]
+    fn table(udp: &Udp) -> &Table<Ipv4> {
+        &udp.v4
+    }
+}
+
+impl UdpFamily for Ipv6 {
+    const V6: bool = true;
+    const MAX_PAYLOAD: usize = MAX_PAYLOAD_V6;
+    #[inline(always)]
+    fn split(udp: &mut Udp) -> (&mut Table<Ipv6>, &mut Ports) {
+        (&mut udp.v6, &mut udp.ports)
+    }
+    #[inline(always)]
+    fn table(udp: &Udp) -> &Table<Ipv6> {
+        &udp.v6
+    }
 }
 
 impl Udp {
     pub(crate) fn new(config: &StackConfig) -> Udp {
+        let cfg = UdpConfig {
+            checksum: ChecksumRules::of(config),
+            route_cache: config.output_route_cache,
+            sendto_pseudo_connect: config.sendto_pseudo_connect,
+            rx_queue_bytes: config.limits.udp_rx_queue_bytes,
+            demux_send_cache: config.demux.has_send_cache(),
+        };
         Udp {
-            cfg: UdpConfig {
-                checksum: ChecksumRules::of(config),
-                route_cache: config.output_route_cache,
-                sendto_pseudo_connect: config.sendto_pseudo_connect,
-                rx_queue_bytes: config.limits.udp_rx_queue_bytes,
-                demux_send_cache: config.demux.has_send_cache(),
-            },
+            cfg,
+            v4: Table::new(cfg, config),
+            v6: Table::new(cfg, config),
+            ports: Ports::new(&config.ephemeral_ports),
+        }
+    }
+
+    /// The state of socket `s` of family `N` (`None` for a closed socket or one of the other family).
+    #[inline]
+    pub(crate) fn get<N: UdpFamily>(&self, s: UdpSocket) -> Option<&SocketState<N>> {
+        if s.v6 != N::V6 {
+            return None;
+        }
+        N::table(self).sockets.get(s.index, s.generation)
+    }
+
+    #[inline]
+    pub(crate) fn get_mut<N: UdpFamily>(&mut self, s: UdpSocket) -> Option<&mut SocketState<N>> {
+        if s.v6 != N::V6 {
+            return None;
+        }
+        N::split(self).0.sockets.get_mut(s.index, s.generation)
+    }
+
+    /// Closes socket `s` of family `N`: its state, for the caller to free what it queued.
+    pub(crate) fn remove<N: UdpFamily>(&mut self, s: UdpSocket) -> Option<SocketState<N>> {
+        if s.v6 != N::V6 {
+            return None;
+        }
+        let (table, ports) = N::split(self);
+        table.remove(ports, s)
+    }
+}
+
+impl<N: Network> Table<N> {
+    fn new(cfg: UdpConfig, config: &StackConfig) -> Table<N> {
+        Table {
+            cfg,
             sockets: Slots::default(),
             demux: config.demux.build(),
-            ports: Ports::new(&config.ephemeral_ports),
             matches: Vec::new(),
         }
     }
 
+    fn handle(index: u32, generation: u32) -> UdpSocket
+    where
+        N: UdpFamily,
+    {
+        UdpSocket {
+            index,
+            generation,
+            v6: N::V6,
+        }
+    }
+
     #[inline]
-    pub(crate) fn get(&self, s: UdpSocket) -> Option<&SocketState> {
+    pub(crate) fn get(&self, s: UdpSocket) -> Option<&SocketState<N>> {
         self.sockets.get(s.index, s.generation)
     }
 
     #[inline]
-    pub(crate) fn get_mut(&mut self, s: UdpSocket) -> Option<&mut SocketState> {
+    pub(crate) fn get_mut(&mut self, s: UdpSocket) -> Option<&mut SocketState<N>> {
         self.sockets.get_mut(s.index, s.generation)
     }
 
     #[inline]
-    fn by_id(&mut self, id: SocketId) -> &mut SocketState {
+    fn by_id(&mut self, id: SocketId) -> &mut SocketState<N> {
         self.sockets
             .at_mut(id.0)
             .expect("demux holds only live sockets")
@@ -167,34 +285,38 @@ impl Udp {
 
     /// True when binding `local` (with `reuse`) would conflict with an existing socket: same port, and
     /// addresses that overlap (equal, or either a wildcard), unless both sockets allow reuse.
-    fn conflicts(&self, local: SocketAddrV4, reuse: bool) -> bool {
-        self.ports.in_use(local.port())
+    fn conflicts(&self, ports: &Ports, local: N::Socket, reuse: bool) -> bool {
+        let (addr, port) = (N::Addr::ip(&local), N::Addr::port(&local));
+        ports.in_use(port)
             && self.sockets.iter().any(|(_, s)| {
-                s.pcb.local_port == local.port()
-                    && (s.pcb.local_addr.is_unspecified()
-                        || local.ip().is_unspecified()
-                        || s.pcb.local_addr == *local.ip())
+                s.pcb.local_port == port
+                    && (s.pcb.local_addr.is_wildcard()
+                        || addr.is_wildcard()
+                        || s.pcb.local_addr == addr)
                     && !(reuse && s.options.reuse_address)
             })
     }
 
-    fn insert(&mut self, state: SocketState) -> UdpSocket {
+    fn insert(&mut self, ports: &mut Ports, state: SocketState<N>) -> UdpSocket
+    where
+        N: UdpFamily,
+    {
         let pcb = state.pcb;
         let (index, generation) = self.sockets.insert(state);
-        self.ports.take(pcb.local_port);
+        ports.take(pcb.local_port);
         self.demux.insert(SocketId(index), pcb);
-        UdpSocket { index, generation }
+        Self::handle(index, generation)
     }
 
-    pub(crate) fn remove(&mut self, s: UdpSocket) -> Option<SocketState> {
+    fn remove(&mut self, ports: &mut Ports, s: UdpSocket) -> Option<SocketState<N>> {
         let state = self.sockets.remove(s.index, s.generation)?;
-        self.ports.release(state.pcb.local_port);
+        ports.release(state.pcb.local_port);
         self.demux.remove(SocketId(s.index), &state.pcb);
         Some(state)
     }
 
     /// Replaces socket `s`'s PCB (its port stays), keeping the demultiplexer in step.
-    pub(crate) fn set_pcb(&mut self, s: UdpSocket, pcb: Pcb) {
+    pub(crate) fn set_pcb(&mut self, s: UdpSocket, pcb: Pcb<N::Addr>) {
         let id = SocketId(s.index);
         let state = self.by_id(id);
         state.tx_cache = None;
@@ -222,17 +344,17 @@ pub(crate) struct UdpConfig {
     pub(crate) demux_send_cache: bool,
 }
 
-/// What UDP is handed for each call: the clock, the buffer pool, the counters, and IPv4 with the
-/// stack's links to send through.
-pub(crate) struct UdpCx<'a, T: Transmit> {
+/// What UDP is handed for each call: the clock, the buffer pool, the counters, and the IP layer of the
+/// socket's family with the stack's links to send through.
+pub(crate) struct UdpCx<'a, T: Transmit, N: Network> {
     pub(crate) now: Instant,
     pub(crate) pool: &'a mut BufferPool,
     pub(crate) counters: &'a mut Counters,
-    pub(crate) ip: &'a mut Ipv4,
+    pub(crate) ip: &'a mut N,
     pub(crate) out: &'a mut T,
 }
 
-impl<T: Transmit> UdpCx<'_, T> {
+impl<T: Transmit, N: Network> UdpCx<'_, T, N> {
     /// Counts a drop and recycles the buffer.
     #[inline]
     fn drop(&mut self, buf: PacketBuf, reason: DropReason) {
@@ -241,82 +363,80 @@ impl<T: Transmit> UdpCx<'_, T> {
         self.pool.free(buf);
     }
 
-    fn ip_cx(&mut self) -> (&mut Ipv4, IpCx<'_>, &mut T) {
-        (
-            &mut *self.ip,
-            IpCx {
-                now: self.now,
-                pool: &mut *self.pool,
-                counters: &mut self.counters.ip,
-                drops: &mut self.counters.drops,
-            },
-            &mut *self.out,
-        )
-    }
-
-    /// IPv4 output through `hop`, with the datagram's header template.
+    /// IP output through `hop`, with the datagram's header template.
     #[inline(always)]
-    fn output(&mut self, buf: PacketBuf, hop: &NextHop, template: &HeaderTemplate) {
-        let (ip, mut cx, out) = self.ip_cx();
-        ip.output_prepared(&mut cx, out, buf, hop, template);
+    fn output(&mut self, buf: PacketBuf, hop: &NextHop<N::Addr>, template: &N::Template) {
+        self.ip.output(
+            self.now,
+            self.pool,
+            self.counters,
+            self.out,
+            buf,
+            hop,
+            template,
+        );
     }
 }
 
-impl Udp {
-    /// Binds a socket to `local` with `options` (port 0 picks an ephemeral port; address `0.0.0.0`
+impl<N: UdpFamily> Table<N> {
+    /// Binds a socket to `local` with `options` (port 0 picks an ephemeral port; the wildcard address
     /// receives on every address of the host), on a host whose addresses `ip` knows.
     pub(crate) fn bind(
         &mut self,
-        ip: &Ipv4,
-        local: SocketAddrV4,
+        ports: &mut Ports,
+        ip: &N,
+        local: N::Socket,
         mut options: UdpOptions,
     ) -> io::Result<UdpSocket> {
-        let addr = *local.ip();
+        let addr = N::Addr::ip(&local);
         ip.check_local_address(addr)?;
-        let port = self.ports.choose(local.port())?;
-        let local = SocketAddrV4::new(addr, port);
-        if self.conflicts(local, options.reuse_address) {
+        let port = ports.choose(N::Addr::port(&local))?;
+        let local = addr.socket(port);
+        if self.conflicts(ports, local, options.reuse_address) {
             return Err(io::Error::new(
                 io::ErrorKind::AddrInUse,
                 format!("{local} is in use (set reuse_address on every socket sharing it)"),
             ));
         }
         options.recv_buffer_bytes = options.recv_buffer_bytes.or(Some(self.cfg.rx_queue_bytes));
-        Ok(self.insert(SocketState {
-            pcb: Pcb::bound(local),
-            bound_addr: addr,
-            options,
-            rx: Ring::default(),
-            rx_bytes: 0,
-            error: None,
-            counters: SocketCounters::default(),
-            tx_cache: None,
-        }))
+        Ok(self.insert(
+            ports,
+            SocketState {
+                pcb: Pcb::bound(local),
+                bound_addr: addr,
+                options,
+                rx: Ring::default(),
+                rx_bytes: 0,
+                error: None,
+                counters: SocketCounters::default(),
+                tx_cache: None,
+            },
+        ))
     }
+}
 
+impl<N: Network> Table<N> {
     /// Connects `s` to `remote`: fixes its remote address, picks its local address by route if bound to
     /// the wildcard, and refuses a 4-tuple already in use.
     pub(crate) fn connect(
         &mut self,
-        cx: &mut UdpCx<impl Transmit>,
+        cx: &mut UdpCx<impl Transmit, N>,
         s: UdpSocket,
-        remote: SocketAddrV4,
+        remote: N::Socket,
     ) -> io::Result<()> {
         let state = self.get(s).ok_or_else(closed)?;
-        if remote.ip().is_unspecified() || remote.port() == 0 {
+        let (raddr, rport) = (N::Addr::ip(&remote), N::Addr::port(&remote));
+        if raddr.is_wildcard() || rport == 0 {
             return Err(io::Error::new(
                 io::ErrorKind::AddrNotAvailable,
                 "cannot connect to a wildcard address or port 0",
             ));
         }
-        if cx.ip.is_broadcast(*remote.ip()) && !state.options.broadcast {
+        if cx.ip.is_broadcast(raddr) && !state.options.broadcast {
             return Err(broadcast_denied());
         }
-        let hop = cx
-            .ip
-            .route(*remote.ip())
-            .map_err(|_| no_route(*remote.ip()))?;
-        let local_addr = if state.bound_addr.is_unspecified() {
+        let hop = cx.ip.route(raddr, cx.now).map_err(|_| no_route(raddr))?;
+        let local_addr = if state.bound_addr.is_wildcard() {
             hop.src
         } else {
             state.bound_addr
@@ -324,8 +444,8 @@ impl Udp {
         let pcb = Pcb {
             local_addr,
             local_port: state.pcb.local_port,
-            remote_addr: *remote.ip(),
-            remote_port: remote.port(),
+            remote_addr: raddr,
+            remote_port: rport,
         };
         self.check_tuple_free(s, &pcb)?;
         self.set_pcb(s, pcb);
@@ -333,9 +453,9 @@ impl Udp {
     }
 
     /// Refuses a connected PCB whose 4-tuple another socket has.
-    fn check_tuple_free(&mut self, s: UdpSocket, pcb: &Pcb) -> io::Result<()> {
-        let local = SocketAddrV4::new(pcb.local_addr, pcb.local_port);
-        let remote = SocketAddrV4::new(pcb.remote_addr, pcb.remote_port);
+    fn check_tuple_free(&mut self, s: UdpSocket, pcb: &Pcb<N::Addr>) -> io::Result<()> {
+        let local = pcb.local_addr.socket(pcb.local_port);
+        let remote = pcb.remote_addr.socket(pcb.remote_port);
         if let Some(other) = self.demux.lookup(local, remote) {
             if other.0 != s.index && self.by_id(other).pcb == *pcb {
                 return Err(io::Error::new(
@@ -350,7 +470,7 @@ impl Udp {
     /// Undoes a connect: the socket takes datagrams from anyone again.
     pub(crate) fn disconnect(&mut self, s: UdpSocket) -> io::Result<()> {
         let state = self.get(s).ok_or_else(closed)?;
-        let pcb = Pcb::bound(SocketAddrV4::new(state.bound_addr, state.pcb.local_port));
+        let pcb = Pcb::bound(state.bound_addr.socket(state.pcb.local_port));
         self.set_pcb(s, pcb);
         Ok(())
     }
@@ -358,12 +478,15 @@ impl Udp {
     /// Sends `payload` as one datagram from `s` to `dst` (or to its peer if `None`).
     pub(crate) fn send(
         &mut self,
-        cx: &mut UdpCx<impl Transmit>,
+        cx: &mut UdpCx<impl Transmit, N>,
         s: UdpSocket,
         mut payload: Payload<'_, '_>,
-        dst: Option<SocketAddrV4>,
-    ) -> io::Result<usize> {
-        let epoch = cx.ip.route_epoch;
+        dst: Option<N::Socket>,
+    ) -> io::Result<usize>
+    where
+        N: UdpFamily,
+    {
+        let epoch = cx.ip.route_epoch();
         let state = self
             .sockets
             .get_mut(s.index, s.generation)
@@ -375,7 +498,7 @@ impl Udp {
         let options = state.options;
         let dst = match dst {
             Some(d) => d,
-            None if pcb.is_connected() => SocketAddrV4::new(pcb.remote_addr, pcb.remote_port),
+            None if pcb.is_connected() => pcb.remote_addr.socket(pcb.remote_port),
             None => {
                 return Err(io::Error::new(
                     io::ErrorKind::NotConnected,
@@ -387,7 +510,7 @@ impl Udp {
         // The route cache: the same destination as last time, checked when it was cached, and a
         // datagram that needs no fragmenting.
         if let Some(tx) = &state.tx_cache {
-            if tx.dst == dst && tx.epoch == epoch && len <= MAX_PAYLOAD {
+            if tx.dst == dst && tx.epoch == epoch && len <= N::MAX_PAYLOAD {
                 output(
                     &self.cfg,
                     &mut *self.demux,
@@ -401,19 +524,19 @@ impl Udp {
                 return Ok(len);
             }
         }
-        if len > MAX_PAYLOAD {
+        if len > N::MAX_PAYLOAD {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
-                format!("datagram of {len} bytes exceeds {MAX_PAYLOAD}"),
+                format!("datagram of {len} bytes exceeds {}", N::MAX_PAYLOAD),
             ));
         }
-        if dst.ip().is_unspecified() || dst.port() == 0 {
+        if N::Addr::ip(&dst).is_wildcard() || N::Addr::port(&dst) == 0 {
             return Err(io::Error::new(
                 io::ErrorKind::AddrNotAvailable,
                 "cannot send to a wildcard address or port 0",
             ));
         }
-        if cx.ip.is_broadcast(*dst.ip()) && !options.broadcast {
+        if cx.ip.is_broadcast(N::Addr::ip(&dst)) && !options.broadcast {
             return Err(broadcast_denied());
         }
 
@@ -460,20 +583,21 @@ impl Udp {
     /// Routes `dst` for a socket with `pcb`: the next hop and the source address.
     fn source_route(
         &self,
-        cx: &UdpCx<impl Transmit>,
-        pcb: Pcb,
-        dst: SocketAddrV4,
-    ) -> io::Result<(NextHop, Ipv4Addr)> {
-        let hop: NextHop = cx.ip.route(*dst.ip()).map_err(|_| no_route(*dst.ip()))?;
-        // Fragment to the path MTU when one is known (RFC 1191; Linux's `ip_skb_dst_mtu`).
-        let hop = cx.ip.along_path(hop, *dst.ip(), cx.now);
-        let src = if pcb.local_addr.is_unspecified() {
+        cx: &UdpCx<impl Transmit, N>,
+        pcb: Pcb<N::Addr>,
+        dst: N::Socket,
+    ) -> io::Result<(NextHop<N::Addr>, N::Addr)> {
+        // Sized by the path MTU when one is known (RFC 1191; Linux's `ip_skb_dst_mtu`).
+        let daddr = N::Addr::ip(&dst);
+        let hop = cx.ip.route(daddr, cx.now).map_err(|_| no_route(daddr))?;
+        let src = if pcb.local_addr.is_wildcard() {
             hop.src
         } else {
             pcb.local_addr
         };
-        if src.is_loopback() && hop.iface != LOOPBACK {
-            // 127/8 must not appear outside the host (RFC 1122 §3.2.1.3); Linux says EINVAL too.
+        if N::is_loopback(src) && hop.iface != LOOPBACK {
+            // 127/8 and ::1 must not appear outside the host (RFC 1122 §3.2.1.3, RFC 4291 §2.5.3);
+            // Linux says EINVAL too.
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 format!("a socket bound to {src} cannot send to {dst}, off the host"),
@@ -487,11 +611,13 @@ impl Udp {
     fn tx_checksum_mode(
         cfg: UdpConfig,
         options: UdpOptions,
-        hop: &NextHop,
-        dst: SocketAddrV4,
+        hop: &NextHop<N::Addr>,
+        dst: N::Socket,
         fragments: bool,
     ) -> TxChecksum {
-        let none = options.no_checksum || cfg.checksum.eliminated_on(hop, *dst.ip());
+        // IPv6 never goes without (RFC 8200 §8.1).
+        let none = N::UDP_CHECKSUM_OPTIONAL
+            && (options.no_checksum || cfg.checksum.eliminated_on(hop, N::Addr::ip(&dst)));
         cfg.checksum.tx(&hop.caps, none, fragments)
     }
 
@@ -500,26 +626,26 @@ impl Udp {
     /// parts. Made for each datagram, or kept by the route cache.
     fn tx_route(
         &self,
-        cx: &mut UdpCx<impl Transmit>,
-        pcb: Pcb,
+        cx: &mut UdpCx<impl Transmit, N>,
+        pcb: Pcb<N::Addr>,
         options: UdpOptions,
-        dst: SocketAddrV4,
-    ) -> io::Result<TxRoute> {
+        dst: N::Socket,
+    ) -> io::Result<TxRoute<N>> {
         cx.counters.udp.route_lookups += 1;
         let (hop, src) = self.source_route(cx, pcb, dst)?;
         let mode = Self::tx_checksum_mode(self.cfg, options, &hop, dst, false);
         let mode_fragmented = Self::tx_checksum_mode(self.cfg, options, &hop, dst, true);
         let proto: u8 = IpProtocol::Udp.into();
-        let (s, d) = (u32::from(src), u32::from(*dst.ip()));
-        let pseudo = (s >> 16) + (s & 0xffff) + (d >> 16) + (d & 0xffff) + u32::from(proto);
+        let daddr = N::Addr::ip(&dst);
+        let pseudo = src.word_sum() + daddr.word_sum() + u32::from(proto);
         Ok(TxRoute {
             dst,
-            epoch: cx.ip.route_epoch,
+            epoch: cx.ip.route_epoch(),
             hop,
             mode,
             mode_fragmented,
             pseudo,
-            ip: HeaderTemplate::new(cx.ip, src, *dst.ip(), IpProtocol::Udp, false),
+            ip: cx.ip.template(src, daddr, IpProtocol::Udp),
         })
     }
 
@@ -527,9 +653,9 @@ impl Udp {
     #[inline(always)]
     pub(crate) fn input(
         &mut self,
-        cx: &mut UdpCx<impl Transmit>,
+        cx: &mut UdpCx<impl Transmit, N>,
         mut buf: PacketBuf,
-        ip: &Ipv4Repr,
+        (src, dst): (N::Addr, N::Addr),
         delivery: Delivery,
     ) -> Option<PacketBuf> {
         layer!(Receive, Udp);
@@ -557,8 +683,13 @@ impl Udp {
         let udp_len = 8 + repr.payload_len;
         buf.truncate(udp_len);
 
-        let pseudo = || checksum::pseudo_header_sum(ip.src_addr, ip.dst_addr, 17, udp_len as u16);
+        let pseudo = || checksum::pseudo_header_sum(src, dst, 17, udp_len as u16);
         let pending = if field == 0 {
+            if !N::UDP_CHECKSUM_OPTIONAL {
+                // RFC 8200 §8.1: an IPv6 receiver drops a UDP datagram with a zero checksum.
+                cx.drop(buf, DropReason::UdpZeroChecksumIpv6);
+                return None;
+            }
             cx.counters.udp.in_no_checksum += 1;
             None
         } else {
@@ -581,8 +712,8 @@ impl Udp {
                 }
             }
         };
-        let dst = SocketAddrV4::new(ip.dst_addr, repr.dst_port);
-        let from = SocketAddrV4::new(ip.src_addr, repr.src_port);
+        let from = src.socket(repr.src_port);
+        let dst = dst.socket(repr.dst_port);
         if delivery == Delivery::Broadcast {
             let mut matches = std::mem::take(&mut self.matches);
             self.demux.lookup_all(dst, from, &mut matches);
@@ -625,10 +756,10 @@ impl Udp {
     #[inline(always)]
     fn enqueue(
         &mut self,
-        cx: &mut UdpCx<impl Transmit>,
+        cx: &mut UdpCx<impl Transmit, N>,
         id: SocketId,
         buf: PacketBuf,
-        from: SocketAddrV4,
+        from: N::Socket,
         pending: Option<u16>,
     ) {
         layer!(Receive, Socket);
@@ -643,20 +774,24 @@ impl Udp {
         socket.rx.push_back(RxDatagram { buf, from, pending });
         cx.counters.udp.in_datagrams += 1;
     }
+}
 
+impl Table<Ipv4> {
     /// A "fragmentation needed" quoting a datagram this host sent (`ip` and the first bytes of its UDP
     /// header) says the path to its destination takes `mtu` bytes: learned if a socket of ours sent
     /// it (as Linux, which looks the socket up too), and the socket is not told (see the module's
     /// "Path MTU").
     pub(crate) fn report_path_mtu(
         &mut self,
-        cx: &mut UdpCx<impl Transmit>,
-        ip: &Ipv4Repr,
+        cx: &mut UdpCx<impl Transmit, Ipv4>,
+        ip: &crate::wire::Ipv4Repr,
         head: &[u8; 8],
         mtu: usize,
     ) {
-        let local = SocketAddrV4::new(ip.src_addr, u16::from_be_bytes([head[0], head[1]]));
-        let remote = SocketAddrV4::new(ip.dst_addr, u16::from_be_bytes([head[2], head[3]]));
+        let local =
+            std::net::SocketAddrV4::new(ip.src_addr, u16::from_be_bytes([head[0], head[1]]));
+        let remote =
+            std::net::SocketAddrV4::new(ip.dst_addr, u16::from_be_bytes([head[2], head[3]]));
         if !cx.ip.is_own_address(ip.src_addr) || self.demux.lookup(local, remote).is_none() {
             cx.counters.drops.add(DropReason::PathMtuNoSocket);
             return;
@@ -674,13 +809,20 @@ impl Udp {
             &mut cx.counters.drops,
         );
     }
+}
 
-    /// Reports an ICMP error about a datagram this host sent (quoted as `ip` and the first bytes of its
-    /// UDP header) to the connected socket that sent it; unconnected sockets are not told (as in BSD
-    /// and Linux without `IP_RECVERR`).
-    pub(crate) fn report_error(&mut self, ip: &Ipv4Repr, head: &[u8; 8], kind: io::ErrorKind) {
-        let local = SocketAddrV4::new(ip.src_addr, u16::from_be_bytes([head[0], head[1]]));
-        let remote = SocketAddrV4::new(ip.dst_addr, u16::from_be_bytes([head[2], head[3]]));
+impl<N: Network> Table<N> {
+    /// Reports an ICMP error about a datagram this host sent (from `src` to `dst`, the first bytes of
+    /// its UDP header in `head`) to the connected socket that sent it; unconnected sockets are not told
+    /// (as in BSD and Linux without `IP_RECVERR`).
+    pub(crate) fn report_error(
+        &mut self,
+        (src, dst): (N::Addr, N::Addr),
+        head: &[u8; 8],
+        kind: io::ErrorKind,
+    ) {
+        let local = src.socket(u16::from_be_bytes([head[0], head[1]]));
+        let remote = dst.socket(u16::from_be_bytes([head[2], head[3]]));
         if let Some(id) = self.demux.lookup(local, remote) {
             let socket = self.by_id(id);
             if socket.pcb.is_connected() {
@@ -693,15 +835,15 @@ impl Udp {
 /// Output, the one routine for every datagram: the UDP header from `tx`'s constant parts, the
 /// payload copied (and summed, when fused) once, and the datagram handed to IPv4 with `tx`'s
 /// header template (which IPv4 uses when its switch is on and the datagram fits the MTU).
-#[inline]
+#[inline(always)]
 #[allow(clippy::too_many_arguments)]
-fn output(
+fn output<N: Network>(
     cfg: &UdpConfig,
-    demux: &mut dyn Demux,
-    cx: &mut UdpCx<impl Transmit>,
+    demux: &mut dyn Demux<N::Addr>,
+    cx: &mut UdpCx<impl Transmit, N>,
     s: UdpSocket,
-    tx: &TxRoute,
-    pcb: Pcb,
+    tx: &TxRoute<N>,
+    pcb: Pcb<N::Addr>,
     payload_source: &mut Payload<'_, '_>,
     len: usize,
 ) {
@@ -711,18 +853,18 @@ fn output(
         cx.pool.alloc(8 + len)
     };
     let udp_len = (8 + len) as u16;
-    let mode = if 28 + len <= tx.hop.caps.mtu {
+    let mode = if N::HEADER_LEN + 8 + len <= tx.hop.caps.mtu {
         tx.mode
     } else {
         tx.mode_fragmented
     };
     let datagram = buf.extend(8 + len);
     let [p0, p1] = pcb.local_port.to_be_bytes();
-    let [q0, q1] = tx.dst.port().to_be_bytes();
+    let [q0, q1] = N::Addr::port(&tx.dst).to_be_bytes();
     let [l0, l1] = udp_len.to_be_bytes();
     datagram[..8].copy_from_slice(&[p0, p1, q0, q1, l0, l1, 0, 0]);
     let pseudo = checksum::fold32(tx.pseudo + u32::from(udp_len));
-    let (local, remote) = (pcb.local_port, tx.dst.port());
+    let (local, remote) = (pcb.local_port, N::Addr::port(&tx.dst));
     let field = cfg.checksum.fill(
         mode,
         datagram,
@@ -745,11 +887,16 @@ fn output(
 /// buffer for the link to finish an offloaded one, and counts. A computed checksum of zero is sent as
 /// `0xffff`: zero means "no checksum" (RFC 768).
 #[inline(always)]
-fn finish(cx: &mut UdpCx<impl Transmit>, buf: &mut PacketBuf, mode: TxChecksum, field: u16) {
+fn finish<N: Network>(
+    cx: &mut UdpCx<impl Transmit, N>,
+    buf: &mut PacketBuf,
+    mode: TxChecksum,
+    field: u16,
+) {
     let field = match mode {
         TxChecksum::Offload => {
             buf.meta.checksum = ChecksumOffload::Partial {
-                start: 20,
+                start: N::HEADER_LEN as u16,
                 offset: 6,
             };
             cx.counters.udp.out_checksum_offloaded += 1;
@@ -780,7 +927,7 @@ fn broadcast_denied() -> io::Error {
     )
 }
 
-fn no_route(dst: Ipv4Addr) -> io::Error {
+fn no_route(dst: impl std::fmt::Display) -> io::Error {
     io::Error::new(
         io::ErrorKind::NetworkUnreachable,
         format!("no route to {dst}"),

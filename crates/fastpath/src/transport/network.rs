@@ -1,0 +1,153 @@
+//! What a transport needs of the IP layer of one address family, as a trait: UDP is written once over
+//! it and monomorphized for IPv4 and IPv6, so IPv4's per-datagram code is the code it was when UDP
+//! spoke IPv4 alone, and IPv6 is a second instance rather than `if v6` threaded through UDP.
+
+use std::fmt;
+use std::io;
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
+
+use crate::buf::{BufferPool, PacketBuf};
+use crate::demux::TableAddress;
+use crate::ip::{NextHop, Transmit};
+use crate::ipv4::{HeaderTemplate, IpCx, Ipv4};
+use crate::ipv6::{HeaderTemplate6, Ip6Cx, Ipv6};
+use crate::stats::{Counters, DropReason};
+use crate::time::Instant;
+use crate::wire::IpProtocol;
+
+/// An IP layer as a transport uses it.
+pub(crate) trait Network {
+    /// The family's address.
+    type Addr: TableAddress<Socket = Self::Socket>;
+    /// The family's socket address.
+    type Socket: Copy + Eq + fmt::Debug + fmt::Display + Into<SocketAddr>;
+    /// The header template a transport keeps for a destination.
+    type Template: Copy + fmt::Debug;
+    /// The IP header in front of a transport's datagram (20, 40).
+    const HEADER_LEN: usize;
+    /// Whether a UDP datagram may go without a checksum: yes for IPv4 (RFC 768), never for IPv6
+    /// (RFC 8200 §8.1, which also makes receivers drop one that does).
+    const UDP_CHECKSUM_OPTIONAL: bool;
+
+    /// Where a packet to `dst` goes, its MTU lowered to the path MTU known at `now`.
+    fn route(&self, dst: Self::Addr, now: Instant) -> Result<NextHop<Self::Addr>, DropReason>;
+    /// Bumped whenever routes, addresses or path MTUs change.
+    fn route_epoch(&self) -> u32;
+    /// Refuses to bind to an address that is not the wildcard or one of the host's.
+    fn check_local_address(&self, addr: Self::Addr) -> io::Result<()>;
+    /// True for an address sending to needs the broadcast option (IPv4's broadcasts; none in IPv6).
+    fn is_broadcast(&self, addr: Self::Addr) -> bool;
+    /// True for an address that must not leave the host (127/8, `::1`).
+    fn is_loopback(addr: Self::Addr) -> bool;
+    /// The header template for `src` to `dst` carrying `protocol`.
+    fn template(&self, src: Self::Addr, dst: Self::Addr, protocol: IpProtocol) -> Self::Template;
+    /// Hands a transport's datagram to IP, with its template.
+    #[allow(clippy::too_many_arguments)]
+    fn output(
+        &mut self,
+        now: Instant,
+        pool: &mut BufferPool,
+        counters: &mut Counters,
+        out: &mut impl Transmit,
+        buf: PacketBuf,
+        hop: &NextHop<Self::Addr>,
+        template: &Self::Template,
+    );
+}
+
+impl Network for Ipv4 {
+    type Addr = Ipv4Addr;
+    type Socket = std::net::SocketAddrV4;
+    type Template = HeaderTemplate;
+    const HEADER_LEN: usize = 20;
+    const UDP_CHECKSUM_OPTIONAL: bool = true;
+
+    #[inline]
+    fn route(&self, dst: Ipv4Addr, now: Instant) -> Result<NextHop<Ipv4Addr>, DropReason> {
+        // Fragment to the path MTU when one is known (RFC 1191; Linux's `ip_skb_dst_mtu`).
+        Ipv4::route(self, dst).map(|hop| self.along_path(hop, dst, now))
+    }
+    #[inline(always)]
+    fn route_epoch(&self) -> u32 {
+        self.route_epoch
+    }
+    fn check_local_address(&self, addr: Ipv4Addr) -> io::Result<()> {
+        Ipv4::check_local_address(self, addr)
+    }
+    #[inline]
+    fn is_broadcast(&self, addr: Ipv4Addr) -> bool {
+        Ipv4::is_broadcast(self, addr)
+    }
+    #[inline]
+    fn is_loopback(addr: Ipv4Addr) -> bool {
+        addr.is_loopback()
+    }
+    #[inline]
+    fn template(&self, src: Ipv4Addr, dst: Ipv4Addr, protocol: IpProtocol) -> HeaderTemplate {
+        HeaderTemplate::new(self, src, dst, protocol, false)
+    }
+    #[inline(always)]
+    fn output(
+        &mut self,
+        now: Instant,
+        pool: &mut BufferPool,
+        counters: &mut Counters,
+        out: &mut impl Transmit,
+        buf: PacketBuf,
+        hop: &NextHop<Ipv4Addr>,
+        template: &HeaderTemplate,
+    ) {
+        let mut cx = IpCx {
+            now,
+            pool,
+            counters: &mut counters.ip,
+            drops: &mut counters.drops,
+        };
+        self.output_prepared(&mut cx, out, buf, hop, template);
+    }
+}
+
+impl Network for Ipv6 {
+    type Addr = Ipv6Addr;
+    type Socket = std::net::SocketAddrV6;
+    type Template = HeaderTemplate6;
+    const HEADER_LEN: usize = 40;
+    const UDP_CHECKSUM_OPTIONAL: bool = false;
+
+    fn route(&self, dst: Ipv6Addr, now: Instant) -> Result<NextHop<Ipv6Addr>, DropReason> {
+        Ipv6::route(self, dst).map(|hop| self.along_path(hop, dst, now))
+    }
+    fn route_epoch(&self) -> u32 {
+        self.route_epoch
+    }
+    fn check_local_address(&self, addr: Ipv6Addr) -> io::Result<()> {
+        Ipv6::check_local_address(self, addr)
+    }
+    fn is_broadcast(&self, _: Ipv6Addr) -> bool {
+        false
+    }
+    fn is_loopback(addr: Ipv6Addr) -> bool {
+        addr.is_loopback()
+    }
+    fn template(&self, src: Ipv6Addr, dst: Ipv6Addr, protocol: IpProtocol) -> HeaderTemplate6 {
+        HeaderTemplate6::new(self, src, dst, protocol)
+    }
+    fn output(
+        &mut self,
+        now: Instant,
+        pool: &mut BufferPool,
+        counters: &mut Counters,
+        out: &mut impl Transmit,
+        buf: PacketBuf,
+        hop: &NextHop<Ipv6Addr>,
+        template: &HeaderTemplate6,
+    ) {
+        let mut cx = Ip6Cx {
+            now,
+            pool,
+            counters: &mut counters.ip6,
+            drops: &mut counters.drops,
+        };
+        self.output_prepared(&mut cx, out, buf, hop, template);
+    }
+}
