@@ -392,10 +392,19 @@ fn udp_over_ipv6_is_delivered_and_a_closed_port_answered() {
 }
 
 #[test]
-fn an_ipv4_socket_and_an_ipv6_socket_share_a_port_but_not_datagrams() {
+fn an_ipv4_socket_and_an_only_v6_socket_share_a_port_but_not_datagrams() {
     let mut h = Host::new();
     let s4 = h.b.udp_bind("0.0.0.0:53").unwrap();
-    let s6 = h.b.udp_bind("[::]:53").unwrap();
+    // A dual-stack socket would hold the port in IPv4 too.
+    assert_eq!(
+        h.b.udp_bind("[::]:53").unwrap_err().kind(),
+        std::io::ErrorKind::AddrInUse
+    );
+    let only_v6 = fastpath::UdpOptions {
+        only_v6: true,
+        ..Default::default()
+    };
+    let s6 = h.b.udp_bind_with("[::]:53", only_v6).unwrap();
     assert!(h
         .exchange(&udp6(PEER, US, 5000, 53, b"six", false))
         .is_empty());
@@ -418,6 +427,72 @@ fn an_ipv4_socket_and_an_ipv6_socket_share_a_port_but_not_datagrams() {
         h.b.udp_bind(format!("[{US}]:53")).unwrap_err().kind(),
         std::io::ErrorKind::AddrInUse
     );
+}
+
+#[test]
+fn a_dual_stack_socket_serves_ipv4_through_mapped_addresses() {
+    let (mut a, mut b) = two_stacks(
+        StackConfig::default(),
+        LinkCapabilities::plain(1500),
+        Default::default(),
+    );
+    let iface = fastpath::InterfaceId(1);
+    a.add_ipv6_address(iface, "2001:db8::1/64".parse().unwrap())
+        .unwrap();
+    b.add_ipv6_address(iface, "2001:db8::2/64".parse().unwrap())
+        .unwrap();
+    // One socket on [::]:7 for both families, as Linux's default (bindv6only 0).
+    let server = b.udp_bind("[::]:7").unwrap();
+    let c4 = a.udp_bind("10.0.0.1:4000").unwrap();
+    let c6 = a.udp_bind("[2001:db8::1]:6000").unwrap();
+    a.udp(c4).send_to(b"over four", "10.0.0.2:7").unwrap();
+    a.udp(c6).send_to(b"over six", "[2001:db8::2]:7").unwrap();
+    settle(&mut a, &mut b, T0);
+    let mut buf = [0u8; 32];
+    for _ in 0..2 {
+        let (n, from) = b.udp(server).recv_from(&mut buf).unwrap();
+        let want: std::net::SocketAddr = if &buf[..n] == b"over four" {
+            "[::ffff:10.0.0.1]:4000".parse().unwrap()
+        } else {
+            "[2001:db8::1]:6000".parse().unwrap()
+        };
+        assert_eq!(from, want, "{:?}", std::str::from_utf8(&buf[..n]));
+        // The echo to a mapped address goes back over IPv4.
+        b.udp(server).send_to(&buf[..n], from).unwrap();
+    }
+    settle(&mut a, &mut b, T0);
+    let (n, from) = a.udp(c4).recv_from(&mut buf).unwrap();
+    assert_eq!(
+        (&buf[..n], from),
+        (&b"over four"[..], "10.0.0.2:7".parse().unwrap())
+    );
+    let (n, from) = a.udp(c6).recv_from(&mut buf).unwrap();
+    assert_eq!(
+        (&buf[..n], from),
+        (&b"over six"[..], "[2001:db8::2]:7".parse().unwrap())
+    );
+    assert_eq!(b.counters().udp.in_datagrams, 2);
+    // And the port is held in IPv4 too.
+    assert_eq!(
+        b.udp_bind("0.0.0.0:7").unwrap_err().kind(),
+        std::io::ErrorKind::AddrInUse
+    );
+
+    // With only_v6, IPv4 to the port is refused (a port unreachable), and sending to IPv4 too.
+    let only_v6 = fastpath::UdpOptions {
+        only_v6: true,
+        ..Default::default()
+    };
+    let s = b.udp_bind_with("[::]:8", only_v6).unwrap();
+    a.udp(c4).send_to(b"x", "10.0.0.2:8").unwrap();
+    settle(&mut a, &mut b, T0);
+    assert!(b.udp(s).recv_from(&mut buf).is_err());
+    assert_eq!(b.counters().icmp.out_dest_unreachs, 1);
+    let e = b
+        .udp(s)
+        .send_to(b"x", "[::ffff:10.0.0.1]:4000")
+        .unwrap_err();
+    assert_eq!(e.kind(), std::io::ErrorKind::NetworkUnreachable);
 }
 
 #[test]

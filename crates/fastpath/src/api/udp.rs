@@ -33,7 +33,17 @@ impl Stack {
         local: impl ToSocketAddrs,
         options: UdpOptions,
     ) -> io::Result<UdpSocket> {
-        match addr::any(&local)? {
+        let local = addr::any(&local)?;
+        if self.udp.dual_stack_conflict(local, options) {
+            return Err(io::Error::new(
+                io::ErrorKind::AddrInUse,
+                format!(
+                    "{local}: the port is held in the other family by a dual-stack socket or \
+                     for one (set only_v6 on the IPv6 socket, or reuse_address on both)"
+                ),
+            ));
+        }
+        match local {
             SocketAddr::V4(local) => self.udp_bind_in::<Ipv4>(local, options),
             SocketAddr::V6(local) => self.udp_bind_in::<Ipv6>(local, options),
         }
@@ -88,6 +98,10 @@ impl UdpSocketRef<'_> {
     ) -> io::Result<usize> {
         if self.socket.v6 {
             let dst = addr::ipv6(dst)?;
+            if let Some(v4) = dst.ip().to_ipv4_mapped() {
+                let dst = std::net::SocketAddrV4::new(v4, dst.port());
+                return self.stack.udp_send_mapped(self.socket, payload, dst);
+            }
             self.send_payload::<Ipv6>(payload, Some(dst))
         } else {
             let dst = addr::ipv4(dst)?;

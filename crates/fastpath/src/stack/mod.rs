@@ -520,10 +520,43 @@ impl Stack {
         }
     }
 
+    /// A datagram no IPv4 socket took: a dual-stack IPv6 socket's, or answered with a port
+    /// unreachable.
     #[inline(never)]
     fn udp_unreachable(&mut self, buf: PacketBuf, ip: &Ipv4Repr) {
+        let mut cx = UdpCx {
+            now: self.now,
+            pool: &mut self.pool,
+            counters: &mut self.counters,
+            ip: &mut self.ip,
+            out: &mut self.devices,
+        };
+        let Some(buf) = self
+            .udp
+            .v6
+            .input_mapped(&mut cx, buf, (ip.src_addr, ip.dst_addr))
+        else {
+            return;
+        };
         self.icmp_send_error(DstUnreachable::PortUnreachable, ip, buf.data());
         self.drop_packet(buf, DropReason::UdpNoSocket);
+    }
+
+    /// Sends `payload` from dual-stack IPv6 socket `s` to an IPv4 host, over IPv4.
+    pub(crate) fn udp_send_mapped(
+        &mut self,
+        s: UdpSocket,
+        payload: Payload<'_, '_>,
+        dst: std::net::SocketAddrV4,
+    ) -> io::Result<usize> {
+        let mut cx = UdpCx {
+            now: self.now,
+            pool: &mut self.pool,
+            counters: &mut self.counters,
+            ip: &mut self.ip,
+            out: &mut self.devices,
+        };
+        self.udp.v6.send_mapped(&mut cx, s, payload, dst)
     }
 
     /// Sends `payload` as one datagram from `s` (of family `N`) to `dst` (or to its peer if `None`).

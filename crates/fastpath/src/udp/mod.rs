@@ -28,6 +28,8 @@
 
 use std::io;
 
+use std::net::{Ipv4Addr, SocketAddr};
+
 use crate::addr::IpAddress;
 use crate::buf::{BufferPool, ChecksumOffload, PacketBuf};
 use crate::checksum;
@@ -69,6 +71,11 @@ pub struct UdpOptions {
     /// for applications, such as audio and video, that tolerate corruption and want the speed. IPv4
     /// only: IPv6 forbids it (RFC 8200 §8.1), and an IPv6 socket ignores it.
     pub no_checksum: bool,
+    /// An IPv6 socket takes IPv6 only (Linux's `IPV6_V6ONLY`). Without it (the default, as Linux's
+    /// `bindv6only` 0), an IPv6 socket bound to `[::]` also receives the IPv4 datagrams no IPv4 socket
+    /// takes, from v4-mapped addresses (`::ffff:a.b.c.d`, RFC 4291 §2.5.5.2, RFC 3493 §3.7), and sends
+    /// to such addresses over IPv4; and it holds its port in both families. Set before binding.
+    pub only_v6: bool,
     /// Receive queue limit in bytes of the buffers queued datagrams hold, as Linux counts `SO_RCVBUF`
     /// (a small datagram from a TUN link holds a 2 KiB buffer); `None` takes the stack's default,
     /// [`Limits::udp_rx_queue_bytes`](crate::config::Limits::udp_rx_queue_bytes).
@@ -513,7 +520,7 @@ impl<N: Network> Table<N> {
             if tx.dst == dst && tx.epoch == epoch && len <= N::MAX_PAYLOAD {
                 output(
                     &self.cfg,
-                    &mut *self.demux,
+                    Some(&mut *self.demux),
                     cx,
                     s,
                     tx,
@@ -545,10 +552,10 @@ impl<N: Network> Table<N> {
             self.connect(cx, s, dst)?;
             let connected = self.get(s).ok_or_else(closed)?.pcb;
             cx.counters.udp.pseudo_connects += 1;
-            let result = self.tx_route(cx, connected, options, dst).map(|tx| {
+            let result = tx_route(self.cfg, cx, connected, options, dst).map(|tx| {
                 output(
                     &self.cfg,
-                    &mut *self.demux,
+                    Some(&mut *self.demux),
                     cx,
                     s,
                     &tx,
@@ -560,7 +567,7 @@ impl<N: Network> Table<N> {
             self.set_pcb(s, pcb);
             return result.map(|()| len);
         }
-        let tx = self.tx_route(cx, pcb, options, dst)?;
+        let tx = tx_route(self.cfg, cx, pcb, options, dst)?;
         // The route cache (`output_route_cache`) keeps it for the next datagram to `dst`.
         if self.cfg.route_cache {
             if let Some(state) = self.get_mut(s) {
@@ -569,7 +576,7 @@ impl<N: Network> Table<N> {
         }
         output(
             &self.cfg,
-            &mut *self.demux,
+            Some(&mut *self.demux),
             cx,
             s,
             &tx,
@@ -578,75 +585,6 @@ impl<N: Network> Table<N> {
             len,
         );
         Ok(len)
-    }
-
-    /// Routes `dst` for a socket with `pcb`: the next hop and the source address.
-    fn source_route(
-        &self,
-        cx: &UdpCx<impl Transmit, N>,
-        pcb: Pcb<N::Addr>,
-        dst: N::Socket,
-    ) -> io::Result<(NextHop<N::Addr>, N::Addr)> {
-        // Sized by the path MTU when one is known (RFC 1191; Linux's `ip_skb_dst_mtu`).
-        let daddr = N::Addr::ip(&dst);
-        let hop = cx.ip.route(daddr, cx.now).map_err(|_| no_route(daddr))?;
-        let src = if pcb.local_addr.is_wildcard() {
-            hop.src
-        } else {
-            pcb.local_addr
-        };
-        if N::is_loopback(src) && hop.iface != LOOPBACK {
-            // 127/8 and ::1 must not appear outside the host (RFC 1122 §3.2.1.3, RFC 4291 §2.5.3);
-            // Linux says EINVAL too.
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!("a socket bound to {src} cannot send to {dst}, off the host"),
-            ));
-        }
-        Ok((hop, src))
-    }
-
-    /// How a datagram to `dst` through `hop` is checksummed: none with the socket's `no_checksum` or
-    /// Kay & Pasquale's rule, else as the stack's checksum switches say.
-    fn tx_checksum_mode(
-        cfg: UdpConfig,
-        options: UdpOptions,
-        hop: &NextHop<N::Addr>,
-        dst: N::Socket,
-        fragments: bool,
-    ) -> TxChecksum {
-        // IPv6 never goes without (RFC 8200 §8.1).
-        let none = N::UDP_CHECKSUM_OPTIONAL
-            && (options.no_checksum || cfg.checksum.eliminated_on(hop, N::Addr::ip(&dst)));
-        cfg.checksum.tx(&hop.caps, none, fragments)
-    }
-
-    /// Everything about sending to `dst` from a socket with `pcb` and `options` that is the same for
-    /// every datagram: the route, the checksum modes, the pseudo-header's and IPv4 header's constant
-    /// parts. Made for each datagram, or kept by the route cache.
-    fn tx_route(
-        &self,
-        cx: &mut UdpCx<impl Transmit, N>,
-        pcb: Pcb<N::Addr>,
-        options: UdpOptions,
-        dst: N::Socket,
-    ) -> io::Result<TxRoute<N>> {
-        cx.counters.udp.route_lookups += 1;
-        let (hop, src) = self.source_route(cx, pcb, dst)?;
-        let mode = Self::tx_checksum_mode(self.cfg, options, &hop, dst, false);
-        let mode_fragmented = Self::tx_checksum_mode(self.cfg, options, &hop, dst, true);
-        let proto: u8 = IpProtocol::Udp.into();
-        let daddr = N::Addr::ip(&dst);
-        let pseudo = src.word_sum() + daddr.word_sum() + u32::from(proto);
-        Ok(TxRoute {
-            dst,
-            epoch: cx.ip.route_epoch(),
-            hop,
-            mode,
-            mode_fragmented,
-            pseudo,
-            ip: cx.ip.template(src, daddr, IpProtocol::Udp),
-        })
     }
 
     /// Input: one UDP datagram (the IP payload in `buf`).
@@ -753,10 +691,12 @@ impl<N: Network> Table<N> {
         None
     }
 
+    /// Queues a datagram on socket `id` (of this family; `cx` may be the other family's, for a
+    /// datagram a dual-stack socket takes).
     #[inline(always)]
-    fn enqueue(
+    fn enqueue<M: Network>(
         &mut self,
-        cx: &mut UdpCx<impl Transmit, N>,
+        cx: &mut UdpCx<impl Transmit, M>,
         id: SocketId,
         buf: PacketBuf,
         from: N::Socket,
@@ -832,6 +772,199 @@ impl<N: Network> Table<N> {
     }
 }
 
+/// Routes `dst` for a socket with `pcb`: the next hop and the source address.
+fn source_route<N: Network>(
+    cx: &UdpCx<impl Transmit, N>,
+    pcb: Pcb<N::Addr>,
+    dst: N::Socket,
+) -> io::Result<(NextHop<N::Addr>, N::Addr)> {
+    // Sized by the path MTU when one is known (RFC 1191; Linux's `ip_skb_dst_mtu`).
+    let daddr = N::Addr::ip(&dst);
+    let hop = cx.ip.route(daddr, cx.now).map_err(|_| no_route(daddr))?;
+    let src = if pcb.local_addr.is_wildcard() {
+        hop.src
+    } else {
+        pcb.local_addr
+    };
+    if N::is_loopback(src) && hop.iface != LOOPBACK {
+        // 127/8 and ::1 must not appear outside the host (RFC 1122 §3.2.1.3, RFC 4291 §2.5.3);
+        // Linux says EINVAL too.
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("a socket bound to {src} cannot send to {dst}, off the host"),
+        ));
+    }
+    Ok((hop, src))
+}
+
+/// How a datagram to `dst` through `hop` is checksummed: none with the socket's `no_checksum` or
+/// Kay & Pasquale's rule, else as the stack's checksum switches say.
+fn tx_checksum_mode<N: Network>(
+    cfg: UdpConfig,
+    options: UdpOptions,
+    hop: &NextHop<N::Addr>,
+    dst: N::Socket,
+    fragments: bool,
+) -> TxChecksum {
+    // IPv6 never goes without (RFC 8200 §8.1).
+    let none = N::UDP_CHECKSUM_OPTIONAL
+        && (options.no_checksum || cfg.checksum.eliminated_on(hop, N::Addr::ip(&dst)));
+    cfg.checksum.tx(&hop.caps, none, fragments)
+}
+
+/// Everything about sending to `dst` from a socket with `pcb` and `options` that is the same for
+/// every datagram: the route, the checksum modes, the pseudo-header's and IPv4 header's constant
+/// parts. Made for each datagram, or kept by the route cache.
+fn tx_route<N: Network>(
+    cfg: UdpConfig,
+    cx: &mut UdpCx<impl Transmit, N>,
+    pcb: Pcb<N::Addr>,
+    options: UdpOptions,
+    dst: N::Socket,
+) -> io::Result<TxRoute<N>> {
+    cx.counters.udp.route_lookups += 1;
+    let (hop, src) = source_route(cx, pcb, dst)?;
+    let mode = tx_checksum_mode::<N>(cfg, options, &hop, dst, false);
+    let mode_fragmented = tx_checksum_mode::<N>(cfg, options, &hop, dst, true);
+    let proto: u8 = IpProtocol::Udp.into();
+    let daddr = N::Addr::ip(&dst);
+    let pseudo = src.word_sum() + daddr.word_sum() + u32::from(proto);
+    Ok(TxRoute {
+        dst,
+        epoch: cx.ip.route_epoch(),
+        hop,
+        mode,
+        mode_fragmented,
+        pseudo,
+        ip: cx.ip.template(src, daddr, IpProtocol::Udp),
+    })
+}
+
+impl Table<Ipv6> {
+    /// The dual-stack socket of this table bound to `port` on the wildcard that takes IPv4 (not
+    /// `only_v6`), if any.
+    fn dual_stack_socket(
+        &mut self,
+        dst: Ipv4Addr,
+        src: std::net::SocketAddrV4,
+        port: u16,
+    ) -> Option<SocketId> {
+        let dst = dst.to_ipv6_mapped().socket(port);
+        let src = src.ip().to_ipv6_mapped().socket(src.port());
+        let id = self.demux.lookup(dst, src)?;
+        let state = self.by_id(id);
+        (!state.options.only_v6 && state.pcb.local_addr.is_wildcard()).then_some(id)
+    }
+
+    /// An IPv4 datagram (`buf` at its UDP header, its checksum verified or deferred in `pending`
+    /// terms already settled by IPv4's input) that no IPv4 socket took, offered to the dual-stack
+    /// sockets: queued from the v4-mapped source on one, or given back.
+    pub(crate) fn input_mapped(
+        &mut self,
+        cx: &mut UdpCx<impl Transmit, Ipv4>,
+        mut buf: PacketBuf,
+        (src, dst): (Ipv4Addr, Ipv4Addr),
+    ) -> Option<PacketBuf> {
+        let h = buf.data();
+        let (sport, dport) = (
+            u16::from_be_bytes([h[0], h[1]]),
+            u16::from_be_bytes([h[2], h[3]]),
+        );
+        let Some(id) = self.dual_stack_socket(dst, src.socket(sport), dport) else {
+            return Some(buf);
+        };
+        buf.pull_front(8);
+        let from = src.to_ipv6_mapped().socket(sport);
+        self.enqueue(cx, id, buf, from, None);
+        None
+    }
+
+    /// Sends `payload` from dual-stack socket `s` to the IPv4 host behind the v4-mapped `dst`, over
+    /// IPv4 (the route worked out for each datagram: the socket's route cache is IPv6's).
+    pub(crate) fn send_mapped(
+        &mut self,
+        cx: &mut UdpCx<impl Transmit, Ipv4>,
+        s: UdpSocket,
+        mut payload: Payload<'_, '_>,
+        dst: std::net::SocketAddrV4,
+    ) -> io::Result<usize> {
+        let cfg = self.cfg;
+        let state = self.get_mut(s).ok_or_else(closed)?;
+        if let Some(kind) = state.error.take() {
+            return Err(kind.into());
+        }
+        if state.options.only_v6 {
+            return Err(io::Error::new(
+                io::ErrorKind::NetworkUnreachable,
+                format!("{dst} is IPv4, and the socket is only_v6"),
+            ));
+        }
+        let local_addr = match state.pcb.local_addr {
+            a if a.is_wildcard() => Ipv4Addr::UNSPECIFIED,
+            a => a.to_ipv4_mapped().ok_or_else(|| {
+                io::Error::new(
+                    io::ErrorKind::AddrNotAvailable,
+                    format!("a socket bound to {a} cannot send to the IPv4 host {dst}"),
+                )
+            })?,
+        };
+        let len = payload.len();
+        if len > MAX_PAYLOAD {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("datagram of {len} bytes exceeds {MAX_PAYLOAD}"),
+            ));
+        }
+        let pcb = Pcb {
+            local_addr,
+            local_port: state.pcb.local_port,
+            remote_addr: Ipv4Addr::UNSPECIFIED,
+            remote_port: 0,
+        };
+        let options = state.options;
+        if dst.ip().is_unspecified() || dst.port() == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::AddrNotAvailable,
+                "cannot send to a wildcard address or port 0",
+            ));
+        }
+        if cx.ip.is_broadcast(*dst.ip()) && !options.broadcast {
+            return Err(broadcast_denied());
+        }
+        let tx = tx_route(cfg, cx, pcb, options, dst)?;
+        output::<Ipv4>(&cfg, None, cx, s, &tx, pcb, &mut payload, len);
+        Ok(len)
+    }
+}
+
+impl Udp {
+    /// True when binding `local` with `options` would take a port the other family holds in a way the
+    /// dual stack shares (as Linux refuses with `EADDRINUSE`): an IPv4 bind of a port a dual-stack
+    /// IPv6 socket holds on the wildcard, or a dual-stack wildcard IPv6 bind of a port an IPv4 socket
+    /// holds, unless both allow reuse.
+    pub(crate) fn dual_stack_conflict(&self, local: SocketAddr, options: UdpOptions) -> bool {
+        let port = local.port();
+        if port == 0 || !self.ports.in_use(port) {
+            return false;
+        }
+        let reuse = |o: &UdpOptions| options.reuse_address && o.reuse_address;
+        match local {
+            SocketAddr::V4(_) => self.v6.sockets.iter().any(|(_, s)| {
+                s.pcb.local_port == port
+                    && !s.options.only_v6
+                    && s.pcb.local_addr.is_wildcard()
+                    && !reuse(&s.options)
+            }),
+            SocketAddr::V6(a) if a.ip().is_unspecified() && !options.only_v6 => self
+                .v4
+                .sockets
+                .iter()
+                .any(|(_, s)| s.pcb.local_port == port && !reuse(&s.options)),
+            SocketAddr::V6(_) => false,
+        }
+    }
+}
+
 /// Output, the one routine for every datagram: the UDP header from `tx`'s constant parts, the
 /// payload copied (and summed, when fused) once, and the datagram handed to IPv4 with `tx`'s
 /// header template (which IPv4 uses when its switch is on and the datagram fits the MTU).
@@ -839,7 +972,7 @@ impl<N: Network> Table<N> {
 #[allow(clippy::too_many_arguments)]
 fn output<N: Network>(
     cfg: &UdpConfig,
-    demux: &mut dyn Demux<N::Addr>,
+    demux: Option<&mut dyn Demux<N::Addr>>,
     cx: &mut UdpCx<impl Transmit, N>,
     s: UdpSocket,
     tx: &TxRoute<N>,
@@ -876,7 +1009,9 @@ fn output<N: Network>(
     finish(cx, &mut buf, mode, field);
     cx.counters.udp.out_datagrams += 1;
     if cfg.demux_send_cache {
-        demux.sent(SocketId(s.index), &pcb);
+        if let Some(demux) = demux {
+            demux.sent(SocketId(s.index), &pcb);
+        }
     }
 
     layer!(Send, Ip);
