@@ -9,7 +9,7 @@
 //! and prints its counters.
 
 use std::io::{self, Write};
-use std::net::{Ipv4Addr, Ipv6Addr, SocketAddrV4};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4};
 use std::path::PathBuf;
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -115,10 +115,17 @@ macro_rules! say {
 /// faster than one poll's worth of datagrams is read.
 pub const SERVER_RECV_BUFFER: usize = 8 << 20;
 
-/// A server socket on `port` of every address, with a deep receive queue.
+/// A server socket on `port` of every IPv4 address, with a deep receive queue.
 pub fn binding(stack: &mut Stack, port: u16) -> Result<UdpSocket, String> {
+    binding_on(stack, SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, port).into())
+}
+
+/// A server socket on `local` with a deep receive queue; on `[::]`, a dual-stack socket that serves
+/// IPv4 too.
+pub fn binding_on(stack: &mut Stack, local: SocketAddr) -> Result<UdpSocket, String> {
+    let port = local.port();
     let sock = stack
-        .udp_bind(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, port))
+        .udp_bind(local)
         .map_err(|e| format!("binding UDP port {port}: {e}"))?;
     stack
         .udp(sock)
@@ -233,8 +240,14 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
             .add_ipv6_address(iface, Ipv6Cidr::new(a, k.prefix_len))
             .map_err(|e| format!("--addr6 {a}: {e}"))?;
     }
-    let echo = binding(&mut stack, args.echo)?;
-    let discard = binding(&mut stack, args.discard)?;
+    // With IPv6, one dual-stack socket on [::] serves both families.
+    let any: IpAddr = if v6.is_some() {
+        Ipv6Addr::UNSPECIFIED.into()
+    } else {
+        Ipv4Addr::UNSPECIFIED.into()
+    };
+    let echo = binding_on(&mut stack, (any, args.echo).into())?;
+    let discard = binding_on(&mut stack, (any, args.discard).into())?;
     let mut tcp = TcpServices::listen(&mut stack, args.echo, args.discard, args.chargen)?;
 
     if let Some((k, a)) = v6 {

@@ -7,8 +7,14 @@
 
 mod tun_common;
 
+use std::fs::File;
+use std::io::ErrorKind;
+use std::net::{SocketAddr, SocketAddrV4, UdpSocket};
+use std::path::PathBuf;
 use std::process::Command;
+use std::time::Duration;
 
+use nix::sched::CloneFlags;
 use nix::sys::signal::Signal;
 use tun_common::*;
 
@@ -42,6 +48,112 @@ fn ping6(netns: &str, size: usize) {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// A kernel UDP socket in namespace `netns`, bound to `local`.
+fn kernel_socket(netns: &str, local: SocketAddr) -> UdpSocket {
+    let path = PathBuf::from("/var/run/netns").join(netns);
+    let socket = std::thread::spawn(move || {
+        let ns = File::open(&path).expect("open namespace");
+        nix::sched::setns(&ns, CloneFlags::CLONE_NEWNET).expect("setns");
+        UdpSocket::bind(local)
+    })
+    .join()
+    .expect("namespace thread")
+    .expect("bind in namespace");
+    socket
+        .set_read_timeout(Some(Duration::from_secs(3)))
+        .unwrap();
+    socket
+}
+
+fn pattern(len: usize, seed: usize) -> Vec<u8> {
+    (0..len)
+        .map(|i| (i.wrapping_mul(131) ^ seed ^ (i >> 8)) as u8)
+        .collect()
+}
+
+/// Sizes echoed over IPv6: the edges of one packet at MTU 1500 (1452 bytes of payload), fragmented
+/// sizes, the largest.
+const SIZES: &[usize] = &[0, 1, 100, 1452, 1453, 3000, 8000, 20_000, 65_000];
+
+/// Echoes every size through fastpath's dual-stack echo socket over IPv6, then once over IPv4 (the
+/// same socket, through a v4-mapped address), each checked byte for byte.
+fn echo_every_size(netns: &str) {
+    let echo: SocketAddr = format!("[{FASTPATH6}]:{ECHO}").parse().unwrap();
+    let sock = kernel_socket(netns, "[fd00:7::1]:0".parse().unwrap());
+    let mut buf = vec![0u8; 65536];
+    for (i, &len) in SIZES.iter().enumerate() {
+        let data = pattern(len, i);
+        sock.send_to(&data, echo).expect("send");
+        let (n, from) = sock
+            .recv_from(&mut buf)
+            .unwrap_or_else(|e| panic!("no echo of {len} bytes: {e}"));
+        assert_eq!(from, echo);
+        assert_eq!(n, len, "echo of {len} bytes came back as {n}");
+        assert!(buf[..n] == data[..], "echo of {len} bytes differs");
+    }
+    let sock4 = kernel_socket(netns, SocketAddrV4::new(KERNEL, 0).into());
+    let echo4: SocketAddr = SocketAddrV4::new(FASTPATH, ECHO).into();
+    for (i, &len) in [5usize, 3000].iter().enumerate() {
+        let data = pattern(len, i);
+        sock4.send_to(&data, echo4).expect("send");
+        let (n, from) = sock4.recv_from(&mut buf).expect("an IPv4 echo");
+        assert_eq!((n, from), (len, echo4));
+        assert!(buf[..n] == data[..]);
+    }
+    // A closed port: the kernel's connected socket hears ICMPv6 port unreachable as refused.
+    let closed = kernel_socket(netns, "[fd00:7::1]:0".parse().unwrap());
+    closed
+        .connect(format!("[{FASTPATH6}]:4444").parse::<SocketAddr>().unwrap())
+        .unwrap();
+    closed.send(b"anyone there?").unwrap();
+    let err = closed
+        .recv(&mut buf)
+        .expect_err("a reply from a closed port");
+    assert_eq!(err.kind(), ErrorKind::ConnectionRefused, "{err}");
+}
+
+#[test]
+fn kernel_echoes_udp_over_ipv6_with_offload_on_and_off() {
+    if !environment_ok("kernel_echoes_udp_over_ipv6_with_offload_on_and_off") {
+        return;
+    }
+    for offload in ["on", "off"] {
+        let ns = TestNetns::create();
+        let server = Server::start(
+            &ns.0,
+            &[
+                "--kernel-addr6",
+                KERNEL6,
+                "--addr6",
+                FASTPATH6,
+                "--offload",
+                offload,
+            ],
+        );
+        ping6(&ns.0, 4000);
+        echo_every_size(&ns.0);
+        let out = server.stop(Signal::SIGTERM);
+        assert!(out.contains("stopped (signal)"), "{out}");
+        // The kernel fragmented what was larger than the MTU and fastpath reassembled it; fastpath
+        // fragmented its echoes and the kernel reassembled them.
+        let big = SIZES.iter().filter(|&&s| s + 48 > 1500).count() as u64;
+        assert!(
+            counter_in(&out, "ip6:", "packets reassembled") >= big,
+            "{out}"
+        );
+        assert!(
+            counter_in(&out, "ip6:", "packets fragmented") >= big,
+            "{out}"
+        );
+        assert_eq!(counter(&out, "udp: bad checksum"), 0, "{out}");
+        assert_eq!(counter(&out, "udp: zero checksum over ipv6"), 0, "{out}");
+        assert!(
+            counter_in(&out, "icmp6:", "destination unreachable sent") >= 1,
+            "{out}"
+        );
+    }
 }
 
 #[test]
