@@ -20,6 +20,9 @@ pub trait IpAddress: Copy + Eq + Hash + fmt::Debug + fmt::Display + Send + Sync 
     const WILDCARD: Self;
     /// The address length in bits, the longest prefix: 32, 128.
     const BITS: u8;
+    /// The family's IP header in front of a transport's (without options or extension headers): 20,
+    /// 40.
+    const HEADER_LEN: usize;
 
     /// True for the wildcard.
     fn is_wildcard(&self) -> bool;
@@ -41,6 +44,7 @@ impl IpAddress for Ipv4Addr {
     type Socket = SocketAddrV4;
     const WILDCARD: Self = Ipv4Addr::UNSPECIFIED;
     const BITS: u8 = 32;
+    const HEADER_LEN: usize = 20;
     #[inline(always)]
     fn is_wildcard(&self) -> bool {
         self.is_unspecified()
@@ -75,6 +79,7 @@ impl IpAddress for Ipv6Addr {
     type Socket = SocketAddrV6;
     const WILDCARD: Self = Ipv6Addr::UNSPECIFIED;
     const BITS: u8 = 128;
+    const HEADER_LEN: usize = 40;
     #[inline(always)]
     fn is_wildcard(&self) -> bool {
         self.is_unspecified()

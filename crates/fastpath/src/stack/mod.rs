@@ -605,7 +605,7 @@ impl Stack {
     /// Input: one TCP segment.
     pub(crate) fn tcp_input(&mut self, buf: PacketBuf, ip: &Ipv4Repr, delivery: Delivery) {
         let (tcp, mut cx) = tcp_cx!(self);
-        tcp.input(&mut cx, buf, ip, delivery);
+        tcp.input(&mut cx, buf, (ip.src_addr, ip.dst_addr), delivery);
     }
 
     /// Sends what the connections touched by the last input batch owe (batched ACK processing).
@@ -658,7 +658,7 @@ impl Stack {
 
     fn tcp_report_error(&mut self, quoted: &Ipv4Repr, head: &[u8; 8], kind: io::ErrorKind) {
         let (tcp, mut cx) = tcp_cx!(self);
-        tcp.report_error(&mut cx, quoted, head, kind);
+        tcp.report_error(&mut cx, (quoted.src_addr, quoted.dst_addr), head, kind);
     }
 
     /// Input: one ICMP message; what it asks for is sent, or reported to the transport it is about.

@@ -5,7 +5,6 @@
 //! prefixing a per-stack secret, so an off-path attacker cannot predict a connection's numbers.
 
 use std::hash::{Hash, Hasher};
-use std::net::SocketAddrV4;
 
 use crate::time::Instant;
 
@@ -26,7 +25,7 @@ impl IsnGenerator {
         IsnGenerator { secret }
     }
 
-    fn hash(&self, local: SocketAddrV4, remote: SocketAddrV4, extra: u64) -> u64 {
+    fn hash<S: Hash>(&self, local: S, remote: S, extra: u64) -> u64 {
         let mut h = std::collections::hash_map::DefaultHasher::new();
         self.secret.hash(&mut h);
         local.hash(&mut h);
@@ -36,7 +35,7 @@ impl IsnGenerator {
     }
 
     /// The initial sequence number for a connection (RFC 6528 §3).
-    pub(crate) fn isn(&self, local: SocketAddrV4, remote: SocketAddrV4, now: Instant) -> u32 {
+    pub(crate) fn isn<S: Hash>(&self, local: S, remote: S, now: Instant) -> u32 {
         let m = (now.total_micros() / 4) as u32;
         m.wrapping_add(self.hash(local, remote, 0) as u32)
     }
@@ -44,10 +43,10 @@ impl IsnGenerator {
     /// A SYN cookie: the ISN of a SYN-ACK sent without keeping state. Layout: 5 bits of the 64-second
     /// period counter, 3 bits of MSS index, 24 bits of keyed hash over the addresses, the client's
     /// ISN, the counter and the MSS index.
-    pub(crate) fn cookie(
+    pub(crate) fn cookie<S: Hash + Copy>(
         &self,
-        local: SocketAddrV4,
-        remote: SocketAddrV4,
+        local: S,
+        remote: S,
         client_isn: u32,
         mss: u16,
         now: Instant,
@@ -57,10 +56,10 @@ impl IsnGenerator {
         self.cookie_for(local, remote, client_isn, count, index)
     }
 
-    fn cookie_for(
+    fn cookie_for<S: Hash>(
         &self,
-        local: SocketAddrV4,
-        remote: SocketAddrV4,
+        local: S,
+        remote: S,
         client_isn: u32,
         count: u64,
         index: u32,
@@ -75,10 +74,10 @@ impl IsnGenerator {
 
     /// Checks the cookie a returning ACK acknowledges (`ack - 1`); on success returns the MSS it
     /// encodes.
-    pub(crate) fn check_cookie(
+    pub(crate) fn check_cookie<S: Hash + Copy>(
         &self,
-        local: SocketAddrV4,
-        remote: SocketAddrV4,
+        local: S,
+        remote: S,
         client_isn: u32,
         cookie: u32,
         now: Instant,
@@ -95,7 +94,7 @@ impl IsnGenerator {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::net::Ipv4Addr;
+    use std::net::{Ipv4Addr, SocketAddrV4};
 
     fn addrs() -> (SocketAddrV4, SocketAddrV4) {
         (

@@ -28,31 +28,36 @@ pub use tcb::{ConnectionInfo, State};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 use std::io::{self, IoSlice};
-use std::net::SocketAddrV4;
+use std::marker::PhantomData;
 
+use crate::addr::IpAddress;
 use crate::buf::BufferPool;
 use crate::buf::{ChecksumOffload, PacketBuf};
 use crate::checksum;
 use crate::config::{StackConfig, TcpConfig};
 use crate::demux::{Demux, Pcb, SocketId};
-use crate::ipv4::{Delivery, NextHop};
-use crate::ipv4::{IpCx, Ipv4, Transmit};
+use crate::ip::{Delivery, NextHop, Transmit};
+use crate::ipv4::Ipv4;
 use crate::stats::Counters;
 use crate::stats::DropReason;
 use crate::time::Instant;
 use crate::transport::checksum::{ChecksumRules, Payload, RxChecksum, TxChecksum};
+use crate::transport::network::Network;
 use crate::transport::ports::Ports;
 use crate::transport::slots::Slots;
 use crate::wire::tcp::{Flags, TcpOptions, TcpPacket, TcpRepr, CHECKSUM_OFFSET};
-use crate::wire::{IpProtocol, Ipv4Repr, WireError};
+use crate::wire::{Ipv4Repr, WireError};
 use isn::IsnGenerator;
 use tcb::{Cx, Outgoing, Verdict};
 
 /// Segments one call to the output routine sends at most before it lets the link drain.
 const OUTPUT_BURST: usize = 64;
 
-/// Largest TCP payload in one TSO packet: 64 KiB less the IP header and a TCP header with options.
-const TSO_MAX: usize = 65535 - 20 - 60;
+/// Largest TCP payload in one TSO packet of family `A`: 64 KiB less the IP header and a TCP header
+/// with options.
+const fn tso_max<A: IpAddress>() -> usize {
+    65535 - A::HEADER_LEN - 60
+}
 
 /// A listening socket: a handle, used through `Stack::tcp_listener`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -70,8 +75,8 @@ pub struct TcpStream {
 
 /// A listening socket.
 #[derive(Debug)]
-pub(crate) struct Listener {
-    pub(crate) local: SocketAddrV4,
+pub(crate) struct Listener<A: IpAddress = std::net::Ipv4Addr> {
+    pub(crate) local: A::Socket,
     pub(crate) backlog: usize,
     /// Children in SYN-RECEIVED (their slots).
     pub(crate) half_open: Vec<u32>,
@@ -80,15 +85,15 @@ pub(crate) struct Listener {
 }
 
 #[derive(Debug)]
-pub(crate) enum Entry {
-    Listener(Listener),
-    Conn(Box<Tcb>),
+pub(crate) enum Entry<A: IpAddress = std::net::Ipv4Addr> {
+    Listener(Listener<A>),
+    Conn(Box<Tcb<A>>),
 }
 
 /// What a slot of the table holds.
 #[derive(Debug)]
-struct Slot {
-    entry: Entry,
+struct Slot<A: IpAddress> {
+    entry: Entry<A>,
     /// The entry's PCB is in the demultiplexer.
     in_demux: bool,
     /// The deadline of this slot's live entry in the table's timer heap, if it has one: never later
@@ -99,9 +104,9 @@ struct Slot {
 /// The TCP layer: every connection and listener, the demultiplexer over them, the ports in use, the
 /// sequence-number generator and the timers.
 #[derive(Debug)]
-pub(crate) struct Tcp {
-    slots: Slots<Slot>,
-    pub(crate) demux: Box<dyn Demux>,
+pub(crate) struct Tcp<N: Network = Ipv4> {
+    slots: Slots<Slot<N::Addr>>,
+    pub(crate) demux: Box<dyn Demux<N::Addr>>,
     /// Local ports in use.
     ports: Ports,
     /// The transport checksum's switches, from the configuration.
@@ -121,10 +126,11 @@ pub(crate) struct Tcp {
     connections: usize,
     /// Connections whose output waits for the end of the input batch.
     dirty: Vec<u32>,
+    _family: PhantomData<fn() -> N>,
 }
 
-impl Tcp {
-    pub(crate) fn new(config: &StackConfig, secret: [u64; 2]) -> Tcp {
+impl<N: Network> Tcp<N> {
+    pub(crate) fn new(config: &StackConfig, secret: [u64; 2]) -> Tcp<N> {
         Tcp {
             slots: Slots::default(),
             demux: config.demux.build(),
@@ -137,10 +143,11 @@ impl Tcp {
             timer_visits: 0,
             connections: 0,
             dirty: Vec::new(),
+            _family: PhantomData,
         }
     }
 
-    fn insert(&mut self, entry: Entry, pcb: Pcb) -> (u32, u32) {
+    fn insert(&mut self, entry: Entry<N::Addr>, pcb: Pcb<N::Addr>) -> (u32, u32) {
         if matches!(entry, Entry::Conn(_)) {
             self.connections += 1;
         }
@@ -173,7 +180,7 @@ impl Tcp {
 
     /// Frees a slot. Its heap entry, if any, is dead now (the slot's generation moves on): dropped
     /// when it reaches the top.
-    pub(crate) fn remove(&mut self, index: u32) -> Option<Entry> {
+    pub(crate) fn remove(&mut self, index: u32) -> Option<Entry<N::Addr>> {
         self.unhook(index);
         let generation = self.slots.generation(index);
         let entry = self.slots.remove(index, generation)?.entry;
@@ -185,7 +192,7 @@ impl Tcp {
     }
 
     /// The entry in slot `index`, if it holds one of `generation` (any generation when `None`).
-    fn entry(&mut self, index: u32, generation: Option<u32>) -> Option<&mut Entry> {
+    fn entry(&mut self, index: u32, generation: Option<u32>) -> Option<&mut Entry<N::Addr>> {
         let slot = match generation {
             Some(g) => self.slots.get_mut(index, g),
             None => self.slots.at_mut(index),
@@ -194,14 +201,14 @@ impl Tcp {
     }
 
     /// The connection a handle names (its generation must match).
-    pub(crate) fn conn_mut(&mut self, index: u32, generation: u32) -> Option<&mut Tcb> {
+    pub(crate) fn conn_mut(&mut self, index: u32, generation: u32) -> Option<&mut Tcb<N::Addr>> {
         match self.entry(index, Some(generation))? {
             Entry::Conn(t) => Some(t),
             Entry::Listener(_) => None,
         }
     }
 
-    pub(crate) fn tcb(&mut self, index: u32) -> Option<&mut Tcb> {
+    pub(crate) fn tcb(&mut self, index: u32) -> Option<&mut Tcb<N::Addr>> {
         match self.entry(index, None)? {
             Entry::Conn(t) => Some(t),
             Entry::Listener(_) => None,
@@ -209,14 +216,18 @@ impl Tcp {
     }
 
     /// The listener a handle names (its generation must match).
-    pub(crate) fn listener_mut(&mut self, index: u32, generation: u32) -> Option<&mut Listener> {
+    pub(crate) fn listener_mut(
+        &mut self,
+        index: u32,
+        generation: u32,
+    ) -> Option<&mut Listener<N::Addr>> {
         match self.entry(index, Some(generation))? {
             Entry::Listener(l) => Some(l),
             Entry::Conn(_) => None,
         }
     }
 
-    fn listener(&mut self, index: u32) -> Option<&mut Listener> {
+    fn listener(&mut self, index: u32) -> Option<&mut Listener<N::Addr>> {
         match self.entry(index, None)? {
             Entry::Listener(l) => Some(l),
             Entry::Conn(_) => None,
@@ -317,14 +328,14 @@ impl Tcp {
     }
 
     /// Listeners and connections bound to `port` overlapping `addr`.
-    fn listener_conflict(&self, local: SocketAddrV4) -> bool {
+    fn listener_conflict(&self, local: N::Socket) -> bool {
         self.slots.iter().any(|(_, s)| match &s.entry {
             Entry::Listener(l) => {
                 s.in_demux
-                    && l.local.port() == local.port()
-                    && (l.local.ip().is_unspecified()
-                        || local.ip().is_unspecified()
-                        || l.local.ip() == local.ip())
+                    && N::Addr::port(&l.local) == N::Addr::port(&local)
+                    && (N::Addr::ip(&l.local).is_wildcard()
+                        || N::Addr::ip(&local).is_wildcard()
+                        || N::Addr::ip(&l.local) == N::Addr::ip(&local))
             }
             _ => false,
         })
@@ -338,7 +349,7 @@ impl Tcp {
 
 /// What TCP is handed for each call: the clock, its configuration, the buffer pool, the counters, and
 /// IPv4 with the stack's links to send through.
-pub(crate) struct TcpCx<'a, T: Transmit> {
+pub(crate) struct TcpCx<'a, T: Transmit, N: Network = Ipv4> {
     pub(crate) now: Instant,
     pub(crate) cfg: &'a TcpConfig,
     /// Connections the table may hold, and out-of-order segments one connection may.
@@ -346,11 +357,11 @@ pub(crate) struct TcpCx<'a, T: Transmit> {
     pub(crate) max_ooo: usize,
     pub(crate) pool: &'a mut BufferPool,
     pub(crate) counters: &'a mut Counters,
-    pub(crate) ip: &'a mut Ipv4,
+    pub(crate) ip: &'a mut N,
     pub(crate) out: &'a mut T,
 }
 
-impl<'a, T: Transmit> TcpCx<'a, T> {
+impl<'a, T: Transmit, N: Network> TcpCx<'a, T, N> {
     /// The narrower context a connection's state machine takes.
     #[inline]
     fn tcb(&mut self) -> Cx<'_> {
@@ -371,69 +382,53 @@ impl<'a, T: Transmit> TcpCx<'a, T> {
         self.pool.free(buf);
     }
 
-    /// IPv4 output through `hop`.
+    /// IP output through `hop`.
     #[inline]
-    fn output(
-        &mut self,
-        buf: PacketBuf,
-        hop: &NextHop,
-        src: std::net::Ipv4Addr,
-        dst: std::net::Ipv4Addr,
-        protocol: IpProtocol,
-    ) {
-        let mut cx = IpCx {
-            now: self.now,
-            pool: &mut *self.pool,
-            counters: &mut self.counters.ip,
-            drops: &mut self.counters.drops,
-        };
-        // Path MTU discovery (RFC 1191 §3): every segment with DF, as Linux sends TCP.
-        let dont_frag = self.ip.cfg.path_mtu_discovery;
-        self.ip.output(
-            &mut cx,
+    fn output(&mut self, buf: PacketBuf, hop: &NextHop<N::Addr>, src: N::Addr, dst: N::Addr) {
+        self.ip.output_segment(
+            self.now,
+            &mut *self.pool,
+            &mut *self.counters,
             &mut *self.out,
             buf,
             hop,
-            src,
-            dst,
-            protocol,
-            dont_frag,
+            (src, dst),
         );
     }
 
     /// The path MTU to `dst` through a link of `link_mtu`, and the route epoch it belongs to.
     #[inline]
-    fn path_mtu(&self, dst: std::net::Ipv4Addr, link_mtu: usize) -> (usize, u32) {
+    fn path_mtu(&self, dst: N::Addr, link_mtu: usize) -> (usize, u32) {
         (
-            self.ip.path_mtu.path_mtu(dst, link_mtu, self.now),
-            self.ip.route_epoch,
+            self.ip.path_mtu(dst, link_mtu, self.now),
+            self.ip.route_epoch(),
         )
     }
 }
 
-fn pcb_of(t: &Tcb) -> Pcb {
+fn pcb_of<A: IpAddress>(t: &Tcb<A>) -> Pcb<A> {
     Pcb {
-        local_addr: *t.local.ip(),
-        local_port: t.local.port(),
-        remote_addr: *t.remote.ip(),
-        remote_port: t.remote.port(),
+        local_addr: A::ip(&t.local),
+        local_port: A::port(&t.local),
+        remote_addr: A::ip(&t.remote),
+        remote_port: A::port(&t.remote),
     }
 }
 
-impl Tcp {
+impl<N: Network> Tcp<N> {
     /// Listens on `local` with `backlog` (capped at `max_backlog`), on a host whose addresses `ip`
     /// knows; returns the listener's slot and generation.
     pub(crate) fn listen(
         &mut self,
-        ip: &Ipv4,
+        ip: &N,
         max_backlog: usize,
-        local: SocketAddrV4,
+        local: N::Socket,
         backlog: usize,
     ) -> io::Result<(u32, u32)> {
-        let addr = *local.ip();
+        let addr = N::Addr::ip(&local);
         ip.check_local_address(addr)?;
-        let port = self.ports.choose(local.port())?;
-        let local = SocketAddrV4::new(addr, port);
+        let port = self.ports.choose(N::Addr::port(&local))?;
+        let local = <N::Addr as IpAddress>::socket(addr, port);
         if self.listener_conflict(local) {
             return Err(io::Error::new(
                 io::ErrorKind::AddrInUse,
@@ -453,11 +448,14 @@ impl Tcp {
     /// sent at once; returns its slot and generation.
     pub(crate) fn connect(
         &mut self,
-        cx: &mut TcpCx<impl Transmit>,
-        local: SocketAddrV4,
-        remote: SocketAddrV4,
+        cx: &mut TcpCx<impl Transmit, N>,
+        local: N::Socket,
+        remote: N::Socket,
     ) -> io::Result<(u32, u32)> {
-        if remote.ip().is_unspecified() || remote.port() == 0 || remote.ip().is_broadcast() {
+        if N::Addr::ip(&remote).is_wildcard()
+            || N::Addr::port(&remote) == 0
+            || cx.ip.is_broadcast(N::Addr::ip(&remote))
+        {
             return Err(io::Error::new(
                 io::ErrorKind::AddrNotAvailable,
                 format!("cannot connect to {remote}"),
@@ -466,20 +464,20 @@ impl Tcp {
         if self.connections() >= cx.max_connections {
             return Err(io::Error::other("too many TCP connections"));
         }
-        let hop = cx.ip.route(*remote.ip()).map_err(|_| {
+        let hop = cx.ip.route_link(N::Addr::ip(&remote)).map_err(|_| {
             io::Error::new(
                 io::ErrorKind::NetworkUnreachable,
-                format!("no route to {}", remote.ip()),
+                format!("no route to {}", N::Addr::ip(&remote)),
             )
         })?;
-        cx.ip.check_local_address(*local.ip())?;
-        let addr = if local.ip().is_unspecified() {
+        cx.ip.check_local_address(N::Addr::ip(&local))?;
+        let addr = if N::Addr::ip(&local).is_wildcard() {
             hop.src
         } else {
-            *local.ip()
+            N::Addr::ip(&local)
         };
-        let port = self.ports.choose(local.port())?;
-        let local = SocketAddrV4::new(addr, port);
+        let port = self.ports.choose(N::Addr::port(&local))?;
+        let local = <N::Addr as IpAddress>::socket(addr, port);
         let taken = self
             .demux
             .lookup(local, remote)
@@ -496,7 +494,7 @@ impl Tcp {
         }
         let iss = self.isn.isn(local, remote, cx.now);
         let mut tcb = Tcb::connect(local, remote, hop, iss, cx.cfg);
-        let (mtu, epoch) = cx.path_mtu(*remote.ip(), hop.caps.mtu);
+        let (mtu, epoch) = cx.path_mtu(N::Addr::ip(&remote), hop.caps.mtu);
         tcb.sync_path_mtu(mtu, epoch);
         let pcb = pcb_of(&tcb);
         cx.counters.tcp.active_opens += 1;
@@ -508,9 +506,9 @@ impl Tcp {
     /// Input: one TCP segment (the IP payload in `buf`).
     pub(crate) fn input(
         &mut self,
-        cx: &mut TcpCx<impl Transmit>,
+        cx: &mut TcpCx<impl Transmit, N>,
         mut buf: PacketBuf,
-        ip: &Ipv4Repr,
+        (src, dst): (N::Addr, N::Addr),
         delivery: Delivery,
     ) {
         layer!(Receive, Tcp);
@@ -525,8 +523,8 @@ impl Tcp {
             Err(WireError::Truncated) => return cx.drop(buf, DropReason::TcpTruncated),
             Err(_) => return cx.drop(buf, DropReason::TcpBadHeader),
         };
-        let local = SocketAddrV4::new(ip.dst_addr, repr.dst_port);
-        let remote = SocketAddrV4::new(ip.src_addr, repr.src_port);
+        let local = dst.socket(repr.dst_port);
+        let remote = src.socket(repr.src_port);
         let found = self.demux.lookup(local, remote);
         // A connection that negotiated checksum elimination (paper 001) takes its segments unsummed;
         // everything else is verified, or vouched for by the link.
@@ -537,7 +535,7 @@ impl Tcp {
         } else if self.checksum.rx(buf.meta.checksum, false) == RxChecksum::Trusted {
             cx.counters.tcp.in_checksum_offloaded += 1;
         } else {
-            let pseudo = checksum::pseudo_header_sum(ip.src_addr, ip.dst_addr, 6, buf.len() as u16);
+            let pseudo = checksum::pseudo_header_sum(src, dst, 6, buf.len() as u16);
             if !self.checksum.verify(buf.data(), pseudo) {
                 return cx.drop(buf, DropReason::TcpBadChecksum);
             }
@@ -549,7 +547,7 @@ impl Tcp {
         if f.contains(Flags::SYN) && (f.contains(Flags::FIN) || f.contains(Flags::RST)) {
             return cx.drop(buf, DropReason::TcpBadFlags);
         }
-        if ip.src_addr.is_unspecified() || repr.src_port == 0 || repr.dst_port == 0 {
+        if src.is_wildcard() || repr.src_port == 0 || repr.dst_port == 0 {
             return cx.drop(buf, DropReason::TcpBadAddress);
         }
         cx.counters.tcp.in_segs += 1;
@@ -569,7 +567,7 @@ impl Tcp {
 
     fn conn_input(
         &mut self,
-        cx: &mut TcpCx<impl Transmit>,
+        cx: &mut TcpCx<impl Transmit, N>,
         index: u32,
         repr: &TcpRepr,
         buf: PacketBuf,
@@ -591,7 +589,7 @@ impl Tcp {
     }
 
     /// Acts on what a block asked for, then sends what it owes.
-    fn verdict(&mut self, cx: &mut TcpCx<impl Transmit>, index: u32, verdict: Verdict) {
+    fn verdict(&mut self, cx: &mut TcpCx<impl Transmit, N>, index: u32, verdict: Verdict) {
         match verdict {
             Verdict::Continue => {}
             Verdict::Established => {
@@ -646,14 +644,14 @@ impl Tcp {
 
     /// Sends what every connection touched by the last input batch owes.
     #[inline]
-    pub(crate) fn flush_dirty(&mut self, cx: &mut TcpCx<impl Transmit>) {
+    pub(crate) fn flush_dirty(&mut self, cx: &mut TcpCx<impl Transmit, N>) {
         if !self.dirty.is_empty() {
             self.flush_dirty_list(cx);
         }
     }
 
     #[inline(never)]
-    fn flush_dirty_list(&mut self, cx: &mut TcpCx<impl Transmit>) {
+    fn flush_dirty_list(&mut self, cx: &mut TcpCx<impl Transmit, N>) {
         let mut dirty = std::mem::take(&mut self.dirty);
         for &index in &dirty {
             if let Some(tcb) = self.tcb(index) {
@@ -669,7 +667,7 @@ impl Tcp {
 
     /// A block is done: free it, or, if the application still holds it, keep it (unhooked) so the
     /// application sees the end or the error.
-    pub(crate) fn finish(&mut self, cx: &mut TcpCx<impl Transmit>, index: u32) {
+    pub(crate) fn finish(&mut self, cx: &mut TcpCx<impl Transmit, N>, index: u32) {
         let Some(tcb) = self.tcb(index) else {
             return;
         };
@@ -695,7 +693,7 @@ impl Tcp {
     }
 
     /// Aborts connection `index` with a RST to the peer.
-    pub(crate) fn abort_with_reset(&mut self, cx: &mut TcpCx<impl Transmit>, index: u32) {
+    pub(crate) fn abort_with_reset(&mut self, cx: &mut TcpCx<impl Transmit, N>, index: u32) {
         let mut tcx = cx.tcb();
         let Some(tcb) = self.tcb(index) else {
             return;
@@ -713,10 +711,10 @@ impl Tcp {
     /// A segment for a listener (RFC 9293 §3.10.7.2).
     fn listen_input(
         &mut self,
-        cx: &mut TcpCx<impl Transmit>,
+        cx: &mut TcpCx<impl Transmit, N>,
         index: u32,
-        local: SocketAddrV4,
-        remote: SocketAddrV4,
+        local: N::Socket,
+        remote: N::Socket,
         repr: &TcpRepr,
         buf: PacketBuf,
     ) {
@@ -733,7 +731,7 @@ impl Tcp {
             }
             return cx.drop(buf, DropReason::TcpUnexpected);
         }
-        let Ok(hop) = cx.ip.route(*remote.ip()) else {
+        let Ok(hop) = cx.ip.route_link(N::Addr::ip(&remote)) else {
             return cx.drop(buf, DropReason::Ipv4NoRoute);
         };
         let Some(listener) = self.listener(index) else {
@@ -754,7 +752,7 @@ impl Tcp {
         cx.pool.free(buf);
         let iss = self.isn.isn(local, remote, cx.now);
         let mut tcb = Tcb::accept(local, remote, hop, iss, repr, cx.cfg);
-        let (mtu, epoch) = cx.path_mtu(*remote.ip(), hop.caps.mtu);
+        let (mtu, epoch) = cx.path_mtu(N::Addr::ip(&remote), hop.caps.mtu);
         tcb.sync_path_mtu(mtu, epoch);
         tcb.listener = Some(SocketId(index));
         let pcb = pcb_of(&tcb);
@@ -769,21 +767,21 @@ impl Tcp {
     /// A stateless SYN-ACK whose ISN is a SYN cookie (RFC 4987 §3.6).
     fn send_cookie(
         &mut self,
-        cx: &mut TcpCx<impl Transmit>,
-        hop: &NextHop,
-        local: SocketAddrV4,
-        remote: SocketAddrV4,
+        cx: &mut TcpCx<impl Transmit, N>,
+        hop: &NextHop<N::Addr>,
+        local: N::Socket,
+        remote: N::Socket,
         syn: &TcpRepr,
     ) {
         let mss = syn
             .options
             .mss
             .unwrap_or(536)
-            .min(tcb::mss_for_mtu(hop.caps.mtu));
+            .min(tcb::mss_for_mtu::<N::Addr>(hop.caps.mtu));
         let cookie = self.isn.cookie(local, remote, syn.seq, mss, cx.now);
         let repr = TcpRepr {
-            src_port: local.port(),
-            dst_port: remote.port(),
+            src_port: N::Addr::port(&local),
+            dst_port: N::Addr::port(&remote),
             seq: cookie,
             ack: syn.seq.wrapping_add(1),
             flags: Flags::SYN | Flags::ACK,
@@ -801,10 +799,10 @@ impl Tcp {
     /// An ACK to a listener: the last step of a handshake whose SYN-ACK was a cookie, or garbage.
     fn cookie_ack(
         &mut self,
-        cx: &mut TcpCx<impl Transmit>,
+        cx: &mut TcpCx<impl Transmit, N>,
         index: u32,
-        local: SocketAddrV4,
-        remote: SocketAddrV4,
+        local: N::Socket,
+        remote: N::Socket,
         repr: &TcpRepr,
         buf: PacketBuf,
     ) {
@@ -824,7 +822,8 @@ impl Tcp {
             .listener(index)
             .is_some_and(|l| l.ready.len() < l.backlog)
             && self.connections() < cx.max_connections;
-        let (Some(mss), true, Ok(hop)) = (cookie_mss, room, cx.ip.route(*remote.ip())) else {
+        let (Some(mss), true, Ok(hop)) = (cookie_mss, room, cx.ip.route_link(N::Addr::ip(&remote)))
+        else {
             self.reply_reset(cx, local, remote, repr, buf.len());
             let reason = if cookie_mss.is_some() {
                 DropReason::TcpListenOverflow
@@ -834,7 +833,7 @@ impl Tcp {
             return cx.drop(buf, reason);
         };
         let mut tcb = Tcb::from_cookie(local, remote, hop, repr, mss, cx.cfg);
-        let (mtu, epoch) = cx.path_mtu(*remote.ip(), hop.caps.mtu);
+        let (mtu, epoch) = cx.path_mtu(N::Addr::ip(&remote), hop.caps.mtu);
         tcb.sync_path_mtu(mtu, epoch);
         let pcb = pcb_of(&tcb);
         cx.counters.tcp.syn_cookies_ok += 1;
@@ -857,16 +856,16 @@ impl Tcp {
     /// The answer to a segment no connection wants (RFC 9293 §3.10.7.1): a RST, unless it was one.
     fn reply_reset(
         &mut self,
-        cx: &mut TcpCx<impl Transmit>,
-        local: SocketAddrV4,
-        remote: SocketAddrV4,
+        cx: &mut TcpCx<impl Transmit, N>,
+        local: N::Socket,
+        remote: N::Socket,
         repr: &TcpRepr,
         payload_len: usize,
     ) {
         if repr.flags.contains(Flags::RST) {
             return;
         }
-        let Ok(hop) = cx.ip.route(*remote.ip()) else {
+        let Ok(hop) = cx.ip.route_link(N::Addr::ip(&remote)) else {
             return;
         };
         if repr.flags.contains(Flags::ACK) {
@@ -881,16 +880,16 @@ impl Tcp {
 
     fn send_reset(
         &mut self,
-        cx: &mut TcpCx<impl Transmit>,
-        hop: &NextHop,
-        local: SocketAddrV4,
-        remote: SocketAddrV4,
+        cx: &mut TcpCx<impl Transmit, N>,
+        hop: &NextHop<N::Addr>,
+        local: N::Socket,
+        remote: N::Socket,
         seq: u32,
         ack: Option<u32>,
     ) {
         let repr = TcpRepr {
-            src_port: local.port(),
-            dst_port: remote.port(),
+            src_port: N::Addr::port(&local),
+            dst_port: N::Addr::port(&remote),
             seq,
             ack: ack.unwrap_or(0),
             flags: if ack.is_some() {
@@ -909,17 +908,17 @@ impl Tcp {
     /// Builds and sends one segment whose payload is `pieces` (for segments with no connection).
     fn emit(
         &mut self,
-        cx: &mut TcpCx<impl Transmit>,
-        hop: &NextHop,
-        local: SocketAddrV4,
-        remote: SocketAddrV4,
+        cx: &mut TcpCx<impl Transmit, N>,
+        hop: &NextHop<N::Addr>,
+        local: N::Socket,
+        remote: N::Socket,
         repr: TcpRepr,
         pieces: &[&[u8]],
     ) {
         let len: usize = pieces.iter().map(|p| p.len()).sum();
         let buf = self.build(cx, hop, (local, remote), &repr, pieces, len, false);
         cx.counters.tcp.out_segs += 1;
-        cx.output(buf, hop, *local.ip(), *remote.ip(), IpProtocol::Tcp);
+        cx.output(buf, hop, N::Addr::ip(&local), N::Addr::ip(&remote));
     }
 
     /// Writes a segment into a pool buffer: header, payload copied from `pieces` and the checksum as
@@ -928,9 +927,9 @@ impl Tcp {
     #[allow(clippy::too_many_arguments)]
     fn build(
         &mut self,
-        cx: &mut TcpCx<impl Transmit>,
-        hop: &NextHop,
-        (local, remote): (SocketAddrV4, SocketAddrV4),
+        cx: &mut TcpCx<impl Transmit, N>,
+        hop: &NextHop<N::Addr>,
+        (local, remote): (N::Socket, N::Socket),
         repr: &TcpRepr,
         pieces: &[&[u8]],
         len: usize,
@@ -945,7 +944,8 @@ impl Tcp {
         };
         let segment = buf.extend(total);
         repr.emit(&mut segment[..header_len]);
-        let pseudo = checksum::pseudo_header_sum(*local.ip(), *remote.ip(), 6, total as u16);
+        let pseudo =
+            checksum::pseudo_header_sum(N::Addr::ip(&local), N::Addr::ip(&remote), 6, total as u16);
         let slices: [IoSlice<'_>; 2] = [
             IoSlice::new(pieces.first().copied().unwrap_or(&[])),
             IoSlice::new(pieces.get(1).copied().unwrap_or(&[])),
@@ -967,7 +967,7 @@ impl Tcp {
         match mode {
             TxChecksum::Offload => {
                 buf.meta.checksum = ChecksumOffload::Partial {
-                    start: 20,
+                    start: N::Addr::HEADER_LEN as u16,
                     offset: CHECKSUM_OFFSET as u16,
                 };
                 cx.counters.tcp.out_checksum_offloaded += 1;
@@ -980,14 +980,14 @@ impl Tcp {
     }
 
     /// Sends everything connection `index` owes and the windows allow.
-    pub(crate) fn output(&mut self, cx: &mut TcpCx<impl Transmit>, index: u32) {
+    pub(crate) fn output(&mut self, cx: &mut TcpCx<impl Transmit, N>, index: u32) {
         layer!(Send, Tcp);
         let use_offload = self.checksum.offload_allowed();
         // A path MTU learned (by another connection), expired, or a route changed since this
         // connection last looked: its MSS follows the path MTU now in use.
         if let Some(tcb) = self.tcb(index) {
-            if tcb.route_epoch != cx.ip.route_epoch {
-                let (mtu, epoch) = cx.path_mtu(*tcb.remote.ip(), tcb.hop.caps.mtu);
+            if tcb.route_epoch != cx.ip.route_epoch() {
+                let (mtu, epoch) = cx.path_mtu(N::Addr::ip(&tcb.remote), tcb.hop.caps.mtu);
                 tcb.sync_path_mtu(mtu, epoch);
             }
         }
@@ -999,7 +999,8 @@ impl Tcp {
             // TSO (paper 002 §3.3): up to a 64 KiB packet when the link cuts segments and the checksum
             // is left to it as well.
             let caps = tcb.hop.caps;
-            let tso = (caps.tso && caps.tx_checksum_offload && use_offload).then_some(TSO_MAX);
+            let tso = (caps.tso && caps.tx_checksum_offload && use_offload)
+                .then_some(tso_max::<N::Addr>());
             let Some(Outgoing {
                 mut repr,
                 offset,
@@ -1024,7 +1025,7 @@ impl Tcp {
                 cx.counters.tcp.out_tso_packets += 1;
             }
             cx.counters.tcp.out_segs += 1;
-            cx.output(buf, &hop, *local.ip(), *remote.ip(), IpProtocol::Tcp);
+            cx.output(buf, &hop, N::Addr::ip(&local), N::Addr::ip(&remote));
         }
         self.schedule(index);
         // A connection that finished its close while sending (LAST-ACK acknowledged elsewhere) is
@@ -1034,7 +1035,7 @@ impl Tcp {
     /// Runs due TCP timers (from `poll`).
     /// Runs due TCP timers (from `poll`): only the connections whose deadlines are due are
     /// visited, each once per run (a timer re-armed for `now` waits for the next run).
-    pub(crate) fn timers(&mut self, cx: &mut TcpCx<impl Transmit>) {
+    pub(crate) fn timers(&mut self, cx: &mut TcpCx<impl Transmit, N>) {
         let now = cx.now;
         self.take_due(now);
         let mut due = std::mem::take(&mut self.due);
@@ -1058,6 +1059,36 @@ impl Tcp {
         self.flush_dirty(cx);
     }
 
+    /// An ICMP error quoting a TCP segment we sent: a hard error while connecting refuses the
+    /// connection (RFC 1122 §4.2.3.9); others are only remembered.
+    pub(crate) fn report_error(
+        &mut self,
+        cx: &mut TcpCx<impl Transmit, N>,
+        (src, dst): (N::Addr, N::Addr),
+        head: &[u8; 8],
+        kind: std::io::ErrorKind,
+    ) {
+        let local = src.socket(u16::from_be_bytes([head[0], head[1]]));
+        let remote = dst.socket(u16::from_be_bytes([head[2], head[3]]));
+        let Some(SocketId(index)) = self.demux.lookup(local, remote) else {
+            return;
+        };
+        let mut tcx = cx.tcb();
+        let Some(tcb) = self.tcb(index) else {
+            return;
+        };
+        if tcb.local != local || tcb.remote != remote {
+            return;
+        }
+        if tcb.state == State::SynSent {
+            tcx.counters.attempt_fails += 1;
+            tcb.abort(kind, &mut tcx);
+            self.finish(cx, index);
+        }
+    }
+}
+
+impl Tcp<Ipv4> {
     /// A "fragmentation needed" (RFC 1191) quoting a TCP segment we sent (`ip` and the first 8 bytes of
     /// its TCP header): when it names a connection and a sequence number in flight (RFC 5927 §5.2,
     /// as Linux), the path MTU to the destination goes down to `mtu` (unless below the floor, or not
@@ -1065,13 +1096,13 @@ impl Tcp {
     /// is resent at the new size at once (Linux's `tcp_v4_mtu_reduced` and `tcp_simple_retransmit`).
     pub(crate) fn report_path_mtu(
         &mut self,
-        cx: &mut TcpCx<impl Transmit>,
+        cx: &mut TcpCx<impl Transmit, Ipv4>,
         ip: &Ipv4Repr,
         head: &[u8; 8],
         mtu: usize,
     ) {
-        let local = SocketAddrV4::new(ip.src_addr, u16::from_be_bytes([head[0], head[1]]));
-        let remote = SocketAddrV4::new(ip.dst_addr, u16::from_be_bytes([head[2], head[3]]));
+        let local = ip.src_addr.socket(u16::from_be_bytes([head[0], head[1]]));
+        let remote = ip.dst_addr.socket(u16::from_be_bytes([head[2], head[3]]));
         let seq = u32::from_be_bytes([head[4], head[5], head[6], head[7]]);
         let found = self
             .demux
@@ -1107,34 +1138,6 @@ impl Tcp {
         };
         if tcb.path_mtu_reduced(path_mtu) {
             self.output(cx, index);
-        }
-    }
-
-    /// An ICMP error quoting a TCP segment we sent: a hard error while connecting refuses the
-    /// connection (RFC 1122 §4.2.3.9); others are only remembered.
-    pub(crate) fn report_error(
-        &mut self,
-        cx: &mut TcpCx<impl Transmit>,
-        ip: &Ipv4Repr,
-        head: &[u8; 8],
-        kind: std::io::ErrorKind,
-    ) {
-        let local = SocketAddrV4::new(ip.src_addr, u16::from_be_bytes([head[0], head[1]]));
-        let remote = SocketAddrV4::new(ip.dst_addr, u16::from_be_bytes([head[2], head[3]]));
-        let Some(SocketId(index)) = self.demux.lookup(local, remote) else {
-            return;
-        };
-        let mut tcx = cx.tcb();
-        let Some(tcb) = self.tcb(index) else {
-            return;
-        };
-        if tcb.local != local || tcb.remote != remote {
-            return;
-        }
-        if tcb.state == State::SynSent {
-            tcx.counters.attempt_fails += 1;
-            tcb.abort(kind, &mut tcx);
-            self.finish(cx, index);
         }
     }
 }

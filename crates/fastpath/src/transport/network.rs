@@ -20,7 +20,7 @@ pub(crate) trait Network {
     /// The family's address.
     type Addr: TableAddress<Socket = Self::Socket>;
     /// The family's socket address.
-    type Socket: Copy + Eq + fmt::Debug + fmt::Display + Into<SocketAddr>;
+    type Socket: Copy + Eq + std::hash::Hash + fmt::Debug + fmt::Display + Into<SocketAddr>;
     /// The header template a transport keeps for a destination.
     type Template: Copy + fmt::Debug;
     /// The IP header in front of a transport's datagram (20, 40).
@@ -31,6 +31,10 @@ pub(crate) trait Network {
 
     /// Where a packet to `dst` goes, its MTU lowered to the path MTU known at `now`.
     fn route(&self, dst: Self::Addr, now: Instant) -> Result<NextHop<Self::Addr>, DropReason>;
+    /// Where a packet to `dst` goes, with the link's MTU (what TCP's MSS option advertises).
+    fn route_link(&self, dst: Self::Addr) -> Result<NextHop<Self::Addr>, DropReason>;
+    /// The path MTU to `dst` known at `now`, or `link_mtu`.
+    fn path_mtu(&self, dst: Self::Addr, link_mtu: usize, now: Instant) -> usize;
     /// Bumped whenever routes, addresses or path MTUs change.
     fn route_epoch(&self) -> u32;
     /// Refuses to bind to an address that is not the wildcard or one of the host's.
@@ -53,6 +57,18 @@ pub(crate) trait Network {
         hop: &NextHop<Self::Addr>,
         template: &Self::Template,
     );
+    /// Hands a TCP segment to IP (IPv4: with DF when path MTU discovery is on, RFC 1191 §3).
+    #[allow(clippy::too_many_arguments)]
+    fn output_segment(
+        &mut self,
+        now: Instant,
+        pool: &mut BufferPool,
+        counters: &mut Counters,
+        out: &mut impl Transmit,
+        buf: PacketBuf,
+        hop: &NextHop<Self::Addr>,
+        addresses: (Self::Addr, Self::Addr),
+    );
 }
 
 impl Network for Ipv4 {
@@ -66,6 +82,14 @@ impl Network for Ipv4 {
     fn route(&self, dst: Ipv4Addr, now: Instant) -> Result<NextHop<Ipv4Addr>, DropReason> {
         // Fragment to the path MTU when one is known (RFC 1191; Linux's `ip_skb_dst_mtu`).
         Ipv4::route(self, dst).map(|hop| self.along_path(hop, dst, now))
+    }
+    #[inline]
+    fn route_link(&self, dst: Ipv4Addr) -> Result<NextHop<Ipv4Addr>, DropReason> {
+        Ipv4::route(self, dst)
+    }
+    #[inline]
+    fn path_mtu(&self, dst: Ipv4Addr, link_mtu: usize, now: Instant) -> usize {
+        self.path_mtu.path_mtu(dst, link_mtu, now)
     }
     #[inline(always)]
     fn route_epoch(&self) -> u32 {
@@ -105,6 +129,26 @@ impl Network for Ipv4 {
         };
         self.output_prepared(&mut cx, out, buf, hop, template);
     }
+    #[inline]
+    fn output_segment(
+        &mut self,
+        now: Instant,
+        pool: &mut BufferPool,
+        counters: &mut Counters,
+        out: &mut impl Transmit,
+        buf: PacketBuf,
+        hop: &NextHop<Ipv4Addr>,
+        (src, dst): (Ipv4Addr, Ipv4Addr),
+    ) {
+        let mut cx = IpCx {
+            now,
+            pool,
+            counters: &mut counters.ip,
+            drops: &mut counters.drops,
+        };
+        let dont_frag = self.cfg.path_mtu_discovery;
+        self.output(&mut cx, out, buf, hop, src, dst, IpProtocol::Tcp, dont_frag);
+    }
 }
 
 impl Network for Ipv6 {
@@ -116,6 +160,12 @@ impl Network for Ipv6 {
 
     fn route(&self, dst: Ipv6Addr, now: Instant) -> Result<NextHop<Ipv6Addr>, DropReason> {
         Ipv6::route(self, dst).map(|hop| self.along_path(hop, dst, now))
+    }
+    fn route_link(&self, dst: Ipv6Addr) -> Result<NextHop<Ipv6Addr>, DropReason> {
+        Ipv6::route(self, dst)
+    }
+    fn path_mtu(&self, dst: Ipv6Addr, link_mtu: usize, now: Instant) -> usize {
+        self.path_mtu.path_mtu(dst, link_mtu, now)
     }
     fn route_epoch(&self) -> u32 {
         self.route_epoch
@@ -149,5 +199,23 @@ impl Network for Ipv6 {
             drops: &mut counters.drops,
         };
         self.output_prepared(&mut cx, out, buf, hop, template);
+    }
+    fn output_segment(
+        &mut self,
+        now: Instant,
+        pool: &mut BufferPool,
+        counters: &mut Counters,
+        out: &mut impl Transmit,
+        buf: PacketBuf,
+        hop: &NextHop<Ipv6Addr>,
+        (src, dst): (Ipv6Addr, Ipv6Addr),
+    ) {
+        let mut cx = Ip6Cx {
+            now,
+            pool,
+            counters: &mut counters.ip6,
+            drops: &mut counters.drops,
+        };
+        self.output(&mut cx, out, buf, hop, src, dst, IpProtocol::Tcp);
     }
 }

@@ -2,7 +2,7 @@
 
 use super::*;
 
-impl Tcb {
+impl<A: crate::addr::IpAddress> Tcb<A> {
     /// Takes the peer's ISN and options from its SYN.
     pub(super) fn take_syn(&mut self, syn: &TcpRepr, cfg: &TcpConfig) {
         self.irs = Seq(syn.seq);

@@ -7,16 +7,17 @@
 //! stack builds every outgoing segment in one place.
 
 use std::io;
-use std::net::SocketAddrV4;
+use std::net::Ipv4Addr;
 use std::time::Duration;
 
 use super::buffers::{OutOfOrder, ReceiveQueue, Scoreboard, SendBuffer};
 use super::congestion::Congestion;
 use super::seq::Seq;
+use crate::addr::IpAddress;
 use crate::buf::{BufferPool, PacketBuf};
 use crate::config::TcpConfig;
 use crate::demux::SocketId;
-use crate::ipv4::NextHop;
+use crate::ip::NextHop;
 use crate::stats::{DropReason, Drops, TcpCounters};
 use crate::time::Instant;
 use crate::wire::tcp::{Flags, TcpOptions, TcpRepr, ALT_CHECKSUM_NONE, MAX_SACK_BLOCKS};
@@ -125,11 +126,11 @@ pub(crate) struct Outgoing {
 
 /// The transmission control block.
 #[derive(Debug)]
-pub(crate) struct Tcb {
+pub(crate) struct Tcb<A: IpAddress = Ipv4Addr> {
     pub(crate) state: State,
-    pub(crate) local: SocketAddrV4,
-    pub(crate) remote: SocketAddrV4,
-    pub(crate) hop: NextHop,
+    pub(crate) local: A::Socket,
+    pub(crate) remote: A::Socket,
+    pub(crate) hop: NextHop<A>,
     /// The listener a passive open belongs to until it is accepted.
     pub(crate) listener: Option<SocketId>,
     /// The application has closed its handle: nobody will read, and the block frees itself.
@@ -244,17 +245,17 @@ fn ts_clock(now: Instant) -> u32 {
     (now.total_micros() / 1000) as u32
 }
 
-impl Tcb {
+impl<A: IpAddress> Tcb<A> {
     /// A block for `local`/`remote` in `state` with our ISN `iss`.
     fn new(
         state: State,
-        local: SocketAddrV4,
-        remote: SocketAddrV4,
-        hop: NextHop,
+        local: A::Socket,
+        remote: A::Socket,
+        hop: NextHop<A>,
         iss: u32,
         cfg: &TcpConfig,
-    ) -> Tcb {
-        let local_mss = mss_for_mtu(hop.caps.mtu);
+    ) -> Tcb<A> {
+        let local_mss = mss_for_mtu::<A>(hop.caps.mtu);
         let mss = (local_mss as u32).min(536);
         let rcv_shift = if cfg.window_scaling {
             let mut shift = 0u8;
@@ -337,12 +338,12 @@ impl Tcb {
 
     /// An active open: SYN-SENT, the SYN owed.
     pub(crate) fn connect(
-        local: SocketAddrV4,
-        remote: SocketAddrV4,
-        hop: NextHop,
+        local: A::Socket,
+        remote: A::Socket,
+        hop: NextHop<A>,
         iss: u32,
         cfg: &TcpConfig,
-    ) -> Tcb {
+    ) -> Tcb<A> {
         let mut tcb = Tcb::new(State::SynSent, local, remote, hop, iss, cfg);
         tcb.alt_requested = eliminable(cfg, &hop, remote);
         tcb
@@ -350,13 +351,13 @@ impl Tcb {
 
     /// A passive open from `syn`: SYN-RECEIVED, the SYN-ACK owed.
     pub(crate) fn accept(
-        local: SocketAddrV4,
-        remote: SocketAddrV4,
-        hop: NextHop,
+        local: A::Socket,
+        remote: A::Socket,
+        hop: NextHop<A>,
         iss: u32,
         syn: &TcpRepr,
         cfg: &TcpConfig,
-    ) -> Tcb {
+    ) -> Tcb<A> {
         let mut tcb = Tcb::new(State::SynReceived, local, remote, hop, iss, cfg);
         tcb.take_syn(syn, cfg);
         // Agree to elimination only when asked, when switched on here too, and on a protected hop.
@@ -371,13 +372,13 @@ impl Tcb {
     /// Its SYN and our SYN-ACK are long gone, so it starts established with `mss`, the MSS the cookie
     /// carried, and no other options.
     pub(crate) fn from_cookie(
-        local: SocketAddrV4,
-        remote: SocketAddrV4,
-        hop: NextHop,
+        local: A::Socket,
+        remote: A::Socket,
+        hop: NextHop<A>,
         ack: &TcpRepr,
         mss: u16,
         cfg: &TcpConfig,
-    ) -> Tcb {
+    ) -> Tcb<A> {
         let iss = ack.ack.wrapping_sub(1);
         let mut tcb = Tcb::new(State::Established, local, remote, hop, iss, cfg);
         tcb.irs = Seq(ack.seq.wrapping_sub(1));
@@ -545,7 +546,7 @@ impl Tcb {
     fn send_mss(&self) -> u32 {
         let options_len = if self.ts_on { 12 } else { 0 };
         self.peer_mss
-            .min(u32::from(mss_for_mtu(self.path_mtu)))
+            .min(u32::from(mss_for_mtu::<A>(self.path_mtu)))
             .saturating_sub(options_len)
             .max(u32::from(MIN_MSS))
     }
@@ -603,15 +604,16 @@ impl Tcb {
 
 /// Kay & Pasquale's condition for leaving the checksum out (paper 001): switched on, the route's link
 /// protects packets with a CRC, and the next hop is the destination itself.
-fn eliminable(cfg: &TcpConfig, hop: &NextHop, remote: SocketAddrV4) -> bool {
-    cfg.alt_checksum && hop.caps.crc_protected && hop.next_hop == *remote.ip()
+fn eliminable<A: IpAddress>(cfg: &TcpConfig, hop: &NextHop<A>, remote: A::Socket) -> bool {
+    cfg.alt_checksum && hop.caps.crc_protected && hop.next_hop == A::ip(&remote)
 }
 
 /// The smallest MSS a connection uses, whatever its link's MTU: segments of it on a link whose MTU
 /// is smaller are fragmented by IPv4 (Linux's floor, `tcp_min_snd_mss`, is 48).
 pub(crate) const MIN_MSS: u16 = 64;
 
-/// The MSS for a link of `mtu`: the MTU less the IPv4 and TCP headers, at least [`MIN_MSS`].
-pub(crate) fn mss_for_mtu(mtu: usize) -> u16 {
-    (mtu.min(65535).saturating_sub(40) as u16).max(MIN_MSS)
+/// The MSS for a link of `mtu` in family `A`: the MTU less the IP (20, 40) and TCP headers, at least
+/// [`MIN_MSS`].
+pub(crate) fn mss_for_mtu<A: IpAddress>(mtu: usize) -> u16 {
+    (mtu.min(65535).saturating_sub(A::HEADER_LEN + 20) as u16).max(MIN_MSS)
 }

@@ -3,7 +3,7 @@
 
 use super::*;
 
-impl Tcb {
+impl<A: crate::addr::IpAddress> Tcb<A> {
     /// The window field for an outgoing segment, with receiver-side silly window avoidance (RFC 9293
     /// §3.8.6.2.2): the right edge moves only by at least min(half the buffer, one MSS), and never
     /// back.
@@ -285,8 +285,8 @@ impl Tcb {
     /// A header with the ACK fields, window and timestamps filled in.
     pub(super) fn header(&mut self, flags: Flags, seq: Seq) -> TcpRepr {
         let mut repr = TcpRepr {
-            src_port: self.local.port(),
-            dst_port: self.remote.port(),
+            src_port: A::port(&self.local),
+            dst_port: A::port(&self.remote),
             seq: seq.0,
             ack: 0,
             flags,

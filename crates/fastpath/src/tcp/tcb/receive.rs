@@ -3,7 +3,7 @@
 
 use super::*;
 
-impl Tcb {
+impl<A: crate::addr::IpAddress> Tcb<A> {
     /// In-order data was queued: acknowledge at once every second full segment, else soon.
     pub(super) fn data_arrived(&mut self, len: u32, cx: &mut Cx) {
         // A large segment (coalesced by the link) counts as the full-sized segments it holds.

@@ -3,7 +3,7 @@
 
 use super::*;
 
-impl Tcb {
+impl<A: crate::addr::IpAddress> Tcb<A> {
     /// The ACK field of an acceptable segment (RFC 9293 §3.10.7.4 fifth step): new data
     /// acknowledged, a duplicate ACK, the window. False when the ACK is unacceptable (RFC 5961 §5: an
     /// ACK of data never sent is answered with an ACK; one far older than the window the peer could

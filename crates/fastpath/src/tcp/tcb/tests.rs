@@ -1,7 +1,7 @@
 //! The state machine on its own, smoltcp-style: a block built directly, segments in (through header
 //! prediction first, as the stack does), and the exact segments `next_segment` emits.
 
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, SocketAddrV4};
 
 use super::*;
 use crate::buf::BufferMode;

@@ -68,7 +68,7 @@ impl Timers {
     }
 }
 
-impl Tcb {
+impl<A: crate::addr::IpAddress> Tcb<A> {
     /// The earliest timer.
     pub(crate) fn deadline(&self) -> Option<Instant> {
         self.timers.earliest()
