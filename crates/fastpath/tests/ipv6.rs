@@ -800,3 +800,198 @@ fn packet_too_big_lowers_the_path_mtu_but_never_below_1280() {
     assert!(h.exchange(&ipv6("2001:db8::fe", US, 58, &ptb)).is_empty());
     assert_eq!(h.drops(DropReason::PathMtuBelowFloor), 1);
 }
+
+/// Two stacks with IPv6 addresses 2001:db8::1 and ::2 (and IPv4 10.0.0.1 and .2) on a pair.
+fn two_stacks6(impair: fastpath::Impairments) -> (Stack, Stack) {
+    let (mut a, mut b) = two_stacks(
+        StackConfig::default(),
+        LinkCapabilities::plain(1500),
+        impair,
+    );
+    let iface = fastpath::InterfaceId(1);
+    a.add_ipv6_address(iface, "2001:db8::1/64".parse().unwrap())
+        .unwrap();
+    b.add_ipv6_address(iface, "2001:db8::2/64".parse().unwrap())
+        .unwrap();
+    (a, b)
+}
+
+/// Polls both stacks, advancing time 1 ms a round, until `done` or `limit` of virtual time.
+fn run_until(
+    a: &mut Stack,
+    b: &mut Stack,
+    now: &mut Instant,
+    limit: std::time::Duration,
+    mut done: impl FnMut(&mut Stack, &mut Stack) -> bool,
+) {
+    let end = *now + limit;
+    while *now < end {
+        a.poll(*now);
+        b.poll(*now);
+        if done(a, b) {
+            return;
+        }
+        *now = *now + std::time::Duration::from_millis(1);
+    }
+    panic!("not done within {limit:?}");
+}
+
+#[test]
+fn tcp_over_ipv6_connects_and_moves_data_both_ways_intact() {
+    let (mut a, mut b) = two_stacks6(Default::default());
+    let mut now = Instant::from_secs(1);
+    // Timers count from a stack's last poll: bring both clocks to `now` first.
+    a.poll(now);
+    b.poll(now);
+    let l = b.tcp_listen("[::]:80", 4).unwrap();
+    let c = a.tcp_connect("[2001:db8::2]:80").unwrap();
+    let mut s = None;
+    run_until(
+        &mut a,
+        &mut b,
+        &mut now,
+        std::time::Duration::from_secs(5),
+        |a, b| {
+            if s.is_none() {
+                s = b.tcp_listener(l).accept().ok();
+            }
+            s.is_some() && a.tcp(c).is_established()
+        },
+    );
+    let (s, peer) = s.unwrap();
+    assert_eq!(peer, a.tcp(c).addrs().unwrap().0);
+    assert_eq!(peer.ip(), a6("2001:db8::1"));
+    let info = a.tcp(c).info().unwrap();
+    assert_eq!(info.mss, 1500 - 60 - 12, "the IPv6 MSS, less timestamps");
+
+    // 1 MiB each way, byte for byte.
+    let data: Vec<u8> = (0..1 << 20).map(|i: u32| (i * 7 + i / 509) as u8).collect();
+    for (tx, rx, from_a) in [(c, s, true), (s, c, false)] {
+        let (mut sent, mut got) = (0, Vec::new());
+        let mut buf = vec![0u8; 65536];
+        run_until(
+            &mut a,
+            &mut b,
+            &mut now,
+            std::time::Duration::from_secs(30),
+            |a, b| {
+                let (w, r) = if from_a { (a, b) } else { (b, a) };
+                while sent < data.len() {
+                    match w.tcp(tx).write(&data[sent..]) {
+                        Ok(n) => sent += n,
+                        Err(_) => break,
+                    }
+                }
+                while let Ok(n) = r.tcp(rx).read(&mut buf) {
+                    if n == 0 {
+                        break;
+                    }
+                    got.extend_from_slice(&buf[..n]);
+                }
+                got.len() == data.len()
+            },
+        );
+        assert!(got == data, "1 MiB intact");
+    }
+    let (ca, cb) = (a.counters(), b.counters());
+    assert_eq!(ca.drops.total() + cb.drops.total(), 0, "{ca}\n{cb}");
+    assert!(
+        ca.tcp.predicted_data + cb.tcp.predicted_data > 100,
+        "header prediction over IPv6"
+    );
+    assert_eq!(ca.ip.in_receives, 0, "nothing went over IPv4:\n{ca}");
+
+    // Close both ways.
+    a.tcp(c).close();
+    b.tcp(s).close();
+    run_until(
+        &mut a,
+        &mut b,
+        &mut now,
+        std::time::Duration::from_secs(200),
+        |a, b| a.tcp_connections() + b.tcp_connections() == 0,
+    );
+}
+
+#[test]
+fn tcp_over_ipv6_to_a_closed_port_is_reset() {
+    let (mut a, mut b) = two_stacks6(Default::default());
+    let mut now = Instant::from_secs(1);
+    a.poll(now);
+    b.poll(now);
+    let c = a.tcp_connect("[2001:db8::2]:81").unwrap();
+    run_until(
+        &mut a,
+        &mut b,
+        &mut now,
+        std::time::Duration::from_secs(5),
+        |a, _| {
+            a.tcp(c)
+                .state()
+                .is_ok_and(|s| s == fastpath::TcpState::Closed)
+        },
+    );
+    assert_eq!(
+        a.tcp(c).take_error().unwrap().unwrap().kind(),
+        std::io::ErrorKind::ConnectionRefused
+    );
+    assert_eq!(b.counters().tcp.out_rsts, 1);
+    assert_eq!(b.counters().drops.get(DropReason::TcpNoSocket), 1);
+}
+
+#[test]
+fn tcp_over_ipv6_survives_a_lossy_wire() {
+    let impair = fastpath::Impairments {
+        loss: 0.02,
+        duplicate: 0.01,
+        reorder: 0.02,
+        seed: 7,
+        ..Default::default()
+    };
+    let (mut a, mut b) = two_stacks6(impair);
+    let mut now = Instant::from_secs(1);
+    a.poll(now);
+    b.poll(now);
+    let l = b.tcp_listen("[2001:db8::2]:7", 4).unwrap();
+    let c = a.tcp_connect("[2001:db8::2]:7").unwrap();
+    let mut s = None;
+    run_until(
+        &mut a,
+        &mut b,
+        &mut now,
+        std::time::Duration::from_secs(60),
+        |a, b| {
+            if s.is_none() {
+                s = b.tcp_listener(l).accept().ok().map(|x| x.0);
+            }
+            s.is_some() && a.tcp(c).is_established()
+        },
+    );
+    let s = s.unwrap();
+    let data: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+    let (mut sent, mut got) = (0, Vec::new());
+    let mut buf = vec![0u8; 65536];
+    run_until(
+        &mut a,
+        &mut b,
+        &mut now,
+        std::time::Duration::from_secs(120),
+        |a, b| {
+            while sent < data.len() {
+                match a.tcp(c).write(&data[sent..]) {
+                    Ok(n) => sent += n,
+                    Err(_) => break,
+                }
+            }
+            while let Ok(n) = b.tcp(s).read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                got.extend_from_slice(&buf[..n]);
+            }
+            got.len() == data.len()
+        },
+    );
+    assert!(got == data);
+    assert!(a.counters().tcp.retrans_segs > 0, "the loss was recovered");
+}

@@ -43,7 +43,7 @@ fn connect(a: &mut Stack, b: &mut Stack, now: &mut Instant, port: u16) -> (TcpSt
     for _ in 0..100 {
         step(a, b, now);
         if let Ok((server, peer)) = b.tcp_listener(listener).accept() {
-            assert_eq!(*peer.ip(), A);
+            assert_eq!(peer.ip(), A);
             assert_eq!(a.tcp(client).state().unwrap(), TcpState::Established);
             return (client, server);
         }
@@ -195,7 +195,7 @@ fn connected_udp_sockets_read_and_write_a_datagram_per_call() {
 }
 
 #[test]
-fn addresses_are_anything_to_socket_addrs_but_ipv4_only() {
+fn addresses_are_anything_to_socket_addrs_in_the_sockets_family() {
     let (mut a, mut b) = pair();
     let mut now = Instant::ZERO;
     let server = b.udp_bind(SocketAddrV4::new(B, 7)).unwrap();
@@ -234,25 +234,27 @@ fn addresses_are_anything_to_socket_addrs_but_ipv4_only() {
     }
     assert_eq!(got, b"12345678");
 
-    // IPv6 only, to an IPv4 socket or to TCP (IPv4 only so far): refused, saying why, and nothing
-    // is sent.
+    // IPv6 only, to an IPv4 socket or connection: refused, saying why, and nothing is sent.
     let sent = a.counters().udp.out_datagrams;
     let v6 = SocketAddr::V6(SocketAddrV6::new(Ipv6Addr::LOCALHOST, 7, 0, 0));
     for e in [
         a.udp(client).send_to(b"x", v6).unwrap_err(),
         a.udp(client).send_to(b"x", "[::1]:7").unwrap_err(),
         a.udp(client).connect(v6).unwrap_err(),
-        a.tcp_listen("[::]:80", 1).unwrap_err(),
-        a.tcp_connect(v6).unwrap_err(),
         a.tcp_connect_from("10.0.0.1:0", v6).unwrap_err(),
     ] {
         assert_eq!(e.kind(), ErrorKind::AddrNotAvailable, "{e}");
         assert!(e.to_string().contains("IPv6"), "{e}");
     }
     assert_eq!(a.counters().udp.out_datagrams, sent);
-    // A bind to an IPv6 address makes an IPv6 socket.
+    // A bind to an IPv6 address makes an IPv6 socket, a listen an IPv6 listener.
     let six = a.udp_bind("[::]:0").unwrap();
     assert!(a.udp(six).local_addr().unwrap().is_ipv6());
+    let l6 = a.tcp_listen("[::]:80", 1).unwrap();
+    assert_eq!(
+        a.tcp_listener(l6).local_addr().unwrap(),
+        "[::]:80".parse().unwrap()
+    );
     // Not an address at all.
     assert_eq!(
         a.udp_bind("10.0.0.1").unwrap_err().kind(),
@@ -266,7 +268,7 @@ fn addresses_are_anything_to_socket_addrs_but_ipv4_only() {
         step(&mut a, &mut b, &mut now);
     }
     let (_, peer) = b.tcp_listener(listener).accept().unwrap();
-    assert_eq!(peer, SocketAddrV4::new(A, 40443));
+    assert_eq!(peer, SocketAddrV4::new(A, 40443).into());
     assert!(a.tcp(c).is_established());
 }
 

@@ -335,7 +335,7 @@ fn syn_cookies_answer_a_full_backlog_and_still_connect() {
     b.poll(now);
     assert_eq!(b.counters().tcp.syn_cookies_ok, 1);
     let (s, peer) = b.tcp_listener(l).accept().unwrap();
-    assert_eq!(peer, sa(A, 1001));
+    assert_eq!(peer, sa(A, 1001).into());
     let mut buf = [0u8; 8];
     assert_eq!(b.tcp(s).read(&mut buf).unwrap(), 2);
     assert_eq!(&buf[..2], b"hi");

@@ -4,30 +4,51 @@
 //! is TCP's (`crate::tcp`), reached through the stack.
 
 use std::io;
-use std::net::{SocketAddrV4, ToSocketAddrs};
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6, ToSocketAddrs};
 
-use crate::stack::Stack;
-use crate::tcp::{ConnectionInfo, State, Tcb, TcpListener, TcpStream};
+use crate::addr::{self, IpAddress};
+use crate::ipv4::Ipv4;
+use crate::ipv6::Ipv6;
+use crate::stack::{Stack, TcpFamily};
+use crate::tcp::{ConnectionInfo, Listener, State, Tcb, TcpListener, TcpStream};
+
+/// Runs `$body` with `$t` bound to the connection's block, in the handle's family.
+macro_rules! with_tcb {
+    ($self:ident, $t:ident => $body:expr) => {
+        if $self.stream.v6 {
+            let $t = $self.tcb_in::<Ipv6>()?;
+            $body
+        } else {
+            let $t = $self.tcb_in::<Ipv4>()?;
+            $body
+        }
+    };
+}
 
 fn closed() -> io::Error {
     io::Error::new(io::ErrorKind::NotConnected, "no such TCP socket (closed)")
 }
 
 impl Stack {
-    /// Listens on `local` (address `0.0.0.0` for all of the host's addresses) with room for `backlog`
-    /// half-open and as many established, unaccepted connections (capped by the configured limit).
-    /// `local` is anything [`ToSocketAddrs`] takes, resolved to its first IPv4 address as for
-    /// [`udp_bind`](Stack::udp_bind).
+    /// Listens on `local` (the wildcard, `0.0.0.0` or `[::]`, for all of the host's addresses in its
+    /// family) with room for `backlog` half-open and as many established, unaccepted connections
+    /// (capped by the configured limit). `local` is anything [`ToSocketAddrs`] takes; its first
+    /// address's family is the listener's, as for [`udp_bind`](Stack::udp_bind). An IPv6 listener
+    /// takes IPv6 connections only (as `IPV6_V6ONLY`).
     pub fn tcp_listen(
         &mut self,
         local: impl ToSocketAddrs,
         backlog: usize,
     ) -> io::Result<TcpListener> {
-        let local = crate::addr::ipv4(&local)?;
-        let (index, generation) =
-            self.tcp
-                .listen(&self.ip, self.config.limits.tcp_backlog, local, backlog)?;
-        Ok(TcpListener { index, generation })
+        let (local, v6) = match addr::any(&local)? {
+            SocketAddr::V4(a) => (self.tcp_listen_in::<Ipv4>(a, backlog)?, false),
+            SocketAddr::V6(a) => (self.tcp_listen_in::<Ipv6>(a, backlog)?, true),
+        };
+        Ok(TcpListener {
+            index: local.0,
+            generation: local.1,
+            v6,
+        })
     }
 
     /// A listener handle for calls: `stack.tcp_listener(l).accept()`.
@@ -40,25 +61,40 @@ impl Stack {
 
     /// Opens a connection to `remote` from an ephemeral port (the SYN leaves at the next poll). Like
     /// every timer, the SYN's retransmission timer counts from the time of the last `poll`. `remote`
-    /// as for [`tcp_listen`](Stack::tcp_listen).
+    /// as for [`tcp_listen`](Stack::tcp_listen): its first address's family is the connection's.
     pub fn tcp_connect(&mut self, remote: impl ToSocketAddrs) -> io::Result<TcpStream> {
-        self.tcp_connect_from(
-            SocketAddrV4::new(std::net::Ipv4Addr::UNSPECIFIED, 0),
-            remote,
-        )
+        match addr::any(&remote)? {
+            SocketAddr::V4(r) => {
+                self.tcp_connect_from(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0), r)
+            }
+            SocketAddr::V6(r) => {
+                self.tcp_connect_from(SocketAddrV6::new(Ipv6Addr::UNSPECIFIED, 0, 0, 0), r)
+            }
+        }
     }
 
     /// Opens a connection from `local` (address or port may be unspecified) to `remote`, both as for
-    /// [`tcp_listen`](Stack::tcp_listen).
+    /// [`tcp_listen`](Stack::tcp_listen), in `local`'s family.
     pub fn tcp_connect_from(
         &mut self,
         local: impl ToSocketAddrs,
         remote: impl ToSocketAddrs,
     ) -> io::Result<TcpStream> {
-        let local = crate::addr::ipv4(&local)?;
-        let remote = crate::addr::ipv4(&remote)?;
-        let (index, generation) = self.tcp_connect_v4(local, remote)?;
-        Ok(TcpStream { index, generation })
+        let ((index, generation), v6) = match addr::any(&local)? {
+            SocketAddr::V4(l) => {
+                let remote = addr::ipv4(&remote)?;
+                (self.tcp_connect_in::<Ipv4>(l, remote)?, false)
+            }
+            SocketAddr::V6(l) => {
+                let remote = addr::ipv6(&remote)?;
+                (self.tcp_connect_in::<Ipv6>(l, remote)?, true)
+            }
+        };
+        Ok(TcpStream {
+            index,
+            generation,
+            v6,
+        })
     }
 
     /// A connection handle for calls: `stack.tcp(s).read(..)`.
@@ -69,9 +105,9 @@ impl Stack {
         }
     }
 
-    /// TCP connections in the table, in every state.
+    /// TCP connections in the tables, in every state.
     pub fn tcp_connections(&self) -> usize {
-        self.tcp.connections()
+        self.tcp.connections() + self.tcp6.connections()
     }
 }
 
@@ -83,66 +119,85 @@ pub struct TcpListenerRef<'a> {
 }
 
 impl TcpListenerRef<'_> {
+    fn listener_in<N: TcpFamily>(&mut self) -> Option<&mut Listener<N::Addr>> {
+        let TcpListener {
+            index, generation, ..
+        } = self.listener;
+        N::table(self.stack).listener_mut(index, generation)
+    }
+
     /// Takes an established connection off the queue, with the peer's address.
-    pub fn accept(&mut self) -> io::Result<(TcpStream, SocketAddrV4)> {
-        let TcpListener { index, generation } = self.listener;
+    pub fn accept(&mut self) -> io::Result<(TcpStream, SocketAddr)> {
+        if self.listener.v6 {
+            self.accept_in::<Ipv6>()
+        } else {
+            self.accept_in::<Ipv4>()
+        }
+    }
+
+    fn accept_in<N: TcpFamily>(&mut self) -> io::Result<(TcpStream, SocketAddr)> {
         loop {
-            let l = self
-                .stack
-                .tcp
-                .listener_mut(index, generation)
-                .ok_or_else(closed)?;
+            let l = self.listener_in::<N>().ok_or_else(closed)?;
             let Some(child) = l.ready.pop_front() else {
                 return Err(io::ErrorKind::WouldBlock.into());
             };
-            let Some(tcb) = self.stack.tcp.tcb(child.0) else {
+            let table = N::table(self.stack);
+            let Some(tcb) = table.tcb(child.0) else {
                 continue;
             };
             tcb.listener = None;
             let remote = tcb.remote;
-            let generation = self.stack.tcp.generation(child.0);
+            let generation = table.generation(child.0);
             return Ok((
                 TcpStream {
                     index: child.0,
                     generation,
+                    v6: self.listener.v6,
                 },
-                remote,
+                remote.into(),
             ));
         }
     }
 
     /// The address listened on.
-    pub fn local_addr(&mut self) -> io::Result<SocketAddrV4> {
-        let TcpListener { index, generation } = self.listener;
-        Ok(self
-            .stack
-            .tcp
-            .listener_mut(index, generation)
-            .ok_or_else(closed)?
-            .local)
+    pub fn local_addr(&mut self) -> io::Result<SocketAddr> {
+        if self.listener.v6 {
+            Ok(self.listener_in::<Ipv6>().ok_or_else(closed)?.local.into())
+        } else {
+            Ok(self.listener_in::<Ipv4>().ok_or_else(closed)?.local.into())
+        }
     }
 
     /// True when `accept` has a connection to return.
     pub fn readable(&mut self) -> bool {
-        let TcpListener { index, generation } = self.listener;
-        self.stack
-            .tcp
-            .listener_mut(index, generation)
-            .is_some_and(|l| !l.ready.is_empty())
+        if self.listener.v6 {
+            self.listener_in::<Ipv6>()
+                .is_some_and(|l| !l.ready.is_empty())
+        } else {
+            self.listener_in::<Ipv4>()
+                .is_some_and(|l| !l.ready.is_empty())
+        }
     }
 
     /// Stops listening: connections not yet accepted are reset.
-    pub fn close(self) {
-        let TcpListener { index, generation } = self.listener;
-        let Some(l) = self.stack.tcp.listener_mut(index, generation) else {
+    pub fn close(mut self) {
+        if self.listener.v6 {
+            self.close_in::<Ipv6>()
+        } else {
+            self.close_in::<Ipv4>()
+        }
+    }
+
+    fn close_in<N: TcpFamily>(&mut self) {
+        let Some(l) = self.listener_in::<N>() else {
             return;
         };
         // Its children, established and half-open, are known to it: no scan of the table.
         let mut children: Vec<u32> = l.ready.drain(..).map(|id| id.0).collect();
         children.append(&mut l.half_open);
-        self.stack.tcp.remove(index);
+        N::table(self.stack).remove(self.listener.index);
         for child in children {
-            self.stack.tcp_abort_with_reset(child);
+            self.stack.tcp_abort_with_reset::<N>(child);
         }
     }
 }
@@ -155,19 +210,49 @@ pub struct TcpStreamRef<'a> {
 }
 
 impl TcpStreamRef<'_> {
-    fn tcb(&mut self) -> io::Result<&mut Tcb> {
-        let TcpStream { index, generation } = self.stream;
-        match self.stack.tcp.conn_mut(index, generation) {
+    fn tcb_in<N: TcpFamily>(&mut self) -> io::Result<&mut Tcb<N::Addr>> {
+        let TcpStream {
+            index, generation, ..
+        } = self.stream;
+        match N::table(self.stack).conn_mut(index, generation) {
             Some(t) if !t.orphan => Ok(t),
             _ => Err(closed()),
+        }
+    }
+
+    /// `tcp_output` for this connection, in its family.
+    fn output(&mut self) {
+        let index = self.stream.index;
+        if self.stream.v6 {
+            self.stack.tcp_output::<Ipv6>(index)
+        } else {
+            self.stack.tcp_output::<Ipv4>(index)
+        }
+    }
+
+    fn finish(&mut self) {
+        let index = self.stream.index;
+        if self.stream.v6 {
+            self.stack.tcp_finish::<Ipv6>(index)
+        } else {
+            self.stack.tcp_finish::<Ipv4>(index)
+        }
+    }
+
+    fn abort_with_reset(&mut self) {
+        let index = self.stream.index;
+        if self.stream.v6 {
+            self.stack.tcp_abort_with_reset::<Ipv6>(index)
+        } else {
+            self.stack.tcp_abort_with_reset::<Ipv4>(index)
         }
     }
 
     /// Queues `buf` for sending; returns how much fitted (`WouldBlock` if none did).
     pub fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         layer!(Send, Socket);
-        let n = self.tcb()?.write(buf)?;
-        self.stack.tcp_output(self.stream.index);
+        let n = with_tcb!(self, t => t.write(buf)?);
+        self.output();
         layer!();
         Ok(n)
     }
@@ -195,8 +280,8 @@ impl TcpStreamRef<'_> {
         max: usize,
         mut fill: impl FnMut(&mut [u8]) -> usize,
     ) -> io::Result<usize> {
-        let n = self.tcb()?.write_with(max, &mut fill)?;
-        self.stack.tcp_output(self.stream.index);
+        let n = with_tcb!(self, t => t.write_with(max, &mut fill)?);
+        self.output();
         Ok(n)
     }
 
@@ -204,19 +289,31 @@ impl TcpStreamRef<'_> {
     /// nothing is there yet.
     pub fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         layer!(Receive, Socket);
-        let TcpStream { index, generation } = self.stream;
-        let stack = &mut *self.stack;
-        let tcb = match stack.tcp.conn_mut(index, generation) {
+        let result = if self.stream.v6 {
+            self.read_in::<Ipv6>(buf)
+        } else {
+            self.read_in::<Ipv4>(buf)
+        };
+        layer!();
+        result
+    }
+
+    #[inline(always)]
+    fn read_in<N: TcpFamily>(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let TcpStream {
+            index, generation, ..
+        } = self.stream;
+        let (table, pool) = N::table_pool(self.stack);
+        let tcb = match table.conn_mut(index, generation) {
             Some(t) if !t.orphan => t,
             _ => return Err(closed()),
         };
-        let n = tcb.rx.read(buf, &mut stack.pool);
+        let n = tcb.rx.read(buf, pool);
         let result = read_result(tcb, n, buf.is_empty());
         if n > 0 {
             tcb.after_read();
-            stack.tcp_output(index);
+            self.stack.tcp_output::<N>(index);
         }
-        layer!();
         result
     }
 
@@ -224,30 +321,44 @@ impl TcpStreamRef<'_> {
     /// arrived in; `f` returns how many it consumed. Returns the total consumed, `Ok(0)` at the end
     /// of the stream.
     pub fn read_with(&mut self, mut f: impl FnMut(&[u8]) -> usize) -> io::Result<usize> {
-        let TcpStream { index, generation } = self.stream;
-        let stack = &mut *self.stack;
-        let tcb = match stack.tcp.conn_mut(index, generation) {
+        if self.stream.v6 {
+            self.read_with_in::<Ipv6>(&mut f)
+        } else {
+            self.read_with_in::<Ipv4>(&mut f)
+        }
+    }
+
+    fn read_with_in<N: TcpFamily>(
+        &mut self,
+        f: &mut dyn FnMut(&[u8]) -> usize,
+    ) -> io::Result<usize> {
+        let TcpStream {
+            index, generation, ..
+        } = self.stream;
+        let (table, pool) = N::table_pool(self.stack);
+        let tcb = match table.conn_mut(index, generation) {
             Some(t) if !t.orphan => t,
             _ => return Err(closed()),
         };
-        let n = tcb.rx.read_with(&mut f, &mut stack.pool);
+        let n = tcb.rx.read_with(f, pool);
         let result = read_result(tcb, n, false);
         if n > 0 {
             tcb.after_read();
-            stack.tcp_output(index);
+            self.stack.tcp_output::<N>(index);
         }
         result
     }
 
     /// Shuts down writing: a FIN follows the queued data.
     pub fn shutdown_write(&mut self) -> io::Result<()> {
-        let tcb = self.tcb()?;
-        tcb.shutdown_write();
-        let gone = tcb.state == State::Closed;
+        let gone = with_tcb!(self, t => {
+            t.shutdown_write();
+            t.state == State::Closed
+        });
         if gone {
-            self.stack.tcp_finish(self.stream.index);
+            self.finish();
         } else {
-            self.stack.tcp_output(self.stream.index);
+            self.output();
         }
         Ok(())
     }
@@ -255,72 +366,95 @@ impl TcpStreamRef<'_> {
     /// Closes the handle. The connection finishes in the background (queued data, then FIN), unless
     /// unread data is waiting, in which case it is reset at once (RFC 2525 §2.17, as BSD and Linux do).
     pub fn close(mut self) {
-        let index = self.stream.index;
-        let Ok(tcb) = self.tcb() else {
-            return;
-        };
-        tcb.orphan = true;
-        if tcb.state == State::Closed {
-            return self.stack.tcp_finish(index);
+        enum Then {
+            Finish,
+            Reset,
+            Output,
         }
-        if tcb.rx.bytes > 0 {
-            return self.stack.tcp_abort_with_reset(index);
+        let then = (|| -> io::Result<Then> {
+            Ok(with_tcb!(self, t => {
+                t.orphan = true;
+                if t.state == State::Closed {
+                    Then::Finish
+                } else if t.rx.bytes > 0 {
+                    Then::Reset
+                } else {
+                    t.shutdown_write();
+                    if t.state == State::Closed {
+                        Then::Finish
+                    } else {
+                        Then::Output
+                    }
+                }
+            }))
+        })();
+        match then {
+            Ok(Then::Finish) => self.finish(),
+            Ok(Then::Reset) => self.abort_with_reset(),
+            Ok(Then::Output) => self.output(),
+            Err(_) => {}
         }
-        tcb.shutdown_write();
-        if tcb.state == State::Closed {
-            return self.stack.tcp_finish(index);
-        }
-        self.stack.tcp_output(index);
     }
 
     /// Resets the connection at once (an abortive close: `SO_LINGER` with zero time).
-    pub fn abort(self) {
-        let TcpStream { index, generation } = self.stream;
-        if let Some(t) = self.stack.tcp.conn_mut(index, generation) {
-            t.orphan = true;
-            self.stack.tcp_abort_with_reset(index);
+    pub fn abort(mut self) {
+        let TcpStream {
+            index, generation, ..
+        } = self.stream;
+        let found = if self.stream.v6 {
+            self.stack
+                .tcp6
+                .conn_mut(index, generation)
+                .map(|t| t.orphan = true)
+        } else {
+            self.stack
+                .tcp
+                .conn_mut(index, generation)
+                .map(|t| t.orphan = true)
+        };
+        if found.is_some() {
+            self.abort_with_reset();
         }
     }
 
     /// The connection's state.
     pub fn state(&mut self) -> io::Result<State> {
-        Ok(self.tcb()?.state)
+        Ok(with_tcb!(self, t => t.state))
     }
 
     /// The error that ended the connection, if one did (reset, refused, timed out).
     pub fn take_error(&mut self) -> io::Result<Option<io::Error>> {
-        Ok(self.tcb()?.error.map(io::Error::from))
+        Ok(with_tcb!(self, t => t.error.map(io::Error::from)))
     }
 
     /// True when `read` will not return `WouldBlock`.
     pub fn readable(&mut self) -> bool {
-        self.tcb().is_ok_and(|t| t.readable())
+        (|| Ok::<_, io::Error>(with_tcb!(self, t => t.readable())))().unwrap_or(false)
     }
 
     /// True when `write` can queue at least one byte.
     pub fn writable(&mut self) -> bool {
-        self.tcb().is_ok_and(|t| t.writable())
+        (|| Ok::<_, io::Error>(with_tcb!(self, t => t.writable())))().unwrap_or(false)
     }
 
     /// True once the handshake completed and until the connection closes.
     pub fn is_established(&mut self) -> bool {
-        self.tcb().is_ok_and(|t| t.state.is_synchronized())
+        (|| Ok::<_, io::Error>(with_tcb!(self, t => t.state.is_synchronized())))().unwrap_or(false)
     }
 
     /// Bytes written but not yet acknowledged by the peer.
     pub fn unacknowledged(&mut self) -> io::Result<usize> {
-        let t = self.tcb()?;
-        Ok(if t.all_acked() { 0 } else { t.tx.len().max(1) })
+        Ok(with_tcb!(self, t => if t.all_acked() { 0 } else { t.tx.len().max(1) }))
     }
 
     /// Bytes ready to read.
     pub fn available(&mut self) -> io::Result<usize> {
-        Ok(self.tcb()?.rx.bytes)
+        Ok(with_tcb!(self, t => t.rx.bytes))
     }
 
     /// Turns Nagle's algorithm off (`TCP_NODELAY`) or on.
     pub fn set_nodelay(&mut self, on: bool) -> io::Result<()> {
-        self.tcb()?.nodelay = on;
+        with_tcb!(self, t => t.nodelay = on);
         Ok(())
     }
 
@@ -328,25 +462,23 @@ impl TcpStreamRef<'_> {
     pub fn set_keepalive(&mut self, on: bool) -> io::Result<()> {
         let now = self.stack.now;
         let idle = self.stack.config.tcp.keepalive.0;
-        self.tcb()?.set_keepalive(on, now, idle);
-        let index = self.stream.index;
-        self.stack.tcp_output(index);
+        with_tcb!(self, t => t.set_keepalive(on, now, idle));
+        self.output();
         Ok(())
     }
 
     /// Local and remote addresses.
-    pub fn addrs(&mut self) -> io::Result<(SocketAddrV4, SocketAddrV4)> {
-        let t = self.tcb()?;
-        Ok((t.local, t.remote))
+    pub fn addrs(&mut self) -> io::Result<(SocketAddr, SocketAddr)> {
+        Ok(with_tcb!(self, t => (t.local.into(), t.remote.into())))
     }
 
     /// Congestion window, RTT, options in use and other figures.
     pub fn info(&mut self) -> io::Result<ConnectionInfo> {
-        Ok(self.tcb()?.info())
+        Ok(with_tcb!(self, t => t.info()))
     }
 }
 
-fn read_result(tcb: &Tcb, n: usize, empty_buf: bool) -> io::Result<usize> {
+fn read_result<A: IpAddress>(tcb: &Tcb<A>, n: usize, empty_buf: bool) -> io::Result<usize> {
     if n > 0 || empty_buf {
         return Ok(n);
     }

@@ -22,6 +22,7 @@ use crate::route::{InterfaceId, Ipv4Cidr, Route, RoutingTable};
 use crate::stats::{Counters, DropReason};
 use crate::tcp::{Tcp, TcpCx};
 use crate::time::Instant;
+use crate::transport::network::Network;
 use crate::transport::ports::Ports;
 use crate::udp::{Payload, Table, Udp, UdpCx, UdpFamily, UdpOptions, UdpSocket};
 use crate::wire::icmpv4::DstUnreachable;
@@ -45,6 +46,7 @@ pub struct Stack {
     pub(crate) pool: BufferPool,
     pub(crate) udp: Udp,
     pub(crate) tcp: Tcp,
+    pub(crate) tcp6: Tcp<Ipv6>,
     pub(crate) icmp: Icmp,
     pub(crate) ip6: Ipv6,
     pub(crate) icmp6: Icmpv6,
@@ -175,6 +177,61 @@ macro_rules! ip_cx {
     };
 }
 
+/// A family as the stack routes it to TCP: the family's table and TCP's context with the family's IP
+/// layer, split out of the stack's fields.
+pub(crate) trait TcpFamily: Network + Sized + 'static {
+    fn tcp(s: &mut Stack) -> (&mut Tcp<Self>, TcpCx<'_, Devices, Self>);
+    fn table(s: &mut Stack) -> &mut Tcp<Self>;
+    /// The family's table and the buffer pool, for a read.
+    fn table_pool(s: &mut Stack) -> (&mut Tcp<Self>, &mut BufferPool);
+    fn listen_parts(s: &mut Stack) -> (&mut Tcp<Self>, &Self);
+}
+
+impl TcpFamily for Ipv4 {
+    #[inline(always)]
+    fn tcp(s: &mut Stack) -> (&mut Tcp<Ipv4>, TcpCx<'_, Devices, Ipv4>) {
+        tcp_cx!(s)
+    }
+    #[inline(always)]
+    fn table(s: &mut Stack) -> &mut Tcp<Ipv4> {
+        &mut s.tcp
+    }
+    fn listen_parts(s: &mut Stack) -> (&mut Tcp<Ipv4>, &Ipv4) {
+        (&mut s.tcp, &s.ip)
+    }
+    #[inline(always)]
+    fn table_pool(s: &mut Stack) -> (&mut Tcp<Ipv4>, &mut BufferPool) {
+        (&mut s.tcp, &mut s.pool)
+    }
+}
+
+impl TcpFamily for Ipv6 {
+    fn tcp(s: &mut Stack) -> (&mut Tcp<Ipv6>, TcpCx<'_, Devices, Ipv6>) {
+        (
+            &mut s.tcp6,
+            TcpCx {
+                now: s.now,
+                cfg: &s.config.tcp,
+                max_connections: s.config.limits.tcp_connections,
+                max_ooo: s.config.limits.tcp_out_of_order,
+                pool: &mut s.pool,
+                counters: &mut s.counters,
+                ip: &mut s.ip6,
+                out: &mut s.devices,
+            },
+        )
+    }
+    fn table(s: &mut Stack) -> &mut Tcp<Ipv6> {
+        &mut s.tcp6
+    }
+    fn listen_parts(s: &mut Stack) -> (&mut Tcp<Ipv6>, &Ipv6) {
+        (&mut s.tcp6, &s.ip6)
+    }
+    fn table_pool(s: &mut Stack) -> (&mut Tcp<Ipv6>, &mut BufferPool) {
+        (&mut s.tcp6, &mut s.pool)
+    }
+}
+
 impl Stack {
     /// A stack with `config` and one interface, loopback (`lo`, 127.0.0.1/8, MTU 65535).
     pub fn new(config: StackConfig) -> Stack {
@@ -182,6 +239,7 @@ impl Stack {
         pool.limit_free_bytes(config.limits.pool_free_bytes);
         let udp = Udp::new(&config);
         let tcp = Tcp::new(&config, random_secret());
+        let tcp6 = Tcp::new(&config, random_secret());
         let icmp = Icmp::new(&config.limits);
         let lo = Loopback::new(65535, config.limits.loopback_queue);
         let lo_caps = lo.capabilities();
@@ -195,6 +253,7 @@ impl Stack {
             pool,
             udp,
             tcp,
+            tcp6,
             icmp,
             ip6: Ipv6::new(&config, random_secret()),
             icmp6: Icmpv6::new(&config.limits),
@@ -615,44 +674,70 @@ impl Stack {
             let (tcp, mut cx) = tcp_cx!(self);
             tcp.flush_dirty(&mut cx);
         }
+        if self.tcp6.has_dirty() {
+            self.tcp6_flush_dirty();
+        }
     }
 
-    /// Runs due TCP timers.
+    #[inline(never)]
+    fn tcp6_flush_dirty(&mut self) {
+        let (tcp, mut cx) = <Ipv6 as TcpFamily>::tcp(self);
+        tcp.flush_dirty(&mut cx);
+    }
+
+    /// Runs due TCP timers, both families'.
     fn tcp_timers(&mut self) {
         let (tcp, mut cx) = tcp_cx!(self);
+        tcp.timers(&mut cx);
+        let (tcp, mut cx) = <Ipv6 as TcpFamily>::tcp(self);
         tcp.timers(&mut cx);
     }
 
     /// The earliest TCP timer.
     fn tcp_next_deadline(&self) -> Option<Instant> {
-        self.tcp.next_deadline()
+        match (self.tcp.next_deadline(), self.tcp6.next_deadline()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
-    /// Opens a connection from `local` to `remote` (the SYN leaves now); its slot and generation.
-    pub(crate) fn tcp_connect_v4(
+    /// Opens a connection of family `N` from `local` to `remote` (the SYN leaves now); its slot and
+    /// generation.
+    pub(crate) fn tcp_connect_in<N: TcpFamily>(
         &mut self,
-        local: std::net::SocketAddrV4,
-        remote: std::net::SocketAddrV4,
+        local: N::Socket,
+        remote: N::Socket,
     ) -> io::Result<(u32, u32)> {
-        let (tcp, mut cx) = tcp_cx!(self);
+        let (tcp, mut cx) = N::tcp(self);
         tcp.connect(&mut cx, local, remote)
     }
 
-    /// Sends everything connection `index` owes and the windows allow.
-    pub(crate) fn tcp_output(&mut self, index: u32) {
-        let (tcp, mut cx) = tcp_cx!(self);
+    /// Listens on `local` in family `N`; the listener's slot and generation.
+    pub(crate) fn tcp_listen_in<N: TcpFamily>(
+        &mut self,
+        local: N::Socket,
+        backlog: usize,
+    ) -> io::Result<(u32, u32)> {
+        let max = self.config.limits.tcp_backlog;
+        let (tcp, ip) = N::listen_parts(self);
+        tcp.listen(ip, max, local, backlog)
+    }
+
+    /// Sends everything connection `index` (of family `N`) owes and the windows allow.
+    pub(crate) fn tcp_output<N: TcpFamily>(&mut self, index: u32) {
+        let (tcp, mut cx) = N::tcp(self);
         tcp.output(&mut cx, index);
     }
 
     /// A connection is done: freed, or kept unhooked for the application to see its end.
-    pub(crate) fn tcp_finish(&mut self, index: u32) {
-        let (tcp, mut cx) = tcp_cx!(self);
+    pub(crate) fn tcp_finish<N: TcpFamily>(&mut self, index: u32) {
+        let (tcp, mut cx) = N::tcp(self);
         tcp.finish(&mut cx, index);
     }
 
     /// Aborts connection `index` with a RST to the peer.
-    pub(crate) fn tcp_abort_with_reset(&mut self, index: u32) {
-        let (tcp, mut cx) = tcp_cx!(self);
+    pub(crate) fn tcp_abort_with_reset<N: TcpFamily>(&mut self, index: u32) {
+        let (tcp, mut cx) = N::tcp(self);
         tcp.abort_with_reset(&mut cx, index);
     }
 

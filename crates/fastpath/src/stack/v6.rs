@@ -4,7 +4,7 @@
 use std::io;
 use std::net::Ipv6Addr;
 
-use super::{Family, Stack};
+use super::{Family, Stack, TcpFamily};
 use crate::buf::PacketBuf;
 use crate::icmpv6::{Icmp6Cx, Icmp6Error, Icmp6Input, Icmp6Out};
 use crate::ip::Delivery;
@@ -132,7 +132,10 @@ impl Stack {
         match a.ip.next_header {
             IpProtocol::Icmpv6 => self.icmp6_input(a.buf, &a.ip, a.delivery),
             IpProtocol::Udp => self.udp6_input(a),
-            IpProtocol::Tcp => self.refuse6(a, Icmp6Error::Unreachable(unreachable::PORT)),
+            IpProtocol::Tcp => {
+                let (tcp, mut cx) = <Ipv6 as TcpFamily>::tcp(self);
+                tcp.input(&mut cx, a.buf, (a.ip.src_addr, a.ip.dst_addr), a.delivery);
+            }
             _ => {
                 let error = Icmp6Error::ParamProblem {
                     code: param_problem::NEXT_HEADER,
@@ -191,9 +194,12 @@ impl Stack {
                 ip6.learn_path_mtu(&mut cx, quoted.ip.dst_addr, mtu);
             }
             Icmp6Input::Report { quoted, kind } => {
+                let addresses = (quoted.ip.src_addr, quoted.ip.dst_addr);
                 if quoted.upper == IpProtocol::Udp {
-                    let addresses = (quoted.ip.src_addr, quoted.ip.dst_addr);
                     self.udp.v6.report_error(addresses, &quoted.head, kind);
+                } else {
+                    let (tcp, mut cx) = <Ipv6 as TcpFamily>::tcp(self);
+                    tcp.report_error(&mut cx, addresses, &quoted.head, kind);
                 }
             }
         }

@@ -64,6 +64,8 @@ const fn tso_max<A: IpAddress>() -> usize {
 pub struct TcpListener {
     pub(crate) index: u32,
     pub(crate) generation: u32,
+    /// In the IPv6 table.
+    pub(crate) v6: bool,
 }
 
 /// A connection: a handle, used through `Stack::tcp`.
@@ -71,6 +73,8 @@ pub struct TcpListener {
 pub struct TcpStream {
     pub(crate) index: u32,
     pub(crate) generation: u32,
+    /// In the IPv6 table.
+    pub(crate) v6: bool,
 }
 
 /// A listening socket.
