@@ -248,7 +248,11 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
     };
     let echo = binding_on(&mut stack, (any, args.echo).into())?;
     let discard = binding_on(&mut stack, (any, args.discard).into())?;
-    let mut tcp = TcpServices::listen(&mut stack, args.echo, args.discard, args.chargen)?;
+    let mut tcp = if v6.is_some() {
+        TcpServices::listen_dual(&mut stack, args.echo, args.discard, args.chargen)?
+    } else {
+        TcpServices::listen(&mut stack, args.echo, args.discard, args.chargen)?
+    };
 
     if let Some((k, a)) = v6 {
         say!("ipv6 {a} (kernel {k})");

@@ -108,6 +108,27 @@ impl TcpServices {
         })
     }
 
+    /// [`Self::listen`], and the same services on IPv6 (`[::]`) too.
+    pub fn listen_dual(
+        stack: &mut Stack,
+        echo: u16,
+        discard: u16,
+        chargen: u16,
+    ) -> Result<Self, String> {
+        let mut services = Self::listen(stack, echo, discard, chargen)?;
+        for (port, service) in [
+            (echo, Service::Echo),
+            (discard, Service::Discard),
+            (chargen, Service::Chargen),
+        ] {
+            let l = stack
+                .tcp_listen((std::net::Ipv6Addr::UNSPECIFIED, port), 1024)
+                .map_err(|e| format!("listening on TCP port {port} over IPv6: {e}"))?;
+            services.listeners.push((l, service));
+        }
+        Ok(services)
+    }
+
     /// Opens the outgoing client connection.
     pub fn connect(
         &mut self,

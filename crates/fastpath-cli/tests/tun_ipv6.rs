@@ -212,3 +212,77 @@ fn serve_refuses_bad_ipv6_addresses() {
         .expect("run fastpath serve");
     assert!(!out.status.success());
 }
+
+/// A kernel TCP client in `netns` sends `len` bytes of a pattern to fastpath's echo port over IPv6
+/// and reads them back, checking every byte; returns the seconds it took.
+fn tcp_echo6(netns: &str, len: usize) -> f64 {
+    in_netns(netns, move || {
+        use std::io::{Read, Write};
+        let to: SocketAddr = format!("[{FASTPATH6}]:{ECHO}").parse().unwrap();
+        let started = std::time::Instant::now();
+        let mut conn = std::net::TcpStream::connect_timeout(&to, Duration::from_secs(5))
+            .expect("connect over IPv6");
+        conn.set_read_timeout(Some(Duration::from_secs(20)))
+            .unwrap();
+        let mut writer = conn.try_clone().unwrap();
+        let sender = std::thread::spawn(move || {
+            let chunk = pattern(1 << 20, 3);
+            let mut sent = 0;
+            while sent < len {
+                let n = chunk.len().min(len - sent);
+                writer.write_all(&chunk[..n]).expect("write");
+                sent += n;
+            }
+            writer.shutdown(std::net::Shutdown::Write).unwrap();
+        });
+        let expected = pattern(1 << 20, 3);
+        let mut buf = vec![0u8; 1 << 16];
+        let mut got = 0;
+        loop {
+            let n = conn.read(&mut buf).expect("read the echo");
+            if n == 0 {
+                break;
+            }
+            for (i, &b) in buf[..n].iter().enumerate() {
+                let at = (got + i) % (1 << 20);
+                assert_eq!(b, expected[at], "byte {} of the echo", got + i);
+            }
+            got += n;
+        }
+        sender.join().unwrap();
+        assert_eq!(got, len, "the whole echo");
+        started.elapsed().as_secs_f64()
+    })
+}
+
+#[test]
+fn kernel_tcp_echo_of_64_mib_over_ipv6_with_offload_on_and_off() {
+    if !environment_ok("kernel_tcp_echo_of_64_mib_over_ipv6_with_offload_on_and_off") {
+        return;
+    }
+    for offload in ["on", "off"] {
+        let ns = TestNetns::create();
+        let server = Server::start(
+            &ns.0,
+            &[
+                "--kernel-addr6",
+                KERNEL6,
+                "--addr6",
+                FASTPATH6,
+                "--offload",
+                offload,
+            ],
+        );
+        let secs = tcp_echo6(&ns.0, 64 << 20);
+        eprintln!("64 MiB echoed over IPv6 with offload {offload} in {secs:.2} s");
+        let out = server.stop(Signal::SIGTERM);
+        assert!(out.contains("1 connections accepted"), "{out}");
+        assert_eq!(counter(&out, "tcp: bad checksum"), 0, "{out}");
+        let tso = counter(&out, "packets segmented by the link (tso)");
+        if offload == "on" {
+            assert!(tso > 0, "TSO over IPv6:\n{out}");
+        } else {
+            assert_eq!(tso, 0, "{out}");
+        }
+    }
+}

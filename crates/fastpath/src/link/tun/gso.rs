@@ -1,10 +1,10 @@
 //! Segmentation offload at the TUN link: the virtio-net header's GSO packets, both ways.
 //!
 //! - Transmit: a TCP segment the stack built larger than the MTU ([`PacketMeta::gso_size`]) goes to
-//!   the kernel whole, marked `VIRTIO_NET_HDR_GSO_TCPV4`, and the kernel cuts it (TSO, paper 002
+//!   the kernel whole, marked `VIRTIO_NET_HDR_GSO_TCPV4` or `_TCPV6`, and the kernel cuts it (TSO, paper 002
 //!   §3.3); nothing is segmented in software here. UDP is never sent segmented: the stack fragments
 //!   large datagrams at the IP layer.
-//! - Receive: a TCP GSO packet (with `TUN_F_TSO4`) is taken whole, copied into one buffer, as one large
+//! - Receive: a TCP GSO packet (with `TUN_F_TSO4 | TUN_F_TSO6`) is taken whole, copied into one buffer, as one large
 //!   segment (GRO's effect); a UDP GSO packet (USO, with `TUN_F_USO4 | TUN_F_USO6`) is split in
 //!   software into the datagrams it stands for.
 //!
@@ -15,7 +15,7 @@ use std::net::Ipv4Addr;
 
 use super::vnet::{
     RxDrop, VnetHeader, VIRTIO_NET_HDR_F_NEEDS_CSUM, VIRTIO_NET_HDR_GSO_TCPV4,
-    VIRTIO_NET_HDR_GSO_UDP_L4,
+    VIRTIO_NET_HDR_GSO_TCPV6, VIRTIO_NET_HDR_GSO_UDP_L4,
 };
 use crate::buf::{BufferPool, ChecksumOffload, PacketBuf};
 use crate::checksum;
@@ -23,15 +23,18 @@ use crate::checksum;
 /// Most datagrams one GSO packet may stand for (Linux's `UDP_MAX_SEGMENTS`).
 pub const UDP_MAX_SEGMENTS: usize = 128;
 
-/// Marks `header`, already asking for a partial checksum from `start`, as a TCP/IPv4 GSO packet of
-/// `gso_size`-byte segments: the kernel cuts `data`, the segment; `hdr_len` covers the IP and TCP
-/// headers (the TCP header's own length, read from its data offset; 20 if the packet is too short to
-/// say).
+/// Marks `header`, already asking for a partial checksum from `start`, as a TCP GSO packet of
+/// `gso_size`-byte segments, TCP/IPv4 or TCP/IPv6 by the packet's version: the kernel cuts `data`,
+/// the segment; `hdr_len` covers the IP and TCP headers (the TCP header's own length, read from its
+/// data offset; 20 if the packet is too short to say).
 pub(super) fn mark_tso(header: &mut VnetHeader, data: &[u8], start: u16, gso_size: u16) {
     let tcp_len = data
         .get(start as usize + 12)
         .map_or(20, |&b| (b >> 4) as u16 * 4);
-    header.gso_type = VIRTIO_NET_HDR_GSO_TCPV4;
+    header.gso_type = match data.first() {
+        Some(b) if b >> 4 == 6 => VIRTIO_NET_HDR_GSO_TCPV6,
+        _ => VIRTIO_NET_HDR_GSO_TCPV4,
+    };
     header.gso_size = gso_size;
     header.hdr_len = start + tcp_len;
 }

@@ -74,7 +74,6 @@ use crate::buf::{BufferDepot, BufferMode, BufferPool, ChecksumOffload, PacketBuf
 use gso::Frame;
 use vnet::{
     classify_rx, RxChecksum, VnetHeader, VIRTIO_NET_HDR_F_NEEDS_CSUM, VIRTIO_NET_HDR_GSO_NONE,
-    VIRTIO_NET_HDR_GSO_TCPV4,
 };
 
 pub use gso::UDP_MAX_SEGMENTS;
@@ -209,15 +208,18 @@ impl TunLink {
             // Probe USO and TSO, then set exactly the offloads we handle.
             let uso_available =
                 sys::set_offload(fd.as_fd(), sys::TUN_F_CSUM | sys::TUN_F_USO).is_ok();
-            let tso_available =
-                sys::set_offload(fd.as_fd(), sys::TUN_F_CSUM | sys::TUN_F_TSO4).is_ok();
+            let tso_available = sys::set_offload(
+                fd.as_fd(),
+                sys::TUN_F_CSUM | sys::TUN_F_TSO4 | sys::TUN_F_TSO6,
+            )
+            .is_ok();
             let mut flags = match (offload, want_uso && uso_available) {
                 (false, _) => 0,
                 (true, false) => sys::TUN_F_CSUM,
                 (true, true) => sys::TUN_F_CSUM | sys::TUN_F_USO,
             };
             if offload && tso_available {
-                flags |= sys::TUN_F_TSO4;
+                flags |= sys::TUN_F_TSO4 | sys::TUN_F_TSO6;
             }
             sys::set_offload(fd.as_fd(), flags)?;
             sys::set_mtu(&name, mtu)?;
@@ -475,7 +477,7 @@ impl Link for TunLink {
             let mut header = [0; VNET_HEADER_LEN];
             header.copy_from_slice(&buf.data()[..VNET_HEADER_LEN]);
             let header = VnetHeader::parse(&header);
-            let tcp_gso = header.gso_type == VIRTIO_NET_HDR_GSO_TCPV4 && self.tso_rx;
+            let tcp_gso = vnet::is_tcp_gso(header.gso_type) && self.tso_rx;
             if header.gso_type != VIRTIO_NET_HDR_GSO_NONE && self.uso && !tcp_gso {
                 let result = if n >= room + self.scratch.len() {
                     Err(None)

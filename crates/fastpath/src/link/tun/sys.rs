@@ -24,6 +24,8 @@ pub(super) const TUN_F_USO: libc::c_uint = libc::TUN_F_USO4 | libc::TUN_F_USO6;
 /// `TUN_F_TSO4`: the reader takes TCP/IPv4 segments larger than the MTU (GSO), up to 64 KiB: the
 /// kernel hands over what its TCP sent as one packet instead of cutting it.
 pub(super) const TUN_F_TSO4: libc::c_uint = libc::TUN_F_TSO4;
+/// `TUN_F_TSO6`: the same for TCP/IPv6.
+pub(super) const TUN_F_TSO6: libc::c_uint = libc::TUN_F_TSO6;
 
 /// `struct ifreq` as the TUN and interface ioctls read it: the name, then a union of which we use a
 /// `short` (the flags of `TUNSETIFF`) or an `int` (the MTU of `SIOCSIFMTU`), both at its start. Sized

@@ -21,6 +21,13 @@ pub(super) const VIRTIO_NET_HDR_F_DATA_VALID: u8 = 2;
 pub(super) const VIRTIO_NET_HDR_GSO_NONE: u8 = 0;
 /// `gso_type`: a TCP/IPv4 segment to be cut into `gso_size` pieces of payload.
 pub(super) const VIRTIO_NET_HDR_GSO_TCPV4: u8 = 1;
+/// `gso_type`: a TCP/IPv6 segment to be cut into `gso_size` pieces of payload.
+pub(super) const VIRTIO_NET_HDR_GSO_TCPV6: u8 = 4;
+
+/// True for the TCP GSO types (IPv4 and IPv6).
+pub(super) fn is_tcp_gso(gso_type: u8) -> bool {
+    gso_type == VIRTIO_NET_HDR_GSO_TCPV4 || gso_type == VIRTIO_NET_HDR_GSO_TCPV6
+}
 /// `gso_type`: a UDP datagram standing for several of `gso_size` bytes of payload each (USO).
 pub(super) const VIRTIO_NET_HDR_GSO_UDP_L4: u8 = 5;
 
@@ -87,7 +94,7 @@ pub(super) fn classify_rx(
     offload: bool,
     tso: bool,
 ) -> Result<RxChecksum, RxDrop> {
-    let tcp_gso = tso && header.gso_type == VIRTIO_NET_HDR_GSO_TCPV4;
+    let tcp_gso = tso && is_tcp_gso(header.gso_type);
     if header.gso_type != VIRTIO_NET_HDR_GSO_NONE && !tcp_gso {
         return Err(RxDrop::Gso);
     }
@@ -98,19 +105,26 @@ pub(super) fn classify_rx(
     if header.flags & VIRTIO_NET_HDR_F_NEEDS_CSUM != 0 {
         let (start, offset) = (header.csum_start as usize, header.csum_offset as usize);
         let data = packet.data();
-        // The IPv4 header's own length, if the packet has one; the checksum must start past it.
-        let ihl = match data.first() {
-            Some(&b) if b >> 4 == 4 => (b & 0x0f) as usize * 4,
-            _ => 20,
+        // The IP header's own length (IPv4's IHL; IPv6's fixed 40 bytes), and the protocol right
+        // after it; the checksum must start past the header.
+        let (ip_len, protocol, fragment) = match data.first().map(|b| b >> 4) {
+            Some(4) if data.len() >= 20 => (
+                (data[0] & 0x0f) as usize * 4,
+                data[9],
+                u16::from_be_bytes([data[6], data[7]]) & 0x3fff != 0,
+            ),
+            // IPv6 with the transport right after the fixed header (no extension headers).
+            Some(6) if data.len() >= 40 => (40, data[6], false),
+            _ => (20, 0, true),
         };
-        if start < ihl.max(20) || start + offset + 2 > data.len() {
+        if start < ip_len.max(20) || start + offset + 2 > data.len() {
             return Err(RxDrop::BadChecksumOffsets);
         }
         // The shapes the stack's UDP and TCP input can trust as partial: a whole (unfragmented) UDP
         // datagram or TCP segment whose checksum field is where its header says.
-        let whole = start == ihl && u16::from_be_bytes([data[6], data[7]]) & 0x3fff == 0;
-        let udp = whole && offset == 6 && start + 8 <= data.len() && data[9] == 17;
-        let tcp = whole && offset == 16 && start + 20 <= data.len() && data[9] == 6;
+        let whole = start == ip_len && !fragment;
+        let udp = whole && offset == 6 && start + 8 <= data.len() && protocol == 17;
+        let tcp = whole && offset == 16 && start + 20 <= data.len() && protocol == 6;
         if offload && (udp || tcp) {
             return Ok(RxChecksum::Meta(ChecksumOffload::Partial {
                 start: start as u16,
