@@ -1,11 +1,11 @@
 //! The fastpath side of `fastpath bench peers`, alone, for counting instructions per datagram:
 //! `send_to`, `poll`, `recv_from` of `size`-byte datagrams on one stack's loopback with the sender and
-//! receiver bound to 127.0.0.1, in bursts of `burst`. Usage:
-//! `peers_profile [datagrams] [burst] [size]` (defaults 100000, 1, 64). With callgrind, run it twice
+//! receiver bound to 127.0.0.1 (or `::1` with a fourth argument of 6), in bursts of `burst`. Usage:
+//! `peers_profile [datagrams] [burst] [size] [4|6]` (defaults 100000, 1, 64, 4). With callgrind, run it twice
 //! with different datagram counts and divide the difference of the totals by the difference of counts:
 //! `valgrind --tool=callgrind --callgrind-out-file=/tmp/cg.out target/release/examples/peers_profile`.
 
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
 use fastpath::{Instant, Stack, StackConfig};
 
@@ -16,14 +16,16 @@ fn main() {
     let n = args.next().unwrap_or(100_000);
     let burst = args.next().unwrap_or(1).max(1);
     let size = args.next().unwrap_or(64);
+    let lo: IpAddr = match args.next().unwrap_or(4) {
+        6 => Ipv6Addr::LOCALHOST.into(),
+        _ => Ipv4Addr::LOCALHOST.into(),
+    };
     let mut stack = Stack::new(StackConfig::default());
-    let receiver = stack
-        .udp_bind(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 5000))
-        .expect("bind the receiver");
+    let to = SocketAddr::new(lo, 5000);
+    let receiver = stack.udp_bind(to).expect("bind the receiver");
     let sender = stack
-        .udp_bind(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 5001))
+        .udp_bind(SocketAddr::new(lo, 5001))
         .expect("bind the sender");
-    let to = SocketAddrV4::new(Ipv4Addr::LOCALHOST, 5000);
     let data = vec![0xa5u8; size];
     let mut sink = vec![0u8; 2048];
     let mut received = 0;

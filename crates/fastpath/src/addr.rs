@@ -98,7 +98,10 @@ impl IpAddress for Ipv6Addr {
     }
     #[inline]
     fn word_sum(self) -> u32 {
-        self.segments().iter().map(|&w| u32::from(w)).sum()
+        // Eight 16-bit words, summed as two 64-bit halves' four 16-bit lanes: at most 8 * 0xffff.
+        let v = u128::from(self);
+        let lanes = |x: u64| (x >> 48) + ((x >> 32) & 0xffff) + ((x >> 16) & 0xffff) + (x & 0xffff);
+        (lanes((v >> 64) as u64) + lanes(v as u64)) as u32
     }
     #[inline]
     fn same_prefix(self, other: Self, prefix_len: u8) -> bool {

@@ -56,7 +56,8 @@ pub trait TableAddress: IpAddress {
     /// The key of (local port, remote address, remote port).
     fn remote_key(lport: u16, raddr: Self, rport: u16) -> Self::Half;
     /// The address as the port array holds it for a port whose only PCB is bound to it, or `None` when
-    /// the family's addresses do not fit in 32 bits (such a port's lookups take the hash tables).
+    /// the family's addresses do not fit in 32 bits (the table then keeps the address by socket id
+    /// and compares it whole).
     fn tag(self) -> Option<u32>;
 }
 
@@ -340,6 +341,9 @@ pub struct Table<A: TableAddress = Ipv4Addr> {
     local: FlatMap<A::Half>,
     remote: FlatMap<A::Half>,
     port: FlatMap<u64>,
+    /// For a family whose addresses have no 32-bit tag (IPv6): the address of each lone local PCB,
+    /// by socket id, checked when the port array names it.
+    lone: Vec<A>,
     next_seq: u64,
     stats: DemuxStats,
 }
@@ -352,7 +356,14 @@ impl<A: TableAddress> Table<A> {
             None => server as u64,
             Some([(pcb, id)]) if server == 0 && !pcb.is_connected() => match pcb.local_addr.tag() {
                 Some(tag) => ((tag as u64) << 32) | ((id.0 + 1) | LOCAL) as u64,
-                None => SPECIFIC as u64,
+                None => {
+                    let i = id.0 as usize;
+                    if self.lone.len() <= i {
+                        self.lone.resize(i + 1, A::WILDCARD);
+                    }
+                    self.lone[i] = pcb.local_addr;
+                    ((id.0 + 1) | LOCAL) as u64
+                }
             },
             Some(_) => (server | SPECIFIC) as u64,
         };
@@ -425,6 +436,7 @@ impl<A: TableAddress> Default for Table<A> {
             local: FlatMap::new(),
             remote: FlatMap::new(),
             port: FlatMap::new(),
+            lone: Vec::new(),
             next_seq: 0,
             stats: DemuxStats::default(),
         }
@@ -491,8 +503,12 @@ impl<A: TableAddress> Demux<A> for Table<A> {
             return (low != 0).then(|| SocketId(low - 1));
         }
         if low & SPECIFIC == 0 {
-            let bound = (entry >> 32) as u32;
-            return (A::ip(&dst).tag() == Some(bound)).then(|| SocketId((low & ID_MASK) - 1));
+            let id = (low & ID_MASK) - 1;
+            let ours = match A::ip(&dst).tag() {
+                Some(tag) => tag == (entry >> 32) as u32,
+                None => self.lone.get(id as usize) == Some(&A::ip(&dst)),
+            };
+            return ours.then_some(SocketId(id));
         }
         self.lookup_specific(low, dst, src)
     }

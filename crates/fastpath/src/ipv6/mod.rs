@@ -45,6 +45,9 @@ pub(crate) struct Iface6 {
 pub(crate) struct Ipv6Config {
     /// The hop limit of packets this host sends (the IPv4 TTL's setting: Linux uses 64 for both).
     pub(crate) hop_limit: u8,
+    /// `input_header_prediction`: the common shape of packet (UDP right after the fixed header, to
+    /// one of our addresses) takes a short path.
+    pub(crate) input_header_prediction: bool,
 }
 
 /// What IPv6 is handed for each call: the clock, the buffer pool, its counters and the drops.
@@ -77,6 +80,7 @@ impl Ipv6 {
         Ipv6 {
             cfg: Ipv6Config {
                 hop_limit: config.default_ttl,
+                input_header_prediction: config.input_header_prediction,
             },
             ifaces: Vec::new(),
             routes: RoutingTable::default(),

@@ -165,6 +165,7 @@ impl Ipv6 {
     }
 
     /// Hands one finished packet to the link, counting it (and any drop at a full queue).
+    #[inline(always)]
     fn send(
         &mut self,
         cx: &mut Ip6Cx,

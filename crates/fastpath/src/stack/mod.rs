@@ -511,15 +511,16 @@ impl Stack {
         {
             return self.udp_input(packet, &repr, Delivery::Unicast);
         }
+        // Not IPv4's common shape: IPv6's (by the version field), or IPv4's general path.
+        if packet.data().first().is_some_and(|b| b >> 4 == 6) {
+            return self.ipv6_input(iface, packet);
+        }
         self.ipv4_input_general(iface, packet);
     }
 
     /// [`Self::ipv4_input`] for a packet header prediction did not take.
     #[inline(never)]
     fn ipv4_input_general(&mut self, iface: InterfaceId, packet: PacketBuf) {
-        if packet.data().first().is_some_and(|b| b >> 4 == 6) {
-            return self.ipv6_input(iface, packet);
-        }
         let (ip, mut cx, _) = ip_cx!(self);
         if let Some((buf, repr, delivery)) = ip.input(&mut cx, iface, packet) {
             self.deliver(buf, &repr, delivery);

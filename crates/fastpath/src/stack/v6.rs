@@ -99,7 +99,28 @@ impl Stack {
 
     /// Input: one packet whose version field is 6, through IPv6 to its upper layer.
     #[inline(never)]
-    pub(crate) fn ipv6_input(&mut self, iface: InterfaceId, packet: PacketBuf) {
+    pub(crate) fn ipv6_input(&mut self, iface: InterfaceId, mut packet: PacketBuf) {
+        if let Some(ip) = self
+            .ip6
+            .input_predicted(&mut self.counters.ip6, iface, &mut packet)
+        {
+            let (udp, mut cx) = <Ipv6 as Family>::udp(self);
+            let addresses = (ip.src_addr, ip.dst_addr);
+            if let Some(unwanted) = udp.input(&mut cx, packet, addresses, Delivery::Unicast) {
+                let a = Accepted6 {
+                    buf: unwanted,
+                    ip: Ipv6Repr {
+                        payload_len: ip.payload_len,
+                        ..ip
+                    },
+                    delivery: Delivery::Unicast,
+                    header_len: crate::wire::ipv6::HEADER_LEN,
+                    named_at: 6,
+                };
+                self.refuse6(a, Icmp6Error::Unreachable(unreachable::PORT));
+            }
+            return;
+        }
         let (ip6, mut cx, _) = ip6_cx!(self);
         match ip6.input(&mut cx, iface, packet) {
             Input6::Deliver(accepted) => self.deliver6(accepted),

@@ -182,6 +182,7 @@ impl Network for Ipv6 {
     fn template(&self, src: Ipv6Addr, dst: Ipv6Addr, protocol: IpProtocol) -> HeaderTemplate6 {
         HeaderTemplate6::new(self, src, dst, protocol)
     }
+    #[inline(always)]
     fn output(
         &mut self,
         now: Instant,
