@@ -19,6 +19,10 @@ fn quick_rows() -> Vec<Value> {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(stdout.contains("fp/smoltcp b32"), "no table:\n{stdout}");
+    assert!(
+        stdout.contains("IPv6's datagrams/s over IPv4's"),
+        "no IPv6 comparison:\n{stdout}"
+    );
     let start = stdout
         .lines()
         .position(|l| l == "[")
@@ -55,52 +59,57 @@ fn quick_run_has_every_stack_size_sockets_and_burst() {
         ("smoltcp", &[1, 32]),
         ("linux", &[1]),
     ];
-    let want: usize = 3 * 2 * expected.iter().map(|(_, b)| b.len()).sum::<usize>();
+    // Both families, three sizes, two socket counts.
+    let want: usize = 2 * 3 * 2 * expected.iter().map(|(_, b)| b.len()).sum::<usize>();
     assert_eq!(rows.len(), want, "rows: {rows:#?}");
-    for (stack, bursts) in expected {
-        for size in [64, 512, 1472] {
-            for sockets in [2, 400] {
-                for &burst in *bursts {
-                    let matching: Vec<&Value> = rows
-                        .iter()
-                        .filter(|r| {
-                            field(r, "stack").as_str() == Some(stack)
-                                && integer(r, "size") == size
-                                && integer(r, "sockets") == sockets
-                                && integer(r, "burst") == burst
-                        })
-                        .collect();
-                    assert_eq!(
+    for family in [4, 6] {
+        for (stack, bursts) in expected {
+            for size in [64, 512, 1472] {
+                for sockets in [2, 400] {
+                    for &burst in *bursts {
+                        let matching: Vec<&Value> = rows
+                            .iter()
+                            .filter(|r| {
+                                field(r, "stack").as_str() == Some(stack)
+                                    && integer(r, "family") == family
+                                    && integer(r, "size") == size
+                                    && integer(r, "sockets") == sockets
+                                    && integer(r, "burst") == burst
+                            })
+                            .collect();
+                        assert_eq!(
                         matching.len(),
                         1,
-                        "{stack} {size} B {sockets} sockets burst {burst}: {matching:?}"
+                        "IPv{family} {stack} {size} B {sockets} sockets burst {burst}: {matching:?}"
                     );
-                    let row = matching[0];
-                    let rate = number(row, "datagrams_per_s");
-                    let ns = number(row, "ns_per_datagram");
-                    let ratio = number(row, "ratio_fastpath_over_this");
-                    assert!(rate.is_finite() && rate > 0.0, "{row}");
-                    assert!(ns.is_finite() && ns > 0.0, "{row}");
-                    assert!((rate * ns / 1e9 - 1.0).abs() < 1e-6, "{row}");
-                    assert!(ratio.is_finite() && ratio > 0.0, "{row}");
-                    let (sent, received) = (integer(row, "sent"), integer(row, "received"));
-                    assert!(sent > 0, "{row}");
-                    if *stack == "linux" {
-                        assert!(received > 0 && received <= sent, "{row}");
-                    } else {
-                        assert_eq!(received, sent, "{stack} lost datagrams: {row}");
+                        let row = matching[0];
+                        let rate = number(row, "datagrams_per_s");
+                        let ns = number(row, "ns_per_datagram");
+                        let ratio = number(row, "ratio_fastpath_over_this");
+                        assert!(rate.is_finite() && rate > 0.0, "{row}");
+                        assert!(ns.is_finite() && ns > 0.0, "{row}");
+                        assert!((rate * ns / 1e9 - 1.0).abs() < 1e-6, "{row}");
+                        assert!(ratio.is_finite() && ratio > 0.0, "{row}");
+                        let (sent, received) = (integer(row, "sent"), integer(row, "received"));
+                        assert!(sent > 0, "{row}");
+                        if *stack == "linux" {
+                            assert!(received > 0 && received <= sent, "{row}");
+                        } else {
+                            assert_eq!(received, sent, "{stack} lost datagrams: {row}");
+                        }
+                        let reference = rows
+                            .iter()
+                            .find(|r| {
+                                field(r, "stack").as_str() == Some("fastpath")
+                                    && integer(r, "family") == family
+                                    && integer(r, "size") == size
+                                    && integer(r, "sockets") == sockets
+                                    && integer(r, "burst") == burst
+                            })
+                            .expect("fastpath row with the same size, sockets and burst");
+                        let want = number(reference, "datagrams_per_s") / rate;
+                        assert!((ratio / want - 1.0).abs() < 1e-9, "{row} vs {reference}");
                     }
-                    let reference = rows
-                        .iter()
-                        .find(|r| {
-                            field(r, "stack").as_str() == Some("fastpath")
-                                && integer(r, "size") == size
-                                && integer(r, "sockets") == sockets
-                                && integer(r, "burst") == burst
-                        })
-                        .expect("fastpath row with the same size, sockets and burst");
-                    let want = number(reference, "datagrams_per_s") / rate;
-                    assert!((ratio / want - 1.0).abs() < 1e-9, "{row} vs {reference}");
                 }
             }
         }

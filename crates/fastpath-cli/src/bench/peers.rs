@@ -20,7 +20,7 @@
 //! Every (stack, size, sockets, burst) runs once per round, interleaved, and the median round is quoted.
 
 use std::io;
-use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, UdpSocket as KernelSocket};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket as KernelSocket};
 use std::time::{Duration, Instant as WallClock};
 
 use clap::Args;
@@ -79,6 +79,12 @@ pub struct PeersArgs {
     /// Write the rows as JSON to this path (`-` for standard output).
     #[arg(long)]
     json: Option<String>,
+    /// Address families: 4 (127.0.0.1), 6 (`::1`), or both, each measured in the same rounds.
+    #[arg(long, value_delimiter = ',', default_values_t = [4u8, 6],
+          value_parser = clap::builder::TypedValueParser::map(
+              clap::builder::PossibleValuesParser::new(["4", "6"]),
+              |s: String| s.parse::<u8>().expect("4 or 6")))]
+    families: Vec<u8>,
 }
 
 /// The stacks compared.
@@ -104,6 +110,7 @@ impl PeersArgs {
             burst: 32,
             quick,
             json: None,
+            families: vec![4, 6],
         }
     }
 }
@@ -124,6 +131,8 @@ impl Peer {
 pub struct PeersRow {
     /// Stack name: `fastpath`, `smoltcp` or `linux`.
     pub stack: String,
+    /// Address family: 4 (over 127.0.0.1) or 6 (over `::1`).
+    pub family: u8,
     /// Payload bytes per datagram.
     pub size: usize,
     /// Bound UDP sockets on the host (sender and receiver included).
@@ -134,8 +143,8 @@ pub struct PeersRow {
     pub datagrams_per_s: f64,
     /// Nanoseconds per datagram, sent and received, at that median.
     pub ns_per_datagram: f64,
-    /// Fastpath's datagrams/s with the same size, sockets and burst (burst 1 for linux) divided by this
-    /// row's; 1.0 for fastpath's own rows.
+    /// Fastpath's datagrams/s with the same family, size, sockets and burst (burst 1 for linux) divided
+    /// by this row's; 1.0 for fastpath's own rows.
     pub ratio_fastpath_over_this: f64,
     /// Datagrams sent in the timed runs, all rounds together.
     pub sent: u64,
@@ -174,20 +183,26 @@ fn check_len(peer: Peer, got: usize, want: usize) -> Result<(), String> {
 }
 
 /// Fastpath: sends `n` datagrams of `size` bytes in bursts of `burst`, with `sockets` bound.
-fn fastpath_run(size: usize, sockets: usize, burst: usize, n: usize) -> Result<Outcome, String> {
+fn fastpath_run(
+    lo: IpAddr,
+    size: usize,
+    sockets: usize,
+    burst: usize,
+    n: usize,
+) -> Result<Outcome, String> {
     let mut stack = Stack::new(StackConfig::default());
     let receiver = stack
-        .udp_bind(SocketAddrV4::new(Ipv4Addr::LOCALHOST, RECEIVER_PORT))
+        .udp_bind(SocketAddr::new(lo, RECEIVER_PORT))
         .map_err(io_err("fastpath: binding the receiver"))?;
     let sender = stack
-        .udp_bind(SocketAddrV4::new(Ipv4Addr::LOCALHOST, SENDER_PORT))
+        .udp_bind(SocketAddr::new(lo, SENDER_PORT))
         .map_err(io_err("fastpath: binding the sender"))?;
     for i in 0..sockets.saturating_sub(2) {
         stack
-            .udp_bind(SocketAddrV4::new(Ipv4Addr::LOCALHOST, idle_port(i)))
+            .udp_bind(SocketAddr::new(lo, idle_port(i)))
             .map_err(io_err("fastpath: binding an idle socket"))?;
     }
-    let to = SocketAddrV4::new(Ipv4Addr::LOCALHOST, RECEIVER_PORT);
+    let to = SocketAddr::new(lo, RECEIVER_PORT);
     let data = vec![0xa5u8; size];
     let mut sink = vec![0u8; 2048];
     let mut pass = |stack: &mut Stack, n: usize| -> Result<usize, String> {
@@ -246,20 +261,28 @@ fn smoltcp_socket(packets: usize) -> smol_udp::Socket<'static> {
 }
 
 /// smoltcp: sends `n` datagrams of `size` bytes in bursts of `burst`, with `sockets` bound.
-fn smoltcp_run(size: usize, sockets: usize, burst: usize, n: usize) -> Result<Outcome, String> {
+fn smoltcp_run(
+    lo: IpAddr,
+    size: usize,
+    sockets: usize,
+    burst: usize,
+    n: usize,
+) -> Result<Outcome, String> {
     let mut device = SmolLoopback::new(Medium::Ip);
     let now = SmolInstant::ZERO;
     let mut iface = Interface::new(SmolConfig::new(HardwareAddress::Ip), &mut device, now);
     iface.update_ip_addrs(|addrs| {
-        addrs
-            .push(IpCidr::new(IpAddress::v4(127, 0, 0, 1), 8))
-            .expect("room for one address");
+        let cidr = match lo {
+            IpAddr::V4(_) => IpCidr::new(IpAddress::v4(127, 0, 0, 1), 8),
+            IpAddr::V6(_) => IpCidr::new(IpAddress::v6(0, 0, 0, 0, 0, 0, 0, 1), 128),
+        };
+        addrs.push(cidr).expect("room for one address");
     });
     let mut set = SocketSet::new(Vec::with_capacity(sockets.max(2)));
     let bind = |set: &mut SocketSet<'static>, packets: usize, port: u16| {
         let mut socket = smoltcp_socket(packets);
         socket
-            .bind(SocketAddrV4::new(Ipv4Addr::LOCALHOST, port))
+            .bind(SocketAddr::new(lo, port))
             .map_err(|e| format!("smoltcp: binding port {port}: {e}"))?;
         Ok::<SocketHandle, String>(set.add(socket))
     };
@@ -269,7 +292,7 @@ fn smoltcp_run(size: usize, sockets: usize, burst: usize, n: usize) -> Result<Ou
     for i in 0..sockets.saturating_sub(2) {
         bind(&mut set, 4, idle_port(i))?;
     }
-    let to = SocketAddrV4::new(Ipv4Addr::LOCALHOST, RECEIVER_PORT);
+    let to = SocketAddr::new(lo, RECEIVER_PORT);
     let data = vec![0xa5u8; size];
     let mut sink = vec![0u8; 2048];
     let mut pass = |n: usize| -> Result<usize, String> {
@@ -318,8 +341,8 @@ fn smoltcp_run(size: usize, sockets: usize, burst: usize, n: usize) -> Result<Ou
 
 /// Linux: sends `n` datagrams of `size` bytes, each received before the next is sent, with `sockets`
 /// kernel sockets bound. Datagrams that do not arrive are counted, not fatal.
-fn linux_run(size: usize, sockets: usize, n: usize) -> Result<Outcome, String> {
-    let local = SocketAddr::from((Ipv4Addr::LOCALHOST, 0));
+fn linux_run(lo: IpAddr, size: usize, sockets: usize, n: usize) -> Result<Outcome, String> {
+    let local = SocketAddr::new(lo, 0);
     let receiver = KernelSocket::bind(local).map_err(io_err("linux: binding the receiver"))?;
     let sender = KernelSocket::bind(local).map_err(io_err("linux: binding the sender"))?;
     let idle = (0..sockets.saturating_sub(2))
@@ -423,10 +446,14 @@ pub fn measure(args: &PeersArgs) -> Result<Vec<PeersRow>, String> {
     validate(args)?;
     let (n, n_linux, rounds) = plan(args);
     let variants = variants(args.burst);
-    let cells: Vec<(usize, usize)> = args
-        .sockets
+    let cells: Vec<(u8, usize, usize)> = args
+        .families
         .iter()
-        .flat_map(|&k| args.sizes.iter().map(move |&s| (s, k)))
+        .flat_map(|&f| {
+            args.sockets
+                .iter()
+                .flat_map(move |&k| args.sizes.iter().map(move |&s| (f, s, k)))
+        })
         .collect();
     let bar = common::progress(
         (rounds * cells.len() * variants.len()) as u64,
@@ -435,19 +462,24 @@ pub fn measure(args: &PeersArgs) -> Result<Vec<PeersRow>, String> {
     // samples[cell][variant]: one outcome per round.
     let mut samples = vec![vec![Vec::<Outcome>::new(); variants.len()]; cells.len()];
     for round in 0..rounds {
-        for (ci, &(size, sockets)) in cells.iter().enumerate() {
+        for (ci, &(family, size, sockets)) in cells.iter().enumerate() {
+            let lo: IpAddr = if family == 6 {
+                Ipv6Addr::LOCALHOST.into()
+            } else {
+                Ipv4Addr::LOCALHOST.into()
+            };
             // Rotate the order from round to round so that no stack always runs first.
             for j in 0..variants.len() {
                 let vi = (j + round) % variants.len();
                 let (peer, burst) = variants[vi];
                 let outcome = match peer {
-                    Peer::Fastpath => fastpath_run(size, sockets, burst, n)?,
-                    Peer::Smoltcp => smoltcp_run(size, sockets, burst, n)?,
-                    Peer::Linux => linux_run(size, sockets, n_linux)?,
+                    Peer::Fastpath => fastpath_run(lo, size, sockets, burst, n)?,
+                    Peer::Smoltcp => smoltcp_run(lo, size, sockets, burst, n)?,
+                    Peer::Linux => linux_run(lo, size, sockets, n_linux)?,
                 };
                 if peer != Peer::Linux && outcome.received != outcome.sent {
                     return Err(format!(
-                        "{}: {} of {} datagrams delivered ({size} bytes, {sockets} sockets, burst {burst})",
+                        "{}: {} of {} datagrams delivered (IPv{family}, {size} bytes, {sockets} sockets, burst {burst})",
                         peer.name(),
                         outcome.received,
                         outcome.sent
@@ -460,7 +492,7 @@ pub fn measure(args: &PeersArgs) -> Result<Vec<PeersRow>, String> {
     }
     bar.finish_and_clear();
     let mut rows = Vec::new();
-    for (ci, &(size, sockets)) in cells.iter().enumerate() {
+    for (ci, &(family, size, sockets)) in cells.iter().enumerate() {
         let rate = |vi: usize| {
             let per_round: Vec<f64> = samples[ci][vi]
                 .iter()
@@ -484,6 +516,7 @@ pub fn measure(args: &PeersArgs) -> Result<Vec<PeersRow>, String> {
             };
             rows.push(PeersRow {
                 stack: peer.name().to_string(),
+                family,
                 size,
                 sockets,
                 burst,
@@ -502,22 +535,25 @@ pub fn measure(args: &PeersArgs) -> Result<Vec<PeersRow>, String> {
 fn find(
     rows: &[PeersRow],
     stack: Peer,
-    size: usize,
-    sockets: usize,
+    (family, size, sockets): (u8, usize, usize),
     burst: usize,
 ) -> Option<&PeersRow> {
     rows.iter().find(|r| {
-        r.stack == stack.name() && r.size == size && r.sockets == sockets && r.burst == burst
+        r.stack == stack.name()
+            && r.family == family
+            && r.size == size
+            && r.sockets == sockets
+            && r.burst == burst
     })
 }
 
 /// Prints the table: a row per (size, sockets), millions of datagrams/s per stack and burst, then
 /// fastpath's ratios over smoltcp and linux.
 pub fn print(rows: &[PeersRow]) {
-    let mut cells: Vec<(usize, usize)> = Vec::new();
+    let mut cells: Vec<(u8, usize, usize)> = Vec::new();
     for r in rows {
-        if !cells.contains(&(r.size, r.sockets)) {
-            cells.push((r.size, r.sockets));
+        if !cells.contains(&(r.family, r.size, r.sockets)) {
+            cells.push((r.family, r.size, r.sockets));
         }
     }
     let mut bursts: Vec<usize> = rows
@@ -538,7 +574,7 @@ pub fn print(rows: &[PeersRow]) {
     println!(
         "millions of datagrams per second (median), and fastpath's datagrams/s over each peer's"
     );
-    print!("{:>6}{:>9} |", "size", "sockets");
+    print!("{:>4}{:>8}{:>9} |", "ip", "size", "sockets");
     for (peer, burst) in &columns {
         print!("{:>14}", format!("{} b{burst}", peer.name()));
     }
@@ -547,34 +583,73 @@ pub fn print(rows: &[PeersRow]) {
         print!("{:>16}", format!("fp/{} b{burst}", peer.name()));
     }
     println!();
-    for &(size, sockets) in &cells {
-        print!("{:>6}{sockets:>9} |", format!("{size} B"));
+    for &cell in &cells {
+        let (family, size, sockets) = cell;
+        print!(
+            "{:>4}{:>8}{sockets:>9} |",
+            format!("v{family}"),
+            format!("{size} B")
+        );
         for &(peer, burst) in &columns {
-            let text = find(rows, peer, size, sockets, burst).map_or("-".to_string(), |r| {
+            let text = find(rows, peer, cell, burst).map_or("-".to_string(), |r| {
                 format!("{:.3}", r.datagrams_per_s / 1e6)
             });
             print!("{text:>14}");
         }
         print!(" |");
         for &(peer, burst) in &ratios {
-            let text = find(rows, peer, size, sockets, burst).map_or("-".to_string(), |r| {
+            let text = find(rows, peer, cell, burst).map_or("-".to_string(), |r| {
                 format!("{:.2}x", r.ratio_fastpath_over_this)
             });
             print!("{text:>16}");
         }
         println!();
     }
+    // IPv6 against IPv4, per stack, where both were measured.
+    let pairs: Vec<(usize, usize)> = common::distinct(
+        cells
+            .iter()
+            .filter(|c| c.0 == 6 && cells.contains(&(4, c.1, c.2)))
+            .map(|c| (c.1, c.2)),
+    );
+    if !pairs.is_empty() {
+        println!();
+        println!("IPv6's datagrams/s over IPv4's, same stack and burst (1.00x: no cost to IPv6)");
+        print!("{:>12}{:>9} |", "size", "sockets");
+        for (peer, burst) in &columns {
+            print!("{:>14}", format!("{} b{burst}", peer.name()));
+        }
+        println!();
+        for &(size, sockets) in &pairs {
+            print!("{:>12}{sockets:>9} |", format!("{size} B"));
+            for &(peer, burst) in &columns {
+                let v4 = find(rows, peer, (4, size, sockets), burst);
+                let v6 = find(rows, peer, (6, size, sockets), burst);
+                let text = match (v4, v6) {
+                    (Some(a), Some(b)) => format!("{:.2}x", b.datagrams_per_s / a.datagrams_per_s),
+                    _ => "-".to_string(),
+                };
+                print!("{text:>14}");
+            }
+            println!();
+        }
+    }
     println!();
     println!("ns per datagram (median)");
-    print!("{:>6}{:>9} |", "size", "sockets");
+    print!("{:>4}{:>8}{:>9} |", "ip", "size", "sockets");
     for (peer, burst) in &columns {
         print!("{:>14}", format!("{} b{burst}", peer.name()));
     }
     println!();
-    for &(size, sockets) in &cells {
-        print!("{:>6}{sockets:>9} |", format!("{size} B"));
+    for &cell in &cells {
+        let (family, size, sockets) = cell;
+        print!(
+            "{:>4}{:>8}{sockets:>9} |",
+            format!("v{family}"),
+            format!("{size} B")
+        );
         for &(peer, burst) in &columns {
-            let text = find(rows, peer, size, sockets, burst)
+            let text = find(rows, peer, cell, burst)
                 .map_or("-".to_string(), |r| format!("{:.1}", r.ns_per_datagram));
             print!("{text:>14}");
         }
@@ -598,7 +673,8 @@ pub fn print(rows: &[PeersRow]) {
             .filter(|r| r.stack == Peer::Linux.name() && r.received != r.sent)
         {
             println!(
-                "  {} B, {} sockets: {} of {} lost",
+                "  IPv{} {} B, {} sockets: {} of {} lost",
+                r.family,
                 r.size,
                 r.sockets,
                 r.sent - r.received,
@@ -610,7 +686,7 @@ pub fn print(rows: &[PeersRow]) {
     println!(
         "checksums: none of the three computes the UDP checksum on loopback (fastpath's loopback offers \
          checksum offload as Linux's lo does; smoltcp's phy::Loopback declares checksums ignored); \
-         fastpath and linux still compute the IPv4 header checksum"
+         fastpath and linux still compute the IPv4 header checksum (IPv6 has none)"
     );
 }
 
@@ -621,7 +697,7 @@ pub fn run(args: &PeersArgs) -> Result<(), String> {
     let (n, n_linux, rounds) = plan(args);
     println!(
         "{n} datagrams per run for fastpath and smoltcp, {n_linux} for linux, median of {rounds} \
-         rounds; sockets: sender, receiver and idle others, all bound to 127.0.0.1\n"
+         rounds; sockets: sender, receiver and idle others, all bound to 127.0.0.1 (v4) or ::1 (v6)\n"
     );
     print(&rows);
     if let Some(path) = &args.json {
