@@ -995,3 +995,144 @@ fn tcp_over_ipv6_survives_a_lossy_wire() {
     assert!(got == data);
     assert!(a.counters().tcp.retrans_segs > 0, "the loss was recovered");
 }
+
+/// A router on the wire between A and B with an IPv6 MTU of `mtu`: a packet from A larger than it is
+/// dropped and answered with a packet too big (RFC 4443 §3.2) quoting as much of it as fits.
+struct Router6 {
+    a: Stack,
+    b: Stack,
+    ra: fastpath::PairEnd,
+    rb: fastpath::PairEnd,
+    mtu: Option<usize>,
+    largest_after: usize,
+    too_big: usize,
+}
+
+impl Router6 {
+    fn new() -> Router6 {
+        let caps = LinkCapabilities::plain(1500);
+        let (ra, ea) = fastpath::PairEnd::pair(caps, 65536, Default::default());
+        let (rb, eb) = fastpath::PairEnd::pair(caps, 65536, Default::default());
+        let mut a = Stack::new(StackConfig::default());
+        let ia = a.add_interface("pair0", ea, "10.0.0.1/24".parse().unwrap());
+        a.add_ipv6_address(ia, "2001:db8::1/64".parse().unwrap())
+            .unwrap();
+        let mut b = Stack::new(StackConfig::default());
+        let ib = b.add_interface("pair0", eb, "10.0.0.2/24".parse().unwrap());
+        b.add_ipv6_address(ib, "2001:db8::2/64".parse().unwrap())
+            .unwrap();
+        Router6 {
+            a,
+            b,
+            ra,
+            rb,
+            mtu: None,
+            largest_after: 0,
+            too_big: 0,
+        }
+    }
+
+    fn step(&mut self, now: Instant) {
+        self.a.poll(now);
+        self.b.poll(now);
+        for p in capture(&mut self.ra) {
+            match self.mtu {
+                Some(mtu) if p.len() > mtu => {
+                    self.too_big += 1;
+                    let quote = &p[..p.len().min(1232)];
+                    let ptb = icmp6(
+                        "2001:db8::fe",
+                        "2001:db8::1",
+                        2,
+                        0,
+                        (mtu as u32).to_be_bytes(),
+                        quote,
+                    );
+                    inject(&mut self.ra, &ipv6("2001:db8::fe", "2001:db8::1", 58, &ptb));
+                }
+                Some(_) => {
+                    self.largest_after = self.largest_after.max(p.len());
+                    inject(&mut self.rb, &p);
+                }
+                None => inject(&mut self.rb, &p),
+            }
+        }
+        for p in capture(&mut self.rb) {
+            inject(&mut self.ra, &p);
+        }
+    }
+}
+
+#[test]
+fn packet_too_big_lowers_a_tcp_connections_mss_at_once() {
+    let mut w = Router6::new();
+    let mut now = Instant::from_secs(1);
+    w.a.poll(now);
+    w.b.poll(now);
+    let l = w.b.tcp_listen("[::]:9", 4).unwrap();
+    let c = w.a.tcp_connect("[2001:db8::2]:9").unwrap();
+    let mut s = None;
+    for _ in 0..1000 {
+        w.step(now);
+        if s.is_none() {
+            s = w.b.tcp_listener(l).accept().ok().map(|x| x.0);
+        }
+        if s.is_some() && w.a.tcp(c).is_established() {
+            break;
+        }
+        now = now + std::time::Duration::from_millis(1);
+    }
+    let s = s.expect("established");
+    assert_eq!(w.a.tcp(c).info().unwrap().mss, 1500 - 60 - 12);
+
+    // A forged packet too big quoting a sequence number not in flight: ignored, counted (RFC 5927).
+    let mut seg = ipv6("2001:db8::1", "2001:db8::2", 6, &[0u8; 1400]);
+    let (ports, seq) = (w.a.tcp(c).addrs().unwrap(), 0x1234_5678u32);
+    seg[40..42].copy_from_slice(&ports.0.port().to_be_bytes());
+    seg[42..44].copy_from_slice(&ports.1.port().to_be_bytes());
+    seg[44..48].copy_from_slice(&seq.to_be_bytes());
+    let forged = icmp6(
+        "2001:db8::fe",
+        "2001:db8::1",
+        2,
+        0,
+        1280u32.to_be_bytes(),
+        &seg[..1232],
+    );
+    inject(&mut w.ra, &ipv6("2001:db8::fe", "2001:db8::1", 58, &forged));
+    w.step(now);
+    assert_eq!(w.a.counters().drops.get(DropReason::TcpIcmpOutOfWindow), 1);
+    assert_eq!(w.a.tcp(c).info().unwrap().mss, 1500 - 60 - 12);
+
+    // The router appears: 1280 bytes on its next hop.
+    w.mtu = Some(1280);
+    let data: Vec<u8> = (0..512 * 1024u32).map(|i| (i % 253) as u8).collect();
+    let (mut sent, mut got) = (0, Vec::new());
+    let mut buf = vec![0u8; 65536];
+    for _ in 0..200_000 {
+        while sent < data.len() {
+            match w.a.tcp(c).write(&data[sent..]) {
+                Ok(n) => sent += n,
+                Err(_) => break,
+            }
+        }
+        w.step(now);
+        while let Ok(n) = w.b.tcp(s).read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            got.extend_from_slice(&buf[..n]);
+        }
+        if got.len() == data.len() {
+            break;
+        }
+        now = now + std::time::Duration::from_micros(200);
+    }
+    assert!(got == data, "512 KiB intact through the smaller path");
+    assert!(w.too_big > 0);
+    assert!(w.largest_after <= 1280, "{}", w.largest_after);
+    assert_eq!(w.a.tcp(c).info().unwrap().mss, 1280 - 60 - 12);
+    let ca = w.a.counters();
+    assert!(ca.ip6.path_mtu.learned >= 1, "{ca}");
+    assert_eq!(ca.tcp.timeouts, 0, "resent at once, no timeout: {ca}");
+}

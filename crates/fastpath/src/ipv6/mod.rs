@@ -244,14 +244,24 @@ impl Ipv6 {
         mtu: usize,
     ) -> Option<usize> {
         let link_mtu = self.route(dst).map_or(usize::MAX, |h| h.caps.mtu);
-        match self.path_mtu.learn(
-            dst,
-            mtu,
-            link_mtu,
-            cx.now,
-            &mut cx.counters.path_mtu,
-            cx.drops,
-        ) {
+        let (now, counters) = (cx.now, &mut cx.counters.path_mtu);
+        self.learn_path_mtu_at(now, dst, mtu, link_mtu, counters, cx.drops)
+    }
+
+    /// [`Self::learn_path_mtu`] with the first hop's MTU given.
+    pub(crate) fn learn_path_mtu_at(
+        &mut self,
+        now: Instant,
+        dst: Ipv6Addr,
+        mtu: usize,
+        link_mtu: usize,
+        counters: &mut crate::stats::PathMtuCounters,
+        drops: &mut Drops,
+    ) -> Option<usize> {
+        match self
+            .path_mtu
+            .learn(dst, mtu, link_mtu, now, counters, drops)
+        {
             Ok(mtu) => {
                 self.route_epoch = self.route_epoch.wrapping_add(1);
                 Some(mtu)

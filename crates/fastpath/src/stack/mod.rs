@@ -774,7 +774,8 @@ impl Stack {
                 }
                 _ => {
                     let (tcp, mut cx) = tcp_cx!(self);
-                    tcp.report_path_mtu(&mut cx, &quoted, &head, mtu);
+                    let addresses = (quoted.src_addr, quoted.dst_addr);
+                    tcp.report_path_mtu(&mut cx, addresses, &head, mtu);
                 }
             },
         }

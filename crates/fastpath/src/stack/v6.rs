@@ -210,9 +210,18 @@ impl Stack {
             Icmp6Input::Done => {}
             Icmp6Input::Send(out) => self.icmp6_send(out),
             Icmp6Input::TooBig { quoted, mtu } => {
-                let (ip6, mut cx, _) = ip6_cx!(self);
                 let mtu = usize::try_from(mtu).unwrap_or(usize::MAX);
-                ip6.learn_path_mtu(&mut cx, quoted.ip.dst_addr, mtu);
+                let addresses = (quoted.ip.src_addr, quoted.ip.dst_addr);
+                if quoted.upper == IpProtocol::Tcp {
+                    // RFC 5927 §5.2 as for IPv4: only about a segment in flight; the connection
+                    // resends at the smaller MSS at once.
+                    let (tcp, mut cx) = <Ipv6 as TcpFamily>::tcp(self);
+                    tcp.report_path_mtu(&mut cx, addresses, &quoted.head, mtu);
+                } else {
+                    // UDP and ICMPv6 (our echo replies) fragment to it from now on.
+                    let (ip6, mut cx, _) = ip6_cx!(self);
+                    ip6.learn_path_mtu(&mut cx, quoted.ip.dst_addr, mtu);
+                }
             }
             Icmp6Input::Report { quoted, kind } => {
                 let addresses = (quoted.ip.src_addr, quoted.ip.dst_addr);

@@ -46,7 +46,7 @@ use crate::transport::network::Network;
 use crate::transport::ports::Ports;
 use crate::transport::slots::Slots;
 use crate::wire::tcp::{Flags, TcpOptions, TcpPacket, TcpRepr, CHECKSUM_OFFSET};
-use crate::wire::{Ipv4Repr, WireError};
+use crate::wire::WireError;
 use isn::IsnGenerator;
 use tcb::{Cx, Outgoing, Verdict};
 
@@ -1063,6 +1063,54 @@ impl<N: Network> Tcp<N> {
         self.flush_dirty(cx);
     }
 
+    /// A "fragmentation needed" (RFC 1191) quoting a TCP segment we sent (`ip` and the first 8 bytes of
+    /// its TCP header): when it names a connection and a sequence number in flight (RFC 5927 §5.2,
+    /// as Linux), the path MTU to the destination goes down to `mtu` (unless below the floor, or not
+    /// smaller than the one known: counted), the connection's MSS follows, and what is outstanding
+    /// is resent at the new size at once (Linux's `tcp_v4_mtu_reduced` and `tcp_simple_retransmit`).
+    pub(crate) fn report_path_mtu(
+        &mut self,
+        cx: &mut TcpCx<impl Transmit, N>,
+        (src, dst): (N::Addr, N::Addr),
+        head: &[u8; 8],
+        mtu: usize,
+    ) {
+        let local = src.socket(u16::from_be_bytes([head[0], head[1]]));
+        let remote = dst.socket(u16::from_be_bytes([head[2], head[3]]));
+        let seq = u32::from_be_bytes([head[4], head[5], head[6], head[7]]);
+        let found = self
+            .demux
+            .lookup(local, remote)
+            .and_then(|SocketId(index)| {
+                let tcb = self.tcb(index)?;
+                (tcb.local == local && tcb.remote == remote).then_some(index)
+            });
+        let Some(index) = found else {
+            cx.counters.drops.add(DropReason::PathMtuNoSocket);
+            return;
+        };
+        let Some(tcb) = self.tcb(index) else {
+            return;
+        };
+        if !tcb.in_flight(seq) {
+            cx.counters.drops.add(DropReason::TcpIcmpOutOfWindow);
+            return;
+        }
+        let link_mtu = tcb.hop.caps.mtu;
+        let Some(path_mtu) = cx
+            .ip
+            .learn_path_mtu(cx.now, dst, mtu, link_mtu, cx.counters)
+        else {
+            return;
+        };
+        let Some(tcb) = self.tcb(index) else {
+            return;
+        };
+        if tcb.path_mtu_reduced(path_mtu) {
+            self.output(cx, index);
+        }
+    }
+
     /// An ICMP error quoting a TCP segment we sent: a hard error while connecting refuses the
     /// connection (RFC 1122 §4.2.3.9); others are only remembered.
     pub(crate) fn report_error(
@@ -1088,60 +1136,6 @@ impl<N: Network> Tcp<N> {
             tcx.counters.attempt_fails += 1;
             tcb.abort(kind, &mut tcx);
             self.finish(cx, index);
-        }
-    }
-}
-
-impl Tcp<Ipv4> {
-    /// A "fragmentation needed" (RFC 1191) quoting a TCP segment we sent (`ip` and the first 8 bytes of
-    /// its TCP header): when it names a connection and a sequence number in flight (RFC 5927 §5.2,
-    /// as Linux), the path MTU to the destination goes down to `mtu` (unless below the floor, or not
-    /// smaller than the one known: counted), the connection's MSS follows, and what is outstanding
-    /// is resent at the new size at once (Linux's `tcp_v4_mtu_reduced` and `tcp_simple_retransmit`).
-    pub(crate) fn report_path_mtu(
-        &mut self,
-        cx: &mut TcpCx<impl Transmit, Ipv4>,
-        ip: &Ipv4Repr,
-        head: &[u8; 8],
-        mtu: usize,
-    ) {
-        let local = ip.src_addr.socket(u16::from_be_bytes([head[0], head[1]]));
-        let remote = ip.dst_addr.socket(u16::from_be_bytes([head[2], head[3]]));
-        let seq = u32::from_be_bytes([head[4], head[5], head[6], head[7]]);
-        let found = self
-            .demux
-            .lookup(local, remote)
-            .and_then(|SocketId(index)| {
-                let tcb = self.tcb(index)?;
-                (tcb.local == local && tcb.remote == remote).then_some(index)
-            });
-        let Some(index) = found else {
-            cx.counters.drops.add(DropReason::PathMtuNoSocket);
-            return;
-        };
-        let Some(tcb) = self.tcb(index) else {
-            return;
-        };
-        if !tcb.in_flight(seq) {
-            cx.counters.drops.add(DropReason::TcpIcmpOutOfWindow);
-            return;
-        }
-        let link_mtu = tcb.hop.caps.mtu;
-        let Some(path_mtu) = cx.ip.learn_path_mtu(
-            cx.now,
-            ip.dst_addr,
-            mtu,
-            link_mtu,
-            &mut cx.counters.ip.path_mtu,
-            &mut cx.counters.drops,
-        ) else {
-            return;
-        };
-        let Some(tcb) = self.tcb(index) else {
-            return;
-        };
-        if tcb.path_mtu_reduced(path_mtu) {
-            self.output(cx, index);
         }
     }
 }

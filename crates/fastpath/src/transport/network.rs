@@ -37,6 +37,18 @@ pub(crate) trait Network {
     fn path_mtu(&self, dst: Self::Addr, link_mtu: usize, now: Instant) -> usize;
     /// Bumped whenever routes, addresses or path MTUs change.
     fn route_epoch(&self) -> u32;
+    /// A "fragmentation needed" or "packet too big" a transport found plausible says packets to `dst`
+    /// (first hop `link_mtu`) must be at most `mtu` bytes: the path MTU now in use, or `None` when
+    /// `mtu` is below the family's floor (both counted).
+    fn learn_path_mtu(
+        &mut self,
+        now: Instant,
+        dst: Self::Addr,
+        mtu: usize,
+        link_mtu: usize,
+        counters: &mut Counters,
+    ) -> Option<usize>;
+
     /// Refuses to bind to an address that is not the wildcard or one of the host's.
     fn check_local_address(&self, addr: Self::Addr) -> io::Result<()>;
     /// True for an address sending to needs the broadcast option (IPv4's broadcasts; none in IPv6).
@@ -94,6 +106,24 @@ impl Network for Ipv4 {
     #[inline(always)]
     fn route_epoch(&self) -> u32 {
         self.route_epoch
+    }
+    fn learn_path_mtu(
+        &mut self,
+        now: Instant,
+        dst: Ipv4Addr,
+        mtu: usize,
+        link_mtu: usize,
+        counters: &mut Counters,
+    ) -> Option<usize> {
+        Ipv4::learn_path_mtu(
+            self,
+            now,
+            dst,
+            mtu,
+            link_mtu,
+            &mut counters.ip.path_mtu,
+            &mut counters.drops,
+        )
     }
     fn check_local_address(&self, addr: Ipv4Addr) -> io::Result<()> {
         Ipv4::check_local_address(self, addr)
@@ -169,6 +199,24 @@ impl Network for Ipv6 {
     }
     fn route_epoch(&self) -> u32 {
         self.route_epoch
+    }
+    fn learn_path_mtu(
+        &mut self,
+        now: Instant,
+        dst: Ipv6Addr,
+        mtu: usize,
+        link_mtu: usize,
+        counters: &mut Counters,
+    ) -> Option<usize> {
+        Ipv6::learn_path_mtu_at(
+            self,
+            now,
+            dst,
+            mtu,
+            link_mtu,
+            &mut counters.ip6.path_mtu,
+            &mut counters.drops,
+        )
     }
     fn check_local_address(&self, addr: Ipv6Addr) -> io::Result<()> {
         Ipv6::check_local_address(self, addr)
