@@ -1136,3 +1136,33 @@ fn packet_too_big_lowers_a_tcp_connections_mss_at_once() {
     assert!(ca.ip6.path_mtu.learned >= 1, "{ca}");
     assert_eq!(ca.tcp.timeouts, 0, "resent at once, no timeout: {ca}");
 }
+
+#[test]
+fn a_flood_of_ipv6_fragments_stays_within_the_bounds_and_the_stack_still_serves() {
+    let mut h = Host::new();
+    let limits = StackConfig::default().limits;
+    // Thousands of first fragments of packets that never complete, each from its own identification.
+    for ident in 0..5000u32 {
+        let mut p = vec![58, 0, 0, 1];
+        p.extend_from_slice(&ident.to_be_bytes());
+        p.extend_from_slice(&icmp6(PEER, US, 128, 0, [0, 1, 0, 1], &[0u8; 1192])[..1200]);
+        inject(&mut h.raw, &ipv6(PEER, US, 44, &p));
+        if ident % 64 == 0 {
+            while h.b.poll(T0) > 0 {}
+        }
+    }
+    while h.b.poll(T0) > 0 {}
+    let (held, bytes) = h.b.ipv6_reassembly_stats();
+    assert!(held <= limits.reassembly_datagrams, "{held} held");
+    assert!(bytes <= limits.reassembly_bytes, "{bytes} bytes held");
+    assert!(h.drops(DropReason::ReassemblyEvicted) > 0);
+    // Still serving: a fragmented echo request is answered.
+    let echo = icmp6(PEER, US, 128, 0, [0, 9, 0, 9], &[5u8; 2000]);
+    for f in fragments(PEER, US, 58, &echo, 1280, 0x7777_0000) {
+        inject(&mut h.raw, &f);
+    }
+    while h.b.poll(T0) > 0 {}
+    let out = capture(&mut h.raw);
+    assert!(!out.is_empty(), "answered after the flood");
+    assert_eq!(reassemble(&out).len(), 8 + 2000);
+}

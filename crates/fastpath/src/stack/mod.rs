@@ -371,6 +371,11 @@ impl Stack {
         (self.ip.reassembly.len(), self.ip.reassembly.bytes_held())
     }
 
+    /// [`reassembly_stats`](Self::reassembly_stats) for IPv6's table: packets held, bytes held.
+    pub fn ipv6_reassembly_stats(&self) -> (usize, usize) {
+        (self.ip6.reassembly.len(), self.ip6.reassembly.bytes_held())
+    }
+
     /// The time of the last `poll`.
     pub fn now(&self) -> Instant {
         self.now
