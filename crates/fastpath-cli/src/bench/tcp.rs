@@ -159,6 +159,8 @@ mod testbed {
     use fastpath::link::{TunConfig, TunLink};
 
     pub const SERVER: Ipv4Addr = Ipv4Addr::new(10, 7, 0, 2);
+    /// The server's IPv6 address, where it has one (the client is `fd00:7::1`).
+    pub const SERVER6: std::net::Ipv6Addr = std::net::Ipv6Addr::new(0xfd00, 7, 0, 0, 0, 0, 0, 2);
 
     /// A server and the namespace its client must run in.
     pub struct Server {
@@ -168,6 +170,8 @@ mod testbed {
         /// Bytes the discard service received.
         pub received: Arc<AtomicU64>,
         pub echo: bool,
+        /// It serves over IPv6 too (at [`SERVER6`]).
+        pub ipv6: bool,
     }
 
     /// Namespaces and threads; on drop the threads stop, then the namespaces go.
@@ -224,6 +228,10 @@ mod testbed {
             .map_err(|e| format!("TUN interface in {ns}: {e}"))?;
             let tun = link.handle();
             Self::ip(&ns, &["addr", "add", "10.7.0.1/24", "dev", "fpt0"])?;
+            Self::ip(
+                &ns,
+                &["-6", "addr", "add", "fd00:7::1/64", "dev", "fpt0", "nodad"],
+            )?;
             Self::ip(&ns, &["link", "set", "dev", "fpt0", "up"])?;
             let received = Arc::new(AtomicU64::new(0));
             let (stop, count) = (self.stop.clone(), received.clone());
@@ -233,8 +241,11 @@ mod testbed {
                     let depot = BufferDepot::new();
                     link.set_buffer_depot(depot.clone());
                     stack.set_buffer_depot(depot);
-                    stack.add_interface("fpt0", link, Ipv4Cidr::new(SERVER, 24));
-                    let mut services = TcpServices::listen(&mut stack, 7, 9, 19)?;
+                    let iface = stack.add_interface("fpt0", link, Ipv4Cidr::new(SERVER, 24));
+                    stack
+                        .add_ipv6_address(iface, fastpath::Ipv6Cidr::new(SERVER6, 64))
+                        .map_err(|e| e.to_string())?;
+                    let mut services = TcpServices::listen_dual(&mut stack, 7, 9, 19)?;
                     while !stop.load(Ordering::Relaxed) {
                         let mut work = stack.poll(Instant::now());
                         work += services.run(&mut stack);
@@ -259,6 +270,7 @@ mod testbed {
                 client_ns: ns,
                 received,
                 echo: true,
+                ipv6: true,
             });
             Ok(())
         }
@@ -276,14 +288,26 @@ mod testbed {
             )?;
             Self::ip(&client_ns, &["addr", "add", "10.7.0.1/24", "dev", "fpv0"])?;
             Self::ip(&server_ns, &["addr", "add", "10.7.0.2/24", "dev", "fpv1"])?;
+            Self::ip(
+                &client_ns,
+                &["-6", "addr", "add", "fd00:7::1/64", "dev", "fpv0", "nodad"],
+            )?;
+            Self::ip(
+                &server_ns,
+                &["-6", "addr", "add", "fd00:7::2/64", "dev", "fpv1", "nodad"],
+            )?;
             Self::ip(&client_ns, &["link", "set", "dev", "fpv0", "up"])?;
             Self::ip(&server_ns, &["link", "set", "dev", "fpv1", "up"])?;
             let received = Arc::new(AtomicU64::new(0));
-            for port in [9u16, 7] {
-                let listener = netns::within(&server_ns, move || {
-                    TcpListener::bind(SocketAddrV4::new(SERVER, port))
-                })?
-                .map_err(|e| format!("kernel listen: {e}"))?;
+            let addrs: [SocketAddr; 3] = [
+                SocketAddrV4::new(SERVER, 9).into(),
+                SocketAddrV4::new(SERVER, 7).into(),
+                (SERVER6, 9).into(),
+            ];
+            for at in addrs {
+                let port = at.port();
+                let listener = netns::within(&server_ns, move || TcpListener::bind(at))?
+                    .map_err(|e| format!("kernel listen: {e}"))?;
                 listener.set_nonblocking(true).map_err(|e| e.to_string())?;
                 let (stop, count) = (self.stop.clone(), received.clone());
                 self.threads
@@ -325,6 +349,7 @@ mod testbed {
                 client_ns,
                 received,
                 echo: true,
+                ipv6: true,
             });
             Ok(())
         }
@@ -449,19 +474,23 @@ mod testbed {
                 client_ns: ns,
                 received,
                 echo: true,
+                ipv6: false,
             });
             Ok(())
         }
     }
 
-    /// The kernel client sends to discard for `secs`; returns payload Gbit/s as received.
-    pub fn bulk(server: &Server, secs: f64) -> Result<f64, String> {
+    /// The kernel client sends to discard for `secs`, over IPv6 when `ipv6`; returns payload Gbit/s
+    /// as received.
+    pub fn bulk(server: &Server, secs: f64, ipv6: bool) -> Result<f64, String> {
         let before = server.received.load(Ordering::Relaxed);
-        let mut s = netns::within(&server.client_ns, || {
-            TcpStream::connect_timeout(
-                &SocketAddr::V4(SocketAddrV4::new(SERVER, 9)),
-                Duration::from_secs(5),
-            )
+        let to: SocketAddr = if ipv6 {
+            (SERVER6, 9).into()
+        } else {
+            SocketAddrV4::new(SERVER, 9).into()
+        };
+        let mut s = netns::within(&server.client_ns, move || {
+            TcpStream::connect_timeout(&to, Duration::from_secs(5))
         })?
         .map_err(|e| format!("{} {}: connect: {e}", server.stack, server.config))?;
         s.set_write_timeout(Some(Duration::from_secs(10)))
@@ -600,12 +629,18 @@ fn measure_tun(rounds: usize, secs: f64) -> Result<Vec<TcpRow>, String> {
     std::thread::sleep(Duration::from_millis(200));
     let n = bed.servers.len();
     let mut bulk = vec![Vec::new(); n];
+    let mut bulk6 = vec![Vec::new(); n];
     let counts = [1usize, 100];
     let mut rr = vec![vec![Vec::new(); counts.len()]; n];
-    let bar = common::progress((rounds * n * 3) as u64, "tun");
+    let bar = common::progress((rounds * n * 4) as u64, "tun");
     for _ in 0..rounds {
         for (i, s) in bed.servers.iter().enumerate() {
-            bulk[i].push(testbed::bulk(s, secs)?);
+            bulk[i].push(testbed::bulk(s, secs, false)?);
+            bar.inc(1);
+            // IPv6 beside IPv4, in the same round.
+            if s.ipv6 {
+                bulk6[i].push(testbed::bulk(s, secs, true)?);
+            }
             bar.inc(1);
             for (k, &c) in counts.iter().enumerate() {
                 if s.echo {
@@ -622,6 +657,7 @@ fn measure_tun(rounds: usize, secs: f64) -> Result<Vec<TcpRow>, String> {
         .position(|s| s.stack == "linux")
         .unwrap_or(0);
     let linux_bulk = common::median(&bulk[linux]);
+    let linux_bulk6 = common::median(&bulk6[linux]);
     let mut rows = Vec::new();
     for (i, s) in bed.servers.iter().enumerate() {
         let g = common::median(&bulk[i]);
@@ -635,6 +671,20 @@ fn measure_tun(rounds: usize, secs: f64) -> Result<Vec<TcpRow>, String> {
             ns_per_byte: 0.0,
             transactions_per_s: 0.0,
             ratio: g / linux_bulk,
+        });
+    }
+    for (i, s) in bed.servers.iter().enumerate().filter(|(_, s)| s.ipv6) {
+        let g = common::median(&bulk6[i]);
+        rows.push(TcpRow {
+            experiment: "tun6".into(),
+            stack: s.stack.into(),
+            config: s.config.into(),
+            mtu: 1500,
+            connections: 1,
+            gbit_per_s: g,
+            ns_per_byte: 0.0,
+            transactions_per_s: 0.0,
+            ratio: g / linux_bulk6,
         });
     }
     for (k, &c) in counts.iter().enumerate() {
@@ -686,6 +736,30 @@ pub fn print(rows: &[TcpRow]) {
                 format!("{} ({})", r.stack, r.config),
                 r.gbit_per_s,
                 r.ratio
+            );
+        }
+        println!();
+    }
+    let tun6: Vec<&TcpRow> = rows.iter().filter(|r| r.experiment == "tun6").collect();
+    if !tun6.is_empty() {
+        println!(
+            "the same over IPv6 (fd00:7::1 to fd00:7::2), and against the same server over IPv4"
+        );
+        println!(
+            "{:<28} {:>10} {:>10} {:>10}",
+            "server", "Gbit/s", "vs linux", "vs IPv4"
+        );
+        for r in &tun6 {
+            let v4 = tun
+                .iter()
+                .find(|t| t.stack == r.stack && t.config == r.config)
+                .map_or(f64::NAN, |t| r.gbit_per_s / t.gbit_per_s);
+            println!(
+                "{:<28} {:>10.2} {:>9.2}x {:>9.2}x",
+                format!("{} ({})", r.stack, r.config),
+                r.gbit_per_s,
+                r.ratio,
+                v4
             );
         }
         println!();
