@@ -835,6 +835,11 @@ fn icmpv6() -> Vec<(&'static str, Vec<u8>)> {
         ),
         ("port_unreachable", icmpv6_input(1, 4, [0; 4], &quoted)),
         ("packet_too_big", icmpv6_input(2, 0, [0, 0, 5, 0], &quoted)),
+        // The campaign's first finding: a code the receiver ignores (the target expected it back).
+        (
+            "packet_too_big_nonzero_code",
+            icmpv6_input(2, 131, [0xb8, 0, 5, 0], &quoted),
+        ),
         ("param_problem", icmpv6_input(4, 1, [0, 0, 0, 6], &quoted)),
         ("router_solicitation", icmpv6_input(133, 0, [0; 4], &[])),
     ]
