@@ -108,14 +108,14 @@ impl TcpServices {
         })
     }
 
-    /// [`Self::listen`], and the same services on IPv6 (`[::]`) too.
+    /// [`Self::listen`] on `[::]`: each service one dual-stack listener, for IPv6 and IPv4 alike.
     pub fn listen_dual(
         stack: &mut Stack,
         echo: u16,
         discard: u16,
         chargen: u16,
     ) -> Result<Self, String> {
-        let mut services = Self::listen(stack, echo, discard, chargen)?;
+        let mut listeners = Vec::new();
         for (port, service) in [
             (echo, Service::Echo),
             (discard, Service::Discard),
@@ -123,10 +123,15 @@ impl TcpServices {
         ] {
             let l = stack
                 .tcp_listen((std::net::Ipv6Addr::UNSPECIFIED, port), 1024)
-                .map_err(|e| format!("listening on TCP port {port} over IPv6: {e}"))?;
-            services.listeners.push((l, service));
+                .map_err(|e| format!("listening on TCP port {port} (both families): {e}"))?;
+            listeners.push((l, service));
         }
-        Ok(services)
+        Ok(TcpServices {
+            listeners,
+            conns: Vec::new(),
+            totals: TcpTotals::default(),
+            buf: vec![0; 256 * 1024],
+        })
     }
 
     /// Opens the outgoing client connection.

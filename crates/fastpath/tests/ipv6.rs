@@ -1166,3 +1166,82 @@ fn a_flood_of_ipv6_fragments_stays_within_the_bounds_and_the_stack_still_serves(
     assert!(!out.is_empty(), "answered after the flood");
     assert_eq!(reassemble(&out).len(), 8 + 2000);
 }
+
+#[test]
+fn a_dual_stack_tcp_listener_accepts_ipv4_with_mapped_peers() {
+    let (mut a, mut b) = two_stacks6(Default::default());
+    let mut now = Instant::from_secs(1);
+    a.poll(now);
+    b.poll(now);
+    let l = b.tcp_listen("[::]:80", 8).unwrap();
+    let c4 = a.tcp_connect("10.0.0.2:80").unwrap();
+    let c6 = a.tcp_connect("[2001:db8::2]:80").unwrap();
+    let mut accepted = Vec::new();
+    run_until(
+        &mut a,
+        &mut b,
+        &mut now,
+        std::time::Duration::from_secs(5),
+        |a, b| {
+            while let Ok(x) = b.tcp_listener(l).accept() {
+                accepted.push(x);
+            }
+            accepted.len() == 2 && a.tcp(c4).is_established() && a.tcp(c6).is_established()
+        },
+    );
+    let mut peers: Vec<String> = accepted.iter().map(|(_, p)| p.ip().to_string()).collect();
+    peers.sort();
+    assert_eq!(peers, ["2001:db8::1", "::ffff:10.0.0.1"]);
+    // Data both ways over each.
+    for &(s, _) in &accepted {
+        b.tcp(s).write(b"hi").unwrap();
+    }
+    let mut buf = [0u8; 8];
+    run_until(
+        &mut a,
+        &mut b,
+        &mut now,
+        std::time::Duration::from_secs(1),
+        |a, _| a.tcp(c4).available().unwrap_or(0) == 2 && a.tcp(c6).available().unwrap_or(0) == 2,
+    );
+    assert_eq!(a.tcp(c4).read(&mut buf).unwrap(), 2);
+    assert_eq!(a.tcp(c6).read(&mut buf).unwrap(), 2);
+    // The IPv4 port is taken by the listener's IPv4 half.
+    assert_eq!(
+        b.tcp_listen("0.0.0.0:80", 1).unwrap_err().kind(),
+        std::io::ErrorKind::AddrInUse
+    );
+    // Closing the listener frees both halves.
+    b.tcp_listener(l).close();
+    b.tcp_listen("0.0.0.0:80", 1).unwrap();
+
+    // only_v6: IPv4 is refused with a reset, and the IPv4 port stays free.
+    let only = fastpath::TcpListenOptions { only_v6: true };
+    b.tcp_listen_with("[::]:81", 1, only).unwrap();
+    let l4 = b.tcp_listen("0.0.0.0:81", 1);
+    assert!(l4.is_ok(), "only_v6 leaves 0.0.0.0:81 free");
+    b.tcp_listener(l4.unwrap()).close();
+    let c = a.tcp_connect("10.0.0.2:81").unwrap();
+    run_until(
+        &mut a,
+        &mut b,
+        &mut now,
+        std::time::Duration::from_secs(5),
+        |a, _| {
+            a.tcp(c)
+                .state()
+                .is_ok_and(|s| s == fastpath::TcpState::Closed)
+        },
+    );
+    assert_eq!(
+        a.tcp(c).take_error().unwrap().unwrap().kind(),
+        std::io::ErrorKind::ConnectionRefused
+    );
+    // A dual-stack listen on a port IPv4 already has fails, as Linux's does.
+    b.tcp_listen("0.0.0.0:82", 1).unwrap();
+    assert_eq!(
+        b.tcp_listen("[::]:82", 1).unwrap_err().kind(),
+        std::io::ErrorKind::AddrInUse
+    );
+    b.tcp_listen_with("[::]:82", 1, only).unwrap();
+}

@@ -10,7 +10,7 @@ use crate::addr::{self, IpAddress};
 use crate::ipv4::Ipv4;
 use crate::ipv6::Ipv6;
 use crate::stack::{Stack, TcpFamily};
-use crate::tcp::{ConnectionInfo, Listener, State, Tcb, TcpListener, TcpStream};
+use crate::tcp::{ConnectionInfo, Listener, State, Tcb, TcpListenOptions, TcpListener, TcpStream};
 
 /// Runs `$body` with `$t` bound to the connection's block, in the handle's family.
 macro_rules! with_tcb {
@@ -40,15 +40,56 @@ impl Stack {
         local: impl ToSocketAddrs,
         backlog: usize,
     ) -> io::Result<TcpListener> {
-        let (local, v6) = match addr::any(&local)? {
-            SocketAddr::V4(a) => (self.tcp_listen_in::<Ipv4>(a, backlog)?, false),
-            SocketAddr::V6(a) => (self.tcp_listen_in::<Ipv6>(a, backlog)?, true),
-        };
-        Ok(TcpListener {
-            index: local.0,
-            generation: local.1,
-            v6,
-        })
+        self.tcp_listen_with(local, backlog, TcpListenOptions::default())
+    }
+
+    /// [`tcp_listen`](Stack::tcp_listen) with `options`. An IPv6 listener on `[::]` without
+    /// `only_v6` is dual-stack: it also listens on `0.0.0.0` and the same port (and fails, as Linux,
+    /// if that port is taken in IPv4).
+    pub fn tcp_listen_with(
+        &mut self,
+        local: impl ToSocketAddrs,
+        backlog: usize,
+        options: TcpListenOptions,
+    ) -> io::Result<TcpListener> {
+        match addr::any(&local)? {
+            SocketAddr::V4(a) => {
+                let (index, generation) = self.tcp_listen_in::<Ipv4>(a, backlog)?;
+                Ok(TcpListener {
+                    index,
+                    generation,
+                    v6: false,
+                    v4_half: None,
+                })
+            }
+            SocketAddr::V6(a) => {
+                let (index, generation) = self.tcp_listen_in::<Ipv6>(a, backlog)?;
+                let mut listener = TcpListener {
+                    index,
+                    generation,
+                    v6: true,
+                    v4_half: None,
+                };
+                if a.ip().is_unspecified() && !options.only_v6 {
+                    let port = self.tcp_listener(listener).local_addr().map(|l| l.port())?;
+                    let any4 = SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, port);
+                    match self.tcp_listen_in::<Ipv4>(any4, backlog) {
+                        Ok(half) => listener.v4_half = Some(half),
+                        Err(e) => {
+                            self.tcp6.remove(index);
+                            return Err(io::Error::new(
+                                e.kind(),
+                                format!(
+                                    "[::]:{port} takes IPv4 too, and 0.0.0.0:{port} is taken: {e} \
+                                     (set only_v6 to listen on IPv6 alone)"
+                                ),
+                            ));
+                        }
+                    }
+                }
+                Ok(listener)
+            }
+        }
     }
 
     /// A listener handle for calls: `stack.tcp_listener(l).accept()`.
@@ -126,18 +167,44 @@ impl TcpListenerRef<'_> {
         N::table(self.stack).listener_mut(index, generation)
     }
 
-    /// Takes an established connection off the queue, with the peer's address.
+    /// Takes an established connection off the queue, with the peer's address (v4-mapped for an
+    /// IPv4 connection a dual-stack IPv6 listener took).
     pub fn accept(&mut self) -> io::Result<(TcpStream, SocketAddr)> {
-        if self.listener.v6 {
-            self.accept_in::<Ipv6>()
-        } else {
-            self.accept_in::<Ipv4>()
+        if !self.listener.v6 {
+            return self.accept_in::<Ipv4>(self.listener);
         }
+        match self.accept_in::<Ipv6>(self.listener) {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            other => return other,
+        }
+        let Some((index, generation)) = self.listener.v4_half else {
+            return Err(io::ErrorKind::WouldBlock.into());
+        };
+        let half = TcpListener {
+            index,
+            generation,
+            v6: false,
+            v4_half: None,
+        };
+        let (stream, peer) = self.accept_in::<Ipv4>(half)?;
+        let peer = match peer {
+            SocketAddr::V4(p) => SocketAddrV6::new(p.ip().to_ipv6_mapped(), p.port(), 0, 0).into(),
+            p => p,
+        };
+        Ok((stream, peer))
     }
 
-    fn accept_in<N: TcpFamily>(&mut self) -> io::Result<(TcpStream, SocketAddr)> {
+    fn accept_in<N: TcpFamily>(
+        &mut self,
+        listener: TcpListener,
+    ) -> io::Result<(TcpStream, SocketAddr)> {
         loop {
-            let l = self.listener_in::<N>().ok_or_else(closed)?;
+            let TcpListener {
+                index, generation, ..
+            } = listener;
+            let l = N::table(self.stack)
+                .listener_mut(index, generation)
+                .ok_or_else(closed)?;
             let Some(child) = l.ready.pop_front() else {
                 return Err(io::ErrorKind::WouldBlock.into());
             };
@@ -152,7 +219,7 @@ impl TcpListenerRef<'_> {
                 TcpStream {
                     index: child.0,
                     generation,
-                    v6: self.listener.v6,
+                    v6: listener.v6,
                 },
                 remote.into(),
             ));
@@ -170,32 +237,44 @@ impl TcpListenerRef<'_> {
 
     /// True when `accept` has a connection to return.
     pub fn readable(&mut self) -> bool {
-        if self.listener.v6 {
-            self.listener_in::<Ipv6>()
+        let half_ready = self.listener.v4_half.is_some_and(|(index, generation)| {
+            self.stack
+                .tcp
+                .listener_mut(index, generation)
                 .is_some_and(|l| !l.ready.is_empty())
-        } else {
-            self.listener_in::<Ipv4>()
-                .is_some_and(|l| !l.ready.is_empty())
-        }
+        });
+        half_ready
+            || if self.listener.v6 {
+                self.listener_in::<Ipv6>()
+                    .is_some_and(|l| !l.ready.is_empty())
+            } else {
+                self.listener_in::<Ipv4>()
+                    .is_some_and(|l| !l.ready.is_empty())
+            }
     }
 
-    /// Stops listening: connections not yet accepted are reset.
+    /// Stops listening (both halves of a dual-stack listener): connections not yet accepted are
+    /// reset.
     pub fn close(mut self) {
+        let (index, generation) = (self.listener.index, self.listener.generation);
         if self.listener.v6 {
-            self.close_in::<Ipv6>()
+            self.close_in::<Ipv6>(index, generation)
         } else {
-            self.close_in::<Ipv4>()
+            self.close_in::<Ipv4>(index, generation)
+        }
+        if let Some((index, generation)) = self.listener.v4_half {
+            self.close_in::<Ipv4>(index, generation)
         }
     }
 
-    fn close_in<N: TcpFamily>(&mut self) {
-        let Some(l) = self.listener_in::<N>() else {
+    fn close_in<N: TcpFamily>(&mut self, index: u32, generation: u32) {
+        let Some(l) = N::table(self.stack).listener_mut(index, generation) else {
             return;
         };
         // Its children, established and half-open, are known to it: no scan of the table.
         let mut children: Vec<u32> = l.ready.drain(..).map(|id| id.0).collect();
         children.append(&mut l.half_open);
-        N::table(self.stack).remove(self.listener.index);
+        N::table(self.stack).remove(index);
         for child in children {
             self.stack.tcp_abort_with_reset::<N>(child);
         }

@@ -66,6 +66,18 @@ pub struct TcpListener {
     pub(crate) generation: u32,
     /// In the IPv6 table.
     pub(crate) v6: bool,
+    /// A dual-stack IPv6 listener's IPv4 half: the listener on `0.0.0.0` and the same port in the
+    /// IPv4 table (slot and generation), whose connections `accept` hands out too.
+    pub(crate) v4_half: Option<(u32, u32)>,
+}
+
+/// Options of a listening socket, set before it listens.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TcpListenOptions {
+    /// An IPv6 listener on `[::]` takes IPv6 connections only (Linux's `IPV6_V6ONLY`). Without it (the
+    /// default, as Linux's `bindv6only` 0) it takes IPv4 connections on its port too: they are IPv4
+    /// connections, and `accept` gives their peer as a v4-mapped address (`::ffff:a.b.c.d`).
+    pub only_v6: bool,
 }
 
 /// A connection: a handle, used through `Stack::tcp`.

@@ -1,7 +1,7 @@
 //! UDP: the socket tables, input (checksum, demultiplexing, queueing) and output (copy, checksum, send).
 //!
-//! Written once over [`Network`], the IP layer of a family, and instantiated for IPv4 and IPv6: each
-//! family has its own [`Table`] of sockets and its own demultiplexer; the local ports are shared.
+//! Written once over `transport::Network`, the IP layer of a family, and instantiated for IPv4 and
+//! IPv6: each family has its own `Table` of sockets and its own demultiplexer; the local ports are shared.
 //! What differs by family is said by the IP layer: the header template, the path MTU, and that an
 //! IPv6 datagram always carries a checksum (RFC 8200 §8.1: one arriving without is dropped, and the
 //! `no_checksum` option and Kay & Pasquale's elimination do not apply).

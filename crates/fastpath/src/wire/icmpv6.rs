@@ -106,7 +106,7 @@ pub enum Icmpv6Repr<'a> {
         /// Data, copied from the request.
         data: &'a [u8],
     },
-    /// Destination unreachable (code: [`unreachable`]); `data` quotes the offending packet.
+    /// Destination unreachable (code: [`mod@unreachable`]); `data` quotes the offending packet.
     DstUnreachable {
         /// The code.
         code: u8,
