@@ -286,3 +286,58 @@ fn kernel_tcp_echo_of_64_mib_over_ipv6_with_offload_on_and_off() {
         }
     }
 }
+
+#[test]
+fn kernel_udp_segmentation_offload_over_ipv6_is_split_and_echoed() {
+    if !environment_ok("kernel_udp_segmentation_offload_over_ipv6_is_split_and_echoed") {
+        return;
+    }
+    let ns = TestNetns::create();
+    let server = Server::start(
+        &ns.0,
+        &[
+            "--kernel-addr6",
+            KERNEL6,
+            "--addr6",
+            FASTPATH6,
+            "--uso",
+            "on",
+        ],
+    );
+    let sock = kernel_socket(&ns.0, "[fd00:7::1]:0".parse().unwrap());
+    nix::sys::socket::setsockopt(&sock, nix::sys::socket::sockopt::UdpGsoSegment, &1000)
+        .expect("UDP_SEGMENT");
+    let echo: SocketAddr = format!("[{FASTPATH6}]:{ECHO}").parse().unwrap();
+    let data = pattern(9_500, 77);
+    sock.send_to(&data, echo).unwrap();
+    let mut buf = vec![0u8; 2048];
+    for (i, expected) in data.chunks(1000).enumerate() {
+        let n = sock
+            .recv(&mut buf)
+            .unwrap_or_else(|e| panic!("echo of segment {i}: {e}"));
+        assert_eq!(&buf[..n], expected, "segment {i}");
+    }
+    let out = server.stop(Signal::SIGTERM);
+    assert!(counter(&out, "GSO packets split") >= 1, "{out}");
+    assert!(
+        counter(&out, "datagrams split from GSO packets") >= 10,
+        "{out}"
+    );
+    assert_eq!(counter(&out, "dropped: malformed GSO packet"), 0, "{out}");
+}
+
+#[test]
+fn a_closed_tcp_port_over_ipv6_refuses_the_kernel() {
+    if !environment_ok("a_closed_tcp_port_over_ipv6_refuses_the_kernel") {
+        return;
+    }
+    let ns = TestNetns::create();
+    let server = Server::start(&ns.0, &["--kernel-addr6", KERNEL6, "--addr6", FASTPATH6]);
+    let err = in_netns(&ns.0, || {
+        let to: SocketAddr = format!("[{FASTPATH6}]:4444").parse().unwrap();
+        std::net::TcpStream::connect_timeout(&to, Duration::from_secs(3)).unwrap_err()
+    });
+    assert_eq!(err.kind(), ErrorKind::ConnectionRefused, "{err}");
+    let out = server.stop(Signal::SIGTERM);
+    assert!(counter(&out, "resets sent") >= 1, "{out}");
+}

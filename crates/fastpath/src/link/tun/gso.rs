@@ -11,7 +11,7 @@
 //! [`PacketMeta::gso_size`]: crate::buf::PacketMeta::gso_size
 
 use std::collections::VecDeque;
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 
 use super::vnet::{
     RxDrop, VnetHeader, VIRTIO_NET_HDR_F_NEEDS_CSUM, VIRTIO_NET_HDR_GSO_TCPV4,
@@ -97,6 +97,20 @@ pub(super) fn split_udp_gso(
     if h.gso_type != VIRTIO_NET_HDR_GSO_UDP_L4 {
         return Err(RxDrop::Gso);
     }
+    match frame.head.first().map(|b| b >> 4) {
+        Some(6) => split_udp_gso6(h, frame, mtu, pool, out),
+        _ => split_udp_gso4(h, frame, mtu, pool, out),
+    }
+}
+
+/// [`split_udp_gso`] for UDP over IPv4.
+fn split_udp_gso4(
+    h: &VnetHeader,
+    frame: &Frame<'_>,
+    mtu: usize,
+    pool: &mut BufferPool,
+    out: &mut VecDeque<PacketBuf>,
+) -> Result<usize, RxDrop> {
     let (head, len) = (frame.head, frame.len());
     if head.len() < 28 || head[0] >> 4 != 4 {
         return Err(RxDrop::GsoMalformed);
@@ -145,6 +159,65 @@ pub(super) fn split_udp_gso(
         frame.copy_to(ihl + 8 + at, &mut d[ihl + 8..]);
         p.meta.checksum = ChecksumOffload::Partial {
             start: ihl as u16,
+            offset: 6,
+        };
+        out.push_back(p);
+    }
+    Ok(segments)
+}
+
+/// [`split_udp_gso`] for UDP over IPv6 (`TUN_F_USO6`): UDP right after the fixed header, each
+/// datagram with its own payload length and UDP length, the pseudo-header sum over the 40-byte
+/// pseudo-header in the checksum field.
+fn split_udp_gso6(
+    h: &VnetHeader,
+    frame: &Frame<'_>,
+    mtu: usize,
+    pool: &mut BufferPool,
+    out: &mut VecDeque<PacketBuf>,
+) -> Result<usize, RxDrop> {
+    const IP: usize = 40;
+    let (head, len) = (frame.head, frame.len());
+    if head.len() < IP + 8 {
+        return Err(RxDrop::GsoMalformed);
+    }
+    if h.flags & VIRTIO_NET_HDR_F_NEEDS_CSUM == 0
+        || h.csum_start as usize != IP
+        || h.csum_offset != 6
+    {
+        return Err(RxDrop::BadChecksumOffsets);
+    }
+    let payload = len - IP - 8;
+    let size = h.gso_size as usize;
+    if head[6] != 17
+        || be16(head, 4) as usize != len - IP
+        || be16(head, IP + 4) as usize != len - IP
+        || size == 0
+        || IP + 8 + size > mtu
+        || payload == 0
+        || payload.div_ceil(size) > UDP_MAX_SEGMENTS
+    {
+        return Err(RxDrop::GsoMalformed);
+    }
+    let addr = |at: usize| -> Ipv6Addr {
+        let b: [u8; 16] = head[at..at + 16].try_into().expect("16 bytes");
+        Ipv6Addr::from(b)
+    };
+    let (src, dst) = (addr(8), addr(24));
+    let segments = payload.div_ceil(size);
+    for i in 0..segments {
+        let at = i * size;
+        let n = size.min(payload - at);
+        let mut p = pool.alloc(IP + 8 + n);
+        let d = p.extend(IP + 8 + n);
+        d[..IP + 8].copy_from_slice(&head[..IP + 8]);
+        d[4..6].copy_from_slice(&((8 + n) as u16).to_be_bytes());
+        d[IP + 4..IP + 6].copy_from_slice(&((8 + n) as u16).to_be_bytes());
+        let pseudo = checksum::pseudo_header_sum(src, dst, 17, (8 + n) as u16);
+        d[IP + 6..IP + 8].copy_from_slice(&pseudo.to_be_bytes());
+        frame.copy_to(IP + 8 + at, &mut d[IP + 8..]);
+        p.meta.checksum = ChecksumOffload::Partial {
+            start: IP as u16,
             offset: 6,
         };
         out.push_back(p);
@@ -216,6 +289,56 @@ mod tests {
         let s = link.stats();
         assert_eq!((s.rx_gso_packets, s.rx_gso_segments), (1, 4));
         assert_eq!((s.rx_packets, s.rx_partial, s.rx_dropped()), (5, 4, 0));
+    }
+
+    #[test]
+    fn uso_splits_an_ipv6_gso_packet_into_its_datagrams() {
+        let (mut link, kernel) = fake_kernel(true);
+        link.enable_uso();
+        let payload: Vec<u8> = (0..2500u32).map(|i| (i * 3 + i / 7) as u8).collect();
+        let (src, dst): (Ipv6Addr, Ipv6Addr) =
+            ("fd00:7::1".parse().unwrap(), "fd00:7::2".parse().unwrap());
+        let udp_len = 8 + payload.len();
+        let mut p = vec![0u8; 40 + udp_len];
+        p[0] = 0x60;
+        p[4..6].copy_from_slice(&(udp_len as u16).to_be_bytes());
+        p[6] = 17;
+        p[7] = 64;
+        p[8..24].copy_from_slice(&src.octets());
+        p[24..40].copy_from_slice(&dst.octets());
+        p[40..42].copy_from_slice(&5000u16.to_be_bytes());
+        p[42..44].copy_from_slice(&7u16.to_be_bytes());
+        p[44..46].copy_from_slice(&(udp_len as u16).to_be_bytes());
+        let pseudo = checksum::pseudo_header_sum(src, dst, 17, udp_len as u16);
+        p[46..48].copy_from_slice(&pseudo.to_be_bytes());
+        p[48..].copy_from_slice(&payload);
+        let header = VnetHeader {
+            gso_type: VIRTIO_NET_HDR_GSO_UDP_L4,
+            gso_size: 1000,
+            hdr_len: 48,
+            ..needs_csum(40, 6)
+        };
+        kernel.send(&framed(&header, &p)).unwrap();
+        let mut batch = Vec::new();
+        assert_eq!(link.receive(&mut batch, 32), 3);
+        for (i, seg) in batch.iter().enumerate() {
+            let d = seg.data();
+            let n = (2500 - i * 1000).min(1000);
+            assert_eq!(d.len(), 48 + n);
+            assert_eq!(be16(d, 4) as usize, 8 + n, "IPv6 payload length");
+            assert_eq!(be16(d, 44) as usize, 8 + n, "UDP length");
+            assert_eq!(&d[48..], &payload[i * 1000..i * 1000 + n]);
+            // Completed as the link would, the checksum verifies over the IPv6 pseudo-header.
+            let mut whole = PacketBuf::from_slice(d);
+            complete_checksum(&mut whole, 40, 6);
+            let w = whole.data();
+            let sum = checksum::add(
+                checksum::pseudo_header_sum(src, dst, 17, (8 + n) as u16),
+                checksum::rfc1071(&w[40..]),
+            );
+            assert_eq!(sum, 0xffff, "segment {i}");
+        }
+        assert_eq!(link.stats().rx_gso_segments, 3);
     }
 
     #[test]
