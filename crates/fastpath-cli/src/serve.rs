@@ -83,7 +83,7 @@ pub struct ServeArgs {
     /// Open a TCP connection to this address (an echo server) and check the echo of `--send` bytes;
     /// stop when it is done. If it fails, the cause is printed and the exit status is 1.
     #[arg(long)]
-    connect: Option<SocketAddrV4>,
+    connect: Option<SocketAddr>,
     /// Bytes the `--connect` client sends.
     #[arg(long, default_value_t = 1 << 20)]
     send: u64,
@@ -239,6 +239,10 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
         stack
             .add_ipv6_address(iface, Ipv6Cidr::new(a, k.prefix_len))
             .map_err(|e| format!("--addr6 {a}: {e}"))?;
+        // The kernel is fastpath's IPv6 router: what is not on the link goes through it.
+        stack
+            .add_ipv6_route("::/0".parse().expect("a prefix"), Some(k.addr), iface)
+            .map_err(|e| format!("the IPv6 default route: {e}"))?;
     }
     // With IPv6, one dual-stack socket on [::] serves both families.
     let any: IpAddr = if v6.is_some() {

@@ -138,7 +138,7 @@ impl TcpServices {
     pub fn connect(
         &mut self,
         stack: &mut Stack,
-        to: SocketAddrV4,
+        to: std::net::SocketAddr,
         total: u64,
     ) -> Result<(), String> {
         let stream = stack

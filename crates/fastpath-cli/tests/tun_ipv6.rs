@@ -341,3 +341,102 @@ fn a_closed_tcp_port_over_ipv6_refuses_the_kernel() {
     let out = server.stop(Signal::SIGTERM);
     assert!(counter(&out, "resets sent") >= 1, "{out}");
 }
+
+/// `ip -n NS ARGS...`, panicking with its output on failure.
+fn ip_in(ns: &str, args: &[&str]) {
+    let out = Command::new("ip")
+        .args(["-n", ns])
+        .args(args)
+        .output()
+        .expect("run ip");
+    assert!(
+        out.status.success(),
+        "ip -n {ns} {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn packet_too_big_from_a_kernel_router_lowers_fastpaths_mss() {
+    if !environment_ok("packet_too_big_from_a_kernel_router_lowers_fastpaths_mss") {
+        return;
+    }
+    // fastpath (fd00:7::2) -- TUN -- the kernel in `ns`, routing -- veth -- `far` (fd00:9::2), where
+    // an echo server runs. The kernel forwards to `far` with an IPv6 MTU of 1280 on its side of the
+    // veth (as a narrower link further along would be), while `far` itself is on a 1500-byte link and
+    // offers an MSS of 1440: the kernel answers fastpath's 1500-byte packets with packet too big
+    // (RFC 4443 §3.2), as a router would.
+    let ns = TestNetns::create();
+    let far = TestNetns::create();
+    ip_in(
+        &ns.0,
+        &[
+            "link", "add", "fpr0", "type", "veth", "peer", "name", "fpr1", "netns", &far.0,
+        ],
+    );
+    ip_in(
+        &ns.0,
+        &["-6", "addr", "add", "fd00:9::1/64", "dev", "fpr0", "nodad"],
+    );
+    ip_in(
+        &far.0,
+        &["-6", "addr", "add", "fd00:9::2/64", "dev", "fpr1", "nodad"],
+    );
+    for (n, dev) in [(&ns.0, "fpr0"), (&far.0, "fpr1")] {
+        ip_in(n, &["link", "set", "dev", dev, "up"]);
+    }
+    ip_in(
+        &far.0,
+        &["-6", "route", "add", "default", "via", "fd00:9::1"],
+    );
+    for setting in [
+        "net.ipv6.conf.all.forwarding=1",
+        "net.ipv6.conf.fpr0.mtu=1280",
+    ] {
+        let ok = Command::new("ip")
+            .args(["netns", "exec", &ns.0, "sysctl", "-qw", setting])
+            .status()
+            .expect("sysctl");
+        assert!(ok.success(), "{setting}");
+    }
+    // The echo server in `far`: one connection, echoed until its end.
+    let listener = in_netns(&far.0, || {
+        std::net::TcpListener::bind("[fd00:9::2]:7777").expect("listen in far")
+    });
+    let echo = std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        let (mut s, _) = listener.accept().expect("accept");
+        let mut buf = vec![0u8; 65536];
+        loop {
+            match s.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    if s.write_all(&buf[..n]).is_err() {
+                        break;
+                    }
+                }
+            }
+        }
+    });
+    let server = Server::start(
+        &ns.0,
+        &[
+            "--kernel-addr6",
+            KERNEL6,
+            "--addr6",
+            FASTPATH6,
+            "--connect",
+            "[fd00:9::2]:7777",
+            "--send",
+            "4194304",
+        ],
+    );
+    let out = server.wait_exit(Duration::from_secs(60));
+    echo.join().unwrap();
+    assert!(out.contains("4194304 bytes echoed back, intact"), "{out}");
+    assert!(counter_in(&out, "ip6:", "path mtus learned") >= 1, "{out}");
+    assert!(
+        counter_in(&out, "icmp6:", "packet too big received") >= 1,
+        "{out}"
+    );
+}
