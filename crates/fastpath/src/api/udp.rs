@@ -184,7 +184,7 @@ impl UdpSocketRef<'_> {
             s.rx_bytes -= dg.buf.truesize();
             let ok = deferred_ok(dg.pending, dg.buf.data());
             if ok {
-                let result = read(dg.buf.data(), dg.from.into());
+                let result = read(dg.buf.data(), dg.from.0.socket(dg.from.1).into());
                 stack.pool.free(dg.buf);
                 stack.counters.udp.in_read += 1;
                 return Ok(result);
@@ -382,7 +382,7 @@ impl UdpSocketRef<'_> {
             stack.pool.free(dg.buf);
         }
         stack.counters.udp.in_read += 1;
-        Ok((n, dg.from))
+        Ok((n, dg.from.0.socket(dg.from.1)))
     }
 
     /// [`Self::recv_one`] for a datagram whose checksum was deferred to this copy: verified as it is
@@ -390,7 +390,7 @@ impl UdpSocketRef<'_> {
     #[inline(never)]
     fn recv_deferred<N: Family>(
         &mut self,
-        mut dg: RxDatagram<N::Socket>,
+        mut dg: RxDatagram<N::Addr>,
         buf: &mut [u8],
     ) -> io::Result<(usize, N::Socket)> {
         let stack = &mut *self.stack;
@@ -403,7 +403,7 @@ impl UdpSocketRef<'_> {
             }
             if ok {
                 stack.counters.udp.in_read += 1;
-                return Ok((n, dg.from));
+                return Ok((n, dg.from.0.socket(dg.from.1)));
             }
             stack.counters.drops.add(DropReason::UdpBadChecksum);
             let s = stack.udp.get_mut::<N>(self.socket).ok_or_else(closed)?;
@@ -450,7 +450,7 @@ impl UdpSocketRef<'_> {
                 return Err(io::ErrorKind::WouldBlock.into());
             };
             let (copied, ok) = copy_and_verify(alg, dg.pending, dg.buf.data(), bufs);
-            let from = dg.from;
+            let from = dg.from.0.socket(dg.from.1);
             if ok && peek {
                 dg.pending = None;
                 return Ok((copied, from));

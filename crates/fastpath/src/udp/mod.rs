@@ -91,9 +91,11 @@ pub const MAX_PAYLOAD_V6: usize = 65527;
 
 /// A datagram waiting in a socket's receive queue; its buffer's window is the payload.
 #[derive(Debug)]
-pub(crate) struct RxDatagram<S> {
+pub(crate) struct RxDatagram<A> {
     pub(crate) buf: PacketBuf,
-    pub(crate) from: S,
+    /// The sender's address and port (kept apart: IPv6's `SocketAddrV6` would carry a flow label and
+    /// scope in every queued datagram).
+    pub(crate) from: (A, u16),
     /// With deferred verification: the sum of the pseudo-header and UDP header, to be completed with the
     /// payload's sum as it is copied out.
     pub(crate) pending: Option<u16>,
@@ -117,7 +119,7 @@ pub(crate) struct SocketState<N: Network> {
     /// The local address as bound by the user (restored on disconnect).
     pub(crate) bound_addr: N::Addr,
     pub(crate) options: UdpOptions,
-    pub(crate) rx: Ring<RxDatagram<N::Socket>>,
+    pub(crate) rx: Ring<RxDatagram<N::Addr>>,
     pub(crate) rx_bytes: usize,
     pub(crate) error: Option<io::ErrorKind>,
     pub(crate) counters: SocketCounters,
@@ -711,6 +713,7 @@ impl<N: Network> Table<N> {
         }
         socket.rx_bytes += size;
         socket.counters.queued += 1;
+        let from = (N::Addr::ip(&from), N::Addr::port(&from));
         socket.rx.push_back(RxDatagram { buf, from, pending });
         cx.counters.udp.in_datagrams += 1;
     }
