@@ -1,0 +1,492 @@
+//! An async front for fastpath on tokio.
+//!
+//! A [`Net`] owns a [`fastpath::Stack`] and is driven by one task, [`Net::drive`], which polls the stack,
+//! wakes the tasks whose sockets became ready, and sleeps until the stack's next deadline, a TUN
+//! interface's descriptor becoming readable (registered with tokio's reactor through [`AsyncFd`]), or a
+//! handle's call that gave the stack something to send. The handles, [`TcpListener`], [`TcpStream`]
+//! (`AsyncRead` and `AsyncWrite`, so `tokio::io::split`, `copy` and the `AsyncReadExt` family work on
+//! it) and [`UdpSocket`], try the stack's non-blocking call and, when it would block, leave a waker that
+//! the driver calls when the socket is ready: no handle polls in a loop.
+//!
+//! # Threading
+//!
+//! A stack is single-threaded, and so is this front: a `Net` and its handles are `!Send` and live on a
+//! current-thread runtime, inside a [`tokio::task::LocalSet`] (`spawn_local` the driver and the tasks
+//! that use sockets). A program on a multi-threaded runtime gives the stack a thread of its own with a
+//! current-thread runtime and a `LocalSet`, and talks to the tasks there through channels; with several
+//! stacks (one per core, each with its own TUN queue) each gets such a thread.
+//!
+//! # Cancellation
+//!
+//! As tokio's own types: dropping an `accept`, `recv_from` or `read` future loses nothing (the
+//! connection or datagram stays queued for the next call); dropping a `connect` future before it
+//! completes leaves the connection opening in the stack, and it is aborted with a reset when nothing
+//! holds it (the handle is dropped with the future); `send_to` completes at once (fastpath's UDP send
+//! never waits).
+
+#![deny(unsafe_code)]
+#![warn(missing_docs)]
+
+use std::cell::RefCell;
+use std::future::poll_fn;
+use std::io;
+use std::net::SocketAddr;
+use std::os::fd::{AsFd, AsRawFd, RawFd};
+use std::pin::Pin;
+use std::rc::Rc;
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+use fastpath::{Instant, Stack, TcpState, TunHandle};
+use tokio::io::unix::AsyncFd;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::sync::Notify;
+
+/// The longest the driver sleeps when no TUN descriptor can wake it (an in-memory link): its links
+/// are then looked at this often while idle.
+const IDLE_TICK: Duration = Duration::from_millis(1);
+
+/// The longest the driver sleeps with a TUN descriptor registered, when no timer is due sooner.
+const TUN_NAP: Duration = Duration::from_millis(100);
+
+/// What a task waits for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Interest {
+    /// A datagram (or an error) to read on a UDP socket.
+    UdpRead(fastpath::UdpSocket),
+    /// Bytes, the end of the stream or an error to read on a connection.
+    Read(fastpath::TcpStream),
+    /// Room in a connection's send buffer (or its end).
+    Write(fastpath::TcpStream),
+    /// A connection established or failed.
+    Connect(fastpath::TcpStream),
+    /// A connection to accept.
+    Accept(fastpath::TcpListener),
+}
+
+struct Inner {
+    stack: RefCell<Stack>,
+    waiters: RefCell<Vec<(Interest, Waker)>>,
+    /// Kicks the driver: a handle gave the stack something to send, or changed a timer.
+    kick: Notify,
+    tun: Option<AsyncFd<TunFd>>,
+}
+
+/// A TUN interface's descriptor as tokio's reactor takes it (the handle keeps it open).
+struct TunFd(TunHandle);
+
+impl AsRawFd for TunFd {
+    fn as_raw_fd(&self) -> RawFd {
+        self.0.as_fd().as_raw_fd()
+    }
+}
+
+/// A stack, its driver and its sockets' wakers. Cheap to clone (a reference).
+#[derive(Clone)]
+pub struct Net {
+    inner: Rc<Inner>,
+}
+
+impl std::fmt::Debug for Net {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Net")
+            .field("waiters", &self.inner.waiters.borrow().len())
+            .field("tun", &self.inner.tun.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Net {
+    /// An async front for `stack`, whose links are in-memory (or driven from outside): the driver
+    /// looks at them every millisecond while idle.
+    pub fn new(stack: Stack) -> Net {
+        Net::with(stack, None)
+    }
+
+    /// An async front for `stack`, one of whose links is the TUN interface `tun` is a handle to (from
+    /// `TunLink::handle`): the driver wakes when its descriptor is readable. Must be called inside a
+    /// tokio runtime with I/O enabled.
+    pub fn with_tun(stack: Stack, tun: TunHandle) -> io::Result<Net> {
+        // SAFETY: `TunFd` owns a `TunHandle`, which holds the interface's `OwnedFd` (shared with the
+        // link) open for as long as the handle lives, so the descriptor stays valid and the same for
+        // the whole life of the `AsyncFd`, and `as_raw_fd` returns that one descriptor every time.
+        #[allow(unsafe_code)]
+        let fd = unsafe { AsyncFd::register(TunFd(tun)) }.map_err(io::Error::from)?;
+        Ok(Net::with(stack, Some(fd)))
+    }
+
+    fn with(stack: Stack, tun: Option<AsyncFd<TunFd>>) -> Net {
+        Net {
+            inner: Rc::new(Inner {
+                stack: RefCell::new(stack),
+                waiters: RefCell::new(Vec::new()),
+                kick: Notify::new(),
+                tun,
+            }),
+        }
+    }
+
+    /// Runs `f` on the stack (for its configuration calls, counters and the like). Do not call a
+    /// handle's method inside `f`.
+    pub fn with_stack<R>(&self, f: impl FnOnce(&mut Stack) -> R) -> R {
+        f(&mut self.inner.stack.borrow_mut())
+    }
+
+    /// The driver: polls the stack, wakes the tasks whose sockets are ready, and sleeps until there is
+    /// something to do. Runs until dropped; spawn it with `tokio::task::spawn_local`.
+    pub async fn drive(self) {
+        loop {
+            let work = self.inner.stack.borrow_mut().poll(Instant::now());
+            self.wake_ready();
+            if work > 0 {
+                tokio::task::yield_now().await;
+                continue;
+            }
+            let now = Instant::now();
+            let timer = self
+                .inner
+                .stack
+                .borrow()
+                .next_deadline()
+                .map(|d| d.saturating_since(now));
+            let longest = if self.inner.tun.is_some() {
+                TUN_NAP
+            } else {
+                IDLE_TICK
+            };
+            let nap = timer.map_or(longest, |t| t.min(longest));
+            match &self.inner.tun {
+                Some(fd) => {
+                    tokio::select! {
+                        ready = fd.readable() => {
+                            // The next poll reads what is there; readiness is cleared so that the
+                            // reactor reports the next arrival.
+                            if let Ok(mut guard) = ready {
+                                guard.clear_ready();
+                            }
+                        }
+                        _ = self.inner.kick.notified() => {}
+                        _ = tokio::time::sleep(nap) => {}
+                    }
+                }
+                None => {
+                    tokio::select! {
+                        _ = self.inner.kick.notified() => {}
+                        _ = tokio::time::sleep(nap) => {}
+                    }
+                }
+            }
+        }
+    }
+
+    /// Wakes every task whose socket is now ready, and forgets its waiter.
+    fn wake_ready(&self) {
+        let ready: Vec<Waker> = {
+            let mut stack = self.inner.stack.borrow_mut();
+            let mut waiters = self.inner.waiters.borrow_mut();
+            let mut ready = Vec::new();
+            waiters.retain(|(interest, waker)| {
+                let now = is_ready(&mut stack, *interest);
+                if now {
+                    ready.push(waker.clone());
+                }
+                !now
+            });
+            ready
+        };
+        for w in ready {
+            w.wake();
+        }
+    }
+
+    /// Leaves `cx`'s waker for `interest` (replacing one the same task left before).
+    fn wait(&self, interest: Interest, cx: &Context<'_>) {
+        let mut waiters = self.inner.waiters.borrow_mut();
+        match waiters
+            .iter_mut()
+            .find(|(i, w)| *i == interest && w.will_wake(cx.waker()))
+        {
+            Some(slot) => slot.1 = cx.waker().clone(),
+            None => waiters.push((interest, cx.waker().clone())),
+        }
+    }
+
+    /// Tells the driver the stack has something new to do.
+    fn kick(&self) {
+        self.inner.kick.notify_one();
+    }
+}
+
+/// Whether `interest` is satisfied now.
+fn is_ready(stack: &mut Stack, interest: Interest) -> bool {
+    match interest {
+        Interest::UdpRead(s) => {
+            // An error pending or gone socket count as ready: the next call returns it.
+            stack.udp(s).queued().map_or(true, |(n, _)| n > 0)
+        }
+        Interest::Read(s) => {
+            let mut t = stack.tcp(s);
+            t.readable() || t.state().is_err()
+        }
+        Interest::Write(s) => {
+            let mut t = stack.tcp(s);
+            t.writable() || t.state().map_or(true, |st| st == TcpState::Closed)
+        }
+        Interest::Connect(s) => {
+            let mut t = stack.tcp(s);
+            t.is_established() || t.state().map_or(true, |st| st == TcpState::Closed)
+        }
+        Interest::Accept(l) => stack.tcp_listener(l).readable(),
+    }
+}
+
+/// Runs `f`, a non-blocking call, until it does not return `WouldBlock`, waiting for `interest` in
+/// between.
+fn poll_io<R>(
+    net: &Net,
+    interest: Interest,
+    cx: &Context<'_>,
+    f: impl FnOnce(&mut Stack) -> io::Result<R>,
+) -> Poll<io::Result<R>> {
+    let result = f(&mut net.inner.stack.borrow_mut());
+    match result {
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+            net.wait(interest, cx);
+            Poll::Pending
+        }
+        other => Poll::Ready(other),
+    }
+}
+
+/// A UDP socket of a [`Net`].
+#[derive(Debug)]
+pub struct UdpSocket {
+    net: Net,
+    socket: fastpath::UdpSocket,
+}
+
+impl UdpSocket {
+    /// Binds a socket to `local` (see `Stack::udp_bind`: its family is the address's).
+    pub fn bind(net: &Net, local: SocketAddr) -> io::Result<UdpSocket> {
+        let socket = net.inner.stack.borrow_mut().udp_bind(local)?;
+        Ok(UdpSocket {
+            net: net.clone(),
+            socket,
+        })
+    }
+
+    /// The local address.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.net
+            .inner
+            .stack
+            .borrow_mut()
+            .udp(self.socket)
+            .local_addr()
+    }
+
+    /// Sends `buf` to `to` (never waits: the datagram is queued for the link, and the driver sends it).
+    pub async fn send_to(&self, buf: &[u8], to: SocketAddr) -> io::Result<usize> {
+        let n = self
+            .net
+            .inner
+            .stack
+            .borrow_mut()
+            .udp(self.socket)
+            .send_to(buf, to)?;
+        self.net.kick();
+        Ok(n)
+    }
+
+    /// Receives a datagram into `buf`: its length and its sender.
+    pub async fn recv_from(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
+        poll_fn(|cx| {
+            poll_io(&self.net, Interest::UdpRead(self.socket), cx, |s| {
+                s.udp(self.socket).recv_from(buf)
+            })
+        })
+        .await
+    }
+}
+
+impl Drop for UdpSocket {
+    fn drop(&mut self) {
+        if let Ok(mut stack) = self.net.inner.stack.try_borrow_mut() {
+            let _ = stack.udp(self.socket).close();
+        }
+    }
+}
+
+/// A listening TCP socket of a [`Net`].
+#[derive(Debug)]
+pub struct TcpListener {
+    net: Net,
+    listener: fastpath::TcpListener,
+}
+
+impl TcpListener {
+    /// Listens on `local` with room for `backlog` connections (see `Stack::tcp_listen`).
+    pub fn bind(net: &Net, local: SocketAddr, backlog: usize) -> io::Result<TcpListener> {
+        let listener = net.inner.stack.borrow_mut().tcp_listen(local, backlog)?;
+        Ok(TcpListener {
+            net: net.clone(),
+            listener,
+        })
+    }
+
+    /// The address listened on.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.net
+            .inner
+            .stack
+            .borrow_mut()
+            .tcp_listener(self.listener)
+            .local_addr()
+    }
+
+    /// Takes the next established connection, waiting for one.
+    pub async fn accept(&self) -> io::Result<(TcpStream, SocketAddr)> {
+        let (stream, peer) = poll_fn(|cx| {
+            poll_io(&self.net, Interest::Accept(self.listener), cx, |s| {
+                s.tcp_listener(self.listener).accept()
+            })
+        })
+        .await?;
+        Ok((
+            TcpStream {
+                net: self.net.clone(),
+                stream,
+            },
+            peer,
+        ))
+    }
+}
+
+impl Drop for TcpListener {
+    fn drop(&mut self) {
+        if let Ok(mut stack) = self.net.inner.stack.try_borrow_mut() {
+            stack.tcp_listener(self.listener).close();
+        }
+        self.net.kick();
+    }
+}
+
+/// A TCP connection of a [`Net`]: `AsyncRead` and `AsyncWrite`.
+#[derive(Debug)]
+pub struct TcpStream {
+    net: Net,
+    stream: fastpath::TcpStream,
+}
+
+impl TcpStream {
+    /// Opens a connection to `remote` and waits until it is established (or refused, or timed out).
+    pub async fn connect(net: &Net, remote: SocketAddr) -> io::Result<TcpStream> {
+        let stream = net.inner.stack.borrow_mut().tcp_connect(remote)?;
+        net.kick();
+        let stream = TcpStream {
+            net: net.clone(),
+            stream,
+        };
+        poll_fn(|cx| {
+            poll_io(&stream.net, Interest::Connect(stream.stream), cx, |s| {
+                let mut t = s.tcp(stream.stream);
+                if t.is_established() {
+                    return Ok(());
+                }
+                match t.state()? {
+                    TcpState::Closed => Err(t.take_error()?.unwrap_or_else(|| {
+                        io::Error::new(io::ErrorKind::ConnectionAborted, "connection closed")
+                    })),
+                    _ => Err(io::ErrorKind::WouldBlock.into()),
+                }
+            })
+        })
+        .await?;
+        Ok(stream)
+    }
+
+    /// Local and remote addresses.
+    pub fn addrs(&self) -> io::Result<(SocketAddr, SocketAddr)> {
+        self.net.inner.stack.borrow_mut().tcp(self.stream).addrs()
+    }
+
+    /// Turns Nagle's algorithm off (`TCP_NODELAY`) or on.
+    pub fn set_nodelay(&self, on: bool) -> io::Result<()> {
+        self.net
+            .inner
+            .stack
+            .borrow_mut()
+            .tcp(self.stream)
+            .set_nodelay(on)
+    }
+}
+
+impl AsyncRead for TcpStream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        let result = poll_io(&this.net, Interest::Read(this.stream), cx, |s| {
+            s.tcp(this.stream).read(buf.initialize_unfilled())
+        });
+        match result {
+            Poll::Ready(Ok(n)) => {
+                buf.advance(n);
+                if n > 0 {
+                    // The window opened: the driver sends the update.
+                    this.net.kick();
+                }
+                Poll::Ready(Ok(()))
+            }
+            Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+impl AsyncWrite for TcpStream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        let result = poll_io(&this.net, Interest::Write(this.stream), cx, |s| {
+            s.tcp(this.stream).write(buf)
+        });
+        if matches!(result, Poll::Ready(Ok(_))) {
+            this.net.kick();
+        }
+        result
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        // Written bytes are queued in the connection; the driver sends them as the windows allow.
+        self.net.kick();
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let result = self
+            .net
+            .inner
+            .stack
+            .borrow_mut()
+            .tcp(self.stream)
+            .shutdown_write();
+        self.net.kick();
+        Poll::Ready(result)
+    }
+}
+
+impl Drop for TcpStream {
+    fn drop(&mut self) {
+        // The connection finishes in the background (queued data, then FIN), as a closed socket does.
+        if let Ok(mut stack) = self.net.inner.stack.try_borrow_mut() {
+            stack.tcp(self.stream).close();
+        }
+        self.net.kick();
+    }
+}

@@ -1,0 +1,150 @@
+//! The async front over an in-memory pair: two stacks, each with its `Net` and driver, on one
+//! current-thread runtime.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use fastpath::link::{Impairments, LinkCapabilities, PairEnd};
+use fastpath::{Ipv4Cidr, Stack, StackConfig};
+use fastpath_tokio::{Net, TcpListener, TcpStream, UdpSocket};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::task::LocalSet;
+
+/// A (10.0.0.1, 2001:db8::1) and B (10.0.0.2, 2001:db8::2), their drivers running on `local`.
+fn two_nets(local: &LocalSet, impair: Impairments) -> (Net, Net) {
+    let (ea, eb) = PairEnd::pair(LinkCapabilities::plain(1500), 65536, impair);
+    let make = |end: PairEnd, v4: &str, v6: &str| {
+        let mut s = Stack::new(StackConfig::default());
+        let i = s.add_interface("pair0", end, v4.parse::<Ipv4Cidr>().unwrap());
+        s.add_ipv6_address(i, v6.parse().unwrap()).unwrap();
+        Net::new(s)
+    };
+    let a = make(ea, "10.0.0.1/24", "2001:db8::1/64");
+    let b = make(eb, "10.0.0.2/24", "2001:db8::2/64");
+    local.spawn_local(a.clone().drive());
+    local.spawn_local(b.clone().drive());
+    (a, b)
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+fn pattern(len: usize) -> Vec<u8> {
+    (0..len).map(|i| (i * 31 + i / 997) as u8).collect()
+}
+
+#[test]
+fn tcp_echo_of_a_mebibyte_over_both_families() {
+    let local = LocalSet::new();
+    runtime().block_on(local.run_until(async {
+        let (a, b) = two_nets(&local, Impairments::default());
+        for server in ["10.0.0.2:7", "[2001:db8::2]:7"] {
+            let server: SocketAddr = server.parse().unwrap();
+            let listener = TcpListener::bind(&b, server, 16).unwrap();
+            // The echo server: one connection, split, copied back until the client's FIN.
+            let echo = tokio::task::spawn_local(async move {
+                let (conn, peer) = listener.accept().await.unwrap();
+                let (mut r, mut w) = tokio::io::split(conn);
+                let n = tokio::io::copy(&mut r, &mut w).await.unwrap();
+                w.shutdown().await.unwrap();
+                (n, peer)
+            });
+            let conn = TcpStream::connect(&a, server).await.unwrap();
+            let (mut r, mut w) = tokio::io::split(conn);
+            let data = pattern(1 << 20);
+            let sent = data.clone();
+            let writer = tokio::task::spawn_local(async move {
+                w.write_all(&sent).await.unwrap();
+                w.shutdown().await.unwrap();
+                w
+            });
+            let mut back = Vec::new();
+            tokio::time::timeout(Duration::from_secs(30), r.read_to_end(&mut back))
+                .await
+                .expect("the echo in time")
+                .unwrap();
+            assert!(back == data, "1 MiB back intact from {server}");
+            let _w = writer.await.unwrap();
+            let (n, peer) = echo.await.unwrap();
+            assert_eq!(n, 1 << 20);
+            assert_eq!(peer.is_ipv6(), server.is_ipv6());
+        }
+    }));
+}
+
+#[test]
+fn udp_send_and_receive_wake_the_receiver() {
+    let local = LocalSet::new();
+    runtime().block_on(local.run_until(async {
+        let (a, b) = two_nets(&local, Impairments::default());
+        for (from, to) in [
+            ("10.0.0.1:0", "10.0.0.2:53"),
+            ("[2001:db8::1]:0", "[2001:db8::2]:53"),
+        ] {
+            let rx = UdpSocket::bind(&b, to.parse().unwrap()).unwrap();
+            let tx = UdpSocket::bind(&a, from.parse().unwrap()).unwrap();
+            // The receiver waits first: it is woken when the datagram arrives.
+            let receiver = tokio::task::spawn_local(async move {
+                let mut buf = [0u8; 64];
+                let (n, peer) = rx.recv_from(&mut buf).await.unwrap();
+                rx.send_to(&buf[..n], peer).await.unwrap();
+                (buf[..n].to_vec(), peer)
+            });
+            tokio::task::yield_now().await;
+            tx.send_to(b"question", to.parse().unwrap()).await.unwrap();
+            let (got, peer) = receiver.await.unwrap();
+            assert_eq!(got, b"question");
+            assert_eq!(peer, tx.local_addr().unwrap());
+            let mut buf = [0u8; 64];
+            let (n, _) = tokio::time::timeout(Duration::from_secs(5), tx.recv_from(&mut buf))
+                .await
+                .expect("the reply in time")
+                .unwrap();
+            assert_eq!(&buf[..n], b"question");
+        }
+    }));
+}
+
+#[test]
+fn a_refused_connect_is_an_error_and_a_lossy_wire_still_delivers() {
+    let local = LocalSet::new();
+    runtime().block_on(local.run_until(async {
+        let (a, _b) = two_nets(&local, Impairments::default());
+        let e = TcpStream::connect(&a, "10.0.0.2:9".parse().unwrap())
+            .await
+            .unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::ConnectionRefused);
+    }));
+    let local = LocalSet::new();
+    runtime().block_on(local.run_until(async {
+        let impair = Impairments {
+            loss: 0.02,
+            reorder: 0.02,
+            seed: 3,
+            ..Default::default()
+        };
+        let (a, b) = two_nets(&local, impair);
+        let listener = TcpListener::bind(&b, "10.0.0.2:9".parse().unwrap(), 4).unwrap();
+        let sink = tokio::task::spawn_local(async move {
+            let (mut conn, _) = listener.accept().await.unwrap();
+            let mut all = Vec::new();
+            conn.read_to_end(&mut all).await.unwrap();
+            all
+        });
+        let mut conn = TcpStream::connect(&a, "10.0.0.2:9".parse().unwrap())
+            .await
+            .unwrap();
+        let data = pattern(200_000);
+        conn.write_all(&data).await.unwrap();
+        conn.shutdown().await.unwrap();
+        let got = tokio::time::timeout(Duration::from_secs(60), sink)
+            .await
+            .expect("delivered in time")
+            .unwrap();
+        assert!(got == data, "intact over the lossy wire");
+    }));
+}
