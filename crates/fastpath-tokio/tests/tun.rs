@@ -12,7 +12,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use fastpath::link::{TunConfig, TunLink};
-use fastpath::{Ipv4Cidr, Stack, StackConfig};
+use fastpath::{Ipv4Cidr, Stack, StackConfig, TunHandle};
 use fastpath_tokio::{Net, TcpListener, UdpSocket};
 
 fn environment_ok() -> bool {
@@ -63,40 +63,66 @@ fn in_netns<T: Send + 'static>(ns: &str, f: impl FnOnce() -> T + Send + 'static)
     .expect("the namespace's thread")
 }
 
-#[test]
-fn kernel_clients_over_both_families_reach_an_async_echo_server_on_tun() {
-    if !environment_ok() {
-        return;
-    }
-    let ns = Netns(format!("fp-tokio-{}", std::process::id()));
+/// A namespace of the test's own with a TUN interface `dev` in it: the kernel at 10.`net`.0.1/24 and
+/// fd00:`net`::1/64, and a stack at .2 and ::2 on the interface's other end.
+fn kernel_and_stack(tag: &str, dev: &str, net: u8) -> (Netns, Stack, TunHandle) {
+    let ns = Netns(format!("fp-tokio-{tag}-{}", std::process::id()));
     assert!(Command::new("ip")
         .args(["netns", "add", &ns.0])
         .status()
         .is_ok_and(|s| s.success()));
     let link = TunLink::open(&TunConfig {
-        name: "fpa0".into(),
+        name: dev.into(),
         netns: Some(ns.0.clone()),
         mtu: 1500,
         offload: true,
         uso: false,
     })
     .expect("a TUN interface");
-    ip(&ns.0, &["addr", "add", "10.9.0.1/24", "dev", "fpa0"]);
     ip(
         &ns.0,
-        &["-6", "addr", "add", "fd00:a::1/64", "dev", "fpa0", "nodad"],
+        &["addr", "add", &format!("10.{net}.0.1/24"), "dev", dev],
     );
-    ip(&ns.0, &["link", "set", "dev", "fpa0", "up"]);
+    ip(
+        &ns.0,
+        &[
+            "-6",
+            "addr",
+            "add",
+            &format!("fd00:{net}::1/64"),
+            "dev",
+            dev,
+            "nodad",
+        ],
+    );
+    ip(&ns.0, &["link", "set", "dev", dev, "up"]);
     let tun = link.handle();
     let mut stack = Stack::new(StackConfig::default());
-    let iface = stack.add_interface("fpa0", link, "10.9.0.2/24".parse::<Ipv4Cidr>().unwrap());
+    let v4: Ipv4Cidr = format!("10.{net}.0.2/24").parse().unwrap();
+    let iface = stack.add_interface(dev, link, v4);
     stack
-        .add_ipv6_address(iface, "fd00:a::2/64".parse().unwrap())
+        .add_ipv6_address(iface, format!("fd00:{net}::2/64").parse().unwrap())
         .unwrap();
+    (ns, stack, tun)
+}
 
-    // The server: its own thread, a current-thread runtime and a LocalSet, until told to stop.
+/// Runs `serve` on a thread of its own (a current-thread runtime and a `LocalSet`, the front's model)
+/// until the returned sender is used or dropped. `serve` binds its sockets before it returns its
+/// future, and this returns once it has.
+fn serve_on_thread<F>(
+    stack: Stack,
+    tun: TunHandle,
+    serve: impl FnOnce(Net) -> F + Send + 'static,
+) -> (
+    tokio::sync::oneshot::Sender<()>,
+    std::thread::JoinHandle<()>,
+)
+where
+    F: std::future::Future<Output = ()> + 'static,
+{
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let server = std::thread::spawn(move || {
+    let (bound_tx, bound_rx) = std::sync::mpsc::channel::<()>();
+    let thread = std::thread::spawn(move || {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -105,33 +131,44 @@ fn kernel_clients_over_both_families_reach_an_async_echo_server_on_tun() {
         local.block_on(&rt, async move {
             let net = Net::with_tun(stack, tun).unwrap();
             tokio::task::spawn_local(net.clone().drive());
-            let any: SocketAddr = "[::]:7".parse().unwrap();
-            let listener = TcpListener::bind(&net, any, 64).unwrap();
-            let udp = UdpSocket::bind(&net, any).unwrap();
+            tokio::task::spawn_local(serve(net));
+            bound_tx.send(()).unwrap();
+            let _ = stop_rx.await;
+        })
+    });
+    bound_rx.recv().expect("the server binds its sockets");
+    (stop_tx, thread)
+}
+
+#[test]
+fn kernel_clients_over_both_families_reach_an_async_echo_server_on_tun() {
+    if !environment_ok() {
+        return;
+    }
+    let (ns, stack, tun) = kernel_and_stack("echo", "fpa0", 9);
+
+    let (stop, server) = serve_on_thread(stack, tun, |net| {
+        let any: SocketAddr = "[::]:7".parse().unwrap();
+        let listener = TcpListener::bind(&net, any, 64).unwrap();
+        let udp = UdpSocket::bind(&net, any).unwrap();
+        async move {
             tokio::task::spawn_local(async move {
                 let mut buf = vec![0u8; 65536];
                 while let Ok((n, peer)) = udp.recv_from(&mut buf).await {
                     let _ = udp.send_to(&buf[..n], peer).await;
                 }
             });
-            tokio::task::spawn_local(async move {
-                loop {
-                    let Ok((conn, _)) = listener.accept().await else {
-                        break;
-                    };
-                    tokio::task::spawn_local(async move {
-                        let (mut r, mut w) = tokio::io::split(conn);
-                        let _ = tokio::io::copy(&mut r, &mut w).await;
-                        let _ = tokio::io::AsyncWriteExt::shutdown(&mut w).await;
-                    });
-                }
-            });
-            let _ = stop_rx.await;
-            net.with_stack(|s| s.counters().drops.total())
-        })
+            while let Ok((conn, _)) = listener.accept().await {
+                tokio::task::spawn_local(async move {
+                    let (mut r, mut w) = tokio::io::split(conn);
+                    let _ = tokio::io::copy(&mut r, &mut w).await;
+                    let _ = tokio::io::AsyncWriteExt::shutdown(&mut w).await;
+                });
+            }
+        }
     });
 
-    for server_addr in ["10.9.0.2:7", "[fd00:a::2]:7"] {
+    for server_addr in ["10.9.0.2:7", "[fd00:9::2]:7"] {
         let to: SocketAddr = server_addr.parse().unwrap();
         let echoed = in_netns(&ns.0, move || {
             let mut conn =
@@ -160,7 +197,84 @@ fn kernel_clients_over_both_families_reach_an_async_echo_server_on_tun() {
         assert_eq!(echoed.1, b"datagram");
         assert_eq!(echoed.2, to);
     }
-    stop_tx.send(()).unwrap();
-    let drops = server.join().unwrap();
-    eprintln!("drops at the server: {drops}");
+    stop.send(()).unwrap();
+    server.join().unwrap();
+}
+
+#[test]
+fn curl_fetches_pages_from_a_hyper_server_on_fastpath() {
+    if !environment_ok() {
+        return;
+    }
+    if Command::new("curl").arg("--version").output().is_err() {
+        if std::env::var("FASTPATH_REQUIRE_TUN").as_deref() == Ok("1") {
+            panic!("curl is missing (FASTPATH_REQUIRE_TUN=1)");
+        }
+        eprintln!("skipping: needs curl");
+        return;
+    }
+    let (ns, stack, tun) = kernel_and_stack("http", "fph0", 11);
+    let (stop, server) = serve_on_thread(stack, tun, |net| {
+        let any: SocketAddr = "[::]:80".parse().unwrap();
+        let listener = TcpListener::bind(&net, any, 64).unwrap();
+        async move {
+            while let Ok((conn, peer)) = listener.accept().await {
+                let service = hyper::service::service_fn(move |req: hyper::Request<_>| {
+                    let body = format!("{} {} from {peer}\n", req.method(), req.uri().path());
+                    let body = body.repeat(if req.uri().path() == "/big" {
+                        20_000
+                    } else {
+                        1
+                    });
+                    async move {
+                        Ok::<_, std::convert::Infallible>(hyper::Response::new(
+                            http_body_util::Full::new(hyper::body::Bytes::from(body)),
+                        ))
+                    }
+                });
+                tokio::task::spawn_local(async move {
+                    let io = hyper_util::rt::TokioIo::new(conn);
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(io, service)
+                        .await;
+                });
+            }
+        }
+    });
+
+    for (url, client) in [
+        ("http://10.11.0.2/hello", "10.11.0.1"),
+        ("http://[fd00:11::2]/hello", "fd00:11::1"),
+        ("http://10.11.0.2/big", "10.11.0.1"),
+    ] {
+        let out = Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                &ns.0,
+                "curl",
+                "-sS",
+                "--max-time",
+                "10",
+                url,
+            ])
+            .output()
+            .expect("curl runs");
+        assert!(
+            out.status.success(),
+            "curl {url}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let body = String::from_utf8(out.stdout).expect("a text body");
+        let first = body.lines().next().unwrap_or_default();
+        let path = url.rsplit('/').next().unwrap();
+        assert!(
+            first.starts_with(&format!("GET /{path} from ")) && first.contains(client),
+            "{url} answered {first:?}"
+        );
+        let lines = if path == "big" { 20_000 } else { 1 };
+        assert_eq!(body.lines().count(), lines, "{url}'s whole body");
+    }
+    stop.send(()).unwrap();
+    server.join().unwrap();
 }
