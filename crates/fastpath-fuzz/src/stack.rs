@@ -85,6 +85,7 @@ fn small_limits() -> Limits {
         reassembly_fragments: 8,
         reassembly_timeout: Duration::from_secs(2),
         udp_rx_queue_bytes: 4 * 2048,
+        udp_intercept_queue_bytes: 4 * 2048,
         icmp_rate_per_sec: 5,
         icmp_burst: 3,
         pool_free_buffers: 4,

@@ -169,6 +169,10 @@ pub struct Limits {
     /// [`UdpOptions`](crate::UdpOptions); each socket counts what it dropped
     /// ([`SocketCounters::queue_full`](crate::udp::SocketCounters)).
     pub udp_rx_queue_bytes: usize,
+    /// Limit of the queue of intercepted UDP datagrams (`Stack::udp_intercept`), in bytes of their
+    /// buffers as `udp_rx_queue_bytes` counts them: the one queue holds every intercepted flow's
+    /// datagrams until the application reads them.
+    pub udp_intercept_queue_bytes: usize,
     /// ICMP messages the stack sends per second (echo replies and errors), at most.
     pub icmp_rate_per_sec: u32,
     /// ICMP messages that may be sent in a burst above the rate.
@@ -215,6 +219,7 @@ impl Default for Limits {
             reassembly_fragments: 2048,
             reassembly_timeout: Duration::from_secs(30),
             udp_rx_queue_bytes: 512 << 10,
+            udp_intercept_queue_bytes: 4 << 20,
             icmp_rate_per_sec: 1000,
             icmp_burst: 100,
             pool_free_buffers: 1024,

@@ -45,6 +45,10 @@ pub(crate) enum Delivery {
     /// To a group it belongs to: an IPv4 broadcast, or an IPv6 multicast group (all nodes, a
     /// solicited-node group); every matching socket gets a copy, and no ICMP error answers it.
     Broadcast,
+    /// To another host's unicast address, arriving on an interface that intercepts (see
+    /// `Stack::set_intercept`): only the intercepting TCP listener and UDP endpoint take it, no
+    /// socket bound to a port of the host's, and no ICMP error answers it.
+    Intercepted,
 }
 
 /// Where IP's finished packets go: the stack's links.

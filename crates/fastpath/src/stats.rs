@@ -83,8 +83,16 @@ drop_reasons! {
     UdpZeroChecksumIpv6 => "udp: zero checksum over ipv6",
     /// UDP: the socket's receive queue was full.
     UdpQueueFull => "udp: receive queue full",
+    /// UDP: intercepted (to another host's address, on an intercepting interface) with interception
+    /// of UDP off.
+    UdpInterceptOff => "udp: intercepted, interception off",
+    /// UDP: the queue of intercepted datagrams was full.
+    UdpInterceptQueueFull => "udp: intercept queue full",
     /// ICMP: shorter than its header.
     IcmpTruncated => "icmp: truncated",
+    /// ICMP, ICMPv6 or another protocol intercepted (to another host's address, on an intercepting
+    /// interface): only TCP and UDP are intercepted.
+    InterceptedOther => "ip: intercepted, not tcp or udp",
     /// ICMP: checksum does not verify.
     IcmpBadChecksum => "icmp: bad checksum",
     /// ICMP: a type this stack does not handle, or a malformed error message.
@@ -165,6 +173,9 @@ drop_reasons! {
     TcpBadAddress => "tcp: broadcast or bad address",
     /// TCP: no connection or listener for it (a RST is sent unless it was one).
     TcpNoSocket => "tcp: no socket",
+    /// TCP: intercepted (to another host's address, on an intercepting interface) with no
+    /// intercepting listener and no connection for it.
+    TcpInterceptOff => "tcp: intercepted, no intercepting listener",
     /// TCP: an impossible combination of control bits (SYN with FIN or RST).
     TcpBadFlags => "tcp: bad flags",
     /// TCP: sequence numbers outside the receive window (an ACK is sent, RFC 9293 §3.10.7.4).

@@ -2,5 +2,6 @@
 //! `stack.tcp(c).read(..)`), shaped like `std::net`'s sockets. This is the only code above the stack:
 //! the layers below never see it.
 
+pub mod intercept;
 pub mod tcp;
 pub mod udp;

@@ -248,6 +248,13 @@ impl Ipv4 {
                 delivery = Some(Delivery::Broadcast);
             }
         }
+        // Another host's unicast address, on an interface that intercepts.
+        if delivery.is_none()
+            && self.ifaces.get(iface.0).is_some_and(|f| f.intercept)
+            && !(dst.is_multicast() || dst.is_unspecified())
+        {
+            delivery = Some(Delivery::Intercepted);
+        }
         let delivery = delivery.ok_or(DropReason::Ipv4NotForUs)?;
         Ok((repr, header_len, delivery, flags & 0x3fff != 0))
     }

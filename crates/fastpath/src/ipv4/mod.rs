@@ -38,6 +38,8 @@ pub(crate) struct IfaceAddr {
     /// The prefix's directed broadcast address, computed once.
     pub(crate) broadcast: Option<Ipv4Addr>,
     pub(crate) caps: LinkCapabilities,
+    /// Takes packets to any unicast address as [`Delivery::Intercepted`] (`Stack::set_intercept`).
+    pub(crate) intercept: bool,
 }
 
 /// IPv4's slice of the stack's configuration.
@@ -129,6 +131,7 @@ impl Ipv4 {
             cidr,
             broadcast: cidr.broadcast(),
             caps,
+            intercept: false,
         });
         self.add_route(Route {
             dest: Ipv4Cidr::new(cidr.addr, cidr.prefix_len),

@@ -324,8 +324,12 @@ impl Ipv6 {
         }
         let delivery = if dst.is_multicast() {
             self.is_member(dst).then_some(Delivery::Broadcast)
+        } else if self.is_own_address(dst) {
+            Some(Delivery::Unicast)
         } else {
-            self.is_own_address(dst).then_some(Delivery::Unicast)
+            // Another host's unicast address, on an interface that intercepts.
+            let intercept = self.ifaces.get(iface.0).is_some_and(|f| f.intercept);
+            (intercept && !dst.is_unspecified()).then_some(Delivery::Intercepted)
         };
         Ok((ip, delivery.ok_or(DropReason::Ipv6NotForUs)?))
     }

@@ -38,6 +38,9 @@ pub(crate) type NextHop6 = NextHop<Ipv6Addr>;
 pub(crate) struct Iface6 {
     pub(crate) addrs: Vec<Ipv6Cidr>,
     pub(crate) caps: LinkCapabilities,
+    /// Takes packets to any unicast address as [`Delivery::Intercepted`](crate::ip::Delivery)
+    /// (`Stack::set_intercept`).
+    pub(crate) intercept: bool,
 }
 
 /// IPv6's slice of the stack's configuration.
@@ -106,6 +109,7 @@ impl Ipv6 {
         self.ifaces.push(Iface6 {
             addrs: Vec::new(),
             caps,
+            intercept: false,
         });
         if id == LOOPBACK {
             self.ifaces[0]

@@ -538,15 +538,21 @@ impl Stack {
         match repr.protocol {
             IpProtocol::Udp => self.udp_input(buf, repr, delivery),
             IpProtocol::Tcp => self.tcp_input(buf, repr, delivery),
-            IpProtocol::Icmp => self.icmp_input(buf, repr, delivery),
+            IpProtocol::Icmp if delivery != Delivery::Intercepted => {
+                self.icmp_input(buf, repr, delivery)
+            }
             _ => self.unknown_protocol(buf, repr, delivery),
         }
     }
 
     #[inline(never)]
     fn unknown_protocol(&mut self, buf: PacketBuf, repr: &Ipv4Repr, delivery: Delivery) {
-        if delivery == Delivery::Unicast {
-            self.icmp_send_error(DstUnreachable::ProtoUnreachable, repr, buf.data());
+        match delivery {
+            Delivery::Intercepted => return self.drop_packet(buf, DropReason::InterceptedOther),
+            Delivery::Unicast => {
+                self.icmp_send_error(DstUnreachable::ProtoUnreachable, repr, buf.data())
+            }
+            Delivery::Broadcast => {}
         }
         self.drop_packet(buf, DropReason::Ipv4UnknownProtocol);
     }

@@ -150,6 +150,11 @@ impl Stack {
     /// Hands a packet IPv6 accepted to its upper layer; an unknown one is answered with a parameter
     /// problem pointing at the next header field that named it (RFC 8200 §4).
     fn deliver6(&mut self, a: Accepted6) {
+        if a.delivery == Delivery::Intercepted
+            && !matches!(a.ip.next_header, IpProtocol::Udp | IpProtocol::Tcp)
+        {
+            return self.drop_packet(a.buf, DropReason::InterceptedOther);
+        }
         match a.ip.next_header {
             IpProtocol::Icmpv6 => self.icmp6_input(a.buf, &a.ip, a.delivery),
             IpProtocol::Udp => self.udp6_input(a),

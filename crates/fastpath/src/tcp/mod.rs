@@ -142,6 +142,10 @@ pub(crate) struct Tcp<N: Network = Ipv4> {
     connections: usize,
     /// Connections whose output waits for the end of the input batch.
     dirty: Vec<u32>,
+    /// The intercepting listener's slot, if there is one: it takes the SYNs IP delivered as
+    /// intercepted (to another host's address) that no connection of their own claims. It is not in
+    /// the demultiplexer (it has no address of the host's to be found by).
+    intercept: Option<u32>,
     _family: PhantomData<fn() -> N>,
 }
 
@@ -159,6 +163,7 @@ impl<N: Network> Tcp<N> {
             timer_visits: 0,
             connections: 0,
             dirty: Vec::new(),
+            intercept: None,
             _family: PhantomData,
         }
     }
@@ -198,6 +203,9 @@ impl<N: Network> Tcp<N> {
     /// when it reaches the top.
     pub(crate) fn remove(&mut self, index: u32) -> Option<Entry<N::Addr>> {
         self.unhook(index);
+        if self.intercept == Some(index) {
+            self.intercept = None;
+        }
         let generation = self.slots.generation(index);
         let entry = self.slots.remove(index, generation)?.entry;
         if matches!(entry, Entry::Conn(_)) {
@@ -460,6 +468,35 @@ impl<N: Network> Tcp<N> {
         Ok(self.insert(Entry::Listener(listener), Pcb::bound(local)))
     }
 
+    /// The intercepting listener (one per family): it accepts connections to any address and port
+    /// that IP delivers as intercepted; each connection's local address is the destination the peer
+    /// asked for. Returns its slot and generation.
+    pub(crate) fn listen_intercept(
+        &mut self,
+        max_backlog: usize,
+        backlog: usize,
+    ) -> io::Result<(u32, u32)> {
+        if self.intercept.is_some() {
+            return Err(io::Error::new(
+                io::ErrorKind::AddrInUse,
+                "there is an intercepting listener already",
+            ));
+        }
+        let listener = Listener {
+            local: N::Addr::WILDCARD.socket(0),
+            backlog: backlog.clamp(1, max_backlog),
+            half_open: Vec::new(),
+            ready: Default::default(),
+        };
+        let (index, generation) = self.slots.insert(Slot {
+            entry: Entry::Listener(listener),
+            in_demux: false,
+            scheduled: None,
+        });
+        self.intercept = Some(index);
+        Ok((index, generation))
+    }
+
     /// Opens a connection from `local` (address or port may be unspecified) to `remote`: the SYN is
     /// sent at once; returns its slot and generation.
     pub(crate) fn connect(
@@ -528,7 +565,7 @@ impl<N: Network> Tcp<N> {
         delivery: Delivery,
     ) {
         layer!(Receive, Tcp);
-        if delivery != Delivery::Unicast {
+        if delivery == Delivery::Broadcast {
             return cx.drop(buf, DropReason::TcpBadAddress);
         }
         let repr = match TcpPacket::new_checked(buf.data()) {
@@ -541,7 +578,20 @@ impl<N: Network> Tcp<N> {
         };
         let local = dst.socket(repr.dst_port);
         let remote = src.socket(repr.src_port);
-        let found = self.demux.lookup(local, remote);
+        let mut found = self.demux.lookup(local, remote);
+        if delivery == Delivery::Intercepted {
+            // To another host's address: only a connection of its own takes it, never a listener
+            // on a port of the host's (which the demultiplexer's wildcard match would find).
+            found = found.filter(|id| {
+                matches!(
+                    self.slots.at(id.0),
+                    Some(Slot {
+                        entry: Entry::Conn(_),
+                        ..
+                    })
+                )
+            });
+        }
         // A connection that negotiated checksum elimination (paper 001) takes its segments unsummed;
         // everything else is verified, or vouched for by the link.
         let eliminated = !repr.flags.contains(Flags::SYN)
@@ -571,6 +621,12 @@ impl<N: Network> Tcp<N> {
         buf.pull_front(header_len);
 
         let Some(SocketId(index)) = found else {
+            if delivery == Delivery::Intercepted {
+                return match self.intercept {
+                    Some(l) => self.listen_input(cx, l, local, remote, &repr, buf),
+                    None => cx.drop(buf, DropReason::TcpInterceptOff),
+                };
+            }
             self.reply_reset(cx, local, remote, &repr, buf.len());
             return cx.drop(buf, DropReason::TcpNoSocket);
         };
