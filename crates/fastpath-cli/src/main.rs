@@ -11,6 +11,8 @@ mod pcap_tap;
 mod serve;
 #[cfg(target_os = "linux")]
 mod tcp_services;
+#[cfg(target_os = "linux")]
+mod tunnel;
 
 use clap::{Parser, Subcommand};
 
@@ -39,6 +41,12 @@ enum Command {
     /// optionally connect to a kernel echo server over TCP, until SIGINT, SIGTERM or --duration.
     #[cfg(target_os = "linux")]
     Serve(serve::ServeArgs),
+    /// A transparent proxy ("tun2socks"): the applications in a network namespace reach the network
+    /// through a TUN interface, where fastpath terminates every TCP connection and UDP flow and
+    /// relays it to its destination through the host kernel's sockets, until SIGINT, SIGTERM or
+    /// --duration.
+    #[cfg(target_os = "linux")]
+    Tunnel(tunnel::TunnelArgs),
 }
 
 fn main() {
@@ -57,6 +65,8 @@ fn main() {
         Command::Bench(args) => bench::run(&args),
         #[cfg(target_os = "linux")]
         Command::Serve(args) => serve::run(&args),
+        #[cfg(target_os = "linux")]
+        Command::Tunnel(args) => tunnel::run(&args),
     };
     if let Err(e) = result {
         eprintln!("fastpath: {e}");

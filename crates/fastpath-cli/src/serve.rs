@@ -387,7 +387,7 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
 }
 
 /// `--addr6` must be a unicast address inside the kernel's IPv6 prefix, and not the kernel's own.
-fn check_addresses6(kernel: Ipv6Cidr, addr: Ipv6Addr) -> Result<(), String> {
+pub(crate) fn check_addresses6(kernel: Ipv6Cidr, addr: Ipv6Addr) -> Result<(), String> {
     for (option, a) in [("--kernel-addr6", kernel.addr), ("--addr6", addr)] {
         if a.is_unspecified() || a.is_multicast() || a.is_loopback() {
             return Err(format!("{option} {a} is not a unicast address for a link"));
@@ -425,7 +425,7 @@ fn prefix(cidr: Ipv4Cidr) -> String {
 }
 
 /// Refuses addresses that are not two distinct host addresses of the kernel's prefix.
-fn check_addresses(kernel: Ipv4Cidr, addr: Ipv4Addr) -> Result<(), String> {
+pub(crate) fn check_addresses(kernel: Ipv4Cidr, addr: Ipv4Addr) -> Result<(), String> {
     let (net, mask) = network(kernel);
     let broadcast = net | !mask;
     let cidr = prefix(kernel);

@@ -62,6 +62,8 @@ enum Interest {
     Connect(fastpath::TcpStream),
     /// A connection to accept.
     Accept(fastpath::TcpListener),
+    /// An intercepted datagram to read.
+    Intercepted,
 }
 
 struct Inner {
@@ -237,6 +239,7 @@ fn is_ready(stack: &mut Stack, interest: Interest) -> bool {
             t.is_established() || t.state().map_or(true, |st| st == TcpState::Closed)
         }
         Interest::Accept(l) => stack.tcp_listener(l).readable(),
+        Interest::Intercepted => stack.udp_intercepted_readable(),
     }
 }
 
@@ -317,6 +320,53 @@ impl Drop for UdpSocket {
     }
 }
 
+/// Interception of UDP on a [`Net`] (`Stack::udp_intercept`): datagrams to any address and port
+/// arriving on an interface that intercepts, each with its sender and the destination it was sent
+/// to, and answers sent from such a destination. Interception of UDP is on while this lives.
+#[derive(Debug)]
+pub struct UdpIntercept {
+    net: Net,
+}
+
+impl UdpIntercept {
+    /// Turns interception of UDP on.
+    pub fn new(net: &Net) -> UdpIntercept {
+        net.inner.stack.borrow_mut().udp_intercept(true);
+        UdpIntercept { net: net.clone() }
+    }
+
+    /// Receives the next intercepted datagram into `buf`: its length, its sender and its
+    /// destination. Cancellation-safe.
+    pub async fn recv(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr, SocketAddr)> {
+        poll_fn(|cx| {
+            poll_io(&self.net, Interest::Intercepted, cx, |s| {
+                s.udp_recv_intercepted(buf)
+            })
+        })
+        .await
+    }
+
+    /// Sends `buf` from `from` (an intercepted destination) to `to` (never waits).
+    pub fn send_from(&self, buf: &[u8], from: SocketAddr, to: SocketAddr) -> io::Result<usize> {
+        let n = self
+            .net
+            .inner
+            .stack
+            .borrow_mut()
+            .udp_send_from(buf, from, to)?;
+        self.net.kick();
+        Ok(n)
+    }
+}
+
+impl Drop for UdpIntercept {
+    fn drop(&mut self) {
+        if let Ok(mut stack) = self.net.inner.stack.try_borrow_mut() {
+            stack.udp_intercept(false);
+        }
+    }
+}
+
 /// A listening TCP socket of a [`Net`].
 #[derive(Debug)]
 pub struct TcpListener {
@@ -328,6 +378,17 @@ impl TcpListener {
     /// Listens on `local` with room for `backlog` connections (see `Stack::tcp_listen`).
     pub fn bind(net: &Net, local: SocketAddr, backlog: usize) -> io::Result<TcpListener> {
         let listener = net.inner.stack.borrow_mut().tcp_listen(local, backlog)?;
+        Ok(TcpListener {
+            net: net.clone(),
+            listener,
+        })
+    }
+
+    /// The stack's intercepting listener (`Stack::tcp_intercept`): it accepts connections to any
+    /// address and port arriving on an interface that intercepts (`Stack::set_intercept`); each
+    /// stream's [`TcpStream::addrs`] gives the destination its peer asked for as the local address.
+    pub fn intercept(net: &Net, backlog: usize) -> io::Result<TcpListener> {
+        let listener = net.inner.stack.borrow_mut().tcp_intercept(backlog)?;
         Ok(TcpListener {
             net: net.clone(),
             listener,
@@ -408,6 +469,14 @@ impl TcpStream {
     /// Local and remote addresses.
     pub fn addrs(&self) -> io::Result<(SocketAddr, SocketAddr)> {
         self.net.inner.stack.borrow_mut().tcp(self.stream).addrs()
+    }
+
+    /// Aborts the connection: a RST to the peer, and what is queued either way is discarded.
+    pub fn abort(&self) {
+        if let Ok(mut stack) = self.net.inner.stack.try_borrow_mut() {
+            stack.tcp(self.stream).abort();
+        }
+        self.net.kick();
     }
 
     /// Turns Nagle's algorithm off (`TCP_NODELAY`) or on.

@@ -1,0 +1,444 @@
+//! `fastpath tunnel`: a transparent proxy ("tun2socks") on fastpath's async front.
+//!
+//! The applications live in a network namespace (made if missing, and then removed on exit) whose
+//! default routes, IPv4 and IPv6, lead into a TUN interface. fastpath, on the other end, intercepts
+//! on it (`fastpath::api::intercept`): it terminates every TCP connection and UDP flow the
+//! applications open, whatever their destination, and this program relays each to that destination
+//! through the host kernel's sockets (from the namespace `fastpath tunnel` runs in, optionally bound
+//! to `--bind-interface`).
+//!
+//! - TCP: each intercepted connection gets a kernel connection to its destination; bytes are pumped
+//!   both ways through a 16 KiB buffer each (so a slow reader on one side slows the writer on the
+//!   other: nothing buffers without bound), an end of stream becomes a half-close on the other side,
+//!   and an error or a reset on either side becomes a reset on the other. A destination that refuses
+//!   or cannot be reached within `--connect-timeout` resets the application's connection.
+//! - UDP: each (application socket, destination) pair is a flow with a kernel socket connected to
+//!   the destination; replies are sent back from the destination's address. A flow idle for
+//!   `--udp-idle` expires; at most `--max-udp-flows` exist at once (datagrams of further flows are
+//!   dropped, counted).
+//! - fastpath's own address answers ping; nothing else intercepted but TCP and UDP is answered.
+//!
+//! It stops on SIGINT or SIGTERM, or after `--duration`, and prints what it relayed.
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::io::{self, Write};
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::path::PathBuf;
+use std::rc::Rc;
+use std::time::Duration;
+
+use clap::Args;
+use fastpath::buf::BufferDepot;
+use fastpath::link::{TunConfig, TunLink};
+use fastpath::{Ipv4Cidr, Ipv6Cidr, Stack, StackConfig};
+use fastpath_tokio::{Net, TcpListener, TcpStream, UdpIntercept};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+use crate::netns::Namespace;
+use crate::pcap_tap::PcapTap;
+
+#[derive(Args, Debug)]
+pub struct TunnelArgs {
+    /// The applications' network namespace (created if missing, and then removed on exit).
+    #[arg(long, default_value = "fptun")]
+    netns: String,
+    /// The TUN interface's name.
+    #[arg(long, default_value = "fpt0")]
+    tun: String,
+    /// The kernel's address on the TUN interface (the applications' source address), with the
+    /// link's prefix.
+    #[arg(long, default_value = "10.66.0.1/24")]
+    kernel_addr: Ipv4Cidr,
+    /// fastpath's own address on the link (it answers ping).
+    #[arg(long, default_value = "10.66.0.2")]
+    addr: Ipv4Addr,
+    /// The kernel's IPv6 address on the link, with its prefix: carries IPv6 through the tunnel too.
+    #[arg(long, requires = "addr6")]
+    kernel_addr6: Option<Ipv6Cidr>,
+    /// fastpath's own IPv6 address on the link.
+    #[arg(long, requires = "kernel_addr6")]
+    addr6: Option<Ipv6Addr>,
+    #[arg(long, default_value_t = 1500, value_parser = clap::value_parser!(u32).range(1280..=65535))]
+    mtu: u32,
+    /// Bind every outgoing kernel socket to this interface (`SO_BINDTODEVICE`).
+    #[arg(long)]
+    bind_interface: Option<String>,
+    /// Seconds to wait for a destination to accept a TCP connection.
+    #[arg(long, default_value_t = 10.0, value_parser = crate::bench::common::parse_non_negative)]
+    connect_timeout: f64,
+    /// Seconds of silence after which a UDP flow expires.
+    #[arg(long, default_value_t = 60.0, value_parser = crate::bench::common::parse_non_negative)]
+    udp_idle: f64,
+    /// UDP flows relayed at once, at most.
+    #[arg(long, default_value_t = 1024)]
+    max_udp_flows: usize,
+    /// TCP connections relayed at once, at most (further ones are reset).
+    #[arg(long, default_value_t = 4096)]
+    max_tcp_flows: usize,
+    /// Write every packet on the TUN interface to this pcap file.
+    #[arg(long)]
+    pcap: Option<PathBuf>,
+    /// Stop after this many seconds.
+    #[arg(long, value_parser = crate::bench::common::parse_non_negative)]
+    duration: Option<f64>,
+}
+
+/// What was relayed, for the summary.
+#[derive(Default)]
+struct Tally {
+    tcp_flows: Cell<u64>,
+    tcp_live: Cell<usize>,
+    tcp_refused: Cell<u64>,
+    tcp_reset: Cell<u64>,
+    tcp_over_limit: Cell<u64>,
+    tcp_up: Cell<u64>,
+    tcp_down: Cell<u64>,
+    udp_flows: Cell<u64>,
+    udp_expired: Cell<u64>,
+    udp_over_limit: Cell<u64>,
+    udp_send_failed: Cell<u64>,
+    udp_up: Cell<u64>,
+    udp_down: Cell<u64>,
+}
+
+fn add(c: &Cell<u64>, n: u64) {
+    c.set(c.get() + n);
+}
+
+struct Settings {
+    bind_interface: Option<String>,
+    connect_timeout: Duration,
+    udp_idle: Duration,
+    max_udp_flows: usize,
+    max_tcp_flows: usize,
+}
+
+pub fn run(args: &TunnelArgs) -> Result<(), String> {
+    // SAFETY: no other thread exists yet; SIG_IGN is a valid disposition. A relay writing to a
+    // closed kernel socket must get EPIPE, not end the program.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+    }
+    let kernel = args.kernel_addr;
+    crate::serve::check_addresses(kernel, args.addr)?;
+    let v6 = match (args.kernel_addr6, args.addr6) {
+        (Some(k), Some(a)) => {
+            crate::serve::check_addresses6(k, a)?;
+            Some((k, a))
+        }
+        _ => None,
+    };
+    let ns = Namespace::ensure(&args.netns)?;
+    let mut link = TunLink::open(&TunConfig {
+        name: args.tun.clone(),
+        netns: Some(ns.name().to_string()),
+        mtu: args.mtu as usize,
+        offload: true,
+        uso: false,
+    })
+    .map_err(|e| format!("creating TUN interface {} in {}: {e}", args.tun, ns.name()))?;
+    let tun = link.handle();
+    let dev = tun.name().to_string();
+    ns.ip(&["addr", "add", &kernel.to_string(), "dev", &dev])?;
+    if let Some((k, _)) = v6 {
+        ns.ip(&["-6", "addr", "add", &k.to_string(), "dev", &dev, "nodad"])?;
+    }
+    ns.ip(&["link", "set", "dev", &dev, "up"])?;
+    // Everything the applications send that is not on the link goes into the tunnel.
+    ns.ip(&["route", "replace", "default", "dev", &dev])?;
+    if v6.is_some() {
+        ns.ip(&["-6", "route", "replace", "default", "dev", &dev])?;
+    }
+
+    let mut stack = Stack::new(StackConfig::default());
+    let depot = BufferDepot::new();
+    link.set_buffer_depot(depot.clone());
+    stack.set_buffer_depot(depot);
+    let cidr = Ipv4Cidr::new(args.addr, kernel.prefix_len);
+    let iface = match &args.pcap {
+        Some(path) => {
+            let tap = PcapTap::create(link, path)
+                .map_err(|e| format!("creating {}: {e}", path.display()))?;
+            stack.add_interface(&dev, tap, cidr)
+        }
+        None => stack.add_interface(&dev, link, cidr),
+    };
+    if let Some((k, a)) = v6 {
+        stack
+            .add_ipv6_address(iface, Ipv6Cidr::new(a, k.prefix_len))
+            .map_err(|e| format!("--addr6 {a}: {e}"))?;
+    }
+    stack
+        .set_intercept(iface, true)
+        .map_err(|e| format!("intercepting on {dev}: {e}"))?;
+
+    let settings = Rc::new(Settings {
+        bind_interface: args.bind_interface.clone(),
+        connect_timeout: Duration::from_secs_f64(args.connect_timeout),
+        udp_idle: Duration::from_secs_f64(args.udp_idle.max(0.001)),
+        max_udp_flows: args.max_udp_flows,
+        max_tcp_flows: args.max_tcp_flows,
+    });
+    let tally = Rc::new(Tally::default());
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("starting the runtime: {e}"))?;
+    let local = tokio::task::LocalSet::new();
+    let duration = args.duration.map(Duration::from_secs_f64);
+    let counters = local.block_on(&runtime, async {
+        let net = Net::with_tun(stack, tun).map_err(|e| format!("registering {dev}: {e}"))?;
+        tokio::task::spawn_local(net.clone().drive());
+        let listener = TcpListener::intercept(&net, 1024).map_err(|e| e.to_string())?;
+        let udp = Rc::new(UdpIntercept::new(&net));
+        tokio::task::spawn_local(tcp_loop(listener, settings.clone(), tally.clone()));
+        tokio::task::spawn_local(udp_loop(udp, settings.clone(), tally.clone()));
+        say(&format!(
+            "fastpath tunnel: ready; namespace {} routes through {dev} (fastpath at {}{}), relaying \
+             directly{}",
+            ns.name(),
+            args.addr,
+            v6.map(|(_, a)| format!(" and {a}")).unwrap_or_default(),
+            args.bind_interface
+                .as_ref()
+                .map(|i| format!(" through {i}"))
+                .unwrap_or_default()
+        ));
+        stop_signal(duration).await?;
+        Ok::<_, String>(net.with_stack(|s| s.counters().clone()))
+    })?;
+    let t = &tally;
+    say(&format!(
+        "tcp: {} connections relayed ({} refused or unreachable, {} reset, {} over the limit), {} bytes \
+         up, {} down",
+        t.tcp_flows.get(),
+        t.tcp_refused.get(),
+        t.tcp_reset.get(),
+        t.tcp_over_limit.get(),
+        t.tcp_up.get(),
+        t.tcp_down.get()
+    ));
+    say(&format!(
+        "udp: {} flows ({} expired, {} datagrams over the flow limit, {} not sent), {} bytes up, {} down",
+        t.udp_flows.get(),
+        t.udp_expired.get(),
+        t.udp_over_limit.get(),
+        t.udp_send_failed.get(),
+        t.udp_up.get(),
+        t.udp_down.get()
+    ));
+    say(&format!("drops in the stack: {}", counters.drops.total()));
+    for (reason, n) in counters.drops.nonzero() {
+        say(&format!("  {n:>10}  {}", reason.label()));
+    }
+    drop(ns);
+    Ok(())
+}
+
+fn say(line: &str) {
+    let mut out = io::stdout();
+    let _ = writeln!(out, "{line}");
+    let _ = out.flush();
+}
+
+/// Waits for SIGINT, SIGTERM or the end of `duration`.
+async fn stop_signal(duration: Option<Duration>) -> Result<(), String> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut int = signal(SignalKind::interrupt()).map_err(|e| e.to_string())?;
+    let mut term = signal(SignalKind::terminate()).map_err(|e| e.to_string())?;
+    let end = async {
+        match duration {
+            Some(d) => tokio::time::sleep(d).await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        _ = int.recv() => {}
+        _ = term.recv() => {}
+        _ = end => {}
+    }
+    Ok(())
+}
+
+async fn tcp_loop(listener: TcpListener, settings: Rc<Settings>, tally: Rc<Tally>) {
+    while let Ok((conn, _)) = listener.accept().await {
+        if tally.tcp_live.get() >= settings.max_tcp_flows {
+            add(&tally.tcp_over_limit, 1);
+            conn.abort();
+            continue;
+        }
+        tokio::task::spawn_local(relay_tcp(conn, settings.clone(), tally.clone()));
+    }
+}
+
+/// A kernel socket of `dst`'s family, bound to the chosen interface.
+fn outgoing_tcp(dst: SocketAddr, settings: &Settings) -> io::Result<tokio::net::TcpSocket> {
+    let socket = match dst {
+        SocketAddr::V4(_) => tokio::net::TcpSocket::new_v4()?,
+        SocketAddr::V6(_) => tokio::net::TcpSocket::new_v6()?,
+    };
+    if let Some(i) = &settings.bind_interface {
+        socket.bind_device(Some(i.as_bytes()))?;
+    }
+    Ok(socket)
+}
+
+async fn relay_tcp(mut conn: TcpStream, settings: Rc<Settings>, tally: Rc<Tally>) {
+    let Ok((dst, _app)) = conn.addrs() else {
+        return;
+    };
+    add(&tally.tcp_flows, 1);
+    tally.tcp_live.set(tally.tcp_live.get() + 1);
+    let upstream = match outgoing_tcp(dst, &settings) {
+        Ok(socket) => tokio::time::timeout(settings.connect_timeout, socket.connect(dst)).await,
+        Err(e) => Ok(Err(e)),
+    };
+    match upstream {
+        Ok(Ok(mut upstream)) => {
+            let _ = upstream.set_nodelay(true);
+            let _ = conn.set_nodelay(true);
+            let result = {
+                let (mut ar, mut aw) = tokio::io::split(&mut conn);
+                let (mut ur, mut uw) = upstream.split();
+                tokio::try_join!(
+                    pump(&mut ar, &mut uw, &tally.tcp_up),
+                    pump(&mut ur, &mut aw, &tally.tcp_down)
+                )
+            };
+            if result.is_err() {
+                // A reset (or any error) on one side resets the other.
+                add(&tally.tcp_reset, 1);
+                conn.abort();
+                let _ = upstream.set_zero_linger();
+            }
+        }
+        _ => {
+            add(&tally.tcp_refused, 1);
+            conn.abort();
+        }
+    }
+    tally.tcp_live.set(tally.tcp_live.get() - 1);
+}
+
+/// Copies `from` to `to` until the end of the stream, then half-closes `to`.
+async fn pump(
+    from: &mut (impl AsyncRead + Unpin),
+    to: &mut (impl AsyncWrite + Unpin),
+    bytes: &Cell<u64>,
+) -> io::Result<()> {
+    let mut buf = vec![0u8; 16 << 10];
+    loop {
+        let n = from.read(&mut buf).await?;
+        if n == 0 {
+            return to.shutdown().await;
+        }
+        to.write_all(&buf[..n]).await?;
+        add(bytes, n as u64);
+    }
+}
+
+/// One UDP flow: the kernel socket connected to its destination, and when it last carried a datagram.
+struct Flow {
+    socket: Rc<tokio::net::UdpSocket>,
+    last: Rc<Cell<tokio::time::Instant>>,
+}
+
+type Flows = Rc<RefCell<HashMap<(SocketAddr, SocketAddr), Flow>>>;
+
+async fn udp_loop(udp: Rc<UdpIntercept>, settings: Rc<Settings>, tally: Rc<Tally>) {
+    let flows: Flows = Rc::default();
+    let mut buf = vec![0u8; 65536];
+    while let Ok((n, app, dst)) = udp.recv(&mut buf).await {
+        let key = (app, dst);
+        let existing = flows
+            .borrow()
+            .get(&key)
+            .map(|f| (f.socket.clone(), f.last.clone()));
+        let (socket, last) = match existing {
+            Some(f) => f,
+            None => {
+                if flows.borrow().len() >= settings.max_udp_flows {
+                    add(&tally.udp_over_limit, 1);
+                    continue;
+                }
+                let Ok(socket) = outgoing_udp(dst, &settings).await else {
+                    add(&tally.udp_send_failed, 1);
+                    continue;
+                };
+                let socket = Rc::new(socket);
+                let last = Rc::new(Cell::new(tokio::time::Instant::now()));
+                flows.borrow_mut().insert(
+                    key,
+                    Flow {
+                        socket: socket.clone(),
+                        last: last.clone(),
+                    },
+                );
+                add(&tally.udp_flows, 1);
+                tokio::task::spawn_local(udp_replies(
+                    key,
+                    socket.clone(),
+                    last.clone(),
+                    udp.clone(),
+                    flows.clone(),
+                    settings.clone(),
+                    tally.clone(),
+                ));
+                (socket, last)
+            }
+        };
+        last.set(tokio::time::Instant::now());
+        // A full kernel send buffer makes this wait: backpressure on every flow, no queue here.
+        match socket.send(&buf[..n]).await {
+            Ok(_) => add(&tally.udp_up, n as u64),
+            Err(_) => add(&tally.udp_send_failed, 1),
+        }
+    }
+}
+
+/// A kernel UDP socket connected to `dst`, bound to the chosen interface.
+async fn outgoing_udp(dst: SocketAddr, settings: &Settings) -> io::Result<tokio::net::UdpSocket> {
+    let any: SocketAddr = match dst {
+        SocketAddr::V4(_) => (Ipv4Addr::UNSPECIFIED, 0).into(),
+        SocketAddr::V6(_) => (Ipv6Addr::UNSPECIFIED, 0).into(),
+    };
+    let socket = tokio::net::UdpSocket::bind(any).await?;
+    if let Some(i) = &settings.bind_interface {
+        socket.bind_device(Some(i.as_bytes()))?;
+    }
+    socket.connect(dst).await?;
+    Ok(socket)
+}
+
+/// Relays a flow's replies to the application, from the destination's address, until the flow has
+/// been idle for `udp_idle`.
+async fn udp_replies(
+    (app, dst): (SocketAddr, SocketAddr),
+    socket: Rc<tokio::net::UdpSocket>,
+    last: Rc<Cell<tokio::time::Instant>>,
+    udp: Rc<UdpIntercept>,
+    flows: Flows,
+    settings: Rc<Settings>,
+    tally: Rc<Tally>,
+) {
+    let mut buf = vec![0u8; 65536];
+    loop {
+        let deadline = last.get() + settings.udp_idle;
+        match tokio::time::timeout_at(deadline, socket.recv(&mut buf)).await {
+            Ok(Ok(n)) => {
+                last.set(tokio::time::Instant::now());
+                match udp.send_from(&buf[..n], dst, app) {
+                    Ok(_) => add(&tally.udp_down, n as u64),
+                    Err(_) => add(&tally.udp_send_failed, 1),
+                }
+            }
+            // An ICMP error from the destination (refused, unreachable): the flow stays until idle.
+            Ok(Err(_)) => {}
+            Err(_) if last.get() + settings.udp_idle <= tokio::time::Instant::now() => break,
+            Err(_) => {}
+        }
+    }
+    flows.borrow_mut().remove(&(app, dst));
+    add(&tally.udp_expired, 1);
+}
