@@ -206,7 +206,7 @@ pub fn run(args: &TunnelArgs) -> Result<(), String> {
                 .unwrap_or_default()
         ));
         stop_signal(duration).await?;
-        Ok::<_, String>(net.with_stack(|s| s.counters().clone()))
+        Ok::<_, String>(net.with_stack(|s| *s.counters()))
     })?;
     let t = &tally;
     say(&format!(

@@ -1,0 +1,344 @@
+//! `fastpath tunnel` end to end. The test makes namespace OUT, whose loopback interface holds the
+//! "internet" (10.77.0.2 and fd77::2, with TCP and UDP echo servers on port 7 and an HTTP server on
+//! 8080), and runs `fastpath tunnel` inside OUT, given namespace APP, whose default routes
+//! lead into its TUN interface. Everything an application in APP sends to OUT's servers is
+//! terminated by fastpath and relayed through OUT's kernel sockets: the test checks the bytes, the
+//! addresses the applications see, resets, ping, curl, many connections at once, and the summary.
+//!
+//! Needs root, `/dev/net/tun`, `ip`, `ping` and `curl`; without them it prints why and passes, unless
+//! `FASTPATH_REQUIRE_TUN=1` (CI sets it), when it fails.
+#![cfg(target_os = "linux")]
+
+mod tun_common;
+
+use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::Signal;
+use nix::unistd::Pid;
+use tun_common::*;
+
+fn ip(ns: &str, args: &[&str]) {
+    let ok = Command::new("ip")
+        .args(["-n", ns])
+        .args(args)
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(ok, "ip -n {ns} {args:?}");
+}
+
+/// OUT's servers, on threads that entered it: TCP echo and UDP echo on port 7, HTTP on 8080 (a
+/// body of `HTTP_BODY` bytes), both families on one socket each.
+const HTTP_BODY: usize = 1 << 20;
+
+fn start_servers(out: &str) {
+    let (tcp, udp, http) = in_netns(out, || {
+        let tcp = TcpListener::bind("[::]:7").expect("TCP echo");
+        let udp = UdpSocket::bind("[::]:7").expect("UDP echo");
+        let http = TcpListener::bind("[::]:8080").expect("HTTP");
+        (tcp, udp, http)
+    });
+    std::thread::spawn(move || {
+        for conn in tcp.incoming() {
+            let Ok(mut conn) = conn else { break };
+            std::thread::spawn(move || {
+                let mut w = conn.try_clone().unwrap();
+                let _ = std::io::copy(&mut conn, &mut w);
+                let _ = w.shutdown(std::net::Shutdown::Write);
+            });
+        }
+    });
+    std::thread::spawn(move || {
+        let mut buf = vec![0u8; 65536];
+        while let Ok((n, from)) = udp.recv_from(&mut buf) {
+            let _ = udp.send_to(&buf[..n], from);
+        }
+    });
+    std::thread::spawn(move || {
+        for conn in http.incoming() {
+            let Ok(conn) = conn else { break };
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(conn.try_clone().unwrap());
+                let mut line = String::new();
+                while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
+                    line.clear();
+                }
+                let mut w = conn;
+                let _ = write!(
+                    w,
+                    "HTTP/1.1 200 OK\r\nContent-Length: {HTTP_BODY}\r\nConnection: close\r\n\r\n"
+                );
+                let _ = w.write_all(&vec![b'f'; HTTP_BODY]);
+            });
+        }
+    });
+}
+
+/// `fastpath tunnel` running in OUT, making APP; stopped (SIGTERM, then SIGKILL) on drop.
+struct Tunnel {
+    child: Child,
+    lines: mpsc::Receiver<String>,
+    app: String,
+}
+
+impl Tunnel {
+    fn start(out: &str, app: &str) -> Tunnel {
+        let mut child = Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                out,
+                env!("CARGO_BIN_EXE_fastpath"),
+                "tunnel",
+            ])
+            .args(["--netns", app, "--duration", "300"])
+            .args(["--kernel-addr6", "fd66::1/64", "--addr6", "fd66::2"])
+            .args(["--udp-idle", "2"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn fastpath tunnel");
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let first = lines
+            .recv_timeout(Duration::from_secs(20))
+            .expect("fastpath tunnel says it is ready");
+        assert!(first.starts_with("fastpath tunnel: ready"), "{first}");
+        Tunnel {
+            child,
+            lines,
+            app: app.to_string(),
+        }
+    }
+
+    /// SIGTERM; the summary it printed.
+    fn stop(mut self) -> String {
+        // `ip netns exec` runs fastpath in its own process (exec): the pid is fastpath's.
+        nix::sys::signal::kill(Pid::from_raw(self.child.id() as i32), Signal::SIGTERM).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while self.child.try_wait().unwrap().is_none() {
+            assert!(Instant::now() < deadline, "the tunnel did not stop");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(self.child.wait().unwrap().success());
+        let mut out = Vec::new();
+        while let Ok(line) = self.lines.recv_timeout(Duration::from_secs(2)) {
+            out.push(line);
+        }
+        out.join("\n")
+    }
+}
+
+impl Drop for Tunnel {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+        if netns_exists(&self.app) {
+            let _ = Command::new("ip")
+                .args(["netns", "del", &self.app])
+                .status();
+        }
+    }
+}
+
+fn pattern(len: usize, seed: usize) -> Vec<u8> {
+    (0..len)
+        .map(|i| ((i * 31 + seed) ^ (i >> 11)) as u8)
+        .collect()
+}
+
+/// Echoes `len` bytes through `to`, writing and reading at once; true if they came back intact.
+fn tcp_echo(to: SocketAddr, len: usize) -> bool {
+    let mut conn = TcpStream::connect_timeout(&to, Duration::from_secs(5)).expect("connect");
+    conn.set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let data = pattern(len, to.port() as usize);
+    let mut w = conn.try_clone().unwrap();
+    let sent = data.clone();
+    let writer = std::thread::spawn(move || {
+        w.write_all(&sent).unwrap();
+        w.shutdown(std::net::Shutdown::Write).unwrap();
+    });
+    let mut back = Vec::with_capacity(len);
+    conn.read_to_end(&mut back).expect("the echo");
+    writer.join().unwrap();
+    back == data
+}
+
+#[test]
+fn applications_reach_the_network_through_the_tunnel() {
+    if !environment_ok("applications_reach_the_network_through_the_tunnel") {
+        return;
+    }
+    if Command::new("curl").arg("--version").output().is_err() {
+        assert!(
+            std::env::var("FASTPATH_REQUIRE_TUN").as_deref() != Ok("1"),
+            "curl is missing (FASTPATH_REQUIRE_TUN=1)"
+        );
+        eprintln!("skipping: needs curl");
+        return;
+    }
+    let out = TestNetns::create();
+    ip(&out.0, &["link", "set", "lo", "up"]);
+    ip(&out.0, &["addr", "add", "10.77.0.2/32", "dev", "lo"]);
+    ip(&out.0, &["-6", "addr", "add", "fd77::2/128", "dev", "lo"]);
+    start_servers(&out.0);
+    // APP is made here: a namespace `ip netns add` makes inside the tunnel's `ip netns exec` stays in
+    // that command's mount namespace, where this test's threads could not enter it.
+    let app_ns = TestNetns::create();
+    let app = app_ns.0.clone();
+    let tunnel = Tunnel::start(&out.0, &app);
+
+    // TCP: 64 MiB each way over IPv4, 16 MiB over IPv6, byte for byte.
+    assert!(in_netns(&app, || tcp_echo(
+        "10.77.0.2:7".parse().unwrap(),
+        64 << 20
+    )));
+    assert!(in_netns(&app, || tcp_echo(
+        "[fd77::2]:7".parse().unwrap(),
+        16 << 20
+    )));
+
+    // UDP of every size class, both families; the answer comes from the destination's address.
+    for server in ["10.77.0.2:7", "[fd77::2]:7"] {
+        let to: SocketAddr = server.parse().unwrap();
+        let answers = in_netns(&app, move || {
+            let any = if to.is_ipv4() { "0.0.0.0:0" } else { "[::]:0" };
+            let s = UdpSocket::bind(any).unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+            let mut buf = vec![0u8; 65536];
+            [1usize, 1472, 1473, 8000, 65000]
+                .iter()
+                .map(|&n| {
+                    let data = pattern(n, n);
+                    s.send_to(&data, to).unwrap();
+                    let (got, from) = s.recv_from(&mut buf).expect("a UDP answer");
+                    (n, buf[..got] == data[..], from)
+                })
+                .collect::<Vec<_>>()
+        });
+        for (n, intact, from) in answers {
+            assert!(intact, "{n} bytes over {server}");
+            assert_eq!(from, to, "the answer's source");
+        }
+    }
+
+    // A closed port: the application's connection is reset.
+    let refused = in_netns(&app, || {
+        let to: SocketAddr = "10.77.0.2:9".parse().unwrap();
+        match TcpStream::connect_timeout(&to, Duration::from_secs(5)) {
+            Err(e) => e.kind(),
+            Ok(mut s) => {
+                s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+                match s.read(&mut [0u8; 1]) {
+                    Err(e) => e.kind(),
+                    Ok(n) => panic!("read {n} bytes from a closed port"),
+                }
+            }
+        }
+    });
+    assert!(
+        matches!(
+            refused,
+            ErrorKind::ConnectionReset | ErrorKind::ConnectionRefused
+        ),
+        "{refused:?}"
+    );
+
+    // 2,000 connections open at once, each echoing its own bytes.
+    let many = in_netns(&app, || {
+        let to: SocketAddr = "10.77.0.2:7".parse().unwrap();
+        let mut conns: Vec<TcpStream> = (0..2000)
+            .map(|_| TcpStream::connect_timeout(&to, Duration::from_secs(5)).expect("connect"))
+            .collect();
+        for (i, c) in conns.iter_mut().enumerate() {
+            c.write_all(format!("connection {i:04}").as_bytes())
+                .unwrap();
+        }
+        let mut echoed = 0;
+        for (i, c) in conns.iter_mut().enumerate() {
+            c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+            let mut buf = [0u8; 15];
+            if c.read_exact(&mut buf).is_ok() && buf == *format!("connection {i:04}").as_bytes() {
+                echoed += 1;
+            }
+        }
+        echoed
+    });
+    assert_eq!(many, 2000, "connections echoed");
+
+    // Ping fastpath's own address; curl a page from OUT's HTTP server.
+    let ping = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &app,
+            "ping",
+            "-c",
+            "2",
+            "-i",
+            "0.2",
+            "-W",
+            "2",
+            "10.66.0.2",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        ping.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ping.stdout)
+    );
+    for url in ["http://10.77.0.2:8080/", "http://[fd77::2]:8080/"] {
+        let curl = Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                &app,
+                "curl",
+                "-sS",
+                "--max-time",
+                "10",
+                url,
+            ])
+            .output()
+            .unwrap();
+        assert!(
+            curl.status.success(),
+            "{url}: {}",
+            String::from_utf8_lossy(&curl.stderr)
+        );
+        assert_eq!(curl.stdout.len(), HTTP_BODY, "{url}'s body");
+    }
+
+    let summary = tunnel.stop();
+    let tcp_line = summary
+        .lines()
+        .find(|l| l.starts_with("tcp: "))
+        .expect(&summary);
+    let relayed: u64 = tcp_line[5..].split(' ').next().unwrap().parse().unwrap();
+    // The echoes, the closed port, the 2,000, the two pages.
+    assert_eq!(relayed, 2 + 1 + 2000 + 2, "{summary}");
+    assert!(tcp_line.contains("(1 refused or unreachable"), "{summary}");
+    assert!(summary.contains("udp: 2 flows"), "{summary}");
+    let tun_left = Command::new("ip")
+        .args(["-n", &app, "link", "show", "fpt0"])
+        .output()
+        .unwrap();
+    assert!(
+        !tun_left.status.success(),
+        "the TUN interface goes with the tunnel"
+    );
+}
