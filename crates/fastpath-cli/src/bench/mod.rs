@@ -10,6 +10,8 @@ pub mod sweep;
 pub mod tcp;
 #[cfg(target_os = "linux")]
 pub mod tun;
+#[cfg(target_os = "linux")]
+pub mod tunnel;
 pub mod udp;
 
 use clap::{Args, Subcommand};
@@ -46,6 +48,11 @@ enum Experiment {
     /// TCP bulk throughput and request/response: fastpath over the in-memory pair by MTU and
     /// option, and a kernel client against fastpath and smoltcp over TUN and the kernel over veth.
     Tcp(tcp::TcpArgs),
+    /// iperf3 through `fastpath tunnel` and gVisor's tun2socks, beside the kernel's own routing:
+    /// TCP and UDP throughput, connections/s, CPU per GB and memory per idle connection. Needs root
+    /// and iperf3.
+    #[cfg(target_os = "linux")]
+    Tunnel(tunnel::TunnelArgs),
 }
 
 /// Runs the chosen experiment.
@@ -61,5 +68,7 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
         #[cfg(target_os = "linux")]
         Experiment::Tun(a) => tun::run(a),
         Experiment::Tcp(a) => tcp::run(a),
+        #[cfg(target_os = "linux")]
+        Experiment::Tunnel(a) => tunnel::run(a),
     }
 }

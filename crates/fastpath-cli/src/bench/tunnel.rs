@@ -1,0 +1,775 @@
+//! `fastpath bench tunnel`: iperf3 (a client and a server nobody here wrote) through transparent
+//! proxies, beside the kernel routing the same traffic itself.
+//!
+//! Namespace OUT holds the "internet": 10.77.0.2 on its loopback interface, where an `iperf3 -s` and
+//! this program's own servers listen. Each path has an application namespace of its own, from which
+//! the clients run:
+//!
+//! - **kernel**: a veth pair from the application namespace into OUT, the kernel routing: the ceiling.
+//! - **fastpath**: `fastpath tunnel` running in OUT, its TUN interface in the application namespace.
+//! - **gVisor**: xjasonlyu/tun2socks (gVisor's netstack) running in OUT in `direct://` mode, its TUN
+//!   interface moved into the application namespace; found with `--tun2socks PATH`, in `PATH`, or
+//!   built from the Go module proxy with `--build-tun2socks` (the bench says plainly when it has
+//!   none, and leaves the row out).
+//!
+//! Rows, every path once per round, interleaved, medians quoted: TCP upload and download with 1 and 4
+//! streams (Gbit/s, iperf3's receiver side); UDP at 64 and 1400 bytes sent unpaced (datagrams/s
+//! delivered, and the share lost); connections per second (a client connecting, sending 64 bytes,
+//! reading 64 back and closing, 8 at a time). For a proxy, each row also gives its process's CPU
+//! seconds per GB moved (from `/proc/PID/stat`); at the end, its peak RSS and its memory per idle
+//! connection (RSS growth over `--idle` connections held open, 10,000 by default, to a server whose
+//! kernel completes the handshakes and keeps them in its accept queue).
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, TcpStream};
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant as WallClock};
+
+use clap::Args;
+use serde::Serialize;
+
+use super::common;
+use crate::netns::{self, Namespace};
+
+const SERVER: Ipv4Addr = Ipv4Addr::new(10, 77, 0, 2);
+const IPERF_PORT: u16 = 5201;
+const ECHO_PORT: u16 = 7;
+const HOLD_PORT: u16 = 9;
+
+#[derive(Args, Debug)]
+pub struct TunnelArgs {
+    /// Seconds per iperf3 run.
+    #[arg(long, value_parser = common::parse_measure_seconds)]
+    seconds: Option<f64>,
+    #[arg(long, value_parser = common::count(1, 100))]
+    rounds: Option<usize>,
+    /// Idle connections held open to measure memory per connection.
+    #[arg(long, value_parser = common::count(0, 15000))]
+    idle: Option<usize>,
+    /// gVisor's tun2socks binary (xjasonlyu/tun2socks v2.6.0).
+    #[arg(long)]
+    tun2socks: Option<PathBuf>,
+    /// Build gVisor's tun2socks from the Go module proxy when none is found (into
+    /// `target/peers/tun2socks`).
+    #[arg(long)]
+    build_tun2socks: bool,
+    #[arg(long)]
+    quick: bool,
+    #[arg(long)]
+    json: Option<String>,
+}
+
+impl TunnelArgs {
+    fn plan(&self) -> (f64, usize, usize) {
+        let (secs, rounds, idle) = if self.quick {
+            (1.0, 1, 500)
+        } else {
+            (5.0, 3, 10_000)
+        };
+        (
+            self.seconds.unwrap_or(secs),
+            self.rounds.unwrap_or(rounds),
+            self.idle.unwrap_or(idle),
+        )
+    }
+}
+
+/// One row: a workload through one path, the median over rounds.
+#[derive(Clone, Debug, Serialize)]
+pub struct TunnelRow {
+    pub path: String,
+    pub workload: String,
+    /// Gbit/s (TCP), datagrams/s delivered (UDP) or connections/s.
+    pub value: f64,
+    pub unit: String,
+    /// UDP: the share of datagrams sent that were lost.
+    pub lost: Option<f64>,
+    /// A proxy's CPU seconds per GB moved (TCP and UDP rows).
+    pub cpu_s_per_gb: Option<f64>,
+}
+
+/// A proxy's memory figures.
+#[derive(Clone, Debug, Serialize)]
+pub struct MemoryRow {
+    pub path: String,
+    pub peak_rss_kib: u64,
+    pub idle_connections: usize,
+    pub bytes_per_idle_connection: Option<f64>,
+}
+
+/// One way from the clients to OUT.
+struct PathUnderTest {
+    name: &'static str,
+    app: Namespace,
+    /// The proxy's process (none for the kernel's routing).
+    proxy: Option<Child>,
+}
+
+impl PathUnderTest {
+    fn pid(&self) -> Option<u32> {
+        self.proxy.as_ref().map(Child::id)
+    }
+}
+
+impl Drop for PathUnderTest {
+    fn drop(&mut self) {
+        if let Some(child) = &mut self.proxy {
+            let _ = Command::new("kill").arg(child.id().to_string()).status();
+            let deadline = WallClock::now() + Duration::from_secs(3);
+            while let Ok(None) = child.try_wait() {
+                if WallClock::now() > deadline {
+                    let _ = child.kill();
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let _ = child.wait();
+        }
+    }
+}
+
+pub fn run(args: &TunnelArgs) -> Result<(), String> {
+    common::header(
+        "bench tunnel: iperf3 through fastpath tunnel and gVisor's tun2socks, beside the kernel's routing",
+    );
+    let (secs, rounds, idle) = args.plan();
+    let iperf = which("iperf3").ok_or(
+        "iperf3 is not installed (Debian: apt-get install iperf3); it is the client and server here",
+    )?;
+    let iperf_version = Command::new(&iperf)
+        .arg("--version")
+        .output()
+        .map(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .next()
+                .unwrap_or("")
+                .to_string()
+        })
+        .unwrap_or_default();
+    let gvisor = find_tun2socks(args)?;
+    match &gvisor {
+        Ok(p) => println!("gVisor: {}", p.display()),
+        Err(why) => println!("gVisor: no row ({why})"),
+    }
+    println!("iperf3: {iperf_version}");
+    println!("{secs} s per run, median of {rounds} interleaved rounds\n");
+
+    let tag = std::process::id();
+    let out = Namespace::ensure(&format!("fpb-out-{tag}"))?;
+    out.ip(&["link", "set", "lo", "up"])?;
+    out.ip(&["addr", "add", &format!("{SERVER}/32"), "dev", "lo"])?;
+    // The idle connections wait in one accept queue.
+    let _ = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            out.name(),
+            "sysctl",
+            "-qw",
+            "net.core.somaxconn=65535",
+        ])
+        .status();
+    let mut iperf_server = Command::new("ip")
+        .args(["netns", "exec", out.name()])
+        .arg(&iperf)
+        .args([
+            "-s",
+            "-B",
+            &SERVER.to_string(),
+            "-p",
+            &IPERF_PORT.to_string(),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("starting iperf3 -s: {e}"))?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let hold = start_servers(out.name(), &stop)?;
+
+    let result = (|| {
+        let mut paths = vec![kernel_path(&out, tag)?, fastpath_path(&out, tag)?];
+        if let Ok(bin) = &gvisor {
+            paths.push(gvisor_path(&out, tag, bin)?);
+        }
+        std::thread::sleep(Duration::from_millis(500));
+        wait_reachable(&paths)?;
+        let workloads = workloads();
+        let mut samples: Vec<Vec<Vec<Sample>>> =
+            vec![vec![Vec::new(); workloads.len()]; paths.len()];
+        let bar = common::progress(
+            (rounds * workloads.len() * paths.len()) as u64,
+            "bench tunnel",
+        );
+        for _ in 0..rounds {
+            for (w, workload) in workloads.iter().enumerate() {
+                for (p, path) in paths.iter().enumerate() {
+                    let s = measure(&iperf, path, workload, secs)?;
+                    samples[p][w].push(s);
+                    bar.inc(1);
+                }
+            }
+        }
+        bar.finish_and_clear();
+        let mut rows = Vec::new();
+        for (p, path) in paths.iter().enumerate() {
+            for (w, workload) in workloads.iter().enumerate() {
+                rows.push(summarize(path.name, workload, &samples[p][w]));
+            }
+        }
+        let memory: Vec<MemoryRow> = paths
+            .iter()
+            .filter(|p| p.proxy.is_some())
+            .map(|p| memory(p, idle))
+            .collect::<Result<_, _>>()?;
+        Ok::<_, String>((rows, memory))
+    })();
+    stop.store(true, Ordering::Relaxed);
+    let _ = iperf_server.kill();
+    let _ = iperf_server.wait();
+    drop(hold);
+    let (rows, memory) = result?;
+    print(&rows, &memory);
+    if let Some(path) = &args.json {
+        #[derive(Serialize)]
+        struct All<'a> {
+            rows: &'a [TunnelRow],
+            memory: &'a [MemoryRow],
+        }
+        common::write_json(
+            path,
+            &[All {
+                rows: &rows,
+                memory: &memory,
+            }],
+        )?;
+    }
+    Ok(())
+}
+
+fn which(name: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH")?
+        .to_str()?
+        .split(':')
+        .map(|d| Path::new(d).join(name))
+        .find(|p| p.is_file())
+}
+
+/// gVisor's tun2socks: given, in `PATH`, built before, or built now (`--build-tun2socks`). The
+/// outer error stops the bench; the inner one says why there is no gVisor row.
+fn find_tun2socks(args: &TunnelArgs) -> Result<Result<PathBuf, String>, String> {
+    if let Some(p) = &args.tun2socks {
+        return if p.is_file() {
+            Ok(Ok(p.clone()))
+        } else {
+            Err(format!("--tun2socks {}: no such file", p.display()))
+        };
+    }
+    if let Some(p) = which("tun2socks") {
+        return Ok(Ok(p));
+    }
+    let dir = PathBuf::from("target/peers/tun2socks");
+    let bin = dir.join("tun2socks");
+    if bin.is_file() {
+        return Ok(Ok(bin));
+    }
+    if !args.build_tun2socks {
+        return Ok(Err(
+            "tun2socks not found: give --tun2socks PATH, put it in PATH, or pass --build-tun2socks"
+                .into(),
+        ));
+    }
+    println!(
+        "building gVisor's tun2socks v2.6.0 with go into {} ...",
+        dir.display()
+    );
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let go = |args: &[&str]| -> Result<(), String> {
+        let out = Command::new("go")
+            .args(args)
+            .current_dir(&dir)
+            .output()
+            .map_err(|e| format!("running go: {e}"))?;
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(format!(
+                "go {}: {}",
+                args.join(" "),
+                String::from_utf8_lossy(&out.stderr).trim()
+            ))
+        }
+    };
+    let built = (|| {
+        if !dir.join("go.mod").exists() {
+            go(&["mod", "init", "t"])?;
+        }
+        go(&["get", "github.com/xjasonlyu/tun2socks/v2@v2.6.0"])?;
+        go(&[
+            "build",
+            "-o",
+            "tun2socks",
+            "github.com/xjasonlyu/tun2socks/v2",
+        ])
+    })();
+    Ok(built.map(|()| bin))
+}
+
+/// OUT's own servers: TCP echo of 64-byte requests (connections per second) and the idle
+/// connections' accept queue, which is never read.
+struct Servers {
+    _hold: std::os::fd::OwnedFd,
+    echo: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for Servers {
+    fn drop(&mut self) {
+        // The echo thread ends when its listener is shut down by the namespace going away; it is
+        // detached here.
+        let _ = self.echo.take();
+    }
+}
+
+fn start_servers(out: &str, stop: &Arc<AtomicBool>) -> Result<Servers, String> {
+    let (echo, hold) = netns::within(out, || -> Result<_, String> {
+        let echo = std::net::TcpListener::bind(SocketAddrV4::new(SERVER, ECHO_PORT))
+            .map_err(|e| format!("echo server: {e}"))?;
+        let hold = listen_deep(SocketAddrV4::new(SERVER, HOLD_PORT))?;
+        Ok((echo, hold))
+    })??;
+    echo.set_nonblocking(true).map_err(|e| e.to_string())?;
+    let stop = stop.clone();
+    let thread = std::thread::spawn(move || {
+        while !stop.load(Ordering::Relaxed) {
+            match echo.accept() {
+                Ok((mut c, _)) => {
+                    let _ = c.set_nonblocking(false);
+                    std::thread::spawn(move || {
+                        let mut buf = [0u8; 64];
+                        if c.read_exact(&mut buf).is_ok() {
+                            let _ = c.write_all(&buf);
+                        }
+                    });
+                }
+                Err(_) => std::thread::sleep(Duration::from_micros(200)),
+            }
+        }
+    });
+    Ok(Servers {
+        _hold: hold,
+        echo: Some(thread),
+    })
+}
+
+/// A listening socket with an accept queue as long as the namespace allows (never accepted from).
+fn listen_deep(at: SocketAddrV4) -> Result<std::os::fd::OwnedFd, String> {
+    use nix::sys::socket::{
+        bind, listen, setsockopt, socket, sockopt, AddressFamily, Backlog, SockFlag, SockType,
+        SockaddrIn,
+    };
+    let fd = socket(
+        AddressFamily::Inet,
+        SockType::Stream,
+        SockFlag::empty(),
+        None,
+    )
+    .map_err(|e| format!("socket: {e}"))?;
+    setsockopt(&fd, sockopt::ReuseAddr, &true).map_err(|e| e.to_string())?;
+    bind(fd.as_raw_fd(), &SockaddrIn::from(at)).map_err(|e| format!("bind: {e}"))?;
+    listen(&fd, Backlog::new(65535).unwrap_or(Backlog::MAXCONN))
+        .map_err(|e| format!("listen: {e}"))?;
+    Ok(fd)
+}
+
+fn kernel_path(out: &Namespace, tag: u32) -> Result<PathUnderTest, String> {
+    let app = Namespace::ensure(&format!("fpb-k-{tag}"))?;
+    let (a, b) = (
+        format!("fpbk{}a", tag % 10000),
+        format!("fpbk{}b", tag % 10000),
+    );
+    app.ip(&[
+        "link",
+        "add",
+        &a,
+        "type",
+        "veth",
+        "peer",
+        "name",
+        &b,
+        "netns",
+        out.name(),
+    ])?;
+    app.ip(&["addr", "add", "10.88.0.1/24", "dev", &a])?;
+    app.ip(&["link", "set", &a, "up"])?;
+    app.ip(&["link", "set", "lo", "up"])?;
+    app.ip(&["route", "add", "default", "via", "10.88.0.2"])?;
+    out.ip(&["addr", "add", "10.88.0.2/24", "dev", &b])?;
+    out.ip(&["link", "set", &b, "up"])?;
+    Ok(PathUnderTest {
+        name: "kernel",
+        app,
+        proxy: None,
+    })
+}
+
+fn fastpath_path(out: &Namespace, tag: u32) -> Result<PathUnderTest, String> {
+    let app = Namespace::ensure(&format!("fpb-f-{tag}"))?;
+    app.ip(&["link", "set", "lo", "up"])?;
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let mut child = Command::new("ip")
+        .args(["netns", "exec", out.name()])
+        .arg(exe)
+        .args(["tunnel", "--netns", app.name(), "--tun", "fpbt0"])
+        .args(["--kernel-addr", "10.66.0.1/24", "--addr", "10.66.0.2"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .map_err(|e| format!("starting fastpath tunnel: {e}"))?;
+    let stdout = child.stdout.take().ok_or("no stdout")?;
+    let mut first = String::new();
+    BufReader::new(stdout)
+        .read_line(&mut first)
+        .map_err(|e| e.to_string())?;
+    if !first.starts_with("fastpath tunnel: ready") {
+        let _ = child.kill();
+        return Err(format!("fastpath tunnel did not start: {first}"));
+    }
+    Ok(PathUnderTest {
+        name: "fastpath",
+        app,
+        proxy: Some(child),
+    })
+}
+
+fn gvisor_path(out: &Namespace, tag: u32, bin: &Path) -> Result<PathUnderTest, String> {
+    let app = Namespace::ensure(&format!("fpb-g-{tag}"))?;
+    app.ip(&["link", "set", "lo", "up"])?;
+    let dev = "fpbg0";
+    let child = Command::new("ip")
+        .args(["netns", "exec", out.name()])
+        .arg(bin)
+        .args(["-device", &format!("tun://{dev}"), "-proxy", "direct://"])
+        .args(["-loglevel", "silent"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("starting {}: {e}", bin.display()))?;
+    let path = PathUnderTest {
+        name: "gVisor",
+        app,
+        proxy: Some(child),
+    };
+    // tun2socks makes the interface in OUT; it keeps working from the applications' namespace.
+    let deadline = WallClock::now() + Duration::from_secs(10);
+    while out.ip(&["link", "show", dev]).is_err() {
+        if WallClock::now() > deadline {
+            return Err("tun2socks made no TUN interface".into());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    out.ip(&["link", "set", dev, "netns", path.app.name()])?;
+    path.app.ip(&["addr", "add", "10.55.0.1/24", "dev", dev])?;
+    path.app.ip(&["link", "set", dev, "up"])?;
+    path.app.ip(&["route", "add", "default", "dev", dev])?;
+    Ok(path)
+}
+
+/// Every path reaches OUT's echo server.
+fn wait_reachable(paths: &[PathUnderTest]) -> Result<(), String> {
+    for p in paths {
+        let ok = (0..50).any(|_| {
+            let ok = netns::within(p.app.name(), || {
+                let to = SocketAddr::from(SocketAddrV4::new(SERVER, ECHO_PORT));
+                TcpStream::connect_timeout(&to, Duration::from_millis(500))
+                    .and_then(|mut c| {
+                        c.write_all(&[1u8; 64])?;
+                        c.read_exact(&mut [0u8; 64])
+                    })
+                    .is_ok()
+            })
+            .unwrap_or(false);
+            if !ok {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            ok
+        });
+        if !ok {
+            return Err(format!("{}: OUT's servers are not reachable", p.name));
+        }
+    }
+    Ok(())
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Workload {
+    Tcp { reverse: bool, streams: usize },
+    Udp { size: usize },
+    Connections,
+}
+
+impl Workload {
+    fn name(&self) -> String {
+        match *self {
+            Workload::Tcp { reverse, streams } => format!(
+                "tcp {} {streams} stream{}",
+                if reverse { "download" } else { "upload" },
+                if streams > 1 { "s" } else { "" }
+            ),
+            Workload::Udp { size } => format!("udp {size} B unpaced"),
+            Workload::Connections => "connections (64 B request/response)".into(),
+        }
+    }
+}
+
+fn workloads() -> Vec<Workload> {
+    vec![
+        Workload::Tcp {
+            reverse: false,
+            streams: 1,
+        },
+        Workload::Tcp {
+            reverse: true,
+            streams: 1,
+        },
+        Workload::Tcp {
+            reverse: false,
+            streams: 4,
+        },
+        Workload::Tcp {
+            reverse: true,
+            streams: 4,
+        },
+        Workload::Udp { size: 64 },
+        Workload::Udp { size: 1400 },
+        Workload::Connections,
+    ]
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Sample {
+    value: f64,
+    lost: Option<f64>,
+    cpu_s_per_gb: Option<f64>,
+}
+
+/// CPU seconds a process has used (user and system), from `/proc/PID/stat` (in 1/100 s).
+fn cpu_seconds(pid: u32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = stat.rsplit_once(')')?.1;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let utime: f64 = fields.get(11)?.parse().ok()?;
+    let stime: f64 = fields.get(12)?.parse().ok()?;
+    Some((utime + stime) / 100.0)
+}
+
+fn status_kib(pid: u32, field: &str) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status.lines().find_map(|l| {
+        let v = l.strip_prefix(field)?.trim_start_matches(':').trim();
+        v.split_whitespace().next()?.parse().ok()
+    })
+}
+
+fn measure(iperf: &Path, path: &PathUnderTest, w: &Workload, secs: f64) -> Result<Sample, String> {
+    let cpu_before = path.pid().and_then(cpu_seconds);
+    let (value, lost, bytes) = match *w {
+        Workload::Tcp { reverse, streams } => {
+            let mut args = vec!["-P".to_string(), streams.to_string()];
+            if reverse {
+                args.push("-R".into());
+            }
+            let j = iperf_client(iperf, path, secs, &args)?;
+            let sum = &j["end"]["sum_received"];
+            let bits = sum["bits_per_second"].as_f64().unwrap_or(0.0);
+            let bytes = sum["bytes"].as_f64().unwrap_or(0.0);
+            (bits / 1e9, None, bytes)
+        }
+        Workload::Udp { size } => {
+            let args: Vec<String> = ["-u", "-b", "0", "-l"]
+                .iter()
+                .map(|s| s.to_string())
+                .chain([size.to_string()])
+                .collect();
+            let j = iperf_client(iperf, path, secs, &args)?;
+            let sum = &j["end"]["sum"];
+            let packets = sum["packets"].as_f64().unwrap_or(0.0);
+            let lost = sum["lost_packets"].as_f64().unwrap_or(0.0);
+            let seconds = sum["seconds"].as_f64().unwrap_or(secs).max(1e-3);
+            let delivered = (packets - lost).max(0.0);
+            let share = if packets > 0.0 { lost / packets } else { 1.0 };
+            (delivered / seconds, Some(share), delivered * size as f64)
+        }
+        Workload::Connections => (connections_per_second(path, secs)?, None, 0.0),
+    };
+    let cpu_s_per_gb = match (cpu_before, path.pid().and_then(cpu_seconds)) {
+        (Some(a), Some(b)) if bytes > 0.0 => Some((b - a) / (bytes / 1e9)),
+        _ => None,
+    };
+    Ok(Sample {
+        value,
+        lost,
+        cpu_s_per_gb,
+    })
+}
+
+fn iperf_client(
+    iperf: &Path,
+    path: &PathUnderTest,
+    secs: f64,
+    extra: &[String],
+) -> Result<serde_json::Value, String> {
+    let out = Command::new("ip")
+        .args(["netns", "exec", path.app.name()])
+        .arg(iperf)
+        .args([
+            "-c",
+            &SERVER.to_string(),
+            "-p",
+            &IPERF_PORT.to_string(),
+            "-J",
+        ])
+        .args(["-t", &format!("{secs}")])
+        .args(extra)
+        .output()
+        .map_err(|e| format!("iperf3: {e}"))?;
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .map_err(|e| format!("{}: iperf3's output: {e}", path.name))?;
+    if let Some(e) = j["error"].as_str() {
+        return Err(format!("{}: iperf3 {}: {e}", path.name, extra.join(" ")));
+    }
+    Ok(j)
+}
+
+/// Short connections per second: 8 clients, each connecting, sending 64 bytes, reading them back and
+/// closing, for `secs`.
+fn connections_per_second(path: &PathUnderTest, secs: f64) -> Result<f64, String> {
+    let done = Arc::new(AtomicU64::new(0));
+    let end = WallClock::now() + Duration::from_secs_f64(secs);
+    let threads: Vec<_> = (0..8)
+        .map(|_| {
+            let done = done.clone();
+            let ns = path.app.name().to_string();
+            std::thread::spawn(move || {
+                netns::within(&ns, move || {
+                    let to = SocketAddr::from(SocketAddrV4::new(SERVER, ECHO_PORT));
+                    while WallClock::now() < end {
+                        let ok = TcpStream::connect_timeout(&to, Duration::from_secs(2))
+                            .and_then(|mut c| {
+                                c.set_read_timeout(Some(Duration::from_secs(2)))?;
+                                c.write_all(&[7u8; 64])?;
+                                c.read_exact(&mut [0u8; 64])
+                            })
+                            .is_ok();
+                        if ok {
+                            done.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                })
+            })
+        })
+        .collect();
+    let start = WallClock::now();
+    for t in threads {
+        t.join()
+            .map_err(|_| "a client thread panicked")?
+            .map_err(|e| e.to_string())?;
+    }
+    let elapsed = start.elapsed().as_secs_f64().max(secs);
+    Ok(done.load(Ordering::Relaxed) as f64 / elapsed)
+}
+
+/// The proxy's RSS growth over `n` idle connections held open through it, and its peak RSS.
+fn memory(path: &PathUnderTest, n: usize) -> Result<MemoryRow, String> {
+    let pid = path.pid().ok_or("no proxy")?;
+    let before = status_kib(pid, "VmRSS").unwrap_or(0);
+    let held = netns::within(path.app.name(), move || {
+        let to = SocketAddr::from(SocketAddrV4::new(SERVER, HOLD_PORT));
+        (0..n)
+            .map_while(|_| TcpStream::connect_timeout(&to, Duration::from_secs(3)).ok())
+            .collect::<Vec<_>>()
+    })
+    .map_err(|e| e.to_string())?;
+    std::thread::sleep(Duration::from_millis(500));
+    let after = status_kib(pid, "VmRSS").unwrap_or(0);
+    let count = held.len();
+    drop(held);
+    std::thread::sleep(Duration::from_millis(500));
+    Ok(MemoryRow {
+        path: path.name.to_string(),
+        peak_rss_kib: status_kib(pid, "VmHWM").unwrap_or(0),
+        idle_connections: count,
+        bytes_per_idle_connection: (count > 0)
+            .then(|| (after.saturating_sub(before) * 1024) as f64 / count as f64),
+    })
+}
+
+fn summarize(path: &str, w: &Workload, samples: &[Sample]) -> TunnelRow {
+    let values: Vec<f64> = samples.iter().map(|s| s.value).collect();
+    let lost: Vec<f64> = samples.iter().filter_map(|s| s.lost).collect();
+    let cpu: Vec<f64> = samples.iter().filter_map(|s| s.cpu_s_per_gb).collect();
+    TunnelRow {
+        path: path.to_string(),
+        workload: w.name(),
+        value: common::median(&values),
+        unit: match w {
+            Workload::Tcp { .. } => "Gbit/s",
+            Workload::Udp { .. } => "datagrams/s",
+            Workload::Connections => "connections/s",
+        }
+        .into(),
+        lost: (!lost.is_empty()).then(|| common::median(&lost)),
+        cpu_s_per_gb: (!cpu.is_empty()).then(|| common::median(&cpu)),
+    }
+}
+
+fn print(rows: &[TunnelRow], memory: &[MemoryRow]) {
+    let paths = common::distinct(rows.iter().map(|r| r.path.clone()));
+    let workloads = common::distinct(rows.iter().map(|r| r.workload.clone()));
+    let cell = |r: &TunnelRow| {
+        let v = if r.unit == "Gbit/s" {
+            format!("{:.2} Gbit/s", r.value)
+        } else {
+            format!("{:.0}/s", r.value)
+        };
+        let lost = r
+            .lost
+            .map(|l| format!(" ({:.0}% lost)", l * 100.0))
+            .unwrap_or_default();
+        let cpu = r
+            .cpu_s_per_gb
+            .map(|c| format!(" {c:.1} cpu-s/GB"))
+            .unwrap_or_default();
+        format!("{v}{lost}{cpu}")
+    };
+    for w in &workloads {
+        println!("{w}");
+        let find = |p: &str| rows.iter().find(|r| &r.path == p && &r.workload == w);
+        for p in &paths {
+            if let Some(r) = find(p) {
+                println!("  {p:<9} {}", cell(r));
+            }
+        }
+        if let (Some(f), Some(g)) = (find("fastpath"), find("gVisor")) {
+            println!("  fastpath/gVisor {:.2}x", f.value / g.value);
+        }
+        if let (Some(f), Some(k)) = (find("fastpath"), find("kernel")) {
+            println!("  fastpath/kernel {:.2}x", f.value / k.value);
+        }
+    }
+    println!();
+    for m in memory {
+        println!(
+            "{:<9} peak RSS {} KiB; {} idle connections: {}",
+            m.path,
+            m.peak_rss_kib,
+            m.idle_connections,
+            m.bytes_per_idle_connection
+                .map(|b| format!("{:.1} kB each", b / 1000.0))
+                .unwrap_or_else(|| "-".into())
+        );
+    }
+}
