@@ -747,7 +747,7 @@ fn print(rows: &[TunnelRow], memory: &[MemoryRow]) {
     };
     for w in &workloads {
         println!("{w}");
-        let find = |p: &str| rows.iter().find(|r| &r.path == p && &r.workload == w);
+        let find = |p: &str| rows.iter().find(|r| r.path == p && &r.workload == w);
         for p in &paths {
             if let Some(r) = find(p) {
                 println!("  {p:<9} {}", cell(r));
