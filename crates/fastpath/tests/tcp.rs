@@ -791,3 +791,40 @@ fn a_link_below_the_smallest_mss_still_carries_a_transfer() {
     assert_eq!(got, data);
     assert!(a.counters().ip.frag_creates > 0);
 }
+
+/// A new SYN for a four-tuple the server holds in TIME-WAIT, past the old sequence numbers, opens
+/// the new connection at once (RFC 6191; Linux's `TCP_TW_SYN`), not after the client's SYN
+/// retransmission a second later. Clients that reuse ports quickly (a proxy's many short
+/// connections) depend on it.
+#[test]
+fn a_syn_to_a_connection_in_time_wait_opens_a_new_one_at_once() {
+    let (mut a, mut b) = two_stacks(
+        StackConfig::default(),
+        LinkCapabilities::plain(1500),
+        Impairments::default(),
+    );
+    let listener = b.tcp_listen("10.0.0.2:80", 8).unwrap();
+    let mut now = Instant::ZERO;
+    let client = a.tcp_connect_from("10.0.0.1:5000", "10.0.0.2:80").unwrap();
+    settle(&mut a, &mut b, now);
+    let (server, _) = b.tcp_listener(listener).accept().unwrap();
+    // The server closes first, so it is the one in TIME-WAIT.
+    b.tcp(server).close();
+    settle(&mut a, &mut b, now);
+    a.tcp(client).close();
+    settle(&mut a, &mut b, now);
+    assert_eq!(
+        b.tcp_connections(),
+        1,
+        "the server's connection in TIME-WAIT"
+    );
+    now = now + Duration::from_secs(1);
+    let again = a.tcp_connect_from("10.0.0.1:5000", "10.0.0.2:80").unwrap();
+    settle(&mut a, &mut b, now);
+    assert!(
+        a.tcp(again).is_established(),
+        "no wait for a retransmitted SYN"
+    );
+    assert!(b.tcp_listener(listener).accept().is_ok());
+    assert_eq!(b.tcp_connections(), 1, "the old incarnation is gone");
+}

@@ -631,23 +631,29 @@ impl<N: Network> Tcp<N> {
             return cx.drop(buf, DropReason::TcpNoSocket);
         };
         match self.slots.at(index).map(|s| &s.entry) {
-            Some(Entry::Conn(_)) => self.conn_input(cx, index, &repr, buf),
+            Some(Entry::Conn(_)) => {
+                if self.conn_input(cx, index, &repr, buf) == Verdict::Reincarnate {
+                    self.reincarnate(cx, index, (local, remote), &repr, delivery);
+                }
+            }
             Some(Entry::Listener(_)) => self.listen_input(cx, index, local, remote, &repr, buf),
             None => cx.drop(buf, DropReason::TcpNoSocket),
         }
     }
 
+    /// A segment to connection `index`; returns the block's verdict, which has been acted on.
     fn conn_input(
         &mut self,
         cx: &mut TcpCx<impl Transmit, N>,
         index: u32,
         repr: &TcpRepr,
         buf: PacketBuf,
-    ) {
+    ) -> Verdict {
         let prediction = cx.cfg.header_prediction;
         let mut tcx = cx.tcb();
         let Some(tcb) = self.tcb(index) else {
-            return tcx.pool.free(buf);
+            tcx.pool.free(buf);
+            return Verdict::Continue;
         };
         let verdict = if prediction {
             match tcb.predict(repr, buf, &mut tcx) {
@@ -658,6 +664,51 @@ impl<N: Network> Tcp<N> {
             tcb.on_segment(repr, buf, &mut tcx)
         };
         self.verdict(cx, index, verdict);
+        verdict
+    }
+
+    /// A SYN ended connection `index` in TIME-WAIT (now freed) and starts a new one: the listener
+    /// (or the intercepting one) takes it, or it is answered as a closed port would be.
+    #[cold]
+    fn reincarnate(
+        &mut self,
+        cx: &mut TcpCx<impl Transmit, N>,
+        index: u32,
+        (local, remote): (N::Socket, N::Socket),
+        syn: &TcpRepr,
+        delivery: Delivery,
+    ) {
+        debug_assert!(
+            self.slots.at(index).is_none()
+                || self.tcb(index).is_some_and(|t| t.state == State::Closed)
+        );
+        let listener = match delivery {
+            Delivery::Intercepted => self.intercept,
+            _ => self
+                .demux
+                .lookup(local, remote)
+                .map(|id| id.0)
+                .filter(|&i| {
+                    matches!(
+                        self.slots.at(i),
+                        Some(Slot {
+                            entry: Entry::Listener(_),
+                            ..
+                        })
+                    )
+                }),
+        };
+        match listener {
+            // The SYN's payload, if it had any, was not kept: a listener does not take SYN data.
+            Some(l) => {
+                let empty = cx.pool.alloc(0);
+                self.listen_input(cx, l, local, remote, syn, empty);
+            }
+            None => {
+                cx.counters.drops.add(DropReason::TcpNoSocket);
+                self.reply_reset(cx, local, remote, syn, 0);
+            }
+        }
     }
 
     /// Acts on what a block asked for, then sends what it owes.
@@ -693,7 +744,7 @@ impl<N: Network> Tcp<N> {
                     return self.finish(cx, index);
                 }
             }
-            Verdict::Remove => return self.finish(cx, index),
+            Verdict::Remove | Verdict::Reincarnate => return self.finish(cx, index),
         }
         // Batched ACK processing: what the segments of one receive batch owe goes out once, after
         // the batch (a cumulative ACK for all of them, as GRO would give).

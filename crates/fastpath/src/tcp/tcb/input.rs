@@ -433,7 +433,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
         };
         if Seq(seg.seq) > self.rcv_nxt || newer_ts {
             self.state = State::Closed;
-            return Verdict::Remove;
+            return Verdict::Reincarnate;
         }
         self.ack_now = true;
         Verdict::Continue

@@ -76,6 +76,10 @@ pub(crate) enum Verdict {
     Reset { seq: u32, ack: Option<u32> },
     /// The block is finished: free it.
     Remove,
+    /// A SYN in TIME-WAIT starts a new incarnation of the connection (RFC 9293 §3.10.7.4's note,
+    /// RFC 6191): the block is finished, and the SYN goes to the listener as if it had found no
+    /// connection (Linux's `TCP_TW_SYN`), rather than waiting for the peer to send it again.
+    Reincarnate,
 }
 
 /// Per-connection figures, for applications and tests.

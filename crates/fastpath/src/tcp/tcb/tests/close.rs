@@ -140,7 +140,12 @@ fn time_wait_syn_past_the_old_sequence_opens_a_new_incarnation() {
     // An old one is answered with an ACK.
     recv!(h, seg(SYN, R - 100, 0, 65535));
     send!(h, out(ACK, S + 1, R + 1, 65535));
-    recv!(h, seg(SYN, R + 100_000, 0, 65535), b"", Verdict::Remove);
+    recv!(
+        h,
+        seg(SYN, R + 100_000, 0, 65535),
+        b"",
+        Verdict::Reincarnate
+    );
     assert_eq!(h.tcb.state, State::Closed);
 }
 
