@@ -8,8 +8,9 @@
 //! to `--bind-interface`).
 //!
 //! - TCP: each intercepted connection gets a kernel connection to its destination; bytes are pumped
-//!   both ways through a 16 KiB buffer each (so a slow reader on one side slows the writer on the
-//!   other: nothing buffers without bound), an end of stream becomes a half-close on the other side,
+//!   both ways through a buffer each (512 bytes in the task while the connection is quiet, 16 KiB
+//!   once data flows), so a slow reader on one side slows the writer on the other: nothing buffers
+//!   without bound; an end of stream becomes a half-close on the other side,
 //!   and an error or a reset on either side becomes a reset on the other. A destination that refuses
 //!   or cannot be reached within `--connect-timeout` resets the application's connection.
 //! - UDP: each (application socket, destination) pair is a flow with a kernel socket connected to
@@ -321,20 +322,28 @@ async fn relay_tcp(mut conn: TcpStream, settings: Rc<Settings>, tally: Rc<Tally>
     tally.tcp_live.set(tally.tcp_live.get() - 1);
 }
 
-/// Copies `from` to `to` until the end of the stream, then half-closes `to`.
+/// Copies `from` to `to` until the end of the stream, then half-closes `to`. An idle connection
+/// holds no heap buffer: reads go into a small one inside the task until one fills it, and only
+/// then is the 16 KiB buffer allocated.
 async fn pump(
     from: &mut (impl AsyncRead + Unpin),
     to: &mut (impl AsyncWrite + Unpin),
     bytes: &Cell<u64>,
 ) -> io::Result<()> {
-    let mut buf = vec![0u8; 16 << 10];
+    let mut small = [0u8; 512];
+    let mut big: Vec<u8> = Vec::new();
     loop {
-        let n = from.read(&mut buf).await?;
+        let buf: &mut [u8] = if big.is_empty() { &mut small } else { &mut big };
+        let n = from.read(buf).await?;
         if n == 0 {
             return to.shutdown().await;
         }
+        let full = n == buf.len();
         to.write_all(&buf[..n]).await?;
         add(bytes, n as u64);
+        if full && big.is_empty() {
+            big = vec![0u8; 16 << 10];
+        }
     }
 }
 

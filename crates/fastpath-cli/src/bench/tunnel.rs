@@ -104,6 +104,8 @@ pub struct MemoryRow {
 /// One way from the clients to OUT.
 struct PathUnderTest {
     name: &'static str,
+    /// Which iperf3 server it uses (port 5201 + index).
+    index: u16,
     app: Namespace,
     /// The proxy's process (none for the kernel's routing).
     proxy: Option<Child>,
@@ -174,20 +176,21 @@ pub fn run(args: &TunnelArgs) -> Result<(), String> {
             "net.core.somaxconn=65535",
         ])
         .status();
-    let mut iperf_server = Command::new("ip")
-        .args(["netns", "exec", out.name()])
-        .arg(&iperf)
-        .args([
-            "-s",
-            "-B",
-            &SERVER.to_string(),
-            "-p",
-            &IPERF_PORT.to_string(),
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| format!("starting iperf3 -s: {e}"))?;
+    // One iperf3 server per path: a server still finishing an unpaced UDP test (it waits for the
+    // datagrams that were lost) does not hold up the next path's test.
+    let mut iperf_servers = (0..3u16)
+        .map(|i| {
+            Command::new("ip")
+                .args(["netns", "exec", out.name()])
+                .arg(&iperf)
+                .args(["-s", "-B", &SERVER.to_string()])
+                .args(["-p", &(IPERF_PORT + i).to_string()])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .map_err(|e| format!("starting iperf3 -s: {e}"))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     let stop = Arc::new(AtomicBool::new(false));
     let hold = start_servers(out.name(), &stop)?;
 
@@ -229,8 +232,10 @@ pub fn run(args: &TunnelArgs) -> Result<(), String> {
         Ok::<_, String>((rows, memory))
     })();
     stop.store(true, Ordering::Relaxed);
-    let _ = iperf_server.kill();
-    let _ = iperf_server.wait();
+    for server in &mut iperf_servers {
+        let _ = server.kill();
+        let _ = server.wait();
+    }
     drop(hold);
     let (rows, memory) = result?;
     print(&rows, &memory);
@@ -411,6 +416,7 @@ fn kernel_path(out: &Namespace, tag: u32) -> Result<PathUnderTest, String> {
     out.ip(&["link", "set", &b, "up"])?;
     Ok(PathUnderTest {
         name: "kernel",
+        index: 0,
         app,
         proxy: None,
     })
@@ -440,6 +446,7 @@ fn fastpath_path(out: &Namespace, tag: u32) -> Result<PathUnderTest, String> {
     }
     Ok(PathUnderTest {
         name: "fastpath",
+        index: 1,
         app,
         proxy: Some(child),
     })
@@ -460,6 +467,7 @@ fn gvisor_path(out: &Namespace, tag: u32, bin: &Path) -> Result<PathUnderTest, S
         .map_err(|e| format!("starting {}: {e}", bin.display()))?;
     let path = PathUnderTest {
         name: "gVisor",
+        index: 2,
         app,
         proxy: Some(child),
     };
@@ -622,26 +630,28 @@ fn iperf_client(
     secs: f64,
     extra: &[String],
 ) -> Result<serde_json::Value, String> {
-    let out = Command::new("ip")
-        .args(["netns", "exec", path.app.name()])
-        .arg(iperf)
-        .args([
-            "-c",
-            &SERVER.to_string(),
-            "-p",
-            &IPERF_PORT.to_string(),
-            "-J",
-        ])
-        .args(["-t", &format!("{secs}")])
-        .args(extra)
-        .output()
-        .map_err(|e| format!("iperf3: {e}"))?;
-    let j: serde_json::Value = serde_json::from_slice(&out.stdout)
-        .map_err(|e| format!("{}: iperf3's output: {e}", path.name))?;
-    if let Some(e) = j["error"].as_str() {
-        return Err(format!("{}: iperf3 {}: {e}", path.name, extra.join(" ")));
+    // A server may still be busy with the last test: try again for a while.
+    for attempt in 0.. {
+        let out = Command::new("ip")
+            .args(["netns", "exec", path.app.name()])
+            .arg(iperf)
+            .args(["-c", &SERVER.to_string(), "-J"])
+            .args(["-p", &(IPERF_PORT + path.index).to_string()])
+            .args(["-t", &format!("{secs}")])
+            .args(extra)
+            .output()
+            .map_err(|e| format!("iperf3: {e}"))?;
+        let j: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .map_err(|e| format!("{}: iperf3's output: {e}", path.name))?;
+        match j["error"].as_str() {
+            None => return Ok(j),
+            Some(e) if e.contains("busy") && attempt < 20 => {
+                std::thread::sleep(Duration::from_millis(500))
+            }
+            Some(e) => return Err(format!("{}: iperf3 {}: {e}", path.name, extra.join(" "))),
+        }
     }
-    Ok(j)
+    unreachable!("the loop returns")
 }
 
 /// Short connections per second: 8 clients, each connecting, sending 64 bytes, reading them back and
