@@ -74,8 +74,10 @@ pub struct TunnelArgs {
     /// UDP flows relayed at once, at most.
     #[arg(long, default_value_t = 1024)]
     max_udp_flows: usize,
-    /// TCP connections relayed at once, at most (further ones are reset).
-    #[arg(long, default_value_t = 4096)]
+    /// TCP connections relayed at once, at most (further ones are reset). Each holds a kernel
+    /// socket: the tunnel raises its descriptor limit to the hard limit, and says so if that is still
+    /// too low.
+    #[arg(long, default_value_t = 16384)]
     max_tcp_flows: usize,
     /// Write every packet on the TUN interface to this pcap file.
     #[arg(long)]
@@ -121,6 +123,7 @@ pub fn run(args: &TunnelArgs) -> Result<(), String> {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_IGN);
     }
+    raise_descriptor_limit(args.max_tcp_flows + args.max_udp_flows);
     let kernel = args.kernel_addr;
     crate::serve::check_addresses(kernel, args.addr)?;
     let v6 = match (args.kernel_addr6, args.addr6) {
@@ -235,6 +238,26 @@ pub fn run(args: &TunnelArgs) -> Result<(), String> {
     }
     drop(ns);
     Ok(())
+}
+
+/// Every relayed flow holds a kernel socket: lift the soft limit on descriptors to the hard one (as
+/// Go's runtime does for gVisor's tun2socks), and warn when `flows` may still not fit.
+fn raise_descriptor_limit(flows: usize) {
+    use nix::sys::resource::{getrlimit, setrlimit, Resource};
+    let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) else {
+        return;
+    };
+    if soft < hard {
+        let _ = setrlimit(Resource::RLIMIT_NOFILE, hard, hard);
+    }
+    let limit = getrlimit(Resource::RLIMIT_NOFILE).map_or(soft, |(s, _)| s);
+    let needed = flows as u64 + 64;
+    if limit < needed {
+        eprintln!(
+            "fastpath tunnel: at most {limit} descriptors (ulimit -n), fewer than the {needed} \
+             that --max-tcp-flows and --max-udp-flows may use: flows past it fail and are reset"
+        );
+    }
 }
 
 fn say(line: &str) {
