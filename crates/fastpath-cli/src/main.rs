@@ -10,6 +10,8 @@ mod pcap_tap;
 #[cfg(target_os = "linux")]
 mod serve;
 #[cfg(target_os = "linux")]
+mod socks5;
+#[cfg(target_os = "linux")]
 mod tcp_services;
 #[cfg(target_os = "linux")]
 mod tunnel;

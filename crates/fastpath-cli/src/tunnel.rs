@@ -38,6 +38,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use crate::netns::Namespace;
 use crate::pcap_tap::PcapTap;
+use crate::socks5;
 
 #[derive(Args, Debug)]
 pub struct TunnelArgs {
@@ -62,6 +63,10 @@ pub struct TunnelArgs {
     addr6: Option<Ipv6Addr>,
     #[arg(long, default_value_t = 1500, value_parser = clap::value_parser!(u32).range(1280..=65535))]
     mtu: u32,
+    /// Relay through this SOCKS5 server (RFC 1928, no authentication): TCP with CONNECT, UDP with
+    /// UDP ASSOCIATE. Without it, flows go straight to their destinations.
+    #[arg(long, value_name = "ADDR:PORT")]
+    socks5: Option<SocketAddr>,
     /// Bind every outgoing kernel socket to this interface (`SO_BINDTODEVICE`).
     #[arg(long)]
     bind_interface: Option<String>,
@@ -110,6 +115,7 @@ fn add(c: &Cell<u64>, n: u64) {
 }
 
 struct Settings {
+    socks5: Option<SocketAddr>,
     bind_interface: Option<String>,
     connect_timeout: Duration,
     udp_idle: Duration,
@@ -178,6 +184,7 @@ pub fn run(args: &TunnelArgs) -> Result<(), String> {
         .map_err(|e| format!("intercepting on {dev}: {e}"))?;
 
     let settings = Rc::new(Settings {
+        socks5: args.socks5,
         bind_interface: args.bind_interface.clone(),
         connect_timeout: Duration::from_secs_f64(args.connect_timeout),
         udp_idle: Duration::from_secs_f64(args.udp_idle.max(0.001)),
@@ -200,10 +207,13 @@ pub fn run(args: &TunnelArgs) -> Result<(), String> {
         tokio::task::spawn_local(udp_loop(udp, settings.clone(), tally.clone()));
         say(&format!(
             "fastpath tunnel: ready; namespace {} routes through {dev} (fastpath at {}{}), relaying \
-             directly{}",
+             {}{}",
             ns.name(),
             args.addr,
             v6.map(|(_, a)| format!(" and {a}")).unwrap_or_default(),
+            args.socks5
+                .map(|p| format!("through the SOCKS5 server at {p}"))
+                .unwrap_or_else(|| "directly".into()),
             args.bind_interface
                 .as_ref()
                 .map(|i| format!(" through {i}"))
@@ -308,16 +318,29 @@ fn outgoing_tcp(dst: SocketAddr, settings: &Settings) -> io::Result<tokio::net::
     Ok(socket)
 }
 
+/// A kernel connection to `dst`: straight there, or through the SOCKS5 server (CONNECT).
+async fn connect_upstream(
+    dst: SocketAddr,
+    settings: &Settings,
+) -> io::Result<tokio::net::TcpStream> {
+    match settings.socks5 {
+        None => outgoing_tcp(dst, settings)?.connect(dst).await,
+        Some(proxy) => {
+            let mut s = outgoing_tcp(proxy, settings)?.connect(proxy).await?;
+            socks5::request(&mut s, socks5::CONNECT, dst).await?;
+            Ok(s)
+        }
+    }
+}
+
 async fn relay_tcp(mut conn: TcpStream, settings: Rc<Settings>, tally: Rc<Tally>) {
     let Ok((dst, _app)) = conn.addrs() else {
         return;
     };
     add(&tally.tcp_flows, 1);
     tally.tcp_live.set(tally.tcp_live.get() + 1);
-    let upstream = match outgoing_tcp(dst, &settings) {
-        Ok(socket) => tokio::time::timeout(settings.connect_timeout, socket.connect(dst)).await,
-        Err(e) => Ok(Err(e)),
-    };
+    let upstream =
+        tokio::time::timeout(settings.connect_timeout, connect_upstream(dst, &settings)).await;
     match upstream {
         Ok(Ok(mut upstream)) => {
             let _ = upstream.set_nodelay(true);
@@ -370,10 +393,19 @@ async fn pump(
     }
 }
 
-/// One UDP flow: the kernel socket connected to its destination, and when it last carried a datagram.
+/// One UDP flow: the kernel socket connected to its destination (or to the SOCKS5 relay), and when it
+/// last carried a datagram.
 struct Flow {
     socket: Rc<tokio::net::UdpSocket>,
+    socks: bool,
     last: Rc<Cell<tokio::time::Instant>>,
+}
+
+/// How a flow leaves: its socket and, through SOCKS5, the association's control connection (the
+/// association lasts as long as it is open).
+struct Outgoing {
+    socket: tokio::net::UdpSocket,
+    control: Option<tokio::net::TcpStream>,
 }
 
 type Flows = Rc<RefCell<HashMap<(SocketAddr, SocketAddr), Flow>>>;
@@ -386,24 +418,26 @@ async fn udp_loop(udp: Rc<UdpIntercept>, settings: Rc<Settings>, tally: Rc<Tally
         let existing = flows
             .borrow()
             .get(&key)
-            .map(|f| (f.socket.clone(), f.last.clone()));
-        let (socket, last) = match existing {
+            .map(|f| (f.socket.clone(), f.socks, f.last.clone()));
+        let (socket, socks, last) = match existing {
             Some(f) => f,
             None => {
                 if flows.borrow().len() >= settings.max_udp_flows {
                     add(&tally.udp_over_limit, 1);
                     continue;
                 }
-                let Ok(socket) = outgoing_udp(dst, &settings).await else {
+                let Ok(Outgoing { socket, control }) = outgoing_udp(dst, &settings).await else {
                     add(&tally.udp_send_failed, 1);
                     continue;
                 };
                 let socket = Rc::new(socket);
+                let socks = control.is_some();
                 let last = Rc::new(Cell::new(tokio::time::Instant::now()));
                 flows.borrow_mut().insert(
                     key,
                     Flow {
                         socket: socket.clone(),
+                        socks,
                         last: last.clone(),
                     },
                 );
@@ -411,43 +445,87 @@ async fn udp_loop(udp: Rc<UdpIntercept>, settings: Rc<Settings>, tally: Rc<Tally
                 tokio::task::spawn_local(udp_replies(
                     key,
                     socket.clone(),
+                    control,
                     last.clone(),
                     udp.clone(),
                     flows.clone(),
                     settings.clone(),
                     tally.clone(),
                 ));
-                (socket, last)
+                (socket, socks, last)
             }
         };
         last.set(tokio::time::Instant::now());
         // A full kernel send buffer makes this wait: backpressure on every flow, no queue here.
-        match socket.send(&buf[..n]).await {
+        let sent = if socks {
+            let mut d = socks5::udp_header(dst);
+            d.extend_from_slice(&buf[..n]);
+            socket.send(&d).await
+        } else {
+            socket.send(&buf[..n]).await
+        };
+        match sent {
             Ok(_) => add(&tally.udp_up, n as u64),
             Err(_) => add(&tally.udp_send_failed, 1),
         }
     }
 }
 
-/// A kernel UDP socket connected to `dst`, bound to the chosen interface.
-async fn outgoing_udp(dst: SocketAddr, settings: &Settings) -> io::Result<tokio::net::UdpSocket> {
-    let any: SocketAddr = match dst {
+/// A kernel UDP socket bound to the chosen interface and connected to `dst`, or through SOCKS5 to
+/// the relay of a new UDP association.
+async fn outgoing_udp(dst: SocketAddr, settings: &Settings) -> io::Result<Outgoing> {
+    let Some(proxy) = settings.socks5 else {
+        let socket = udp_socket_to(dst, settings).await?;
+        return Ok(Outgoing {
+            socket,
+            control: None,
+        });
+    };
+    let connect = async {
+        let mut control = outgoing_tcp(proxy, settings)?.connect(proxy).await?;
+        // We do not know which address and port we will send from: all zeros (RFC 1928 §7).
+        let unspecified = wildcard(proxy);
+        let relay = socks5::request(&mut control, socks5::UDP_ASSOCIATE, unspecified).await?;
+        // An unspecified relay address means the server's own.
+        let relay = if relay.ip().is_unspecified() {
+            SocketAddr::new(proxy.ip(), relay.port())
+        } else {
+            relay
+        };
+        let socket = udp_socket_to(relay, settings).await?;
+        Ok(Outgoing {
+            socket,
+            control: Some(control),
+        })
+    };
+    tokio::time::timeout(settings.connect_timeout, connect)
+        .await
+        .unwrap_or_else(|_| Err(io::ErrorKind::TimedOut.into()))
+}
+
+fn wildcard(like: SocketAddr) -> SocketAddr {
+    match like {
         SocketAddr::V4(_) => (Ipv4Addr::UNSPECIFIED, 0).into(),
         SocketAddr::V6(_) => (Ipv6Addr::UNSPECIFIED, 0).into(),
-    };
-    let socket = tokio::net::UdpSocket::bind(any).await?;
+    }
+}
+
+async fn udp_socket_to(to: SocketAddr, settings: &Settings) -> io::Result<tokio::net::UdpSocket> {
+    let socket = tokio::net::UdpSocket::bind(wildcard(to)).await?;
     if let Some(i) = &settings.bind_interface {
         socket.bind_device(Some(i.as_bytes()))?;
     }
-    socket.connect(dst).await?;
+    socket.connect(to).await?;
     Ok(socket)
 }
 
 /// Relays a flow's replies to the application, from the destination's address, until the flow has
 /// been idle for `udp_idle`.
+#[allow(clippy::too_many_arguments)]
 async fn udp_replies(
     (app, dst): (SocketAddr, SocketAddr),
     socket: Rc<tokio::net::UdpSocket>,
+    control: Option<tokio::net::TcpStream>,
     last: Rc<Cell<tokio::time::Instant>>,
     udp: Rc<UdpIntercept>,
     flows: Flows,
@@ -459,9 +537,21 @@ async fn udp_replies(
         let deadline = last.get() + settings.udp_idle;
         match tokio::time::timeout_at(deadline, socket.recv(&mut buf)).await {
             Ok(Ok(n)) => {
+                let payload = if control.is_some() {
+                    // From the relay: the header names the source, which must be the flow's.
+                    match socks5::parse_udp(&buf[..n]) {
+                        Ok((from, payload)) if from == dst => payload,
+                        _ => {
+                            add(&tally.udp_send_failed, 1);
+                            continue;
+                        }
+                    }
+                } else {
+                    &buf[..n]
+                };
                 last.set(tokio::time::Instant::now());
-                match udp.send_from(&buf[..n], dst, app) {
-                    Ok(_) => add(&tally.udp_down, n as u64),
+                match udp.send_from(payload, dst, app) {
+                    Ok(_) => add(&tally.udp_down, payload.len() as u64),
                     Err(_) => add(&tally.udp_send_failed, 1),
                 }
             }

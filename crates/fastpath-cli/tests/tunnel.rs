@@ -85,7 +85,7 @@ struct Tunnel {
 }
 
 impl Tunnel {
-    fn start(out: &str, app: &str) -> Tunnel {
+    fn start(out: &str, app: &str, extra: &[&str]) -> Tunnel {
         let mut child = Command::new("ip")
             .args([
                 "netns",
@@ -97,6 +97,7 @@ impl Tunnel {
             .args(["--netns", app, "--duration", "300"])
             .args(["--kernel-addr6", "fd66::1/64", "--addr6", "fd66::2"])
             .args(["--udp-idle", "2"])
+            .args(extra)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
@@ -199,7 +200,7 @@ fn applications_reach_the_network_through_the_tunnel() {
     // that command's mount namespace, where this test's threads could not enter it.
     let app_ns = TestNetns::create();
     let app = app_ns.0.clone();
-    let tunnel = Tunnel::start(&out.0, &app);
+    let tunnel = Tunnel::start(&out.0, &app, &[]);
 
     // TCP: 64 MiB each way over IPv4, 16 MiB over IPv6, byte for byte.
     assert!(in_netns(&app, || tcp_echo(
@@ -341,4 +342,191 @@ fn applications_reach_the_network_through_the_tunnel() {
         !tun_left.status.success(),
         "the TUN interface goes with the tunnel"
     );
+}
+
+/// A SOCKS5 server for the test (RFC 1928, no authentication): CONNECT and UDP ASSOCIATE, IPv4
+/// addresses, counting what it relayed.
+#[derive(Default)]
+struct Socks5Counts {
+    connects: std::sync::atomic::AtomicUsize,
+    refused: std::sync::atomic::AtomicUsize,
+    datagrams: std::sync::atomic::AtomicUsize,
+}
+
+fn read_addr(c: &mut TcpStream) -> std::io::Result<SocketAddr> {
+    let mut atyp = [0u8; 1];
+    c.read_exact(&mut atyp)?;
+    assert_eq!(atyp[0], 1, "the tunnel asks for IPv4 addresses here");
+    let mut a = [0u8; 6];
+    c.read_exact(&mut a)?;
+    Ok(SocketAddr::from((
+        [a[0], a[1], a[2], a[3]],
+        u16::from_be_bytes([a[4], a[5]]),
+    )))
+}
+
+fn reply(c: &mut TcpStream, code: u8, bound: SocketAddr) -> std::io::Result<()> {
+    let SocketAddr::V4(b) = bound else {
+        panic!("IPv4 only")
+    };
+    let mut r = vec![5, code, 0, 1];
+    r.extend_from_slice(&b.ip().octets());
+    r.extend_from_slice(&b.port().to_be_bytes());
+    c.write_all(&r)
+}
+
+/// Copies `from` to `to` until the end of the stream, then half-closes `to`.
+fn relay_bytes(mut from: TcpStream, mut to: TcpStream) -> std::io::Result<u64> {
+    let mut buf = vec![0u8; 64 << 10];
+    let mut total = 0;
+    loop {
+        let n = from.read(&mut buf)?;
+        if n == 0 {
+            to.shutdown(std::net::Shutdown::Write)?;
+            return Ok(total);
+        }
+        to.write_all(&buf[..n])?;
+        total += n as u64;
+    }
+}
+
+fn socks5_session(mut c: TcpStream, counts: &Socks5Counts) -> std::io::Result<()> {
+    use std::sync::atomic::Ordering::Relaxed;
+    let mut head = [0u8; 2];
+    c.read_exact(&mut head)?;
+    let mut methods = vec![0u8; head[1] as usize];
+    c.read_exact(&mut methods)?;
+    assert!(
+        head[0] == 5 && methods.contains(&0),
+        "a SOCKS5 greeting offering method 0"
+    );
+    c.write_all(&[5, 0])?;
+    let mut req = [0u8; 3];
+    c.read_exact(&mut req)?;
+    let target = read_addr(&mut c)?;
+    match req[1] {
+        1 => match TcpStream::connect_timeout(&target, Duration::from_secs(2)) {
+            Ok(up) => {
+                counts.connects.fetch_add(1, Relaxed);
+                reply(&mut c, 0, up.local_addr()?)?;
+                let (a, b) = (c.try_clone()?, up.try_clone()?);
+                let t = std::thread::spawn(move || relay_bytes(a, b));
+                let _ = relay_bytes(up, c);
+                let _ = t.join();
+            }
+            Err(_) => {
+                counts.refused.fetch_add(1, Relaxed);
+                reply(&mut c, 5, "0.0.0.0:0".parse().unwrap())?;
+            }
+        },
+        3 => {
+            let relay = UdpSocket::bind("10.77.0.2:0")?;
+            reply(&mut c, 0, relay.local_addr()?)?;
+            relay.set_read_timeout(Some(Duration::from_millis(100)))?;
+            let mut client: Option<SocketAddr> = None;
+            let mut buf = vec![0u8; 65536];
+            c.set_nonblocking(true)?;
+            loop {
+                // The association ends with its control connection.
+                match c.read(&mut [0u8; 1]) {
+                    Ok(0) => return Ok(()),
+                    Err(e) if e.kind() != ErrorKind::WouldBlock => return Ok(()),
+                    _ => {}
+                }
+                let Ok((n, from)) = relay.recv_from(&mut buf) else {
+                    continue;
+                };
+                if client.is_none() || client == Some(from) {
+                    client = Some(from);
+                    assert_eq!(&buf[..4], &[0, 0, 0, 1], "RSV, FRAG 0, IPv4");
+                    let to = SocketAddr::from((
+                        [buf[4], buf[5], buf[6], buf[7]],
+                        u16::from_be_bytes([buf[8], buf[9]]),
+                    ));
+                    relay.send_to(&buf[10..n], to)?;
+                } else if let (Some(client), SocketAddr::V4(src)) = (client, from) {
+                    let mut d = vec![0, 0, 0, 1];
+                    d.extend_from_slice(&src.ip().octets());
+                    d.extend_from_slice(&src.port().to_be_bytes());
+                    d.extend_from_slice(&buf[..n]);
+                    relay.send_to(&d, client)?;
+                }
+                counts.datagrams.fetch_add(1, Relaxed);
+            }
+        }
+        other => panic!("SOCKS5 command {other}"),
+    }
+    Ok(())
+}
+
+#[test]
+fn the_tunnel_relays_through_a_socks5_server() {
+    if !environment_ok("the_tunnel_relays_through_a_socks5_server") {
+        return;
+    }
+    let out = TestNetns::create();
+    ip(&out.0, &["link", "set", "lo", "up"]);
+    ip(&out.0, &["addr", "add", "10.77.0.2/32", "dev", "lo"]);
+    start_servers(&out.0);
+    let counts = std::sync::Arc::new(Socks5Counts::default());
+    // The server's threads live in OUT: the connections it opens to destinations must start there.
+    let c = counts.clone();
+    let ns_path = format!("/var/run/netns/{}", out.0);
+    let (bound_tx, bound_rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let ns = std::fs::File::open(&ns_path).expect("open OUT");
+        nix::sched::setns(&ns, nix::sched::CloneFlags::CLONE_NEWNET).expect("setns");
+        let socks = TcpListener::bind("10.77.0.2:1080").expect("SOCKS5");
+        bound_tx.send(()).unwrap();
+        for conn in socks.incoming() {
+            let Ok(conn) = conn else { break };
+            let c = c.clone();
+            std::thread::spawn(move || {
+                let _ = socks5_session(conn, &c);
+            });
+        }
+    });
+    bound_rx.recv().unwrap();
+    let app_ns = TestNetns::create();
+    let app = app_ns.0.clone();
+    let tunnel = Tunnel::start(&out.0, &app, &["--socks5", "10.77.0.2:1080"]);
+
+    assert!(in_netns(&app, || tcp_echo(
+        "10.77.0.2:7".parse().unwrap(),
+        4 << 20
+    )));
+    let answers = in_netns(&app, || {
+        let s = UdpSocket::bind("0.0.0.0:0").unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+        let mut buf = vec![0u8; 65536];
+        [1usize, 1400, 8000]
+            .iter()
+            .map(|&n| {
+                let data = pattern(n, n);
+                s.send_to(&data, "10.77.0.2:7").unwrap();
+                let (got, from) = s.recv_from(&mut buf).expect("a UDP answer");
+                buf[..got] == data[..] && from == "10.77.0.2:7".parse().unwrap()
+            })
+            .collect::<Vec<_>>()
+    });
+    assert_eq!(answers, [true, true, true], "UDP through the association");
+    // A destination the server cannot reach: its refusal resets the application's connection.
+    let refused = in_netns(&app, || {
+        let mut s =
+            TcpStream::connect_timeout(&"10.77.0.2:9".parse().unwrap(), Duration::from_secs(5))
+                .expect("the tunnel accepts first");
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        s.read(&mut [0u8; 1]).map_err(|e| e.kind())
+    });
+    assert_eq!(refused, Err(ErrorKind::ConnectionReset));
+    use std::sync::atomic::Ordering::Relaxed;
+    assert_eq!(
+        counts.connects.load(Relaxed),
+        1,
+        "the echo went through the server"
+    );
+    assert_eq!(counts.refused.load(Relaxed), 1);
+    assert_eq!(counts.datagrams.load(Relaxed), 6, "3 datagrams each way");
+    let summary = tunnel.stop();
+    assert!(summary.contains("(1 refused or unreachable"), "{summary}");
 }

@@ -16,7 +16,7 @@
 //!   from that destination ([`Stack::udp_send_from`]).
 //!
 //! Anything else intercepted (ICMP, other protocols) is dropped, counted as
-//! [`DropReason::InterceptedOther`]; nothing intercepted is answered with an ICMP error. Limits: the
+//! [`DropReason::InterceptedOther`](crate::DropReason::InterceptedOther); nothing intercepted is answered with an ICMP error. Limits: the
 //! listener's backlog and the stack's connection limit for TCP (SYN cookies when the backlog is
 //! full, as any listener); [`Limits::udp_intercept_queue_bytes`](crate::config::Limits) for UDP;
 //! drops are counted as `TcpInterceptOff`, `UdpInterceptOff` and `UdpInterceptQueueFull`.

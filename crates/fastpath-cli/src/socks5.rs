@@ -1,0 +1,176 @@
+//! A SOCKS5 client (RFC 1928), for `fastpath tunnel --socks5`: no authentication (method 0), the
+//! CONNECT command for TCP and UDP ASSOCIATE for UDP, addresses as IPv4 or IPv6 (never names: the
+//! tunnel only ever knows the destination's address).
+
+use std::io;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+pub const VERSION: u8 = 5;
+pub const CONNECT: u8 = 1;
+pub const UDP_ASSOCIATE: u8 = 3;
+const NO_AUTHENTICATION: u8 = 0;
+const ATYP_V4: u8 = 1;
+const ATYP_V6: u8 = 4;
+
+/// `addr` as RFC 1928 writes it: ATYP, the address, the port.
+pub fn encode_addr(addr: SocketAddr, out: &mut Vec<u8>) {
+    match addr.ip() {
+        IpAddr::V4(a) => {
+            out.push(ATYP_V4);
+            out.extend_from_slice(&a.octets());
+        }
+        IpAddr::V6(a) => {
+            out.push(ATYP_V6);
+            out.extend_from_slice(&a.octets());
+        }
+    }
+    out.extend_from_slice(&addr.port().to_be_bytes());
+}
+
+/// Reads an address (ATYP, address, port) from the front of `b`; returns it and its length. A
+/// domain name (ATYP 3) is refused: a reply or datagram naming one is not one this client asked for.
+pub fn decode_addr(b: &[u8]) -> Result<(SocketAddr, usize), String> {
+    let port = |at: usize| -> Result<u16, String> {
+        b.get(at..at + 2)
+            .map(|p| u16::from_be_bytes([p[0], p[1]]))
+            .ok_or_else(|| "truncated address".to_string())
+    };
+    match b.first() {
+        Some(&ATYP_V4) => {
+            let a: [u8; 4] = b
+                .get(1..5)
+                .and_then(|s| s.try_into().ok())
+                .ok_or("truncated IPv4 address")?;
+            Ok(((Ipv4Addr::from(a), port(5)?).into(), 7))
+        }
+        Some(&ATYP_V6) => {
+            let a: [u8; 16] = b
+                .get(1..17)
+                .and_then(|s| s.try_into().ok())
+                .ok_or("truncated IPv6 address")?;
+            Ok(((Ipv6Addr::from(a), port(17)?).into(), 19))
+        }
+        Some(t) => Err(format!("address type {t} not supported")),
+        None => Err("no address".into()),
+    }
+}
+
+/// The header in front of every UDP datagram to and from the relay (RFC 1928 §7): RSV, FRAG 0, the
+/// destination (or, from the relay, the source).
+pub fn udp_header(addr: SocketAddr) -> Vec<u8> {
+    let mut h = vec![0, 0, 0];
+    encode_addr(addr, &mut h);
+    h
+}
+
+/// Splits a datagram from the relay into its source and payload. Fragments (FRAG not 0) are
+/// refused, as RFC 1928 allows a client that does not reassemble to.
+pub fn parse_udp(datagram: &[u8]) -> Result<(SocketAddr, &[u8]), String> {
+    match datagram {
+        [0, 0, 0, rest @ ..] => {
+            let (addr, n) = decode_addr(rest)?;
+            Ok((addr, &rest[n..]))
+        }
+        [_, _, frag, ..] if *frag != 0 => Err("a fragmented datagram".into()),
+        _ => Err("a malformed datagram header".into()),
+    }
+}
+
+/// What a server's reply code means (RFC 1928 §6).
+fn reply_error(code: u8) -> io::Error {
+    let (kind, what) = match code {
+        1 => (io::ErrorKind::Other, "general SOCKS server failure"),
+        2 => (
+            io::ErrorKind::PermissionDenied,
+            "connection not allowed by ruleset",
+        ),
+        3 => (io::ErrorKind::NetworkUnreachable, "network unreachable"),
+        4 => (io::ErrorKind::HostUnreachable, "host unreachable"),
+        5 => (io::ErrorKind::ConnectionRefused, "connection refused"),
+        6 => (io::ErrorKind::TimedOut, "TTL expired"),
+        7 => (io::ErrorKind::Unsupported, "command not supported"),
+        8 => (io::ErrorKind::Unsupported, "address type not supported"),
+        _ => (io::ErrorKind::Other, "unknown reply"),
+    };
+    io::Error::new(kind, format!("SOCKS5: {what} ({code})"))
+}
+
+fn protocol(what: impl Into<String>) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        format!("SOCKS5: {}", what.into()),
+    )
+}
+
+/// On a fresh connection to the server: the method negotiation, then `command` for `addr`;
+/// returns the server's bound address (for UDP ASSOCIATE, where to send datagrams).
+pub async fn request(s: &mut TcpStream, command: u8, addr: SocketAddr) -> io::Result<SocketAddr> {
+    s.write_all(&[VERSION, 1, NO_AUTHENTICATION]).await?;
+    let mut choice = [0u8; 2];
+    s.read_exact(&mut choice).await?;
+    if choice != [VERSION, NO_AUTHENTICATION] {
+        return Err(protocol(format!(
+            "the server wants method {} (only 0, no authentication, is offered)",
+            choice[1]
+        )));
+    }
+    let mut req = vec![VERSION, command, 0];
+    encode_addr(addr, &mut req);
+    s.write_all(&req).await?;
+    let mut head = [0u8; 4];
+    s.read_exact(&mut head).await?;
+    if head[0] != VERSION {
+        return Err(protocol(format!("version {} in the reply", head[0])));
+    }
+    if head[1] != 0 {
+        return Err(reply_error(head[1]));
+    }
+    let len = match head[3] {
+        ATYP_V4 => 4,
+        ATYP_V6 => 16,
+        t => return Err(protocol(format!("address type {t} in the reply"))),
+    };
+    let mut rest = vec![0u8; len + 2];
+    s.read_exact(&mut rest).await?;
+    let mut encoded = vec![head[3]];
+    encoded.extend_from_slice(&rest);
+    decode_addr(&encoded).map(|(a, _)| a).map_err(protocol)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addresses_round_trip_in_rfc_1928_form() {
+        for a in ["10.1.2.3:80", "[2001:db8::7]:443"] {
+            let a: SocketAddr = a.parse().unwrap();
+            let mut b = Vec::new();
+            encode_addr(a, &mut b);
+            assert_eq!(b[0], if a.is_ipv4() { 1 } else { 4 });
+            assert_eq!(decode_addr(&b).unwrap(), (a, b.len()));
+        }
+        let v4: SocketAddr = "192.0.2.1:258".parse().unwrap();
+        let mut b = Vec::new();
+        encode_addr(v4, &mut b);
+        assert_eq!(b, [1, 192, 0, 2, 1, 1, 2]);
+    }
+
+    #[test]
+    fn udp_headers_and_what_is_refused() {
+        let a: SocketAddr = "198.51.100.9:53".parse().unwrap();
+        let mut d = udp_header(a);
+        d.extend_from_slice(b"query");
+        assert_eq!(parse_udp(&d).unwrap(), (a, &b"query"[..]));
+        assert!(
+            parse_udp(&[0, 0, 1, 1, 10, 0, 0, 1, 0, 53]).is_err(),
+            "a fragment"
+        );
+        assert!(parse_udp(&[0, 0, 0, 3, 4, b'h']).is_err(), "a name");
+        assert!(parse_udp(&[0, 0, 0, 1, 10, 0]).is_err(), "truncated");
+        assert!(parse_udp(&[]).is_err());
+    }
+}
