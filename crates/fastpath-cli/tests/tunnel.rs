@@ -530,3 +530,70 @@ fn the_tunnel_relays_through_a_socks5_server() {
     let summary = tunnel.stop();
     assert!(summary.contains("(1 refused or unreachable"), "{summary}");
 }
+
+/// The tunnel's resident memory, in KiB.
+fn rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+#[test]
+fn a_slow_reader_behind_the_tunnel_keeps_its_memory_bounded() {
+    if !environment_ok("a_slow_reader_behind_the_tunnel_keeps_its_memory_bounded") {
+        return;
+    }
+    let out = TestNetns::create();
+    ip(&out.0, &["link", "set", "lo", "up"]);
+    ip(&out.0, &["addr", "add", "10.77.0.2/32", "dev", "lo"]);
+    // A fast sender: 256 MiB to whoever connects, as fast as the connection takes it.
+    let chargen = in_netns(&out.0, || {
+        TcpListener::bind("10.77.0.2:19").expect("chargen")
+    });
+    std::thread::spawn(move || {
+        if let Ok((mut c, _)) = chargen.accept() {
+            let block = vec![b'c'; 1 << 16];
+            for _ in 0..4096 {
+                if c.write_all(&block).is_err() {
+                    break;
+                }
+            }
+        }
+    });
+    let app_ns = TestNetns::create();
+    let app = app_ns.0.clone();
+    let tunnel = Tunnel::start(&out.0, &app, &[]);
+    let pid = tunnel.child.id();
+    let before = rss_kib(pid);
+    // Read 64 KiB every 20 ms for 3 s (about 3 MiB/s) while the server could send gigabits.
+    let (read, peak) = in_netns(&app, move || {
+        let mut c = TcpStream::connect("10.77.0.2:19").expect("connect");
+        let mut buf = vec![0u8; 1 << 16];
+        let (mut read, mut peak) = (0usize, 0u64);
+        let end = Instant::now() + Duration::from_secs(3);
+        while Instant::now() < end {
+            read += c.read(&mut buf).expect("read");
+            peak = peak.max(rss_kib(pid));
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        (read, peak)
+    });
+    assert!(read > 1 << 20, "the reader got {read} bytes");
+    // fastpath's send buffer (1 MiB), the relay's 16 KiB and the stack's pool are all that may grow;
+    // the kernel's socket buffers hold the rest of the backlog outside the tunnel's memory.
+    let growth = peak.saturating_sub(before);
+    eprintln!(
+        "tunnel RSS {before} KiB before, {peak} KiB at most with a slow reader; {read} bytes read"
+    );
+    assert!(
+        growth < 16 << 10,
+        "the tunnel grew by {growth} KiB (from {before} KiB) for a slow reader"
+    );
+    let summary = tunnel.stop();
+    assert!(summary.contains("tcp: 1 connections relayed"), "{summary}");
+}
