@@ -198,7 +198,7 @@ pub fn run(args: &TunnelArgs) -> Result<(), String> {
         .map_err(|e| format!("starting the runtime: {e}"))?;
     let local = tokio::task::LocalSet::new();
     let duration = args.duration.map(Duration::from_secs_f64);
-    let counters = local.block_on(&runtime, async {
+    let (counters, connections) = local.block_on(&runtime, async {
         let net = Net::with_tun(stack, tun).map_err(|e| format!("registering {dev}: {e}"))?;
         tokio::task::spawn_local(net.clone().drive());
         let listener = TcpListener::intercept(&net, 1024).map_err(|e| e.to_string())?;
@@ -220,16 +220,18 @@ pub fn run(args: &TunnelArgs) -> Result<(), String> {
                 .unwrap_or_default()
         ));
         stop_signal(duration).await?;
-        Ok::<_, String>(net.with_stack(|s| *s.counters()))
+        Ok::<_, String>(net.with_stack(|s| (*s.counters(), s.tcp_connections())))
     })?;
     let t = &tally;
     say(&format!(
-        "tcp: {} connections relayed ({} refused or unreachable, {} reset, {} over the limit), {} bytes \
-         up, {} down",
+        "tcp: {} connections relayed ({} refused or unreachable, {} reset, {} over the limit, {} open \
+         at exit, {} in the stack's tables), {} bytes up, {} down",
         t.tcp_flows.get(),
         t.tcp_refused.get(),
         t.tcp_reset.get(),
         t.tcp_over_limit.get(),
+        t.tcp_live.get(),
+        connections,
         t.tcp_up.get(),
         t.tcp_down.get()
     ));

@@ -597,3 +597,40 @@ fn a_slow_reader_behind_the_tunnel_keeps_its_memory_bounded() {
     let summary = tunnel.stop();
     assert!(summary.contains("tcp: 1 connections relayed"), "{summary}");
 }
+
+#[test]
+fn a_destination_that_drops_times_out_into_a_reset_and_leaves_nothing_behind() {
+    if !environment_ok("a_destination_that_drops_times_out_into_a_reset_and_leaves_nothing_behind")
+    {
+        return;
+    }
+    let out = TestNetns::create();
+    ip(&out.0, &["link", "set", "lo", "up"]);
+    // 10.99.0.0/24 leads into a TUN interface nobody reads: what goes there is lost without a word.
+    ip(&out.0, &["tuntap", "add", "dev", "void0", "mode", "tun"]);
+    ip(&out.0, &["link", "set", "void0", "up"]);
+    ip(&out.0, &["route", "add", "10.99.0.0/24", "dev", "void0"]);
+    let app_ns = TestNetns::create();
+    let app = app_ns.0.clone();
+    let tunnel = Tunnel::start(&out.0, &app, &["--connect-timeout", "1"]);
+    let (kind, waited) = in_netns(&app, || {
+        let start = Instant::now();
+        let mut c =
+            TcpStream::connect_timeout(&"10.99.0.9:80".parse().unwrap(), Duration::from_secs(5))
+                .expect("the tunnel accepts first");
+        c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let kind = c.read(&mut [0u8; 1]).map_err(|e| e.kind());
+        (kind, start.elapsed())
+    });
+    assert_eq!(kind, Err(ErrorKind::ConnectionReset));
+    assert!(
+        waited >= Duration::from_millis(900) && waited < Duration::from_secs(5),
+        "reset after {waited:?} (--connect-timeout 1)"
+    );
+    std::thread::sleep(Duration::from_millis(200));
+    let summary = tunnel.stop();
+    assert!(
+        summary.contains("(1 refused or unreachable, 0 reset, 0 over the limit, 0 open at exit, 0 in the stack's tables)"),
+        "{summary}"
+    );
+}
