@@ -61,6 +61,7 @@ pub struct TunnelArgs {
     /// fastpath's own IPv6 address on the link.
     #[arg(long, requires = "kernel_addr6")]
     addr6: Option<Ipv6Addr>,
+    /// The TUN interface's MTU (segmentation offload carries up to 64 KiB per packet whatever it is).
     #[arg(long, default_value_t = 1500, value_parser = clap::value_parser!(u32).range(1280..=65535))]
     mtu: u32,
     /// Relay through this SOCKS5 server (RFC 1928, no authentication): TCP with CONNECT, UDP with
