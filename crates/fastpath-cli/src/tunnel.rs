@@ -14,7 +14,8 @@
 //!   and an error or a reset on either side becomes a reset on the other. A destination that refuses
 //!   or cannot be reached within `--connect-timeout` resets the application's connection.
 //! - UDP: each (application socket, destination) pair is a flow with a kernel socket connected to
-//!   the destination; replies are sent back from the destination's address. A flow idle for
+//!   the destination; replies are sent back from the destination's address, and a destination's
+//!   refusal (ICMP port unreachable) as a port unreachable to the application. A flow idle for
 //!   `--udp-idle` expires; at most `--max-udp-flows` exist at once (datagrams of further flows are
 //!   dropped, counted).
 //! - fastpath's own address answers ping; nothing else intercepted but TCP and UDP is answered.
@@ -107,6 +108,7 @@ struct Tally {
     udp_expired: Cell<u64>,
     udp_over_limit: Cell<u64>,
     udp_send_failed: Cell<u64>,
+    udp_refused: Cell<u64>,
     udp_up: Cell<u64>,
     udp_down: Cell<u64>,
 }
@@ -237,11 +239,13 @@ pub fn run(args: &TunnelArgs) -> Result<(), String> {
         t.tcp_down.get()
     ));
     say(&format!(
-        "udp: {} flows ({} expired, {} datagrams over the flow limit, {} not sent), {} bytes up, {} down",
+        "udp: {} flows ({} expired, {} datagrams over the flow limit, {} not sent, {} refused), {} bytes \
+         up, {} down",
         t.udp_flows.get(),
         t.udp_expired.get(),
         t.udp_over_limit.get(),
         t.udp_send_failed.get(),
+        t.udp_refused.get(),
         t.udp_up.get(),
         t.udp_down.get()
     ));
@@ -558,7 +562,13 @@ async fn udp_replies(
                     Err(_) => add(&tally.udp_send_failed, 1),
                 }
             }
-            // An ICMP error from the destination (refused, unreachable): the flow stays until idle.
+            // The destination refused a datagram: so is the application told. Other errors
+            // (unreachable) pass in silence; the flow stays until idle either way.
+            Ok(Err(e)) if e.kind() == io::ErrorKind::ConnectionRefused => {
+                if udp.unreachable(app, dst, 0).is_ok() {
+                    add(&tally.udp_refused, 1);
+                }
+            }
             Ok(Err(_)) => {}
             Err(_) if last.get() + settings.udp_idle <= tokio::time::Instant::now() => break,
             Err(_) => {}

@@ -236,6 +236,16 @@ fn applications_reach_the_network_through_the_tunnel() {
         }
     }
 
+    // A UDP port nobody listens on: the application's connected socket learns of the refusal.
+    let udp_refused = in_netns(&app, || {
+        let s = UdpSocket::bind("0.0.0.0:0").unwrap();
+        s.connect("10.77.0.2:9").unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+        s.send(b"anyone?").unwrap();
+        s.recv(&mut [0u8; 16]).map_err(|e| e.kind())
+    });
+    assert_eq!(udp_refused, Err(ErrorKind::ConnectionRefused));
+
     // A closed port: the application's connection is reset.
     let refused = in_netns(&app, || {
         let to: SocketAddr = "10.77.0.2:9".parse().unwrap();
@@ -333,7 +343,8 @@ fn applications_reach_the_network_through_the_tunnel() {
     // The echoes, the closed port, the 2,000, the two pages.
     assert_eq!(relayed, 2 + 1 + 2000 + 2, "{summary}");
     assert!(tcp_line.contains("(1 refused or unreachable"), "{summary}");
-    assert!(summary.contains("udp: 2 flows"), "{summary}");
+    assert!(summary.contains("udp: 3 flows"), "{summary}");
+    assert!(summary.contains(", 1 refused)"), "{summary}");
     let tun_left = Command::new("ip")
         .args(["-n", &app, "link", "show", "fpt0"])
         .output()

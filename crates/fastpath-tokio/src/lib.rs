@@ -346,6 +346,18 @@ impl UdpIntercept {
         .await
     }
 
+    /// Tells the application at `app` that destination `dst` refused its datagram of `len` bytes
+    /// (an ICMP port unreachable; see `Stack::udp_intercepted_unreachable`).
+    pub fn unreachable(&self, app: SocketAddr, dst: SocketAddr, len: usize) -> io::Result<()> {
+        self.net
+            .inner
+            .stack
+            .borrow_mut()
+            .udp_intercepted_unreachable(app, dst, len)?;
+        self.net.kick();
+        Ok(())
+    }
+
     /// Sends `buf` from `from` (an intercepted destination) to `to` (never waits).
     pub fn send_from(&self, buf: &[u8], from: SocketAddr, to: SocketAddr) -> io::Result<usize> {
         let n = self

@@ -347,3 +347,30 @@ fn hostile_traffic_to_intercepted_addresses_gets_at_most_one_reply_each_and_stay
     let (n, _) = b.udp(u).recv_from(&mut buf).unwrap();
     assert_eq!(&buf[..n], b"still here");
 }
+
+#[test]
+fn a_refused_intercepted_datagram_is_reported_to_the_application() {
+    let (mut a, mut b) = proxy_pair(true);
+    b.udp_intercept(true);
+    for (app, dst) in [
+        ("0.0.0.0:0", "203.0.113.5:53"),
+        ("[::]:0", "[2001:db8::53]:53"),
+    ] {
+        let u = a.udp_bind(app).unwrap();
+        a.udp(u).connect(dst).unwrap();
+        a.udp(u).send(b"query").unwrap();
+        settle(&mut a, &mut b, T0);
+        let mut buf = [0u8; 64];
+        let (n, from, to) = b.udp_recv_intercepted(&mut buf).unwrap();
+        b.udp_intercepted_unreachable(from, to, n).unwrap();
+        settle(&mut a, &mut b, T0);
+        let err = a.udp(u).send(b"again").unwrap_err();
+        assert_eq!(err.kind(), std::io::ErrorKind::ConnectionRefused, "{dst}");
+    }
+    b.udp_intercept(false);
+    let off = b.udp_intercepted_unreachable(sock("10.0.0.1:9"), sock("203.0.113.5:53"), 1);
+    assert_eq!(
+        off.unwrap_err().kind(),
+        std::io::ErrorKind::PermissionDenied
+    );
+}

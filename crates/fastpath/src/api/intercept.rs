@@ -31,6 +31,7 @@ use crate::route::InterfaceId;
 use crate::stack::{Family, Stack, TcpFamily};
 use crate::tcp::TcpListener;
 use crate::udp::{Intercepted, Payload};
+use crate::wire::{DstUnreachable, IpProtocol, Ipv4Repr, Ipv6Repr};
 
 impl Stack {
     /// Makes interface `iface` intercept (or stop intercepting): IP takes packets to any unicast
@@ -130,6 +131,70 @@ impl Stack {
         let from = A::socket(d.from.0, d.from.1).into();
         let to = A::socket(d.to.0, d.to.1).into();
         (n, from, to)
+    }
+
+    /// Tells the application at `app` that the intercepted destination `dst` refused its datagram
+    /// of `len` bytes: an ICMP port unreachable (ICMPv6 destination unreachable, port) quoting the
+    /// datagram's headers, so its socket sees `ConnectionRefused` as it would from the destination
+    /// itself. Sent from the host's address on the route, under the ICMP rate limit. Needs
+    /// interception of UDP on.
+    pub fn udp_intercepted_unreachable(
+        &mut self,
+        app: SocketAddr,
+        dst: SocketAddr,
+        len: usize,
+    ) -> io::Result<()> {
+        if self.udp.v4.intercept.is_none() {
+            return Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                "interception of UDP is off",
+            ));
+        }
+        let udp_len = u16::try_from(8 + len)
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "longer than a datagram"))?;
+        let mut udp = [0u8; 8];
+        udp[..2].copy_from_slice(&app.port().to_be_bytes());
+        udp[2..4].copy_from_slice(&dst.port().to_be_bytes());
+        udp[4..6].copy_from_slice(&udp_len.to_be_bytes());
+        match (app, dst) {
+            (SocketAddr::V4(app), SocketAddr::V4(dst)) => {
+                let ip = Ipv4Repr {
+                    src_addr: *app.ip(),
+                    dst_addr: *dst.ip(),
+                    protocol: IpProtocol::Udp,
+                    payload_len: usize::from(udp_len),
+                    ttl: 64,
+                    tos: 0,
+                    ident: 0,
+                    dont_frag: false,
+                    more_frags: false,
+                    frag_offset: 0,
+                };
+                self.icmp_send_error(DstUnreachable::PortUnreachable, &ip, &udp);
+            }
+            (SocketAddr::V6(app), SocketAddr::V6(dst)) => {
+                let ip = Ipv6Repr {
+                    src_addr: *app.ip(),
+                    dst_addr: *dst.ip(),
+                    next_header: IpProtocol::Udp,
+                    payload_len: usize::from(udp_len),
+                    hop_limit: 64,
+                    traffic_class: 0,
+                    flow_label: 0,
+                };
+                let mut quoted = [0u8; 48];
+                ip.emit(&mut quoted[..40]);
+                quoted[40..].copy_from_slice(&udp);
+                self.icmp6_unreachable_port(&quoted, &ip);
+            }
+            _ => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!("{app} and {dst} are of different families"),
+                ))
+            }
+        }
+        Ok(())
     }
 
     /// Sends `payload` as one datagram from `from`, another host's address and port (the destination

@@ -240,6 +240,13 @@ impl Stack {
         }
     }
 
+    /// A port unreachable about `packet` (an IPv6 header and what follows), as if it had arrived
+    /// for this host: for interception's `udp_intercepted_unreachable`.
+    pub(crate) fn icmp6_unreachable_port(&mut self, packet: &[u8], ip: &Ipv6Repr) {
+        let error = Icmp6Error::Unreachable(unreachable::PORT);
+        self.icmp6_send_error(error, packet, ip, Delivery::Unicast);
+    }
+
     /// Sends an ICMPv6 error about `packet` (from its IPv6 header) when ICMPv6's rules and rate allow.
     fn icmp6_send_error(
         &mut self,
