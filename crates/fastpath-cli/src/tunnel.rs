@@ -8,7 +8,7 @@
 //! to `--bind-interface`).
 //!
 //! - TCP: each intercepted connection gets a kernel connection to its destination; bytes are pumped
-//!   both ways through a buffer each (512 bytes in the task while the connection is quiet, 16 KiB
+//!   both ways through a buffer each (512 bytes in the task while the connection is quiet, 64 KiB
 //!   once data flows), so a slow reader on one side slows the writer on the other: nothing buffers
 //!   without bound; an end of stream becomes a half-close on the other side,
 //!   and an error or a reset on either side becomes a reset on the other. A destination that refuses
@@ -377,7 +377,7 @@ async fn relay_tcp(mut conn: TcpStream, settings: Rc<Settings>, tally: Rc<Tally>
 
 /// Copies `from` to `to` until the end of the stream, then half-closes `to`. An idle connection
 /// holds no heap buffer: reads go into a small one inside the task until one fills it, and only
-/// then is the 16 KiB buffer allocated.
+/// then is the 64 KiB buffer allocated.
 async fn pump(
     from: &mut (impl AsyncRead + Unpin),
     to: &mut (impl AsyncWrite + Unpin),
@@ -395,7 +395,7 @@ async fn pump(
         to.write_all(&buf[..n]).await?;
         add(bytes, n as u64);
         if full && big.is_empty() {
-            big = vec![0u8; 16 << 10];
+            big = vec![0u8; 64 << 10];
         }
     }
 }

@@ -595,7 +595,7 @@ fn a_slow_reader_behind_the_tunnel_keeps_its_memory_bounded() {
         (read, peak)
     });
     assert!(read > 1 << 20, "the reader got {read} bytes");
-    // fastpath's send buffer (1 MiB), the relay's 16 KiB and the stack's pool are all that may grow;
+    // fastpath's send buffer (1 MiB), the relay's 64 KiB and the stack's pool are all that may grow;
     // the kernel's socket buffers hold the rest of the backlog outside the tunnel's memory.
     let growth = peak.saturating_sub(before);
     eprintln!(
