@@ -58,12 +58,11 @@ pub fn decode_addr(b: &[u8]) -> Result<(SocketAddr, usize), String> {
     }
 }
 
-/// The header in front of every UDP datagram to and from the relay (RFC 1928 §7): RSV, FRAG 0, the
-/// destination (or, from the relay, the source).
-pub fn udp_header(addr: SocketAddr) -> Vec<u8> {
-    let mut h = vec![0, 0, 0];
-    encode_addr(addr, &mut h);
-    h
+/// Appends the header in front of every UDP datagram to and from the relay (RFC 1928 §7): RSV, FRAG
+/// 0, the destination (or, from the relay, the source).
+pub fn udp_header(addr: SocketAddr, out: &mut Vec<u8>) {
+    out.extend_from_slice(&[0, 0, 0]);
+    encode_addr(addr, out);
 }
 
 /// Splits a datagram from the relay into its source and payload. Fragments (FRAG not 0) are
@@ -162,7 +161,8 @@ mod tests {
     #[test]
     fn udp_headers_and_what_is_refused() {
         let a: SocketAddr = "198.51.100.9:53".parse().unwrap();
-        let mut d = udp_header(a);
+        let mut d = Vec::new();
+        udp_header(a, &mut d);
         d.extend_from_slice(b"query");
         assert_eq!(parse_udp(&d).unwrap(), (a, &b"query"[..]));
         assert!(

@@ -420,6 +420,8 @@ type Flows = Rc<RefCell<HashMap<(SocketAddr, SocketAddr), Flow>>>;
 async fn udp_loop(udp: Rc<UdpIntercept>, settings: Rc<Settings>, tally: Rc<Tally>) {
     let flows: Flows = Rc::default();
     let mut buf = vec![0u8; 65536];
+    // A datagram to a SOCKS5 relay with its header in front (reused).
+    let mut framed = Vec::new();
     while let Ok((n, app, dst)) = udp.recv(&mut buf).await {
         let key = (app, dst);
         let existing = flows
@@ -465,9 +467,10 @@ async fn udp_loop(udp: Rc<UdpIntercept>, settings: Rc<Settings>, tally: Rc<Tally
         last.set(tokio::time::Instant::now());
         // A full kernel send buffer makes this wait: backpressure on every flow, no queue here.
         let sent = if socks {
-            let mut d = socks5::udp_header(dst);
-            d.extend_from_slice(&buf[..n]);
-            socket.send(&d).await
+            framed.clear();
+            socks5::udp_header(dst, &mut framed);
+            framed.extend_from_slice(&buf[..n]);
+            socket.send(&framed).await
         } else {
             socket.send(&buf[..n]).await
         };

@@ -3,43 +3,16 @@
 //! interface `fph0` in it with the kernel at 10.8.1.1/24 and fd00:81::1/64, and serves on port 80 of
 //! 10.8.1.2 and fd00:81::2 until interrupted. Try: `ip netns exec fphttp curl http://10.8.1.2/`.
 
-use std::net::SocketAddr;
-use std::process::Command;
+mod common;
 
-use fastpath::link::{TunConfig, TunLink};
-use fastpath::{Ipv4Cidr, Stack, StackConfig};
+use std::net::SocketAddr;
+
 use fastpath_tokio::{Net, TcpListener};
 use tokio::task::LocalSet;
 
-fn ip(ns: &str, args: &[&str]) -> std::io::Result<()> {
-    let status = Command::new("ip").args(["-n", ns]).args(args).status()?;
-    if status.success() {
-        Ok(())
-    } else {
-        Err(std::io::Error::other(format!("ip -n {ns} {args:?} failed")))
-    }
-}
-
 fn main() -> std::io::Result<()> {
     let ns = std::env::args().nth(1).unwrap_or_else(|| "fphttp".into());
-    let _ = Command::new("ip").args(["netns", "add", &ns]).status();
-    let link = TunLink::open(&TunConfig {
-        name: "fph0".into(),
-        netns: Some(ns.clone()),
-        mtu: 1500,
-        offload: true,
-        uso: false,
-    })?;
-    ip(&ns, &["addr", "add", "10.8.1.1/24", "dev", "fph0"])?;
-    ip(
-        &ns,
-        &["-6", "addr", "add", "fd00:81::1/64", "dev", "fph0", "nodad"],
-    )?;
-    ip(&ns, &["link", "set", "dev", "fph0", "up"])?;
-    let tun = link.handle();
-    let mut stack = Stack::new(StackConfig::default());
-    let iface = stack.add_interface("fph0", link, "10.8.1.2/24".parse::<Ipv4Cidr>().unwrap());
-    stack.add_ipv6_address(iface, "fd00:81::2/64".parse().unwrap())?;
+    let (stack, tun) = common::tun_stack(&ns, "fph0", "10.8.1", "fd00:81")?;
 
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -3,43 +3,16 @@
 //! 10.8.0.1/24 and fd00:8::1/64, and serves echo on port 7 of 10.8.0.2 and fd00:8::2 (one dual-stack
 //! listener and socket each) until interrupted. Try: `ip netns exec fpecho nc 10.8.0.2 7`.
 
-use std::net::SocketAddr;
-use std::process::Command;
+mod common;
 
-use fastpath::link::{TunConfig, TunLink};
-use fastpath::{Ipv4Cidr, Stack, StackConfig};
+use std::net::SocketAddr;
+
 use fastpath_tokio::{Net, TcpListener, UdpSocket};
 use tokio::task::LocalSet;
 
-fn ip(ns: &str, args: &[&str]) -> std::io::Result<()> {
-    let status = Command::new("ip").args(["-n", ns]).args(args).status()?;
-    if status.success() {
-        Ok(())
-    } else {
-        Err(std::io::Error::other(format!("ip -n {ns} {args:?} failed")))
-    }
-}
-
 fn main() -> std::io::Result<()> {
     let ns = std::env::args().nth(1).unwrap_or_else(|| "fpecho".into());
-    let _ = Command::new("ip").args(["netns", "add", &ns]).status();
-    let link = TunLink::open(&TunConfig {
-        name: "fpe0".into(),
-        netns: Some(ns.clone()),
-        mtu: 1500,
-        offload: true,
-        uso: false,
-    })?;
-    ip(&ns, &["addr", "add", "10.8.0.1/24", "dev", "fpe0"])?;
-    ip(
-        &ns,
-        &["-6", "addr", "add", "fd00:8::1/64", "dev", "fpe0", "nodad"],
-    )?;
-    ip(&ns, &["link", "set", "dev", "fpe0", "up"])?;
-    let tun = link.handle();
-    let mut stack = Stack::new(StackConfig::default());
-    let iface = stack.add_interface("fpe0", link, "10.8.0.2/24".parse::<Ipv4Cidr>().unwrap());
-    stack.add_ipv6_address(iface, "fd00:8::2/64".parse().unwrap())?;
+    let (stack, tun) = common::tun_stack(&ns, "fpe0", "10.8.0", "fd00:8")?;
 
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -69,6 +69,8 @@ enum Interest {
 struct Inner {
     stack: RefCell<Stack>,
     waiters: RefCell<Vec<(Interest, Waker)>>,
+    /// The wakers `wake_ready` takes out of `waiters`, kept for its allocation.
+    ready: RefCell<Vec<Waker>>,
     /// Kicks the driver: a handle gave the stack something to send, or changed a timer.
     kick: Notify,
     tun: Option<AsyncFd<TunFd>>,
@@ -109,10 +111,10 @@ impl Net {
     /// `TunLink::handle`): the driver wakes when its descriptor is readable. Must be called inside a
     /// tokio runtime with I/O enabled.
     pub fn with_tun(stack: Stack, tun: TunHandle) -> io::Result<Net> {
+        #[allow(unsafe_code)]
         // SAFETY: `TunFd` owns a `TunHandle`, which holds the interface's `OwnedFd` (shared with the
         // link) open for as long as the handle lives, so the descriptor stays valid and the same for
         // the whole life of the `AsyncFd`, and `as_raw_fd` returns that one descriptor every time.
-        #[allow(unsafe_code)]
         let fd = unsafe { AsyncFd::register(TunFd(tun)) }.map_err(io::Error::from)?;
         Ok(Net::with(stack, Some(fd)))
     }
@@ -122,6 +124,7 @@ impl Net {
             inner: Rc::new(Inner {
                 stack: RefCell::new(stack),
                 waiters: RefCell::new(Vec::new()),
+                ready: RefCell::new(Vec::new()),
                 kick: Notify::new(),
                 tun,
             }),
@@ -183,10 +186,10 @@ impl Net {
 
     /// Wakes every task whose socket is now ready, and forgets its waiter.
     fn wake_ready(&self) {
-        let ready: Vec<Waker> = {
+        let mut ready = self.inner.ready.borrow_mut();
+        {
             let mut stack = self.inner.stack.borrow_mut();
             let mut waiters = self.inner.waiters.borrow_mut();
-            let mut ready = Vec::new();
             waiters.retain(|(interest, waker)| {
                 let now = is_ready(&mut stack, *interest);
                 if now {
@@ -194,9 +197,10 @@ impl Net {
                 }
                 !now
             });
-            ready
-        };
-        for w in ready {
+        }
+        // Woken tasks run later (the driver yields first): nothing borrowed here is borrowed by them
+        // now.
+        for w in ready.drain(..) {
             w.wake();
         }
     }
