@@ -40,30 +40,41 @@ fn main() {
     let mut out = vec![0u8; 1 << 17];
     // Destination 32-byte aligned plus 8: not vector-aligned.
     let doff = (32 - out.as_ptr() as usize % 32) % 32 + 8;
-    println!("avx2 available: {}", Algorithm::Avx2.is_available());
+    println!(
+        "avx2 available: {}, avx512 available: {}",
+        Algorithm::Avx2.is_available(),
+        Algorithm::Avx512.is_available()
+    );
     let names = [
         "rfc1071",
         "unrolled32",
         "wide",
         "avx2",
+        "avx512",
         "fast",
         "copy_and_sum",
         "copy_and_sum_portable",
+        "copy avx2",
+        "copy avx512",
         "memcpy",
     ];
-    let sizes = [64, 1500, 65536];
+    let sizes = [64, 256, 512, 1024, 1500, 8192, 65536];
     let mut table = vec![Vec::new(); names.len()];
     for n in sizes {
         let src = &buf[..n];
         let (mut o1, mut o2, mut o3) = (out.clone(), out.clone(), out.clone());
+        let (mut o4, mut o5) = (out.clone(), out.clone());
         let r = compare!(n;
             checksum::rfc1071(black_box(src)),
             checksum::unrolled32(black_box(src)),
             checksum::wide(black_box(src)),
             Algorithm::Avx2.sum(black_box(src)),
+            Algorithm::Avx512.sum(black_box(src)),
             checksum::fast(black_box(src)),
             checksum::copy_and_sum(&mut o1[doff..doff + n], black_box(src)),
             checksum::copy_and_sum_portable(&mut o2[doff..doff + n], black_box(src)),
+            Algorithm::Avx2.copy_and_sum(&mut o4[doff..doff + n], black_box(src)),
+            Algorithm::Avx512.copy_and_sum(&mut o5[doff..doff + n], black_box(src)),
             {
                 o3[doff..doff + n].copy_from_slice(black_box(src));
                 black_box(&mut o3);
@@ -73,12 +84,17 @@ fn main() {
             row.push(v);
         }
     }
-    println!(
-        "{:>22} {:>9} {:>9} {:>9}   (GB/s)",
-        "bytes:", 64, 1500, 65536
-    );
+    print!("{:>22}", "bytes:");
+    for n in sizes {
+        print!(" {n:>9}");
+    }
+    println!("   (GB/s)");
     for (name, row) in names.iter().zip(&table) {
-        println!("{name:>22} {:9.2} {:9.2} {:9.2}", row[0], row[1], row[2]);
+        print!("{name:>22}");
+        for v in row {
+            print!(" {v:9.2}");
+        }
+        println!();
     }
     let h: [u8; 20] = buf[..20].try_into().expect("20 bytes");
     let r = compare!(20; checksum::ipv4_header_sum(black_box(&h)), checksum::wide(black_box(&h)));

@@ -86,6 +86,9 @@ fn routines() -> Vec<(String, Routine)> {
             Algorithm::Avx2 => |_, s| {
                 black_box(Algorithm::Avx2.sum(s));
             },
+            Algorithm::Avx512 => |_, s| {
+                black_box(Algorithm::Avx512.sum(s));
+            },
         };
         v.push((alg.name().to_string(), f));
     }
@@ -103,6 +106,17 @@ fn routines() -> Vec<(String, Routine)> {
     v.push(("copy+checksum".into(), |d, s| {
         black_box(checksum::copy_and_sum(d, s));
     }));
+    // Each vector width's fused loop on its own, so the two can be compared where both run.
+    if Algorithm::Avx2.is_available() {
+        v.push(("copy+checksum avx2".into(), |d, s| {
+            black_box(Algorithm::Avx2.copy_and_sum(d, s));
+        }));
+    }
+    if Algorithm::Avx512.is_available() {
+        v.push(("copy+checksum avx512".into(), |d, s| {
+            black_box(Algorithm::Avx512.copy_and_sum(d, s));
+        }));
+    }
     v
 }
 

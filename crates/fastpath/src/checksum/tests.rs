@@ -44,6 +44,9 @@ fn random_bytes(seed: u64, len: usize) -> Vec<u8> {
     v
 }
 
+/// A fused copy under test.
+type Copier = fn(&mut [u8], &[u8]) -> u16;
+
 /// A summing function under test.
 type SumFn = fn(&[u8]) -> u16;
 
@@ -53,6 +56,7 @@ fn all_sums() -> Vec<(&'static str, SumFn)> {
         ("unrolled32", unrolled32),
         ("wide", wide),
         ("avx2", |d| Algorithm::Avx2.sum(d)),
+        ("avx512", |d| Algorithm::Avx512.sum(d)),
         ("fast", fast),
         ("fastest", |d| Algorithm::fastest().sum(d)),
     ]
@@ -63,6 +67,15 @@ fn avx2_copy(dst: &mut [u8], src: &[u8]) -> u16 {
     #[cfg(target_arch = "x86_64")]
     if let Some(avx2) = x86::Avx2::detect() {
         return avx2.copy_and_sum(dst, src);
+    }
+    copy_and_sum_portable(dst, src)
+}
+
+/// The AVX-512 fused copy at every length (the portable one where AVX-512 is missing).
+fn avx512_copy(dst: &mut [u8], src: &[u8]) -> u16 {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(avx512) = avx512::Avx512::detect() {
+        return avx512.copy_and_sum(dst, src);
     }
     copy_and_sum_portable(dst, src)
 }
@@ -174,11 +187,11 @@ fn every_length_and_offset_copies() {
         for len in 0..=MAX_LEN {
             let src = &buf[off..off + len];
             let want = rfc1071(src);
-            type Copier = fn(&mut [u8], &[u8]) -> u16;
-            let copiers: [(&str, Copier); 3] = [
+            let copiers: [(&str, Copier); 4] = [
                 ("copy_and_sum", copy_and_sum),
                 ("copy_and_sum_portable", copy_and_sum_portable),
                 ("avx2 copy kernel", avx2_copy),
+                ("avx512 copy kernel", avx512_copy),
             ];
             for (name, f) in copiers {
                 let dst = &mut out[doff..doff + len];
@@ -260,6 +273,15 @@ fn sixteen_mib_inputs() {
             "portable copy on {what}"
         );
         assert!(&dst[..] == data, "portable copy on 16 MiB {what}");
+        for (name, kernel) in [("avx2", avx2_copy as Copier), ("avx512", avx512_copy)] {
+            dst.fill(0x55);
+            assert_eq!(
+                kernel(dst, data),
+                want,
+                "{name} copy kernel on 16 MiB {what}"
+            );
+            assert!(&dst[..] == data, "{name} copy kernel copy on 16 MiB {what}");
+        }
         let mut c = Checksum::new();
         let (x, y) = data.split_at(LEN / 3 + 1);
         c.add_bytes(x);
@@ -413,7 +435,7 @@ fn rfc1624_example() {
 #[test]
 fn algorithm_names_and_parsing() {
     let names: Vec<_> = Algorithm::ALL.iter().map(|a| a.name()).collect();
-    assert_eq!(names, ["rfc1071", "unrolled32", "wide", "avx2"]);
+    assert_eq!(names, ["rfc1071", "unrolled32", "wide", "avx2", "avx512"]);
     for alg in Algorithm::ALL {
         assert_eq!(alg.name().parse::<Algorithm>(), Ok(alg));
         assert_eq!(alg.to_string(), alg.name());
@@ -436,14 +458,23 @@ fn algorithm_availability() {
         Algorithm::Avx2.is_available(),
         std::is_x86_feature_detected!("avx2")
     );
+    #[cfg(target_arch = "x86_64")]
+    assert_eq!(
+        Algorithm::Avx512.is_available(),
+        std::is_x86_feature_detected!("avx512f") && std::is_x86_feature_detected!("avx512bw")
+    );
     #[cfg(not(target_arch = "x86_64"))]
-    assert!(!Algorithm::Avx2.is_available());
+    assert!(!Algorithm::Avx2.is_available() && !Algorithm::Avx512.is_available());
     let f = Algorithm::fastest();
     assert!(f.is_available());
-    assert_eq!(f == Algorithm::Avx2, Algorithm::Avx2.is_available());
-    if !Algorithm::Avx2.is_available() {
-        assert_eq!(f, Algorithm::Wide);
-    }
+    let want = if Algorithm::Avx512.is_available() {
+        Algorithm::Avx512
+    } else if Algorithm::Avx2.is_available() {
+        Algorithm::Avx2
+    } else {
+        Algorithm::Wide
+    };
+    assert_eq!(f, want);
 }
 
 #[test]

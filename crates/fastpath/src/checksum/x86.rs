@@ -23,8 +23,7 @@
 //! The fused copy aligns its stores (see [`copy_and_sum_avx2`]) and hides the loaded value from
 //! the optimizer (see [`opaque`]) so that the loop stays fused.
 //!
-//! AVX-512 is left out on purpose: it cannot be verified on our machines (AMD EPYC without
-//! AVX-512). The dispatch (`Avx2::detect` and `Algorithm`) has room for it.
+//! The AVX-512 kernels (`avx512.rs`) widen these to 64-byte vectors.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(clippy::undocumented_unsafe_blocks)]
