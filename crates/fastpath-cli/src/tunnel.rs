@@ -111,6 +111,9 @@ struct Tally {
     udp_refused: Cell<u64>,
     udp_up: Cell<u64>,
     udp_down: Cell<u64>,
+    /// Sends with UDP segmentation offload, and the datagrams they carried.
+    udp_segmented_sends: Cell<u64>,
+    udp_segmented_datagrams: Cell<u64>,
 }
 
 fn add(c: &Cell<u64>, n: u64) {
@@ -240,14 +243,16 @@ pub fn run(args: &TunnelArgs) -> Result<(), String> {
     ));
     say(&format!(
         "udp: {} flows ({} expired, {} datagrams over the flow limit, {} not sent, {} refused), {} bytes \
-         up, {} down",
+         up, {} down; {} datagrams up in {} segmented sends",
         t.udp_flows.get(),
         t.udp_expired.get(),
         t.udp_over_limit.get(),
         t.udp_send_failed.get(),
         t.udp_refused.get(),
         t.udp_up.get(),
-        t.udp_down.get()
+        t.udp_down.get(),
+        t.udp_segmented_datagrams.get(),
+        t.udp_segmented_sends.get()
     ));
     say(&format!("drops in the stack: {}", counters.drops.total()));
     for (reason, n) in counters.drops.nonzero() {
@@ -417,12 +422,36 @@ struct Outgoing {
 
 type Flows = Rc<RefCell<HashMap<(SocketAddr, SocketAddr), Flow>>>;
 
+/// Most datagrams one send with UDP segmentation offload carries (the kernel's limit is 64 on
+/// older kernels).
+const GSO_SEGMENTS: usize = 64;
+
+/// Most bytes one such send carries: the payload of one IP datagram, with room for the headers.
+const GSO_BYTES: usize = 65_000;
+
+/// The largest datagram the intercept queue hands over.
+const DATAGRAM: usize = 65_536;
+
 async fn udp_loop(udp: Rc<UdpIntercept>, settings: Rc<Settings>, tally: Rc<Tally>) {
     let flows: Flows = Rc::default();
-    let mut buf = vec![0u8; 65536];
+    // A burst of one flow's datagrams, back to back, and room for one more of any size.
+    let mut buf = vec![0u8; GSO_BYTES + DATAGRAM];
     // A datagram to a SOCKS5 relay with its header in front (reused).
     let mut framed = Vec::new();
-    while let Ok((n, app, dst)) = udp.recv(&mut buf).await {
+    // A datagram read while gathering a burst that did not belong to it: (where, length, app, dst).
+    let mut pending: Option<(usize, usize, SocketAddr, SocketAddr)> = None;
+    let gso = Cell::new(true);
+    loop {
+        let (n, app, dst) = match pending.take() {
+            Some((at, n, app, dst)) => {
+                buf.copy_within(at..at + n, 0);
+                (n, app, dst)
+            }
+            None => match udp.recv(&mut buf[..DATAGRAM]).await {
+                Ok(d) => d,
+                Err(_) => return,
+            },
+        };
         let key = (app, dst);
         let existing = flows
             .borrow()
@@ -465,20 +494,88 @@ async fn udp_loop(udp: Rc<UdpIntercept>, settings: Rc<Settings>, tally: Rc<Tally
             }
         };
         last.set(tokio::time::Instant::now());
-        // A full kernel send buffer makes this wait: backpressure on every flow, no queue here.
-        let sent = if socks {
+        // A full kernel send buffer makes these wait: backpressure on every flow, no queue here.
+        if socks {
             framed.clear();
             socks5::udp_header(dst, &mut framed);
             framed.extend_from_slice(&buf[..n]);
-            socket.send(&framed).await
-        } else {
-            socket.send(&buf[..n]).await
-        };
-        match sent {
-            Ok(_) => add(&tally.udp_up, n as u64),
-            Err(_) => add(&tally.udp_send_failed, 1),
+            match socket.send(&framed).await {
+                Ok(_) => add(&tally.udp_up, n as u64),
+                Err(_) => add(&tally.udp_send_failed, 1),
+            }
+            continue;
+        }
+        // Directly: the rest of this flow's burst already queued goes out with the first datagram
+        // in one system call, cut by the kernel into datagrams of `n` bytes (UDP segmentation
+        // offload, `UDP_SEGMENT`); the last may be shorter.
+        let mut end = n;
+        let mut segments = 1;
+        if gso.get() && n > 0 {
+            while segments < GSO_SEGMENTS && end + n <= GSO_BYTES {
+                match udp.try_recv(&mut buf[end..end + DATAGRAM]) {
+                    Ok((m, a, d)) if (a, d) == key && m > 0 && m <= n => {
+                        end += m;
+                        segments += 1;
+                        if m < n {
+                            break;
+                        }
+                    }
+                    Ok((m, a, d)) => {
+                        pending = Some((end, m, a, d));
+                        break;
+                    }
+                    Err(_) => break,
+                }
+            }
+        }
+        if segments == 1 {
+            match socket.send(&buf[..n]).await {
+                Ok(_) => add(&tally.udp_up, n as u64),
+                Err(_) => add(&tally.udp_send_failed, 1),
+            }
+            continue;
+        }
+        match send_segments(&socket, &buf[..end], n).await {
+            Ok(_) => {
+                add(&tally.udp_up, end as u64);
+                add(&tally.udp_segmented_sends, 1);
+                add(&tally.udp_segmented_datagrams, segments as u64);
+            }
+            Err(e) => {
+                // Not supported here, or not on this route: one at a time, and no more offload if
+                // the kernel has none.
+                if matches!(e.raw_os_error(), Some(libc::ENOPROTOOPT | libc::EOPNOTSUPP)) {
+                    gso.set(false);
+                }
+                for segment in buf[..end].chunks(n) {
+                    match socket.send(segment).await {
+                        Ok(_) => add(&tally.udp_up, segment.len() as u64),
+                        Err(_) => add(&tally.udp_send_failed, 1),
+                    }
+                }
+            }
         }
     }
+}
+
+/// Sends `data` on a connected socket as datagrams of `segment` bytes (the last may be shorter),
+/// in one `sendmsg` with a `UDP_SEGMENT` control message.
+async fn send_segments(
+    socket: &tokio::net::UdpSocket,
+    data: &[u8],
+    segment: usize,
+) -> io::Result<usize> {
+    use nix::sys::socket::{sendmsg, ControlMessage, MsgFlags};
+    use std::os::fd::AsRawFd;
+    let size = u16::try_from(segment).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    socket
+        .async_io(tokio::io::Interest::WRITABLE, || {
+            let iov = [io::IoSlice::new(data)];
+            let cmsg = [ControlMessage::UdpGsoSegments(&size)];
+            sendmsg::<()>(socket.as_raw_fd(), &iov, &cmsg, MsgFlags::empty(), None)
+                .map_err(io::Error::from)
+        })
+        .await
 }
 
 /// A kernel UDP socket bound to the chosen interface and connected to `dst`, or through SOCKS5 to

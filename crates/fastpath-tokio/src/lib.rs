@@ -350,6 +350,12 @@ impl UdpIntercept {
         .await
     }
 
+    /// Receives an intercepted datagram if one is queued, without waiting: `WouldBlock` when
+    /// none is. For draining a burst after [`UdpIntercept::recv`] returned its first datagram.
+    pub fn try_recv(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr, SocketAddr)> {
+        self.net.inner.stack.borrow_mut().udp_recv_intercepted(buf)
+    }
+
     /// Tells the application at `app` that destination `dst` refused its datagram of `len` bytes
     /// (an ICMP port unreachable; see `Stack::udp_intercepted_unreachable`).
     pub fn unreachable(&self, app: SocketAddr, dst: SocketAddr, len: usize) -> io::Result<()> {

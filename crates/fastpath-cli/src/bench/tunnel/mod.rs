@@ -11,14 +11,20 @@
 //!   interface moved into the application namespace; found with `--tun2socks PATH`, in `PATH`, or
 //!   built from the Go module proxy with `--build-tun2socks` (the bench says plainly when it has
 //!   none, and leaves the row out).
+//! - **lwIP**: hev-socks5-tunnel with Debian's dante as its SOCKS5 server, both in OUT (see
+//!   [`lwip`]); the row is left out, with the reason, when either is missing.
 //!
 //! Rows, every path once per round, interleaved, medians quoted: TCP upload and download with 1 and 4
 //! streams (Gbit/s, iperf3's receiver side); UDP at 64 and 1400 bytes sent unpaced (datagrams/s
-//! delivered, and the share lost); connections per second (a client connecting, sending 64 bytes,
-//! reading 64 back and closing, 8 at a time). For a proxy, each row also gives its process's CPU
-//! seconds per GB moved (from `/proc/PID/stat`); at the end, its peak RSS and its memory per idle
-//! connection (RSS growth over `--idle` connections held open, 10,000 by default, to a server whose
-//! kernel completes the handshakes and keeps them in its accept queue).
+//! delivered, and the share lost; for a proxy also the share of what the kernel's TUN queue handed
+//! it that reached the server, and the share the kernel dropped at that queue, from the TUN
+//! interface's transmit counters); connections per second (a client connecting, sending 64 bytes,
+//! reading 64 back and closing, 8 at a time). For a proxy, each row also gives its processes' CPU
+//! seconds per GB moved (from `/proc/PID/stat`, summed over the proxy, its SOCKS5 server if it
+//! has one, and their children); at the end, its peak RSS (summed over those processes, so an
+//! overcount for a forking server) and its memory per idle connection (growth of the proportional
+//! set size over `--idle` connections held open, 10,000 by default, to a server whose kernel
+//! completes the handshakes and keeps them in its accept queue).
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, TcpStream};
@@ -34,6 +40,8 @@ use serde::Serialize;
 
 use super::common;
 use crate::netns::{self, Namespace};
+
+mod lwip;
 
 const SERVER: Ipv4Addr = Ipv4Addr::new(10, 77, 0, 2);
 const IPERF_PORT: u16 = 5201;
@@ -57,6 +65,13 @@ pub struct TunnelArgs {
     /// `target/peers/tun2socks`).
     #[arg(long)]
     build_tun2socks: bool,
+    /// The lwIP row's program: hev-socks5-tunnel from the `tun2socks` crate 0.1.10, as built by
+    /// `--build-lwip` (it also needs dante's `danted`: apt-get install dante-server).
+    #[arg(long)]
+    lwip: Option<PathBuf>,
+    /// Build the lwIP row's program with cargo when none is found (into `target/peers/lwip`).
+    #[arg(long)]
+    build_lwip: bool,
     #[arg(long)]
     quick: bool,
     #[arg(long)]
@@ -90,6 +105,13 @@ pub struct TunnelRow {
     pub lost: Option<f64>,
     /// A proxy's CPU seconds per GB moved (TCP and UDP rows).
     pub cpu_s_per_gb: Option<f64>,
+    /// UDP through a proxy: datagrams delivered as a share of the packets the kernel's TUN queue
+    /// handed the proxy (the TUN interface's transmit count: what the proxy itself lost, beside
+    /// what the kernel dropped before it).
+    pub delivered_of_handed: Option<f64>,
+    /// UDP through a proxy: the share of packets the kernel dropped at the TUN queue because the
+    /// proxy did not read them in time (the interface's transmit drops).
+    pub tun_queue_dropped: Option<f64>,
 }
 
 /// A proxy's memory figures.
@@ -109,17 +131,101 @@ struct PathUnderTest {
     app: Namespace,
     /// The proxy's process (none for the kernel's routing).
     proxy: Option<Child>,
+    /// Processes the proxy needs (lwIP's SOCKS5 server), counted with it and stopped with it.
+    helpers: Vec<Child>,
+    /// The proxy's TUN interface, in `app` (none for the kernel's routing).
+    tun: Option<&'static str>,
 }
 
 impl PathUnderTest {
-    fn pid(&self) -> Option<u32> {
-        self.proxy.as_ref().map(Child::id)
+    /// The proxy's processes: its own, its helpers' and all their descendants (a SOCKS5 server
+    /// forks workers). Empty for the kernel's routing.
+    fn pids(&self) -> Vec<u32> {
+        let roots: Vec<u32> = self
+            .proxy
+            .iter()
+            .chain(&self.helpers)
+            .map(Child::id)
+            .collect();
+        process_tree(&roots)
     }
+
+    /// CPU seconds the proxy's processes have used.
+    fn cpu_seconds(&self) -> Option<f64> {
+        let pids = self.pids();
+        (!pids.is_empty()).then(|| pids.iter().filter_map(|&p| cpu_seconds(p)).sum())
+    }
+
+    /// A `/proc/PID/status` figure in KiB, summed over the proxy's processes.
+    fn status_kib(&self, field: &str) -> Option<u64> {
+        let pids = self.pids();
+        (!pids.is_empty()).then(|| pids.iter().filter_map(|&p| status_kib(p, field)).sum())
+    }
+
+    /// The proxy's proportional set size in KiB, summed over its processes: each page shared by
+    /// several of them (a forking server's) counted once in all, where summing their resident
+    /// sizes would count it in each.
+    fn pss_kib(&self) -> Option<u64> {
+        let pids = self.pids();
+        (!pids.is_empty()).then(|| {
+            pids.iter()
+                .filter_map(|&p| {
+                    let rollup = std::fs::read_to_string(format!("/proc/{p}/smaps_rollup")).ok()?;
+                    rollup.lines().find_map(|l| {
+                        l.strip_prefix("Pss:")?
+                            .split_whitespace()
+                            .next()?
+                            .parse::<u64>()
+                            .ok()
+                    })
+                })
+                .sum()
+        })
+    }
+}
+
+/// `roots` and every process descended from them (from `/proc/*/stat`'s parent fields).
+fn process_tree(roots: &[u32]) -> Vec<u32> {
+    let mut parent_of = Vec::new();
+    if let Ok(dir) = std::fs::read_dir("/proc") {
+        for entry in dir.flatten() {
+            let Some(pid) = entry
+                .file_name()
+                .to_str()
+                .and_then(|n| n.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+                continue;
+            };
+            let ppid = stat
+                .rsplit_once(')')
+                .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+                .and_then(|p| p.parse::<u32>().ok());
+            if let Some(ppid) = ppid {
+                parent_of.push((pid, ppid));
+            }
+        }
+    }
+    let mut tree = roots.to_vec();
+    let mut i = 0;
+    while i < tree.len() {
+        let p = tree[i];
+        tree.extend(
+            parent_of
+                .iter()
+                .filter(|&&(_, pp)| pp == p)
+                .map(|&(c, _)| c),
+        );
+        i += 1;
+    }
+    tree
 }
 
 impl Drop for PathUnderTest {
     fn drop(&mut self) {
-        if let Some(child) = &mut self.proxy {
+        for child in self.proxy.iter_mut().chain(&mut self.helpers) {
             let _ = Command::new("kill").arg(child.id().to_string()).status();
             let deadline = WallClock::now() + Duration::from_secs(3);
             while let Ok(None) = child.try_wait() {
@@ -136,7 +242,7 @@ impl Drop for PathUnderTest {
 
 pub fn run(args: &TunnelArgs) -> Result<(), String> {
     common::header(
-        "bench tunnel: iperf3 through fastpath tunnel and gVisor's tun2socks, beside the kernel's routing",
+        "bench tunnel: iperf3 through fastpath tunnel, gVisor's tun2socks and lwIP's hev-socks5-tunnel, beside the kernel's routing",
     );
     let (secs, rounds, idle) = args.plan();
     let iperf = which("iperf3").ok_or(
@@ -158,6 +264,11 @@ pub fn run(args: &TunnelArgs) -> Result<(), String> {
         Ok(p) => println!("gVisor: {}", p.display()),
         Err(why) => println!("gVisor: no row ({why})"),
     }
+    let lwip = lwip::find(args);
+    match &lwip {
+        Ok(l) => println!("lwIP: {}", l.describe()),
+        Err(why) => println!("lwIP: no row ({why})"),
+    }
     println!("iperf3: {iperf_version}");
     println!("{secs} s per run, median of {rounds} interleaved rounds\n");
 
@@ -178,7 +289,7 @@ pub fn run(args: &TunnelArgs) -> Result<(), String> {
         .status();
     // One iperf3 server per path: a server still finishing an unpaced UDP test (it waits for the
     // datagrams that were lost) does not hold up the next path's test.
-    let mut iperf_servers = (0..3u16)
+    let mut iperf_servers = (0..4u16)
         .map(|i| {
             Command::new("ip")
                 .args(["netns", "exec", out.name()])
@@ -198,6 +309,9 @@ pub fn run(args: &TunnelArgs) -> Result<(), String> {
         let mut paths = vec![kernel_path(&out, tag)?, fastpath_path(&out, tag)?];
         if let Ok(bin) = &gvisor {
             paths.push(gvisor_path(&out, tag, bin)?);
+        }
+        if let Ok(l) = &lwip {
+            paths.push(lwip::path(&out, tag, l, 3)?);
         }
         std::thread::sleep(Duration::from_millis(500));
         wait_reachable(&paths)?;
@@ -412,6 +526,8 @@ fn kernel_path(out: &Namespace, tag: u32) -> Result<PathUnderTest, String> {
         index: 0,
         app,
         proxy: None,
+        helpers: Vec::new(),
+        tun: None,
     })
 }
 
@@ -442,6 +558,8 @@ fn fastpath_path(out: &Namespace, tag: u32) -> Result<PathUnderTest, String> {
         index: 1,
         app,
         proxy: Some(child),
+        helpers: Vec::new(),
+        tun: Some("fpbt0"),
     })
 }
 
@@ -463,6 +581,8 @@ fn gvisor_path(out: &Namespace, tag: u32, bin: &Path) -> Result<PathUnderTest, S
         index: 2,
         app,
         proxy: Some(child),
+        helpers: Vec::new(),
+        tun: Some(dev),
     };
     // tun2socks makes the interface in OUT; it keeps working from the applications' namespace.
     let deadline = WallClock::now() + Duration::from_secs(10);
@@ -555,6 +675,23 @@ struct Sample {
     value: f64,
     lost: Option<f64>,
     cpu_s_per_gb: Option<f64>,
+    delivered_of_handed: Option<f64>,
+    tun_queue_dropped: Option<f64>,
+}
+
+/// A TUN interface's transmit counters in its namespace: packets the kernel queued for the
+/// program reading the device, and packets it dropped because that queue was full.
+fn tun_transmit(path: &PathUnderTest) -> Option<(f64, f64)> {
+    let dev = path.tun?;
+    let read = |counter: &str| -> Option<f64> {
+        let out = Command::new("ip")
+            .args(["netns", "exec", path.app.name(), "cat"])
+            .arg(format!("/sys/class/net/{dev}/statistics/{counter}"))
+            .output()
+            .ok()?;
+        String::from_utf8_lossy(&out.stdout).trim().parse().ok()
+    };
+    Some((read("tx_packets")?, read("tx_dropped")?))
 }
 
 /// CPU seconds a process has used (user and system), from `/proc/PID/stat` (in 1/100 s).
@@ -576,7 +713,9 @@ fn status_kib(pid: u32, field: &str) -> Option<u64> {
 }
 
 fn measure(iperf: &Path, path: &PathUnderTest, w: &Workload, secs: f64) -> Result<Sample, String> {
-    let cpu_before = path.pid().and_then(cpu_seconds);
+    let cpu_before = path.cpu_seconds();
+    let tun_before = tun_transmit(path);
+    let mut handed = None;
     let (value, lost, bytes) = match *w {
         Workload::Tcp { reverse, streams } => {
             let mut args = vec!["-P".to_string(), streams.to_string()];
@@ -590,7 +729,9 @@ fn measure(iperf: &Path, path: &PathUnderTest, w: &Workload, secs: f64) -> Resul
             (bits / 1e9, None, bytes)
         }
         Workload::Udp { size } => {
-            let args: Vec<String> = ["-u", "-b", "0", "-l"]
+            // A 4 MiB socket buffer at both ends (this machine's rmem_max), so that the server's
+            // own queue is not where a burst is lost.
+            let args: Vec<String> = ["-u", "-b", "0", "-w", "4M", "-l"]
                 .iter()
                 .map(|s| s.to_string())
                 .chain([size.to_string()])
@@ -602,11 +743,17 @@ fn measure(iperf: &Path, path: &PathUnderTest, w: &Workload, secs: f64) -> Resul
             let seconds = sum["seconds"].as_f64().unwrap_or(secs).max(1e-3);
             let delivered = (packets - lost).max(0.0);
             let share = if packets > 0.0 { lost / packets } else { 1.0 };
+            if let (Some((p0, d0)), Some((p1, d1))) = (tun_before, tun_transmit(path)) {
+                let (queued, dropped) = (p1 - p0, d1 - d0);
+                if queued > 0.0 {
+                    handed = Some(((delivered / queued).min(1.0), dropped / (queued + dropped)));
+                }
+            }
             (delivered / seconds, Some(share), delivered * size as f64)
         }
         Workload::Connections => (connections_per_second(path, secs)?, None, 0.0),
     };
-    let cpu_s_per_gb = match (cpu_before, path.pid().and_then(cpu_seconds)) {
+    let cpu_s_per_gb = match (cpu_before, path.cpu_seconds()) {
         (Some(a), Some(b)) if bytes > 0.0 => Some((b - a) / (bytes / 1e9)),
         _ => None,
     };
@@ -614,6 +761,8 @@ fn measure(iperf: &Path, path: &PathUnderTest, w: &Workload, secs: f64) -> Resul
         value,
         lost,
         cpu_s_per_gb,
+        delivered_of_handed: handed.map(|h| h.0),
+        tun_queue_dropped: handed.map(|h| h.1),
     })
 }
 
@@ -685,10 +834,10 @@ fn connections_per_second(path: &PathUnderTest, secs: f64) -> Result<f64, String
     Ok(done.load(Ordering::Relaxed) as f64 / elapsed)
 }
 
-/// The proxy's RSS growth over `n` idle connections held open through it, and its peak RSS.
+/// The proxy's growth in proportional set size over `n` idle connections held open through it,
+/// and its peak RSS.
 fn memory(path: &PathUnderTest, n: usize) -> Result<MemoryRow, String> {
-    let pid = path.pid().ok_or("no proxy")?;
-    let before = status_kib(pid, "VmRSS").unwrap_or(0);
+    let before = path.pss_kib().ok_or("no proxy")?;
     let held = netns::within(path.app.name(), move || {
         let to = SocketAddr::from(SocketAddrV4::new(SERVER, HOLD_PORT));
         (0..n)
@@ -697,13 +846,13 @@ fn memory(path: &PathUnderTest, n: usize) -> Result<MemoryRow, String> {
     })
     .map_err(|e| e.to_string())?;
     std::thread::sleep(Duration::from_millis(500));
-    let after = status_kib(pid, "VmRSS").unwrap_or(0);
+    let after = path.pss_kib().unwrap_or(0);
     let count = held.len();
     drop(held);
     std::thread::sleep(Duration::from_millis(500));
     Ok(MemoryRow {
         path: path.name.to_string(),
-        peak_rss_kib: status_kib(pid, "VmHWM").unwrap_or(0),
+        peak_rss_kib: path.status_kib("VmHWM").unwrap_or(0),
         idle_connections: count,
         bytes_per_idle_connection: (count > 0)
             .then(|| (after.saturating_sub(before) * 1024) as f64 / count as f64),
@@ -714,6 +863,11 @@ fn summarize(path: &str, w: &Workload, samples: &[Sample]) -> TunnelRow {
     let values: Vec<f64> = samples.iter().map(|s| s.value).collect();
     let lost: Vec<f64> = samples.iter().filter_map(|s| s.lost).collect();
     let cpu: Vec<f64> = samples.iter().filter_map(|s| s.cpu_s_per_gb).collect();
+    let handed: Vec<f64> = samples
+        .iter()
+        .filter_map(|s| s.delivered_of_handed)
+        .collect();
+    let queue: Vec<f64> = samples.iter().filter_map(|s| s.tun_queue_dropped).collect();
     TunnelRow {
         path: path.to_string(),
         workload: w.name(),
@@ -726,6 +880,8 @@ fn summarize(path: &str, w: &Workload, samples: &[Sample]) -> TunnelRow {
         .into(),
         lost: (!lost.is_empty()).then(|| common::median(&lost)),
         cpu_s_per_gb: (!cpu.is_empty()).then(|| common::median(&cpu)),
+        delivered_of_handed: (!handed.is_empty()).then(|| common::median(&handed)),
+        tun_queue_dropped: (!queue.is_empty()).then(|| common::median(&queue)),
     }
 }
 
@@ -742,11 +898,19 @@ fn print(rows: &[TunnelRow], memory: &[MemoryRow]) {
             .lost
             .map(|l| format!(" ({:.0}% lost)", l * 100.0))
             .unwrap_or_default();
+        let handed = match (r.delivered_of_handed, r.tun_queue_dropped) {
+            (Some(h), Some(q)) => format!(
+                "; {:.1}% of what the TUN queue handed over delivered, {:.0}% dropped at the queue",
+                h * 100.0,
+                q * 100.0
+            ),
+            _ => String::new(),
+        };
         let cpu = r
             .cpu_s_per_gb
             .map(|c| format!(" {c:.1} cpu-s/GB"))
             .unwrap_or_default();
-        format!("{v}{lost}{cpu}")
+        format!("{v}{lost}{cpu}{handed}")
     };
     for w in &workloads {
         println!("{w}");
@@ -758,6 +922,9 @@ fn print(rows: &[TunnelRow], memory: &[MemoryRow]) {
         }
         if let (Some(f), Some(g)) = (find("fastpath"), find("gVisor")) {
             println!("  fastpath/gVisor {:.2}x", f.value / g.value);
+        }
+        if let (Some(f), Some(l)) = (find("fastpath"), find("lwIP")) {
+            println!("  fastpath/lwIP {:.2}x", f.value / l.value);
         }
         if let (Some(f), Some(k)) = (find("fastpath"), find("kernel")) {
             println!("  fastpath/kernel {:.2}x", f.value / k.value);

@@ -1,0 +1,202 @@
+//! lwIP as a row of `bench tunnel`: hev-socks5-tunnel, the lwIP-based tun2socks of several VPN
+//! clients, relaying through Debian's dante SOCKS5 server (hev speaks only SOCKS5; dante carries
+//! both CONNECT and UDP ASSOCIATE, where microsocks refuses UDP).
+//!
+//! The `tun2socks` crate (0.1.10 on crates.io) vendors hev-socks5-tunnel and builds it, lwIP
+//! included, from its C sources; a program of a few lines written here runs it. Found with `--lwip
+//! PATH`, or built before into `target/peers/lwip`, or built now with `--build-lwip` (about ten
+//! seconds, needing cargo, make and a C compiler). hev runs in OUT with dante beside it; both count
+//! as the proxy for CPU and memory, dante's forked workers included.
+//!
+//! hev's settings are its defaults (MTU 8500, one queue, 64 KiB TCP buffers): a sweep of its MTU,
+//! buffer size and multi-queue flag on this machine found nothing faster.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant as WallClock};
+
+use super::{which, Namespace, PathUnderTest, TunnelArgs};
+
+/// The wrapper around the crate: runs hev with the configuration file it is given until killed.
+const WRAPPER_MAIN: &str = r#"// Written by fastpath's bench tunnel: runs hev-socks5-tunnel (lwIP) from the tun2socks crate.
+fn main() {
+    let config = std::env::args().nth(1).expect("usage: lwip-tunnel CONFIG.yml");
+    if let Err(code) = tun2socks::main_from_file(std::path::Path::new(&config), -1) {
+        eprintln!("hev-socks5-tunnel stopped with error {code}");
+        std::process::exit(1);
+    }
+}
+"#;
+
+const WRAPPER_MANIFEST: &str = r#"[package]
+name = "lwip-tunnel"
+version = "0.1.0"
+edition = "2021"
+
+[dependencies]
+tun2socks = "=0.1.10"
+
+# Not a member of fastpath's workspace.
+[workspace]
+"#;
+
+/// The port dante listens on, on OUT's loopback.
+const SOCKS_PORT: u16 = 1081;
+
+/// lwIP's TUN interface, moved into the applications' namespace.
+const DEV: &str = "fpbl0";
+
+/// What the lwIP row needs: the wrapper and dante's server.
+pub(super) struct Lwip {
+    wrapper: PathBuf,
+    danted: PathBuf,
+}
+
+impl Lwip {
+    pub(super) fn describe(&self) -> String {
+        format!("{} with {}", self.wrapper.display(), self.danted.display())
+    }
+}
+
+/// The wrapper and dante, or why there is no lwIP row.
+pub(super) fn find(args: &TunnelArgs) -> Result<Lwip, String> {
+    let danted = which("danted")
+        .or_else(|| Some(PathBuf::from("/usr/sbin/danted")).filter(|p| p.is_file()))
+        .ok_or("dante's SOCKS5 server is not installed (Debian: apt-get install dante-server)")?;
+    let wrapper = match &args.lwip {
+        Some(p) if p.is_file() => p.clone(),
+        Some(p) => return Err(format!("--lwip {}: no such file", p.display())),
+        None => {
+            let dir = PathBuf::from("target/peers/lwip");
+            let bin = dir.join("target/release/lwip-tunnel");
+            if !bin.is_file() {
+                if !args.build_lwip {
+                    return Err(
+                        "the lwIP wrapper is not built: give --lwip PATH or pass --build-lwip"
+                            .into(),
+                    );
+                }
+                build(&dir)?;
+            }
+            bin
+        }
+    };
+    Ok(Lwip { wrapper, danted })
+}
+
+fn build(dir: &Path) -> Result<(), String> {
+    println!(
+        "building hev-socks5-tunnel (lwIP) from the tun2socks crate 0.1.10 into {} ...",
+        dir.display()
+    );
+    let write = |path: PathBuf, text: &str| {
+        std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))
+    };
+    std::fs::create_dir_all(dir.join("src")).map_err(|e| format!("{}: {e}", dir.display()))?;
+    write(dir.join("Cargo.toml"), WRAPPER_MANIFEST)?;
+    write(dir.join("src/main.rs"), WRAPPER_MAIN)?;
+    let out = Command::new("cargo")
+        .args(["build", "--release", "--quiet"])
+        .current_dir(dir)
+        .env_remove("CARGO_TARGET_DIR")
+        .output()
+        .map_err(|e| format!("running cargo: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "building the lwIP wrapper: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(())
+}
+
+/// Starts dante and hev in OUT and moves hev's TUN interface into a new applications' namespace.
+pub(super) fn path(
+    out: &Namespace,
+    tag: u32,
+    lwip: &Lwip,
+    index: u16,
+) -> Result<PathUnderTest, String> {
+    let app = Namespace::ensure(&format!("fpb-l-{tag}"))?;
+    app.ip(&["link", "set", "lo", "up"])?;
+    let dir = std::env::temp_dir().join(format!("fpb-lwip-{tag}"));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let dante_conf = dir.join("danted.conf");
+    let hev_conf = dir.join("hev.yml");
+    std::fs::write(
+        &dante_conf,
+        format!(
+            "logoutput: {log}\n\
+             internal: 127.0.0.1 port = {SOCKS_PORT}\n\
+             external: {server}\n\
+             clientmethod: none\n\
+             socksmethod: none\n\
+             user.privileged: root\n\
+             user.unprivileged: nobody\n\
+             client pass {{ from: 0.0.0.0/0 to: 0.0.0.0/0 }}\n\
+             socks pass {{ from: 0.0.0.0/0 to: 0.0.0.0/0 command: connect udpassociate udpreply }}\n",
+            log = dir.join("danted.log").display(),
+            server = super::SERVER,
+        ),
+    )
+    .map_err(|e| format!("{}: {e}", dante_conf.display()))?;
+    std::fs::write(
+        &hev_conf,
+        format!(
+            "tunnel:\n  name: {DEV}\n  mtu: 8500\nsocks5:\n  address: 127.0.0.1\n  port: {SOCKS_PORT}\n  \
+             udp: 'udp'\nmisc:\n  log-level: error\n"
+        ),
+    )
+    .map_err(|e| format!("{}: {e}", hev_conf.display()))?;
+
+    let spawn = |program: &Path, args: &[&Path]| {
+        Command::new("ip")
+            .args(["netns", "exec", out.name()])
+            .arg(program)
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("starting {}: {e}", program.display()))
+    };
+    let dante = spawn(&lwip.danted, &[Path::new("-f"), &dante_conf])?;
+    let mut path = PathUnderTest {
+        name: "lwIP",
+        index,
+        app,
+        proxy: None,
+        helpers: vec![dante],
+        tun: Some(DEV),
+    };
+    wait_for(out, "dante to listen", || {
+        Command::new("ip")
+            .args(["netns", "exec", out.name(), "ss", "-Hltn"])
+            .arg(format!("sport = :{SOCKS_PORT}"))
+            .output()
+            .is_ok_and(|o| !o.stdout.is_empty())
+    })?;
+    path.proxy = Some(spawn(&lwip.wrapper, &[&hev_conf])?);
+    wait_for(out, "hev to make its TUN interface", || {
+        out.ip(&["link", "show", DEV]).is_ok()
+    })?;
+    // The move takes the interface's address and state with it: set them again in APP.
+    out.ip(&["link", "set", DEV, "netns", path.app.name()])?;
+    path.app.ip(&["addr", "add", "10.44.0.1/24", "dev", DEV])?;
+    path.app.ip(&["link", "set", DEV, "up"])?;
+    path.app.ip(&["route", "add", "default", "dev", DEV])?;
+    Ok(path)
+}
+
+fn wait_for(out: &Namespace, what: &str, ready: impl Fn() -> bool) -> Result<(), String> {
+    let deadline = WallClock::now() + Duration::from_secs(10);
+    while !ready() {
+        if WallClock::now() > deadline {
+            return Err(format!(
+                "lwIP: timed out waiting for {what} in {}",
+                out.name()
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Ok(())
+}
