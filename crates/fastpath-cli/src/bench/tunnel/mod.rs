@@ -694,14 +694,18 @@ fn tun_transmit(path: &PathUnderTest) -> Option<(f64, f64)> {
     Some((read("tx_packets")?, read("tx_dropped")?))
 }
 
-/// CPU seconds a process has used (user and system), from `/proc/PID/stat` (in 1/100 s).
+/// CPU seconds a process has used (user and system), with those of its children that have ended
+/// and been waited for (a forking server's finished workers), from `/proc/PID/stat` (in 1/100 s).
 fn cpu_seconds(pid: u32) -> Option<f64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let rest = stat.rsplit_once(')')?.1;
     let fields: Vec<&str> = rest.split_whitespace().collect();
-    let utime: f64 = fields.get(11)?.parse().ok()?;
-    let stime: f64 = fields.get(12)?.parse().ok()?;
-    Some((utime + stime) / 100.0)
+    let ticks = fields
+        .get(11..15)?
+        .iter()
+        .map(|f| f.parse::<f64>().ok())
+        .sum::<Option<f64>>()?;
+    Some(ticks / 100.0)
 }
 
 fn status_kib(pid: u32, field: &str) -> Option<u64> {
