@@ -22,6 +22,8 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(clippy::undocumented_unsafe_blocks)]
 
+use super::x86::CachedFeature;
+use super::{adc, fold64};
 use core::arch::x86_64::{
     __m512i, __mmask64, _mm512_add_epi32, _mm512_add_epi64, _mm512_castsi512_si256,
     _mm512_cvtepi32_epi64, _mm512_extracti64x4_epi64, _mm512_loadu_si512, _mm512_madd_epi16,
@@ -29,9 +31,6 @@ use core::arch::x86_64::{
     _mm512_set_epi8, _mm512_setzero_si512, _mm512_shuffle_epi8, _mm512_storeu_si512,
     _mm512_xor_si512,
 };
-use std::sync::atomic::{AtomicU8, Ordering};
-
-use super::{adc, fold64};
 
 /// Bytes per vector.
 const VECTOR: usize = 64;
@@ -48,12 +47,8 @@ const BLOCK: usize = 1 << 19;
 /// Per 64-byte vector, the sixteen pair sums come out 65536 too small each.
 const BIAS_PER_VECTOR: i64 = 16 * 65536;
 
-const UNKNOWN: u8 = 0;
-const ABSENT: u8 = 1;
-const PRESENT: u8 = 2;
-
-/// Whether this CPU has AVX-512F and AVX-512BW: `UNKNOWN` until the first [`Avx512::detect`].
-static STATE: AtomicU8 = AtomicU8::new(UNKNOWN);
+/// Whether this CPU has AVX-512F and AVX-512BW.
+static AVX512: CachedFeature = CachedFeature::new();
 
 /// A token proving that this CPU has AVX-512F and AVX-512BW: it can only be obtained from
 /// [`Avx512::detect`], so holding one is what makes calling the kernels sound.
@@ -61,24 +56,15 @@ static STATE: AtomicU8 = AtomicU8::new(UNKNOWN);
 pub(super) struct Avx512(());
 
 impl Avx512 {
-    /// `Some` when the CPU has AVX-512F and AVX-512BW. Detection runs once; after that this is one
-    /// relaxed atomic load and a predictable branch.
+    /// `Some` when the CPU has AVX-512F and AVX-512BW (detected once, then cached).
     #[inline(always)]
     pub(super) fn detect() -> Option<Avx512> {
-        match STATE.load(Ordering::Relaxed) {
-            PRESENT => Some(Avx512(())),
-            ABSENT => None,
-            _ => Self::detect_slow(),
-        }
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn detect_slow() -> Option<Avx512> {
-        let present =
-            std::is_x86_feature_detected!("avx512f") && std::is_x86_feature_detected!("avx512bw");
-        STATE.store(if present { PRESENT } else { ABSENT }, Ordering::Relaxed);
-        present.then_some(Avx512(()))
+        AVX512
+            .get(|| {
+                std::is_x86_feature_detected!("avx512f")
+                    && std::is_x86_feature_detected!("avx512bw")
+            })
+            .then_some(Avx512(()))
     }
 
     /// The checksum of `data` by the AVX-512 kernel (any length).

@@ -53,8 +53,39 @@ const UNKNOWN: u8 = 0;
 const ABSENT: u8 = 1;
 const PRESENT: u8 = 2;
 
-/// Whether this CPU has AVX2: `UNKNOWN` until the first [`Avx2::detect`], then cached.
-static AVX2_STATE: AtomicU8 = AtomicU8::new(UNKNOWN);
+/// Whether the CPU has a feature: `UNKNOWN` until first asked, then cached. Shared by the AVX2
+/// and AVX-512 tokens.
+pub(super) struct CachedFeature(AtomicU8);
+
+impl CachedFeature {
+    pub(super) const fn new() -> CachedFeature {
+        CachedFeature(AtomicU8::new(UNKNOWN))
+    }
+
+    /// Whether the feature is present: `detect` (CPUID, through `is_x86_feature_detected!`) runs
+    /// once; after that this is one relaxed atomic load and a predictable branch. A race on the
+    /// first calls is harmless: every thread stores the same answer.
+    #[inline(always)]
+    pub(super) fn get(&self, detect: fn() -> bool) -> bool {
+        match self.0.load(Ordering::Relaxed) {
+            PRESENT => true,
+            ABSENT => false,
+            _ => self.detect_slow(detect),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn detect_slow(&self, detect: fn() -> bool) -> bool {
+        let present = detect();
+        self.0
+            .store(if present { PRESENT } else { ABSENT }, Ordering::Relaxed);
+        present
+    }
+}
+
+/// Whether this CPU has AVX2.
+static AVX2: CachedFeature = CachedFeature::new();
 
 /// A token proving that this CPU has AVX2: it can only be obtained from [`Avx2::detect`], so
 /// holding one is what makes calling the AVX2 kernels sound.
@@ -62,24 +93,11 @@ static AVX2_STATE: AtomicU8 = AtomicU8::new(UNKNOWN);
 pub(super) struct Avx2(());
 
 impl Avx2 {
-    /// `Some` when the CPU has AVX2. Detection (CPUID, through `is_x86_feature_detected!`)
-    /// runs once; after that this is one relaxed atomic load and a predictable branch. A race on
-    /// the first calls is harmless: every thread stores the same answer.
+    /// `Some` when the CPU has AVX2 (detected once, then cached).
     #[inline(always)]
     pub(super) fn detect() -> Option<Avx2> {
-        match AVX2_STATE.load(Ordering::Relaxed) {
-            PRESENT => Some(Avx2(())),
-            ABSENT => None,
-            _ => Self::detect_slow(),
-        }
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn detect_slow() -> Option<Avx2> {
-        let present = std::is_x86_feature_detected!("avx2");
-        AVX2_STATE.store(if present { PRESENT } else { ABSENT }, Ordering::Relaxed);
-        present.then_some(Avx2(()))
+        AVX2.get(|| std::is_x86_feature_detected!("avx2"))
+            .then_some(Avx2(()))
     }
 
     /// The checksum of `data` by the AVX2 kernel (any length).
