@@ -18,12 +18,13 @@ use std::time::{Duration, Instant as WallClock};
 
 use clap::{Args, ValueEnum};
 use fastpath::buf::BufferDepot;
-use fastpath::link::{Impaired, Impairments, Link, TunConfig, TunLink};
-use fastpath::{Instant, Ipv4Cidr, Ipv6Cidr, Stack, StackConfig, UdpOptions, UdpSocket};
+use fastpath::link::tun::ephemeral_share;
+use fastpath::link::{Impaired, Impairments, Link, TunConfig, TunHandle, TunLink, TunStats};
+use fastpath::{Counters, Instant, Ipv4Cidr, Ipv6Cidr, Stack, StackConfig, UdpOptions, UdpSocket};
 
 use crate::netns::Namespace;
 use crate::pcap_tap::PcapTap;
-use crate::tcp_services::TcpServices;
+use crate::tcp_services::{TcpServices, TcpTotals};
 
 /// On or off.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -35,7 +36,7 @@ pub enum OnOff {
 }
 
 /// Options of `fastpath serve`.
-#[derive(Args, Debug)]
+#[derive(Args, Clone, Debug)]
 pub struct ServeArgs {
     /// Name of the TUN interface to create.
     #[arg(long, default_value = "fp0")]
@@ -95,7 +96,12 @@ pub struct ServeArgs {
     /// Seconds to wait after `ready` before the `--connect` client connects.
     #[arg(long, default_value_t = 0.0, value_parser = crate::bench::common::parse_non_negative)]
     connect_delay: f64,
-    /// Record every packet in and out in this pcap file (raw IPv4).
+    /// Queues of the TUN interface (IFF_MULTI_QUEUE), 1 to 256: one stack per queue, each on a thread
+    /// of its own with its own tables and buffers; the kernel spreads flows over them (see
+    /// `fastpath::link::tun::steer`).
+    #[arg(long, default_value_t = 1, value_parser = crate::bench::common::count(1, 256))]
+    queues: usize,
+    /// Record every packet in and out in this pcap file (raw IPv4; with --queues 1 only).
     #[arg(long)]
     pcap: Option<PathBuf>,
     /// Stop after this many seconds (default: run until SIGINT or SIGTERM).
@@ -170,18 +176,26 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
             .map_err(|e| format!("installing a signal handler: {e}"))?;
     }
 
+    if args.queues > 1 && args.pcap.is_some() {
+        return Err("--pcap records one queue's link: use it with --queues 1".into());
+    }
     let ns = Namespace::ensure(&args.netns)?;
     check_routes(&ns, kernel)?;
     let offload = args.offload == OnOff::On;
-    let mut link = TunLink::open(&TunConfig {
-        name: args.tun.clone(),
-        netns: Some(ns.name().to_string()),
-        mtu: args.mtu as usize,
-        offload,
-        uso: args.uso == OnOff::On,
-    })
+    let ephemeral = StackConfig::default().ephemeral_ports;
+    let links = TunLink::open_queues(
+        &TunConfig {
+            name: args.tun.clone(),
+            netns: Some(ns.name().to_string()),
+            mtu: args.mtu as usize,
+            offload,
+            uso: args.uso == OnOff::On,
+        },
+        args.queues,
+        &ephemeral,
+    )
     .map_err(|e| format!("creating TUN interface {} in {}: {e}", args.tun, ns.name()))?;
-    if args.uso == OnOff::On && !link.uso_enabled() {
+    if args.uso == OnOff::On && !links[0].uso_enabled() {
         eprintln!(
             "fastpath: UDP segmentation offload left off ({})",
             if offload {
@@ -191,150 +205,115 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
             }
         );
     }
-    let tun = link.handle();
+    let name = links[0].name().to_string();
     let kernel_cidr = format!("{}/{}", kernel.addr, kernel.prefix_len);
-    ns.ip(&["addr", "add", &kernel_cidr, "dev", tun.name()])?;
+    ns.ip(&["addr", "add", &kernel_cidr, "dev", &name])?;
     match v6 {
         // The kernel's IPv6 address, without duplicate address detection (the only other host on the
         // link is fastpath, which does not answer it).
-        Some((k, _)) => ns.ip(&[
-            "-6",
-            "addr",
-            "add",
-            &k.to_string(),
-            "dev",
-            tun.name(),
-            "nodad",
-        ])?,
+        Some((k, _)) => ns.ip(&["-6", "addr", "add", &k.to_string(), "dev", &name, "nodad"])?,
         // The link carries IPv4 only: keep the kernel from sending IPv6 router and listener messages
         // on it (harmless if IPv6 is not there at all).
         None => {
             let _ = Command::new("ip")
                 .args(["netns", "exec", ns.name(), "sysctl", "-qw"])
-                .arg(format!("net.ipv6.conf.{}.disable_ipv6=1", tun.name()))
+                .arg(format!("net.ipv6.conf.{name}.disable_ipv6=1"))
                 .output();
         }
     }
-    ns.ip(&["link", "set", "dev", tun.name(), "up"])?;
+    ns.ip(&["link", "set", "dev", &name, "up"])?;
 
-    let mut stack = Stack::new(StackConfig::default());
-    let depot = BufferDepot::new();
-    link.set_buffer_depot(depot.clone());
-    stack.set_buffer_depot(depot);
-    let cidr = Ipv4Cidr::new(args.addr, kernel.prefix_len);
-    let link: Box<dyn Link> = match args.impair {
-        Some((impair, delay)) => Box::new(Impaired::new(link, impair).with_delay(delay)),
-        None => Box::new(link),
+    // One stack per queue, each on a thread of its own (queue 0's on this one), sharing nothing but
+    // the flag that stops them.
+    let queues = links.len();
+    let done = Arc::new(AtomicBool::new(false));
+    let started = WallClock::now();
+    let deadline = args
+        .duration
+        .map(|s| started + Duration::from_secs_f64(s.max(0.0)));
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    let mut links = links.into_iter().enumerate();
+    let (_, first) = links.next().expect("at least one queue");
+    let ctx = ShardContext {
+        args: Arc::new(args.clone()),
+        v6,
+        stop: stop.clone(),
+        done: done.clone(),
+        deadline,
     };
-    let (iface, pcap_count) = match &args.pcap {
-        Some(path) => {
-            let tap = PcapTap::create(link, path)
-                .map_err(|e| format!("creating {}: {e}", path.display()))?;
-            let count = tap.written();
-            (stack.add_interface(tun.name(), tap, cidr), Some(count))
-        }
-        None => (stack.add_interface(tun.name(), link, cidr), None),
-    };
-    if let Some((k, a)) = v6 {
-        stack
-            .add_ipv6_address(iface, Ipv6Cidr::new(a, k.prefix_len))
-            .map_err(|e| format!("--addr6 {a}: {e}"))?;
-        // The kernel is fastpath's IPv6 router: what is not on the link goes through it.
-        stack
-            .add_ipv6_route("::/0".parse().expect("a prefix"), Some(k.addr), iface)
-            .map_err(|e| format!("the IPv6 default route: {e}"))?;
+    let mut threads = Vec::new();
+    for (q, link) in links {
+        let (ctx, ready) = (ctx.clone(), ready_tx.clone());
+        let share = ephemeral_share(&ephemeral, q, queues).expect("checked when the queues opened");
+        threads.push(
+            std::thread::Builder::new()
+                .name(format!("fastpath-q{q}"))
+                .spawn(move || -> Result<ShardReport, String> {
+                    // Send the set-up's outcome, and end if it failed.
+                    let shard = Shard::new(link, &ctx, share);
+                    let ok = shard.as_ref().map(drop).map_err(|e| e.clone());
+                    let _ = ready.send(ok.clone());
+                    drop(ready);
+                    ok?;
+                    Ok(shard?.run(&ctx, None))
+                })
+                .map_err(|e| format!("starting queue {q}'s thread: {e}"))?,
+        );
     }
-    // With IPv6, one dual-stack socket on [::] serves both families.
-    let any: IpAddr = if v6.is_some() {
-        Ipv6Addr::UNSPECIFIED.into()
-    } else {
-        Ipv4Addr::UNSPECIFIED.into()
+    drop(ready_tx);
+    let share0 = ephemeral_share(&ephemeral, 0, queues).expect("checked when the queues opened");
+    let first = Shard::new(first, &ctx, share0);
+    let setups: Vec<Result<(), String>> = ready_rx.iter().take(queues - 1).collect();
+    let first = match (first, setups.into_iter().find_map(Result::err)) {
+        (Ok(first), None) => first,
+        (Err(e), _) | (Ok(_), Some(e)) => {
+            done.store(true, Ordering::Relaxed);
+            for t in threads {
+                let _ = t.join();
+            }
+            return Err(e);
+        }
     };
-    let echo = binding_on(&mut stack, (any, args.echo).into())?;
-    let discard = binding_on(&mut stack, (any, args.discard).into())?;
-    let mut tcp = if v6.is_some() {
-        TcpServices::listen_dual(&mut stack, args.echo, args.discard, args.chargen)?
-    } else {
-        TcpServices::listen(&mut stack, args.echo, args.discard, args.chargen)?
-    };
-
     if let Some((k, a)) = v6 {
         say!("ipv6 {a} (kernel {k})");
     }
+    if queues > 1 {
+        say!("{queues} queues, a stack on each");
+    }
     say!(
-        "ready {} via {} in {} (kernel {kernel_cidr})",
+        "ready {} via {name} in {} (kernel {kernel_cidr})",
         args.addr,
-        tun.name(),
         ns.name()
     );
     let _ = io::stdout().flush();
 
-    let started = WallClock::now();
-    let mut connect = args.connect;
-    let connect_at = started + Duration::from_secs_f64(args.connect_delay.max(0.0));
-    let deadline = args
-        .duration
-        .map(|s| started + Duration::from_secs_f64(s.max(0.0)));
-    let mut buf = vec![0u8; 65536];
-    let (mut echoed, mut discarded, mut send_errors) = (0u64, 0u64, 0u64);
-    let why = loop {
-        if stop.load(Ordering::Relaxed) {
-            break "signal";
+    let pcap_count = first.pcap_count.clone();
+    let mut reports = vec![first.run(&ctx, args.connect)];
+    done.store(true, Ordering::Relaxed);
+    for (q, t) in threads.into_iter().enumerate() {
+        match t.join() {
+            Ok(Ok(report)) => reports.push(report),
+            Ok(Err(e)) => return Err(format!("queue {}: {e}", q + 1)),
+            Err(_) => return Err(format!("queue {}'s thread panicked", q + 1)),
         }
-        let remaining = deadline.map(|d| d.saturating_duration_since(WallClock::now()));
-        if remaining == Some(Duration::ZERO) {
-            break "duration";
-        }
-        let mut work = stack.poll(Instant::now());
-        if let Some(to) = connect.filter(|_| WallClock::now() >= connect_at) {
-            tcp.connect(&mut stack, to, args.send)?;
-            connect = None;
-        } else if connect.is_none() && args.connect.is_some() && !tcp.client_running() {
-            break "client done";
-        }
-        loop {
-            match stack.udp(echo).recv_from(&mut buf) {
-                Ok((n, from)) => {
-                    work += 1;
-                    echoed += 1;
-                    if stack.udp(echo).send_to(&buf[..n], from).is_err() {
-                        send_errors += 1;
-                    }
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(_) => send_errors += 1,
-            }
-        }
-        while stack.udp(discard).recv_from_with(|_, _| ()).is_ok() {
-            work += 1;
-            discarded += 1;
-        }
-        work += tcp.run(&mut stack);
-        stack.flush();
-        if work == 0 {
-            // Sleep until a packet comes or a timer is due; wake now and then for the stop flag.
-            let now = Instant::now();
-            let timer = stack
-                .next_deadline()
-                .map_or(Duration::from_millis(100), |d| d.saturating_since(now));
-            // An impaired link holds packets (delayed, or held back to reorder) that the TUN
-            // descriptor knows nothing of: wake often enough to hand them over on time.
-            let longest = if args.impair.is_some() {
-                Duration::from_micros(200)
-            } else {
-                Duration::from_millis(100)
-            };
-            let nap = remaining.map_or(longest, |r| r.min(longest)).min(timer);
-            tun.wait(Some(nap))
-                .map_err(|e| format!("waiting on {}: {e}", tun.name()))?;
-        }
-    };
-
+    }
     let elapsed = started.elapsed();
-    let counters = *stack.counters();
-    let buffers = crate::demo::buffer_line(&stack);
-    // Closing the link removes the interface (and flushes the pcap file).
-    drop(stack);
+    // Closing the links removed the interface (and flushed the pcap file).
+    let why = reports[0].why;
+    let (mut echoed, mut discarded, mut send_errors) = (0u64, 0u64, 0u64);
+    let mut t = TcpTotals::default();
+    for r in &reports {
+        echoed += r.echoed;
+        discarded += r.discarded;
+        send_errors += r.send_errors;
+        t.accepted += r.tcp.accepted;
+        t.echoed += r.tcp.echoed;
+        t.discarded += r.tcp.discarded;
+        t.generated += r.tcp.generated;
+        t.errors += r.tcp.errors;
+    }
+    t.client = reports[0].tcp.client;
+    t.client_error = reports[0].tcp.client_error.clone();
     say!(
         "stopped ({why}) after {:.1} s: {echoed} datagrams echoed, {discarded} discarded{}",
         elapsed.as_secs_f64(),
@@ -344,7 +323,6 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
             String::new()
         }
     );
-    let t = &tcp.totals;
     say!(
         "tcp: {} connections accepted, {} bytes echoed, {} discarded, {} generated, {} errors",
         t.accepted,
@@ -368,9 +346,19 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
         };
         say!("client: {sent} bytes sent, {back} bytes echoed back, {verdict}");
     }
-    say!("\n--- counters ---\n{counters}");
-    let _ = write!(io::stdout(), "{}", tun.stats());
-    say!("{buffers}");
+    for (q, r) in reports.iter().enumerate() {
+        if queues > 1 {
+            say!(
+                "\n--- queue {q}: {} datagrams echoed, {} discarded, {} connections accepted ---",
+                r.echoed,
+                r.discarded,
+                r.tcp.accepted
+            );
+        }
+        say!("\n--- counters ---\n{}", r.counters);
+        let _ = write!(io::stdout(), "{}", r.tun);
+        say!("{}", r.buffers);
+    }
     if let (Some(count), Some(path)) = (pcap_count, &args.pcap) {
         say!(
             "pcap: {} packets in {}",
@@ -383,6 +371,193 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
     match (failure, args.connect) {
         (Some(cause), Some(to)) => Err(format!("--connect {to} failed: {cause}")),
         _ => Ok(()),
+    }
+}
+
+/// What every queue's stack is run with.
+#[derive(Clone)]
+struct ShardContext {
+    args: Arc<ServeArgs>,
+    v6: Option<(Ipv6Cidr, Ipv6Addr)>,
+    /// A signal came.
+    stop: Arc<AtomicBool>,
+    /// Queue 0's stack stopped (its client finished, or the duration passed): the others stop too.
+    done: Arc<AtomicBool>,
+    deadline: Option<WallClock>,
+}
+
+/// One queue's stack and the services it runs.
+struct Shard {
+    stack: Stack,
+    tun: TunHandle,
+    echo: UdpSocket,
+    discard: UdpSocket,
+    tcp: TcpServices,
+    pcap_count: Option<Arc<std::sync::atomic::AtomicU64>>,
+}
+
+/// What one queue's stack did, for the summary.
+struct ShardReport {
+    why: &'static str,
+    echoed: u64,
+    discarded: u64,
+    send_errors: u64,
+    tcp: TcpTotals,
+    counters: Counters,
+    tun: TunStats,
+    buffers: String,
+}
+
+impl Shard {
+    /// A stack on `link` (with `ephemeral` as its share of the ephemeral ports), listening on every
+    /// service.
+    fn new(
+        mut link: TunLink,
+        ctx: &ShardContext,
+        ephemeral: std::ops::RangeInclusive<u16>,
+    ) -> Result<Shard, String> {
+        let args = &ctx.args;
+        let tun = link.handle();
+        let mut stack = Stack::new(StackConfig {
+            ephemeral_ports: ephemeral,
+            ..StackConfig::default()
+        });
+        let depot = BufferDepot::new();
+        link.set_buffer_depot(depot.clone());
+        stack.set_buffer_depot(depot);
+        let cidr = Ipv4Cidr::new(args.addr, args.kernel_addr.prefix_len);
+        let link: Box<dyn Link> = match args.impair {
+            Some((impair, delay)) => Box::new(Impaired::new(link, impair).with_delay(delay)),
+            None => Box::new(link),
+        };
+        let (iface, pcap_count) = match &args.pcap {
+            Some(path) => {
+                let tap = PcapTap::create(link, path)
+                    .map_err(|e| format!("creating {}: {e}", path.display()))?;
+                let count = tap.written();
+                (stack.add_interface(tun.name(), tap, cidr), Some(count))
+            }
+            None => (stack.add_interface(tun.name(), link, cidr), None),
+        };
+        if let Some((k, a)) = ctx.v6 {
+            stack
+                .add_ipv6_address(iface, Ipv6Cidr::new(a, k.prefix_len))
+                .map_err(|e| format!("--addr6 {a}: {e}"))?;
+            // The kernel is fastpath's IPv6 router: what is not on the link goes through it.
+            stack
+                .add_ipv6_route("::/0".parse().expect("a prefix"), Some(k.addr), iface)
+                .map_err(|e| format!("the IPv6 default route: {e}"))?;
+        }
+        // With IPv6, one dual-stack socket on [::] serves both families.
+        let any: IpAddr = if ctx.v6.is_some() {
+            Ipv6Addr::UNSPECIFIED.into()
+        } else {
+            Ipv4Addr::UNSPECIFIED.into()
+        };
+        let echo = binding_on(&mut stack, (any, args.echo).into())?;
+        let discard = binding_on(&mut stack, (any, args.discard).into())?;
+        let tcp = if ctx.v6.is_some() {
+            TcpServices::listen_dual(&mut stack, args.echo, args.discard, args.chargen)?
+        } else {
+            TcpServices::listen(&mut stack, args.echo, args.discard, args.chargen)?
+        };
+        Ok(Shard {
+            stack,
+            tun,
+            echo,
+            discard,
+            tcp,
+            pcap_count,
+        })
+    }
+
+    /// Serves until a signal, the duration, queue 0's stop, or (with `connect`, queue 0 only) the
+    /// client's end.
+    fn run(mut self, ctx: &ShardContext, mut connect: Option<SocketAddr>) -> ShardReport {
+        let args = &ctx.args;
+        let stack = &mut self.stack;
+        let started = WallClock::now();
+        let connect_at = started + Duration::from_secs_f64(args.connect_delay.max(0.0));
+        let client = connect.is_some();
+        let mut buf = vec![0u8; 65536];
+        let (mut echoed, mut discarded, mut send_errors) = (0u64, 0u64, 0u64);
+        let why = loop {
+            if ctx.stop.load(Ordering::Relaxed) {
+                break "signal";
+            }
+            if ctx.done.load(Ordering::Relaxed) {
+                break "queue 0 stopped";
+            }
+            let remaining = ctx
+                .deadline
+                .map(|d| d.saturating_duration_since(WallClock::now()));
+            if remaining == Some(Duration::ZERO) {
+                break "duration";
+            }
+            let mut work = stack.poll(Instant::now());
+            if let Some(to) = connect.filter(|_| WallClock::now() >= connect_at) {
+                if let Err(e) = self.tcp.connect(stack, to, args.send) {
+                    self.tcp.totals.client = Some((0, 0, false));
+                    self.tcp.totals.client_error = Some(e);
+                    break "client done";
+                }
+                connect = None;
+            } else if connect.is_none() && client && !self.tcp.client_running() {
+                break "client done";
+            }
+            loop {
+                match stack.udp(self.echo).recv_from(&mut buf) {
+                    Ok((n, from)) => {
+                        work += 1;
+                        echoed += 1;
+                        if stack.udp(self.echo).send_to(&buf[..n], from).is_err() {
+                            send_errors += 1;
+                        }
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(_) => send_errors += 1,
+                }
+            }
+            while stack.udp(self.discard).recv_from_with(|_, _| ()).is_ok() {
+                work += 1;
+                discarded += 1;
+            }
+            work += self.tcp.run(stack);
+            stack.flush();
+            if work == 0 {
+                // Sleep until a packet comes or a timer is due; wake now and then for the stop flags.
+                let now = Instant::now();
+                let timer = stack
+                    .next_deadline()
+                    .map_or(Duration::from_millis(100), |d| d.saturating_since(now));
+                // An impaired link holds packets (delayed, or held back to reorder) that the TUN
+                // descriptor knows nothing of: wake often enough to hand them over on time.
+                let longest = if args.impair.is_some() {
+                    Duration::from_micros(200)
+                } else {
+                    Duration::from_millis(100)
+                };
+                let nap = remaining.map_or(longest, |r| r.min(longest)).min(timer);
+                if let Err(e) = self.tun.wait(Some(nap)) {
+                    self.tcp.totals.errors += 1;
+                    eprintln!("fastpath: waiting on {}: {e}", self.tun.name());
+                    break "error";
+                }
+            }
+        };
+        let report = ShardReport {
+            why,
+            echoed,
+            discarded,
+            send_errors,
+            tcp: self.tcp.totals.clone(),
+            counters: *stack.counters(),
+            tun: self.tun.stats(),
+            buffers: crate::demo::buffer_line(stack),
+        };
+        // Closing the link (the last queue's closes the interface) and flushing the pcap file.
+        drop(self.stack);
+        report
     }
 }
 

@@ -55,12 +55,14 @@
 
 mod gso;
 mod stats;
+pub mod steer;
 #[allow(unsafe_code)]
 mod sys;
 mod vnet;
 
 use std::collections::VecDeque;
 use std::io;
+use std::ops::RangeInclusive;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -78,6 +80,7 @@ use vnet::{
 
 pub use gso::UDP_MAX_SEGMENTS;
 pub use stats::TunStats;
+pub use steer::ephemeral_share;
 pub use vnet::VNET_HEADER_LEN;
 
 /// Largest MTU a TUN interface (and IPv4) allows.
@@ -85,6 +88,9 @@ pub const MAX_MTU: usize = 65535;
 
 /// Smallest MTU IPv4 allows.
 pub const MIN_MTU: usize = 68;
+
+/// Most queues a TUN interface takes (the kernel's `MAX_TAP_QUEUES`).
+pub const MAX_QUEUES: usize = 256;
 
 /// Free receive buffers the link's own pool keeps.
 const POOL_FREE_BUFFERS: usize = 256;
@@ -193,6 +199,46 @@ impl TunLink {
     ///
     /// Needs `CAP_NET_ADMIN` (root) and `/dev/net/tun`. Fails if the name is taken in that namespace.
     pub fn open(config: &TunConfig) -> io::Result<TunLink> {
+        let mut links = TunLink::open_with(config, 1, &(0..=0))?;
+        Ok(links.pop().expect("one queue"))
+    }
+
+    /// Creates the interface `config` describes with `queues` queues (`IFF_MULTI_QUEUE`, 1 to
+    /// [`MAX_QUEUES`]) and returns one link per queue, each with its own descriptor, buffer pool and
+    /// counters, for a stack of its own on a thread of its own.
+    ///
+    /// The kernel hands each packet to the queue a steering program picks (see [`steer`] for the rule):
+    /// replies to a connection the stack on queue `q` opened come back to it as long as that stack
+    /// takes its ephemeral ports from [`ephemeral_share`]`(ephemeral, q, queues)`; connections to a
+    /// listening port, which every stack should have, spread by a hash of the peer's address and port.
+    /// `ephemeral` is the range the stacks would use alone ([`StackConfig::ephemeral_ports`]).
+    ///
+    /// [`StackConfig::ephemeral_ports`]: crate::StackConfig::ephemeral_ports
+    pub fn open_queues(
+        config: &TunConfig,
+        queues: usize,
+        ephemeral: &RangeInclusive<u16>,
+    ) -> io::Result<Vec<TunLink>> {
+        if !(1..=MAX_QUEUES).contains(&queues) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{queues} queues: a TUN interface takes 1 to {MAX_QUEUES}"),
+            ));
+        }
+        if ephemeral_share(ephemeral, 0, queues).is_none() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("ephemeral ports {ephemeral:?} cannot be shared by {queues} queues"),
+            ));
+        }
+        TunLink::open_with(config, queues, ephemeral)
+    }
+
+    fn open_with(
+        config: &TunConfig,
+        queues: usize,
+        ephemeral: &RangeInclusive<u16>,
+    ) -> io::Result<Vec<TunLink>> {
         if !(MIN_MTU..=MAX_MTU).contains(&config.mtu) {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -201,31 +247,48 @@ impl TunLink {
         }
         let (name, mtu, offload) = (config.name.clone(), config.mtu, config.offload);
         let want_uso = config.uso && offload;
-        let setup = move || -> io::Result<(OwnedFd, String, bool, bool)> {
-            let flags = libc::IFF_TUN | libc::IFF_NO_PI | libc::IFF_VNET_HDR;
-            let (fd, name) = sys::open_tun(&name, flags)?;
-            sys::set_vnet_header_len(fd.as_fd(), VNET_HEADER_LEN)?;
-            // Probe USO and TSO, then set exactly the offloads we handle.
-            let uso_available =
-                sys::set_offload(fd.as_fd(), sys::TUN_F_CSUM | sys::TUN_F_USO).is_ok();
-            let tso_available = sys::set_offload(
-                fd.as_fd(),
-                sys::TUN_F_CSUM | sys::TUN_F_TSO4 | sys::TUN_F_TSO6,
-            )
-            .is_ok();
-            let mut flags = match (offload, want_uso && uso_available) {
-                (false, _) => 0,
-                (true, false) => sys::TUN_F_CSUM,
-                (true, true) => sys::TUN_F_CSUM | sys::TUN_F_USO,
-            };
-            if offload && tso_available {
-                flags |= sys::TUN_F_TSO4 | sys::TUN_F_TSO6;
+        let steering = (queues > 1).then(|| steer::program(ephemeral, queues));
+        let setup = move || -> io::Result<(Vec<OwnedFd>, String, bool, bool)> {
+            let mut flags = libc::IFF_TUN | libc::IFF_NO_PI | libc::IFF_VNET_HDR;
+            if queues > 1 {
+                flags |= libc::IFF_MULTI_QUEUE;
             }
-            sys::set_offload(fd.as_fd(), flags)?;
+            let mut fds = Vec::with_capacity(queues);
+            let mut name = name;
+            let (mut uso_available, mut tso_available) = (false, false);
+            for _ in 0..queues {
+                // The first open creates the interface (and learns its name); the others attach to it.
+                let (fd, created) = sys::open_tun(&name, flags)?;
+                name = created;
+                sys::set_vnet_header_len(fd.as_fd(), VNET_HEADER_LEN)?;
+                // Probe USO and TSO, then set exactly the offloads we handle.
+                uso_available =
+                    sys::set_offload(fd.as_fd(), sys::TUN_F_CSUM | sys::TUN_F_USO).is_ok();
+                tso_available = sys::set_offload(
+                    fd.as_fd(),
+                    sys::TUN_F_CSUM | sys::TUN_F_TSO4 | sys::TUN_F_TSO6,
+                )
+                .is_ok();
+                let mut offloads = match (offload, want_uso && uso_available) {
+                    (false, _) => 0,
+                    (true, false) => sys::TUN_F_CSUM,
+                    (true, true) => sys::TUN_F_CSUM | sys::TUN_F_USO,
+                };
+                if offload && tso_available {
+                    offloads |= sys::TUN_F_TSO4 | sys::TUN_F_TSO6;
+                }
+                sys::set_offload(fd.as_fd(), offloads)?;
+                fds.push(fd);
+            }
+            if let Some(program) = &steering {
+                let insns: Vec<[u8; 8]> = program.iter().map(|i| i.encode()).collect();
+                let prog = sys::load_socket_filter(&insns, c"MIT OR Apache-2.0")?;
+                sys::set_steering(fds[0].as_fd(), prog.as_fd())?;
+            }
             sys::set_mtu(&name, mtu)?;
-            Ok((fd, name, uso_available, offload && tso_available))
+            Ok((fds, name, uso_available, offload && tso_available))
         };
-        let (fd, name, uso_available, tso_rx) = match &config.netns {
+        let (fds, name, uso_available, tso_rx) = match &config.netns {
             None => setup()?,
             Some(ns) => {
                 let path = if ns.contains('/') {
@@ -245,15 +308,20 @@ impl TunLink {
                     .map_err(|_| io::Error::other("the namespace thread panicked"))??
             }
         };
-        let mut link = TunLink::over(fd, name, mtu, offload);
-        link.uso_available = uso_available;
-        if want_uso && uso_available {
-            link.enable_uso();
-        }
-        if tso_rx {
-            link.enable_tso_rx();
-        }
-        Ok(link)
+        Ok(fds
+            .into_iter()
+            .map(|fd| {
+                let mut link = TunLink::over(fd, name.clone(), mtu, offload);
+                link.uso_available = uso_available;
+                if want_uso && uso_available {
+                    link.enable_uso();
+                }
+                if tso_rx {
+                    link.enable_tso_rx();
+                }
+                link
+            })
+            .collect())
     }
 
     /// A link over an open descriptor that reads and writes packets behind virtio-net headers.

@@ -3,7 +3,8 @@
 //!
 //! `nix` provides safe wrappers for opening files, `read`, `writev`, `poll`, `setns` and sockets; what it
 //! has no safe form for are the TUN and interface ioctls, which take a request number and a pointer the
-//! kernel reads (and, for `TUNSETIFF`, writes back). Each of those is one small function here.
+//! kernel reads (and, for `TUNSETIFF`, writes back), and `bpf(2)`, which loads the steering program of a
+//! multi-queue interface. Each of those is one small function here.
 
 use std::io::{self, IoSlice, IoSliceMut};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
@@ -200,6 +201,91 @@ pub(super) fn wait_readable(fd: BorrowedFd<'_>, timeout: Option<Duration>) -> io
             .is_some_and(|r| r.intersects(PollFlags::POLLIN | PollFlags::POLLERR))),
         Err(e) => Err(e.into()),
     }
+}
+
+/// `BPF_PROG_LOAD`'s part of `union bpf_attr`, the fields up to `prog_flags`, then zeros to 128 bytes
+/// (the kernel reads what it knows of the size we pass and requires nothing else).
+#[repr(C, align(8))]
+struct ProgLoadAttr {
+    prog_type: u32,
+    insn_cnt: u32,
+    insns: u64,
+    license: u64,
+    log_level: u32,
+    log_size: u32,
+    log_buf: u64,
+    kern_version: u32,
+    prog_flags: u32,
+    rest: [u8; 88],
+}
+
+/// `BPF_PROG_LOAD`, the `bpf(2)` command number.
+const BPF_PROG_LOAD: libc::c_long = 5;
+/// `BPF_PROG_TYPE_SOCKET_FILTER`: the type a TUN steering program must have.
+const BPF_PROG_TYPE_SOCKET_FILTER: u32 = 1;
+
+/// Loads `insns` (eBPF instructions, 8 bytes each) as a socket-filter program and returns its
+/// descriptor. When the verifier refuses it, the error carries the verifier's log.
+pub(super) fn load_socket_filter(
+    insns: &[[u8; 8]],
+    license: &std::ffi::CStr,
+) -> io::Result<OwnedFd> {
+    let mut log = vec![0u8; 1 << 16];
+    let insn_cnt = u32::try_from(insns.len()).map_err(|_| io::ErrorKind::InvalidInput)?;
+    let attr = ProgLoadAttr {
+        prog_type: BPF_PROG_TYPE_SOCKET_FILTER,
+        insn_cnt,
+        insns: insns.as_ptr() as u64,
+        license: license.as_ptr() as u64,
+        log_level: 1,
+        log_size: log.len() as u32,
+        log_buf: log.as_mut_ptr() as u64,
+        kern_version: 0,
+        prog_flags: 0,
+        rest: [0; 88],
+    };
+    // SAFETY: bpf(BPF_PROG_LOAD) reads `size_of::<ProgLoadAttr>()` bytes from `attr`, a live,
+    // fully initialized value; through it, `insn_cnt` instructions from `insns`, the NUL-terminated
+    // `license`, and it writes at most `log_size` bytes into `log`. All three outlive the call.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_bpf,
+            BPF_PROG_LOAD,
+            &attr as *const ProgLoadAttr,
+            std::mem::size_of::<ProgLoadAttr>(),
+        )
+    };
+    if rc < 0 {
+        let err = io::Error::last_os_error();
+        let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
+        let text = String::from_utf8_lossy(&log[..end]);
+        return Err(io::Error::new(
+            err.kind(),
+            format!("loading the steering program: {err}: {}", text.trim()),
+        ));
+    }
+    let raw = libc::c_int::try_from(rc).map_err(|_| io::ErrorKind::InvalidData)?;
+    // SAFETY: on success bpf(BPF_PROG_LOAD) returns a new descriptor that nothing else owns.
+    Ok(unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(raw) })
+}
+
+/// Makes `prog` (a socket-filter program) choose the queue of every packet the kernel sends into the
+/// multi-queue interface behind `fd` (TUNSETSTEERINGEBPF): the queue is its return value modulo the
+/// number of queues. The interface keeps its own reference; `prog` may be closed afterwards.
+pub(super) fn set_steering(fd: BorrowedFd<'_>, prog: BorrowedFd<'_>) -> io::Result<()> {
+    let raw: libc::c_int = prog.as_raw_fd();
+    // SAFETY: `fd` is a TUN descriptor; TUNSETSTEERINGEBPF reads one `int` (a program descriptor)
+    // from the pointer, which points at `raw`, alive for the call.
+    let rc = unsafe {
+        libc::ioctl(
+            fd.as_raw_fd(),
+            libc::TUNSETSTEERINGEBPF,
+            &raw as *const libc::c_int,
+        )
+    };
+    Errno::result(rc)
+        .map(drop)
+        .map_err(|e| with_context(e, "TUNSETSTEERINGEBPF"))
 }
 
 fn with_context(e: Errno, what: &str) -> io::Error {
