@@ -48,6 +48,14 @@ pub struct TcpArgs {
     /// MiB per pair transfer [default: 64; with --quick: 32: less is mostly slow start].
     #[arg(long, value_parser = common::count(1, 1 << 20))]
     mib: Option<usize>,
+    /// Also run fastpath with this many TUN queues (a stack per queue, each on a thread of its own)
+    /// and a bulk transfer over `--streams` connections at once against it, against one queue and
+    /// against linux. 1 (the default) leaves both out.
+    #[arg(long, default_value_t = 1, value_parser = common::count(1, 256))]
+    queues: usize,
+    /// Connections of the several-streams bulk transfer (with `--queues`).
+    #[arg(long, default_value_t = 4, value_parser = common::count(1, 64))]
+    streams: usize,
     /// Only the in-memory pair (no root needed).
     #[arg(long)]
     pair_only: bool,
@@ -165,7 +173,9 @@ mod testbed {
     /// A server and the namespace its client must run in.
     pub struct Server {
         pub stack: &'static str,
-        pub config: &'static str,
+        pub config: String,
+        /// TUN queues, a stack on each (1 for every other server).
+        pub queues: usize,
         pub client_ns: String,
         /// Bytes the discard service received.
         pub received: Arc<AtomicU64>,
@@ -217,16 +227,26 @@ mod testbed {
 
         /// fastpath serving echo (7) and discard (9) on a TUN interface.
         pub fn fastpath(&mut self, offload: bool) -> Result<(), String> {
+            self.fastpath_queues(offload, 1)
+        }
+
+        /// fastpath on a TUN interface with `queues` queues: a stack per queue, each on a thread of
+        /// its own, every one serving echo and discard.
+        pub fn fastpath_queues(&mut self, offload: bool, queues: usize) -> Result<(), String> {
             let ns = self.namespace()?;
-            let mut link = TunLink::open(&TunConfig {
-                name: "fpt0".into(),
-                netns: Some(ns.clone()),
-                mtu: 1500,
-                offload,
-                uso: false,
-            })
+            let ephemeral = StackConfig::default().ephemeral_ports;
+            let links = TunLink::open_queues(
+                &TunConfig {
+                    name: "fpt0".into(),
+                    netns: Some(ns.clone()),
+                    mtu: 1500,
+                    offload,
+                    uso: false,
+                },
+                queues,
+                &ephemeral,
+            )
             .map_err(|e| format!("TUN interface in {ns}: {e}"))?;
-            let tun = link.handle();
             Self::ip(&ns, &["addr", "add", "10.7.0.1/24", "dev", "fpt0"])?;
             Self::ip(
                 &ns,
@@ -234,39 +254,59 @@ mod testbed {
             )?;
             Self::ip(&ns, &["link", "set", "dev", "fpt0", "up"])?;
             let received = Arc::new(AtomicU64::new(0));
-            let (stop, count) = (self.stop.clone(), received.clone());
-            self.threads
-                .push(std::thread::spawn(move || -> Result<(), String> {
-                    let mut stack = Stack::new(StackConfig::default());
-                    let depot = BufferDepot::new();
-                    link.set_buffer_depot(depot.clone());
-                    stack.set_buffer_depot(depot);
-                    let iface = stack.add_interface("fpt0", link, Ipv4Cidr::new(SERVER, 24));
-                    stack
-                        .add_ipv6_address(iface, fastpath::Ipv6Cidr::new(SERVER6, 64))
-                        .map_err(|e| e.to_string())?;
-                    let mut services = TcpServices::listen_dual(&mut stack, 7, 9, 19)?;
-                    while !stop.load(Ordering::Relaxed) {
-                        let mut work = stack.poll(Instant::now());
-                        work += services.run(&mut stack);
-                        stack.flush();
-                        count.store(services.totals.discarded, Ordering::Relaxed);
-                        if work == 0 {
-                            let nap =
-                                stack
-                                    .next_deadline()
-                                    .map_or(Duration::from_millis(20), |d| {
-                                        d.saturating_since(Instant::now())
-                                            .min(Duration::from_millis(20))
-                                    });
-                            tun.wait(Some(nap)).map_err(|e| e.to_string())?;
+            for (q, mut link) in links.into_iter().enumerate() {
+                let (stop, count) = (self.stop.clone(), received.clone());
+                let share = fastpath::link::tun::ephemeral_share(&ephemeral, q, queues)
+                    .ok_or("too many queues for the ephemeral ports")?;
+                let tun = link.handle();
+                self.threads
+                    .push(std::thread::spawn(move || -> Result<(), String> {
+                        let mut stack = Stack::new(StackConfig {
+                            ephemeral_ports: share,
+                            ..StackConfig::default()
+                        });
+                        let depot = BufferDepot::new();
+                        link.set_buffer_depot(depot.clone());
+                        stack.set_buffer_depot(depot);
+                        let iface = stack.add_interface("fpt0", link, Ipv4Cidr::new(SERVER, 24));
+                        stack
+                            .add_ipv6_address(iface, fastpath::Ipv6Cidr::new(SERVER6, 64))
+                            .map_err(|e| e.to_string())?;
+                        let mut services = TcpServices::listen_dual(&mut stack, 7, 9, 19)?;
+                        let mut counted = 0;
+                        while !stop.load(Ordering::Relaxed) {
+                            let mut work = stack.poll(Instant::now());
+                            work += services.run(&mut stack);
+                            stack.flush();
+                            // Once per pass that discarded something: the stacks share this counter.
+                            let discarded = services.totals.discarded;
+                            if discarded > counted {
+                                count.fetch_add(discarded - counted, Ordering::Relaxed);
+                                counted = discarded;
+                            }
+                            if work == 0 {
+                                let nap =
+                                    stack
+                                        .next_deadline()
+                                        .map_or(Duration::from_millis(20), |d| {
+                                            d.saturating_since(Instant::now())
+                                                .min(Duration::from_millis(20))
+                                        });
+                                tun.wait(Some(nap)).map_err(|e| e.to_string())?;
+                            }
                         }
-                    }
-                    Ok(())
-                }));
+                        Ok(())
+                    }));
+            }
+            let on = if offload { "offload on" } else { "offload off" };
             self.servers.push(Server {
                 stack: "fastpath",
-                config: if offload { "offload on" } else { "offload off" },
+                config: if queues > 1 {
+                    format!("{on}, {queues} queues")
+                } else {
+                    on.to_string()
+                },
+                queues,
                 client_ns: ns,
                 received,
                 echo: true,
@@ -345,7 +385,8 @@ mod testbed {
             }
             self.servers.push(Server {
                 stack: "linux",
-                config: "veth",
+                config: "veth".into(),
+                queues: 1,
                 client_ns,
                 received,
                 echo: true,
@@ -470,7 +511,8 @@ mod testbed {
                 .map_err(|_| "the smoltcp thread died".to_string())??;
             self.servers.push(Server {
                 stack: "smoltcp",
-                config: "tun",
+                config: "tun".into(),
+                queues: 1,
                 client_ns: ns,
                 received,
                 echo: true,
@@ -504,6 +546,57 @@ mod testbed {
             sent += chunk.len() as u64;
         }
         let _ = s.shutdown(Shutdown::Write);
+        let deadline = WallClock::now() + Duration::from_secs(20);
+        while server.received.load(Ordering::Relaxed) - before < sent {
+            if WallClock::now() > deadline {
+                return Err(format!(
+                    "{} {}: {} of {sent} bytes arrived",
+                    server.stack,
+                    server.config,
+                    server.received.load(Ordering::Relaxed) - before
+                ));
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        Ok(sent as f64 * 8.0 / start.elapsed().as_secs_f64() / 1e9)
+    }
+
+    /// `streams` kernel connections send to discard at once for `secs`, a thread each; returns payload
+    /// Gbit/s as received, all streams together.
+    pub fn bulk_streams(server: &Server, secs: f64, streams: usize) -> Result<f64, String> {
+        let before = server.received.load(Ordering::Relaxed);
+        let to: SocketAddr = SocketAddrV4::new(SERVER, 9).into();
+        let conns = netns::within(&server.client_ns, move || {
+            (0..streams)
+                .map(|_| TcpStream::connect_timeout(&to, Duration::from_secs(5)))
+                .collect::<Result<Vec<_>, _>>()
+        })?
+        .map_err(|e| format!("{} {}: connect: {e}", server.stack, server.config))?;
+        let start = WallClock::now();
+        let sent: u64 = std::thread::scope(|scope| {
+            let threads: Vec<_> = conns
+                .into_iter()
+                .map(|mut s| {
+                    scope.spawn(move || -> Result<u64, String> {
+                        s.set_write_timeout(Some(Duration::from_secs(10)))
+                            .map_err(|e| e.to_string())?;
+                        let chunk = vec![0x5au8; 1 << 18];
+                        let mut sent = 0u64;
+                        while start.elapsed().as_secs_f64() < secs {
+                            s.write_all(&chunk).map_err(|e| format!("write: {e}"))?;
+                            sent += chunk.len() as u64;
+                        }
+                        let _ = s.shutdown(Shutdown::Write);
+                        Ok(sent)
+                    })
+                })
+                .collect();
+            threads
+                .into_iter()
+                .map(|t| t.join().map_err(|_| "a sender panicked".to_string())?)
+                .sum::<Result<u64, String>>()
+        })
+        .map_err(|e| format!("{} {}: {e}", server.stack, server.config))?;
         let deadline = WallClock::now() + Duration::from_secs(20);
         while server.received.load(Ordering::Relaxed) - before < sent {
             if WallClock::now() > deadline {
@@ -610,14 +703,19 @@ pub fn measure(args: &TcpArgs) -> Result<Vec<TcpRow>, String> {
         return Ok(rows);
     }
     #[cfg(target_os = "linux")]
-    rows.extend(measure_tun(rounds, secs)?);
+    rows.extend(measure_tun(rounds, secs, args.queues, args.streams)?);
     #[cfg(not(target_os = "linux"))]
     let _ = secs;
     Ok(rows)
 }
 
 #[cfg(target_os = "linux")]
-fn measure_tun(rounds: usize, secs: f64) -> Result<Vec<TcpRow>, String> {
+fn measure_tun(
+    rounds: usize,
+    secs: f64,
+    queues: usize,
+    streams: usize,
+) -> Result<Vec<TcpRow>, String> {
     use testbed::*;
     super::tun::check_environment()
         .map_err(|e| format!("{e} (or pass --pair-only for the in-memory part alone)"))?;
@@ -626,15 +724,32 @@ fn measure_tun(rounds: usize, secs: f64) -> Result<Vec<TcpRow>, String> {
     bed.fastpath(false)?;
     bed.smoltcp()?;
     bed.linux()?;
+    if queues > 1 {
+        bed.fastpath_queues(true, queues)?;
+    }
     std::thread::sleep(Duration::from_millis(200));
     let n = bed.servers.len();
     let mut bulk = vec![Vec::new(); n];
     let mut bulk6 = vec![Vec::new(); n];
     let counts = [1usize, 100];
     let mut rr = vec![vec![Vec::new(); counts.len()]; n];
-    let bar = common::progress((rounds * n * 4) as u64, "tun");
+    // With --queues: several streams at once, against fastpath with offload on one queue and on
+    // several, and against linux.
+    let in_streams =
+        |s: &Server| queues > 1 && (s.queues > 1 || s.stack == "linux" || s.config == "offload on");
+    let mut multi = vec![Vec::new(); n];
+    let cells = bed.servers.iter().filter(|s| s.queues == 1).count() * 4
+        + bed.servers.iter().filter(|s| in_streams(s)).count();
+    let bar = common::progress((rounds * cells) as u64, "tun");
     for _ in 0..rounds {
         for (i, s) in bed.servers.iter().enumerate() {
+            if in_streams(s) {
+                multi[i].push(testbed::bulk_streams(s, secs, streams)?);
+                bar.inc(1);
+            }
+            if s.queues > 1 {
+                continue;
+            }
             bulk[i].push(testbed::bulk(s, secs, false)?);
             bar.inc(1);
             // IPv6 beside IPv4, in the same round.
@@ -658,13 +773,38 @@ fn measure_tun(rounds: usize, secs: f64) -> Result<Vec<TcpRow>, String> {
         .unwrap_or(0);
     let linux_bulk = common::median(&bulk[linux]);
     let linux_bulk6 = common::median(&bulk6[linux]);
+    let linux_multi = common::median(&multi[linux]);
     let mut rows = Vec::new();
-    for (i, s) in bed.servers.iter().enumerate() {
+    for (i, s) in bed
+        .servers
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| !multi[*i].is_empty())
+    {
+        let g = common::median(&multi[i]);
+        rows.push(TcpRow {
+            experiment: "tun-streams".into(),
+            stack: s.stack.into(),
+            config: s.config.clone(),
+            mtu: 1500,
+            connections: streams,
+            gbit_per_s: g,
+            ns_per_byte: 0.0,
+            transactions_per_s: 0.0,
+            ratio: g / linux_multi,
+        });
+    }
+    for (i, s) in bed
+        .servers
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| s.queues == 1)
+    {
         let g = common::median(&bulk[i]);
         rows.push(TcpRow {
             experiment: "tun".into(),
             stack: s.stack.into(),
-            config: s.config.into(),
+            config: s.config.clone(),
             mtu: 1500,
             connections: 1,
             gbit_per_s: g,
@@ -673,12 +813,17 @@ fn measure_tun(rounds: usize, secs: f64) -> Result<Vec<TcpRow>, String> {
             ratio: g / linux_bulk,
         });
     }
-    for (i, s) in bed.servers.iter().enumerate().filter(|(_, s)| s.ipv6) {
+    for (i, s) in bed
+        .servers
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| s.ipv6 && s.queues == 1)
+    {
         let g = common::median(&bulk6[i]);
         rows.push(TcpRow {
             experiment: "tun6".into(),
             stack: s.stack.into(),
-            config: s.config.into(),
+            config: s.config.clone(),
             mtu: 1500,
             connections: 1,
             gbit_per_s: g,
@@ -689,12 +834,17 @@ fn measure_tun(rounds: usize, secs: f64) -> Result<Vec<TcpRow>, String> {
     }
     for (k, &c) in counts.iter().enumerate() {
         let base = common::median(&rr[linux][k]);
-        for (i, s) in bed.servers.iter().enumerate().filter(|(_, s)| s.echo) {
+        for (i, s) in bed
+            .servers
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.echo && s.queues == 1)
+        {
             let t = common::median(&rr[i][k]);
             rows.push(TcpRow {
                 experiment: "rr".into(),
                 stack: s.stack.into(),
-                config: s.config.into(),
+                config: s.config.clone(),
                 mtu: 1500,
                 connections: c,
                 gbit_per_s: 0.0,
@@ -760,6 +910,35 @@ pub fn print(rows: &[TcpRow]) {
                 r.gbit_per_s,
                 r.ratio,
                 v4
+            );
+        }
+        println!();
+    }
+    let streams: Vec<&TcpRow> = rows
+        .iter()
+        .filter(|r| r.experiment == "tun-streams")
+        .collect();
+    if let Some(first) = streams.first() {
+        println!(
+            "{} kernel connections at once sending bulk to discard at MTU 1500",
+            first.connections
+        );
+        println!("{:<34} {:>10} {:>10}", "server", "Gbit/s", "vs linux");
+        for r in &streams {
+            println!(
+                "{:<34} {:>10.2} {:>9.2}x",
+                format!("{} ({})", r.stack, r.config),
+                r.gbit_per_s,
+                r.ratio
+            );
+        }
+        let one = streams.iter().find(|r| r.config == "offload on");
+        let many = streams.iter().find(|r| r.config.contains("queues"));
+        if let (Some(one), Some(many)) = (one, many) {
+            println!(
+                "{} over one queue: {:.2}x",
+                many.config,
+                many.gbit_per_s / one.gbit_per_s
             );
         }
         println!();

@@ -63,6 +63,14 @@ pub struct TunArgs {
     /// Echo datagrams the client keeps in flight, 1 to 4096.
     #[arg(long, default_value_t = 32, value_parser = common::count(1, 4096))]
     window: usize,
+    /// Also run fastpath with this many TUN queues (a stack per queue, each on a thread of its own),
+    /// and a workload from several kernel senders at once (`discard-senders`) against it, against
+    /// one queue and against linux. 1 (the default) leaves both out.
+    #[arg(long, default_value_t = 1, value_parser = common::count(1, 256))]
+    queues: usize,
+    /// Sender threads (each its own socket and port) in the `discard-senders` workload.
+    #[arg(long, default_value_t = 2, value_parser = common::count(1, 64))]
+    senders: usize,
     /// A short run (0.2 s per measurement, one round) for tests and CI; explicit options win over it:
     /// it only fills in what is not given.
     #[arg(long)]
@@ -95,6 +103,10 @@ pub struct TunRow {
     pub batching: Option<bool>,
     /// fastpath's UDP segmentation offload on receive (none for linux).
     pub uso: Option<bool>,
+    /// fastpath's TUN queues, a stack on each (none for linux).
+    pub queues: Option<usize>,
+    /// Sender threads (`discard-senders`; 1 otherwise).
+    pub senders: usize,
     /// Datagrams per second received by the server (discard) or echoed back to the client (echo).
     pub datagrams_per_s: f64,
     /// The same in Gbit/s of UDP payload.
@@ -103,22 +115,93 @@ pub struct TunRow {
     pub offered_per_s: f64,
     /// Echo: datagrams lost per run (median). Discard: datagrams sent but not received.
     pub lost: f64,
+    /// `discard-senders`: cores the server's threads used (fastpath's stacks, or the kernel's socket
+    /// readers; the kernel's own receive work in the senders' context is not in it). NaN otherwise.
+    pub server_cores: f64,
+    /// `discard-senders`: cores the sender threads used (system calls and the kernel's sending path).
+    pub sender_cores: f64,
+    /// `discard-senders`: datagrams received per CPU-second of the server's threads.
+    pub per_server_cpu_s: f64,
     /// `datagrams_per_s` over linux's for the same workload and size.
     pub ratio_vs_linux: f64,
 }
 
 /// A server under test and the client socket facing it.
 struct Target {
-    label: &'static str,
+    label: String,
     offload: Option<bool>,
     batching: Option<bool>,
     uso: Option<bool>,
     client: KernelSocket,
     /// The client for discard-gso: a socket that will have `UDP_SEGMENT` set.
     gso_client: KernelSocket,
-    received: Arc<AtomicU64>,
+    /// More client sockets, one per sender thread of the several-senders workload.
+    senders: Vec<KernelSocket>,
+    /// Datagrams the discard server received: a counter per stack (per queue), summed when read.
+    received: Vec<Arc<Counter>>,
     threads: Vec<JoinHandle<Result<(), String>>>,
-    tun: Option<TunHandle>,
+    /// The TUN queues' handles (none for linux).
+    tun: Vec<TunHandle>,
+    /// TUN queues (1 unless `--queues`; none for linux).
+    queues: Option<usize>,
+    /// The server threads' `/proc/self/task/TID/schedstat` paths, for their CPU time.
+    server_threads: Arc<std::sync::Mutex<Vec<std::path::PathBuf>>>,
+}
+
+/// The calling thread's schedstat path (`/proc/PID/task/TID/schedstat`), to read its CPU time from
+/// another thread.
+fn own_schedstat() -> Option<std::path::PathBuf> {
+    let task = std::fs::read_link("/proc/thread-self").ok()?;
+    Some(std::path::Path::new("/proc").join(task).join("schedstat"))
+}
+
+/// Nanoseconds a thread has run, from its schedstat file (0 if it is gone).
+fn cpu_ns(schedstat: &std::path::Path) -> u64 {
+    std::fs::read_to_string(schedstat)
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// A counter on a cache line of its own, so that stacks on different cores never share one.
+#[repr(align(64))]
+#[derive(Default)]
+struct Counter(AtomicU64);
+
+impl Target {
+    /// CPU nanoseconds the server's threads have run, all together.
+    fn server_cpu_ns(&self) -> u64 {
+        let threads = self
+            .server_threads
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        threads.iter().map(|p| cpu_ns(p)).sum()
+    }
+
+    /// Datagrams the discard server received so far, over every stack.
+    fn received(&self) -> u64 {
+        self.received
+            .iter()
+            .map(|c| c.0.load(Ordering::Relaxed))
+            .sum()
+    }
+
+    /// The TUN link counters summed over the queues; `None` for linux.
+    fn tun_stats(&self) -> Option<fastpath::link::TunStats> {
+        let mut all = self.tun.iter().map(TunHandle::stats);
+        let mut sum = all.next()?;
+        for s in all {
+            sum.rx_packets += s.rx_packets;
+            sum.rx_gso_segments += s.rx_gso_segments;
+            sum.rx_gso_packets += s.rx_gso_packets;
+            sum.tx_packets += s.tx_packets;
+            sum.rx_reads += s.rx_reads;
+            sum.rx_partial += s.rx_partial;
+            sum.tx_offloaded += s.tx_offloaded;
+            sum.rx_drop_truncated += s.rx_dropped();
+        }
+        Some(sum)
+    }
 }
 
 /// Every namespace made and every thread started; on drop, threads stop first, then namespaces go.
@@ -162,29 +245,37 @@ fn deepen(sock: &KernelSocket, bytes: usize) -> Result<(), String> {
         .map_err(|e| format!("SO_RCVBUFFORCE: {e}"))
 }
 
-/// fastpath at 10.7.0.2 on a new TUN interface in a new namespace, in a thread of its own.
+/// fastpath at 10.7.0.2 on a new TUN interface in a new namespace: a stack per queue, each in a
+/// thread of its own.
+#[allow(clippy::too_many_arguments)]
 fn fastpath_target(
     bed: &mut Testbed,
-    label: &'static str,
+    label: String,
     offload: bool,
     batching: bool,
     uso: bool,
+    queues: usize,
+    senders: usize,
 ) -> Result<Target, String> {
     let ns = new_namespace(bed)?;
-    let mut link = TunLink::open(&TunConfig {
-        name: "fpb0".into(),
-        netns: Some(ns.clone()),
-        mtu: 1500,
-        offload,
-        uso,
-    })
+    let ephemeral = StackConfig::default().ephemeral_ports;
+    let links = TunLink::open_queues(
+        &TunConfig {
+            name: "fpb0".into(),
+            netns: Some(ns.clone()),
+            mtu: 1500,
+            offload,
+            uso,
+        },
+        queues,
+        &ephemeral,
+    )
     .map_err(|e| format!("TUN interface in {ns}: {e}"))?;
-    if uso && !link.uso_enabled() {
+    if uso && !links[0].uso_enabled() {
         return Err(
             "this kernel does not offer UDP segmentation offload on TUN (Linux 6.2+)".into(),
         );
     }
-    let tun = link.handle();
     let ip = |args: &[&str]| {
         let mut all = vec!["-n", ns.as_str()];
         all.extend_from_slice(args);
@@ -198,43 +289,62 @@ fn fastpath_target(
     ip(&["link", "set", "dev", "fpb0", "up"])?;
     let client = socket_in(&ns, SocketAddrV4::new(CLIENT, 0))?;
     let gso_client = socket_in(&ns, SocketAddrV4::new(CLIENT, 0))?;
+    let senders = (0..senders)
+        .map(|_| socket_in(&ns, SocketAddrV4::new(CLIENT, 0)))
+        .collect::<Result<Vec<_>, _>>()?;
 
-    let received = Arc::new(AtomicU64::new(0));
-    let (stop, count, handle) = (bed.stop.clone(), received.clone(), tun.clone());
-    let thread = std::thread::spawn(move || -> Result<(), String> {
-        let mut config = StackConfig::default();
-        if !batching {
-            config.rx_batch = 1;
-            config.tx_batch = 1;
-        }
-        let mut stack = Stack::new(config);
-        let depot = BufferDepot::new();
-        link.set_buffer_depot(depot.clone());
-        stack.set_buffer_depot(depot);
-        stack.add_interface("fpb0", link, Ipv4Cidr::new(SERVER, 24));
-        let echo = binding(&mut stack, ECHO)?;
-        let discard = binding(&mut stack, DISCARD)?;
-        let mut buf = vec![0u8; 65536];
-        while !stop.load(Ordering::Relaxed) {
-            let mut work = stack.poll(Instant::now());
-            while let Ok((n, from)) = stack.udp(echo).recv_from(&mut buf) {
-                let _ = stack.udp(echo).send_to(&buf[..n], from);
-                work += 1;
+    let (mut received, mut threads, mut tun) = (Vec::new(), Vec::new(), Vec::new());
+    let server_threads = Arc::new(std::sync::Mutex::new(Vec::new()));
+    for (q, mut link) in links.into_iter().enumerate() {
+        let count = Arc::new(Counter::default());
+        received.push(count.clone());
+        let handle = link.handle();
+        tun.push(handle.clone());
+        let stop = bed.stop.clone();
+        let share = fastpath::link::tun::ephemeral_share(&ephemeral, q, queues)
+            .ok_or("too many queues for the ephemeral ports")?;
+        let registry = server_threads.clone();
+        threads.push(std::thread::spawn(move || -> Result<(), String> {
+            register(&registry);
+            let mut config = StackConfig {
+                ephemeral_ports: share,
+                ..StackConfig::default()
+            };
+            if !batching {
+                config.rx_batch = 1;
+                config.tx_batch = 1;
             }
-            let mut n = 0;
-            while stack.udp(discard).recv_from_with(|_, _| ()).is_ok() {
-                n += 1;
+            let mut stack = Stack::new(config);
+            let depot = BufferDepot::new();
+            link.set_buffer_depot(depot.clone());
+            stack.set_buffer_depot(depot);
+            stack.add_interface("fpb0", link, Ipv4Cidr::new(SERVER, 24));
+            let echo = binding(&mut stack, ECHO)?;
+            let discard = binding(&mut stack, DISCARD)?;
+            let mut buf = vec![0u8; 65536];
+            while !stop.load(Ordering::Relaxed) {
+                let mut work = stack.poll(Instant::now());
+                while let Ok((n, from)) = stack.udp(echo).recv_from(&mut buf) {
+                    let _ = stack.udp(echo).send_to(&buf[..n], from);
+                    work += 1;
+                }
+                let mut n = 0;
+                while stack.udp(discard).recv_from_with(|_, _| ()).is_ok() {
+                    n += 1;
+                }
+                if n > 0 {
+                    count.0.fetch_add(n, Ordering::Relaxed);
+                }
+                stack.flush();
+                if work + n as usize == 0 {
+                    handle
+                        .wait(Some(Duration::from_millis(20)))
+                        .map_err(|e| e.to_string())?;
+                }
             }
-            count.fetch_add(n, Ordering::Relaxed);
-            stack.flush();
-            if work + n as usize == 0 {
-                handle
-                    .wait(Some(Duration::from_millis(20)))
-                    .map_err(|e| e.to_string())?;
-            }
-        }
-        Ok(())
-    });
+            Ok(())
+        }));
+    }
     Ok(Target {
         label,
         offload: Some(offload),
@@ -242,15 +352,18 @@ fn fastpath_target(
         uso: Some(uso),
         client,
         gso_client,
+        senders,
         received,
-        threads: vec![thread],
-        tun: Some(tun),
+        threads,
+        tun,
+        queues: Some(queues),
+        server_threads,
     })
 }
 
 /// The kernel at 10.7.0.2 over a veth pair from the client's namespace to a server namespace, with a
 /// blocking thread per port.
-fn linux_target(bed: &mut Testbed) -> Result<Target, String> {
+fn linux_target(bed: &mut Testbed, senders: usize) -> Result<Target, String> {
     let client_ns = new_namespace(bed)?;
     let server_ns = new_namespace(bed)?;
     let ipn = |ns: &str, args: &[&str]| {
@@ -270,16 +383,22 @@ fn linux_target(bed: &mut Testbed) -> Result<Target, String> {
     ipn(&server_ns, &["link", "set", "dev", "fpv1", "up"])?;
     let client = socket_in(&client_ns, SocketAddrV4::new(CLIENT, 0))?;
     let gso_client = socket_in(&client_ns, SocketAddrV4::new(CLIENT, 0))?;
+    let senders = (0..senders)
+        .map(|_| socket_in(&client_ns, SocketAddrV4::new(CLIENT, 0)))
+        .collect::<Result<Vec<_>, _>>()?;
 
-    let received = Arc::new(AtomicU64::new(0));
+    let received = Arc::new(Counter::default());
     let mut threads = Vec::new();
+    let server_threads = Arc::new(std::sync::Mutex::new(Vec::new()));
     for port in [DISCARD, ECHO] {
         let sock = socket_in(&server_ns, SocketAddrV4::new(SERVER, port))?;
         deepen(&sock, SERVER_RECV_BUFFER)?;
         sock.set_read_timeout(Some(Duration::from_millis(20)))
             .map_err(|e| e.to_string())?;
         let (stop, count) = (bed.stop.clone(), received.clone());
+        let registry = server_threads.clone();
         threads.push(std::thread::spawn(move || -> Result<(), String> {
+            register(&registry);
             let mut buf = vec![0u8; 65536];
             while !stop.load(Ordering::Relaxed) {
                 match sock.recv_from(&mut buf) {
@@ -287,7 +406,7 @@ fn linux_target(bed: &mut Testbed) -> Result<Target, String> {
                         let _ = sock.send_to(&buf[..n], from);
                     }
                     Ok(_) => {
-                        count.fetch_add(1, Ordering::Relaxed);
+                        count.0.fetch_add(1, Ordering::Relaxed);
                     }
                     Err(_) => {}
                 }
@@ -296,15 +415,18 @@ fn linux_target(bed: &mut Testbed) -> Result<Target, String> {
         }));
     }
     Ok(Target {
-        label: "linux over veth",
+        label: "linux over veth".into(),
         offload: None,
         batching: None,
         uso: None,
         client,
         gso_client,
-        received,
+        senders,
+        received: vec![received],
         threads,
-        tun: None,
+        tun: Vec::new(),
+        queues: None,
+        server_threads,
     })
 }
 
@@ -332,7 +454,7 @@ fn discard_run(t: &Target, size: usize, secs: f64, gso: bool) -> Result<(f64, f6
     };
     let data = vec![0x5a; size * per_send];
     let to = SocketAddrV4::new(SERVER, DISCARD);
-    let before = t.received.load(Ordering::Relaxed);
+    let before = t.received();
     let started = WallClock::now();
     let limit = Duration::from_secs_f64(secs);
     let mut sent = 0u64;
@@ -344,17 +466,7 @@ fn discard_run(t: &Target, size: usize, secs: f64, gso: bool) -> Result<(f64, f6
         }
     }
     let elapsed = started.elapsed().as_secs_f64();
-    // Let the server finish what is queued for it.
-    let mut last = u64::MAX;
-    loop {
-        std::thread::sleep(Duration::from_millis(30));
-        let now = t.received.load(Ordering::Relaxed);
-        if now == last {
-            break;
-        }
-        last = now;
-    }
-    let got = last - before;
+    let got = settled(t) - before;
     if got == 0 {
         return Err(format!("{}: nothing reached the discard server", t.label));
     }
@@ -363,6 +475,104 @@ fn discard_run(t: &Target, size: usize, secs: f64, gso: bool) -> Result<(f64, f6
         sent as f64 / elapsed,
         sent.saturating_sub(got) as f64,
     ))
+}
+
+/// Adds the calling thread to a server's threads.
+fn register(threads: &std::sync::Mutex<Vec<std::path::PathBuf>>) {
+    if let Some(path) = own_schedstat() {
+        threads.lock().unwrap_or_else(|e| e.into_inner()).push(path);
+    }
+}
+
+/// What the discard server has received once it stops receiving (it finished what was queued).
+fn settled(t: &Target) -> u64 {
+    let mut last = u64::MAX;
+    loop {
+        std::thread::sleep(Duration::from_millis(30));
+        let now = t.received();
+        if now == last {
+            return now;
+        }
+        last = now;
+    }
+}
+
+/// A discard run from every one of the target's sender sockets at once, a thread each (flows from
+/// different ports, which the kernel spreads over a multi-queue interface's queues): (received/s,
+/// sent/s, sent but not received).
+fn discard_senders(t: &Target, size: usize, secs: f64) -> Result<SendersRun, String> {
+    let to = SocketAddrV4::new(SERVER, DISCARD);
+    let before = t.received();
+    let server_before = t.server_cpu_ns();
+    // Each send carries up to 64 datagrams for the kernel to segment (`UDP_SEGMENT`), so that the
+    // senders, who share this machine's cores with the stacks, cost little per datagram.
+    let per_send = GSO_SEGMENTS.min(65507 / size);
+    for sock in &t.senders {
+        nix::sys::socket::setsockopt(
+            sock,
+            nix::sys::socket::sockopt::UdpGsoSegment,
+            &(size as i32),
+        )
+        .map_err(|e| format!("UDP_SEGMENT: {e}"))?;
+    }
+    let limit = Duration::from_secs_f64(secs);
+    let started = WallClock::now();
+    let (sent, sender_ns) = std::thread::scope(|scope| {
+        let threads: Vec<_> = t
+            .senders
+            .iter()
+            .map(|sock| {
+                scope.spawn(move || {
+                    let me = own_schedstat();
+                    let cpu = || me.as_deref().map_or(0, cpu_ns);
+                    let at_start = cpu();
+                    let data = vec![0x5a; size * per_send];
+                    let mut sent = 0u64;
+                    while started.elapsed() < limit {
+                        for _ in 0..64 / per_send.min(64) {
+                            if sock.send_to(&data, to).is_ok() {
+                                sent += per_send as u64;
+                            }
+                        }
+                    }
+                    (sent, cpu() - at_start)
+                })
+            })
+            .collect();
+        threads
+            .into_iter()
+            .map(|h| h.join().unwrap_or((0, 0)))
+            .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
+    });
+    let elapsed = started.elapsed().as_secs_f64();
+    let got = settled(t) - before;
+    // The server's CPU over the run and the drain after it (the senders' ends at the run's end).
+    let server_ns = t.server_cpu_ns() - server_before;
+    if got == 0 {
+        return Err(format!("{}: nothing reached the discard server", t.label));
+    }
+    Ok(SendersRun {
+        received: got as f64 / elapsed,
+        sent: sent as f64 / elapsed,
+        lost: sent.saturating_sub(got) as f64,
+        server_cores: server_ns as f64 / 1e9 / elapsed,
+        sender_cores: sender_ns as f64 / 1e9 / elapsed,
+        per_server_cpu_s: got as f64 / (server_ns as f64 / 1e9),
+    })
+}
+
+/// One several-senders run.
+#[derive(Clone, Copy, Debug)]
+struct SendersRun {
+    /// Datagrams/s received and sent, datagrams lost.
+    received: f64,
+    sent: f64,
+    lost: f64,
+    /// Cores the server's threads (the stacks, or the kernel's socket readers) and the senders used.
+    server_cores: f64,
+    sender_cores: f64,
+    /// Datagrams received per CPU-second of the server's threads.
+    per_server_cpu_s: f64,
 }
 
 /// One echo run: (echoes/s, lost).
@@ -428,6 +638,8 @@ pub fn measure(args: &TunArgs) -> Result<Vec<TunRow>, String> {
         targets: Vec::new(),
         namespaces: Vec::new(),
     };
+    let multi = args.queues > 1;
+    let senders = if multi { args.senders } else { 0 };
     for (label, offload, batching, uso) in [
         ("fastpath offload+batching+USO", true, true, true),
         ("fastpath offload+batching", true, true, false),
@@ -435,71 +647,128 @@ pub fn measure(args: &TunArgs) -> Result<Vec<TunRow>, String> {
         ("fastpath batching", false, true, false),
         ("fastpath, neither", false, false, false),
     ] {
-        let t = fastpath_target(&mut bed, label, offload, batching, uso)?;
+        // The one-queue baseline of the several-senders workload is offload+batching.
+        let s = if label == "fastpath offload+batching" {
+            senders
+        } else {
+            0
+        };
+        let t = fastpath_target(&mut bed, label.into(), offload, batching, uso, 1, s)?;
         bed.targets.push(t);
     }
-    let t = linux_target(&mut bed)?;
+    if multi {
+        let label = format!("fastpath offload+batching, {} queues", args.queues);
+        let t = fastpath_target(&mut bed, label, true, true, false, args.queues, senders)?;
+        bed.targets.push(t);
+    }
+    let t = linux_target(&mut bed, senders)?;
     bed.targets.push(t);
 
-    let workloads = ["discard", "discard-gso", "echo"];
-    let cells = workloads.len() * args.sizes.len() * bed.targets.len();
-    let bar = common::progress((rounds * cells) as u64, "bench tun");
-    // samples[cell] = (rate, offered, lost) per round
-    let mut samples: Vec<Vec<(f64, f64, f64)>> = vec![Vec::new(); cells];
-    for _ in 0..rounds {
-        let mut cell = 0;
-        for w in workloads {
-            for &size in &args.sizes {
-                for t in &bed.targets {
-                    let s = if w != "echo" {
-                        discard_run(t, size, secs, w == "discard-gso")?
-                    } else {
-                        let (rate, lost) = echo_run(t, size, secs, window)?;
-                        (rate, rate, lost)
-                    };
-                    samples[cell].push(s);
-                    cell += 1;
-                    bar.inc(1);
+    let mut workloads = vec!["discard", "discard-gso", "echo"];
+    if multi {
+        workloads.push("discard-senders");
+    }
+    // Every (workload, size, target) that runs: the several-senders workload only where there are
+    // senders.
+    let mut cells = Vec::new();
+    for &w in &workloads {
+        for &size in &args.sizes {
+            for (i, t) in bed.targets.iter().enumerate() {
+                if w != "discard-senders" || !t.senders.is_empty() {
+                    cells.push((w, size, i));
                 }
             }
         }
     }
+    let bar = common::progress((rounds * cells.len()) as u64, "bench tun");
+    // samples[cell] = (rate, offered, lost, server cores, sender cores, per server CPU-second) per
+    // round; the CPU figures only for the several-senders workload.
+    let mut samples: Vec<Vec<(f64, f64, f64, f64, f64, f64)>> = vec![Vec::new(); cells.len()];
+    for _ in 0..rounds {
+        for (cell, &(w, size, i)) in cells.iter().enumerate() {
+            let t = &bed.targets[i];
+            let s = match w {
+                "echo" => {
+                    let (rate, lost) = echo_run(t, size, secs, window)?;
+                    (rate, rate, lost, f64::NAN, f64::NAN, f64::NAN)
+                }
+                "discard-senders" => {
+                    let r = discard_senders(t, size, secs)?;
+                    let (a, b, c) = (r.received, r.sent, r.lost);
+                    (a, b, c, r.server_cores, r.sender_cores, r.per_server_cpu_s)
+                }
+                _ => {
+                    let (a, b, c) = discard_run(t, size, secs, w == "discard-gso")?;
+                    (a, b, c, f64::NAN, f64::NAN, f64::NAN)
+                }
+            };
+            samples[cell].push(s);
+            bar.inc(1);
+        }
+    }
     bar.finish_and_clear();
 
-    let mut rows = Vec::new();
-    let mut cell = 0;
-    for w in workloads {
-        for &size in &args.sizes {
-            let first = rows.len();
-            for t in &bed.targets {
-                let s = &samples[cell];
-                let rate = common::median(&s.iter().map(|x| x.0).collect::<Vec<_>>());
-                rows.push(TunRow {
-                    workload: w.to_string(),
-                    size,
-                    server: if t.tun.is_some() { "fastpath" } else { "linux" }.to_string(),
-                    offload: t.offload,
-                    batching: t.batching,
-                    uso: t.uso,
-                    datagrams_per_s: rate,
-                    gbit_per_s: rate * size as f64 * 8.0 / 1e9,
-                    offered_per_s: common::median(&s.iter().map(|x| x.1).collect::<Vec<_>>()),
-                    lost: common::median(&s.iter().map(|x| x.2).collect::<Vec<_>>()),
-                    ratio_vs_linux: f64::NAN,
-                });
-                cell += 1;
+    let mut rows: Vec<TunRow> = Vec::new();
+    for (cell, &(w, size, i)) in cells.iter().enumerate() {
+        let t = &bed.targets[i];
+        let s = &samples[cell];
+        let rate = common::median(&s.iter().map(|x| x.0).collect::<Vec<_>>());
+        rows.push(TunRow {
+            workload: w.to_string(),
+            size,
+            server: if t.queues.is_some() {
+                "fastpath"
+            } else {
+                "linux"
             }
-            let linux = rows.last().map_or(f64::NAN, |r| r.datagrams_per_s);
-            for r in &mut rows[first..] {
-                r.ratio_vs_linux = r.datagrams_per_s / linux;
-            }
+            .to_string(),
+            offload: t.offload,
+            batching: t.batching,
+            uso: t.uso,
+            queues: t.queues,
+            senders: if w == "discard-senders" {
+                t.senders.len()
+            } else {
+                1
+            },
+            datagrams_per_s: rate,
+            gbit_per_s: rate * size as f64 * 8.0 / 1e9,
+            offered_per_s: common::median(&s.iter().map(|x| x.1).collect::<Vec<_>>()),
+            lost: common::median(&s.iter().map(|x| x.2).collect::<Vec<_>>()),
+            server_cores: common::median(&s.iter().map(|x| x.3).collect::<Vec<_>>()),
+            sender_cores: common::median(&s.iter().map(|x| x.4).collect::<Vec<_>>()),
+            per_server_cpu_s: common::median(&s.iter().map(|x| x.5).collect::<Vec<_>>()),
+            ratio_vs_linux: f64::NAN,
+        });
+    }
+    let linux: Vec<(String, usize, f64)> = rows
+        .iter()
+        .filter(|r| r.server == "linux")
+        .map(|r| (r.workload.clone(), r.size, r.datagrams_per_s))
+        .collect();
+    for r in &mut rows {
+        if let Some(l) = linux.iter().find(|l| l.0 == r.workload && l.1 == r.size) {
+            r.ratio_vs_linux = r.datagrams_per_s / l.2;
         }
     }
     let link_stats: Vec<String> = bed
         .targets
         .iter()
         .filter_map(|t| {
-            let s = t.tun.as_ref()?.stats();
+            let s = t.tun_stats()?;
+            let shares = if t.tun.len() > 1 {
+                let each: Vec<String> = t
+                    .tun
+                    .iter()
+                    .map(|h| {
+                        let p = h.stats().rx_packets as f64 / s.rx_packets.max(1) as f64;
+                        format!("{:.0}%", p * 100.0)
+                    })
+                    .collect();
+                format!(" (queues' shares of what was read: {})", each.join(" / "))
+            } else {
+                String::new()
+            };
             Some(format!(
                 "{}: {} read ({} from {} GSO packets), {} written, {} reads ({:.2} per packet), {} partial in, {} offloaded out, {} refused",
                 t.label,
@@ -512,7 +781,7 @@ pub fn measure(args: &TunArgs) -> Result<Vec<TunRow>, String> {
                 s.rx_partial,
                 s.tx_offloaded,
                 s.rx_dropped()
-            ))
+            ) + &shares)
         })
         .collect();
     drop(bed);
@@ -527,18 +796,32 @@ pub fn measure(args: &TunArgs) -> Result<Vec<TunRow>, String> {
 /// Prints the rows: one line per server, one column per workload and size.
 pub fn print(rows: &[TunRow]) {
     let columns = common::distinct(rows.iter().map(|r| (r.workload.clone(), r.size)));
-    type Server = (String, Option<bool>, Option<bool>, Option<bool>);
+    type Server = (
+        String,
+        Option<bool>,
+        Option<bool>,
+        Option<bool>,
+        Option<usize>,
+    );
     let servers: Vec<Server> = common::distinct(
         rows.iter()
-            .map(|r| (r.server.clone(), r.offload, r.batching, r.uso)),
+            .map(|r| (r.server.clone(), r.offload, r.batching, r.uso, r.queues)),
     );
     let on = |b: bool| if b { "on" } else { "off" };
-    let label = |s: &Server| match (s.1, s.2, s.3) {
-        (Some(o), Some(b), Some(true)) => {
-            format!("fastpath, offload {}, batching {}, USO", on(o), on(b))
+    let label = |s: &Server| {
+        let queues = match s.4 {
+            Some(q) if q > 1 => format!(", {q} queues"),
+            _ => String::new(),
+        };
+        match (s.1, s.2, s.3) {
+            (Some(o), Some(b), Some(true)) => {
+                format!("fastpath, offload {}, batching {}, USO", on(o), on(b))
+            }
+            (Some(o), Some(b), _) => {
+                format!("fastpath, offload {}, batching {}{queues}", on(o), on(b))
+            }
+            _ => "linux over veth".to_string(),
         }
-        (Some(o), Some(b), _) => format!("fastpath, offload {}, batching {}", on(o), on(b)),
-        _ => "linux over veth".to_string(),
     };
     let find = |s: &Server, c: &(String, usize)| {
         rows.iter().find(|r| {
@@ -546,6 +829,7 @@ pub fn print(rows: &[TunRow]) {
                 && r.offload == s.1
                 && r.batching == s.2
                 && r.uso == s.3
+                && r.queues == s.4
                 && r.workload == c.0
                 && r.size == c.1
         })
@@ -557,7 +841,7 @@ pub fn print(rows: &[TunRow]) {
     ] {
         print!("{:<44}", title);
         for c in &columns {
-            print!("{:>20}", format!("{} {} B", c.0, c.1));
+            print!("{:>23}", format!("{} {} B", c.0, c.1));
         }
         println!();
         for s in &servers {
@@ -568,7 +852,7 @@ pub fn print(rows: &[TunRow]) {
                     1 => format!("{:.3}", r.gbit_per_s),
                     _ => format!("{:.2}x", r.ratio_vs_linux),
                 });
-                print!("{text:>20}");
+                print!("{text:>23}");
             }
             println!();
         }
@@ -581,6 +865,38 @@ pub fn print(rows: &[TunRow]) {
             .filter_map(|s| find(s, c).map(|r| format!("{:.0}", r.offered_per_s / 1e3)))
             .collect();
         println!("  {} {} B: {}", c.0, c.1, sent.join(" / "));
+    }
+    // The several-senders workload: N queues over one, side by side in the same rounds.
+    for c in columns.iter().filter(|c| c.0 == "discard-senders") {
+        let of = |multi: bool| {
+            rows.iter().find(|r| {
+                r.workload == c.0
+                    && r.size == c.1
+                    && r.server == "fastpath"
+                    && r.queues.is_some_and(|q| (q > 1) == multi)
+            })
+        };
+        if let (Some(one), Some(many)) = (of(false), of(true)) {
+            println!(
+                "{} queues over 1, {} senders, {} B: {:.2}x the datagrams/s",
+                many.queues.unwrap_or(0),
+                many.senders,
+                c.1,
+                many.datagrams_per_s / one.datagrams_per_s
+            );
+        }
+        for r in rows.iter().filter(|r| r.workload == c.0 && r.size == c.1) {
+            let who = match r.queues {
+                Some(q) => format!("fastpath, {q} queue{}", if q > 1 { "s" } else { "" }),
+                None => "linux".into(),
+            };
+            println!(
+                "  {who:<22} server threads {:.2} cores, senders {:.2} cores, {:.0}k datagrams per server CPU-second",
+                r.server_cores,
+                r.sender_cores,
+                r.per_server_cpu_s / 1e3
+            );
+        }
     }
 }
 
