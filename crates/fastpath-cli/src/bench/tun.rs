@@ -683,7 +683,8 @@ pub fn measure(args: &TunArgs) -> Result<Vec<TunRow>, String> {
     let bar = common::progress((rounds * cells.len()) as u64, "bench tun");
     // samples[cell] = (rate, offered, lost, server cores, sender cores, per server CPU-second) per
     // round; the CPU figures only for the several-senders workload.
-    let mut samples: Vec<Vec<(f64, f64, f64, f64, f64, f64)>> = vec![Vec::new(); cells.len()];
+    type Sample = (f64, f64, f64, f64, f64, f64);
+    let mut samples: Vec<Vec<Sample>> = vec![Vec::new(); cells.len()];
     for _ in 0..rounds {
         for (cell, &(w, size, i)) in cells.iter().enumerate() {
             let t = &bed.targets[i];
