@@ -199,7 +199,9 @@ fn tun_available(test: &str) -> bool {
 fn bench_tcp_quick() {
     let full = tun_available("bench_tcp_quick");
     let mut args = vec!["bench", "tcp", "--quick", "--mib", "2", "--json", "-"];
-    if !full {
+    if full {
+        args.extend(["--queues", "2"]);
+    } else {
         args.push("--pair-only");
     }
     let rows = run(&args);
@@ -221,5 +223,12 @@ fn bench_tcp_quick() {
         }
         let rr = rows.iter().filter(|r| r["experiment"] == "rr").count();
         assert_eq!(rr, 2 * 4, "1 and 100 connections, four echo servers");
+        // --queues 2: four streams against one queue, linux, and two queues.
+        let streams: Vec<&str> = rows
+            .iter()
+            .filter(|r| r["experiment"] == "tun-streams")
+            .map(|r| r["config"].as_str().unwrap())
+            .collect();
+        assert_eq!(streams, ["offload on", "veth", "offload on, 2 queues"]);
     }
 }
