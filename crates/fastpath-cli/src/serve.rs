@@ -5,8 +5,14 @@
 //! TUN interface at `--addr` answers pings, echoes UDP and TCP (RFC 862), discards UDP and TCP (RFC 863)
 //! and serves TCP chargen (RFC 864: a bulk sender, for measurements); datagrams to other ports get an
 //! ICMP port unreachable, segments a RST. With `--connect`, it also opens a TCP connection to the
-//! kernel, sends `--send` bytes of a pattern and checks that they come back (the peer must echo). It stops on SIGINT or SIGTERM, or after `--duration`,
-//! and prints its counters.
+//! kernel, sends `--send` bytes of a pattern and checks that they come back (the peer must echo). It
+//! stops on SIGINT or SIGTERM, or after `--duration`, and prints its counters.
+//!
+//! With `--queues N`, the interface has N queues and N stacks serve it, one per queue on a thread of its
+//! own (queue 0's on the main thread), each with its own share of the ephemeral ports; the kernel's
+//! steering program (`fastpath::link::tun::steer`) keeps every flow on one of them. `--connect` runs
+//! on queue 0; when queue 0 stops, the others do too. The summary adds up the queues, then prints each
+//! queue's counters.
 
 use std::io::{self, Write};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4};

@@ -230,5 +230,12 @@ fn bench_tcp_quick() {
             .map(|r| r["config"].as_str().unwrap())
             .collect();
         assert_eq!(streams, ["offload on", "veth", "offload on, 2 queues"]);
+        // The other direction: fastpath's chargen and the kernel's, read by a kernel client.
+        let send: Vec<&str> = rows
+            .iter()
+            .filter(|r| r["experiment"] == "tun-send")
+            .map(|r| r["stack"].as_str().unwrap())
+            .collect();
+        assert_eq!(send, ["fastpath", "fastpath", "linux"]);
     }
 }

@@ -176,6 +176,8 @@ mod testbed {
         pub config: String,
         /// TUN queues, a stack on each (1 for every other server).
         pub queues: usize,
+        /// It serves chargen on port 19 (fastpath and linux).
+        pub chargen: bool,
         pub client_ns: String,
         /// Bytes the discard service received.
         pub received: Arc<AtomicU64>,
@@ -307,6 +309,7 @@ mod testbed {
                     on.to_string()
                 },
                 queues,
+                chargen: true,
                 client_ns: ns,
                 received,
                 echo: true,
@@ -339,9 +342,10 @@ mod testbed {
             Self::ip(&client_ns, &["link", "set", "dev", "fpv0", "up"])?;
             Self::ip(&server_ns, &["link", "set", "dev", "fpv1", "up"])?;
             let received = Arc::new(AtomicU64::new(0));
-            let addrs: [SocketAddr; 3] = [
+            let addrs: [SocketAddr; 4] = [
                 SocketAddrV4::new(SERVER, 9).into(),
                 SocketAddrV4::new(SERVER, 7).into(),
+                SocketAddrV4::new(SERVER, 19).into(),
                 (SERVER6, 9).into(),
             ];
             for at in addrs {
@@ -362,6 +366,12 @@ mod testbed {
                                 let _ = s.set_nonblocking(false);
                                 let _ = s.set_read_timeout(Some(Duration::from_millis(200)));
                                 let mut buf = vec![0u8; 1 << 18];
+                                // Chargen: send until the client goes away.
+                                while port == 19 && !stop.load(Ordering::Relaxed) {
+                                    if s.write_all(&buf).is_err() {
+                                        return;
+                                    }
+                                }
                                 while !stop.load(Ordering::Relaxed) {
                                     match s.read(&mut buf) {
                                         Ok(0) => break,
@@ -387,6 +397,7 @@ mod testbed {
                 stack: "linux",
                 config: "veth".into(),
                 queues: 1,
+                chargen: true,
                 client_ns,
                 received,
                 echo: true,
@@ -513,6 +524,7 @@ mod testbed {
                 stack: "smoltcp",
                 config: "tun".into(),
                 queues: 1,
+                chargen: false,
                 client_ns: ns,
                 received,
                 echo: true,
@@ -610,6 +622,31 @@ mod testbed {
             std::thread::sleep(Duration::from_micros(200));
         }
         Ok(sent as f64 * 8.0 / start.elapsed().as_secs_f64() / 1e9)
+    }
+
+    /// The kernel client reads from the server's chargen (port 19) for `secs`: the server sends bulk.
+    /// Returns payload Gbit/s as the client read it.
+    pub fn pull(server: &Server, secs: f64) -> Result<f64, String> {
+        let to: SocketAddr = SocketAddrV4::new(SERVER, 19).into();
+        let mut s = netns::within(&server.client_ns, move || {
+            TcpStream::connect_timeout(&to, Duration::from_secs(5))
+        })?
+        .map_err(|e| format!("{} {}: chargen connect: {e}", server.stack, server.config))?;
+        s.set_read_timeout(Some(Duration::from_secs(10)))
+            .map_err(|e| e.to_string())?;
+        let mut buf = vec![0u8; 1 << 18];
+        let start = WallClock::now();
+        let mut got = 0u64;
+        while start.elapsed().as_secs_f64() < secs {
+            match s.read(&mut buf) {
+                Ok(0) => return Err(format!("{} {}: chargen ended", server.stack, server.config)),
+                Ok(n) => got += n as u64,
+                Err(e) => return Err(format!("{} {}: read: {e}", server.stack, server.config)),
+            }
+        }
+        let rate = got as f64 * 8.0 / start.elapsed().as_secs_f64() / 1e9;
+        let _ = s.shutdown(Shutdown::Both);
+        Ok(rate)
     }
 
     /// 64-byte transactions over `n` connections to echo for `secs`; returns transactions/s.
@@ -738,7 +775,8 @@ fn measure_tun(
     let in_streams =
         |s: &Server| queues > 1 && (s.queues > 1 || s.stack == "linux" || s.config == "offload on");
     let mut multi = vec![Vec::new(); n];
-    let cells = bed.servers.iter().filter(|s| s.queues == 1).count() * 4
+    let mut pull = vec![Vec::new(); n];
+    let cells = bed.servers.iter().filter(|s| s.queues == 1).count() * 5
         + bed.servers.iter().filter(|s| in_streams(s)).count();
     let bar = common::progress((rounds * cells) as u64, "tun");
     for _ in 0..rounds {
@@ -750,6 +788,11 @@ fn measure_tun(
             if s.queues > 1 {
                 continue;
             }
+            // The other direction: the server sends bulk, the kernel receives.
+            if s.chargen {
+                pull[i].push(testbed::pull(s, secs)?);
+            }
+            bar.inc(1);
             bulk[i].push(testbed::bulk(s, secs, false)?);
             bar.inc(1);
             // IPv6 beside IPv4, in the same round.
@@ -774,7 +817,27 @@ fn measure_tun(
     let linux_bulk = common::median(&bulk[linux]);
     let linux_bulk6 = common::median(&bulk6[linux]);
     let linux_multi = common::median(&multi[linux]);
+    let linux_pull = common::median(&pull[linux]);
     let mut rows = Vec::new();
+    for (i, s) in bed
+        .servers
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| !pull[*i].is_empty())
+    {
+        let g = common::median(&pull[i]);
+        rows.push(TcpRow {
+            experiment: "tun-send".into(),
+            stack: s.stack.into(),
+            config: s.config.clone(),
+            mtu: 1500,
+            connections: 1,
+            gbit_per_s: g,
+            ns_per_byte: 0.0,
+            transactions_per_s: 0.0,
+            ratio: g / linux_pull,
+        });
+    }
     for (i, s) in bed
         .servers
         .iter()
@@ -910,6 +973,20 @@ pub fn print(rows: &[TcpRow]) {
                 r.gbit_per_s,
                 r.ratio,
                 v4
+            );
+        }
+        println!();
+    }
+    let send: Vec<&TcpRow> = rows.iter().filter(|r| r.experiment == "tun-send").collect();
+    if !send.is_empty() {
+        println!("the server sending bulk (chargen) to a kernel client reading at MTU 1500");
+        println!("{:<28} {:>10} {:>10}", "server", "Gbit/s", "vs linux");
+        for r in &send {
+            println!(
+                "{:<28} {:>10.2} {:>9.2}x",
+                format!("{} ({})", r.stack, r.config),
+                r.gbit_per_s,
+                r.ratio
             );
         }
         println!();

@@ -20,6 +20,14 @@
 //! segments them); **echo**, the client sends a window of datagrams, reads the echoes back (20 ms timeout,
 //! a missing echo is counted lost) and repeats. Gbit/s counts UDP payload. Every (server, workload,
 //! size) runs once per round, interleaved, and the median round is quoted.
+//!
+//! With `--queues N` (N > 1), one more fastpath server has N TUN queues and a stack on each, and one
+//! more workload runs: **discard-senders**, `--senders` kernel sockets sending at once from threads of
+//! their own, each 64 datagrams per `send` (`UDP_SEGMENT`), against fastpath with one queue
+//! (offload and batching), with N, and against linux. Beside the rates it reports the cores the
+//! server's threads and the senders used (from `/proc/.../schedstat`) and datagrams per CPU-second of
+//! the server's threads: on a machine whose cores the senders share, that is the figure that says what
+//! more cores would give.
 
 use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket as KernelSocket};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
