@@ -12,11 +12,35 @@ pub fn pattern_byte(i: u64) -> u8 {
     ((i % 251) as u8) ^ ((i / 251) as u8).rotate_left(3)
 }
 
+/// The pattern's period: `i % 251` and `(i / 251) as u8` both repeat after 251 * 256 bytes.
+const PATTERN_PERIOD: usize = 251 * 256;
+
+/// One period of the pattern, twice over, so that any span of up to a period starting anywhere in the
+/// first is one slice: filling and checking are copies and comparisons, not a division per byte.
+fn pattern_table() -> &'static [u8] {
+    static TABLE: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+    TABLE.get_or_init(|| (0..2 * PATTERN_PERIOD as u64).map(pattern_byte).collect())
+}
+
 /// Fills `out` with the pattern from offset `at`.
 pub fn fill_pattern(out: &mut [u8], at: u64) {
-    for (k, b) in out.iter_mut().enumerate() {
-        *b = pattern_byte(at + k as u64);
+    let table = pattern_table();
+    let mut from = (at % PATTERN_PERIOD as u64) as usize;
+    for chunk in out.chunks_mut(PATTERN_PERIOD) {
+        chunk.copy_from_slice(&table[from..from + chunk.len()]);
+        from = (from + chunk.len()) % PATTERN_PERIOD;
     }
+}
+
+/// True when `data` is the pattern from offset `at`.
+pub fn is_pattern(data: &[u8], at: u64) -> bool {
+    let table = pattern_table();
+    let mut from = (at % PATTERN_PERIOD as u64) as usize;
+    data.chunks(PATTERN_PERIOD).all(|chunk| {
+        let same = chunk == &table[from..from + chunk.len()];
+        from = (from + chunk.len()) % PATTERN_PERIOD;
+        same
+    })
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -330,10 +354,8 @@ fn step(
                 let mut at = c.received;
                 let mut corrupt = false;
                 match stack.tcp(s).read_with(|d| {
-                    for &b in d {
-                        corrupt |= b != pattern_byte(at);
-                        at += 1;
-                    }
+                    corrupt = !is_pattern(d, at);
+                    at += d.len() as u64;
                     d.len()
                 }) {
                     Ok(0) if c.received == total => return Err(End::Clean),
@@ -364,4 +386,26 @@ fn finish(stack: &mut Stack, c: &mut Conn) -> Result<usize, End> {
         let _ = stack.tcp(c.stream).shutdown_write();
     }
     Err(End::Clean)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_table_fill_and_check_agree_with_the_pattern_everywhere() {
+        for at in [0u64, 1, 250, 251, 64_255, 64_256, 64_257, 1 << 40] {
+            for len in [0usize, 1, 7, PATTERN_PERIOD - 1, PATTERN_PERIOD, 3 * PATTERN_PERIOD + 5] {
+                let mut out = vec![0u8; len];
+                fill_pattern(&mut out, at);
+                let expected: Vec<u8> = (0..len as u64).map(|k| pattern_byte(at + k)).collect();
+                assert!(out == expected, "at {at}, {len} bytes");
+                assert!(is_pattern(&out, at));
+                if len > 0 {
+                    out[len / 2] ^= 1;
+                    assert!(!is_pattern(&out, at), "a flipped bit at {at}, {len} bytes");
+                }
+            }
+        }
+    }
 }
