@@ -395,7 +395,14 @@ mod tests {
     #[test]
     fn the_table_fill_and_check_agree_with_the_pattern_everywhere() {
         for at in [0u64, 1, 250, 251, 64_255, 64_256, 64_257, 1 << 40] {
-            for len in [0usize, 1, 7, PATTERN_PERIOD - 1, PATTERN_PERIOD, 3 * PATTERN_PERIOD + 5] {
+            for len in [
+                0usize,
+                1,
+                7,
+                PATTERN_PERIOD - 1,
+                PATTERN_PERIOD,
+                3 * PATTERN_PERIOD + 5,
+            ] {
                 let mut out = vec![0u8; len];
                 fill_pattern(&mut out, at);
                 let expected: Vec<u8> = (0..len as u64).map(|k| pattern_byte(at + k)).collect();

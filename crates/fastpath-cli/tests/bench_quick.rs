@@ -236,6 +236,6 @@ fn bench_tcp_quick() {
             .filter(|r| r["experiment"] == "tun-send")
             .map(|r| r["stack"].as_str().unwrap())
             .collect();
-        assert_eq!(send, ["fastpath", "fastpath", "linux"]);
+        assert_eq!(send, ["fastpath", "fastpath", "smoltcp", "linux"]);
     }
 }

@@ -164,3 +164,34 @@ pub fn parse_non_negative(s: &str) -> Result<f64, String> {
 pub fn count(min: u64, max: u64) -> clap::builder::RangedU64ValueParser<usize> {
     clap::builder::RangedU64ValueParser::<usize>::new().range(min..=max)
 }
+
+/// The calling thread's schedstat path (`/proc/PID/task/TID/schedstat`), to read its CPU time from
+/// another thread.
+pub fn own_schedstat() -> Option<std::path::PathBuf> {
+    let task = std::fs::read_link("/proc/thread-self").ok()?;
+    Some(std::path::Path::new("/proc").join(task).join("schedstat"))
+}
+
+/// Nanoseconds a thread has run, from its schedstat file (0 if it is gone).
+pub fn cpu_ns(schedstat: &std::path::Path) -> u64 {
+    std::fs::read_to_string(schedstat)
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Nanoseconds of CPU (user and system) the whole process has used, every thread included, at the
+/// clock tick's resolution (`/proc/self/stat`, assuming 100 ticks a second, Linux's `USER_HZ`).
+pub fn process_cpu_ns() -> u64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the command name (which may hold spaces) in parentheses: utime is the 14th field
+    // of the line, stime the 15th.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let fields: Vec<u64> = rest
+        .split_whitespace()
+        .skip(11)
+        .take(2)
+        .filter_map(|f| f.parse().ok())
+        .collect();
+    fields.iter().sum::<u64>() * 10_000_000
+}

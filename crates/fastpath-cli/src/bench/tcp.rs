@@ -89,6 +89,10 @@ pub struct TcpRow {
     pub transactions_per_s: f64,
     /// Against the part's baseline (`classic` for pair, `linux` for tun and rr).
     pub ratio: f64,
+    /// rr: cores the kernel client's thread used (0 elsewhere).
+    pub client_cores: f64,
+    /// rr: cores the rest of the process used, the server under test (0 elsewhere).
+    pub server_cores: f64,
 }
 
 const PAIR_CONFIGS: [&str; 3] = ["classic", "default", "offload"];
@@ -176,7 +180,7 @@ mod testbed {
         pub config: String,
         /// TUN queues, a stack on each (1 for every other server).
         pub queues: usize,
-        /// It serves chargen on port 19 (fastpath and linux).
+        /// It serves chargen on port 19.
         pub chargen: bool,
         pub client_ns: String,
         /// Bytes the discard service received.
@@ -463,6 +467,10 @@ mod testbed {
                     let mut echoes: Vec<_> =
                         (0..ECHO_SOCKETS).map(|_| sockets.add(echo())).collect();
                     let mut handle = sockets.add(discard());
+                    // Chargen: sends what its send buffer holds (zeros, as the kernel's chargen here
+                    // does) for as long as the client reads; one connection at a time.
+                    let chargen = || new_socket(19, 1 << 14, 1 << 20);
+                    let mut generator = sockets.add(chargen());
                     let fd = device.as_raw_fd();
                     let mut total = 0u64;
                     while !stop.load(Ordering::Relaxed) {
@@ -504,7 +512,22 @@ mod testbed {
                                 s.close();
                             }
                         }
-                        if got == 0 && echoed == 0 {
+                        let s = sockets.get_mut::<tcp::Socket>(generator);
+                        let mut generated = 0;
+                        while s.may_send() {
+                            match s.send(|b| (b.len(), b.len())) {
+                                Ok(n) if n > 0 => generated += n,
+                                _ => break,
+                            }
+                        }
+                        let _ = s.recv(|b| (b.len(), ()));
+                        if !s.is_active() && !s.is_listening() {
+                            sockets.remove(generator);
+                            generator = sockets.add(chargen());
+                        } else if s.state() == tcp::State::CloseWait {
+                            s.close();
+                        }
+                        if got == 0 && echoed == 0 && generated == 0 {
                             let delay = iface.poll_delay(now(), &sockets).map_or(
                                 Duration::from_millis(20),
                                 |d| {
@@ -524,7 +547,7 @@ mod testbed {
                 stack: "smoltcp",
                 config: "tun".into(),
                 queues: 1,
-                chargen: false,
+                chargen: true,
                 client_ns: ns,
                 received,
                 echo: true,
@@ -649,8 +672,10 @@ mod testbed {
         Ok(rate)
     }
 
-    /// 64-byte transactions over `n` connections to echo for `secs`; returns transactions/s.
-    pub fn rr(server: &Server, n: usize, secs: f64) -> Result<f64, String> {
+    /// 64-byte transactions over `n` connections to echo for `secs`; returns transactions/s, the
+    /// cores the client's thread used (its system calls, and the kernel's TCP work they run), and the
+    /// cores the rest of the process used (the server under test; the others are idle).
+    pub fn rr(server: &Server, n: usize, secs: f64) -> Result<(f64, f64, f64), String> {
         let mut conns = netns::within(&server.client_ns, move || {
             (0..n)
                 .map(|_| {
@@ -669,6 +694,9 @@ mod testbed {
         }
         let msg = [7u8; 64];
         let mut back = [0u8; 64];
+        let me = common::own_schedstat();
+        let client_cpu = || me.as_deref().map_or(0, common::cpu_ns);
+        let (client_before, process_before) = (client_cpu(), common::process_cpu_ns());
         let start = WallClock::now();
         let mut done = 0u64;
         while start.elapsed().as_secs_f64() < secs {
@@ -681,11 +709,18 @@ mod testbed {
             }
             done += n as u64;
         }
-        let rate = done as f64 / start.elapsed().as_secs_f64();
+        let elapsed = start.elapsed().as_secs_f64();
+        let client = (client_cpu() - client_before) as f64 / 1e9;
+        let process = common::process_cpu_ns().saturating_sub(process_before) as f64 / 1e9;
+        let rate = done as f64 / elapsed;
         for c in &conns {
             let _ = c.shutdown(Shutdown::Both);
         }
-        Ok(rate)
+        Ok((
+            rate,
+            client / elapsed,
+            (process - client).max(0.0) / elapsed,
+        ))
     }
 }
 
@@ -733,6 +768,8 @@ pub fn measure(args: &TcpArgs) -> Result<Vec<TcpRow>, String> {
                 ns_per_byte: t * 1e9 / bytes as f64,
                 transactions_per_s: 0.0,
                 ratio: classic / t,
+                client_cores: 0.0,
+                server_cores: 0.0,
             });
         }
     }
@@ -836,6 +873,8 @@ fn measure_tun(
             ns_per_byte: 0.0,
             transactions_per_s: 0.0,
             ratio: g / linux_pull,
+            client_cores: 0.0,
+            server_cores: 0.0,
         });
     }
     for (i, s) in bed
@@ -855,6 +894,8 @@ fn measure_tun(
             ns_per_byte: 0.0,
             transactions_per_s: 0.0,
             ratio: g / linux_multi,
+            client_cores: 0.0,
+            server_cores: 0.0,
         });
     }
     for (i, s) in bed
@@ -874,6 +915,8 @@ fn measure_tun(
             ns_per_byte: 0.0,
             transactions_per_s: 0.0,
             ratio: g / linux_bulk,
+            client_cores: 0.0,
+            server_cores: 0.0,
         });
     }
     for (i, s) in bed
@@ -893,18 +936,24 @@ fn measure_tun(
             ns_per_byte: 0.0,
             transactions_per_s: 0.0,
             ratio: g / linux_bulk6,
+            client_cores: 0.0,
+            server_cores: 0.0,
         });
     }
     for (k, &c) in counts.iter().enumerate() {
-        let base = common::median(&rr[linux][k]);
+        let base = common::median(&rr[linux][k].iter().map(|x| x.0).collect::<Vec<_>>());
         for (i, s) in bed
             .servers
             .iter()
             .enumerate()
             .filter(|(_, s)| s.echo && s.queues == 1)
         {
-            let t = common::median(&rr[i][k]);
+            let t = common::median(&rr[i][k].iter().map(|x| x.0).collect::<Vec<_>>());
+            let client = common::median(&rr[i][k].iter().map(|x| x.1).collect::<Vec<_>>());
+            let server = common::median(&rr[i][k].iter().map(|x| x.2).collect::<Vec<_>>());
             rows.push(TcpRow {
+                client_cores: client,
+                server_cores: server,
                 experiment: "rr".into(),
                 stack: s.stack.into(),
                 config: s.config.clone(),
@@ -1024,18 +1073,24 @@ pub fn print(rows: &[TcpRow]) {
     if !rr.is_empty() {
         println!("64-byte request/response transactions per second (kernel client, echo server)");
         println!(
-            "{:<28} {:>6} {:>14} {:>10}",
-            "server", "conns", "transactions/s", "vs linux"
+            "{:<28} {:>6} {:>14} {:>10} {:>13} {:>13}",
+            "server", "conns", "transactions/s", "vs linux", "client cores", "server cores"
         );
         for r in &rr {
             println!(
-                "{:<28} {:>6} {:>14.0} {:>9.2}x",
+                "{:<28} {:>6} {:>14.0} {:>9.2}x {:>13.2} {:>13.2}",
                 format!("{} ({})", r.stack, r.config),
                 r.connections,
                 r.transactions_per_s,
-                r.ratio
+                r.ratio,
+                r.client_cores,
+                r.server_cores
             );
         }
+        println!(
+            "(client: the kernel client's thread, its system calls and the kernel TCP work they run; \
+             server: the rest of this process)"
+        );
     }
 }
 

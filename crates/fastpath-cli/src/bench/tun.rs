@@ -41,7 +41,7 @@ use fastpath::link::{TunConfig, TunHandle, TunLink};
 use fastpath::{Instant, Ipv4Cidr, Stack, StackConfig};
 use serde::Serialize;
 
-use super::common;
+use super::common::{self, cpu_ns, own_schedstat};
 use crate::netns::{self, Namespace};
 use crate::serve::{binding, SERVER_RECV_BUFFER};
 
@@ -154,21 +154,6 @@ struct Target {
     queues: Option<usize>,
     /// The server threads' `/proc/self/task/TID/schedstat` paths, for their CPU time.
     server_threads: Arc<std::sync::Mutex<Vec<std::path::PathBuf>>>,
-}
-
-/// The calling thread's schedstat path (`/proc/PID/task/TID/schedstat`), to read its CPU time from
-/// another thread.
-fn own_schedstat() -> Option<std::path::PathBuf> {
-    let task = std::fs::read_link("/proc/thread-self").ok()?;
-    Some(std::path::Path::new("/proc").join(task).join("schedstat"))
-}
-
-/// Nanoseconds a thread has run, from its schedstat file (0 if it is gone).
-fn cpu_ns(schedstat: &std::path::Path) -> u64 {
-    std::fs::read_to_string(schedstat)
-        .ok()
-        .and_then(|s| s.split_whitespace().next()?.parse().ok())
-        .unwrap_or(0)
 }
 
 /// A counter on a cache line of its own, so that stacks on different cores never share one.
