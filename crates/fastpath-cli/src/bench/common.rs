@@ -180,18 +180,26 @@ pub fn cpu_ns(schedstat: &std::path::Path) -> u64 {
         .unwrap_or(0)
 }
 
-/// Nanoseconds of CPU (user and system) the whole process has used, every thread included, at the
+/// Nanoseconds of CPU the whole process has used, every thread included, as (user, system), at the
 /// clock tick's resolution (`/proc/self/stat`, assuming 100 ticks a second, Linux's `USER_HZ`).
-pub fn process_cpu_ns() -> u64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+pub fn process_cpu_ns() -> (u64, u64) {
+    stat_times("/proc/self/stat")
+}
+
+/// The same for the calling thread alone (`/proc/thread-self/stat`).
+pub fn thread_cpu_ns() -> (u64, u64) {
+    stat_times("/proc/thread-self/stat")
+}
+
+/// utime and stime of a `stat` file, in nanoseconds.
+fn stat_times(path: &str) -> (u64, u64) {
+    let stat = std::fs::read_to_string(path).unwrap_or_default();
     // Fields after the command name (which may hold spaces) in parentheses: utime is the 14th field
     // of the line, stime the 15th.
     let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
-    let fields: Vec<u64> = rest
+    let mut fields = rest
         .split_whitespace()
         .skip(11)
-        .take(2)
-        .filter_map(|f| f.parse().ok())
-        .collect();
-    fields.iter().sum::<u64>() * 10_000_000
+        .map(|f| f.parse::<u64>().unwrap_or(0) * 10_000_000);
+    (fields.next().unwrap_or(0), fields.next().unwrap_or(0))
 }

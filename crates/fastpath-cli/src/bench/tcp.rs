@@ -93,6 +93,8 @@ pub struct TcpRow {
     pub client_cores: f64,
     /// rr: cores the rest of the process used, the server under test (0 elsewhere).
     pub server_cores: f64,
+    /// rr: of those, the cores in user space (the stack itself; the rest is its system calls).
+    pub server_user_cores: f64,
 }
 
 const PAIR_CONFIGS: [&str; 3] = ["classic", "default", "offload"];
@@ -672,10 +674,21 @@ mod testbed {
         Ok(rate)
     }
 
-    /// 64-byte transactions over `n` connections to echo for `secs`; returns transactions/s, the
-    /// cores the client's thread used (its system calls, and the kernel's TCP work they run), and the
-    /// cores the rest of the process used (the server under test; the others are idle).
-    pub fn rr(server: &Server, n: usize, secs: f64) -> Result<(f64, f64, f64), String> {
+    /// What one request/response run measured.
+    #[derive(Clone, Copy, Debug)]
+    pub struct RrRun {
+        /// Transactions per second.
+        pub rate: f64,
+        /// Cores the client's thread used: its system calls, and the kernel's TCP work they run.
+        pub client: f64,
+        /// Cores the rest of the process used (the server under test; the others are idle), in user
+        /// space and in the kernel.
+        pub server_user: f64,
+        pub server_system: f64,
+    }
+
+    /// 64-byte transactions over `n` connections to echo for `secs`.
+    pub fn rr(server: &Server, n: usize, secs: f64) -> Result<RrRun, String> {
         let mut conns = netns::within(&server.client_ns, move || {
             (0..n)
                 .map(|_| {
@@ -694,9 +707,7 @@ mod testbed {
         }
         let msg = [7u8; 64];
         let mut back = [0u8; 64];
-        let me = common::own_schedstat();
-        let client_cpu = || me.as_deref().map_or(0, common::cpu_ns);
-        let (client_before, process_before) = (client_cpu(), common::process_cpu_ns());
+        let (client_before, process_before) = (common::thread_cpu_ns(), common::process_cpu_ns());
         let start = WallClock::now();
         let mut done = 0u64;
         while start.elapsed().as_secs_f64() < secs {
@@ -710,17 +721,21 @@ mod testbed {
             done += n as u64;
         }
         let elapsed = start.elapsed().as_secs_f64();
-        let client = (client_cpu() - client_before) as f64 / 1e9;
-        let process = common::process_cpu_ns().saturating_sub(process_before) as f64 / 1e9;
-        let rate = done as f64 / elapsed;
+        let (cu, cs) = common::thread_cpu_ns();
+        let (pu, ps) = common::process_cpu_ns();
+        let cores = |ns: u64| ns as f64 / 1e9 / elapsed;
+        let client = cores((cu + cs).saturating_sub(client_before.0 + client_before.1));
+        let server_user = cores(pu.saturating_sub(process_before.0 + cu - client_before.0));
+        let server_system = cores(ps.saturating_sub(process_before.1 + cs - client_before.1));
         for c in &conns {
             let _ = c.shutdown(Shutdown::Both);
         }
-        Ok((
-            rate,
-            client / elapsed,
-            (process - client).max(0.0) / elapsed,
-        ))
+        Ok(RrRun {
+            rate: done as f64 / elapsed,
+            client,
+            server_user,
+            server_system,
+        })
     }
 }
 
@@ -770,6 +785,7 @@ pub fn measure(args: &TcpArgs) -> Result<Vec<TcpRow>, String> {
                 ratio: classic / t,
                 client_cores: 0.0,
                 server_cores: 0.0,
+            server_user_cores: 0.0,
             });
         }
     }
@@ -875,6 +891,7 @@ fn measure_tun(
             ratio: g / linux_pull,
             client_cores: 0.0,
             server_cores: 0.0,
+            server_user_cores: 0.0,
         });
     }
     for (i, s) in bed
@@ -896,6 +913,7 @@ fn measure_tun(
             ratio: g / linux_multi,
             client_cores: 0.0,
             server_cores: 0.0,
+            server_user_cores: 0.0,
         });
     }
     for (i, s) in bed
@@ -917,6 +935,7 @@ fn measure_tun(
             ratio: g / linux_bulk,
             client_cores: 0.0,
             server_cores: 0.0,
+            server_user_cores: 0.0,
         });
     }
     for (i, s) in bed
@@ -938,22 +957,25 @@ fn measure_tun(
             ratio: g / linux_bulk6,
             client_cores: 0.0,
             server_cores: 0.0,
+            server_user_cores: 0.0,
         });
     }
     for (k, &c) in counts.iter().enumerate() {
-        let base = common::median(&rr[linux][k].iter().map(|x| x.0).collect::<Vec<_>>());
+        let base = common::median(&rr[linux][k].iter().map(|x| x.rate).collect::<Vec<_>>());
         for (i, s) in bed
             .servers
             .iter()
             .enumerate()
             .filter(|(_, s)| s.echo && s.queues == 1)
         {
-            let t = common::median(&rr[i][k].iter().map(|x| x.0).collect::<Vec<_>>());
-            let client = common::median(&rr[i][k].iter().map(|x| x.1).collect::<Vec<_>>());
-            let server = common::median(&rr[i][k].iter().map(|x| x.2).collect::<Vec<_>>());
+            let of = |f: fn(&RrRun) -> f64| {
+                common::median(&rr[i][k].iter().map(f).collect::<Vec<_>>())
+            };
+            let t = of(|x| x.rate);
             rows.push(TcpRow {
-                client_cores: client,
-                server_cores: server,
+                client_cores: of(|x| x.client),
+                server_cores: of(|x| x.server_user + x.server_system),
+                server_user_cores: of(|x| x.server_user),
                 experiment: "rr".into(),
                 stack: s.stack.into(),
                 config: s.config.clone(),
@@ -1073,23 +1095,24 @@ pub fn print(rows: &[TcpRow]) {
     if !rr.is_empty() {
         println!("64-byte request/response transactions per second (kernel client, echo server)");
         println!(
-            "{:<28} {:>6} {:>14} {:>10} {:>13} {:>13}",
-            "server", "conns", "transactions/s", "vs linux", "client cores", "server cores"
+            "{:<28} {:>6} {:>14} {:>10} {:>13} {:>13} {:>11}",
+            "server", "conns", "transactions/s", "vs linux", "client cores", "server cores", "in user"
         );
         for r in &rr {
             println!(
-                "{:<28} {:>6} {:>14.0} {:>9.2}x {:>13.2} {:>13.2}",
+                "{:<28} {:>6} {:>14.0} {:>9.2}x {:>13.2} {:>13.2} {:>11.2}",
                 format!("{} ({})", r.stack, r.config),
                 r.connections,
                 r.transactions_per_s,
                 r.ratio,
                 r.client_cores,
-                r.server_cores
+                r.server_cores,
+                r.server_user_cores
             );
         }
         println!(
             "(client: the kernel client's thread, its system calls and the kernel TCP work they run; \
-             server: the rest of this process)"
+             server: the rest of this process, and of that, in user space)"
         );
     }
 }
