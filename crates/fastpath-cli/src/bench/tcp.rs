@@ -674,6 +674,36 @@ mod testbed {
         Ok(rate)
     }
 
+    /// A measurement and where the CPU went while it ran.
+    #[derive(Clone, Copy, Debug)]
+    pub struct Accounted {
+        /// What the measurement returned (Gbit/s).
+        pub value: f64,
+        /// Cores this thread (the kernel client) used, its system calls included.
+        pub client: f64,
+        /// Cores the rest of the process (the server under test) used in user space and in the
+        /// kernel.
+        pub server_user: f64,
+        pub server_system: f64,
+    }
+
+    /// Runs `measure` (a client on this thread against one server) and accounts for the CPU.
+    pub fn accounted(measure: impl FnOnce() -> Result<f64, String>) -> Result<Accounted, String> {
+        let (thread_before, process_before) = (common::thread_cpu_ns(), common::process_cpu_ns());
+        let start = WallClock::now();
+        let value = measure()?;
+        let elapsed = start.elapsed().as_secs_f64();
+        let (cu, cs) = common::thread_cpu_ns();
+        let (pu, ps) = common::process_cpu_ns();
+        let cores = |ns: u64| ns as f64 / 1e9 / elapsed;
+        Ok(Accounted {
+            value,
+            client: cores((cu + cs).saturating_sub(thread_before.0 + thread_before.1)),
+            server_user: cores(pu.saturating_sub(process_before.0 + cu - thread_before.0)),
+            server_system: cores(ps.saturating_sub(process_before.1 + cs - thread_before.1)),
+        })
+    }
+
     /// What one request/response run measured.
     #[derive(Clone, Copy, Debug)]
     pub struct RrRun {
@@ -785,7 +815,7 @@ pub fn measure(args: &TcpArgs) -> Result<Vec<TcpRow>, String> {
                 ratio: classic / t,
                 client_cores: 0.0,
                 server_cores: 0.0,
-            server_user_cores: 0.0,
+                server_user_cores: 0.0,
             });
         }
     }
@@ -843,10 +873,10 @@ fn measure_tun(
             }
             // The other direction: the server sends bulk, the kernel receives.
             if s.chargen {
-                pull[i].push(testbed::pull(s, secs)?);
+                pull[i].push(testbed::accounted(|| testbed::pull(s, secs))?);
             }
             bar.inc(1);
-            bulk[i].push(testbed::bulk(s, secs, false)?);
+            bulk[i].push(testbed::accounted(|| testbed::bulk(s, secs, false))?);
             bar.inc(1);
             // IPv6 beside IPv4, in the same round.
             if s.ipv6 {
@@ -867,10 +897,10 @@ fn measure_tun(
         .iter()
         .position(|s| s.stack == "linux")
         .unwrap_or(0);
-    let linux_bulk = common::median(&bulk[linux]);
+    let linux_bulk = common::median(&bulk[linux].iter().map(|x| x.value).collect::<Vec<_>>());
     let linux_bulk6 = common::median(&bulk6[linux]);
     let linux_multi = common::median(&multi[linux]);
-    let linux_pull = common::median(&pull[linux]);
+    let linux_pull = common::median(&pull[linux].iter().map(|x| x.value).collect::<Vec<_>>());
     let mut rows = Vec::new();
     for (i, s) in bed
         .servers
@@ -878,7 +908,9 @@ fn measure_tun(
         .enumerate()
         .filter(|(i, _)| !pull[*i].is_empty())
     {
-        let g = common::median(&pull[i]);
+        let of =
+            |f: fn(&Accounted) -> f64| common::median(&pull[i].iter().map(f).collect::<Vec<_>>());
+        let g = of(|x| x.value);
         rows.push(TcpRow {
             experiment: "tun-send".into(),
             stack: s.stack.into(),
@@ -889,9 +921,9 @@ fn measure_tun(
             ns_per_byte: 0.0,
             transactions_per_s: 0.0,
             ratio: g / linux_pull,
-            client_cores: 0.0,
-            server_cores: 0.0,
-            server_user_cores: 0.0,
+            client_cores: of(|x| x.client),
+            server_cores: of(|x| x.server_user + x.server_system),
+            server_user_cores: of(|x| x.server_user),
         });
     }
     for (i, s) in bed
@@ -922,7 +954,9 @@ fn measure_tun(
         .enumerate()
         .filter(|(_, s)| s.queues == 1)
     {
-        let g = common::median(&bulk[i]);
+        let of =
+            |f: fn(&Accounted) -> f64| common::median(&bulk[i].iter().map(f).collect::<Vec<_>>());
+        let g = of(|x| x.value);
         rows.push(TcpRow {
             experiment: "tun".into(),
             stack: s.stack.into(),
@@ -933,9 +967,9 @@ fn measure_tun(
             ns_per_byte: 0.0,
             transactions_per_s: 0.0,
             ratio: g / linux_bulk,
-            client_cores: 0.0,
-            server_cores: 0.0,
-            server_user_cores: 0.0,
+            client_cores: of(|x| x.client),
+            server_cores: of(|x| x.server_user + x.server_system),
+            server_user_cores: of(|x| x.server_user),
         });
     }
     for (i, s) in bed
@@ -968,9 +1002,8 @@ fn measure_tun(
             .enumerate()
             .filter(|(_, s)| s.echo && s.queues == 1)
         {
-            let of = |f: fn(&RrRun) -> f64| {
-                common::median(&rr[i][k].iter().map(f).collect::<Vec<_>>())
-            };
+            let of =
+                |f: fn(&RrRun) -> f64| common::median(&rr[i][k].iter().map(f).collect::<Vec<_>>());
             let t = of(|x| x.rate);
             rows.push(TcpRow {
                 client_cores: of(|x| x.client),
@@ -989,6 +1022,26 @@ fn measure_tun(
         }
     }
     Ok(rows)
+}
+
+/// Bulk rows with the cores each side used: the kernel client's thread (its system calls and the
+/// kernel's TCP work they run), the server (the rest of the process) and its part in user space.
+fn print_accounted(rows: &[&TcpRow]) {
+    println!(
+        "{:<28} {:>10} {:>10} {:>13} {:>13} {:>11}",
+        "server", "Gbit/s", "vs linux", "client cores", "server cores", "in user"
+    );
+    for r in rows {
+        println!(
+            "{:<28} {:>10.2} {:>9.2}x {:>13.2} {:>13.2} {:>11.2}",
+            format!("{} ({})", r.stack, r.config),
+            r.gbit_per_s,
+            r.ratio,
+            r.client_cores,
+            r.server_cores,
+            r.server_user_cores
+        );
+    }
 }
 
 /// Prints the rows, one table per part.
@@ -1013,15 +1066,7 @@ pub fn print(rows: &[TcpRow]) {
     let tun: Vec<&TcpRow> = rows.iter().filter(|r| r.experiment == "tun").collect();
     if !tun.is_empty() {
         println!("a kernel client sending bulk to a discard server at MTU 1500");
-        println!("{:<28} {:>10} {:>10}", "server", "Gbit/s", "vs linux");
-        for r in &tun {
-            println!(
-                "{:<28} {:>10.2} {:>9.2}x",
-                format!("{} ({})", r.stack, r.config),
-                r.gbit_per_s,
-                r.ratio
-            );
-        }
+        print_accounted(&tun);
         println!();
     }
     let tun6: Vec<&TcpRow> = rows.iter().filter(|r| r.experiment == "tun6").collect();
@@ -1051,15 +1096,7 @@ pub fn print(rows: &[TcpRow]) {
     let send: Vec<&TcpRow> = rows.iter().filter(|r| r.experiment == "tun-send").collect();
     if !send.is_empty() {
         println!("the server sending bulk (chargen) to a kernel client reading at MTU 1500");
-        println!("{:<28} {:>10} {:>10}", "server", "Gbit/s", "vs linux");
-        for r in &send {
-            println!(
-                "{:<28} {:>10.2} {:>9.2}x",
-                format!("{} ({})", r.stack, r.config),
-                r.gbit_per_s,
-                r.ratio
-            );
-        }
+        print_accounted(&send);
         println!();
     }
     let streams: Vec<&TcpRow> = rows
@@ -1096,7 +1133,13 @@ pub fn print(rows: &[TcpRow]) {
         println!("64-byte request/response transactions per second (kernel client, echo server)");
         println!(
             "{:<28} {:>6} {:>14} {:>10} {:>13} {:>13} {:>11}",
-            "server", "conns", "transactions/s", "vs linux", "client cores", "server cores", "in user"
+            "server",
+            "conns",
+            "transactions/s",
+            "vs linux",
+            "client cores",
+            "server cores",
+            "in user"
         );
         for r in &rr {
             println!(
