@@ -167,6 +167,7 @@ pub(super) fn path(
         proxy: None,
         helpers: vec![dante],
         tun: Some(DEV),
+        scratch: Some(dir.clone()),
     };
     wait_for(out, "dante to listen", || {
         Command::new("ip")

@@ -135,6 +135,8 @@ struct PathUnderTest {
     helpers: Vec<Child>,
     /// The proxy's TUN interface, in `app` (none for the kernel's routing).
     tun: Option<&'static str>,
+    /// A directory of the proxy's configuration files, removed with the path.
+    scratch: Option<std::path::PathBuf>,
 }
 
 impl PathUnderTest {
@@ -236,6 +238,9 @@ impl Drop for PathUnderTest {
                 std::thread::sleep(Duration::from_millis(20));
             }
             let _ = child.wait();
+        }
+        if let Some(dir) = &self.scratch {
+            let _ = std::fs::remove_dir_all(dir);
         }
     }
 }
@@ -528,6 +533,7 @@ fn kernel_path(out: &Namespace, tag: u32) -> Result<PathUnderTest, String> {
         proxy: None,
         helpers: Vec::new(),
         tun: None,
+        scratch: None,
     })
 }
 
@@ -560,6 +566,7 @@ fn fastpath_path(out: &Namespace, tag: u32) -> Result<PathUnderTest, String> {
         proxy: Some(child),
         helpers: Vec::new(),
         tun: Some("fpbt0"),
+        scratch: None,
     })
 }
 
@@ -583,6 +590,7 @@ fn gvisor_path(out: &Namespace, tag: u32, bin: &Path) -> Result<PathUnderTest, S
         proxy: Some(child),
         helpers: Vec::new(),
         tun: Some(dev),
+        scratch: None,
     };
     // tun2socks makes the interface in OUT; it keeps working from the applications' namespace.
     let deadline = WallClock::now() + Duration::from_secs(10);
