@@ -114,6 +114,8 @@ struct Tally {
     /// Sends with UDP segmentation offload, and the datagrams they carried.
     udp_segmented_sends: Cell<u64>,
     udp_segmented_datagrams: Cell<u64>,
+    /// Flows whose segmented send the kernel refused, sent one datagram at a time since.
+    udp_segmenting_refused: Cell<u64>,
 }
 
 fn add(c: &Cell<u64>, n: u64) {
@@ -243,7 +245,7 @@ pub fn run(args: &TunnelArgs) -> Result<(), String> {
     ));
     say(&format!(
         "udp: {} flows ({} expired, {} datagrams over the flow limit, {} not sent, {} refused), {} bytes \
-         up, {} down; {} datagrams up in {} segmented sends",
+         up, {} down; {} datagrams up in {} segmented sends ({} flows refused them)",
         t.udp_flows.get(),
         t.udp_expired.get(),
         t.udp_over_limit.get(),
@@ -252,7 +254,8 @@ pub fn run(args: &TunnelArgs) -> Result<(), String> {
         t.udp_up.get(),
         t.udp_down.get(),
         t.udp_segmented_datagrams.get(),
-        t.udp_segmented_sends.get()
+        t.udp_segmented_sends.get(),
+        t.udp_segmenting_refused.get()
     ));
     say(&format!("drops in the stack: {}", counters.drops.total()));
     for (reason, n) in counters.drops.nonzero() {
@@ -411,6 +414,9 @@ struct Flow {
     socket: Rc<tokio::net::UdpSocket>,
     socks: bool,
     last: Rc<Cell<tokio::time::Instant>>,
+    /// Its bursts may go out as one segmented send: false once the kernel refused one for this
+    /// flow (a segment larger than the route's MTU, say), so that it is not tried again per burst.
+    segment: bool,
 }
 
 /// How a flow leaves: its socket and, through SOCKS5, the association's control connection (the
@@ -456,8 +462,8 @@ async fn udp_loop(udp: Rc<UdpIntercept>, settings: Rc<Settings>, tally: Rc<Tally
         let existing = flows
             .borrow()
             .get(&key)
-            .map(|f| (f.socket.clone(), f.socks, f.last.clone()));
-        let (socket, socks, last) = match existing {
+            .map(|f| (f.socket.clone(), f.socks, f.last.clone(), f.segment));
+        let (socket, socks, last, segment) = match existing {
             Some(f) => f,
             None => {
                 if flows.borrow().len() >= settings.max_udp_flows {
@@ -477,6 +483,7 @@ async fn udp_loop(udp: Rc<UdpIntercept>, settings: Rc<Settings>, tally: Rc<Tally
                         socket: socket.clone(),
                         socks,
                         last: last.clone(),
+                        segment: true,
                     },
                 );
                 add(&tally.udp_flows, 1);
@@ -490,7 +497,7 @@ async fn udp_loop(udp: Rc<UdpIntercept>, settings: Rc<Settings>, tally: Rc<Tally
                     settings.clone(),
                     tally.clone(),
                 ));
-                (socket, socks, last)
+                (socket, socks, last, true)
             }
         };
         last.set(tokio::time::Instant::now());
@@ -510,7 +517,7 @@ async fn udp_loop(udp: Rc<UdpIntercept>, settings: Rc<Settings>, tally: Rc<Tally
         // offload, `UDP_SEGMENT`); the last may be shorter.
         let mut end = n;
         let mut segments = 1;
-        if gso.get() && n > 0 {
+        if gso.get() && segment && n > 0 {
             while segments < GSO_SEGMENTS && end + n <= GSO_BYTES {
                 match udp.try_recv(&mut buf[end..end + DATAGRAM]) {
                     Ok((m, a, d)) if (a, d) == key && m > 0 && m <= n => {
@@ -543,9 +550,12 @@ async fn udp_loop(udp: Rc<UdpIntercept>, settings: Rc<Settings>, tally: Rc<Tally
             }
             Err(e) => {
                 // Not supported here, or not on this route: one at a time, and no more offload if
-                // the kernel has none.
+                // the kernel has none, or for this flow if the kernel refused its segments.
                 if matches!(e.raw_os_error(), Some(libc::ENOPROTOOPT | libc::EOPNOTSUPP)) {
                     gso.set(false);
+                } else if let Some(flow) = flows.borrow_mut().get_mut(&key) {
+                    flow.segment = false;
+                    add(&tally.udp_segmenting_refused, 1);
                 }
                 for segment in buf[..end].chunks(n) {
                     match socket.send(segment).await {

@@ -82,13 +82,14 @@ fn start_servers(out: &str) {
 }
 
 /// Counts the datagrams of a burst, each numbered in its first four bytes and filled with
-/// [`pattern`]; answers `?` with "COUNT BYTES IN-ORDER".
+/// [`pattern`]; answers `?` with "COUNT BYTES IN-ORDER" and starts counting afresh.
 fn udp_sink(sink: UdpSocket) {
     let mut buf = vec![0u8; 65536];
     let (mut count, mut bytes, mut in_order) = (0u32, 0usize, true);
     while let Ok((n, from)) = sink.recv_from(&mut buf) {
         if &buf[..n] == b"?" {
             let _ = sink.send_to(format!("{count} {bytes} {in_order}").as_bytes(), from);
+            (count, bytes, in_order) = (0, 0, true);
             continue;
         }
         let seq = u32::from_be_bytes(buf[..4].try_into().unwrap());
@@ -216,6 +217,24 @@ fn applications_reach_the_network_through_the_tunnel() {
     ip(&out.0, &["link", "set", "lo", "up"]);
     ip(&out.0, &["addr", "add", "10.77.0.2/32", "dev", "lo"]);
     ip(&out.0, &["-6", "addr", "add", "fd77::2/128", "dev", "lo"]);
+    // A second address whose route has the MTU of an Ethernet path, for datagrams larger than it.
+    ip(&out.0, &["addr", "add", "10.77.0.3/32", "dev", "lo"]);
+    ip(
+        &out.0,
+        &[
+            "route",
+            "replace",
+            "local",
+            "10.77.0.3",
+            "dev",
+            "lo",
+            "table",
+            "local",
+            "mtu",
+            "lock",
+            "1500",
+        ],
+    );
     start_servers(&out.0);
     // APP is made here: a namespace `ip netns add` makes inside the tunnel's `ip netns exec` stays in
     // that command's mount namespace, where this test's threads could not enter it.
@@ -278,6 +297,30 @@ fn applications_reach_the_network_through_the_tunnel() {
     assert_eq!(
         burst, "301 300500 true",
         "the sink's count, bytes and order"
+    );
+    // A burst of datagrams larger than the outgoing route's MTU (1500, to 10.77.0.3): the kernel
+    // refuses to segment them (EMSGSIZE), so the tunnel sends that flow's datagrams one at a time
+    // (the kernel fragments each), and all arrive. The count is asked for through 10.77.0.2.
+    let large = in_netns(&app, || {
+        let s = UdpSocket::bind("0.0.0.0:0").unwrap();
+        s.connect("10.77.0.3:10").unwrap();
+        for seq in 0..40u32 {
+            let mut d = seq.to_be_bytes().to_vec();
+            d.extend(pattern(2996, seq as usize));
+            s.send(&d).unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(300));
+        let q = UdpSocket::bind("0.0.0.0:0").unwrap();
+        q.connect("10.77.0.2:10").unwrap();
+        q.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+        q.send(b"?").unwrap();
+        let mut buf = [0u8; 64];
+        let n = q.recv(&mut buf).expect("the sink's count");
+        String::from_utf8_lossy(&buf[..n]).into_owned()
+    });
+    assert_eq!(
+        large, "40 120000 true",
+        "large datagrams past the route's MTU"
     );
 
     // A UDP port nobody listens on: the application's connected socket learns of the refusal.
@@ -388,7 +431,9 @@ fn applications_reach_the_network_through_the_tunnel() {
     // The echoes, the closed port, the 2,000, the two pages.
     assert_eq!(relayed, 2 + 1 + 2000 + 2, "{summary}");
     assert!(tcp_line.contains("(1 refused or unreachable"), "{summary}");
-    assert!(summary.contains("udp: 4 flows"), "{summary}");
+    assert!(summary.contains("udp: 6 flows"), "{summary}");
+    // The large datagrams' flow, and only it, had its segmented send refused.
+    assert!(summary.contains("(1 flows refused them)"), "{summary}");
     // The burst went out in segmented sends (how many depends on how the tunnel's reads fell).
     let segmented: Vec<u64> = summary
         .lines()
