@@ -8,6 +8,11 @@
 //! it) and [`UdpSocket`], try the stack's non-blocking call and, when it would block, leave a waker that
 //! the driver calls when the socket is ready: no handle polls in a loop.
 //!
+//! The driver learns which sockets may have become ready from the stack's readiness hints
+//! ([`Stack::take_ready_hints`]): after a poll it tests only the tasks parked on the sockets the poll
+//! touched, so 10,000 idle connections cost nothing per packet. Every parked task is tested as well
+//! when the hints overflowed, after [`Net::with_stack`], and every 100 ms as a backstop.
+//!
 //! # Threading
 //!
 //! A stack is single-threaded, and so is this front: a `Net` and its handles are `!Send` and live on a
@@ -27,7 +32,8 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
 use std::future::poll_fn;
 use std::io;
 use std::net::SocketAddr;
@@ -37,7 +43,7 @@ use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
-use fastpath::{Instant, Stack, TcpState, TunHandle};
+use fastpath::{Instant, ReadyKey, Stack, TcpState, TunHandle};
 use tokio::io::unix::AsyncFd;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::Notify;
@@ -48,6 +54,11 @@ const IDLE_TICK: Duration = Duration::from_millis(1);
 
 /// The longest the driver sleeps with a TUN descriptor registered, when no timer is due sooner.
 const TUN_NAP: Duration = Duration::from_millis(100);
+
+/// How often the driver tests every parked task, whatever the stack's readiness hints say: the
+/// backstop for a change no hint reports (a handle dropped while another task waited on it, a call
+/// through [`Net::with_stack`] is covered at once).
+const FULL_SCAN_EVERY: Duration = Duration::from_millis(100);
 
 /// What a task waits for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -68,9 +79,18 @@ enum Interest {
 
 struct Inner {
     stack: RefCell<Stack>,
-    waiters: RefCell<Vec<(Interest, Waker)>>,
+    /// Parked tasks, by the socket they wait on (a dual-stack listener's under both its keys).
+    waiters: RefCell<HashMap<ReadyKey, Vec<(Interest, Waker)>>>,
     /// The wakers `wake_ready` takes out of `waiters`, kept for its allocation.
     ready: RefCell<Vec<Waker>>,
+    /// The stack's readiness hints, kept for the allocation.
+    hints: RefCell<Vec<ReadyKey>>,
+    /// Test every parked task at the next `wake_ready` (the stack was used directly).
+    scan_all: Cell<bool>,
+    /// When every parked task was last tested.
+    last_scan: Cell<std::time::Instant>,
+    /// Readiness tests run so far.
+    checks: Cell<u64>,
     /// Kicks the driver: a handle gave the stack something to send, or changed a timer.
     kick: Notify,
     tun: Option<AsyncFd<TunFd>>,
@@ -94,7 +114,16 @@ pub struct Net {
 impl std::fmt::Debug for Net {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Net")
-            .field("waiters", &self.inner.waiters.borrow().len())
+            .field(
+                "waiters",
+                &self
+                    .inner
+                    .waiters
+                    .borrow()
+                    .values()
+                    .map(Vec::len)
+                    .sum::<usize>(),
+            )
             .field("tun", &self.inner.tun.is_some())
             .finish_non_exhaustive()
     }
@@ -119,12 +148,17 @@ impl Net {
         Ok(Net::with(stack, Some(fd)))
     }
 
-    fn with(stack: Stack, tun: Option<AsyncFd<TunFd>>) -> Net {
+    fn with(mut stack: Stack, tun: Option<AsyncFd<TunFd>>) -> Net {
+        stack.set_ready_hints(true);
         Net {
             inner: Rc::new(Inner {
                 stack: RefCell::new(stack),
-                waiters: RefCell::new(Vec::new()),
+                waiters: RefCell::new(HashMap::new()),
                 ready: RefCell::new(Vec::new()),
+                hints: RefCell::new(Vec::new()),
+                scan_all: Cell::new(false),
+                last_scan: Cell::new(std::time::Instant::now()),
+                checks: Cell::new(0),
                 kick: Notify::new(),
                 tun,
             }),
@@ -134,7 +168,16 @@ impl Net {
     /// Runs `f` on the stack (for its configuration calls, counters and the like). Do not call a
     /// handle's method inside `f`.
     pub fn with_stack<R>(&self, f: impl FnOnce(&mut Stack) -> R) -> R {
+        // Whatever `f` changed, no hint may say so: test every parked task next time.
+        self.inner.scan_all.set(true);
         f(&mut self.inner.stack.borrow_mut())
+    }
+
+    /// How many times the driver has tested whether a parked task's socket is ready: with the
+    /// stack's readiness hints, about one per socket touched, not one per parked task per poll. For
+    /// tests and diagnostics.
+    pub fn readiness_checks(&self) -> u64 {
+        self.inner.checks.get()
     }
 
     /// The driver: polls the stack, wakes the tasks whose sockets are ready, and sleeps until there is
@@ -184,19 +227,52 @@ impl Net {
         }
     }
 
-    /// Wakes every task whose socket is now ready, and forgets its waiter.
+    /// Wakes every task whose socket is now ready, and forgets its waiter. Only the tasks parked on
+    /// sockets the stack hinted at are tested, unless the hints are incomplete, the stack was used
+    /// directly, or [`FULL_SCAN_EVERY`] passed: then every parked task is.
     fn wake_ready(&self) {
-        let mut ready = self.inner.ready.borrow_mut();
+        let inner = &self.inner;
+        let mut hints = inner.hints.borrow_mut();
+        hints.clear();
+        let complete = inner.stack.borrow_mut().take_ready_hints(&mut hints);
+        let now = std::time::Instant::now();
+        let full = !complete
+            || inner.scan_all.replace(false)
+            || now.duration_since(inner.last_scan.get()) >= FULL_SCAN_EVERY;
+        let mut ready = inner.ready.borrow_mut();
         {
-            let mut stack = self.inner.stack.borrow_mut();
-            let mut waiters = self.inner.waiters.borrow_mut();
-            waiters.retain(|(interest, waker)| {
-                let now = is_ready(&mut stack, *interest);
-                if now {
-                    ready.push(waker.clone());
+            let mut stack = inner.stack.borrow_mut();
+            let mut waiters = inner.waiters.borrow_mut();
+            let mut checks = 0u64;
+            let mut test = |list: &mut Vec<(Interest, Waker)>| {
+                list.retain(|(interest, waker)| {
+                    checks += 1;
+                    let now = is_ready(&mut stack, *interest);
+                    if now {
+                        ready.push(waker.clone());
+                    }
+                    !now
+                });
+            };
+            if full {
+                inner.last_scan.set(now);
+                waiters.retain(|_, list| {
+                    test(list);
+                    !list.is_empty()
+                });
+            } else {
+                hints.sort_unstable();
+                hints.dedup();
+                for key in hints.iter() {
+                    if let Some(list) = waiters.get_mut(key) {
+                        test(list);
+                        if list.is_empty() {
+                            waiters.remove(key);
+                        }
+                    }
                 }
-                !now
-            });
+            }
+            inner.checks.set(inner.checks.get() + checks);
         }
         // Woken tasks run later (the driver yields first): nothing borrowed here is borrowed by them
         // now.
@@ -205,21 +281,42 @@ impl Net {
         }
     }
 
-    /// Leaves `cx`'s waker for `interest` (replacing one the same task left before).
+    /// Leaves `cx`'s waker for `interest` (replacing one the same task left before) under each of
+    /// the socket's keys.
     fn wait(&self, interest: Interest, cx: &Context<'_>) {
         let mut waiters = self.inner.waiters.borrow_mut();
-        match waiters
-            .iter_mut()
-            .find(|(i, w)| *i == interest && w.will_wake(cx.waker()))
-        {
-            Some(slot) => slot.1 = cx.waker().clone(),
-            None => waiters.push((interest, cx.waker().clone())),
+        for key in interest.keys() {
+            let list = waiters.entry(key).or_default();
+            match list
+                .iter_mut()
+                .find(|(i, w)| *i == interest && w.will_wake(cx.waker()))
+            {
+                Some(slot) => slot.1 = cx.waker().clone(),
+                None => list.push((interest, cx.waker().clone())),
+            }
         }
     }
 
     /// Tells the driver the stack has something new to do.
     fn kick(&self) {
         self.inner.kick.notify_one();
+    }
+}
+
+impl Interest {
+    /// The readiness keys of the socket waited on: one, or two for a dual-stack listener.
+    fn keys(self) -> impl Iterator<Item = ReadyKey> {
+        let (one, two) = match self {
+            Interest::UdpRead(s) => (s.ready_key(), None),
+            Interest::Read(s) | Interest::Write(s) | Interest::Connect(s) => (s.ready_key(), None),
+            Interest::Accept(l) => {
+                let mut keys = l.ready_keys();
+                let first = keys.next().unwrap_or(ReadyKey::INTERCEPTED);
+                (first, keys.next())
+            }
+            Interest::Intercepted => (ReadyKey::INTERCEPTED, None),
+        };
+        std::iter::once(one).chain(two)
     }
 }
 

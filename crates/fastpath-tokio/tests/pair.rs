@@ -148,3 +148,58 @@ fn a_refused_connect_is_an_error_and_a_lossy_wire_still_delivers() {
         assert!(got == data, "intact over the lossy wire");
     }));
 }
+
+/// 1,000 tasks parked on idle UDP sockets while 200 datagrams go back and forth on another pair of
+/// sockets: the driver tests the sockets the stack hints at, not every parked task after every poll.
+#[test]
+fn parked_tasks_are_not_tested_on_every_poll() {
+    let local = LocalSet::new();
+    runtime().block_on(local.run_until(async {
+        let (a, b) = two_nets(&local, Impairments::default());
+        let mut idle = Vec::new();
+        for port in 0..1000u16 {
+            let s =
+                UdpSocket::bind(&b, format!("10.0.0.2:{}", 20000 + port).parse().unwrap()).unwrap();
+            idle.push(tokio::task::spawn_local(async move {
+                let mut buf = [0u8; 16];
+                s.recv_from(&mut buf).await.map(|(n, _)| n)
+            }));
+        }
+        tokio::task::yield_now().await;
+        let before = b.readiness_checks();
+        let server = UdpSocket::bind(&b, "10.0.0.2:7".parse().unwrap()).unwrap();
+        let client = UdpSocket::bind(&a, "10.0.0.1:7".parse().unwrap()).unwrap();
+        let echo = tokio::task::spawn_local(async move {
+            let mut buf = [0u8; 64];
+            for _ in 0..200 {
+                let (n, from) = server.recv_from(&mut buf).await.unwrap();
+                server.send_to(&buf[..n], from).await.unwrap();
+            }
+        });
+        let mut buf = [0u8; 64];
+        for i in 0..200u32 {
+            client
+                .send_to(&i.to_be_bytes(), "10.0.0.2:7".parse().unwrap())
+                .await
+                .unwrap();
+            let (n, _) = client.recv_from(&mut buf).await.unwrap();
+            assert_eq!(&buf[..n], &i.to_be_bytes());
+        }
+        echo.await.unwrap();
+        let checks = b.readiness_checks() - before;
+        // Each of the 200 round trips polls B at least once; testing every parked task each time would
+        // take at least 200,000 tests. A full pass every 100 ms (the backstop) is allowed for.
+        assert!(checks < 20_000, "{checks} readiness tests");
+        // The parked tasks still wake: a datagram to one of them.
+        client
+            .send_to(b"wake", "10.0.0.2:20500".parse().unwrap())
+            .await
+            .unwrap();
+        let woken = tokio::time::timeout(Duration::from_secs(5), idle.swap_remove(500))
+            .await
+            .expect("the parked task woke")
+            .unwrap()
+            .unwrap();
+        assert_eq!(woken, 4);
+    }));
+}

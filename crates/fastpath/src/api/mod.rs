@@ -3,5 +3,6 @@
 //! the layers below never see it.
 
 pub mod intercept;
+pub mod ready;
 pub mod tcp;
 pub mod udp;

@@ -42,6 +42,7 @@ use crate::stats::Counters;
 use crate::stats::DropReason;
 use crate::time::Instant;
 use crate::transport::checksum::{ChecksumRules, Payload, RxChecksum, TxChecksum};
+use crate::transport::hints::Hints;
 use crate::transport::network::Network;
 use crate::transport::ports::Ports;
 use crate::transport::slots::Slots;
@@ -146,6 +147,9 @@ pub(crate) struct Tcp<N: Network = Ipv4> {
     /// intercepted (to another host's address) that no connection of their own claims. It is not in
     /// the demultiplexer (it has no address of the host's to be found by).
     intercept: Option<u32>,
+    /// Connections and listeners that may have become ready, for an event loop
+    /// ([`Stack::take_ready_hints`](crate::Stack::take_ready_hints)).
+    pub(crate) hints: Hints,
     _family: PhantomData<fn() -> N>,
 }
 
@@ -164,6 +168,7 @@ impl<N: Network> Tcp<N> {
             connections: 0,
             dirty: Vec::new(),
             intercept: None,
+            hints: Hints::default(),
             _family: PhantomData,
         }
     }
@@ -713,6 +718,7 @@ impl<N: Network> Tcp<N> {
 
     /// Acts on what a block asked for, then sends what it owes.
     fn verdict(&mut self, cx: &mut TcpCx<impl Transmit, N>, index: u32, verdict: Verdict) {
+        self.hints.note(index);
         match verdict {
             Verdict::Continue => {}
             Verdict::Established => {
@@ -726,6 +732,7 @@ impl<N: Network> Tcp<N> {
                     }
                     if l.ready.len() < l.backlog {
                         l.ready.push_back(SocketId(index));
+                        self.hints.note(parent.map_or(index, |p| p.0));
                     } else {
                         // The accept queue is full: refuse the connection.
                         cx.counters.drops.add(DropReason::TcpListenOverflow);
@@ -791,6 +798,7 @@ impl<N: Network> Tcp<N> {
     /// A block is done: free it, or, if the application still holds it, keep it (unhooked) so the
     /// application sees the end or the error.
     pub(crate) fn finish(&mut self, cx: &mut TcpCx<impl Transmit, N>, index: u32) {
+        self.hints.note(index);
         let Some(tcb) = self.tcb(index) else {
             return;
         };
@@ -967,6 +975,7 @@ impl<N: Network> Tcp<N> {
         }
         if let Some(l) = self.listener(index) {
             l.ready.push_back(SocketId(child));
+            self.hints.note(index);
         }
         // The ACK may carry data already.
         if buf.is_empty() {

@@ -43,6 +43,7 @@ use crate::time::Instant;
 use crate::transport::checksum::{
     deferred_ok, udp_header_sum, ChecksumRules, RxChecksum, TxChecksum,
 };
+use crate::transport::hints::Hints;
 use crate::transport::network::Network;
 use crate::transport::ports::Ports;
 use crate::transport::ring::Ring;
@@ -164,7 +165,13 @@ pub(crate) struct Table<N: Network> {
     /// Intercepted datagrams (to other hosts' addresses, `Stack::udp_intercept`), while interception
     /// of UDP is on.
     pub(crate) intercept: Option<InterceptQueue<N::Addr>>,
+    /// Sockets that may have become ready ([`INTERCEPT_HINT`] for the intercept queue), for an
+    /// event loop ([`Stack::take_ready_hints`](crate::Stack::take_ready_hints)).
+    pub(crate) hints: Hints,
 }
+
+/// The hint that stands for the intercept queue.
+pub(crate) const INTERCEPT_HINT: u32 = u32::MAX;
 
 /// The queue of intercepted datagrams, bounded in bytes.
 #[derive(Debug)]
@@ -282,6 +289,7 @@ impl<N: Network> Table<N> {
             demux: config.demux.build(),
             matches: Vec::new(),
             intercept: None,
+            hints: Hints::default(),
         }
     }
 
@@ -742,6 +750,7 @@ impl<N: Network> Table<N> {
         }
         buf.pull_front(8);
         queue.bytes += size;
+        self.hints.note(INTERCEPT_HINT);
         queue.rx.push_back(Intercepted {
             buf,
             from: (N::Addr::ip(&from), N::Addr::port(&from)),
@@ -851,6 +860,7 @@ impl<N: Network> Table<N> {
         let from = (N::Addr::ip(&from), N::Addr::port(&from));
         socket.rx.push_back(RxDatagram { buf, from, pending });
         cx.counters.udp.in_datagrams += 1;
+        self.hints.note(id.0);
     }
 }
 
@@ -905,6 +915,7 @@ impl<N: Network> Table<N> {
             let socket = self.by_id(id);
             if socket.pcb.is_connected() {
                 socket.error = Some(kind);
+                self.hints.note(id.0);
             }
         }
     }
