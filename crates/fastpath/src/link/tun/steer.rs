@@ -18,6 +18,12 @@
 //!    connections spread over all of them.
 //! 4. Everything else (ICMP, IPv6 with extension headers, anything malformed) goes to queue 0.
 //!
+//! What the rule cannot do, being stateless: a fragment carries no ports after the first, so a
+//! fragmented datagram reaches the stack its identification picks. That is right for a socket every
+//! stack has (a server's), but a fragmented reply to a socket one stack opened may land on another,
+//! which answers port unreachable; and IPv6 fragments all go to queue 0. Only fragmented traffic to
+//! sockets of one stack is affected.
+//!
 //! The program returns a number and the kernel takes it modulo the number of queues. It is built here
 //! instruction by instruction (about fifty eBPF instructions; no compiler, no library), and
 //! its unit tests run it on an interpreter of the few instructions it uses, so the rule is checked
