@@ -48,10 +48,15 @@
 //! link (and every [`TunHandle`]) is dropped. Bringing the interface up and giving the kernel's side an
 //! address is left to the caller (`ip -n NS addr add ... dev NAME; ip -n NS link set NAME up`).
 //!
+//! [`TunLink::open_queues`] opens one interface with several queues (`IFF_MULTI_QUEUE`), a link per
+//! queue for a stack per core, and attaches the steering program of [`steer`], which decides which
+//! queue (so which stack) gets each packet the kernel sends.
+//!
 //! The files: `vnet.rs`, the virtio-net header (layout, flags, GSO types, and what a received one says
 //! about its packet); `gso.rs`, segmentation offload (TSO marked on transmit, TCP GSO packets taken
-//! whole and UDP ones split on receive); `stats.rs`, [`TunStats`]; `sys.rs`, the system calls (the
-//! link's only `unsafe` code); this one, the link itself: opening, batching, buffers.
+//! whole and UDP ones split on receive); `steer.rs`, the multi-queue steering program and the
+//! ephemeral port shares; `stats.rs`, [`TunStats`]; `sys.rs`, the system calls (the link's only
+//! `unsafe` code); this one, the link itself: opening, batching, buffers.
 
 mod gso;
 mod stats;
