@@ -174,6 +174,22 @@ fn zero_and_out_of_range_counts_are_refused() {
         (&["bench", "tun", "--window", "0"], "--window"),
         (&["serve", "--duration=-1"], "--duration"),
         (&["serve", "--connect-delay", "NaN"], "--connect-delay"),
+        (&["serve", "--queues", "0"], "--queues"),
+        (&["serve", "--queues", "257"], "--queues"),
+        (
+            &["serve", "--queues", "2", "--pcap", "/tmp/never.pcap"],
+            "--pcap",
+        ),
+        (&["bench", "tun", "--queues", "0"], "--queues"),
+        (&["bench", "tun", "--senders", "0"], "--senders"),
+        (
+            &["bench", "tcp", "--pair-only", "--queues", "0"],
+            "--queues",
+        ),
+        (
+            &["bench", "tcp", "--pair-only", "--streams", "0"],
+            "--streams",
+        ),
     ] {
         refused(args, mention);
     }
