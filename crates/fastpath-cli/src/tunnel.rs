@@ -86,7 +86,12 @@ pub struct TunnelArgs {
     /// too low.
     #[arg(long, default_value_t = 16384)]
     max_tcp_flows: usize,
-    /// Write every packet on the TUN interface to this pcap file.
+    /// Queues of the TUN interface (IFF_MULTI_QUEUE), 1 to 256: a stack and its relays per queue, each
+    /// on a thread of its own; the kernel keeps each flow on one queue. `--max-tcp-flows` and
+    /// `--max-udp-flows` are shared out among the queues.
+    #[arg(long, default_value_t = 1, value_parser = crate::bench::common::count(1, 256))]
+    queues: usize,
+    /// Write every packet on the TUN interface to this pcap file (with --queues 1 only).
     #[arg(long)]
     pcap: Option<PathBuf>,
     /// Stop after this many seconds.
@@ -94,34 +99,66 @@ pub struct TunnelArgs {
     duration: Option<f64>,
 }
 
-/// What was relayed, for the summary.
-#[derive(Default)]
-struct Tally {
-    tcp_flows: Cell<u64>,
-    tcp_live: Cell<usize>,
-    tcp_refused: Cell<u64>,
-    tcp_reset: Cell<u64>,
-    tcp_over_limit: Cell<u64>,
-    tcp_up: Cell<u64>,
-    tcp_down: Cell<u64>,
-    udp_flows: Cell<u64>,
-    udp_expired: Cell<u64>,
-    udp_over_limit: Cell<u64>,
-    udp_send_failed: Cell<u64>,
-    udp_refused: Cell<u64>,
-    udp_up: Cell<u64>,
-    udp_down: Cell<u64>,
+/// Defines `Tally`, what one stack's relays count (cells, bumped from its tasks), and `Totals`, the
+/// same as plain numbers, which the stacks of several queues add up for the summary.
+macro_rules! tally {
+    ($($(#[$doc:meta])* $name:ident,)*) => {
+        /// What was relayed, for the summary.
+        #[derive(Default)]
+        struct Tally {
+            $($(#[$doc])* $name: Cell<u64>,)*
+        }
+
+        /// A [`Tally`]'s numbers.
+        #[derive(Clone, Copy, Debug, Default)]
+        struct Totals {
+            $($name: u64,)*
+        }
+
+        impl Tally {
+            fn totals(&self) -> Totals {
+                Totals {
+                    $($name: self.$name.get(),)*
+                }
+            }
+        }
+
+        impl std::ops::AddAssign for Totals {
+            fn add_assign(&mut self, other: Totals) {
+                $(self.$name += other.$name;)*
+            }
+        }
+    };
+}
+
+tally! {
+    tcp_flows,
+    /// Connections being relayed now.
+    tcp_live,
+    tcp_refused,
+    tcp_reset,
+    tcp_over_limit,
+    tcp_up,
+    tcp_down,
+    udp_flows,
+    udp_expired,
+    udp_over_limit,
+    udp_send_failed,
+    udp_refused,
+    udp_up,
+    udp_down,
     /// Sends with UDP segmentation offload, and the datagrams they carried.
-    udp_segmented_sends: Cell<u64>,
-    udp_segmented_datagrams: Cell<u64>,
+    udp_segmented_sends,
+    udp_segmented_datagrams,
     /// Flows whose segmented send the kernel refused, sent one datagram at a time since.
-    udp_segmenting_refused: Cell<u64>,
+    udp_segmenting_refused,
 }
 
 fn add(c: &Cell<u64>, n: u64) {
     c.set(c.get() + n);
 }
 
+#[derive(Clone)]
 struct Settings {
     socks5: Option<SocketAddr>,
     bind_interface: Option<String>,
@@ -147,17 +184,24 @@ pub fn run(args: &TunnelArgs) -> Result<(), String> {
         }
         _ => None,
     };
+    if args.queues > 1 && args.pcap.is_some() {
+        return Err("--pcap records one queue's link: use it with --queues 1".into());
+    }
     let ns = Namespace::ensure(&args.netns)?;
-    let mut link = TunLink::open(&TunConfig {
-        name: args.tun.clone(),
-        netns: Some(ns.name().to_string()),
-        mtu: args.mtu as usize,
-        offload: true,
-        uso: false,
-    })
+    let ephemeral = StackConfig::default().ephemeral_ports;
+    let links = TunLink::open_queues(
+        &TunConfig {
+            name: args.tun.clone(),
+            netns: Some(ns.name().to_string()),
+            mtu: args.mtu as usize,
+            offload: true,
+            uso: false,
+        },
+        args.queues,
+        &ephemeral,
+    )
     .map_err(|e| format!("creating TUN interface {} in {}: {e}", args.tun, ns.name()))?;
-    let tun = link.handle();
-    let dev = tun.name().to_string();
+    let dev = links[0].name().to_string();
     ns.ip(&["addr", "add", &kernel.to_string(), "dev", &dev])?;
     if let Some((k, _)) = v6 {
         ns.ip(&["-6", "addr", "add", &k.to_string(), "dev", &dev, "nodad"])?;
@@ -169,100 +213,275 @@ pub fn run(args: &TunnelArgs) -> Result<(), String> {
         ns.ip(&["-6", "route", "replace", "default", "dev", &dev])?;
     }
 
-    let mut stack = Stack::new(StackConfig::default());
-    let depot = BufferDepot::new();
-    link.set_buffer_depot(depot.clone());
-    stack.set_buffer_depot(depot);
-    let cidr = Ipv4Cidr::new(args.addr, kernel.prefix_len);
-    let iface = match &args.pcap {
-        Some(path) => {
-            let tap = PcapTap::create(link, path)
-                .map_err(|e| format!("creating {}: {e}", path.display()))?;
-            stack.add_interface(&dev, tap, cidr)
-        }
-        None => stack.add_interface(&dev, link, cidr),
-    };
-    if let Some((k, a)) = v6 {
-        stack
-            .add_ipv6_address(iface, Ipv6Cidr::new(a, k.prefix_len))
-            .map_err(|e| format!("--addr6 {a}: {e}"))?;
-    }
-    stack
-        .set_intercept(iface, true)
-        .map_err(|e| format!("intercepting on {dev}: {e}"))?;
-
-    let settings = Rc::new(Settings {
+    let queues = links.len();
+    let settings = Settings {
         socks5: args.socks5,
         bind_interface: args.bind_interface.clone(),
         connect_timeout: Duration::from_secs_f64(args.connect_timeout),
         udp_idle: Duration::from_secs_f64(args.udp_idle.max(0.001)),
-        max_udp_flows: args.max_udp_flows,
-        max_tcp_flows: args.max_tcp_flows,
-    });
-    let tally = Rc::new(Tally::default());
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| format!("starting the runtime: {e}"))?;
-    let local = tokio::task::LocalSet::new();
+        max_udp_flows: args.max_udp_flows.div_ceil(queues),
+        max_tcp_flows: args.max_tcp_flows.div_ceil(queues),
+    };
+    let shard = Shard {
+        dev: dev.clone(),
+        cidr: Ipv4Cidr::new(args.addr, kernel.prefix_len),
+        v6: v6.map(|(k, a)| Ipv6Cidr::new(a, k.prefix_len)),
+        pcap: args.pcap.clone(),
+        settings,
+    };
+    // Queue 0's stack runs here and waits for the signal or the duration; the others, each on a
+    // thread of its own, until it tells them to stop.
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    let mut links = links.into_iter().enumerate();
+    let (_, first) = links.next().expect("at least one queue");
+    let mut threads = Vec::new();
+    for (q, link) in links {
+        let (shard, ready, stop) = (shard.clone(), ready_tx.clone(), stop_rx.clone());
+        let share = fastpath::link::tun::ephemeral_share(&ephemeral, q, queues)
+            .expect("checked when the queues opened");
+        threads.push(
+            std::thread::Builder::new()
+                .name(format!("tunnel-q{q}"))
+                .spawn(move || shard.run(link, share, Stop::Watch(stop), ready))
+                .map_err(|e| format!("starting queue {q}'s thread: {e}"))?,
+        );
+    }
+    drop(ready_tx);
+    let share = fastpath::link::tun::ephemeral_share(&ephemeral, 0, queues)
+        .expect("checked when the queues opened");
     let duration = args.duration.map(Duration::from_secs_f64);
-    let (counters, connections) = local.block_on(&runtime, async {
-        let net = Net::with_tun(stack, tun).map_err(|e| format!("registering {dev}: {e}"))?;
-        tokio::task::spawn_local(net.clone().drive());
-        let listener = TcpListener::intercept(&net, 1024).map_err(|e| e.to_string())?;
-        let udp = Rc::new(UdpIntercept::new(&net));
-        tokio::task::spawn_local(tcp_loop(listener, settings.clone(), tally.clone()));
-        tokio::task::spawn_local(udp_loop(udp, settings.clone(), tally.clone()));
-        say(&format!(
-            "fastpath tunnel: ready; namespace {} routes through {dev} (fastpath at {}{}), relaying \
-             {}{}",
-            ns.name(),
-            args.addr,
-            v6.map(|(_, a)| format!(" and {a}")).unwrap_or_default(),
-            args.socks5
-                .map(|p| format!("through the SOCKS5 server at {p}"))
-                .unwrap_or_else(|| "directly".into()),
-            args.bind_interface
-                .as_ref()
-                .map(|i| format!(" through {i}"))
-                .unwrap_or_default()
-        ));
-        stop_signal(duration).await?;
-        Ok::<_, String>(net.with_stack(|s| (*s.counters(), s.tcp_connections())))
-    })?;
-    let t = &tally;
+    let (main_ready_tx, main_ready_rx) = std::sync::mpsc::channel();
+    let (others, announce) = (ready_rx, main_ready_rx);
+    let banner = format!(
+        "fastpath tunnel: ready; namespace {} routes through {dev} (fastpath at {}{}{}), relaying {}{}",
+        ns.name(),
+        args.addr,
+        v6.map(|(_, a)| format!(" and {a}")).unwrap_or_default(),
+        if queues > 1 {
+            format!(", {queues} queues with a stack each")
+        } else {
+            String::new()
+        },
+        args.socks5
+            .map(|p| format!("through the SOCKS5 server at {p}"))
+            .unwrap_or_else(|| "directly".into()),
+        args.bind_interface
+            .as_ref()
+            .map(|i| format!(" through {i}"))
+            .unwrap_or_default()
+    );
+    // Says ready once every queue's stack is; if one failed to start, stops them all.
+    let (abort_tx, abort_rx) = tokio::sync::watch::channel(false);
+    let announcer = std::thread::spawn(move || {
+        let all: Result<Vec<()>, String> = announce
+            .iter()
+            .take(1)
+            .chain(others.iter().take(queues - 1))
+            .collect();
+        match &all {
+            Ok(_) => say(&banner),
+            Err(_) => {
+                let _ = abort_tx.send(true);
+            }
+        }
+        all
+    });
+    let first = shard.run(
+        first,
+        share,
+        Stop::Signal(duration, stop_tx, abort_rx),
+        main_ready_tx,
+    );
+    let announced = announcer
+        .join()
+        .map_err(|_| "the announcer panicked".to_string())?;
+    let mut results = vec![first];
+    for (q, t) in threads.into_iter().enumerate() {
+        results.push(
+            t.join()
+                .map_err(|_| format!("queue {}'s thread panicked", q + 1))?,
+        );
+    }
+    announced?;
+    let mut t = Totals::default();
+    let (mut counters, mut connections) = (Vec::new(), 0);
+    let mut shares = Vec::new();
+    for r in results {
+        let r = r?;
+        t += r.totals;
+        connections += r.connections;
+        counters.push(r.counters);
+        shares.push((r.totals.tcp_flows, r.totals.udp_flows));
+    }
     say(&format!(
         "tcp: {} connections relayed ({} refused or unreachable, {} reset, {} over the limit, {} open \
          at exit, {} in the stack's tables), {} bytes up, {} down",
-        t.tcp_flows.get(),
-        t.tcp_refused.get(),
-        t.tcp_reset.get(),
-        t.tcp_over_limit.get(),
-        t.tcp_live.get(),
+        t.tcp_flows,
+        t.tcp_refused,
+        t.tcp_reset,
+        t.tcp_over_limit,
+        t.tcp_live,
         connections,
-        t.tcp_up.get(),
-        t.tcp_down.get()
+        t.tcp_up,
+        t.tcp_down
     ));
     say(&format!(
         "udp: {} flows ({} expired, {} datagrams over the flow limit, {} not sent, {} refused), {} bytes \
          up, {} down; {} datagrams up in {} segmented sends ({} flows refused them)",
-        t.udp_flows.get(),
-        t.udp_expired.get(),
-        t.udp_over_limit.get(),
-        t.udp_send_failed.get(),
-        t.udp_refused.get(),
-        t.udp_up.get(),
-        t.udp_down.get(),
-        t.udp_segmented_datagrams.get(),
-        t.udp_segmented_sends.get(),
-        t.udp_segmenting_refused.get()
+        t.udp_flows,
+        t.udp_expired,
+        t.udp_over_limit,
+        t.udp_send_failed,
+        t.udp_refused,
+        t.udp_up,
+        t.udp_down,
+        t.udp_segmented_datagrams,
+        t.udp_segmented_sends,
+        t.udp_segmenting_refused
     ));
-    say(&format!("drops in the stack: {}", counters.drops.total()));
-    for (reason, n) in counters.drops.nonzero() {
-        say(&format!("  {n:>10}  {}", reason.label()));
+    if queues > 1 {
+        let list = |f: fn(&(u64, u64)) -> u64| {
+            shares
+                .iter()
+                .map(|s| f(s).to_string())
+                .collect::<Vec<_>>()
+                .join(" / ")
+        };
+        say(&format!(
+            "queues: {} tcp connections, {} udp flows",
+            list(|s| s.0),
+            list(|s| s.1)
+        ));
+    }
+    let drops: u64 = counters.iter().map(|c| c.drops.total()).sum();
+    say(&format!("drops in the stack: {drops}"));
+    for (q, c) in counters.iter().enumerate() {
+        for (reason, n) in c.drops.nonzero() {
+            if queues > 1 {
+                say(&format!("  {n:>10}  {} (queue {q})", reason.label()));
+            } else {
+                say(&format!("  {n:>10}  {}", reason.label()));
+            }
+        }
     }
     drop(ns);
     Ok(())
+}
+
+/// What every queue's stack is built from.
+#[derive(Clone)]
+struct Shard {
+    dev: String,
+    cidr: Ipv4Cidr,
+    v6: Option<Ipv6Cidr>,
+    pcap: Option<PathBuf>,
+    settings: Settings,
+}
+
+/// How a queue's stack learns to stop: queue 0 from the signal or the duration (and tells the
+/// others), the others from queue 0.
+enum Stop {
+    /// The signal or the duration; tells the others on the sender; stops early if the receiver says
+    /// another queue failed to start.
+    Signal(
+        Option<Duration>,
+        tokio::sync::watch::Sender<bool>,
+        tokio::sync::watch::Receiver<bool>,
+    ),
+    Watch(tokio::sync::watch::Receiver<bool>),
+}
+
+/// What one queue's stack relayed.
+struct ShardResult {
+    totals: Totals,
+    counters: fastpath::Counters,
+    connections: usize,
+}
+
+impl Shard {
+    /// Runs a stack on `link` (taking ephemeral ports from `share`) and its relays until told to stop,
+    /// on a current-thread runtime of its own. Sends the set-up's outcome on `ready` first.
+    fn run(
+        self,
+        mut link: TunLink,
+        share: std::ops::RangeInclusive<u16>,
+        stop: Stop,
+        ready: std::sync::mpsc::Sender<Result<(), String>>,
+    ) -> Result<ShardResult, String> {
+        let fail = |e: String| {
+            let _ = ready.send(Err(e.clone()));
+            e
+        };
+        let tun = link.handle();
+        let mut stack = Stack::new(StackConfig {
+            ephemeral_ports: share,
+            ..StackConfig::default()
+        });
+        let depot = BufferDepot::new();
+        link.set_buffer_depot(depot.clone());
+        stack.set_buffer_depot(depot);
+        let iface = match &self.pcap {
+            Some(path) => {
+                let tap = PcapTap::create(link, path)
+                    .map_err(|e| fail(format!("creating {}: {e}", path.display())))?;
+                stack.add_interface(&self.dev, tap, self.cidr)
+            }
+            None => stack.add_interface(&self.dev, link, self.cidr),
+        };
+        if let Some(a) = self.v6 {
+            stack
+                .add_ipv6_address(iface, a)
+                .map_err(|e| fail(format!("--addr6 {}: {e}", a.addr)))?;
+        }
+        stack
+            .set_intercept(iface, true)
+            .map_err(|e| fail(format!("intercepting on {}: {e}", self.dev)))?;
+        let settings = Rc::new(self.settings);
+        let tally = Rc::new(Tally::default());
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| fail(format!("starting the runtime: {e}")))?;
+        let local = tokio::task::LocalSet::new();
+        let dev = self.dev;
+        let (counters, connections) = local.block_on(&runtime, async {
+            let net =
+                Net::with_tun(stack, tun).map_err(|e| fail(format!("registering {dev}: {e}")))?;
+            tokio::task::spawn_local(net.clone().drive());
+            let listener = TcpListener::intercept(&net, 1024).map_err(|e| fail(e.to_string()))?;
+            let udp = Rc::new(UdpIntercept::new(&net));
+            tokio::task::spawn_local(tcp_loop(listener, settings.clone(), tally.clone()));
+            tokio::task::spawn_local(udp_loop(udp, settings.clone(), tally.clone()));
+            let _ = ready.send(Ok(()));
+            match stop {
+                Stop::Signal(duration, tell, mut abort) => {
+                    // The announcer drops its sender once every queue started: then only the
+                    // signal or the duration stops us.
+                    let aborted = async {
+                        if abort.wait_for(|&a| a).await.is_err() {
+                            std::future::pending::<()>().await;
+                        }
+                    };
+                    let stopped = tokio::select! {
+                        stopped = stop_signal(duration) => stopped,
+                        _ = aborted => Ok(()),
+                    };
+                    let _ = tell.send(true);
+                    stopped?;
+                }
+                Stop::Watch(mut told) => {
+                    let _ = told.wait_for(|&stop| stop).await;
+                }
+            }
+            Ok::<_, String>(net.with_stack(|s| (*s.counters(), s.tcp_connections())))
+        })?;
+        Ok(ShardResult {
+            totals: tally.totals(),
+            counters,
+            connections,
+        })
+    }
 }
 
 /// Every relayed flow holds a kernel socket: lift the soft limit on descriptors to the hard one (as
@@ -312,7 +531,7 @@ async fn stop_signal(duration: Option<Duration>) -> Result<(), String> {
 
 async fn tcp_loop(listener: TcpListener, settings: Rc<Settings>, tally: Rc<Tally>) {
     while let Ok((conn, _)) = listener.accept().await {
-        if tally.tcp_live.get() >= settings.max_tcp_flows {
+        if tally.tcp_live.get() >= settings.max_tcp_flows as u64 {
             add(&tally.tcp_over_limit, 1);
             conn.abort();
             continue;

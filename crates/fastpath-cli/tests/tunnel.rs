@@ -746,3 +746,52 @@ fn a_destination_that_drops_times_out_into_a_reset_and_leaves_nothing_behind() {
         "{summary}"
     );
 }
+
+/// `--queues 2`: a stack per queue; connections and flows spread over both, and every one is relayed.
+#[test]
+fn two_queues_share_the_flows_and_relay_them_all() {
+    if !environment_ok("two_queues_share_the_flows_and_relay_them_all") {
+        return;
+    }
+    let out = TestNetns::create();
+    ip(&out.0, &["link", "set", "lo", "up"]);
+    ip(&out.0, &["addr", "add", "10.77.0.2/32", "dev", "lo"]);
+    ip(&out.0, &["-6", "addr", "add", "fd77::2/128", "dev", "lo"]);
+    start_servers(&out.0);
+    let app_ns = TestNetns::create();
+    let app = app_ns.0.clone();
+    let tunnel = Tunnel::start(&out.0, &app, &["--queues", "2"]);
+    for server in ["10.77.0.2:7", "[fd77::2]:7"] {
+        let to: SocketAddr = server.parse().unwrap();
+        let all = in_netns(&app, move || (0..50).all(|_| tcp_echo(to, 3000)));
+        assert!(all, "50 echoes through {server}");
+    }
+    let answered = in_netns(&app, || {
+        (0..40u8)
+            .filter(|&i| {
+                let s = UdpSocket::bind("0.0.0.0:0").unwrap();
+                s.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+                s.send_to(&[i; 100], "10.77.0.2:7").unwrap();
+                let mut buf = [0u8; 200];
+                s.recv(&mut buf).is_ok_and(|n| buf[..n] == [i; 100])
+            })
+            .count()
+    });
+    assert_eq!(answered, 40, "UDP echoes");
+    let summary = tunnel.stop();
+    assert!(
+        summary.contains("tcp: 100 connections relayed (0 refused"),
+        "{summary}"
+    );
+    assert!(summary.contains("udp: 40 flows"), "{summary}");
+    // Both stacks relayed some of each: "queues: A / B tcp connections, C / D udp flows".
+    let shares: Vec<u64> = summary
+        .lines()
+        .find(|l| l.starts_with("queues: "))
+        .expect(&summary)
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    assert_eq!(shares.len(), 4, "{summary}");
+    assert!(shares.iter().all(|&n| n >= 5), "{summary}");
+}
