@@ -161,7 +161,7 @@ pub(super) fn path(
     };
     let dante = spawn(&lwip.danted, &[Path::new("-f"), &dante_conf])?;
     let mut path = PathUnderTest {
-        name: "lwIP",
+        name: "lwIP".into(),
         index,
         app,
         proxy: None,

@@ -72,6 +72,10 @@ pub struct TunnelArgs {
     /// Build the lwIP row's program with cargo when none is found (into `target/peers/lwip`).
     #[arg(long)]
     build_lwip: bool,
+    /// Also run fastpath's tunnel with this many TUN queues (a stack on each), as a row of its own
+    /// beside the one-queue tunnel. 1 (the default) leaves it out.
+    #[arg(long, default_value_t = 1, value_parser = common::count(1, 256))]
+    queues: usize,
     #[arg(long)]
     quick: bool,
     #[arg(long)]
@@ -125,7 +129,7 @@ pub struct MemoryRow {
 
 /// One way from the clients to OUT.
 struct PathUnderTest {
-    name: &'static str,
+    name: String,
     /// Which iperf3 server it uses (port 5201 + index).
     index: u16,
     app: Namespace,
@@ -294,7 +298,8 @@ pub fn run(args: &TunnelArgs) -> Result<(), String> {
         .status();
     // One iperf3 server per path: a server still finishing an unpaced UDP test (it waits for the
     // datagrams that were lost) does not hold up the next path's test.
-    let mut iperf_servers = (0..4u16)
+    let multi = args.queues > 1;
+    let mut iperf_servers = (0..4 + u16::from(multi))
         .map(|i| {
             Command::new("ip")
                 .args(["netns", "exec", out.name()])
@@ -311,7 +316,10 @@ pub fn run(args: &TunnelArgs) -> Result<(), String> {
     let hold = start_servers(out.name(), &stop)?;
 
     let result = (|| {
-        let mut paths = vec![kernel_path(&out, tag)?, fastpath_path(&out, tag)?];
+        let mut paths = vec![kernel_path(&out, tag)?, fastpath_path(&out, tag, 1, 1)?];
+        if multi {
+            paths.push(fastpath_path(&out, tag, args.queues, 4)?);
+        }
         if let Ok(bin) = &gvisor {
             paths.push(gvisor_path(&out, tag, bin)?);
         }
@@ -340,7 +348,7 @@ pub fn run(args: &TunnelArgs) -> Result<(), String> {
         let mut rows = Vec::new();
         for (p, path) in paths.iter().enumerate() {
             for (w, workload) in workloads.iter().enumerate() {
-                rows.push(summarize(path.name, workload, &samples[p][w]));
+                rows.push(summarize(&path.name, workload, &samples[p][w]));
             }
         }
         let memory: Vec<MemoryRow> = paths
@@ -527,7 +535,7 @@ fn kernel_path(out: &Namespace, tag: u32) -> Result<PathUnderTest, String> {
     out.ip(&["addr", "add", "10.88.0.2/24", "dev", &b])?;
     out.ip(&["link", "set", &b, "up"])?;
     Ok(PathUnderTest {
-        name: "kernel",
+        name: "kernel".into(),
         index: 0,
         app,
         proxy: None,
@@ -537,8 +545,14 @@ fn kernel_path(out: &Namespace, tag: u32) -> Result<PathUnderTest, String> {
     })
 }
 
-fn fastpath_path(out: &Namespace, tag: u32) -> Result<PathUnderTest, String> {
-    let app = Namespace::ensure(&format!("fpb-f-{tag}"))?;
+/// fastpath's tunnel with `queues` TUN queues (a stack on each), on iperf3 server `index`.
+fn fastpath_path(
+    out: &Namespace,
+    tag: u32,
+    queues: usize,
+    index: u16,
+) -> Result<PathUnderTest, String> {
+    let app = Namespace::ensure(&format!("fpb-f{queues}-{tag}"))?;
     app.ip(&["link", "set", "lo", "up"])?;
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let mut child = Command::new("ip")
@@ -546,6 +560,7 @@ fn fastpath_path(out: &Namespace, tag: u32) -> Result<PathUnderTest, String> {
         .arg(exe)
         .args(["tunnel", "--netns", app.name(), "--tun", "fpbt0"])
         .args(["--kernel-addr", "10.66.0.1/24", "--addr", "10.66.0.2"])
+        .args(["--queues", &queues.to_string()])
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
@@ -560,8 +575,12 @@ fn fastpath_path(out: &Namespace, tag: u32) -> Result<PathUnderTest, String> {
         return Err(format!("fastpath tunnel did not start: {first}"));
     }
     Ok(PathUnderTest {
-        name: "fastpath",
-        index: 1,
+        name: if queues > 1 {
+            format!("fastpath, {queues} queues")
+        } else {
+            "fastpath".into()
+        },
+        index,
         app,
         proxy: Some(child),
         helpers: Vec::new(),
@@ -584,7 +603,7 @@ fn gvisor_path(out: &Namespace, tag: u32, bin: &Path) -> Result<PathUnderTest, S
         .spawn()
         .map_err(|e| format!("starting {}: {e}", bin.display()))?;
     let path = PathUnderTest {
-        name: "gVisor",
+        name: "gVisor".into(),
         index: 2,
         app,
         proxy: Some(child),
@@ -863,7 +882,7 @@ fn memory(path: &PathUnderTest, n: usize) -> Result<MemoryRow, String> {
     drop(held);
     std::thread::sleep(Duration::from_millis(500));
     Ok(MemoryRow {
-        path: path.name.to_string(),
+        path: path.name.clone(),
         peak_rss_kib: path.status_kib("VmHWM").unwrap_or(0),
         idle_connections: count,
         bytes_per_idle_connection: (count > 0)
@@ -929,7 +948,7 @@ fn print(rows: &[TunnelRow], memory: &[MemoryRow]) {
         let find = |p: &str| rows.iter().find(|r| r.path == p && &r.workload == w);
         for p in &paths {
             if let Some(r) = find(p) {
-                println!("  {p:<9} {}", cell(r));
+                println!("  {p:<18} {}", cell(r));
             }
         }
         if let (Some(f), Some(g)) = (find("fastpath"), find("gVisor")) {
@@ -941,11 +960,15 @@ fn print(rows: &[TunnelRow], memory: &[MemoryRow]) {
         if let (Some(f), Some(k)) = (find("fastpath"), find("kernel")) {
             println!("  fastpath/kernel {:.2}x", f.value / k.value);
         }
+        let several = paths.iter().find(|p| p.starts_with("fastpath, "));
+        if let (Some(m), Some(f)) = (several.and_then(|p| find(p)), find("fastpath")) {
+            println!("  {}/fastpath {:.2}x", m.path, m.value / f.value);
+        }
     }
     println!();
     for m in memory {
         println!(
-            "{:<9} peak RSS {} KiB; {} idle connections: {}",
+            "{:<18} peak RSS {} KiB; {} idle connections: {}",
             m.path,
             m.peak_rss_kib,
             m.idle_connections,
