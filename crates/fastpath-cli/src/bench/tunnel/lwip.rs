@@ -121,25 +121,7 @@ pub(super) fn path(
     app.ip(&["link", "set", "lo", "up"])?;
     let dir = std::env::temp_dir().join(format!("fpb-lwip-{tag}"));
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let dante_conf = dir.join("danted.conf");
     let hev_conf = dir.join("hev.yml");
-    std::fs::write(
-        &dante_conf,
-        format!(
-            "logoutput: {log}\n\
-             internal: 127.0.0.1 port = {SOCKS_PORT}\n\
-             external: {server}\n\
-             clientmethod: none\n\
-             socksmethod: none\n\
-             user.privileged: root\n\
-             user.unprivileged: nobody\n\
-             client pass {{ from: 0.0.0.0/0 to: 0.0.0.0/0 }}\n\
-             socks pass {{ from: 0.0.0.0/0 to: 0.0.0.0/0 command: connect udpassociate udpreply }}\n",
-            log = dir.join("danted.log").display(),
-            server = super::SERVER,
-        ),
-    )
-    .map_err(|e| format!("{}: {e}", dante_conf.display()))?;
     std::fs::write(
         &hev_conf,
         format!(
@@ -148,18 +130,7 @@ pub(super) fn path(
         ),
     )
     .map_err(|e| format!("{}: {e}", hev_conf.display()))?;
-
-    let spawn = |program: &Path, args: &[&Path]| {
-        Command::new("ip")
-            .args(["netns", "exec", out.name()])
-            .arg(program)
-            .args(args)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .map_err(|e| format!("starting {}: {e}", program.display()))
-    };
-    let dante = spawn(&lwip.danted, &[Path::new("-f"), &dante_conf])?;
+    let dante = start_dante(out, &lwip.danted, &dir, SOCKS_PORT)?;
     let mut path = PathUnderTest {
         name: "lwIP".into(),
         index,
@@ -169,14 +140,7 @@ pub(super) fn path(
         tun: Some(DEV),
         scratch: Some(dir.clone()),
     };
-    wait_for(out, "dante to listen", || {
-        Command::new("ip")
-            .args(["netns", "exec", out.name(), "ss", "-Hltn"])
-            .arg(format!("sport = :{SOCKS_PORT}"))
-            .output()
-            .is_ok_and(|o| !o.stdout.is_empty())
-    })?;
-    path.proxy = Some(spawn(&lwip.wrapper, &[&hev_conf])?);
+    path.proxy = Some(spawn_in(out, &lwip.wrapper, &[hev_conf.as_os_str()])?);
     wait_for(out, "hev to make its TUN interface", || {
         out.ip(&["link", "show", DEV]).is_ok()
     })?;
@@ -188,7 +152,69 @@ pub(super) fn path(
     Ok(path)
 }
 
-fn wait_for(out: &Namespace, what: &str, ready: impl Fn() -> bool) -> Result<(), String> {
+/// Starts `program` with `args` in OUT, its output discarded.
+pub(super) fn spawn_in(
+    out: &Namespace,
+    program: &Path,
+    args: &[&std::ffi::OsStr],
+) -> Result<std::process::Child, String> {
+    Command::new("ip")
+        .args(["netns", "exec", out.name()])
+        .arg(program)
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("starting {}: {e}", program.display()))
+}
+
+/// Starts dante in OUT on 127.0.0.1:`port` (CONNECT and UDP ASSOCIATE, no authentication, going out
+/// to the server's address), its configuration and log in `dir`, and waits until it listens.
+pub(super) fn start_dante(
+    out: &Namespace,
+    danted: &Path,
+    dir: &Path,
+    port: u16,
+) -> Result<std::process::Child, String> {
+    let conf = dir.join("danted.conf");
+    std::fs::write(
+        &conf,
+        format!(
+            "logoutput: {log}\n\
+             internal: 127.0.0.1 port = {port}\n\
+             external: {server}\n\
+             clientmethod: none\n\
+             socksmethod: none\n\
+             user.privileged: root\n\
+             user.unprivileged: nobody\n\
+             client pass {{ from: 0.0.0.0/0 to: 0.0.0.0/0 }}\n\
+             socks pass {{ from: 0.0.0.0/0 to: 0.0.0.0/0 command: connect udpassociate udpreply }}\n",
+            log = dir.join("danted.log").display(),
+            server = super::SERVER,
+        ),
+    )
+    .map_err(|e| format!("{}: {e}", conf.display()))?;
+    let mut dante = spawn_in(out, danted, &[std::ffi::OsStr::new("-f"), conf.as_os_str()])?;
+    let listening = wait_for(out, "dante to listen", || {
+        Command::new("ip")
+            .args(["netns", "exec", out.name(), "ss", "-Hltn"])
+            .arg(format!("sport = :{port}"))
+            .output()
+            .is_ok_and(|o| !o.stdout.is_empty())
+    });
+    if let Err(e) = listening {
+        let _ = dante.kill();
+        let _ = dante.wait();
+        return Err(e);
+    }
+    Ok(dante)
+}
+
+pub(super) fn wait_for(
+    out: &Namespace,
+    what: &str,
+    ready: impl Fn() -> bool,
+) -> Result<(), String> {
     let deadline = WallClock::now() + Duration::from_secs(10);
     while !ready() {
         if WallClock::now() > deadline {

@@ -41,6 +41,7 @@ use serde::Serialize;
 use super::common;
 use crate::netns::{self, Namespace};
 
+mod ipstack;
 mod lwip;
 
 const SERVER: Ipv4Addr = Ipv4Addr::new(10, 77, 0, 2);
@@ -72,6 +73,12 @@ pub struct TunnelArgs {
     /// Build the lwIP row's program with cargo when none is found (into `target/peers/lwip`).
     #[arg(long)]
     build_lwip: bool,
+    /// tun2proxy's binary (`tun2proxy-bin`, version 0.8.3, on the ipstack stack).
+    #[arg(long)]
+    tun2proxy: Option<PathBuf>,
+    /// Install tun2proxy 0.8.3 with cargo when none is found (into `target/peers/tun2proxy`).
+    #[arg(long)]
+    build_tun2proxy: bool,
     /// Also run fastpath's tunnel with this many TUN queues (a stack on each), as a row of its own
     /// beside the one-queue tunnel. 1 (the default) leaves it out.
     #[arg(long, default_value_t = 1, value_parser = common::count(1, 256))]
@@ -278,6 +285,11 @@ pub fn run(args: &TunnelArgs) -> Result<(), String> {
         Ok(l) => println!("lwIP: {}", l.describe()),
         Err(why) => println!("lwIP: no row ({why})"),
     }
+    let t2p = ipstack::find(args);
+    match &t2p {
+        Ok(t) => println!("tun2proxy (ipstack): {}", t.describe()),
+        Err(why) => println!("tun2proxy (ipstack): no row ({why})"),
+    }
     println!("iperf3: {iperf_version}");
     println!("{secs} s per run, median of {rounds} interleaved rounds\n");
 
@@ -299,7 +311,8 @@ pub fn run(args: &TunnelArgs) -> Result<(), String> {
     // One iperf3 server per path: a server still finishing an unpaced UDP test (it waits for the
     // datagrams that were lost) does not hold up the next path's test.
     let multi = args.queues > 1;
-    let mut iperf_servers = (0..4 + u16::from(multi))
+    // Servers 0-3: the kernel, fastpath, gVisor, lwIP; 4: fastpath with several queues; 5: tun2proxy.
+    let mut iperf_servers = (0..6u16)
         .map(|i| {
             Command::new("ip")
                 .args(["netns", "exec", out.name()])
@@ -319,6 +332,9 @@ pub fn run(args: &TunnelArgs) -> Result<(), String> {
         let mut paths = vec![kernel_path(&out, tag)?, fastpath_path(&out, tag, 1, 1)?];
         if multi {
             paths.push(fastpath_path(&out, tag, args.queues, 4)?);
+        }
+        if let Ok(t) = &t2p {
+            paths.push(ipstack::path(&out, tag, t, 5)?);
         }
         if let Ok(bin) = &gvisor {
             paths.push(gvisor_path(&out, tag, bin)?);
@@ -959,6 +975,9 @@ fn print(rows: &[TunnelRow], memory: &[MemoryRow]) {
         }
         if let (Some(f), Some(k)) = (find("fastpath"), find("kernel")) {
             println!("  fastpath/kernel {:.2}x", f.value / k.value);
+        }
+        if let (Some(f), Some(t)) = (find("fastpath"), find("tun2proxy")) {
+            println!("  fastpath/tun2proxy {:.2}x", f.value / t.value);
         }
         let several = paths.iter().find(|p| p.starts_with("fastpath, "));
         if let (Some(m), Some(f)) = (several.and_then(|p| find(p)), find("fastpath")) {
