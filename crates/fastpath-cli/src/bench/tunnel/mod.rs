@@ -13,6 +13,13 @@
 //!   none, and leaves the row out).
 //! - **lwIP**: hev-socks5-tunnel with Debian's dante as its SOCKS5 server, both in OUT (see
 //!   [`lwip`]); the row is left out, with the reason, when either is missing.
+//! - **tun2proxy**: tun2proxy 0.8.3 (the `ipstack` stack) with a dante of its own, the same way (see
+//!   [`ipstack`]).
+//! - **fastpath, N queues** (with `--queues N`): `fastpath tunnel --queues N` beside the one-queue
+//!   tunnel.
+//!
+//! netstack-smoltcp 0.2.4, which the issue also names, is a library with no program of its own: it has
+//! no row (a wrapper would have to be written, as for lwIP).
 //!
 //! Rows, every path once per round, interleaved, medians quoted: TCP upload and download with 1 and 4
 //! streams (Gbit/s, iperf3's receiver side); UDP at 64 and 1400 bytes sent unpaced (datagrams/s
