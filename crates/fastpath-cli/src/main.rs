@@ -8,6 +8,8 @@ mod netns;
 #[cfg(target_os = "linux")]
 mod pcap_tap;
 #[cfg(target_os = "linux")]
+mod queues;
+#[cfg(target_os = "linux")]
 mod serve;
 #[cfg(target_os = "linux")]
 mod socks5;

@@ -23,8 +23,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant as WallClock};
 
 use clap::{Args, ValueEnum};
-use fastpath::buf::BufferDepot;
-use fastpath::link::tun::ephemeral_share;
 use fastpath::link::{Impaired, Impairments, Link, TunConfig, TunHandle, TunLink, TunStats};
 use fastpath::{Counters, Instant, Ipv4Cidr, Ipv6Cidr, Stack, StackConfig, UdpOptions, UdpSocket};
 
@@ -243,6 +241,7 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
     let ctx = ShardContext {
         args: Arc::new(args.clone()),
         v6,
+        queues,
         stop: stop.clone(),
         done: done.clone(),
         deadline,
@@ -250,13 +249,12 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
     let mut threads = Vec::new();
     for (q, link) in links {
         let (ctx, ready) = (ctx.clone(), ready_tx.clone());
-        let share = ephemeral_share(&ephemeral, q, queues).expect("checked when the queues opened");
         threads.push(
             std::thread::Builder::new()
                 .name(format!("fastpath-q{q}"))
                 .spawn(move || -> Result<ShardReport, String> {
                     // Send the set-up's outcome, and end if it failed.
-                    let shard = Shard::new(link, &ctx, share);
+                    let shard = Shard::new(link, &ctx, q);
                     let ok = shard.as_ref().map(drop).map_err(|e| e.clone());
                     let _ = ready.send(ok.clone());
                     drop(ready);
@@ -267,8 +265,7 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
         );
     }
     drop(ready_tx);
-    let share0 = ephemeral_share(&ephemeral, 0, queues).expect("checked when the queues opened");
-    let first = Shard::new(first, &ctx, share0);
+    let first = Shard::new(first, &ctx, 0);
     let setups: Vec<Result<(), String>> = ready_rx.iter().take(queues - 1).collect();
     let first = match (first, setups.into_iter().find_map(Result::err)) {
         (Ok(first), None) => first,
@@ -385,6 +382,8 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
 struct ShardContext {
     args: Arc<ServeArgs>,
     v6: Option<(Ipv6Cidr, Ipv6Addr)>,
+    /// Queues, a stack on each.
+    queues: usize,
     /// A signal came.
     stop: Arc<AtomicBool>,
     /// Queue 0's stack stopped (its client finished, or the duration passed): the others stop too.
@@ -415,22 +414,12 @@ struct ShardReport {
 }
 
 impl Shard {
-    /// A stack on `link` (with `ephemeral` as its share of the ephemeral ports), listening on every
-    /// service.
-    fn new(
-        mut link: TunLink,
-        ctx: &ShardContext,
-        ephemeral: std::ops::RangeInclusive<u16>,
-    ) -> Result<Shard, String> {
+    /// A stack on `link`, queue `queue`'s, listening on every service.
+    fn new(mut link: TunLink, ctx: &ShardContext, queue: usize) -> Result<Shard, String> {
         let args = &ctx.args;
         let tun = link.handle();
-        let mut stack = Stack::new(StackConfig {
-            ephemeral_ports: ephemeral,
-            ..StackConfig::default()
-        });
-        let depot = BufferDepot::new();
-        link.set_buffer_depot(depot.clone());
-        stack.set_buffer_depot(depot);
+        let mut stack =
+            crate::queues::stack_for_queue(&mut link, StackConfig::default(), queue, ctx.queues)?;
         let cidr = Ipv4Cidr::new(args.addr, args.kernel_addr.prefix_len);
         let link: Box<dyn Link> = match args.impair {
             Some((impair, delay)) => Box::new(Impaired::new(link, impair).with_delay(delay)),

@@ -31,9 +31,8 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use clap::Args;
-use fastpath::buf::BufferDepot;
 use fastpath::link::{TunConfig, TunLink};
-use fastpath::{Ipv4Cidr, Ipv6Cidr, Stack, StackConfig};
+use fastpath::{Ipv4Cidr, Ipv6Cidr, StackConfig};
 use fastpath_tokio::{Net, TcpListener, TcpStream, UdpIntercept};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
@@ -238,18 +237,14 @@ pub fn run(args: &TunnelArgs) -> Result<(), String> {
     let mut threads = Vec::new();
     for (q, link) in links {
         let (shard, ready, stop) = (shard.clone(), ready_tx.clone(), stop_rx.clone());
-        let share = fastpath::link::tun::ephemeral_share(&ephemeral, q, queues)
-            .expect("checked when the queues opened");
         threads.push(
             std::thread::Builder::new()
                 .name(format!("tunnel-q{q}"))
-                .spawn(move || shard.run(link, share, Stop::Watch(stop), ready))
+                .spawn(move || shard.run(link, (q, queues), Stop::Watch(stop), ready))
                 .map_err(|e| format!("starting queue {q}'s thread: {e}"))?,
         );
     }
     drop(ready_tx);
-    let share = fastpath::link::tun::ephemeral_share(&ephemeral, 0, queues)
-        .expect("checked when the queues opened");
     let duration = args.duration.map(Duration::from_secs_f64);
     let (main_ready_tx, main_ready_rx) = std::sync::mpsc::channel();
     let (others, announce) = (ready_rx, main_ready_rx);
@@ -289,7 +284,7 @@ pub fn run(args: &TunnelArgs) -> Result<(), String> {
     });
     let first = shard.run(
         first,
-        share,
+        (0, queues),
         Stop::Signal(duration, stop_tx, abort_rx),
         main_ready_tx,
     );
@@ -400,12 +395,12 @@ struct ShardResult {
 }
 
 impl Shard {
-    /// Runs a stack on `link` (taking ephemeral ports from `share`) and its relays until told to stop,
+    /// Runs a stack on `link` (queue `queue` of `queues`) and its relays until told to stop,
     /// on a current-thread runtime of its own. Sends the set-up's outcome on `ready` first.
     fn run(
         self,
         mut link: TunLink,
-        share: std::ops::RangeInclusive<u16>,
+        (queue, queues): (usize, usize),
         stop: Stop,
         ready: std::sync::mpsc::Sender<Result<(), String>>,
     ) -> Result<ShardResult, String> {
@@ -414,13 +409,9 @@ impl Shard {
             e
         };
         let tun = link.handle();
-        let mut stack = Stack::new(StackConfig {
-            ephemeral_ports: share,
-            ..StackConfig::default()
-        });
-        let depot = BufferDepot::new();
-        link.set_buffer_depot(depot.clone());
-        stack.set_buffer_depot(depot);
+        let mut stack =
+            crate::queues::stack_for_queue(&mut link, StackConfig::default(), queue, queues)
+                .map_err(&fail)?;
         let iface = match &self.pcap {
             Some(path) => {
                 let tap = PcapTap::create(link, path)

@@ -169,7 +169,6 @@ mod testbed {
     use super::*;
     use crate::netns::{self, Namespace};
     use crate::tcp_services::TcpServices;
-    use fastpath::buf::BufferDepot;
     use fastpath::link::{TunConfig, TunLink};
 
     pub const SERVER: Ipv4Addr = Ipv4Addr::new(10, 7, 0, 2);
@@ -264,18 +263,15 @@ mod testbed {
             let received = Arc::new(AtomicU64::new(0));
             for (q, mut link) in links.into_iter().enumerate() {
                 let (stop, count) = (self.stop.clone(), received.clone());
-                let share = fastpath::link::tun::ephemeral_share(&ephemeral, q, queues)
-                    .ok_or("too many queues for the ephemeral ports")?;
                 let tun = link.handle();
                 self.threads
                     .push(std::thread::spawn(move || -> Result<(), String> {
-                        let mut stack = Stack::new(StackConfig {
-                            ephemeral_ports: share,
-                            ..StackConfig::default()
-                        });
-                        let depot = BufferDepot::new();
-                        link.set_buffer_depot(depot.clone());
-                        stack.set_buffer_depot(depot);
+                        let mut stack = crate::queues::stack_for_queue(
+                            &mut link,
+                            StackConfig::default(),
+                            q,
+                            queues,
+                        )?;
                         let iface = stack.add_interface("fpt0", link, Ipv4Cidr::new(SERVER, 24));
                         stack
                             .add_ipv6_address(iface, fastpath::Ipv6Cidr::new(SERVER6, 64))
@@ -583,6 +579,12 @@ mod testbed {
             sent += chunk.len() as u64;
         }
         let _ = s.shutdown(Shutdown::Write);
+        arrived(server, before, sent, start)
+    }
+
+    /// Waits (up to 20 s) until the discard server has received the `sent` bytes sent since `start`
+    /// (its count was `before` then); returns payload Gbit/s over the whole time.
+    fn arrived(server: &Server, before: u64, sent: u64, start: WallClock) -> Result<f64, String> {
         let deadline = WallClock::now() + Duration::from_secs(20);
         while server.received.load(Ordering::Relaxed) - before < sent {
             if WallClock::now() > deadline {
@@ -634,19 +636,7 @@ mod testbed {
                 .sum::<Result<u64, String>>()
         })
         .map_err(|e| format!("{} {}: {e}", server.stack, server.config))?;
-        let deadline = WallClock::now() + Duration::from_secs(20);
-        while server.received.load(Ordering::Relaxed) - before < sent {
-            if WallClock::now() > deadline {
-                return Err(format!(
-                    "{} {}: {} of {sent} bytes arrived",
-                    server.stack,
-                    server.config,
-                    server.received.load(Ordering::Relaxed) - before
-                ));
-            }
-            std::thread::sleep(Duration::from_micros(200));
-        }
-        Ok(sent as f64 * 8.0 / start.elapsed().as_secs_f64() / 1e9)
+        arrived(server, before, sent, start)
     }
 
     /// The kernel client reads from the server's chargen (port 19) for `secs`: the server sends bulk.
@@ -902,29 +892,10 @@ fn measure_tun(
     let linux_multi = common::median(&multi[linux]);
     let linux_pull = common::median(&pull[linux].iter().map(|x| x.value).collect::<Vec<_>>());
     let mut rows = Vec::new();
-    for (i, s) in bed
-        .servers
-        .iter()
-        .enumerate()
-        .filter(|(i, _)| !pull[*i].is_empty())
-    {
-        let of =
-            |f: fn(&Accounted) -> f64| common::median(&pull[i].iter().map(f).collect::<Vec<_>>());
-        let g = of(|x| x.value);
-        rows.push(TcpRow {
-            experiment: "tun-send".into(),
-            stack: s.stack.into(),
-            config: s.config.clone(),
-            mtu: 1500,
-            connections: 1,
-            gbit_per_s: g,
-            ns_per_byte: 0.0,
-            transactions_per_s: 0.0,
-            ratio: g / linux_pull,
-            client_cores: of(|x| x.client),
-            server_cores: of(|x| x.server_user + x.server_system),
-            server_user_cores: of(|x| x.server_user),
-        });
+    for (i, s) in bed.servers.iter().enumerate() {
+        if !pull[i].is_empty() {
+            rows.push(accounted_row("tun-send", s, &pull[i], linux_pull));
+        }
     }
     for (i, s) in bed
         .servers
@@ -948,29 +919,10 @@ fn measure_tun(
             server_user_cores: 0.0,
         });
     }
-    for (i, s) in bed
-        .servers
-        .iter()
-        .enumerate()
-        .filter(|(_, s)| s.queues == 1)
-    {
-        let of =
-            |f: fn(&Accounted) -> f64| common::median(&bulk[i].iter().map(f).collect::<Vec<_>>());
-        let g = of(|x| x.value);
-        rows.push(TcpRow {
-            experiment: "tun".into(),
-            stack: s.stack.into(),
-            config: s.config.clone(),
-            mtu: 1500,
-            connections: 1,
-            gbit_per_s: g,
-            ns_per_byte: 0.0,
-            transactions_per_s: 0.0,
-            ratio: g / linux_bulk,
-            client_cores: of(|x| x.client),
-            server_cores: of(|x| x.server_user + x.server_system),
-            server_user_cores: of(|x| x.server_user),
-        });
+    for (i, s) in bed.servers.iter().enumerate() {
+        if s.queues == 1 {
+            rows.push(accounted_row("tun", s, &bulk[i], linux_bulk));
+        }
     }
     for (i, s) in bed
         .servers
@@ -1022,6 +974,34 @@ fn measure_tun(
         }
     }
     Ok(rows)
+}
+
+/// A one-connection bulk row at MTU 1500 from `samples` (medians), against `baseline` Gbit/s.
+#[cfg(target_os = "linux")]
+fn accounted_row(
+    experiment: &str,
+    server: &testbed::Server,
+    samples: &[testbed::Accounted],
+    baseline: f64,
+) -> TcpRow {
+    let of = |f: fn(&testbed::Accounted) -> f64| {
+        common::median(&samples.iter().map(f).collect::<Vec<_>>())
+    };
+    let g = of(|x| x.value);
+    TcpRow {
+        experiment: experiment.into(),
+        stack: server.stack.into(),
+        config: server.config.clone(),
+        mtu: 1500,
+        connections: 1,
+        gbit_per_s: g,
+        ns_per_byte: 0.0,
+        transactions_per_s: 0.0,
+        ratio: g / baseline,
+        client_cores: of(|x| x.client),
+        server_cores: of(|x| x.server_user + x.server_system),
+        server_user_cores: of(|x| x.server_user),
+    }
 }
 
 /// Bulk rows with the cores each side used: the kernel client's thread (its system calls and the

@@ -36,9 +36,8 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant as WallClock};
 
 use clap::Args;
-use fastpath::buf::BufferDepot;
 use fastpath::link::{TunConfig, TunHandle, TunLink};
-use fastpath::{Instant, Ipv4Cidr, Stack, StackConfig};
+use fastpath::{Instant, Ipv4Cidr, StackConfig};
 use serde::Serialize;
 
 use super::common::{self, cpu_ns, own_schedstat};
@@ -294,23 +293,15 @@ fn fastpath_target(
         let handle = link.handle();
         tun.push(handle.clone());
         let stop = bed.stop.clone();
-        let share = fastpath::link::tun::ephemeral_share(&ephemeral, q, queues)
-            .ok_or("too many queues for the ephemeral ports")?;
         let registry = server_threads.clone();
         threads.push(std::thread::spawn(move || -> Result<(), String> {
             register(&registry);
-            let mut config = StackConfig {
-                ephemeral_ports: share,
-                ..StackConfig::default()
-            };
+            let mut config = StackConfig::default();
             if !batching {
                 config.rx_batch = 1;
                 config.tx_batch = 1;
             }
-            let mut stack = Stack::new(config);
-            let depot = BufferDepot::new();
-            link.set_buffer_depot(depot.clone());
-            stack.set_buffer_depot(depot);
+            let mut stack = crate::queues::stack_for_queue(&mut link, config, q, queues)?;
             stack.add_interface("fpb0", link, Ipv4Cidr::new(SERVER, 24));
             let echo = binding(&mut stack, ECHO)?;
             let discard = binding(&mut stack, DISCARD)?;
