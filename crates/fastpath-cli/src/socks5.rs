@@ -1,6 +1,7 @@
-//! A SOCKS5 client (RFC 1928), for `fastpath tunnel --socks5`: no authentication (method 0), the
-//! CONNECT command for TCP and UDP ASSOCIATE for UDP, addresses as IPv4 or IPv6 (never names: the
-//! tunnel only ever knows the destination's address).
+//! A SOCKS5 client (RFC 1928), for `fastpath tunnel --socks5`: no authentication (method 0), or a
+//! user name and password (method 2, RFC 1929) when the tunnel has them; the CONNECT command for TCP
+//! and UDP ASSOCIATE for UDP; addresses as IPv4 or IPv6 (never names: the tunnel only ever knows the
+//! destination's address).
 
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -12,6 +13,49 @@ pub const VERSION: u8 = 5;
 pub const CONNECT: u8 = 1;
 pub const UDP_ASSOCIATE: u8 = 3;
 const NO_AUTHENTICATION: u8 = 0;
+const USER_PASSWORD: u8 = 2;
+/// The version of RFC 1929's sub-negotiation.
+const USER_PASSWORD_VERSION: u8 = 1;
+
+/// A user name and password for RFC 1929, each 1 to 255 bytes.
+#[derive(Clone)]
+pub struct Credentials {
+    user: String,
+    password: String,
+}
+
+impl std::fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the password.
+        f.debug_struct("Credentials")
+            .field("user", &self.user)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Credentials {
+    /// Checks the lengths RFC 1929 allows.
+    pub fn new(user: String, password: String) -> Result<Credentials, String> {
+        for (what, v) in [("user name", &user), ("password", &password)] {
+            if v.is_empty() || v.len() > 255 {
+                return Err(format!(
+                    "a SOCKS5 {what} is 1 to 255 bytes (RFC 1929), not {}",
+                    v.len()
+                ));
+            }
+        }
+        Ok(Credentials { user, password })
+    }
+
+    /// The sub-negotiation request: version, the name, the password, each behind its length.
+    fn request(&self) -> Vec<u8> {
+        let mut m = vec![USER_PASSWORD_VERSION, self.user.len() as u8];
+        m.extend_from_slice(self.user.as_bytes());
+        m.push(self.password.len() as u8);
+        m.extend_from_slice(self.password.as_bytes());
+        m
+    }
+}
 const ATYP_V4: u8 = 1;
 const ATYP_V6: u8 = 4;
 
@@ -106,15 +150,45 @@ fn protocol(what: impl Into<String>) -> io::Error {
 
 /// On a fresh connection to the server: the method negotiation, then `command` for `addr`;
 /// returns the server's bound address (for UDP ASSOCIATE, where to send datagrams).
-pub async fn request(s: &mut TcpStream, command: u8, addr: SocketAddr) -> io::Result<SocketAddr> {
-    s.write_all(&[VERSION, 1, NO_AUTHENTICATION]).await?;
+pub async fn request(
+    s: &mut TcpStream,
+    credentials: Option<&Credentials>,
+    command: u8,
+    addr: SocketAddr,
+) -> io::Result<SocketAddr> {
+    match credentials {
+        None => s.write_all(&[VERSION, 1, NO_AUTHENTICATION]).await?,
+        Some(_) => {
+            s.write_all(&[VERSION, 2, NO_AUTHENTICATION, USER_PASSWORD])
+                .await?
+        }
+    }
     let mut choice = [0u8; 2];
     s.read_exact(&mut choice).await?;
-    if choice != [VERSION, NO_AUTHENTICATION] {
-        return Err(protocol(format!(
-            "the server wants method {} (only 0, no authentication, is offered)",
-            choice[1]
-        )));
+    match (choice, credentials) {
+        ([VERSION, NO_AUTHENTICATION], _) => {}
+        ([VERSION, USER_PASSWORD], Some(c)) => {
+            s.write_all(&c.request()).await?;
+            let mut status = [0u8; 2];
+            s.read_exact(&mut status).await?;
+            if status[1] != 0 {
+                return Err(io::Error::new(
+                    io::ErrorKind::PermissionDenied,
+                    "SOCKS5: the server refused the user name and password",
+                ));
+            }
+        }
+        _ => {
+            return Err(protocol(format!(
+                "the server wants method {} (offered: 0{})",
+                choice[1],
+                if credentials.is_some() {
+                    " and 2, user name and password"
+                } else {
+                    ", no authentication"
+                }
+            )))
+        }
     }
     let mut req = vec![VERSION, command, 0];
     encode_addr(addr, &mut req);
@@ -142,6 +216,15 @@ pub async fn request(s: &mut TcpStream, command: u8, addr: SocketAddr) -> io::Re
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn credentials_are_checked_and_encoded_as_rfc_1929_says() {
+        assert!(Credentials::new(String::new(), "p".into()).is_err());
+        assert!(Credentials::new("u".into(), "x".repeat(256)).is_err());
+        let c = Credentials::new("fp".into(), "secret".into()).unwrap();
+        assert_eq!(c.request(), b"\x01\x02fp\x06secret");
+        assert!(!format!("{c:?}").contains("secret"), "never printed");
+    }
 
     #[test]
     fn addresses_round_trip_in_rfc_1928_form() {

@@ -68,6 +68,11 @@ pub struct TunnelArgs {
     /// UDP ASSOCIATE. Without it, flows go straight to their destinations.
     #[arg(long, value_name = "ADDR:PORT")]
     socks5: Option<SocketAddr>,
+    /// Authenticate to the SOCKS5 server with this user name (RFC 1929); the password is read from
+    /// the environment variable FASTPATH_SOCKS5_PASSWORD, so that it does not show in the process
+    /// list.
+    #[arg(long, requires = "socks5", value_name = "USER")]
+    socks5_user: Option<String>,
     /// Bind every outgoing kernel socket to this interface (`SO_BINDTODEVICE`).
     #[arg(long)]
     bind_interface: Option<String>,
@@ -160,6 +165,7 @@ fn add(c: &Cell<u64>, n: u64) {
 #[derive(Clone)]
 struct Settings {
     socks5: Option<SocketAddr>,
+    socks5_auth: Option<socks5::Credentials>,
     bind_interface: Option<String>,
     connect_timeout: Duration,
     udp_idle: Duration,
@@ -186,6 +192,15 @@ pub fn run(args: &TunnelArgs) -> Result<(), String> {
     if args.queues > 1 && args.pcap.is_some() {
         return Err("--pcap records one queue's link: use it with --queues 1".into());
     }
+    let socks5_auth = match &args.socks5_user {
+        None => None,
+        Some(user) => {
+            let password = std::env::var("FASTPATH_SOCKS5_PASSWORD").map_err(|_| {
+                "--socks5-user needs the password in FASTPATH_SOCKS5_PASSWORD".to_string()
+            })?;
+            Some(socks5::Credentials::new(user.clone(), password)?)
+        }
+    };
     let ns = Namespace::ensure(&args.netns)?;
     let ephemeral = StackConfig::default().ephemeral_ports;
     let links = TunLink::open_queues(
@@ -215,6 +230,7 @@ pub fn run(args: &TunnelArgs) -> Result<(), String> {
     let queues = links.len();
     let settings = Settings {
         socks5: args.socks5,
+        socks5_auth,
         bind_interface: args.bind_interface.clone(),
         connect_timeout: Duration::from_secs_f64(args.connect_timeout),
         udp_idle: Duration::from_secs_f64(args.udp_idle.max(0.001)),
@@ -552,7 +568,7 @@ async fn connect_upstream(
         None => outgoing_tcp(dst, settings)?.connect(dst).await,
         Some(proxy) => {
             let mut s = outgoing_tcp(proxy, settings)?.connect(proxy).await?;
-            socks5::request(&mut s, socks5::CONNECT, dst).await?;
+            socks5::request(&mut s, settings.socks5_auth.as_ref(), socks5::CONNECT, dst).await?;
             Ok(s)
         }
     }
@@ -812,7 +828,13 @@ async fn outgoing_udp(dst: SocketAddr, settings: &Settings) -> io::Result<Outgoi
         let mut control = outgoing_tcp(proxy, settings)?.connect(proxy).await?;
         // We do not know which address and port we will send from: all zeros (RFC 1928 §7).
         let unspecified = wildcard(proxy);
-        let relay = socks5::request(&mut control, socks5::UDP_ASSOCIATE, unspecified).await?;
+        let relay = socks5::request(
+            &mut control,
+            settings.socks5_auth.as_ref(),
+            socks5::UDP_ASSOCIATE,
+            unspecified,
+        )
+        .await?;
         // An unspecified relay address means the server's own.
         let relay = if relay.ip().is_unspecified() {
             SocketAddr::new(proxy.ip(), relay.port())

@@ -108,6 +108,10 @@ struct Tunnel {
 
 impl Tunnel {
     fn start(out: &str, app: &str, extra: &[&str]) -> Tunnel {
+        Tunnel::start_with_env(out, app, extra, &[])
+    }
+
+    fn start_with_env(out: &str, app: &str, extra: &[&str], env: &[(&str, &str)]) -> Tunnel {
         let mut child = Command::new("ip")
             .args([
                 "netns",
@@ -120,6 +124,7 @@ impl Tunnel {
             .args(["--kernel-addr6", "fd66::1/64", "--addr6", "fd66::2"])
             .args(["--udp-idle", "2"])
             .args(extra)
+            .envs(env.iter().copied())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
@@ -460,6 +465,8 @@ fn applications_reach_the_network_through_the_tunnel() {
 /// addresses, counting what it relayed.
 #[derive(Default)]
 struct Socks5Counts {
+    /// Sessions that offered the wrong password (the server requires `fp` / `secret`).
+    bad_password: std::sync::atomic::AtomicUsize,
     connects: std::sync::atomic::AtomicUsize,
     refused: std::sync::atomic::AtomicUsize,
     datagrams: std::sync::atomic::AtomicUsize,
@@ -508,11 +515,25 @@ fn socks5_session(mut c: TcpStream, counts: &Socks5Counts) -> std::io::Result<()
     c.read_exact(&mut head)?;
     let mut methods = vec![0u8; head[1] as usize];
     c.read_exact(&mut methods)?;
+    // User name and password required (RFC 1929): `fp` and `secret`.
     assert!(
-        head[0] == 5 && methods.contains(&0),
-        "a SOCKS5 greeting offering method 0"
+        head[0] == 5 && methods.contains(&2),
+        "a SOCKS5 greeting offering method 2: {methods:?}"
     );
-    c.write_all(&[5, 0])?;
+    c.write_all(&[5, 2])?;
+    let mut ver_len = [0u8; 2];
+    c.read_exact(&mut ver_len)?;
+    let mut user = vec![0u8; ver_len[1] as usize];
+    c.read_exact(&mut user)?;
+    let mut len = [0u8; 1];
+    c.read_exact(&mut len)?;
+    let mut password = vec![0u8; len[0] as usize];
+    c.read_exact(&mut password)?;
+    if ver_len[0] != 1 || user != b"fp" || password != b"secret" {
+        counts.bad_password.fetch_add(1, Relaxed);
+        return c.write_all(&[1, 1]);
+    }
+    c.write_all(&[1, 0])?;
     let mut req = [0u8; 3];
     c.read_exact(&mut req)?;
     let target = read_addr(&mut c)?;
@@ -601,7 +622,13 @@ fn the_tunnel_relays_through_a_socks5_server() {
     bound_rx.recv().unwrap();
     let app_ns = TestNetns::create();
     let app = app_ns.0.clone();
-    let tunnel = Tunnel::start(&out.0, &app, &["--socks5", "10.77.0.2:1080"]);
+    let socks = ["--socks5", "10.77.0.2:1080", "--socks5-user", "fp"];
+    let tunnel = Tunnel::start_with_env(
+        &out.0,
+        &app,
+        &socks,
+        &[("FASTPATH_SOCKS5_PASSWORD", "secret")],
+    );
 
     assert!(in_netns(&app, || tcp_echo(
         "10.77.0.2:7".parse().unwrap(),
@@ -639,8 +666,31 @@ fn the_tunnel_relays_through_a_socks5_server() {
     );
     assert_eq!(counts.refused.load(Relaxed), 1);
     assert_eq!(counts.datagrams.load(Relaxed), 6, "3 datagrams each way");
+    assert_eq!(counts.bad_password.load(Relaxed), 0);
     let summary = tunnel.stop();
     assert!(summary.contains("(1 refused or unreachable"), "{summary}");
+
+    // The wrong password: the server refuses it, and the application's connection is reset. (The
+    // first tunnel took its namespace with it.)
+    let app_ns = TestNetns::create();
+    let app = app_ns.0.clone();
+    let tunnel = Tunnel::start_with_env(
+        &out.0,
+        &app,
+        &socks,
+        &[("FASTPATH_SOCKS5_PASSWORD", "guess")],
+    );
+    let denied = in_netns(&app, || {
+        let mut s =
+            TcpStream::connect_timeout(&"10.77.0.2:7".parse().unwrap(), Duration::from_secs(5))
+                .expect("the tunnel accepts first");
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        s.read(&mut [0u8; 1]).map_err(|e| e.kind())
+    });
+    assert_eq!(denied, Err(ErrorKind::ConnectionReset));
+    assert_eq!(counts.bad_password.load(Relaxed), 1);
+    assert_eq!(counts.connects.load(Relaxed), 1, "nothing went through");
+    drop(tunnel);
 }
 
 /// The tunnel's resident memory, in KiB.
