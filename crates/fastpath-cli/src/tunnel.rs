@@ -260,10 +260,7 @@ pub fn run(args: &TunnelArgs) -> Result<(), String> {
                 .map_err(|e| format!("starting queue {q}'s thread: {e}"))?,
         );
     }
-    drop(ready_tx);
     let duration = args.duration.map(Duration::from_secs_f64);
-    let (main_ready_tx, main_ready_rx) = std::sync::mpsc::channel();
-    let (others, announce) = (ready_rx, main_ready_rx);
     let banner = format!(
         "fastpath tunnel: ready; namespace {} routes through {dev} (fastpath at {}{}{}), relaying {}{}",
         ns.name(),
@@ -285,11 +282,7 @@ pub fn run(args: &TunnelArgs) -> Result<(), String> {
     // Says ready once every queue's stack is; if one failed to start, stops them all.
     let (abort_tx, abort_rx) = tokio::sync::watch::channel(false);
     let announcer = std::thread::spawn(move || {
-        let all: Result<Vec<()>, String> = announce
-            .iter()
-            .take(1)
-            .chain(others.iter().take(queues - 1))
-            .collect();
+        let all: Result<Vec<()>, String> = ready_rx.iter().take(queues).collect();
         match &all {
             Ok(_) => say(&banner),
             Err(_) => {
@@ -302,7 +295,7 @@ pub fn run(args: &TunnelArgs) -> Result<(), String> {
         first,
         (0, queues),
         Stop::Signal(duration, stop_tx, abort_rx),
-        main_ready_tx,
+        ready_tx,
     );
     let announced = announcer
         .join()

@@ -183,14 +183,7 @@ impl Target {
         let mut all = self.tun.iter().map(TunHandle::stats);
         let mut sum = all.next()?;
         for s in all {
-            sum.rx_packets += s.rx_packets;
-            sum.rx_gso_segments += s.rx_gso_segments;
-            sum.rx_gso_packets += s.rx_gso_packets;
-            sum.tx_packets += s.tx_packets;
-            sum.rx_reads += s.rx_reads;
-            sum.rx_partial += s.rx_partial;
-            sum.tx_offloaded += s.tx_offloaded;
-            sum.rx_drop_truncated += s.rx_dropped();
+            sum += s;
         }
         Some(sum)
     }

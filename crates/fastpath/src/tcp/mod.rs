@@ -725,14 +725,14 @@ impl<N: Network> Tcp<N> {
                 let Some(tcb) = self.tcb(index) else {
                     return;
                 };
-                let parent = tcb.listener;
-                if let Some(l) = parent.and_then(|p| self.listener(p.0)) {
+                let parent = tcb.listener.map(|p| p.0);
+                if let Some((parent, l)) = parent.and_then(|p| Some((p, self.listener(p)?))) {
                     if let Some(pos) = l.half_open.iter().position(|&i| i == index) {
                         l.half_open.swap_remove(pos);
                     }
                     if l.ready.len() < l.backlog {
                         l.ready.push_back(SocketId(index));
-                        self.hints.note(parent.map_or(index, |p| p.0));
+                        self.hints.note(parent);
                     } else {
                         // The accept queue is full: refuse the connection.
                         cx.counters.drops.add(DropReason::TcpListenOverflow);
