@@ -11,8 +11,13 @@
 //!   both ways through a buffer each (512 bytes in the task while the connection is quiet, 64 KiB
 //!   once data flows), so a slow reader on one side slows the writer on the other: nothing buffers
 //!   without bound; an end of stream becomes a half-close on the other side,
-//!   and an error or a reset on either side becomes a reset on the other. A destination that refuses
-//!   or cannot be reached within `--connect-timeout` resets the application's connection.
+//!   and an error or a reset on either side becomes a reset on the other. The application's SYN is
+//!   held (`Stack::tcp_intercept_holding`) until the destination answered the tunnel's own connect,
+//!   and then answered as the destination answered: a SYN-ACK when it accepted; a RST when it
+//!   refused; an ICMP network, host or administratively prohibited unreachable when the kernel (or
+//!   the SOCKS5 server) found it unreachable or not allowed; and nothing when it did not answer
+//!   within `--connect-timeout` (the application's SYN again starts a new attempt, until its own
+//!   connect times out). So the application sees what it would without the tunnel.
 //! - UDP: each (application socket, destination) pair is a flow with a kernel socket connected to
 //!   the destination; replies are sent back from the destination's address, and a destination's
 //!   refusal (ICMP port unreachable) as a port unreachable to the application. A flow idle for
@@ -139,7 +144,11 @@ tally! {
     tcp_flows,
     /// Connections being relayed now.
     tcp_live,
+    /// Held connections answered with a RST (the destination refused), an ICMP unreachable, or
+    /// nothing (no answer within the connect timeout).
     tcp_refused,
+    tcp_unreachable,
+    tcp_timed_out,
     tcp_reset,
     tcp_over_limit,
     tcp_up,
@@ -319,10 +328,12 @@ pub fn run(args: &TunnelArgs) -> Result<(), String> {
         shares.push((r.totals.tcp_flows, r.totals.udp_flows));
     }
     say(&format!(
-        "tcp: {} connections relayed ({} refused or unreachable, {} reset, {} over the limit, {} open \
-         at exit, {} in the stack's tables), {} bytes up, {} down",
+        "tcp: {} connections relayed ({} refused, {} unreachable, {} timed out, {} reset, {} over the \
+         limit, {} open at exit, {} in the stack's tables), {} bytes up, {} down",
         t.tcp_flows,
         t.tcp_refused,
+        t.tcp_unreachable,
+        t.tcp_timed_out,
         t.tcp_reset,
         t.tcp_over_limit,
         t.tcp_live,
@@ -449,7 +460,8 @@ impl Shard {
             let net =
                 Net::with_tun(stack, tun).map_err(|e| fail(format!("registering {dev}: {e}")))?;
             tokio::task::spawn_local(net.clone().drive());
-            let listener = TcpListener::intercept(&net, 1024).map_err(|e| fail(e.to_string()))?;
+            let listener =
+                TcpListener::intercept_holding(&net, 1024).map_err(|e| fail(e.to_string()))?;
             let udp = Rc::new(UdpIntercept::new(&net));
             tokio::task::spawn_local(tcp_loop(listener, settings.clone(), tally.clone()));
             tokio::task::spawn_local(udp_loop(udp, settings.clone(), tally.clone()));
@@ -577,6 +589,13 @@ async fn relay_tcp(mut conn: TcpStream, settings: Rc<Settings>, tally: Rc<Tally>
         tokio::time::timeout(settings.connect_timeout, connect_upstream(dst, &settings)).await;
     match upstream {
         Ok(Ok(mut upstream)) => {
+            if conn.confirm().is_err() {
+                // The application gave up meanwhile (its RST ended the held connection).
+                add(&tally.tcp_reset, 1);
+                let _ = upstream.set_zero_linger();
+                tally.tcp_live.set(tally.tcp_live.get() - 1);
+                return;
+            }
             let _ = upstream.set_nodelay(true);
             let _ = conn.set_nodelay(true);
             let result = {
@@ -594,10 +613,17 @@ async fn relay_tcp(mut conn: TcpStream, settings: Rc<Settings>, tally: Rc<Tally>
                 let _ = upstream.set_zero_linger();
             }
         }
-        _ => {
-            add(&tally.tcp_refused, 1);
-            conn.abort();
-        }
+        // Answered as the destination answered the tunnel.
+        Ok(Err(e)) => match fastpath::Unreachable::of(&e) {
+            Some(why) if conn.unreachable(why).is_ok() => add(&tally.tcp_unreachable, 1),
+            _ => {
+                add(&tally.tcp_refused, 1);
+                conn.abort();
+            }
+        },
+        // No answer: neither is there one for the application (dropping a held stream says
+        // nothing).
+        Err(_) => add(&tally.tcp_timed_out, 1),
     }
     tally.tcp_live.set(tally.tcp_live.get() - 1);
 }

@@ -338,26 +338,15 @@ fn applications_reach_the_network_through_the_tunnel() {
     });
     assert_eq!(udp_refused, Err(ErrorKind::ConnectionRefused));
 
-    // A closed port: the application's connection is reset.
+    // A closed port: the tunnel held the application's SYN until the destination refused, and
+    // then refused it too: its connect fails as it would without the tunnel.
     let refused = in_netns(&app, || {
         let to: SocketAddr = "10.77.0.2:9".parse().unwrap();
-        match TcpStream::connect_timeout(&to, Duration::from_secs(5)) {
-            Err(e) => e.kind(),
-            Ok(mut s) => {
-                s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-                match s.read(&mut [0u8; 1]) {
-                    Err(e) => e.kind(),
-                    Ok(n) => panic!("read {n} bytes from a closed port"),
-                }
-            }
-        }
+        TcpStream::connect_timeout(&to, Duration::from_secs(5)).map(|_| ())
     });
-    assert!(
-        matches!(
-            refused,
-            ErrorKind::ConnectionReset | ErrorKind::ConnectionRefused
-        ),
-        "{refused:?}"
+    assert_eq!(
+        refused.map_err(|e| e.kind()),
+        Err(ErrorKind::ConnectionRefused)
     );
 
     // 2,000 connections open at once, each echoing its own bytes.
@@ -435,7 +424,10 @@ fn applications_reach_the_network_through_the_tunnel() {
     let relayed: u64 = tcp_line[5..].split(' ').next().unwrap().parse().unwrap();
     // The echoes, the closed port, the 2,000, the two pages.
     assert_eq!(relayed, 2 + 1 + 2000 + 2, "{summary}");
-    assert!(tcp_line.contains("(1 refused or unreachable"), "{summary}");
+    assert!(
+        tcp_line.contains("(1 refused, 0 unreachable, 0 timed out, 0 reset"),
+        "{summary}"
+    );
     assert!(summary.contains("udp: 6 flows"), "{summary}");
     // The large datagrams' flow, and only it, had its segmented send refused.
     assert!(summary.contains("(1 flows refused them)"), "{summary}");
@@ -649,15 +641,14 @@ fn the_tunnel_relays_through_a_socks5_server() {
             .collect::<Vec<_>>()
     });
     assert_eq!(answers, [true, true, true], "UDP through the association");
-    // A destination the server cannot reach: its refusal resets the application's connection.
+    // A destination that refuses the server: its refusal (SOCKS5 reply 5) refuses the application's
+    // connect.
     let refused = in_netns(&app, || {
-        let mut s =
-            TcpStream::connect_timeout(&"10.77.0.2:9".parse().unwrap(), Duration::from_secs(5))
-                .expect("the tunnel accepts first");
-        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-        s.read(&mut [0u8; 1]).map_err(|e| e.kind())
+        TcpStream::connect_timeout(&"10.77.0.2:9".parse().unwrap(), Duration::from_secs(5))
+            .map(|_| ())
+            .map_err(|e| e.kind())
     });
-    assert_eq!(refused, Err(ErrorKind::ConnectionReset));
+    assert_eq!(refused, Err(ErrorKind::ConnectionRefused));
     use std::sync::atomic::Ordering::Relaxed;
     assert_eq!(
         counts.connects.load(Relaxed),
@@ -668,9 +659,10 @@ fn the_tunnel_relays_through_a_socks5_server() {
     assert_eq!(counts.datagrams.load(Relaxed), 6, "3 datagrams each way");
     assert_eq!(counts.bad_password.load(Relaxed), 0);
     let summary = tunnel.stop();
-    assert!(summary.contains("(1 refused or unreachable"), "{summary}");
+    assert!(summary.contains("(1 refused, 0 unreachable"), "{summary}");
 
-    // The wrong password: the server refuses it, and the application's connection is reset. (The
+    // The wrong password: the server refuses it, and the application's connect fails as if a
+    // router had prohibited it (ICMP code 13, which Linux reports as "no route to host"). (The
     // first tunnel took its namespace with it.)
     let app_ns = TestNetns::create();
     let app = app_ns.0.clone();
@@ -681,13 +673,11 @@ fn the_tunnel_relays_through_a_socks5_server() {
         &[("FASTPATH_SOCKS5_PASSWORD", "guess")],
     );
     let denied = in_netns(&app, || {
-        let mut s =
-            TcpStream::connect_timeout(&"10.77.0.2:7".parse().unwrap(), Duration::from_secs(5))
-                .expect("the tunnel accepts first");
-        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-        s.read(&mut [0u8; 1]).map_err(|e| e.kind())
+        TcpStream::connect_timeout(&"10.77.0.2:7".parse().unwrap(), Duration::from_secs(5))
+            .map(|_| ())
+            .map_err(|e| e.kind())
     });
-    assert_eq!(denied, Err(ErrorKind::ConnectionReset));
+    assert_eq!(denied, Err(ErrorKind::HostUnreachable));
     assert_eq!(counts.bad_password.load(Relaxed), 1);
     assert_eq!(counts.connects.load(Relaxed), 1, "nothing went through");
     drop(tunnel);
@@ -761,9 +751,10 @@ fn a_slow_reader_behind_the_tunnel_keeps_its_memory_bounded() {
 }
 
 #[test]
-fn a_destination_that_drops_times_out_into_a_reset_and_leaves_nothing_behind() {
-    if !environment_ok("a_destination_that_drops_times_out_into_a_reset_and_leaves_nothing_behind")
-    {
+fn unreachable_and_silent_destinations_are_unreachable_and_silent_for_the_application() {
+    if !environment_ok(
+        "unreachable_and_silent_destinations_are_unreachable_and_silent_for_the_application",
+    ) {
         return;
     }
     let out = TestNetns::create();
@@ -772,29 +763,64 @@ fn a_destination_that_drops_times_out_into_a_reset_and_leaves_nothing_behind() {
     ip(&out.0, &["tuntap", "add", "dev", "void0", "mode", "tun"]);
     ip(&out.0, &["link", "set", "void0", "up"]);
     ip(&out.0, &["route", "add", "10.99.0.0/24", "dev", "void0"]);
+    // The kernel's own answers: no route (EHOSTUNREACH, both families), and a policy (EACCES).
+    ip(&out.0, &["route", "add", "unreachable", "10.98.0.0/24"]);
+    ip(&out.0, &["route", "add", "prohibit", "10.97.0.0/24"]);
+    ip(&out.0, &["-6", "route", "add", "unreachable", "fd98::/64"]);
     let app_ns = TestNetns::create();
     let app = app_ns.0.clone();
     let tunnel = Tunnel::start(&out.0, &app, &["--connect-timeout", "1"]);
-    let (kind, waited) = in_netns(&app, || {
-        let start = Instant::now();
-        let mut c =
-            TcpStream::connect_timeout(&"10.99.0.9:80".parse().unwrap(), Duration::from_secs(5))
-                .expect("the tunnel accepts first");
-        c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        let kind = c.read(&mut [0u8; 1]).map_err(|e| e.kind());
-        (kind, start.elapsed())
-    });
-    assert_eq!(kind, Err(ErrorKind::ConnectionReset));
-    assert!(
-        waited >= Duration::from_millis(900) && waited < Duration::from_secs(5),
-        "reset after {waited:?} (--connect-timeout 1)"
-    );
-    std::thread::sleep(Duration::from_millis(200));
+    let connect = |to: &str| {
+        let to: SocketAddr = to.parse().unwrap();
+        in_netns(&app, move || {
+            let start = Instant::now();
+            let result = TcpStream::connect_timeout(&to, Duration::from_millis(2500));
+            (result.map(|_| ()).map_err(|e| e.kind()), start.elapsed())
+        })
+    };
+    // The tunnel's connect failed at once, and so does the application's, with the same error.
+    for (to, kind) in [
+        ("10.98.0.9:80", ErrorKind::HostUnreachable),
+        ("10.97.0.9:80", ErrorKind::HostUnreachable),
+        ("[fd98::9]:80", ErrorKind::HostUnreachable),
+    ] {
+        let (result, waited) = connect(to);
+        assert_eq!(result, Err(kind), "{to}");
+        assert!(waited < Duration::from_secs(1), "{to}: after {waited:?}");
+    }
+    // No answer: the tunnel gives up after --connect-timeout and says nothing, so the
+    // application's own connect times out. (Each SYN it sends again after the tunnel gave up starts
+    // another attempt: Linux sends them a second apart at first, `tcp_syn_linear_timeouts`.)
+    let (result, waited) = connect("10.99.0.9:80");
+    assert_eq!(result, Err(ErrorKind::TimedOut));
+    assert!(waited >= Duration::from_millis(2400), "after {waited:?}");
+    // The last attempt ends a --connect-timeout after the application's last SYN.
+    std::thread::sleep(Duration::from_millis(1200));
     let summary = tunnel.stop();
+    let tcp_line = summary
+        .lines()
+        .find(|l| l.starts_with("tcp: "))
+        .expect(&summary);
     assert!(
-        summary.contains("(1 refused or unreachable, 0 reset, 0 over the limit, 0 open at exit, 0 in the stack's tables)"),
+        tcp_line.contains("(0 refused, 3 unreachable, "),
         "{summary}"
     );
+    assert!(
+        tcp_line.contains(
+            " timed out, 0 reset, 0 over the limit, 0 open at exit, 0 in the stack's tables)"
+        ),
+        "nothing left behind: {summary}"
+    );
+    let timed_out: u64 = tcp_line
+        .split("unreachable, ")
+        .nth(1)
+        .unwrap()
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1..=3).contains(&timed_out), "{summary}");
 }
 
 /// `--queues 2`: a stack per queue; connections and flows spread over both, and every one is relayed.

@@ -514,6 +514,22 @@ impl TcpListener {
         })
     }
 
+    /// The intercepting listener holding each SYN (`Stack::tcp_intercept_holding`): every accepted
+    /// stream is held, unanswered, until [`TcpStream::confirm`], [`TcpStream::abort`] (a RST),
+    /// [`TcpStream::unreachable`] (an ICMP error), or its drop (silence). A transparent proxy
+    /// connects to the real destination first and answers the application as it was answered.
+    pub fn intercept_holding(net: &Net, backlog: usize) -> io::Result<TcpListener> {
+        let listener = net
+            .inner
+            .stack
+            .borrow_mut()
+            .tcp_intercept_holding(backlog)?;
+        Ok(TcpListener {
+            net: net.clone(),
+            listener,
+        })
+    }
+
     /// The address listened on.
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
         self.net
@@ -590,7 +606,36 @@ impl TcpStream {
         self.net.inner.stack.borrow_mut().tcp(self.stream).addrs()
     }
 
-    /// Aborts the connection: a RST to the peer, and what is queued either way is discarded.
+    /// True while the stream is held (from [`TcpListener::intercept_holding`]): its peer's SYN is
+    /// not answered yet.
+    pub fn is_held(&self) -> bool {
+        self.net.inner.stack.borrow_mut().tcp(self.stream).is_held()
+    }
+
+    /// Answers a held stream's SYN: the handshake completes, and reads and writes work as on any
+    /// stream (bytes written before the peer's last ACK are sent after it).
+    pub fn confirm(&self) -> io::Result<()> {
+        let result = self.net.inner.stack.borrow_mut().tcp(self.stream).confirm();
+        self.net.kick();
+        result
+    }
+
+    /// Answers a held stream's SYN with an ICMP destination unreachable of `why`, and drops it: the
+    /// peer's connect fails with "no route to host" or "network unreachable".
+    pub fn unreachable(&self, why: fastpath::Unreachable) -> io::Result<()> {
+        let result = self
+            .net
+            .inner
+            .stack
+            .borrow_mut()
+            .tcp(self.stream)
+            .unreachable(why);
+        self.net.kick();
+        result
+    }
+
+    /// Aborts the connection: a RST to the peer, and what is queued either way is discarded. (A held
+    /// stream's peer sees its connect refused.)
     pub fn abort(&self) {
         if let Ok(mut stack) = self.net.inner.stack.try_borrow_mut() {
             stack.tcp(self.stream).abort();

@@ -107,6 +107,7 @@ pub mod wire;
 #[doc = include_str!("../../../README.md")]
 pub struct ReadmeDoctests;
 
+pub use api::intercept::Unreachable;
 pub use api::ready::ReadyKey;
 pub use api::tcp::{TcpListenerRef, TcpStreamRef};
 pub use api::udp::UdpSocketRef;

@@ -418,6 +418,12 @@ pub struct TcpCounters {
     pub active_opens: u64,
     /// Connections opened by a listener.
     pub passive_opens: u64,
+    /// SYNs a holding listener took without answering, for the application to confirm or refuse.
+    pub held_syns: u64,
+    /// Held connections the application confirmed (their SYN-ACK sent).
+    pub held_confirmed: u64,
+    /// Held connections the application refused: with a RST, an ICMP unreachable, or in silence.
+    pub held_refused: u64,
     /// Connection attempts that failed (reset, refused or timed out before established).
     pub attempt_fails: u64,
     /// Established connections reset or timed out.
@@ -607,6 +613,9 @@ impl fmt::Display for Counters {
         for (n, what) in [
             (tcp.active_opens, "active opens"),
             (tcp.passive_opens, "passive opens"),
+            (tcp.held_syns, "SYNs held"),
+            (tcp.held_confirmed, "held connections confirmed"),
+            (tcp.held_refused, "held connections refused"),
             (tcp.attempt_fails, "failed connection attempts"),
             (tcp.estab_resets, "established connections reset"),
             (tcp.in_segs, "segments received"),

@@ -374,3 +374,233 @@ fn a_refused_intercepted_datagram_is_reported_to_the_application() {
         std::io::ErrorKind::PermissionDenied
     );
 }
+
+/// A SYN from A (10.0.0.1:40000, sequence number 1000) to another host's 198.51.100.7:80.
+fn held_syn() -> Vec<u8> {
+    let builder = etherparse::PacketBuilder::ipv4(A.octets(), [198, 51, 100, 7], 64)
+        .tcp(40000, 80, 1000, 64240)
+        .syn();
+    let mut out = Vec::new();
+    builder.write(&mut out, &[]).unwrap();
+    out
+}
+
+/// B intercepting on its link with a holding listener; A's side is the test's raw end.
+fn holding_raw() -> (Stack, fastpath::link::PairEnd, fastpath::TcpListener) {
+    let (mut b, raw) = stack_and_raw(StackConfig::default(), LinkCapabilities::plain(1500));
+    b.set_intercept(LINK, true).unwrap();
+    let listener = b.tcp_intercept_holding(16).unwrap();
+    (b, raw, listener)
+}
+
+fn tcp_of(packet: &[u8]) -> etherparse::TcpHeaderSlice<'_> {
+    let ip = etherparse::Ipv4HeaderSlice::from_slice(packet).unwrap();
+    assert_eq!(ip.protocol(), etherparse::IpNumber::TCP);
+    assert_eq!(
+        ip.source(),
+        [198, 51, 100, 7],
+        "from the destination asked for"
+    );
+    assert_eq!(ip.destination(), A.octets());
+    etherparse::TcpHeaderSlice::from_slice(&packet[ip.slice().len()..]).unwrap()
+}
+
+#[test]
+fn a_held_syn_is_answered_only_once_the_application_confirms_it() {
+    let (mut b, mut raw, listener) = holding_raw();
+    inject(&mut raw, &held_syn());
+    b.poll(T0);
+    assert!(capture(&mut raw).is_empty(), "nothing answers a held SYN");
+    let (conn, peer) = b
+        .tcp_listener(listener)
+        .accept()
+        .expect("held, for the application");
+    assert_eq!(
+        peer,
+        sock("[::ffff:10.0.0.1]:40000"),
+        "v4-mapped, as a dual-stack listener's"
+    );
+    assert!(b.tcp(conn).is_held());
+    assert_eq!(b.tcp(conn).addrs().unwrap().0, sock("198.51.100.7:80"));
+    // The peer's SYN again (its retransmission) finds the held connection: no second one, and
+    // still no answer, however long the application takes.
+    inject(&mut raw, &held_syn());
+    b.poll(T0 + std::time::Duration::from_secs(1));
+    b.poll(T0 + std::time::Duration::from_secs(120));
+    assert!(capture(&mut raw).is_empty());
+    assert!(b.tcp_listener(listener).accept().is_err(), "one connection");
+    assert_eq!(b.counters().tcp.held_syns, 1);
+    // Bytes written while held wait for the handshake; a half-close is refused.
+    assert_eq!(b.tcp(conn).write(b"hello").unwrap(), 5);
+    assert_eq!(
+        b.tcp(conn).shutdown_write().unwrap_err().kind(),
+        std::io::ErrorKind::NotConnected
+    );
+
+    b.tcp(conn).confirm().unwrap();
+    assert!(!b.tcp(conn).is_held());
+    b.poll(T0 + std::time::Duration::from_secs(120));
+    let out = capture(&mut raw);
+    assert_eq!(out.len(), 1, "the SYN-ACK alone");
+    let synack = tcp_of(&out[0]);
+    assert!(synack.syn() && synack.ack() && !synack.rst() && !synack.fin());
+    assert_eq!(
+        (synack.source_port(), synack.destination_port()),
+        (80, 40000)
+    );
+    assert_eq!(synack.acknowledgment_number(), 1001);
+    assert_eq!(
+        b.tcp(conn).confirm().unwrap_err().kind(),
+        std::io::ErrorKind::InvalidInput,
+        "confirmed once"
+    );
+    // The handshake's last ACK: established, and the written bytes follow.
+    let iss = synack.sequence_number();
+    let ack = etherparse::PacketBuilder::ipv4(A.octets(), [198, 51, 100, 7], 64)
+        .tcp(40000, 80, 1001, 64240)
+        .ack(iss.wrapping_add(1));
+    let mut bytes = Vec::new();
+    ack.write(&mut bytes, &[]).unwrap();
+    inject(&mut raw, &bytes);
+    b.poll(T0 + std::time::Duration::from_secs(121));
+    assert!(b.tcp(conn).is_established());
+    let out = capture(&mut raw);
+    assert_eq!(out.len(), 1, "{out:?}");
+    let data = tcp_of(&out[0]);
+    assert_eq!(data.sequence_number(), iss.wrapping_add(1));
+    assert_eq!(&out[0][20 + data.slice().len()..], b"hello");
+    let c = b.counters();
+    assert_eq!((c.tcp.held_confirmed, c.tcp.held_refused), (1, 0));
+    assert_eq!(c.drops.total(), 0, "{c}");
+}
+
+#[test]
+fn a_refused_held_syn_gets_a_reset_and_an_unreachable_one_an_icmp_error() {
+    // Refused: a RST that acknowledges the SYN, as a closed port's.
+    let (mut b, mut raw, listener) = holding_raw();
+    inject(&mut raw, &held_syn());
+    b.poll(T0);
+    let (conn, _) = b.tcp_listener(listener).accept().unwrap();
+    b.tcp(conn).abort();
+    b.poll(T0);
+    let out = capture(&mut raw);
+    assert_eq!(out.len(), 1);
+    let rst = tcp_of(&out[0]);
+    assert!(rst.rst() && rst.ack() && !rst.syn());
+    assert_eq!(rst.acknowledgment_number(), 1001);
+    assert_eq!(b.tcp_connections(), 0);
+    assert_eq!(b.counters().tcp.held_refused, 1);
+
+    // Unreachable: an ICMP host unreachable from B quoting the SYN's addresses, ports and sequence
+    // number (what the peer matches it on).
+    let (mut b, mut raw, listener) = holding_raw();
+    inject(&mut raw, &held_syn());
+    b.poll(T0);
+    let (conn, _) = b.tcp_listener(listener).accept().unwrap();
+    b.tcp(conn)
+        .unreachable(fastpath::Unreachable::Host)
+        .unwrap();
+    b.poll(T0);
+    let out = capture(&mut raw);
+    assert_eq!(out.len(), 1);
+    let packet = etherparse::SlicedPacket::from_ip(&out[0]).unwrap();
+    let Some(etherparse::NetSlice::Ipv4(ip)) = &packet.net else {
+        panic!("IPv4")
+    };
+    assert_eq!(ip.header().destination(), A.octets());
+    let Some(etherparse::TransportSlice::Icmpv4(icmp)) = &packet.transport else {
+        panic!("ICMP: {packet:?}")
+    };
+    assert_eq!(
+        icmp.icmp_type(),
+        etherparse::Icmpv4Type::DestinationUnreachable(
+            etherparse::icmpv4::DestUnreachableHeader::Host
+        )
+    );
+    let quoted = icmp.payload();
+    let q = etherparse::Ipv4HeaderSlice::from_slice(quoted).unwrap();
+    assert_eq!(
+        (q.source(), q.destination()),
+        (A.octets(), [198, 51, 100, 7])
+    );
+    assert_eq!(q.protocol(), etherparse::IpNumber::TCP);
+    let head = &quoted[q.slice().len()..];
+    assert_eq!(
+        &head[..8],
+        &[0x9c, 0x40, 0, 80, 0, 0, 0x03, 0xe8],
+        "ports and sequence"
+    );
+    assert_eq!(b.tcp_connections(), 0);
+    assert!(b.poll(T0 + std::time::Duration::from_secs(60)) == 0 && capture(&mut raw).is_empty());
+    assert_eq!(b.counters().tcp.held_refused, 1);
+}
+
+#[test]
+fn a_peer_learns_each_answer_to_its_held_syn_and_a_dropped_one_is_asked_again() {
+    let (mut a, mut b) = proxy_pair(true);
+    let listener = b.tcp_intercept_holding(16).unwrap();
+    let now = T0;
+
+    // Refused, in both families.
+    for dst in ["198.51.100.7:80", "[2001:db8:5::9]:80"] {
+        let client = a.tcp_connect(dst).unwrap();
+        settle(&mut a, &mut b, now);
+        let (conn, _) = b.tcp_listener(listener).accept().unwrap();
+        assert!(!a.tcp(client).is_established());
+        b.tcp(conn).abort();
+        settle(&mut a, &mut b, now);
+        let err = a.tcp(client).take_error().unwrap().expect("failed");
+        assert_eq!(err.kind(), std::io::ErrorKind::ConnectionRefused, "{dst}");
+    }
+    // Unreachable: the peer gets a router's ICMP error about its SYN. (fastpath's own TCP takes net
+    // and host unreachable as soft errors, RFC 1122 §4.2.3.9, and goes on trying; Linux fails the
+    // connect at once: the tunnel's tests show that.)
+    for (dst, why) in [
+        ("198.51.100.8:80", fastpath::Unreachable::Host),
+        ("198.51.100.9:80", fastpath::Unreachable::Network),
+        ("[2001:db8:5::8]:80", fastpath::Unreachable::Host),
+    ] {
+        let before = (
+            a.counters().icmp.in_dest_unreachs,
+            a.counters().icmp6.in_errors,
+        );
+        let client = a.tcp_connect(dst).unwrap();
+        settle(&mut a, &mut b, now);
+        let (conn, _) = b.tcp_listener(listener).accept().unwrap();
+        b.tcp(conn).unreachable(why).unwrap();
+        settle(&mut a, &mut b, now);
+        let after = (
+            a.counters().icmp.in_dest_unreachs,
+            a.counters().icmp6.in_errors,
+        );
+        assert_eq!(after.0 + after.1, before.0 + before.1 + 1, "{dst}");
+        assert!(!a.tcp(client).is_established());
+        a.tcp(client).abort();
+    }
+    // Dropped in silence: the peer's next SYN is a new connection to decide on, and this time it
+    // is confirmed.
+    let client = a.tcp_connect("198.51.100.10:80").unwrap();
+    settle(&mut a, &mut b, now);
+    let (conn, _) = b.tcp_listener(listener).accept().unwrap();
+    b.tcp(conn).close();
+    assert_eq!(b.tcp_connections(), 0);
+    let later = now + std::time::Duration::from_secs(2);
+    settle(&mut a, &mut b, later);
+    assert!(!a.tcp(client).is_established());
+    let (conn, _) = b
+        .tcp_listener(listener)
+        .accept()
+        .expect("the SYN again, held again");
+    b.tcp(conn).confirm().unwrap();
+    settle(&mut a, &mut b, later);
+    assert!(a.tcp(client).is_established() && b.tcp(conn).is_established());
+    a.tcp(client).write_all(b"ping").unwrap();
+    settle(&mut a, &mut b, later);
+    let mut got = [0u8; 8];
+    assert_eq!(b.tcp(conn).read(&mut got).unwrap(), 4);
+    let c = b.counters();
+    assert_eq!(
+        (c.tcp.held_syns, c.tcp.held_confirmed, c.tcp.held_refused),
+        (7, 1, 6)
+    );
+}

@@ -16,7 +16,9 @@
 //!   from that destination ([`Stack::udp_send_from`]).
 //!
 //! Anything else intercepted (ICMP, other protocols) is dropped, counted as
-//! [`DropReason::InterceptedOther`](crate::DropReason::InterceptedOther); nothing intercepted is answered with an ICMP error. Limits: the
+//! [`DropReason::InterceptedOther`](crate::DropReason::InterceptedOther); nothing intercepted is answered with an ICMP error
+//! unless the application asks (a held SYN's [`unreachable`](crate::TcpStreamRef::unreachable), a
+//! datagram's [`Stack::udp_intercepted_unreachable`]). Limits: the
 //! listener's backlog and the stack's connection limit for TCP (SYN cookies when the backlog is
 //! full, as any listener); [`Limits::udp_intercept_queue_bytes`](crate::config::Limits) for UDP;
 //! drops are counted as `TcpInterceptOff`, `UdpInterceptOff` and `UdpInterceptQueueFull`.
@@ -31,7 +33,46 @@ use crate::route::InterfaceId;
 use crate::stack::{Family, Stack, TcpFamily};
 use crate::tcp::TcpListener;
 use crate::udp::{Intercepted, Payload};
+use crate::wire::icmpv6::unreachable;
 use crate::wire::{DstUnreachable, IpProtocol, Ipv4Repr, Ipv6Repr};
+
+/// A packet an ICMP error is about, rebuilt: its addresses, protocol and length, and the first 8
+/// bytes of its transport header (what RFC 792 asks an error to quote, and what its receiver matches
+/// the error on).
+struct Quote {
+    from: SocketAddr,
+    to: SocketAddr,
+    protocol: IpProtocol,
+    payload_len: usize,
+    head: [u8; 8],
+}
+
+/// Why a held connection's destination cannot be reached, for
+/// [`TcpStreamRef::unreachable`](crate::TcpStreamRef::unreachable): the ICMP destination
+/// unreachable its peer gets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unreachable {
+    /// No route to the destination's network: ICMP code 0 (ICMPv6: no route, 0). Linux reports
+    /// `ENETUNREACH`.
+    Network,
+    /// The host does not answer: ICMP code 1 (ICMPv6: address unreachable, 3). `EHOSTUNREACH`.
+    Host,
+    /// A policy forbids it: ICMP code 13 (ICMPv6: administratively prohibited, 1). `EHOSTUNREACH`.
+    Prohibited,
+}
+
+impl Unreachable {
+    /// The unreachable a failed connect's error stands for, if it stands for one: `None` for a
+    /// refusal (answer that with a RST) and for anything else.
+    pub fn of(error: &io::Error) -> Option<Unreachable> {
+        match error.kind() {
+            io::ErrorKind::NetworkUnreachable => Some(Unreachable::Network),
+            io::ErrorKind::HostUnreachable => Some(Unreachable::Host),
+            io::ErrorKind::PermissionDenied => Some(Unreachable::Prohibited),
+            _ => None,
+        }
+    }
+}
 
 impl Stack {
     /// Makes interface `iface` intercept (or stop intercepting): IP takes packets to any unicast
@@ -58,10 +99,32 @@ impl Stack {
     /// listener does; `stack.tcp(s).addrs()` gives a connection's own addresses, the local one being
     /// the destination its peer asked for. One per stack; closing it stops interception of TCP.
     pub fn tcp_intercept(&mut self, backlog: usize) -> io::Result<TcpListener> {
+        self.intercept_listener(backlog, false)
+    }
+
+    /// The intercepting TCP listener, as [`tcp_intercept`](Stack::tcp_intercept), holding each SYN:
+    /// a SYN becomes a connection for `accept` at once, but nothing answers it until the application
+    /// decides, as a transparent proxy does once it knows whether the real destination answers:
+    /// - [`confirm`](crate::TcpStreamRef::confirm) sends the SYN-ACK, and the handshake goes on;
+    /// - [`abort`](crate::TcpStreamRef::abort) answers with a RST: the peer's connect is refused;
+    /// - [`unreachable`](crate::TcpStreamRef::unreachable) answers with an ICMP destination
+    ///   unreachable: the peer's connect fails with "no route to host" (or "network unreachable");
+    /// - [`close`](crate::TcpStreamRef::close) drops it without a word, as if the SYN was lost: the
+    ///   peer sends it again (a new connection to decide on) until it gives up.
+    ///
+    /// The SYNs the peer sends again meanwhile go to the held connection and are not answered.
+    /// Held connections count against the backlog and the connection limit; no SYN cookie is sent
+    /// for a full backlog (a cookie would answer the SYN). Counted as `held_syns`,
+    /// `held_confirmed` and `held_refused`.
+    pub fn tcp_intercept_holding(&mut self, backlog: usize) -> io::Result<TcpListener> {
+        self.intercept_listener(backlog, true)
+    }
+
+    fn intercept_listener(&mut self, backlog: usize, hold: bool) -> io::Result<TcpListener> {
         let max = self.config.limits.tcp_backlog;
         let (index, generation) =
-            <Ipv6 as TcpFamily>::table(self).listen_intercept(max, backlog)?;
-        match <Ipv4 as TcpFamily>::table(self).listen_intercept(max, backlog) {
+            <Ipv6 as TcpFamily>::table(self).listen_intercept(max, backlog, hold)?;
+        match <Ipv4 as TcpFamily>::table(self).listen_intercept(max, backlog, hold) {
             Ok(half) => Ok(TcpListener {
                 index,
                 generation,
@@ -156,13 +219,63 @@ impl Stack {
         udp[..2].copy_from_slice(&app.port().to_be_bytes());
         udp[2..4].copy_from_slice(&dst.port().to_be_bytes());
         udp[4..6].copy_from_slice(&udp_len.to_be_bytes());
-        match (app, dst) {
-            (SocketAddr::V4(app), SocketAddr::V4(dst)) => {
+        let quote = Quote {
+            from: app,
+            to: dst,
+            protocol: IpProtocol::Udp,
+            payload_len: usize::from(udp_len),
+            head: udp,
+        };
+        self.send_unreachable(&quote, DstUnreachable::PortUnreachable, unreachable::PORT)
+    }
+
+    /// Answers the held SYN of `remote` to `local` (sequence number `seq`) with an ICMP destination
+    /// unreachable of `why`. The quote is rebuilt from the connection (the SYN itself is not kept):
+    /// its IP header and the first 8 bytes of its TCP header, the ports and sequence number, which
+    /// is what RFC 792 asks for and what the peer matches the error on.
+    pub(crate) fn tcp_held_unreachable(
+        &mut self,
+        local: SocketAddr,
+        remote: SocketAddr,
+        seq: u32,
+        why: Unreachable,
+    ) {
+        let mut tcp = [0u8; 8];
+        tcp[..2].copy_from_slice(&remote.port().to_be_bytes());
+        tcp[2..4].copy_from_slice(&local.port().to_be_bytes());
+        tcp[4..].copy_from_slice(&seq.to_be_bytes());
+        let (reason, code) = match why {
+            Unreachable::Network => (DstUnreachable::NetUnreachable, unreachable::NO_ROUTE),
+            Unreachable::Host => (DstUnreachable::HostUnreachable, unreachable::ADDRESS),
+            // RFC 1812 §5.2.7.1: communication administratively prohibited.
+            Unreachable::Prohibited => (DstUnreachable::Other(13), unreachable::PROHIBITED),
+        };
+        let quote = Quote {
+            from: remote,
+            to: local,
+            protocol: IpProtocol::Tcp,
+            // A header without options: the SYN's own length is not kept.
+            payload_len: 20,
+            head: tcp,
+        };
+        let _ = self.send_unreachable(&quote, reason, code);
+    }
+
+    /// Sends a destination unreachable (`reason` for IPv4, `code` for IPv6) about `quote`, under
+    /// the ICMP rate limit.
+    fn send_unreachable(
+        &mut self,
+        quote: &Quote,
+        reason: DstUnreachable,
+        code: u8,
+    ) -> io::Result<()> {
+        match (quote.from, quote.to) {
+            (SocketAddr::V4(from), SocketAddr::V4(to)) => {
                 let ip = Ipv4Repr {
-                    src_addr: *app.ip(),
-                    dst_addr: *dst.ip(),
-                    protocol: IpProtocol::Udp,
-                    payload_len: usize::from(udp_len),
+                    src_addr: *from.ip(),
+                    dst_addr: *to.ip(),
+                    protocol: quote.protocol,
+                    payload_len: quote.payload_len,
                     ttl: 64,
                     tos: 0,
                     ident: 0,
@@ -170,27 +283,27 @@ impl Stack {
                     more_frags: false,
                     frag_offset: 0,
                 };
-                self.icmp_send_error(DstUnreachable::PortUnreachable, &ip, &udp);
+                self.icmp_send_error(reason, &ip, &quote.head);
             }
-            (SocketAddr::V6(app), SocketAddr::V6(dst)) => {
+            (SocketAddr::V6(from), SocketAddr::V6(to)) => {
                 let ip = Ipv6Repr {
-                    src_addr: *app.ip(),
-                    dst_addr: *dst.ip(),
-                    next_header: IpProtocol::Udp,
-                    payload_len: usize::from(udp_len),
+                    src_addr: *from.ip(),
+                    dst_addr: *to.ip(),
+                    next_header: quote.protocol,
+                    payload_len: quote.payload_len,
                     hop_limit: 64,
                     traffic_class: 0,
                     flow_label: 0,
                 };
                 let mut quoted = [0u8; 48];
                 ip.emit(&mut quoted[..40]);
-                quoted[40..].copy_from_slice(&udp);
-                self.icmp6_unreachable_port(&quoted, &ip);
+                quoted[40..].copy_from_slice(&quote.head);
+                self.icmp6_unreachable(code, &quoted, &ip);
             }
-            _ => {
+            (from, to) => {
                 return Err(io::Error::new(
                     io::ErrorKind::InvalidInput,
-                    format!("{app} and {dst} are of different families"),
+                    format!("{from} and {to} are of different families"),
                 ))
             }
         }

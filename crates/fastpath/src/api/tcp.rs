@@ -7,6 +7,7 @@ use std::io;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6, ToSocketAddrs};
 
 use crate::addr::{self, IpAddress};
+use crate::api::intercept::Unreachable;
 use crate::ipv4::Ipv4;
 use crate::ipv6::Ipv6;
 use crate::stack::{Stack, TcpFamily};
@@ -23,6 +24,10 @@ macro_rules! with_tcb {
             $body
         }
     };
+}
+
+fn not_held() -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidInput, "the connection is not held")
 }
 
 fn closed() -> io::Error {
@@ -431,6 +436,12 @@ impl TcpStreamRef<'_> {
     /// Shuts down writing: a FIN follows the queued data.
     pub fn shutdown_write(&mut self) -> io::Result<()> {
         let gone = with_tcb!(self, t => {
+            if t.held {
+                return Err(io::Error::new(
+                    io::ErrorKind::NotConnected,
+                    "the connection is held: confirm it first",
+                ));
+            }
             t.shutdown_write();
             t.state == State::Closed
         });
@@ -444,20 +455,26 @@ impl TcpStreamRef<'_> {
 
     /// Closes the handle. The connection finishes in the background (queued data, then FIN), unless
     /// unread data is waiting, in which case it is reset at once (RFC 2525 §2.17, as BSD and Linux do).
+    /// A held connection ([`Stack::tcp_intercept_holding`]) is dropped without a word to its peer.
     pub fn close(mut self) {
         enum Then {
             Finish,
             Reset,
             Output,
+            DropHeld,
         }
         let then = (|| -> io::Result<Then> {
             Ok(with_tcb!(self, t => {
-                t.orphan = true;
-                if t.state == State::Closed {
+                if t.held {
+                    Then::DropHeld
+                } else if t.state == State::Closed {
+                    t.orphan = true;
                     Then::Finish
                 } else if t.rx.bytes > 0 {
+                    t.orphan = true;
                     Then::Reset
                 } else {
+                    t.orphan = true;
                     t.shutdown_write();
                     if t.state == State::Closed {
                         Then::Finish
@@ -471,8 +488,54 @@ impl TcpStreamRef<'_> {
             Ok(Then::Finish) => self.finish(),
             Ok(Then::Reset) => self.abort_with_reset(),
             Ok(Then::Output) => self.output(),
+            Ok(Then::DropHeld) => self.drop_held(),
             Err(_) => {}
         }
+    }
+
+    fn drop_held(&mut self) {
+        let index = self.stream.index;
+        if self.stream.v6 {
+            self.stack.tcp_drop_held::<Ipv6>(index)
+        } else {
+            self.stack.tcp_drop_held::<Ipv4>(index)
+        }
+    }
+
+    /// True while the connection is held: its SYN taken by a holding listener
+    /// ([`Stack::tcp_intercept_holding`]) and not answered yet.
+    pub fn is_held(&mut self) -> bool {
+        (|| Ok::<_, io::Error>(with_tcb!(self, t => t.held)))().unwrap_or(false)
+    }
+
+    /// Confirms a held connection: its SYN-ACK goes out, and the handshake completes as any other
+    /// (`is_established` then). Bytes written before are sent once it has. `InvalidInput` if the
+    /// connection is not held.
+    pub fn confirm(&mut self) -> io::Result<()> {
+        if !with_tcb!(self, t => t.held) {
+            return Err(not_held());
+        }
+        let index = self.stream.index;
+        if self.stream.v6 {
+            self.stack.tcp_confirm::<Ipv6>(index)
+        } else {
+            self.stack.tcp_confirm::<Ipv4>(index)
+        }
+        Ok(())
+    }
+
+    /// Refuses a held connection with an ICMP destination unreachable of `why` (see
+    /// [`Unreachable`]), and drops it. `InvalidInput` if the
+    /// connection is not held: an answered SYN can only be reset ([`abort`](Self::abort)).
+    pub fn unreachable(mut self, why: Unreachable) -> io::Result<()> {
+        let (held, local, remote, seq) =
+            with_tcb!(self, t => (t.held, t.local.into(), t.remote.into(), t.irs.0));
+        if !held {
+            return Err(not_held());
+        }
+        self.stack.tcp_held_unreachable(local, remote, seq, why);
+        self.drop_held();
+        Ok(())
     }
 
     /// Resets the connection at once (an abortive close: `SO_LINGER` with zero time).

@@ -747,6 +747,18 @@ impl Stack {
         tcp.finish(&mut cx, index);
     }
 
+    /// Answers held connection `index`'s SYN.
+    pub(crate) fn tcp_confirm<N: TcpFamily>(&mut self, index: u32) {
+        let (tcp, mut cx) = N::tcp(self);
+        tcp.confirm(&mut cx, index);
+    }
+
+    /// Drops held connection `index` without a word to its peer.
+    pub(crate) fn tcp_drop_held<N: TcpFamily>(&mut self, index: u32) {
+        let (tcp, mut cx) = N::tcp(self);
+        tcp.drop_held(&mut cx, index);
+    }
+
     /// Aborts connection `index` with a RST to the peer.
     pub(crate) fn tcp_abort_with_reset<N: TcpFamily>(&mut self, index: u32) {
         let (tcp, mut cx) = N::tcp(self);

@@ -240,10 +240,10 @@ impl Stack {
         }
     }
 
-    /// A port unreachable about `packet` (an IPv6 header and what follows), as if it had arrived
-    /// for this host: for interception's `udp_intercepted_unreachable`.
-    pub(crate) fn icmp6_unreachable_port(&mut self, packet: &[u8], ip: &Ipv6Repr) {
-        let error = Icmp6Error::Unreachable(unreachable::PORT);
+    /// A destination unreachable of `code` about `packet` (an IPv6 header `ip` and what follows), as
+    /// if it had arrived for this host: for interception's answers on the application's behalf.
+    pub(crate) fn icmp6_unreachable(&mut self, code: u8, packet: &[u8], ip: &Ipv6Repr) {
+        let error = Icmp6Error::Unreachable(code);
         self.icmp6_send_error(error, packet, ip, Delivery::Unicast);
     }
 

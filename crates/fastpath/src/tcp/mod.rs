@@ -97,8 +97,11 @@ pub(crate) struct Listener<A: IpAddress = std::net::Ipv4Addr> {
     pub(crate) backlog: usize,
     /// Children in SYN-RECEIVED (their slots).
     pub(crate) half_open: Vec<u32>,
-    /// Established children waiting for `accept`.
+    /// Established children waiting for `accept` (and, when `hold` is set, held ones).
     pub(crate) ready: VecDeque<SocketId>,
+    /// SYNs are held: each becomes a connection for `accept` at once, answered only when the
+    /// application confirms it (see [`Tcb::held`]).
+    pub(crate) hold: bool,
 }
 
 #[derive(Debug)]
@@ -469,17 +472,20 @@ impl<N: Network> Tcp<N> {
             backlog: backlog.clamp(1, max_backlog),
             half_open: Vec::new(),
             ready: Default::default(),
+            hold: false,
         };
         Ok(self.insert(Entry::Listener(listener), Pcb::bound(local)))
     }
 
     /// The intercepting listener (one per family): it accepts connections to any address and port
     /// that IP delivers as intercepted; each connection's local address is the destination the peer
-    /// asked for. Returns its slot and generation.
+    /// asked for. With `hold`, each SYN waits for the application's word (see [`Tcb::held`]).
+    /// Returns its slot and generation.
     pub(crate) fn listen_intercept(
         &mut self,
         max_backlog: usize,
         backlog: usize,
+        hold: bool,
     ) -> io::Result<(u32, u32)> {
         if self.intercept.is_some() {
             return Err(io::Error::new(
@@ -492,6 +498,7 @@ impl<N: Network> Tcp<N> {
             backlog: backlog.clamp(1, max_backlog),
             half_open: Vec::new(),
             ready: Default::default(),
+            hold,
         };
         let (index, generation) = self.slots.insert(Slot {
             entry: Entry::Listener(listener),
@@ -830,6 +837,11 @@ impl<N: Network> Tcp<N> {
             return;
         };
         let send = tcb.state.is_synchronized() || tcb.state == State::SynReceived;
+        if tcb.held {
+            // Refusing a held SYN: the RST answers it (RFC 9293 §3.10.7.1's form, ACK = its
+            // sequence number + 1), and the peer's connect fails as against a closed port.
+            tcx.counters.held_refused += 1;
+        }
         let (seq, ack) = tcb.reset_fields();
         let (local, remote, hop) = (tcb.local, tcb.remote, tcb.hop);
         tcb.abort(std::io::ErrorKind::ConnectionAborted, &mut tcx);
@@ -870,11 +882,13 @@ impl<N: Network> Tcp<N> {
         };
         let full = listener.half_open.len() >= listener.backlog
             || listener.ready.len() >= listener.backlog;
+        let hold = listener.hold;
         if self.connections() >= cx.max_connections {
             return cx.drop(buf, DropReason::TcpTooManyConnections);
         }
         if full {
-            if cx.cfg.syn_cookies {
+            // A cookie would answer the SYN: not for a listener that holds them.
+            if cx.cfg.syn_cookies && !hold {
                 cx.pool.free(buf);
                 return self.send_cookie(cx, &hop, local, remote, repr);
             }
@@ -888,11 +902,43 @@ impl<N: Network> Tcp<N> {
         tcb.listener = Some(SocketId(index));
         let pcb = pcb_of(&tcb);
         cx.counters.tcp.passive_opens += 1;
+        tcb.held = hold;
         let (child, _) = self.insert(Entry::Conn(Box::new(tcb)), pcb);
-        if let Some(l) = self.listener(index) {
-            l.half_open.push(child);
+        let Some(l) = self.listener(index) else {
+            return;
+        };
+        if hold {
+            // Not answered: the application takes it now and decides.
+            cx.counters.tcp.held_syns += 1;
+            l.ready.push_back(SocketId(child));
+            self.hints.note(index);
+            return;
         }
+        l.half_open.push(child);
         self.output(cx, child);
+    }
+
+    /// Drops held connection `index` without a word to its peer, as if its SYN had been lost: the
+    /// peer sends it again (a new connection to decide on) or gives up.
+    pub(crate) fn drop_held(&mut self, cx: &mut TcpCx<impl Transmit, N>, index: u32) {
+        let Some(tcb) = self.tcb(index) else {
+            return;
+        };
+        if tcb.held {
+            tcb.orphan = true;
+            cx.counters.tcp.held_refused += 1;
+            self.finish(cx, index);
+        }
+    }
+
+    /// The application's word on held connection `index`: answer its SYN now.
+    pub(crate) fn confirm(&mut self, cx: &mut TcpCx<impl Transmit, N>, index: u32) {
+        if let Some(tcb) = self.tcb(index) {
+            if std::mem::take(&mut tcb.held) {
+                cx.counters.tcp.held_confirmed += 1;
+                self.output(cx, index);
+            }
+        }
     }
 
     /// A stateless SYN-ACK whose ISN is a SYN cookie (RFC 4987 §3.6).

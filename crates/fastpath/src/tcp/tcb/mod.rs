@@ -139,6 +139,9 @@ pub(crate) struct Tcb<A: IpAddress = Ipv4Addr> {
     pub(crate) listener: Option<SocketId>,
     /// The application has closed its handle: nobody will read, and the block frees itself.
     pub(crate) orphan: bool,
+    /// A held SYN: the peer's SYN is taken but not answered until the application confirms the
+    /// connection (then the SYN-ACK goes out) or refuses it. Nothing is sent while it is set.
+    pub(crate) held: bool,
     pub(crate) error: Option<io::ErrorKind>,
 
     // Send sequence space (RFC 9293 §3.3.1).
@@ -172,7 +175,7 @@ pub(crate) struct Tcb<A: IpAddress = Ipv4Addr> {
     pub(crate) route_epoch: u32,
 
     // Receive sequence space.
-    irs: Seq,
+    pub(crate) irs: Seq,
     rcv_nxt: Seq,
     /// The right edge of the window we last advertised; it never moves left (RFC 9293 §3.8.6).
     rcv_adv: Seq,
@@ -278,6 +281,7 @@ impl<A: IpAddress> Tcb<A> {
             hop,
             listener: None,
             orphan: false,
+            held: false,
             error: None,
             iss,
             snd_una: iss,

@@ -55,7 +55,8 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
         match self.state {
             State::Closed => return None,
             State::SynSent | State::SynReceived if self.snd_nxt == self.iss => {
-                return Some(self.syn_segment(cx));
+                // A held SYN is answered only once the application confirms it.
+                return (!self.held).then(|| self.syn_segment(cx));
             }
             _ => {}
         }
