@@ -781,13 +781,15 @@ async fn udp_loop(udp: Rc<UdpIntercept>, settings: Rc<Settings>, tally: Rc<Tally
             }
         }
         if segments == 1 {
-            match socket.send(&buf[..n]).await {
+            match send_again_if_refused(&udp, key, &tally, || socket.send(&buf[..n])).await {
                 Ok(_) => add(&tally.udp_up, n as u64),
                 Err(_) => add(&tally.udp_send_failed, 1),
             }
             continue;
         }
-        match send_segments(&socket, &buf[..end], n).await {
+        match send_again_if_refused(&udp, key, &tally, || send_segments(&socket, &buf[..end], n))
+            .await
+        {
             Ok(_) => {
                 add(&tally.udp_up, end as u64);
                 add(&tally.udp_segmented_sends, 1);
@@ -795,12 +797,20 @@ async fn udp_loop(udp: Rc<UdpIntercept>, settings: Rc<Settings>, tally: Rc<Tally
             }
             Err(e) => {
                 // Not supported here, or not on this route: one at a time, and no more offload if
-                // the kernel has none, or for this flow if the kernel refused its segments.
-                if matches!(e.raw_os_error(), Some(libc::ENOPROTOOPT | libc::EOPNOTSUPP)) {
-                    gso.set(false);
-                } else if let Some(flow) = flows.borrow_mut().get_mut(&key) {
-                    flow.segment = false;
-                    add(&tally.udp_segmenting_refused, 1);
+                // the kernel has none, or for this flow if the kernel refused its segments (a
+                // segment past the route's MTU). Any other error loses the burst.
+                match e.raw_os_error() {
+                    Some(libc::ENOPROTOOPT | libc::EOPNOTSUPP) => gso.set(false),
+                    Some(libc::EMSGSIZE | libc::EINVAL) => {
+                        if let Some(flow) = flows.borrow_mut().get_mut(&key) {
+                            flow.segment = false;
+                            add(&tally.udp_segmenting_refused, 1);
+                        }
+                    }
+                    _ => {
+                        add(&tally.udp_send_failed, segments as u64);
+                        continue;
+                    }
                 }
                 for segment in buf[..end].chunks(n) {
                     match socket.send(segment).await {
@@ -810,6 +820,27 @@ async fn udp_loop(udp: Rc<UdpIntercept>, settings: Rc<Settings>, tally: Rc<Tally
                 }
             }
         }
+    }
+}
+
+/// Runs `send`, and once more if it failed with `ConnectionRefused`: that is an earlier datagram's
+/// refusal (an ICMP port unreachable, as when the destination's socket was not open yet) reported on
+/// this send, which the kernel then did not make. The refusal is passed on to the application as the
+/// flow's replies task would have (it did not see it: this send took it).
+async fn send_again_if_refused<F: std::future::Future<Output = io::Result<usize>>>(
+    udp: &UdpIntercept,
+    (app, dst): (SocketAddr, SocketAddr),
+    tally: &Tally,
+    mut send: impl FnMut() -> F,
+) -> io::Result<usize> {
+    match send().await {
+        Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
+            if udp.unreachable(app, dst, 0).is_ok() {
+                add(&tally.udp_refused, 1);
+            }
+            send().await
+        }
+        other => other,
     }
 }
 

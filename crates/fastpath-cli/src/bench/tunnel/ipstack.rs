@@ -115,6 +115,7 @@ pub(super) fn path(
         helpers: vec![dante],
         tun: Some(DEV),
         scratch: Some(dir),
+        no_udp: None,
     };
     let proxy = format!("socks5://127.0.0.1:{SOCKS_PORT}");
     let args: [&OsStr; 10] = [

@@ -139,6 +139,7 @@ pub(super) fn path(
         helpers: vec![dante],
         tun: Some(DEV),
         scratch: Some(dir.clone()),
+        no_udp: None,
     };
     path.proxy = Some(spawn_in(out, &lwip.wrapper, &[hev_conf.as_os_str()])?);
     wait_for(out, "hev to make its TUN interface", || {

@@ -15,17 +15,20 @@
 //!   [`lwip`]); the row is left out, with the reason, when either is missing.
 //! - **tun2proxy**: tun2proxy 0.8.3 (the `ipstack` stack) with a dante of its own, the same way (see
 //!   [`ipstack`]).
+//! - **netstack-smoltcp**: netstack-smoltcp 0.2.4's own program (its example `forward-offload-linux`),
+//!   relaying through the kernel's sockets; TCP rows only (see [`netstack`]).
 //! - **fastpath, N queues** (with `--queues N`): `fastpath tunnel --queues N` beside the one-queue
 //!   tunnel.
 //!
-//! netstack-smoltcp 0.2.4, which the issue also names, is a library with no program of its own: it has
-//! no row (a wrapper would have to be written, as for lwIP).
-//!
-//! Rows, every path once per round, interleaved, medians quoted: TCP upload and download with 1 and 4
+//! Rows, every path once per round, interleaved, medians quoted, each run started once the machine is
+//! quiet (90% idle over 200 ms, waiting 5 s at most: an unpaced UDP test leaves a proxy and its
+//! server busy for a while after it): TCP upload and download with 1 and 4
 //! streams (Gbit/s, iperf3's receiver side); UDP at 64 and 1400 bytes sent unpaced (datagrams/s
 //! delivered, and the share lost; for a proxy also the share of what the kernel's TUN queue handed
 //! it that reached the server, and the share the kernel dropped at that queue, from the TUN
-//! interface's transmit counters); connections per second (a client connecting, sending 64 bytes,
+//! interface's transmit counters, and the share dropped at a full socket in OUT, from OUT's
+//! `RcvbufErrors`: relayed, and lost because iperf3's server, or a proxy's SOCKS5 server, did not
+//! keep up); connections per second (a client connecting, sending 64 bytes,
 //! reading 64 back and closing, 8 at a time). For a proxy, each row also gives its processes' CPU
 //! seconds per GB moved (from `/proc/PID/stat`, summed over the proxy, its SOCKS5 server if it
 //! has one, and their children); at the end, its peak RSS (summed over those processes, so an
@@ -50,6 +53,7 @@ use crate::netns::{self, Namespace};
 
 mod ipstack;
 mod lwip;
+mod netstack;
 
 const SERVER: Ipv4Addr = Ipv4Addr::new(10, 77, 0, 2);
 const IPERF_PORT: u16 = 5201;
@@ -86,6 +90,13 @@ pub struct TunnelArgs {
     /// Install tun2proxy 0.8.3 with cargo when none is found (into `target/peers/tun2proxy`).
     #[arg(long)]
     build_tun2proxy: bool,
+    /// netstack-smoltcp 0.2.4's example program `forward-offload-linux`, built before.
+    #[arg(long)]
+    netstack_smoltcp: Option<PathBuf>,
+    /// Build netstack-smoltcp's example from its crates.io package when none is found (into
+    /// `target/peers/netstack-smoltcp`).
+    #[arg(long)]
+    build_netstack_smoltcp: bool,
     /// Also run fastpath's tunnel with this many TUN queues (a stack on each), as a row of its own
     /// beside the one-queue tunnel. 1 (the default) leaves it out.
     #[arg(long, default_value_t = 1, value_parser = common::count(1, 256))]
@@ -130,6 +141,10 @@ pub struct TunnelRow {
     /// UDP through a proxy: the share of packets the kernel dropped at the TUN queue because the
     /// proxy did not read them in time (the interface's transmit drops).
     pub tun_queue_dropped: Option<f64>,
+    /// UDP through a proxy: datagrams the kernel dropped at a socket in OUT whose receive buffer was
+    /// full (OUT's `RcvbufErrors`: iperf3's server, or a proxy's SOCKS5 server), as a share of what
+    /// the TUN queue handed the proxy: relayed, and lost because the receiver did not keep up.
+    pub server_socket_dropped: Option<f64>,
 }
 
 /// A proxy's memory figures.
@@ -155,6 +170,8 @@ struct PathUnderTest {
     tun: Option<&'static str>,
     /// A directory of the proxy's configuration files, removed with the path.
     scratch: Option<std::path::PathBuf>,
+    /// Why the path has no UDP rows, if it has none.
+    no_udp: Option<&'static str>,
 }
 
 impl PathUnderTest {
@@ -297,6 +314,15 @@ pub fn run(args: &TunnelArgs) -> Result<(), String> {
         Ok(t) => println!("tun2proxy (ipstack): {}", t.describe()),
         Err(why) => println!("tun2proxy (ipstack): no row ({why})"),
     }
+    let nss = netstack::find(args);
+    match &nss {
+        Ok(b) => println!(
+            "netstack-smoltcp: {} (no UDP rows: {})",
+            b.display(),
+            netstack::NO_UDP
+        ),
+        Err(why) => println!("netstack-smoltcp: no row ({why})"),
+    }
     println!("iperf3: {iperf_version}");
     println!("{secs} s per run, median of {rounds} interleaved rounds\n");
 
@@ -318,8 +344,9 @@ pub fn run(args: &TunnelArgs) -> Result<(), String> {
     // One iperf3 server per path: a server still finishing an unpaced UDP test (it waits for the
     // datagrams that were lost) does not hold up the next path's test.
     let multi = args.queues > 1;
-    // Servers 0-3: the kernel, fastpath, gVisor, lwIP; 4: fastpath with several queues; 5: tun2proxy.
-    let mut iperf_servers = (0..6u16)
+    // Servers 0-3: the kernel, fastpath, gVisor, lwIP; 4: fastpath with several queues; 5: tun2proxy;
+    // 6: netstack-smoltcp.
+    let mut iperf_servers = (0..7u16)
         .map(|i| {
             Command::new("ip")
                 .args(["netns", "exec", out.name()])
@@ -343,6 +370,9 @@ pub fn run(args: &TunnelArgs) -> Result<(), String> {
         if let Ok(t) = &t2p {
             paths.push(ipstack::path(&out, tag, t, 5)?);
         }
+        if let Ok(bin) = &nss {
+            paths.push(netstack::path(&out, tag, bin, 6)?);
+        }
         if let Ok(bin) = &gvisor {
             paths.push(gvisor_path(&out, tag, bin)?);
         }
@@ -361,7 +391,14 @@ pub fn run(args: &TunnelArgs) -> Result<(), String> {
         for _ in 0..rounds {
             for (w, workload) in workloads.iter().enumerate() {
                 for (p, path) in paths.iter().enumerate() {
-                    let s = measure(&iperf, path, workload, secs)?;
+                    if path.no_udp.is_some() && matches!(workload, Workload::Udp { .. }) {
+                        bar.inc(1);
+                        continue;
+                    }
+                    // The last path's proxy and server may still be working off an unpaced UDP
+                    // test: this run starts on a quiet machine, not beside them.
+                    wait_until_quiet();
+                    let s = measure(&iperf, &out, path, workload, secs)?;
                     samples[p][w].push(s);
                     bar.inc(1);
                 }
@@ -371,7 +408,9 @@ pub fn run(args: &TunnelArgs) -> Result<(), String> {
         let mut rows = Vec::new();
         for (p, path) in paths.iter().enumerate() {
             for (w, workload) in workloads.iter().enumerate() {
-                rows.push(summarize(&path.name, workload, &samples[p][w]));
+                if !samples[p][w].is_empty() {
+                    rows.push(summarize(&path.name, workload, &samples[p][w]));
+                }
             }
         }
         let memory: Vec<MemoryRow> = paths
@@ -489,21 +528,18 @@ fn start_servers(out: &str, stop: &Arc<AtomicBool>) -> Result<Servers, String> {
         let hold = listen_deep(SocketAddrV4::new(SERVER, HOLD_PORT))?;
         Ok((echo, hold))
     })??;
-    echo.set_nonblocking(true).map_err(|e| e.to_string())?;
+    // A blocking accept: a thread that polled would wake thousands of times a second beside the
+    // proxies being measured. It ends with the process, or at the first connection after `stop`.
     let stop = stop.clone();
     let thread = std::thread::spawn(move || {
         while !stop.load(Ordering::Relaxed) {
-            match echo.accept() {
-                Ok((mut c, _)) => {
-                    let _ = c.set_nonblocking(false);
-                    std::thread::spawn(move || {
-                        let mut buf = [0u8; 64];
-                        if c.read_exact(&mut buf).is_ok() {
-                            let _ = c.write_all(&buf);
-                        }
-                    });
-                }
-                Err(_) => std::thread::sleep(Duration::from_micros(200)),
+            if let Ok((mut c, _)) = echo.accept() {
+                std::thread::spawn(move || {
+                    let mut buf = [0u8; 64];
+                    if c.read_exact(&mut buf).is_ok() {
+                        let _ = c.write_all(&buf);
+                    }
+                });
             }
         }
     });
@@ -565,6 +601,7 @@ fn kernel_path(out: &Namespace, tag: u32) -> Result<PathUnderTest, String> {
         helpers: Vec::new(),
         tun: None,
         scratch: None,
+        no_udp: None,
     })
 }
 
@@ -590,13 +627,22 @@ fn fastpath_path(
         .map_err(|e| format!("starting fastpath tunnel: {e}"))?;
     let stdout = child.stdout.take().ok_or("no stdout")?;
     let mut first = String::new();
-    BufReader::new(stdout)
-        .read_line(&mut first)
-        .map_err(|e| e.to_string())?;
+    let mut stdout = BufReader::new(stdout);
+    stdout.read_line(&mut first).map_err(|e| e.to_string())?;
     if !first.starts_with("fastpath tunnel: ready") {
         let _ = child.kill();
         return Err(format!("fastpath tunnel did not start: {first}"));
     }
+    // The rest of its output (its summary, when it stops) goes to our standard error: read, so that
+    // its writes never meet a closed pipe.
+    let mut reader = stdout;
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        while reader.read_line(&mut line).is_ok_and(|n| n > 0) {
+            eprint!("[fastpath tunnel] {line}");
+            line.clear();
+        }
+    });
     Ok(PathUnderTest {
         name: if queues > 1 {
             format!("fastpath, {queues} queues")
@@ -609,6 +655,7 @@ fn fastpath_path(
         helpers: Vec::new(),
         tun: Some("fpbt0"),
         scratch: None,
+        no_udp: None,
     })
 }
 
@@ -633,6 +680,7 @@ fn gvisor_path(out: &Namespace, tag: u32, bin: &Path) -> Result<PathUnderTest, S
         helpers: Vec::new(),
         tun: Some(dev),
         scratch: None,
+        no_udp: None,
     };
     // tun2socks makes the interface in OUT; it keeps working from the applications' namespace.
     let deadline = WallClock::now() + Duration::from_secs(10);
@@ -727,6 +775,21 @@ struct Sample {
     cpu_s_per_gb: Option<f64>,
     delivered_of_handed: Option<f64>,
     tun_queue_dropped: Option<f64>,
+    server_socket_dropped: Option<f64>,
+}
+
+/// The UDP datagrams the kernel of `ns` dropped at a full socket receive buffer (`RcvbufErrors` in
+/// `/proc/net/snmp`).
+fn udp_rcvbuf_errors(ns: &Namespace) -> Option<f64> {
+    let out = Command::new("ip")
+        .args(["netns", "exec", ns.name(), "cat", "/proc/net/snmp"])
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut udp = text.lines().filter(|l| l.starts_with("Udp: "));
+    let (names, values) = (udp.next()?, udp.next()?);
+    let at = names.split_whitespace().position(|n| n == "RcvbufErrors")?;
+    values.split_whitespace().nth(at)?.parse().ok()
 }
 
 /// A TUN interface's transmit counters in its namespace: packets the kernel queued for the
@@ -746,6 +809,33 @@ fn tun_transmit(path: &PathUnderTest) -> Option<(f64, f64)> {
 
 /// CPU seconds a process has used (user and system), with those of its children that have ended
 /// and been waited for (a forking server's finished workers), from `/proc/PID/stat` (in 1/100 s).
+/// Waits (5 s at most) until the machine's processors were at least 90% idle over 200 ms.
+fn wait_until_quiet() {
+    // (idle, total) jiffies of all processors, from /proc/stat's first line.
+    let sample = || -> Option<(u64, u64)> {
+        let stat = std::fs::read_to_string("/proc/stat").ok()?;
+        let fields: Vec<u64> = stat
+            .lines()
+            .next()?
+            .split_whitespace()
+            .skip(1)
+            .filter_map(|f| f.parse().ok())
+            .collect();
+        // user nice system idle iowait irq softirq steal ...
+        let idle = fields.get(3)? + fields.get(4).unwrap_or(&0);
+        Some((idle, fields.iter().take(8).sum()))
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while std::time::Instant::now() < deadline {
+        let Some((i0, t0)) = sample() else { return };
+        std::thread::sleep(Duration::from_millis(200));
+        let Some((i1, t1)) = sample() else { return };
+        if t1 > t0 && (i1 - i0) as f64 >= 0.9 * (t1 - t0) as f64 {
+            return;
+        }
+    }
+}
+
 fn cpu_seconds(pid: u32) -> Option<f64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let rest = stat.rsplit_once(')')?.1;
@@ -766,9 +856,16 @@ fn status_kib(pid: u32, field: &str) -> Option<u64> {
     })
 }
 
-fn measure(iperf: &Path, path: &PathUnderTest, w: &Workload, secs: f64) -> Result<Sample, String> {
+fn measure(
+    iperf: &Path,
+    out: &Namespace,
+    path: &PathUnderTest,
+    w: &Workload,
+    secs: f64,
+) -> Result<Sample, String> {
     let cpu_before = path.cpu_seconds();
     let tun_before = tun_transmit(path);
+    let server_before = udp_rcvbuf_errors(out);
     let mut handed = None;
     let (value, lost, bytes) = match *w {
         Workload::Tcp { reverse, streams } => {
@@ -799,8 +896,16 @@ fn measure(iperf: &Path, path: &PathUnderTest, w: &Workload, secs: f64) -> Resul
             let share = if packets > 0.0 { lost / packets } else { 1.0 };
             if let (Some((p0, d0)), Some((p1, d1))) = (tun_before, tun_transmit(path)) {
                 let (queued, dropped) = (p1 - p0, d1 - d0);
+                let at_server = match (server_before, udp_rcvbuf_errors(out)) {
+                    (Some(a), Some(b)) => Some((b - a) / queued),
+                    _ => None,
+                };
                 if queued > 0.0 {
-                    handed = Some(((delivered / queued).min(1.0), dropped / (queued + dropped)));
+                    handed = Some((
+                        (delivered / queued).min(1.0),
+                        dropped / (queued + dropped),
+                        at_server,
+                    ));
                 }
             }
             (delivered / seconds, Some(share), delivered * size as f64)
@@ -817,6 +922,7 @@ fn measure(iperf: &Path, path: &PathUnderTest, w: &Workload, secs: f64) -> Resul
         cpu_s_per_gb,
         delivered_of_handed: handed.map(|h| h.0),
         tun_queue_dropped: handed.map(|h| h.1),
+        server_socket_dropped: handed.and_then(|h| h.2),
     })
 }
 
@@ -922,6 +1028,10 @@ fn summarize(path: &str, w: &Workload, samples: &[Sample]) -> TunnelRow {
         .filter_map(|s| s.delivered_of_handed)
         .collect();
     let queue: Vec<f64> = samples.iter().filter_map(|s| s.tun_queue_dropped).collect();
+    let server: Vec<f64> = samples
+        .iter()
+        .filter_map(|s| s.server_socket_dropped)
+        .collect();
     TunnelRow {
         path: path.to_string(),
         workload: w.name(),
@@ -936,6 +1046,7 @@ fn summarize(path: &str, w: &Workload, samples: &[Sample]) -> TunnelRow {
         cpu_s_per_gb: (!cpu.is_empty()).then(|| common::median(&cpu)),
         delivered_of_handed: (!handed.is_empty()).then(|| common::median(&handed)),
         tun_queue_dropped: (!queue.is_empty()).then(|| common::median(&queue)),
+        server_socket_dropped: (!server.is_empty()).then(|| common::median(&server)),
     }
 }
 
@@ -952,9 +1063,14 @@ fn print(rows: &[TunnelRow], memory: &[MemoryRow]) {
             .lost
             .map(|l| format!(" ({:.0}% lost)", l * 100.0))
             .unwrap_or_default();
+        let server = r
+            .server_socket_dropped
+            .map(|d| format!(" ({:.1}% dropped at a full socket in OUT)", d * 100.0))
+            .unwrap_or_default();
         let handed = match (r.delivered_of_handed, r.tun_queue_dropped) {
             (Some(h), Some(q)) => format!(
-                "; {:.1}% of what the TUN queue handed over delivered, {:.0}% dropped at the queue",
+                "; {:.1}% of what the TUN queue handed over delivered{server}, {:.0}% dropped at \
+                 the queue",
                 h * 100.0,
                 q * 100.0
             ),
@@ -985,6 +1101,9 @@ fn print(rows: &[TunnelRow], memory: &[MemoryRow]) {
         }
         if let (Some(f), Some(t)) = (find("fastpath"), find("tun2proxy")) {
             println!("  fastpath/tun2proxy {:.2}x", f.value / t.value);
+        }
+        if let (Some(f), Some(n)) = (find("fastpath"), find("netstack-smoltcp")) {
+            println!("  fastpath/netstack-smoltcp {:.2}x", f.value / n.value);
         }
         let several = paths.iter().find(|p| p.starts_with("fastpath, "));
         if let (Some(m), Some(f)) = (several.and_then(|p| find(p)), find("fastpath")) {
