@@ -564,8 +564,10 @@ fn listen_deep(at: SocketAddrV4) -> Result<std::os::fd::OwnedFd, String> {
     .map_err(|e| format!("socket: {e}"))?;
     setsockopt(&fd, sockopt::ReuseAddr, &true).map_err(|e| e.to_string())?;
     bind(fd.as_raw_fd(), &SockaddrIn::from(at)).map_err(|e| format!("bind: {e}"))?;
-    listen(&fd, Backlog::new(65535).unwrap_or(Backlog::MAXCONN))
-        .map_err(|e| format!("listen: {e}"))?;
+    // -1: as long as `net.core.somaxconn` (65535 in OUT) allows. (`Backlog::new(65535)` is refused
+    // above the C library's SOMAXCONN, 4096, and a fallback to that held the accept queue at 4,096:
+    // a proxy that connects upstream before answering its application stalled there.)
+    listen(&fd, Backlog::MAXALLOWABLE).map_err(|e| format!("listen: {e}"))?;
     Ok(fd)
 }
 
