@@ -16,7 +16,7 @@ use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use super::lwip::{spawn_in, start_dante, wait_for};
+use super::lwip::{spawn_in, start_dante};
 use super::{which, Namespace, PathUnderTest, TunnelArgs};
 
 /// The port this row's dante listens on, on OUT's loopback.
@@ -131,13 +131,6 @@ pub(super) fn path(
         "off".as_ref(),
     ];
     path.proxy = Some(spawn_in(out, &t2p.bin, &args)?);
-    wait_for(out, "tun2proxy to make its TUN interface", || {
-        out.ip(&["link", "show", DEV]).is_ok()
-    })?;
-    // The move takes the interface's address and state with it: set them again in APP.
-    out.ip(&["link", "set", DEV, "netns", path.app.name()])?;
-    path.app.ip(&["addr", "add", "10.45.0.1/24", "dev", DEV])?;
-    path.app.ip(&["link", "set", DEV, "up"])?;
-    path.app.ip(&["route", "add", "default", "dev", DEV])?;
+    path.adopt_tun(out, "tun2proxy", "10.45.0.1/24")?;
     Ok(path)
 }

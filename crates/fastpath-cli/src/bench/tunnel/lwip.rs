@@ -142,14 +142,7 @@ pub(super) fn path(
         no_udp: None,
     };
     path.proxy = Some(spawn_in(out, &lwip.wrapper, &[hev_conf.as_os_str()])?);
-    wait_for(out, "hev to make its TUN interface", || {
-        out.ip(&["link", "show", DEV]).is_ok()
-    })?;
-    // The move takes the interface's address and state with it: set them again in APP.
-    out.ip(&["link", "set", DEV, "netns", path.app.name()])?;
-    path.app.ip(&["addr", "add", "10.44.0.1/24", "dev", DEV])?;
-    path.app.ip(&["link", "set", DEV, "up"])?;
-    path.app.ip(&["route", "add", "default", "dev", DEV])?;
+    path.adopt_tun(out, "hev", "10.44.0.1/24")?;
     Ok(path)
 }
 
@@ -219,10 +212,7 @@ pub(super) fn wait_for(
     let deadline = WallClock::now() + Duration::from_secs(10);
     while !ready() {
         if WallClock::now() > deadline {
-            return Err(format!(
-                "lwIP: timed out waiting for {what} in {}",
-                out.name()
-            ));
+            return Err(format!("timed out waiting for {what} in {}", out.name()));
         }
         std::thread::sleep(Duration::from_millis(50));
     }

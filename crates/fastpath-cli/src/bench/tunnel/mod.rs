@@ -175,6 +175,22 @@ struct PathUnderTest {
 }
 
 impl PathUnderTest {
+    /// Waits for the proxy (`who`) to make its TUN interface in OUT, then moves it into the
+    /// applications' namespace with the kernel's side at `kernel_addr` and the default route through
+    /// it. The move takes the interface's address and state with it: they are set again there; the
+    /// proxy's descriptor keeps working.
+    fn adopt_tun(&self, out: &Namespace, who: &str, kernel_addr: &str) -> Result<(), String> {
+        let dev = self.tun.ok_or("a path with no TUN interface")?;
+        lwip::wait_for(out, &format!("{who} to make its TUN interface"), || {
+            out.ip(&["link", "show", dev]).is_ok()
+        })?;
+        out.ip(&["link", "set", dev, "netns", self.app.name()])?;
+        self.app.ip(&["addr", "add", kernel_addr, "dev", dev])?;
+        self.app.ip(&["link", "set", dev, "up"])?;
+        self.app.ip(&["route", "add", "default", "dev", dev])?;
+        Ok(())
+    }
+
     /// The proxy's processes: its own, its helpers' and all their descendants (a SOCKS5 server
     /// forks workers). Empty for the kernel's routing.
     fn pids(&self) -> Vec<u32> {
@@ -684,18 +700,7 @@ fn gvisor_path(out: &Namespace, tag: u32, bin: &Path) -> Result<PathUnderTest, S
         scratch: None,
         no_udp: None,
     };
-    // tun2socks makes the interface in OUT; it keeps working from the applications' namespace.
-    let deadline = WallClock::now() + Duration::from_secs(10);
-    while out.ip(&["link", "show", dev]).is_err() {
-        if WallClock::now() > deadline {
-            return Err("tun2socks made no TUN interface".into());
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    out.ip(&["link", "set", dev, "netns", path.app.name()])?;
-    path.app.ip(&["addr", "add", "10.55.0.1/24", "dev", dev])?;
-    path.app.ip(&["link", "set", dev, "up"])?;
-    path.app.ip(&["route", "add", "default", "dev", dev])?;
+    path.adopt_tun(out, "tun2socks", "10.55.0.1/24")?;
     Ok(path)
 }
 

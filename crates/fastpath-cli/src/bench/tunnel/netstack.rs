@@ -16,7 +16,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use super::lwip::{spawn_in, wait_for};
+use super::lwip::spawn_in;
 use super::{Namespace, PathUnderTest, TunnelArgs};
 
 /// The version the issue names.
@@ -153,13 +153,6 @@ pub(super) fn path(
         .map(|s| s.as_ref())
         .collect();
     path.proxy = Some(spawn_in(out, bin, &args)?);
-    wait_for(out, "netstack-smoltcp to make its TUN interface", || {
-        out.ip(&["link", "show", DEV]).is_ok()
-    })?;
-    // The move takes the interface's address and state with it: set them again in APP.
-    out.ip(&["link", "set", DEV, "netns", path.app.name()])?;
-    path.app.ip(&["addr", "add", "10.43.0.1/24", "dev", DEV])?;
-    path.app.ip(&["link", "set", DEV, "up"])?;
-    path.app.ip(&["route", "add", "default", "dev", DEV])?;
+    path.adopt_tun(out, "netstack-smoltcp", "10.43.0.1/24")?;
     Ok(path)
 }
