@@ -14,9 +14,8 @@
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-use super::lwip::{spawn_in, start_dante};
+use super::lwip::{cargo, spawn_in, start_dante};
 use super::{which, Namespace, PathUnderTest, TunnelArgs};
 
 /// The port this row's dante listens on, on OUT's loopback.
@@ -71,26 +70,22 @@ fn install(root: &Path) -> Result<(), String> {
         "installing tun2proxy {VERSION} from crates.io into {} (a few minutes) ...",
         root.display()
     );
-    let out = Command::new("cargo")
-        .args([
+    let root = root
+        .to_str()
+        .ok_or("a target directory that is not UTF-8")?;
+    cargo(
+        &[
             "install",
             "tun2proxy",
             "--version",
             VERSION,
             "--locked",
             "--quiet",
-        ])
-        .arg("--root")
-        .arg(root)
-        .env_remove("CARGO_TARGET_DIR")
-        .output()
-        .map_err(|e| format!("running cargo: {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "installing tun2proxy: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
-    }
+            "--root",
+            root,
+        ],
+        Path::new("."),
+    )?;
     Ok(())
 }
 

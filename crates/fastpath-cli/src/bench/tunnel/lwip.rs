@@ -89,24 +89,10 @@ fn build(dir: &Path) -> Result<(), String> {
         "building hev-socks5-tunnel (lwIP) from the tun2socks crate 0.1.10 into {} ...",
         dir.display()
     );
-    let write = |path: PathBuf, text: &str| {
-        std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))
-    };
     std::fs::create_dir_all(dir.join("src")).map_err(|e| format!("{}: {e}", dir.display()))?;
-    write(dir.join("Cargo.toml"), WRAPPER_MANIFEST)?;
-    write(dir.join("src/main.rs"), WRAPPER_MAIN)?;
-    let out = Command::new("cargo")
-        .args(["build", "--release", "--quiet"])
-        .current_dir(dir)
-        .env_remove("CARGO_TARGET_DIR")
-        .output()
-        .map_err(|e| format!("running cargo: {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "building the lwIP wrapper: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
-    }
+    write_file(&dir.join("Cargo.toml"), WRAPPER_MANIFEST)?;
+    write_file(&dir.join("src/main.rs"), WRAPPER_MAIN)?;
+    cargo(&["build", "--release", "--quiet"], dir)?;
     Ok(())
 }
 
@@ -144,6 +130,30 @@ pub(super) fn path(
     path.proxy = Some(spawn_in(out, &lwip.wrapper, &[hev_conf.as_os_str()])?);
     path.adopt_tun(out, "hev", "10.44.0.1/24")?;
     Ok(path)
+}
+
+/// Writes `text` to `path`.
+pub(super) fn write_file(path: &Path, text: &str) -> Result<(), String> {
+    std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Runs cargo with `args` in `dir` (with its own target directory, whatever the caller's), for a
+/// peer built outside fastpath's workspace; returns its standard output.
+pub(super) fn cargo(args: &[&str], dir: &Path) -> Result<Vec<u8>, String> {
+    let out = Command::new("cargo")
+        .args(args)
+        .current_dir(dir)
+        .env_remove("CARGO_TARGET_DIR")
+        .output()
+        .map_err(|e| format!("running cargo: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "cargo {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(out.stdout)
 }
 
 /// Starts `program` with `args` in OUT, its output discarded.

@@ -16,7 +16,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use super::lwip::spawn_in;
+use super::lwip::{cargo, spawn_in, write_file};
 use super::{Namespace, PathUnderTest, TunnelArgs};
 
 /// The version the issue names.
@@ -60,36 +60,17 @@ fn build(root: &Path) -> Result<(), String> {
         "building netstack-smoltcp {VERSION}'s example {EXAMPLE} into {} (a minute or two) ...",
         root.display()
     );
-    let write = |path: PathBuf, text: &str| {
-        std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))
-    };
-    let cargo = |args: &[&str], dir: &Path| -> Result<Vec<u8>, String> {
-        let out = Command::new("cargo")
-            .args(args)
-            .current_dir(dir)
-            .env_remove("CARGO_TARGET_DIR")
-            .output()
-            .map_err(|e| format!("running cargo: {e}"))?;
-        if !out.status.success() {
-            return Err(format!(
-                "cargo {}: {}",
-                args.join(" "),
-                String::from_utf8_lossy(&out.stderr).trim()
-            ));
-        }
-        Ok(out.stdout)
-    };
     // A manifest that depends on the package, to have cargo fetch it and say where it put it.
     let fetch = root.join("fetch");
     std::fs::create_dir_all(fetch.join("src")).map_err(|e| format!("{}: {e}", fetch.display()))?;
-    write(
-        fetch.join("Cargo.toml"),
+    write_file(
+        &fetch.join("Cargo.toml"),
         &format!(
             "[package]\nname = \"fetch\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n\
              [dependencies]\nnetstack-smoltcp = \"={VERSION}\"\n\n[workspace]\n"
         ),
     )?;
-    write(fetch.join("src/main.rs"), "fn main() {}\n")?;
+    write_file(&fetch.join("src/main.rs"), "fn main() {}\n")?;
     let metadata = cargo(&["metadata", "--format-version", "1"], &fetch)?;
     let metadata: serde_json::Value =
         serde_json::from_slice(&metadata).map_err(|e| format!("cargo metadata: {e}"))?;
@@ -117,9 +98,10 @@ fn build(root: &Path) -> Result<(), String> {
         return Err(format!("copying {} failed", source.display()));
     }
     let manifest = pkg.join("Cargo.toml");
-    let text = std::fs::read_to_string(&manifest).map_err(|e| format!("{e}"))?;
-    write(
-        manifest,
+    let text =
+        std::fs::read_to_string(&manifest).map_err(|e| format!("{}: {e}", manifest.display()))?;
+    write_file(
+        &manifest,
         &format!("{text}\n# Not a member of fastpath's workspace.\n[workspace]\n"),
     )?;
     cargo(
