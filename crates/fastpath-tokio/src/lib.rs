@@ -615,21 +615,18 @@ impl TcpStream {
     /// Answers a held stream's SYN: the handshake completes, and reads and writes work as on any
     /// stream (bytes written before the peer's last ACK are sent after it).
     pub fn confirm(&self) -> io::Result<()> {
-        let result = self.net.inner.stack.borrow_mut().tcp(self.stream).confirm();
-        self.net.kick();
-        result
+        self.act(|mut t| t.confirm())
     }
 
     /// Answers a held stream's SYN with an ICMP destination unreachable of `why`, and drops it: the
     /// peer's connect fails with "no route to host" or "network unreachable".
     pub fn unreachable(&self, why: fastpath::Unreachable) -> io::Result<()> {
-        let result = self
-            .net
-            .inner
-            .stack
-            .borrow_mut()
-            .tcp(self.stream)
-            .unreachable(why);
+        self.act(|t| t.unreachable(why))
+    }
+
+    /// Runs `f` on the connection, then wakes the driver to send what it queued.
+    fn act<R>(&self, f: impl FnOnce(fastpath::TcpStreamRef<'_>) -> R) -> R {
+        let result = f(self.net.inner.stack.borrow_mut().tcp(self.stream));
         self.net.kick();
         result
     }
@@ -702,15 +699,7 @@ impl AsyncWrite for TcpStream {
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let result = self
-            .net
-            .inner
-            .stack
-            .borrow_mut()
-            .tcp(self.stream)
-            .shutdown_write();
-        self.net.kick();
-        Poll::Ready(result)
+        Poll::Ready(self.act(|mut t| t.shutdown_write()))
     }
 }
 
