@@ -494,6 +494,12 @@ impl<A: IpAddress> Tcb<A> {
     }
 
     /// The application read; owe a window update if the window opened by enough to matter.
+    ///
+    /// A read is answered by an update of its own only once the peer has used at least half of the
+    /// buffer and the update at least doubles what it may still send (Linux's rule too): while the
+    /// window is wide open, the next ACK for data carries the new edge, and a bulk receiver sends no
+    /// pure window updates at all. The edge itself moves as silly window avoidance allows
+    /// ([`Self::window_field`]).
     pub(crate) fn after_read(&mut self) {
         let current = if self.rcv_adv > self.rcv_nxt {
             self.rcv_adv - self.rcv_nxt
@@ -501,7 +507,10 @@ impl<A: IpAddress> Tcb<A> {
             0
         };
         let free = self.advertisable();
-        if free >= current + self.mss.min(self.rx_capacity as u32 / 2)
+        let half_used = 2 * u64::from(current) <= self.rx_capacity as u64;
+        if half_used
+            && free >= 2 * current
+            && free >= current + self.mss.min(self.rx_capacity as u32 / 2)
             && self.state.is_synchronized()
         {
             self.ack_now = true;

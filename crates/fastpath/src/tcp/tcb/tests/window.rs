@@ -70,6 +70,28 @@ fn reading_reopens_the_window_with_an_update() {
 }
 
 #[test]
+fn a_read_while_the_window_is_wide_open_sends_no_update() {
+    let mut h = small_window();
+    recv!(h, seg(ACK | PSH, R, S, 65535), &[1; 1000]);
+    h.fire();
+    send!(h, out(ACK, S, R + 1000, 3096));
+    // 3096 of 4096 still open: reading the 1000 bytes owes the peer nothing; the next ACK for data
+    // carries the new edge.
+    let mut buf = [0u8; 2000];
+    assert_eq!(h.tcb.rx.read(&mut buf, &mut h.pool), 1000);
+    h.tcb.after_read();
+    send!(h, None);
+    // 2000 more leave 1096 open (under half): the read that frees them doubles that, and is
+    // answered at once.
+    recv!(h, seg(ACK | PSH, R + 1000, S, 65535), &[2; 2000]);
+    h.fire();
+    send!(h, out(ACK, S, R + 3000, 1096));
+    assert_eq!(h.tcb.rx.read(&mut buf, &mut h.pool), 2000);
+    h.tcb.after_read();
+    send!(h, out(ACK, S, R + 3000, 4096));
+}
+
+#[test]
 fn window_scaling_rounds_the_field_up_and_never_shrinks_the_edge() {
     let cfg = TcpConfig {
         window_scaling: true,
