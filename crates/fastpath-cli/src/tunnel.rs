@@ -39,7 +39,7 @@ use clap::Args;
 use fastpath::link::{TunConfig, TunLink};
 use fastpath::{Ipv4Cidr, Ipv6Cidr, StackConfig};
 use fastpath_tokio::{Net, TcpListener, TcpStream, UdpIntercept};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 
 use crate::netns::Namespace;
 use crate::pcap_tap::PcapTap;
@@ -579,7 +579,7 @@ async fn connect_upstream(
     }
 }
 
-async fn relay_tcp(mut conn: TcpStream, settings: Rc<Settings>, tally: Rc<Tally>) {
+async fn relay_tcp(conn: TcpStream, settings: Rc<Settings>, tally: Rc<Tally>) {
     let Ok((dst, _app)) = conn.addrs() else {
         return;
     };
@@ -599,11 +599,10 @@ async fn relay_tcp(mut conn: TcpStream, settings: Rc<Settings>, tally: Rc<Tally>
             let _ = upstream.set_nodelay(true);
             let _ = conn.set_nodelay(true);
             let result = {
-                let (mut ar, mut aw) = tokio::io::split(&mut conn);
-                let (mut ur, mut uw) = upstream.split();
+                let (ur, mut uw) = upstream.split();
                 tokio::try_join!(
-                    pump(&mut ar, &mut uw, &tally.tcp_up),
-                    pump(&mut ur, &mut aw, &tally.tcp_down)
+                    pump_up(&conn, &mut uw, &tally.tcp_up),
+                    pump_down(ur.as_ref(), &conn, &tally.tcp_down)
                 )
             };
             if result.is_err() {
@@ -628,27 +627,85 @@ async fn relay_tcp(mut conn: TcpStream, settings: Rc<Settings>, tally: Rc<Tally>
     tally.tcp_live.set(tally.tcp_live.get() - 1);
 }
 
-/// Copies `from` to `to` until the end of the stream, then half-closes `to`. An idle connection
-/// holds no heap buffer: reads go into a small one inside the task until one fills it, and only
-/// then is the 64 KiB buffer allocated.
-async fn pump(
-    from: &mut (impl AsyncRead + Unpin),
-    to: &mut (impl AsyncWrite + Unpin),
+/// The application's bytes to the destination until the end of the stream, then a half-close:
+/// without a copy in this process, from the stack's receive buffers straight into the kernel
+/// socket (copy avoidance, paper 002 §3.1). A full kernel send buffer makes it wait, and the bytes
+/// stay in the connection's receive buffer, whose window then closes: backpressure to the
+/// application. It holds no buffer of its own.
+async fn pump_up(
+    from: &TcpStream,
+    to: &mut tokio::net::tcp::WriteHalf<'_>,
     bytes: &Cell<u64>,
 ) -> io::Result<()> {
-    let mut small = [0u8; 512];
-    let mut big: Vec<u8> = Vec::new();
     loop {
-        let buf: &mut [u8] = if big.is_empty() { &mut small } else { &mut big };
-        let n = from.read(buf).await?;
-        if n == 0 {
+        let mut ended = true;
+        let mut failed = None;
+        let socket: &tokio::net::TcpStream = to.as_ref();
+        let n = from
+            .read_with(|data| {
+                ended = false;
+                match socket.try_write(data) {
+                    Ok(n) => n,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => 0,
+                    Err(e) => {
+                        failed = Some(e);
+                        0
+                    }
+                }
+            })
+            .await?;
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        if ended {
             return to.shutdown().await;
         }
-        let full = n == buf.len();
-        to.write_all(&buf[..n]).await?;
         add(bytes, n as u64);
-        if full && big.is_empty() {
-            big = vec![0u8; 64 << 10];
+        if n == 0 {
+            socket.writable().await?;
+        }
+    }
+}
+
+/// The destination's bytes to the application until the end of the stream, then a half-close:
+/// read from the kernel socket straight into the connection's send buffer (copy avoidance, paper
+/// 002 §3.1). A full send buffer makes it wait, and the bytes stay in the kernel's receive buffer,
+/// whose window then closes: backpressure to the destination. An idle connection grows no buffer:
+/// reads take at most 512 bytes until one fills them, and only then up to 64 KiB at a time.
+async fn pump_down(
+    from: &tokio::net::TcpStream,
+    to: &TcpStream,
+    bytes: &Cell<u64>,
+) -> io::Result<()> {
+    let mut max = 512;
+    loop {
+        from.readable().await?;
+        let mut ended = false;
+        let mut failed = None;
+        let n = to
+            .write_with(max, |room| match from.try_read(room) {
+                Ok(0) => {
+                    ended = true;
+                    0
+                }
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => 0,
+                Err(e) => {
+                    failed = Some(e);
+                    0
+                }
+            })
+            .await?;
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        if ended {
+            let mut to = to;
+            return to.shutdown().await;
+        }
+        add(bytes, n as u64);
+        if n == max {
+            max = 64 << 10;
         }
     }
 }

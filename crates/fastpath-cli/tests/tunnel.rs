@@ -751,6 +751,75 @@ fn a_slow_reader_behind_the_tunnel_keeps_its_memory_bounded() {
 }
 
 #[test]
+fn a_slow_destination_behind_the_tunnel_keeps_its_memory_bounded() {
+    if !environment_ok("a_slow_destination_behind_the_tunnel_keeps_its_memory_bounded") {
+        return;
+    }
+    let out = TestNetns::create();
+    ip(&out.0, &["link", "set", "lo", "up"]);
+    ip(&out.0, &["addr", "add", "10.77.0.3/32", "dev", "lo"]);
+    let sink = in_netns(&out.0, || TcpListener::bind("10.77.0.3:9").expect("sink"));
+    let app_ns = TestNetns::create();
+    let app = app_ns.0.clone();
+    let tunnel = Tunnel::start(&out.0, &app, &[]);
+    let pid = tunnel.child.id();
+    let before = rss_kib(pid);
+    // A fast sender: counting bytes, as fast as the connection takes them, until the sink closes.
+    let writer = std::thread::spawn(move || {
+        in_netns(&app, || {
+            let mut c = TcpStream::connect("10.77.0.3:9").expect("connect");
+            let mut block = vec![0u8; 1 << 16];
+            let mut at = 0u64;
+            loop {
+                for b in block.iter_mut() {
+                    *b = (at % 251) as u8;
+                    at += 1;
+                }
+                if c.write_all(&block).is_err() {
+                    return;
+                }
+            }
+        })
+    });
+    // The destination reads 64 KiB every 20 ms for 3 s (about 3 MiB/s) and checks every byte.
+    let (mut c, _) = sink.accept().expect("accept");
+    let mut buf = vec![0u8; 1 << 16];
+    let (mut read, mut peak) = (0u64, 0u64);
+    let end = Instant::now() + Duration::from_secs(3);
+    while Instant::now() < end {
+        let n = c.read(&mut buf).expect("read");
+        for (i, b) in buf[..n].iter().enumerate() {
+            assert_eq!(
+                *b,
+                ((read + i as u64) % 251) as u8,
+                "byte {}",
+                read + i as u64
+            );
+        }
+        read += n as u64;
+        peak = peak.max(rss_kib(pid));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(read > 1 << 20, "the destination got {read} bytes");
+    // The backlog waits in the connection's receive buffer (1 MiB, its window closed) and in the
+    // kernel's socket buffers; the relay holds no buffer of its own.
+    let growth = peak.saturating_sub(before);
+    eprintln!(
+        "tunnel RSS {before} KiB before, {peak} KiB at most with a slow destination; {read} bytes read"
+    );
+    assert!(
+        growth < 16 << 10,
+        "the tunnel grew by {growth} KiB (from {before} KiB) for a slow destination"
+    );
+    drop(c);
+    writer
+        .join()
+        .expect("the writer stops once the sink is gone");
+    let summary = tunnel.stop();
+    assert!(summary.contains("tcp: 1 connections relayed"), "{summary}");
+}
+
+#[test]
 fn unreachable_and_silent_destinations_are_unreachable_and_silent_for_the_application() {
     if !environment_ok(
         "unreachable_and_silent_destinations_are_unreachable_and_silent_for_the_application",

@@ -640,6 +640,56 @@ impl TcpStream {
         self.net.kick();
     }
 
+    /// Zero-copy read (paper 002 §3.1): waits until the stream has bytes to read, has ended or has
+    /// failed; then lends the bytes to `f` in the stack's own buffers, one buffer at a time, until `f`
+    /// takes less than it was offered, and returns how many it took. `Ok(0)` with `f` never called is
+    /// the end of the stream; with `f` called, `f` took nothing this time (a relay whose other side
+    /// is full, say: wait for that side, then call again). Bytes `f` did not take stay queued, so
+    /// this is cancellation-safe: dropping the future loses nothing.
+    pub async fn read_with(&self, mut f: impl FnMut(&[u8]) -> usize) -> io::Result<usize> {
+        poll_fn(|cx| {
+            let offered = Cell::new(false);
+            let result = poll_io(&self.net, Interest::Read(self.stream), cx, |s| {
+                let taken = s.tcp(self.stream).read_with(|data| {
+                    offered.set(true);
+                    f(data)
+                });
+                match taken {
+                    // Bytes were there, and `f` took none of them.
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock && offered.get() => Ok(0),
+                    other => other,
+                }
+            });
+            if matches!(result, Poll::Ready(Ok(n)) if n > 0) {
+                // The window opened: the driver sends the update if one is owed.
+                self.net.kick();
+            }
+            result
+        })
+        .await
+    }
+
+    /// Zero-copy write (paper 002 §3.1): waits until the send buffer has room, then lets `fill`
+    /// write up to `max` bytes straight into it (one contiguous stretch, which may be shorter) and
+    /// returns how many it wrote, which may be 0. Cancellation-safe: `fill` runs only when the
+    /// future completes.
+    pub async fn write_with(
+        &self,
+        max: usize,
+        mut fill: impl FnMut(&mut [u8]) -> usize,
+    ) -> io::Result<usize> {
+        poll_fn(|cx| {
+            let result = poll_io(&self.net, Interest::Write(self.stream), cx, |s| {
+                s.tcp(self.stream).write_with(max, &mut fill)
+            });
+            if matches!(result, Poll::Ready(Ok(n)) if n > 0) {
+                self.net.kick();
+            }
+            result
+        })
+        .await
+    }
+
     /// Turns Nagle's algorithm off (`TCP_NODELAY`) or on.
     pub fn set_nodelay(&self, on: bool) -> io::Result<()> {
         self.net
@@ -682,7 +732,27 @@ impl AsyncWrite for TcpStream {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        let this = self.get_mut();
+        Pin::new(&mut &*self).poll_write(cx, buf)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut &*self).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut &*self).poll_shutdown(cx)
+    }
+}
+
+/// Writing through a shared reference, as tokio's own `TcpStream` allows: one task may read with
+/// [`TcpStream::read_with`] while another writes, with no lock between them.
+impl AsyncWrite for &TcpStream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let this: &TcpStream = self.get_mut();
         let result = poll_io(&this.net, Interest::Write(this.stream), cx, |s| {
             s.tcp(this.stream).write(buf)
         });
@@ -693,7 +763,6 @@ impl AsyncWrite for TcpStream {
     }
 
     fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        // Written bytes are queued in the connection; the driver sends them as the windows allow.
         self.net.kick();
         Poll::Ready(Ok(()))
     }

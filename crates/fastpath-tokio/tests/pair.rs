@@ -77,6 +77,63 @@ fn tcp_echo_of_a_mebibyte_over_both_families() {
 }
 
 #[test]
+fn zero_copy_reads_and_writes_carry_a_mebibyte_and_see_the_end() {
+    let local = LocalSet::new();
+    runtime().block_on(local.run_until(async {
+        let (a, b) = two_nets(&local, Impairments::default());
+        let server: SocketAddr = "10.0.0.2:9".parse().unwrap();
+        let listener = TcpListener::bind(&b, server, 16).unwrap();
+        // The receiver takes at most 1000 bytes per offer, so most offers are taken in part.
+        let sink = tokio::task::spawn_local(async move {
+            let (conn, _) = listener.accept().await.unwrap();
+            let mut got = Vec::new();
+            let mut partial = 0;
+            loop {
+                let mut offered = 0;
+                let n = conn
+                    .read_with(|data| {
+                        offered += 1;
+                        let take = data.len().min(1000);
+                        got.extend_from_slice(&data[..take]);
+                        partial += usize::from(take < data.len());
+                        take
+                    })
+                    .await
+                    .unwrap();
+                if offered == 0 {
+                    assert_eq!(n, 0, "nothing taken at the end");
+                    break;
+                }
+            }
+            (got, partial)
+        });
+        let conn = TcpStream::connect(&a, server).await.unwrap();
+        let data = pattern(1 << 20);
+        let mut at = 0;
+        while at < data.len() {
+            let n = conn
+                .write_with(4096, |room| {
+                    let n = room.len().min(data.len() - at);
+                    room[..n].copy_from_slice(&data[at..at + n]);
+                    n
+                })
+                .await
+                .unwrap();
+            assert!(n <= 4096, "at most the maximum asked for");
+            at += n;
+        }
+        let mut w = &conn;
+        w.shutdown().await.unwrap();
+        let (got, partial) = tokio::time::timeout(Duration::from_secs(30), sink)
+            .await
+            .expect("the end in time")
+            .unwrap();
+        assert!(got == data, "1 MiB intact, {} bytes", got.len());
+        assert!(partial > 100, "offers taken in part: {partial}");
+    }));
+}
+
+#[test]
 fn udp_send_and_receive_wake_the_receiver() {
     let local = LocalSet::new();
     runtime().block_on(local.run_until(async {
