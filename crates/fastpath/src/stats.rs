@@ -190,8 +190,12 @@ drop_reasons! {
     TcpNoAck => "tcp: no ack bit",
     /// TCP: a listener's queues were full (and SYN cookies off or the ACK not a valid cookie).
     TcpListenOverflow => "tcp: listen queue full",
-    /// TCP: an ACK to a listener that is not a valid SYN cookie.
+    /// TCP: an ACK to a listener that is not a valid SYN cookie, while cookies sent may be valid
+    /// (answered with RST).
     TcpBadCookie => "tcp: bad syn cookie",
+    /// TCP: an ACK to a listener, matching no connection, when no SYN cookie has been sent for two
+    /// minutes: a segment of a connection gone (answered with RST, RFC 9293 §3.10.7.2).
+    TcpStrayAck => "tcp: ack to a listener, no connection",
     /// TCP: the connection table was full.
     TcpTooManyConnections => "tcp: too many connections",
     /// TCP: the out-of-order queue was full.

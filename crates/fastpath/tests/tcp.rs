@@ -280,6 +280,27 @@ fn tcp_of(packet: &[u8]) -> etherparse::TcpHeader {
 }
 
 #[test]
+fn an_ack_to_a_listener_with_no_cookies_out_is_a_stray_answered_by_rst() {
+    let (mut b, mut raw) = stack_and_raw(StackConfig::default(), plain(1500));
+    let now = Instant::ZERO;
+    let _l = b.tcp_listen(sa(B, 80), 16).unwrap();
+    // An ACK of a connection this host no longer has: one RST, acknowledging nothing, at its ACK.
+    inject(
+        &mut raw,
+        &raw_tcp(sa(A, 1000), sa(B, 80), 7000, Some(9000), false, &[]),
+    );
+    b.poll(now);
+    let reply = capture(&mut raw);
+    assert_eq!(reply.len(), 1);
+    let rst = tcp_of(&reply[0]);
+    assert!(rst.rst && rst.sequence_number == 9000, "{rst:?}");
+    let drops = b.counters().drops;
+    assert_eq!(drops.get(fastpath::DropReason::TcpStrayAck), 1);
+    assert_eq!(drops.get(fastpath::DropReason::TcpBadCookie), 0);
+    assert_eq!(b.tcp_connections(), 0);
+}
+
+#[test]
 fn syn_cookies_answer_a_full_backlog_and_still_connect() {
     let (mut b, mut raw) = stack_and_raw(StackConfig::default(), plain(1500));
     let now = Instant::ZERO;

@@ -11,6 +11,7 @@
 //! [`BufferMode`].
 
 mod pool;
+pub(crate) mod ring;
 
 pub use pool::{BufferDepot, BufferMode, BufferPool, PoolStats};
 

@@ -1,8 +1,7 @@
 //! The loopback link: packets sent come straight back in.
 
-use std::collections::VecDeque;
-
 use super::{Link, LinkCapabilities};
+use crate::buf::ring::Ring;
 use crate::buf::PacketBuf;
 
 /// A loopback link with a bounded queue. Its MTU defaults to 65535, as large as IPv4 allows: nothing is
@@ -13,7 +12,7 @@ use crate::buf::PacketBuf;
 /// Pasquale's elimination rule, when switched on, applies to it.
 #[derive(Debug)]
 pub struct Loopback {
-    queue: VecDeque<PacketBuf>,
+    queue: Ring<PacketBuf>,
     limit: usize,
     caps: LinkCapabilities,
     dropped: u64,
@@ -29,7 +28,7 @@ impl Loopback {
             tso: false,
         };
         Loopback {
-            queue: VecDeque::with_capacity(limit.min(4096)),
+            queue: Ring::default(),
             limit,
             caps,
             dropped: 0,
@@ -89,7 +88,6 @@ impl Link for Loopback {
     #[inline]
     fn receive(&mut self, batch: &mut Vec<PacketBuf>, max: usize) -> usize {
         let n = max.min(self.queue.len());
-        // A loop of pop_front: cheaper than VecDeque::drain for the few packets of a batch.
         for _ in 0..n {
             batch.extend(self.queue.pop_front());
         }

@@ -20,6 +20,10 @@ const COOKIE_MSS: [u16; 8] = [536, 1200, 1360, 1440, 1460, 4016, 8960, 65495];
 /// SYN cookies stay valid for two 64-second periods.
 const COOKIE_PERIOD_SECS: u64 = 64;
 
+/// How long after the last cookie sent an ACK to a listener may still be one.
+pub(crate) const COOKIE_LIFETIME: std::time::Duration =
+    std::time::Duration::from_secs(2 * COOKIE_PERIOD_SECS);
+
 impl IsnGenerator {
     pub(crate) fn new(secret: [u64; 2]) -> IsnGenerator {
         IsnGenerator { secret }

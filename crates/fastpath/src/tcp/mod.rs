@@ -35,7 +35,7 @@ use crate::buf::BufferPool;
 use crate::buf::{ChecksumOffload, PacketBuf};
 use crate::checksum;
 use crate::config::{StackConfig, TcpConfig};
-use crate::demux::{Demux, Pcb, SocketId};
+use crate::demux::{Demux, Demuxer, Pcb, SocketId};
 use crate::ip::{Delivery, NextHop, Transmit};
 use crate::ipv4::Ipv4;
 use crate::stats::Counters;
@@ -126,12 +126,15 @@ struct Slot<A: IpAddress> {
 #[derive(Debug)]
 pub(crate) struct Tcp<N: Network = Ipv4> {
     slots: Slots<Slot<N::Addr>>,
-    pub(crate) demux: Box<dyn Demux<N::Addr>>,
+    pub(crate) demux: Demuxer<N::Addr>,
     /// Local ports in use.
     ports: Ports,
     /// The transport checksum's switches, from the configuration.
     checksum: ChecksumRules,
     isn: IsnGenerator,
+    /// When the last SYN cookie went out: an ACK to a listener is checked as a cookie only while one
+    /// sent could still be valid, and is otherwise a stray (of a connection gone, say).
+    last_cookie: Option<Instant>,
     /// The connections' deadlines, earliest first: (deadline, slot, generation). An entry is live
     /// while its slot holds that generation and has it as `scheduled`; others are dropped when they
     /// reach the top. A connection whose deadline moves later keeps its entry until it comes due
@@ -160,10 +163,11 @@ impl<N: Network> Tcp<N> {
     pub(crate) fn new(config: &StackConfig, secret: [u64; 2]) -> Tcp<N> {
         Tcp {
             slots: Slots::default(),
-            demux: config.demux.build(),
+            demux: config.demux.demuxer(),
             ports: Ports::new(&config.ephemeral_ports),
             checksum: ChecksumRules::of(config),
             isn: IsnGenerator::new(secret),
+            last_cookie: None,
             timers: BinaryHeap::new(),
             due: Vec::new(),
             #[cfg(test)]
@@ -970,6 +974,7 @@ impl<N: Network> Tcp<N> {
             },
         };
         cx.counters.tcp.syn_cookies_sent += 1;
+        self.last_cookie = Some(cx.now);
         self.emit(cx, hop, local, remote, repr, &[]);
     }
 
@@ -984,7 +989,10 @@ impl<N: Network> Tcp<N> {
         buf: PacketBuf,
     ) {
         // The cookie is checked once: the MSS it carries, if it is valid.
-        let cookie_mss = if cx.cfg.syn_cookies {
+        let cookies_out = self
+            .last_cookie
+            .is_some_and(|at| cx.now < at + isn::COOKIE_LIFETIME);
+        let cookie_mss = if cx.cfg.syn_cookies && cookies_out {
             self.isn.check_cookie(
                 local,
                 remote,
@@ -1004,8 +1012,10 @@ impl<N: Network> Tcp<N> {
             self.reply_reset(cx, local, remote, repr, buf.len());
             let reason = if cookie_mss.is_some() {
                 DropReason::TcpListenOverflow
-            } else {
+            } else if cookies_out {
                 DropReason::TcpBadCookie
+            } else {
+                DropReason::TcpStrayAck
             };
             return cx.drop(buf, reason);
         };

@@ -7,5 +7,4 @@ pub(crate) mod checksum;
 pub(crate) mod hints;
 pub(crate) mod network;
 pub(crate) mod ports;
-pub(crate) mod ring;
 pub(crate) mod slots;

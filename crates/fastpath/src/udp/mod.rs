@@ -31,10 +31,11 @@ use std::io;
 use std::net::{Ipv4Addr, SocketAddr};
 
 use crate::addr::IpAddress;
+use crate::buf::ring::Ring;
 use crate::buf::{BufferPool, ChecksumOffload, PacketBuf};
 use crate::checksum;
 use crate::config::StackConfig;
-use crate::demux::{Demux, Pcb, SocketId};
+use crate::demux::{Demux, Demuxer, Pcb, SocketId};
 use crate::ip::{Delivery, NextHop, Transmit, LOOPBACK};
 use crate::ipv4::Ipv4;
 use crate::ipv6::Ipv6;
@@ -46,7 +47,6 @@ use crate::transport::checksum::{
 use crate::transport::hints::Hints;
 use crate::transport::network::Network;
 use crate::transport::ports::Ports;
-use crate::transport::ring::Ring;
 use crate::transport::slots::Slots;
 
 pub(crate) use crate::transport::checksum::Payload;
@@ -160,7 +160,7 @@ impl<N: Network> Copy for TxRoute<N> {}
 pub(crate) struct Table<N: Network> {
     pub(crate) cfg: UdpConfig,
     sockets: Slots<SocketState<N>>,
-    pub(crate) demux: Box<dyn Demux<N::Addr>>,
+    pub(crate) demux: Demuxer<N::Addr>,
     matches: Vec<SocketId>,
     /// Intercepted datagrams (to other hosts' addresses, `Stack::udp_intercept`), while interception
     /// of UDP is on.
@@ -286,7 +286,7 @@ impl<N: Network> Table<N> {
         Table {
             cfg,
             sockets: Slots::default(),
-            demux: config.demux.build(),
+            demux: config.demux.demuxer(),
             matches: Vec::new(),
             intercept: None,
             hints: Hints::default(),
@@ -551,7 +551,7 @@ impl<N: Network> Table<N> {
             if tx.dst == dst && tx.epoch == epoch && len <= N::MAX_PAYLOAD {
                 output(
                     &self.cfg,
-                    Some(&mut *self.demux),
+                    Some(&mut self.demux),
                     cx,
                     s,
                     tx,
@@ -586,7 +586,7 @@ impl<N: Network> Table<N> {
             let result = tx_route(self.cfg, cx, connected, options, dst).map(|tx| {
                 output(
                     &self.cfg,
-                    Some(&mut *self.demux),
+                    Some(&mut self.demux),
                     cx,
                     s,
                     &tx,
@@ -607,7 +607,7 @@ impl<N: Network> Table<N> {
         }
         output(
             &self.cfg,
-            Some(&mut *self.demux),
+            Some(&mut self.demux),
             cx,
             s,
             &tx,
@@ -1121,7 +1121,7 @@ impl Udp {
 #[allow(clippy::too_many_arguments)]
 fn output<N: Network>(
     cfg: &UdpConfig,
-    demux: Option<&mut dyn Demux<N::Addr>>,
+    demux: Option<&mut Demuxer<N::Addr>>,
     cx: &mut UdpCx<impl Transmit, N>,
     s: UdpSocket,
     tx: &TxRoute<N>,

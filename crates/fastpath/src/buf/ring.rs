@@ -1,4 +1,4 @@
-//! A first-in first-out queue on a power-of-two ring, for sockets' receive queues.
+//! A first-in first-out queue on a power-of-two ring, for sockets' receive queues and the loopback link.
 //!
 //! `std`'s `VecDeque` does the same, but its `push_back` is large enough that the compiler sometimes
 //! calls it out of line from the receive path, at a few dozen instructions a datagram; this one's
@@ -38,8 +38,18 @@ impl<T> Ring<T> {
             self.grow();
         }
         let i = (self.head + self.len) & (self.slots.len() - 1);
-        self.slots[i] = Some(value);
+        // The slot is outside the live range, so empty: replaced without the check that would drop
+        // what it held.
+        let old = self.slots[i].replace(value);
+        debug_assert!(old.is_none(), "a live slot overwritten");
+        std::mem::forget(old);
         self.len += 1;
+    }
+
+    /// True when nothing is queued.
+    #[inline]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.len == 0
     }
 
     /// Takes the item at the front.
