@@ -644,14 +644,7 @@ async fn pump_up(
         let n = from
             .read_with(|data| {
                 ended = false;
-                match socket.try_write(data) {
-                    Ok(n) => n,
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => 0,
-                    Err(e) => {
-                        failed = Some(e);
-                        0
-                    }
-                }
+                moved(socket.try_write(data), &mut failed)
             })
             .await?;
         if let Some(e) = failed {
@@ -683,17 +676,10 @@ async fn pump_down(
         let mut ended = false;
         let mut failed = None;
         let n = to
-            .write_with(max, |room| match from.try_read(room) {
-                Ok(0) => {
-                    ended = true;
-                    0
-                }
-                Ok(n) => n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => 0,
-                Err(e) => {
-                    failed = Some(e);
-                    0
-                }
+            .write_with(max, |room| {
+                let read = from.try_read(room);
+                ended = matches!(read, Ok(0));
+                moved(read, &mut failed)
             })
             .await?;
         if let Some(e) = failed {
@@ -706,6 +692,19 @@ async fn pump_down(
         add(bytes, n as u64);
         if n == max {
             max = 64 << 10;
+        }
+    }
+}
+
+/// What a non-blocking call on a kernel socket moved, for a closure lending the stack's buffers: the
+/// bytes, or 0 if it would block, or 0 with the error kept in `failed`.
+fn moved(result: io::Result<usize>, failed: &mut Option<io::Error>) -> usize {
+    match result {
+        Ok(n) => n,
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => 0,
+        Err(e) => {
+            *failed = Some(e);
+            0
         }
     }
 }
