@@ -819,6 +819,62 @@ fn a_slow_destination_behind_the_tunnel_keeps_its_memory_bounded() {
     assert!(summary.contains("tcp: 1 connections relayed"), "{summary}");
 }
 
+/// A TCP connection from `port` (bound before connecting) to `to`.
+fn connect_from(port: u16, to: SocketAddr) -> std::io::Result<TcpStream> {
+    use nix::sys::socket::{bind, connect, socket, AddressFamily, SockFlag, SockType, SockaddrIn};
+    use std::os::fd::AsRawFd;
+    let fd = socket(
+        AddressFamily::Inet,
+        SockType::Stream,
+        SockFlag::empty(),
+        None,
+    )?;
+    bind(fd.as_raw_fd(), &SockaddrIn::new(0, 0, 0, 0, port))?;
+    let SocketAddr::V4(to) = to else {
+        unreachable!("IPv4 only")
+    };
+    connect(fd.as_raw_fd(), &SockaddrIn::from(to))?;
+    Ok(TcpStream::from(fd))
+}
+
+#[test]
+fn upstream_connections_leave_from_the_applications_port_when_it_is_free() {
+    if !environment_ok("upstream_connections_leave_from_the_applications_port_when_it_is_free") {
+        return;
+    }
+    let out = TestNetns::create();
+    ip(&out.0, &["link", "set", "lo", "up"]);
+    ip(&out.0, &["addr", "add", "10.77.0.4/32", "dev", "lo"]);
+    let server = in_netns(&out.0, || {
+        TcpListener::bind("10.77.0.4:80").expect("server")
+    });
+    // A listener on the port the second connection comes from, in the tunnel's namespace: that port
+    // cannot be the upstream connection's there.
+    let taken = in_netns(&out.0, || {
+        TcpListener::bind("0.0.0.0:41235").expect("taken")
+    });
+    let app_ns = TestNetns::create();
+    let app = app_ns.0.clone();
+    let tunnel = Tunnel::start(&out.0, &app, &[]);
+    let to: SocketAddr = "10.77.0.4:80".parse().unwrap();
+    for (port, same) in [(41234u16, true), (41235, false)] {
+        let mut c = in_netns(&app, move || connect_from(port, to)).expect("connect");
+        let (mut s, peer) = server.accept().expect("accept");
+        assert_eq!(
+            peer.port() == port,
+            same,
+            "from {peer} for the application's {port}"
+        );
+        c.write_all(b"ping").unwrap();
+        let mut got = [0u8; 4];
+        s.read_exact(&mut got).unwrap();
+        assert_eq!(&got, b"ping");
+    }
+    drop(taken);
+    let summary = tunnel.stop();
+    assert!(summary.contains("tcp: 2 connections relayed"), "{summary}");
+}
+
 #[test]
 fn unreachable_and_silent_destinations_are_unreachable_and_silent_for_the_application() {
     if !environment_ok(
