@@ -19,12 +19,19 @@ pub(crate) struct Devices {
     pub(crate) lo: Loopback,
     /// Packets queued for a link before its transmit call.
     pub(crate) tx_batch: usize,
+    /// Some link's queue may hold packets: without it, [`Self::flush`] has nothing to look at.
+    pub(crate) queued: bool,
 }
 
 impl Devices {
     /// Hands every queued packet to its link now; returns how many there were and how many the links
     /// dropped.
+    #[inline(always)]
     pub(crate) fn flush(&mut self) -> (usize, usize) {
+        if !self.queued {
+            return (0, 0);
+        }
+        self.queued = false;
         let (mut n, mut dropped) = (0, 0);
         // The loopback's packets went straight to its queue: only the other links have queues.
         for dev in self.list.iter_mut().skip(1) {
@@ -42,6 +49,7 @@ impl Devices {
     fn transmit_link(&mut self, iface: InterfaceId, packet: PacketBuf) -> usize {
         let dev = &mut self.list[iface.0];
         dev.txq.push(packet);
+        self.queued = true;
         if dev.txq.len() < self.tx_batch {
             return 0;
         }

@@ -248,6 +248,7 @@ impl Stack {
                 list: Vec::new(),
                 lo,
                 tx_batch: config.tx_batch,
+                queued: false,
             },
             ip: Ipv4::new(&config, random_secret()),
             pool,
