@@ -4,6 +4,8 @@ mod bench;
 mod demo;
 mod demux_sim;
 #[cfg(target_os = "linux")]
+mod fake_dns;
+#[cfg(target_os = "linux")]
 mod netns;
 #[cfg(target_os = "linux")]
 mod pcap_tap;

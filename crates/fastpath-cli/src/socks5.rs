@@ -57,7 +57,30 @@ impl Credentials {
     }
 }
 const ATYP_V4: u8 = 1;
+const ATYP_DOMAIN: u8 = 3;
 const ATYP_V6: u8 = 4;
+
+/// Where a request or a datagram goes: an address, or a name (at most 255 bytes) and a port, for the
+/// server to resolve (RFC 1928's address type 3).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Target {
+    Addr(SocketAddr),
+    Name(String, u16),
+}
+
+/// `target` as RFC 1928 writes it: ATYP, the address or the name's length and the name, the port.
+pub fn encode_target(target: &Target, out: &mut Vec<u8>) {
+    match target {
+        Target::Addr(a) => encode_addr(*a, out),
+        Target::Name(name, port) => {
+            let name = &name.as_bytes()[..name.len().min(255)];
+            out.push(ATYP_DOMAIN);
+            out.push(name.len() as u8);
+            out.extend_from_slice(name);
+            out.extend_from_slice(&port.to_be_bytes());
+        }
+    }
+}
 
 /// `addr` as RFC 1928 writes it: ATYP, the address, the port.
 pub fn encode_addr(addr: SocketAddr, out: &mut Vec<u8>) {
@@ -74,8 +97,27 @@ pub fn encode_addr(addr: SocketAddr, out: &mut Vec<u8>) {
     out.extend_from_slice(&addr.port().to_be_bytes());
 }
 
+/// Reads an address or a name (ATYP, address, port) from the front of `b`; returns it and its
+/// length. A name must be text (ASCII without control characters).
+pub fn decode_target(b: &[u8]) -> Result<(Target, usize), String> {
+    if b.first() != Some(&ATYP_DOMAIN) {
+        return decode_addr(b).map(|(a, n)| (Target::Addr(a), n));
+    }
+    let len = usize::from(*b.get(1).ok_or("truncated name")?);
+    let name = b.get(2..2 + len).ok_or("truncated name")?;
+    let port = b.get(2 + len..4 + len).ok_or("truncated name")?;
+    if name.is_empty() || !name.iter().all(|c| c.is_ascii_graphic()) {
+        return Err("a name that is not text".into());
+    }
+    let name = String::from_utf8_lossy(name).into_owned();
+    Ok((
+        Target::Name(name, u16::from_be_bytes([port[0], port[1]])),
+        4 + len,
+    ))
+}
+
 /// Reads an address (ATYP, address, port) from the front of `b`; returns it and its length. A
-/// domain name (ATYP 3) is refused: a reply or datagram naming one is not one this client asked for.
+/// domain name (ATYP 3) is refused here ([`decode_target`] reads one).
 pub fn decode_addr(b: &[u8]) -> Result<(SocketAddr, usize), String> {
     let port = |at: usize| -> Result<u16, String> {
         b.get(at..at + 2)
@@ -104,18 +146,18 @@ pub fn decode_addr(b: &[u8]) -> Result<(SocketAddr, usize), String> {
 
 /// Appends the header in front of every UDP datagram to and from the relay (RFC 1928 §7): RSV, FRAG
 /// 0, the destination (or, from the relay, the source).
-pub fn udp_header(addr: SocketAddr, out: &mut Vec<u8>) {
+pub fn udp_header(target: &Target, out: &mut Vec<u8>) {
     out.extend_from_slice(&[0, 0, 0]);
-    encode_addr(addr, out);
+    encode_target(target, out);
 }
 
 /// Splits a datagram from the relay into its source and payload. Fragments (FRAG not 0) are
 /// refused, as RFC 1928 allows a client that does not reassemble to.
-pub fn parse_udp(datagram: &[u8]) -> Result<(SocketAddr, &[u8]), String> {
+pub fn parse_udp(datagram: &[u8]) -> Result<(Target, &[u8]), String> {
     match datagram {
         [0, 0, 0, rest @ ..] => {
-            let (addr, n) = decode_addr(rest)?;
-            Ok((addr, &rest[n..]))
+            let (from, n) = decode_target(rest)?;
+            Ok((from, &rest[n..]))
         }
         [_, _, frag, ..] if *frag != 0 => Err("a fragmented datagram".into()),
         _ => Err("a malformed datagram header".into()),
@@ -148,13 +190,14 @@ fn protocol(what: impl Into<String>) -> io::Error {
     )
 }
 
-/// On a fresh connection to the server: the method negotiation, then `command` for `addr`;
-/// returns the server's bound address (for UDP ASSOCIATE, where to send datagrams).
+/// On a fresh connection to the server: the method negotiation, then `command` for `target`;
+/// returns the server's bound address (for UDP ASSOCIATE, where to send datagrams; a bound name is
+/// returned as the unspecified address with its port, which the caller takes as the server's own).
 pub async fn request(
     s: &mut TcpStream,
     credentials: Option<&Credentials>,
     command: u8,
-    addr: SocketAddr,
+    target: &Target,
 ) -> io::Result<SocketAddr> {
     match credentials {
         None => s.write_all(&[VERSION, 1, NO_AUTHENTICATION]).await?,
@@ -191,7 +234,7 @@ pub async fn request(
         }
     }
     let mut req = vec![VERSION, command, 0];
-    encode_addr(addr, &mut req);
+    encode_target(target, &mut req);
     s.write_all(&req).await?;
     let mut head = [0u8; 4];
     s.read_exact(&mut head).await?;
@@ -204,6 +247,14 @@ pub async fn request(
     let len = match head[3] {
         ATYP_V4 => 4,
         ATYP_V6 => 16,
+        ATYP_DOMAIN => {
+            let mut len = [0u8; 1];
+            s.read_exact(&mut len).await?;
+            let mut rest = vec![0u8; usize::from(len[0]) + 2];
+            s.read_exact(&mut rest).await?;
+            let port = u16::from_be_bytes([rest[rest.len() - 2], rest[rest.len() - 1]]);
+            return Ok((Ipv4Addr::UNSPECIFIED, port).into());
+        }
         t => return Err(protocol(format!("address type {t} in the reply"))),
     };
     let mut rest = vec![0u8; len + 2];
@@ -242,17 +293,40 @@ mod tests {
     }
 
     #[test]
+    fn names_are_written_and_read_as_address_type_3() {
+        let t = Target::Name("example.com".into(), 443);
+        let mut b = Vec::new();
+        encode_target(&t, &mut b);
+        assert_eq!(&b[..2], &[3, 11]);
+        assert_eq!(&b[2..13], b"example.com");
+        assert_eq!(&b[13..], &443u16.to_be_bytes());
+        assert_eq!(decode_target(&b).unwrap(), (t.clone(), b.len()));
+        let mut d = Vec::new();
+        udp_header(&t, &mut d);
+        d.extend_from_slice(b"x");
+        assert_eq!(parse_udp(&d).unwrap(), (t, &b"x"[..]));
+    }
+
+    #[test]
     fn udp_headers_and_what_is_refused() {
         let a: SocketAddr = "198.51.100.9:53".parse().unwrap();
         let mut d = Vec::new();
-        udp_header(a, &mut d);
+        udp_header(&Target::Addr(a), &mut d);
         d.extend_from_slice(b"query");
-        assert_eq!(parse_udp(&d).unwrap(), (a, &b"query"[..]));
+        assert_eq!(parse_udp(&d).unwrap(), (Target::Addr(a), &b"query"[..]));
         assert!(
             parse_udp(&[0, 0, 1, 1, 10, 0, 0, 1, 0, 53]).is_err(),
             "a fragment"
         );
-        assert!(parse_udp(&[0, 0, 0, 3, 4, b'h']).is_err(), "a name");
+        assert!(
+            parse_udp(&[0, 0, 0, 3, 4, b'h']).is_err(),
+            "a truncated name"
+        );
+        assert!(parse_udp(&[0, 0, 0, 3, 0, 0, 53]).is_err(), "an empty name");
+        assert!(
+            parse_udp(&[0, 0, 0, 3, 1, b' ', 0, 53]).is_err(),
+            "not text"
+        );
         assert!(parse_udp(&[0, 0, 0, 1, 10, 0]).is_err(), "truncated");
         assert!(parse_udp(&[]).is_err());
     }

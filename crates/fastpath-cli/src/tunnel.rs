@@ -31,9 +31,10 @@
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::io::{self, Write};
-use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::PathBuf;
 use std::rc::Rc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use clap::Args;
@@ -42,9 +43,10 @@ use fastpath::{Ipv4Cidr, Ipv6Cidr, StackConfig};
 use fastpath_tokio::{Net, TcpListener, TcpStream, UdpIntercept};
 use tokio::io::AsyncWriteExt;
 
+use crate::fake_dns::{Answer, FakeDns};
 use crate::netns::Namespace;
 use crate::pcap_tap::PcapTap;
-use crate::socks5;
+use crate::socks5::{self, Target};
 
 #[derive(Args, Debug)]
 pub struct TunnelArgs {
@@ -79,6 +81,13 @@ pub struct TunnelArgs {
     /// list.
     #[arg(long, requires = "socks5", value_name = "USER")]
     socks5_user: Option<String>,
+    /// Answer the applications' DNS queries for IPv4 addresses (UDP to port 53, whatever the server)
+    /// with addresses of this range, each standing for its name, and connect to the name when an
+    /// application connects to one of them: through SOCKS5 the proxy resolves it (no query leaves
+    /// outside the proxy), directly the host's resolver does. Queries for IPv6 addresses get none.
+    /// 198.18.0.0/15 (set aside for benchmarking, RFC 2544) is the usual range.
+    #[arg(long, value_name = "CIDR")]
+    fake_dns: Option<Ipv4Cidr>,
     /// Bind every outgoing kernel socket to this interface (`SO_BINDTODEVICE`).
     #[arg(long)]
     bind_interface: Option<String>,
@@ -166,6 +175,11 @@ tally! {
     udp_segmented_datagrams,
     /// Flows whose segmented send the kernel refused, sent one datagram at a time since.
     udp_segmenting_refused,
+    /// DNS queries the fake DNS answered.
+    dns_answered,
+    /// Connections and flows to an address of the fake DNS range that no name has (any more): a
+    /// host unreachable for a connection, the datagram dropped.
+    dns_unknown,
 }
 
 fn add(c: &Cell<u64>, n: u64) {
@@ -181,6 +195,9 @@ struct Settings {
     udp_idle: Duration,
     max_udp_flows: usize,
     max_tcp_flows: usize,
+    /// The fake DNS table, shared by every queue (a query and the connection it leads to may reach
+    /// different queues).
+    fake_dns: Option<Arc<Mutex<FakeDns>>>,
 }
 
 pub fn run(args: &TunnelArgs) -> Result<(), String> {
@@ -246,7 +263,12 @@ pub fn run(args: &TunnelArgs) -> Result<(), String> {
         udp_idle: Duration::from_secs_f64(args.udp_idle.max(0.001)),
         max_udp_flows: args.max_udp_flows.div_ceil(queues),
         max_tcp_flows: args.max_tcp_flows.div_ceil(queues),
+        fake_dns: match args.fake_dns {
+            Some(c) => Some(Arc::new(Mutex::new(FakeDns::new(c.addr, c.prefix_len)?))),
+            None => None,
+        },
     };
+    let fake_dns = settings.fake_dns.clone();
     let shard = Shard {
         dev: dev.clone(),
         cidr: Ipv4Cidr::new(args.addr, kernel.prefix_len),
@@ -356,6 +378,13 @@ pub fn run(args: &TunnelArgs) -> Result<(), String> {
         t.udp_segmented_sends,
         t.udp_segmenting_refused
     ));
+    if let Some(fake) = &fake_dns {
+        let names = fake.lock().unwrap_or_else(|e| e.into_inner()).len();
+        say(&format!(
+            "dns: {} queries answered, {names} names held, {} flows to an address no name has",
+            t.dns_answered, t.dns_unknown
+        ));
+    }
     if queues > 1 {
         let list = |f: fn(&(u64, u64)) -> u64| {
             shares
@@ -575,12 +604,46 @@ fn outgoing_tcp(dst: SocketAddr, settings: &Settings) -> io::Result<tokio::net::
 /// tunnel's time; the application's port is one its own kernel just found free for that
 /// destination.
 async fn connect_upstream(
+    target: &Target,
+    app: SocketAddr,
+    settings: &Settings,
+) -> io::Result<tokio::net::TcpStream> {
+    match (settings.socks5, target) {
+        (None, Target::Addr(dst)) => connect_direct(*dst, app, settings).await,
+        // A fake DNS address's name: each of its addresses in turn.
+        (None, Target::Name(name, port)) => {
+            let mut last = io::Error::new(io::ErrorKind::HostUnreachable, "a name with no address");
+            for dst in tokio::net::lookup_host((name.as_str(), *port)).await? {
+                match connect_direct(dst, app, settings).await {
+                    Ok(s) => return Ok(s),
+                    Err(e) => last = e,
+                }
+            }
+            Err(last)
+        }
+        (Some(proxy), target) => {
+            let mut s = outgoing_tcp(proxy, settings)?.connect(proxy).await?;
+            socks5::request(
+                &mut s,
+                settings.socks5_auth.as_ref(),
+                socks5::CONNECT,
+                target,
+            )
+            .await?;
+            Ok(s)
+        }
+    }
+}
+
+/// A kernel connection straight to `dst`, from the application's port if the kernel lets it (see
+/// [`connect_upstream`]).
+async fn connect_direct(
     dst: SocketAddr,
     app: SocketAddr,
     settings: &Settings,
 ) -> io::Result<tokio::net::TcpStream> {
-    match settings.socks5 {
-        None => {
+    {
+        {
             let socket = outgoing_tcp(dst, settings)?;
             let local = match dst {
                 SocketAddr::V4(_) => SocketAddr::new(Ipv4Addr::UNSPECIFIED.into(), app.port()),
@@ -595,23 +658,37 @@ async fn connect_upstream(
                 other => other,
             }
         }
-        Some(proxy) => {
-            let mut s = outgoing_tcp(proxy, settings)?.connect(proxy).await?;
-            socks5::request(&mut s, settings.socks5_auth.as_ref(), socks5::CONNECT, dst).await?;
-            Ok(s)
-        }
     }
+}
+
+/// Where a flow to `dst` goes: `dst` itself, or the name a fake DNS address stands for. `None` for
+/// an address of the fake range that no name has.
+fn target_of(dst: SocketAddr, settings: &Settings) -> Option<Target> {
+    let (Some(fake), IpAddr::V4(ip)) = (&settings.fake_dns, dst.ip()) else {
+        return Some(Target::Addr(dst));
+    };
+    let fake = fake.lock().unwrap_or_else(|e| e.into_inner());
+    if !fake.contains(ip) {
+        return Some(Target::Addr(dst));
+    }
+    fake.name_of(ip)
+        .map(|name| Target::Name(name.to_string(), dst.port()))
 }
 
 async fn relay_tcp(conn: TcpStream, settings: Rc<Settings>, tally: Rc<Tally>) {
     let Ok((dst, app)) = conn.addrs() else {
         return;
     };
+    let Some(target) = target_of(dst, &settings) else {
+        add(&tally.dns_unknown, 1);
+        let _ = conn.unreachable(fastpath::Unreachable::Host);
+        return;
+    };
     add(&tally.tcp_flows, 1);
     tally.tcp_live.set(tally.tcp_live.get() + 1);
     let upstream = tokio::time::timeout(
         settings.connect_timeout,
-        connect_upstream(dst, app, &settings),
+        connect_upstream(&target, app, &settings),
     )
     .await;
     match upstream {
@@ -742,7 +819,8 @@ fn moved(result: io::Result<usize>, failed: &mut Option<io::Error>) -> usize {
 /// last carried a datagram.
 struct Flow {
     socket: Rc<tokio::net::UdpSocket>,
-    socks: bool,
+    /// Through SOCKS5: the header every datagram of the flow carries to the relay.
+    socks: Option<Rc<[u8]>>,
     last: Rc<Cell<tokio::time::Instant>>,
     /// Its bursts may go out as one segmented send: false once the kernel refused one for this
     /// flow (a segment larger than the route's MTU, say), so that it is not tried again per burst.
@@ -789,10 +867,24 @@ async fn udp_loop(udp: Rc<UdpIntercept>, settings: Rc<Settings>, tally: Rc<Tally
             },
         };
         let key = (app, dst);
+        // A DNS query the fake DNS answers: back to the application from the server it asked.
+        if let (Some(fake), 53) = (&settings.fake_dns, dst.port()) {
+            let answer = fake
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .answer(&buf[..n]);
+            if let Answer::Reply(reply) = answer {
+                match udp.send_from(&reply, dst, app) {
+                    Ok(_) => add(&tally.dns_answered, 1),
+                    Err(_) => add(&tally.udp_send_failed, 1),
+                }
+                continue;
+            }
+        }
         let existing = flows
             .borrow()
             .get(&key)
-            .map(|f| (f.socket.clone(), f.socks, f.last.clone(), f.segment));
+            .map(|f| (f.socket.clone(), f.socks.clone(), f.last.clone(), f.segment));
         let (socket, socks, last, segment) = match existing {
             Some(f) => f,
             None => {
@@ -800,18 +892,27 @@ async fn udp_loop(udp: Rc<UdpIntercept>, settings: Rc<Settings>, tally: Rc<Tally
                     add(&tally.udp_over_limit, 1);
                     continue;
                 }
-                let Ok(Outgoing { socket, control }) = outgoing_udp(dst, &settings).await else {
+                let Some(target) = target_of(dst, &settings) else {
+                    add(&tally.dns_unknown, 1);
+                    continue;
+                };
+                let Ok(Outgoing { socket, control }) = outgoing_udp(&target, &settings).await
+                else {
                     add(&tally.udp_send_failed, 1);
                     continue;
                 };
                 let socket = Rc::new(socket);
-                let socks = control.is_some();
+                let socks = control.as_ref().map(|_| {
+                    let mut header = Vec::new();
+                    socks5::udp_header(&target, &mut header);
+                    Rc::from(header)
+                });
                 let last = Rc::new(Cell::new(tokio::time::Instant::now()));
                 flows.borrow_mut().insert(
                     key,
                     Flow {
                         socket: socket.clone(),
-                        socks,
+                        socks: socks.clone(),
                         last: last.clone(),
                         segment: true,
                     },
@@ -819,6 +920,7 @@ async fn udp_loop(udp: Rc<UdpIntercept>, settings: Rc<Settings>, tally: Rc<Tally
                 add(&tally.udp_flows, 1);
                 tokio::task::spawn_local(udp_replies(
                     key,
+                    target,
                     socket.clone(),
                     control,
                     last.clone(),
@@ -832,9 +934,9 @@ async fn udp_loop(udp: Rc<UdpIntercept>, settings: Rc<Settings>, tally: Rc<Tally
         };
         last.set(tokio::time::Instant::now());
         // A full kernel send buffer makes these wait: backpressure on every flow, no queue here.
-        if socks {
+        if let Some(header) = socks {
             framed.clear();
-            socks5::udp_header(dst, &mut framed);
+            framed.extend_from_slice(&header);
             framed.extend_from_slice(&buf[..n]);
             match socket.send(&framed).await {
                 Ok(_) => add(&tally.udp_up, n as u64),
@@ -951,8 +1053,18 @@ async fn send_segments(
 
 /// A kernel UDP socket bound to the chosen interface and connected to `dst`, or through SOCKS5 to
 /// the relay of a new UDP association.
-async fn outgoing_udp(dst: SocketAddr, settings: &Settings) -> io::Result<Outgoing> {
+async fn outgoing_udp(target: &Target, settings: &Settings) -> io::Result<Outgoing> {
     let Some(proxy) = settings.socks5 else {
+        let dst = match target {
+            Target::Addr(a) => *a,
+            // A fake DNS address's name: its first address.
+            Target::Name(name, port) => tokio::net::lookup_host((name.as_str(), *port))
+                .await?
+                .next()
+                .ok_or_else(|| {
+                    io::Error::new(io::ErrorKind::HostUnreachable, "a name with no address")
+                })?,
+        };
         let socket = udp_socket_to(dst, settings).await?;
         return Ok(Outgoing {
             socket,
@@ -967,7 +1079,7 @@ async fn outgoing_udp(dst: SocketAddr, settings: &Settings) -> io::Result<Outgoi
             &mut control,
             settings.socks5_auth.as_ref(),
             socks5::UDP_ASSOCIATE,
-            unspecified,
+            &Target::Addr(unspecified),
         )
         .await?;
         // An unspecified relay address means the server's own.
@@ -985,6 +1097,15 @@ async fn outgoing_udp(dst: SocketAddr, settings: &Settings) -> io::Result<Outgoi
     tokio::time::timeout(settings.connect_timeout, connect)
         .await
         .unwrap_or_else(|_| Err(io::ErrorKind::TimedOut.into()))
+}
+
+/// True when a datagram the relay says is from `from` belongs to the flow to `target`.
+fn is_from(from: &Target, target: &Target) -> bool {
+    match (from, target) {
+        (_, Target::Addr(_)) => from == target,
+        (Target::Name(_, p), Target::Name(_, port)) => p == port,
+        (Target::Addr(a), Target::Name(_, port)) => a.port() == *port,
+    }
 }
 
 fn wildcard(like: SocketAddr) -> SocketAddr {
@@ -1008,6 +1129,7 @@ async fn udp_socket_to(to: SocketAddr, settings: &Settings) -> io::Result<tokio:
 #[allow(clippy::too_many_arguments)]
 async fn udp_replies(
     (app, dst): (SocketAddr, SocketAddr),
+    target: Target,
     socket: Rc<tokio::net::UdpSocket>,
     control: Option<tokio::net::TcpStream>,
     last: Rc<Cell<tokio::time::Instant>>,
@@ -1022,9 +1144,11 @@ async fn udp_replies(
         match tokio::time::timeout_at(deadline, socket.recv(&mut buf)).await {
             Ok(Ok(n)) => {
                 let payload = if control.is_some() {
-                    // From the relay: the header names the source, which must be the flow's.
+                    // From the relay: the header names the source, which must be the flow's (for
+                    // a name, the relay may give the name or the address it found: the port
+                    // must match).
                     match socks5::parse_udp(&buf[..n]) {
-                        Ok((from, payload)) if from == dst => payload,
+                        Ok((from, payload)) if is_from(&from, &target) => payload,
                         _ => {
                             add(&tally.udp_send_failed, 1);
                             continue;

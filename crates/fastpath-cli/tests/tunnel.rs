@@ -454,9 +454,11 @@ fn applications_reach_the_network_through_the_tunnel() {
 }
 
 /// A SOCKS5 server for the test (RFC 1928, no authentication): CONNECT and UDP ASSOCIATE, IPv4
-/// addresses, counting what it relayed.
+/// addresses and names (`echo.test` is 10.77.0.2; others have no address), counting what it relayed.
 #[derive(Default)]
 struct Socks5Counts {
+    /// The names asked for, in order.
+    names: std::sync::Mutex<Vec<String>>,
     /// Sessions that offered the wrong password (the server requires `fp` / `secret`).
     bad_password: std::sync::atomic::AtomicUsize,
     connects: std::sync::atomic::AtomicUsize,
@@ -464,16 +466,41 @@ struct Socks5Counts {
     datagrams: std::sync::atomic::AtomicUsize,
 }
 
-fn read_addr(c: &mut TcpStream) -> std::io::Result<SocketAddr> {
+/// The test server's resolver.
+fn resolve(name: &[u8]) -> [u8; 4] {
+    if name == b"echo.test" {
+        [10, 77, 0, 2]
+    } else {
+        [0, 0, 0, 0]
+    }
+}
+
+fn read_addr(c: &mut TcpStream, counts: &Socks5Counts) -> std::io::Result<SocketAddr> {
     let mut atyp = [0u8; 1];
     c.read_exact(&mut atyp)?;
-    assert_eq!(atyp[0], 1, "the tunnel asks for IPv4 addresses here");
-    let mut a = [0u8; 6];
-    c.read_exact(&mut a)?;
-    Ok(SocketAddr::from((
-        [a[0], a[1], a[2], a[3]],
-        u16::from_be_bytes([a[4], a[5]]),
-    )))
+    let ip = match atyp[0] {
+        1 => {
+            let mut a = [0u8; 4];
+            c.read_exact(&mut a)?;
+            a
+        }
+        3 => {
+            let mut len = [0u8; 1];
+            c.read_exact(&mut len)?;
+            let mut name = vec![0u8; len[0] as usize];
+            c.read_exact(&mut name)?;
+            counts
+                .names
+                .lock()
+                .unwrap()
+                .push(String::from_utf8_lossy(&name).into_owned());
+            resolve(&name)
+        }
+        other => panic!("the tunnel asks for IPv4 addresses or names here, not type {other}"),
+    };
+    let mut port = [0u8; 2];
+    c.read_exact(&mut port)?;
+    Ok(SocketAddr::from((ip, u16::from_be_bytes(port))))
 }
 
 fn reply(c: &mut TcpStream, code: u8, bound: SocketAddr) -> std::io::Result<()> {
@@ -528,7 +555,7 @@ fn socks5_session(mut c: TcpStream, counts: &Socks5Counts) -> std::io::Result<()
     c.write_all(&[1, 0])?;
     let mut req = [0u8; 3];
     c.read_exact(&mut req)?;
-    let target = read_addr(&mut c)?;
+    let target = read_addr(&mut c, counts)?;
     match req[1] {
         1 => match TcpStream::connect_timeout(&target, Duration::from_secs(2)) {
             Ok(up) => {
@@ -563,12 +590,23 @@ fn socks5_session(mut c: TcpStream, counts: &Socks5Counts) -> std::io::Result<()
                 };
                 if client.is_none() || client == Some(from) {
                     client = Some(from);
-                    assert_eq!(&buf[..4], &[0, 0, 0, 1], "RSV, FRAG 0, IPv4");
-                    let to = SocketAddr::from((
-                        [buf[4], buf[5], buf[6], buf[7]],
-                        u16::from_be_bytes([buf[8], buf[9]]),
-                    ));
-                    relay.send_to(&buf[10..n], to)?;
+                    // RSV, FRAG 0, then an IPv4 address or a name, and the port.
+                    let (ip, at) = match &buf[..4] {
+                        [0, 0, 0, 1] => ([buf[4], buf[5], buf[6], buf[7]], 8),
+                        [0, 0, 0, 3] => {
+                            let len = buf[4] as usize;
+                            let name = &buf[5..5 + len];
+                            counts
+                                .names
+                                .lock()
+                                .unwrap()
+                                .push(String::from_utf8_lossy(name).into_owned());
+                            (resolve(name), 5 + len)
+                        }
+                        other => panic!("a datagram header {other:?}"),
+                    };
+                    let to = SocketAddr::from((ip, u16::from_be_bytes([buf[at], buf[at + 1]])));
+                    relay.send_to(&buf[at + 2..n], to)?;
                 } else if let (Some(client), SocketAddr::V4(src)) = (client, from) {
                     let mut d = vec![0, 0, 0, 1];
                     d.extend_from_slice(&src.ip().octets());
@@ -681,6 +719,126 @@ fn the_tunnel_relays_through_a_socks5_server() {
     assert_eq!(counts.bad_password.load(Relaxed), 1);
     assert_eq!(counts.connects.load(Relaxed), 1, "nothing went through");
     drop(tunnel);
+}
+
+/// A DNS query for `name` of `qtype` (1, A; 28, AAAA) sent from APP to a server that does not exist;
+/// the answer's address, if it has one.
+fn ask(app: &str, name: &'static str, qtype: u16) -> Option<std::net::Ipv4Addr> {
+    in_netns(app, move || {
+        let s = UdpSocket::bind("0.0.0.0:0").unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+        let mut q = vec![0xab, 0xcd, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0];
+        for label in name.split('.') {
+            q.push(label.len() as u8);
+            q.extend_from_slice(label.as_bytes());
+        }
+        q.extend_from_slice(&[0]);
+        q.extend_from_slice(&qtype.to_be_bytes());
+        q.extend_from_slice(&[0, 1]);
+        s.send_to(&q, "192.0.2.53:53").unwrap();
+        let mut r = [0u8; 512];
+        let (n, from) = s.recv_from(&mut r).expect("an answer");
+        assert_eq!(
+            from,
+            "192.0.2.53:53".parse().unwrap(),
+            "from the server asked"
+        );
+        assert_eq!(&r[..2], &[0xab, 0xcd]);
+        assert_eq!(r[3] & 0x0f, 0, "no error");
+        (r[7] == 1).then(|| std::net::Ipv4Addr::new(r[n - 4], r[n - 3], r[n - 2], r[n - 1]))
+    })
+}
+
+#[test]
+fn fake_dns_hands_names_to_the_socks5_server_and_to_the_hosts_resolver() {
+    if !environment_ok("fake_dns_hands_names_to_the_socks5_server_and_to_the_hosts_resolver") {
+        return;
+    }
+    let out = TestNetns::create();
+    ip(&out.0, &["link", "set", "lo", "up"]);
+    ip(&out.0, &["addr", "add", "10.77.0.2/32", "dev", "lo"]);
+    start_servers(&out.0);
+    let counts = std::sync::Arc::new(Socks5Counts::default());
+    let c = counts.clone();
+    let ns_path = format!("/var/run/netns/{}", out.0);
+    let (bound_tx, bound_rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let ns = std::fs::File::open(&ns_path).expect("open OUT");
+        nix::sched::setns(&ns, nix::sched::CloneFlags::CLONE_NEWNET).expect("setns");
+        let socks = TcpListener::bind("10.77.0.2:1080").expect("SOCKS5");
+        bound_tx.send(()).unwrap();
+        for conn in socks.incoming() {
+            let Ok(conn) = conn else { break };
+            let c = c.clone();
+            std::thread::spawn(move || {
+                let _ = socks5_session(conn, &c);
+            });
+        }
+    });
+    bound_rx.recv().unwrap();
+
+    // Through SOCKS5: the name goes to the server, which resolves it.
+    let app_ns = TestNetns::create();
+    let app = app_ns.0.clone();
+    let tunnel = Tunnel::start_with_env(
+        &out.0,
+        &app,
+        &[
+            "--socks5",
+            "10.77.0.2:1080",
+            "--socks5-user",
+            "fp",
+            "--fake-dns",
+            "198.18.0.0/15",
+        ],
+        &[("FASTPATH_SOCKS5_PASSWORD", "secret")],
+    );
+    let fake = ask(&app, "Echo.Test", 1).expect("an address for the name");
+    assert_eq!(fake, std::net::Ipv4Addr::new(198, 18, 0, 1));
+    assert_eq!(
+        ask(&app, "echo.test", 1),
+        Some(fake),
+        "the same name, the same address"
+    );
+    assert_eq!(ask(&app, "echo.test", 28), None, "no IPv6 address");
+    assert!(in_netns(&app, move || tcp_echo((fake, 7).into(), 1 << 20)));
+    let udp_back = in_netns(&app, move || {
+        let s = UdpSocket::bind("0.0.0.0:0").unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+        s.send_to(b"by name", (fake, 7)).unwrap();
+        let mut buf = [0u8; 64];
+        let (n, from) = s.recv_from(&mut buf).expect("a UDP answer");
+        (buf[..n].to_vec(), from)
+    });
+    assert_eq!(udp_back, (b"by name".to_vec(), (fake, 7).into()));
+    // An address of the range that no name has: no route to that host.
+    let unknown = in_netns(&app, || {
+        TcpStream::connect_timeout(&"198.19.0.9:7".parse().unwrap(), Duration::from_secs(5))
+            .map(|_| ())
+            .map_err(|e| e.kind())
+    });
+    assert_eq!(unknown, Err(ErrorKind::HostUnreachable));
+    assert_eq!(
+        *counts.names.lock().unwrap(),
+        ["echo.test", "echo.test"],
+        "the connection and the datagrams' association named it"
+    );
+    let summary = tunnel.stop();
+    assert!(
+        summary
+            .contains("dns: 3 queries answered, 1 names held, 1 flows to an address no name has"),
+        "{summary}"
+    );
+
+    // Directly: the host's resolver (`localhost`, whose addresses in OUT hold the echo server).
+    let app_ns = TestNetns::create();
+    let app = app_ns.0.clone();
+    let tunnel = Tunnel::start(&out.0, &app, &["--fake-dns", "198.18.0.0/15"]);
+    let fake = ask(&app, "localhost", 1).expect("an address for the name");
+    assert!(in_netns(&app, move || tcp_echo((fake, 7).into(), 1 << 20)));
+    let summary = tunnel.stop();
+    assert!(summary.contains("dns: 1 queries answered"), "{summary}");
+    assert!(summary.contains("tcp: 1 connections relayed"), "{summary}");
 }
 
 /// The tunnel's resident memory, in KiB.
