@@ -594,8 +594,8 @@ fn outgoing_tcp(dst: SocketAddr, settings: &Settings) -> io::Result<tokio::net::
     Ok(socket)
 }
 
-/// A kernel connection to `dst` for the application's connection from `app`: straight there, or
-/// through the SOCKS5 server (CONNECT).
+/// A kernel connection to `target` (an address, or a fake DNS address's name) for the
+/// application's connection from `app`: straight there, or through the SOCKS5 server (CONNECT).
 ///
 /// Straight there, the connection leaves from the application's own port when the kernel lets it
 /// (`SO_REUSEADDR`, then `bind`), else from one the kernel picks. With thousands of short
@@ -642,22 +642,15 @@ async fn connect_direct(
     app: SocketAddr,
     settings: &Settings,
 ) -> io::Result<tokio::net::TcpStream> {
-    {
-        {
-            let socket = outgoing_tcp(dst, settings)?;
-            let local = match dst {
-                SocketAddr::V4(_) => SocketAddr::new(Ipv4Addr::UNSPECIFIED.into(), app.port()),
-                SocketAddr::V6(_) => SocketAddr::new(Ipv6Addr::UNSPECIFIED.into(), app.port()),
-            };
-            let bound = socket.set_reuseaddr(true).is_ok() && socket.bind(local).is_ok();
-            match socket.connect(dst).await {
-                // That 4-tuple is still in TIME-WAIT here: a port of the kernel's choosing.
-                Err(e) if bound && e.kind() == io::ErrorKind::AddrNotAvailable => {
-                    outgoing_tcp(dst, settings)?.connect(dst).await
-                }
-                other => other,
-            }
+    let socket = outgoing_tcp(dst, settings)?;
+    let local = SocketAddr::new(wildcard(dst).ip(), app.port());
+    let bound = socket.set_reuseaddr(true).is_ok() && socket.bind(local).is_ok();
+    match socket.connect(dst).await {
+        // That 4-tuple is still in TIME-WAIT here: a port of the kernel's choosing.
+        Err(e) if bound && e.kind() == io::ErrorKind::AddrNotAvailable => {
+            outgoing_tcp(dst, settings)?.connect(dst).await
         }
+        other => other,
     }
 }
 
