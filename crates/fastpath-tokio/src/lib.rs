@@ -763,6 +763,7 @@ impl AsyncWrite for &TcpStream {
     }
 
     fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        // Written bytes are queued in the connection; the driver sends them as the windows allow.
         self.net.kick();
         Poll::Ready(Ok(()))
     }
