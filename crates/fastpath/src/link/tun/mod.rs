@@ -91,6 +91,9 @@ pub use vnet::VNET_HEADER_LEN;
 /// Largest MTU a TUN interface (and IPv4) allows.
 pub const MAX_MTU: usize = 65535;
 
+/// Small packets read in a row into large buffers before the link goes back to small reads.
+const SMALL_IN_LARGE: u32 = 8;
+
 /// Smallest MTU IPv4 allows.
 pub const MIN_MTU: usize = 68;
 
@@ -186,6 +189,13 @@ pub struct TunLink {
     pool: BufferPool,
     /// A receive buffer left over from a read that found nothing (or a dropped packet), for the next.
     spare: Option<PacketBuf>,
+    /// With TSO taken whole: large TCP packets are arriving, so reads go straight into a large
+    /// buffer (`spare_large`, or one from the pool's 64 KiB class) and nothing is gathered; a small
+    /// packet read that way is copied into a small buffer. Set by a packet that had to be gathered;
+    /// cleared after [`SMALL_IN_LARGE`] small packets in a row.
+    large_reads: bool,
+    small_in_a_row: u32,
+    spare_large: Option<PacketBuf>,
     /// Bytes asked of the pool for a receive buffer: one more than the MTU, so that a packet that fills
     /// the buffer is known to be too large.
     rx_capacity: usize,
@@ -350,10 +360,23 @@ impl TunLink {
             tso_rx: false,
             pool: BufferPool::new(BufferMode::Pool, POOL_FREE_BUFFERS),
             spare: None,
+            large_reads: false,
+            small_in_a_row: 0,
+            spare_large: None,
             rx_capacity: mtu + 1,
             scratch: Vec::new(),
             pending: VecDeque::new(),
             stats: TunStats::default(),
+        }
+    }
+
+    /// Keeps a receive buffer that carried nothing for the next read: a large one as the large
+    /// spare, any other as the small one.
+    fn keep(&mut self, buf: PacketBuf) {
+        if buf.truesize() > HEADROOM + MAX_MTU {
+            self.spare_large = Some(buf);
+        } else {
+            self.spare = Some(buf);
         }
     }
 
@@ -513,9 +536,17 @@ impl Link for TunLink {
                 got += 1;
                 continue;
             }
-            let mut buf = match self.spare.take() {
-                Some(buf) => buf,
-                None => self.pool.alloc(self.rx_capacity),
+            let large = self.large_reads;
+            let mut buf = if large {
+                match self.spare_large.take() {
+                    Some(buf) => buf,
+                    None => self.pool.alloc(MAX_MTU),
+                }
+            } else {
+                match self.spare.take() {
+                    Some(buf) => buf,
+                    None => self.pool.alloc(self.rx_capacity),
+                }
             };
             // The window covers everything from the virtio header's place in the headroom to the end.
             buf.reset(HEADROOM - VNET_HEADER_LEN);
@@ -531,20 +562,20 @@ impl Link for TunLink {
             let n = match read {
                 Ok(n) => n,
                 Err(Errno::EINTR) => {
-                    self.spare = Some(buf);
+                    self.keep(buf);
                     continue;
                 }
                 Err(e) => {
                     if e != Errno::EAGAIN {
                         self.stats.rx_errors += 1;
                     }
-                    self.spare = Some(buf);
+                    self.keep(buf);
                     break;
                 }
             };
             if n < VNET_HEADER_LEN {
                 self.stats.rx_drop_truncated += 1;
-                self.spare = Some(buf);
+                self.keep(buf);
                 continue;
             }
             let mut header = [0; VNET_HEADER_LEN];
@@ -576,15 +607,16 @@ impl Link for TunLink {
                     Err(None) => self.stats.rx_drop_oversize += 1,
                     Err(Some(reason)) => self.stats.count_drop(reason),
                 }
-                self.spare = Some(buf);
+                self.keep(buf);
                 continue;
             }
             if tcp_gso && n > room {
-                // A large TCP segment: into one buffer from the 64 KiB class, the one copy GRO costs.
+                // A large TCP segment in a small buffer: gathered into one from the 64 KiB class,
+                // a copy of the whole packet; the next reads go straight into large buffers.
                 let len = n - VNET_HEADER_LEN;
                 if n >= room + self.scratch.len() || len > MAX_MTU {
                     self.stats.rx_drop_oversize += 1;
-                    self.spare = Some(buf);
+                    self.keep(buf);
                     continue;
                 }
                 let frame = Frame {
@@ -592,17 +624,48 @@ impl Link for TunLink {
                     tail: &self.scratch[..n - room],
                 };
                 let big = gso::join_tcp_gso(&frame, &mut self.pool);
-                self.spare = Some(buf);
+                self.keep(buf);
                 buf = big;
+                self.large_reads = true;
+                self.small_in_a_row = 0;
             } else if n >= room {
                 // The kernel fills what fits and reports the whole length: either way, cut or not, it
                 // is larger than anything this link's MTU lets in.
                 self.stats.rx_drop_oversize += 1;
-                self.spare = Some(buf);
+                self.keep(buf);
                 continue;
+            } else if large && !tcp_gso {
+                // A small packet in a large buffer: copied into a small one (at most a small
+                // buffer's worth, as a small read would take), the large one kept for the next read.
+                let mut small = match self.spare.take() {
+                    Some(b) => b,
+                    None => self.pool.alloc(self.rx_capacity),
+                };
+                small.reset(HEADROOM);
+                if n - VNET_HEADER_LEN >= small.tailroom() {
+                    self.stats.rx_drop_oversize += 1;
+                    self.spare = Some(small);
+                    self.keep(buf);
+                    continue;
+                }
+                small.extend_from_slice(&buf.data()[VNET_HEADER_LEN..n]);
+                self.keep(buf);
+                buf = small;
+                self.stats.rx_small_copied += 1;
+                self.small_in_a_row += 1;
+                if self.small_in_a_row >= SMALL_IN_LARGE {
+                    self.large_reads = false;
+                    if let Some(b) = self.spare_large.take() {
+                        self.pool.free(b);
+                    }
+                }
             } else {
                 buf.truncate(n);
                 buf.pull_front(VNET_HEADER_LEN);
+                if large {
+                    self.stats.rx_tso_direct += 1;
+                    self.small_in_a_row = 0;
+                }
             }
             if tcp_gso {
                 self.stats.rx_tso_packets += 1;
@@ -630,7 +693,7 @@ impl Link for TunLink {
                 }
                 Err(reason) => {
                     self.stats.count_drop(reason);
-                    self.spare = Some(buf);
+                    self.keep(buf);
                 }
             }
         }

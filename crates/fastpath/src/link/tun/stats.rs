@@ -39,6 +39,12 @@ pub struct TunStats {
     pub rx_drop_gso: u64,
     /// TCP GSO packets (larger than the MTU) taken whole.
     pub rx_tso_packets: u64,
+    /// Of those, read straight into a large buffer (the rest were gathered from the receive buffer
+    /// and the scratch area into one, a copy of the whole packet).
+    pub rx_tso_direct: u64,
+    /// Small packets read into a large buffer while large ones were arriving, and copied into a
+    /// small one (the price of reading the large ones without a copy).
+    pub rx_small_copied: u64,
     /// Dropped: a UDP GSO packet that does not add up: a segment size of 0 or past the MTU, more than
     /// [`UDP_MAX_SEGMENTS`] segments, lengths that disagree, not a whole UDP/IPv4 datagram.
     pub rx_drop_gso_malformed: u64,
@@ -77,6 +83,8 @@ impl std::ops::AddAssign for TunStats {
             rx_gso_segments,
             rx_drop_gso,
             rx_tso_packets,
+            rx_tso_direct,
+            rx_small_copied,
             rx_drop_gso_malformed,
             rx_errors,
             tx_packets,
@@ -100,6 +108,8 @@ impl std::ops::AddAssign for TunStats {
         self.rx_gso_segments += rx_gso_segments;
         self.rx_drop_gso += rx_drop_gso;
         self.rx_tso_packets += rx_tso_packets;
+        self.rx_tso_direct += rx_tso_direct;
+        self.rx_small_copied += rx_small_copied;
         self.rx_drop_gso_malformed += rx_drop_gso_malformed;
         self.rx_errors += rx_errors;
         self.tx_packets += tx_packets;
@@ -165,6 +175,14 @@ impl fmt::Display for TunStats {
             (self.rx_gso_segments, "datagrams split from GSO packets"),
             (self.rx_drop_gso, "dropped: GSO packet"),
             (self.rx_tso_packets, "TCP GSO packets taken whole (GRO)"),
+            (
+                self.rx_tso_direct,
+                "of those, read straight into a large buffer",
+            ),
+            (
+                self.rx_small_copied,
+                "small packets copied out of a large buffer",
+            ),
             (self.rx_drop_gso_malformed, "dropped: malformed GSO packet"),
             (self.rx_errors, "read errors"),
             (self.tx_packets, "packets sent"),
