@@ -622,12 +622,9 @@ fn socks5_session(mut c: TcpStream, counts: &Socks5Counts) -> std::io::Result<()
     Ok(())
 }
 
-#[test]
-fn the_tunnel_relays_through_a_socks5_server() {
-    if !environment_ok("the_tunnel_relays_through_a_socks5_server") {
-        return;
-    }
-    let out = TestNetns::create();
+/// OUT's loopback at 10.77.0.2 with the echo servers, and the test's SOCKS5 server at
+/// 10.77.0.2:1080; what the server counts.
+fn start_out_with_socks5(out: &TestNetns) -> std::sync::Arc<Socks5Counts> {
     ip(&out.0, &["link", "set", "lo", "up"]);
     ip(&out.0, &["addr", "add", "10.77.0.2/32", "dev", "lo"]);
     start_servers(&out.0);
@@ -650,6 +647,16 @@ fn the_tunnel_relays_through_a_socks5_server() {
         }
     });
     bound_rx.recv().unwrap();
+    counts
+}
+
+#[test]
+fn the_tunnel_relays_through_a_socks5_server() {
+    if !environment_ok("the_tunnel_relays_through_a_socks5_server") {
+        return;
+    }
+    let out = TestNetns::create();
+    let counts = start_out_with_socks5(&out);
     let app_ns = TestNetns::create();
     let app = app_ns.0.clone();
     let socks = ["--socks5", "10.77.0.2:1080", "--socks5-user", "fp"];
@@ -755,27 +762,7 @@ fn fake_dns_hands_names_to_the_socks5_server_and_to_the_hosts_resolver() {
         return;
     }
     let out = TestNetns::create();
-    ip(&out.0, &["link", "set", "lo", "up"]);
-    ip(&out.0, &["addr", "add", "10.77.0.2/32", "dev", "lo"]);
-    start_servers(&out.0);
-    let counts = std::sync::Arc::new(Socks5Counts::default());
-    let c = counts.clone();
-    let ns_path = format!("/var/run/netns/{}", out.0);
-    let (bound_tx, bound_rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let ns = std::fs::File::open(&ns_path).expect("open OUT");
-        nix::sched::setns(&ns, nix::sched::CloneFlags::CLONE_NEWNET).expect("setns");
-        let socks = TcpListener::bind("10.77.0.2:1080").expect("SOCKS5");
-        bound_tx.send(()).unwrap();
-        for conn in socks.incoming() {
-            let Ok(conn) = conn else { break };
-            let c = c.clone();
-            std::thread::spawn(move || {
-                let _ = socks5_session(conn, &c);
-            });
-        }
-    });
-    bound_rx.recv().unwrap();
+    let counts = start_out_with_socks5(&out);
 
     // Through SOCKS5: the name goes to the server, which resolves it.
     let app_ns = TestNetns::create();
