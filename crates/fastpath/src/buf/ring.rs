@@ -3,7 +3,8 @@
 //! `std`'s `VecDeque` does the same, but its `push_back` is large enough that the compiler sometimes
 //! calls it out of line from the receive path, at a few dozen instructions a datagram; this one's
 //! push is a store, an add and a rarely taken branch to `grow`, so it always inlines. The queue is
-//! bounded by its owner (a socket's receive buffer limit), not here.
+//! bounded by its owner (a socket's receive buffer limit, the loopback link's packet limit), not
+//! here.
 
 /// A FIFO queue of `T`.
 #[derive(Debug)]
