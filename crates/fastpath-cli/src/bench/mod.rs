@@ -1,6 +1,8 @@
 //! `fastpath bench`: the experiments, one subcommand each.
 
 pub mod all;
+#[cfg(target_os = "linux")]
+pub mod ceiling;
 pub mod checksum;
 pub mod common;
 pub mod demux;

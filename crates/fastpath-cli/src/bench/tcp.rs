@@ -320,6 +320,72 @@ mod testbed {
             Ok(())
         }
 
+        /// The ceiling ([`super::super::ceiling`]): a stateless responder on a TUN interface with
+        /// offload and `queues` queues, a thread each, serving echo and discard over IPv4.
+        pub fn ceiling(&mut self, queues: usize) -> Result<(), String> {
+            use super::super::ceiling::{respond, Response};
+            let ns = self.namespace()?;
+            let ephemeral = StackConfig::default().ephemeral_ports;
+            let links = TunLink::open_queues(
+                &TunConfig {
+                    name: "fpc0".into(),
+                    netns: Some(ns.clone()),
+                    mtu: 1500,
+                    offload: true,
+                    uso: false,
+                },
+                queues,
+                &ephemeral,
+            )
+            .map_err(|e| format!("TUN interface in {ns}: {e}"))?;
+            Self::ip(&ns, &["addr", "add", "10.7.0.1/24", "dev", "fpc0"])?;
+            Self::ip(&ns, &["link", "set", "dev", "fpc0", "up"])?;
+            let received = Arc::new(AtomicU64::new(0));
+            for mut link in links {
+                let (stop, count) = (self.stop.clone(), received.clone());
+                self.threads
+                    .push(std::thread::spawn(move || -> Result<(), String> {
+                        use fastpath::Link;
+                        let (mut batch, mut out) = (Vec::new(), Vec::new());
+                        while !stop.load(Ordering::Relaxed) {
+                            if link.receive(&mut batch, 64) == 0 {
+                                link.wait(Some(Duration::from_millis(20)))
+                                    .map_err(|e| e.to_string())?;
+                                continue;
+                            }
+                            let mut discarded = 0;
+                            for mut p in batch.drain(..) {
+                                if let Response::Reply { discarded: n } = respond(&mut p) {
+                                    discarded += n;
+                                    out.push(p);
+                                }
+                            }
+                            link.transmit(&mut out);
+                            out.clear();
+                            if discarded > 0 {
+                                count.fetch_add(discarded as u64, Ordering::Relaxed);
+                            }
+                        }
+                        Ok(())
+                    }));
+            }
+            self.servers.push(Server {
+                stack: "ceiling",
+                config: if queues > 1 {
+                    format!("stateless, {queues} queues")
+                } else {
+                    "stateless".to_string()
+                },
+                queues,
+                chargen: false,
+                client_ns: ns,
+                received,
+                echo: true,
+                ipv6: false,
+            });
+            Ok(())
+        }
+
         /// The kernel serving discard and echo over a veth pair from the client's namespace.
         pub fn linux(&mut self) -> Result<(), String> {
             let client_ns = self.namespace()?;
@@ -834,8 +900,10 @@ fn measure_tun(
     bed.fastpath(false)?;
     bed.smoltcp()?;
     bed.linux()?;
+    bed.ceiling(1)?;
     if queues > 1 {
         bed.fastpath_queues(true, queues)?;
+        bed.ceiling(queues)?;
     }
     std::thread::sleep(Duration::from_millis(200));
     let n = bed.servers.len();
@@ -845,17 +913,29 @@ fn measure_tun(
     let mut rr = vec![vec![Vec::new(); counts.len()]; n];
     // With --queues: several streams at once, against fastpath with offload on one queue and on
     // several, and against linux.
-    let in_streams =
-        |s: &Server| queues > 1 && (s.queues > 1 || s.stack == "linux" || s.config == "offload on");
+    let in_streams = |s: &Server| {
+        queues > 1
+            && (s.queues > 1
+                || s.stack == "linux"
+                || s.stack == "ceiling"
+                || s.config == "offload on")
+    };
     let mut multi = vec![Vec::new(); n];
     let mut pull = vec![Vec::new(); n];
     let cells = bed.servers.iter().filter(|s| s.queues == 1).count() * 5
+        + bed.servers.iter().filter(|s| s.queues > 1).count() * 2
         + bed.servers.iter().filter(|s| in_streams(s)).count();
     let bar = common::progress((rounds * cells) as u64, "tun");
     for _ in 0..rounds {
         for (i, s) in bed.servers.iter().enumerate() {
             if in_streams(s) {
                 multi[i].push(testbed::bulk_streams(s, secs, streams)?);
+                bar.inc(1);
+            }
+            for (k, &c) in counts.iter().enumerate() {
+                if s.echo {
+                    rr[i][k].push(testbed::rr(s, c, secs)?);
+                }
                 bar.inc(1);
             }
             if s.queues > 1 {
@@ -873,12 +953,6 @@ fn measure_tun(
                 bulk6[i].push(testbed::bulk(s, secs, true)?);
             }
             bar.inc(1);
-            for (k, &c) in counts.iter().enumerate() {
-                if s.echo {
-                    rr[i][k].push(testbed::rr(s, c, secs)?);
-                }
-                bar.inc(1);
-            }
         }
     }
     bar.finish_and_clear();
@@ -952,7 +1026,7 @@ fn measure_tun(
             .servers
             .iter()
             .enumerate()
-            .filter(|(_, s)| s.echo && s.queues == 1)
+            .filter(|(_, s)| s.echo)
         {
             let of =
                 |f: fn(&RrRun) -> f64| common::median(&rr[i][k].iter().map(f).collect::<Vec<_>>());
