@@ -3,7 +3,9 @@
 //! nothing else. No connection state, no buffers, no timers, no checksum checks: each reply is the
 //! received packet rewritten in place. Whatever rate the kernel client reaches against it, no stack
 //! that reads and writes the device one packet per system call can beat on the same machine, which
-//! tells how far a target is from what the set-up allows (`bench tcp`'s `ceiling` rows).
+//! tells how far a target is from what the set-up allows (`bench tcp`'s `ceiling` rows). For UDP the
+//! ceiling is simpler still: `bench tun` reads the packets and drops them ([`udp_to_port`] counts
+//! those to its discard port).
 //!
 //! It answers a SYN with a SYN-ACK (MSS 1460, and window scaling when the SYN offered it), a FIN
 //! with a FIN-ACK, data to port 7 (echo, up to [`ECHO_MAX`] bytes) with the same data, other data
@@ -99,6 +101,19 @@ pub fn respond(buf: &mut PacketBuf) -> Response {
     Response::Reply {
         discarded: if reply.echo { 0 } else { reply.payload.len() },
     }
+}
+
+/// The destination port of a UDP datagram over IPv4, unfragmented (the UDP ceiling of `bench tun`
+/// counts those to its discard port); `None` for anything else.
+pub fn udp_to_port(d: &[u8]) -> Option<u16> {
+    let ihl = usize::from(d.first()? & 0x0f) * 4;
+    if d[0] >> 4 != 4 || ihl < 20 || *d.get(9)? != 17 {
+        return None;
+    }
+    if u16::from_be_bytes([*d.get(6)?, *d.get(7)?]) & 0x3fff != 0 {
+        return None;
+    }
+    Some(u16::from_be_bytes([*d.get(ihl + 2)?, *d.get(ihl + 3)?]))
 }
 
 /// A reply worked out from a received packet.
@@ -351,7 +366,12 @@ mod tests {
             .write(&mut bytes, b"x")
             .expect("write");
         udp.extend_from_slice(&bytes);
+        assert_eq!(udp_to_port(udp.data()), Some(7));
         assert_eq!(respond(&mut udp), Response::Nothing);
+        assert_eq!(udp_to_port(fin.data()), None, "TCP");
+        for cut in 0..24 {
+            assert_eq!(udp_to_port(&bytes[..cut]), None, "cut at {cut}");
+        }
     }
 
     #[test]

@@ -13,6 +13,13 @@
 //!   TUN interface, and the kernel itself over a veth pair. Gbit/s and the ratio to the kernel.
 //! - **rr** (root): the kernel client's 64-byte request/response transactions per second with 1 and
 //!   100 connections, against fastpath's and smoltcp's echo over TUN and the kernel's over veth.
+//!
+//! Beside the stacks the TUN parts run the **ceiling** ([`super::ceiling`]), a stateless responder
+//! that writes one reply per packet it reads and does nothing else: for request/response, the most
+//! any stack that reads and writes the device a packet at a time could reach here. For bulk it is no
+//! bound (it acknowledges every segment, where a stack may acknowledge less often and so spare the
+//! kernel sender work). With `--queues N`, the several-streams bulk and request/response also run
+//! against fastpath and the ceiling with N queues.
 
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, Shutdown, SocketAddr, SocketAddrV4, TcpListener, TcpStream};

@@ -27,7 +27,10 @@
 //! (offload and batching), with N, and against linux. Beside the rates it reports the cores the
 //! server's threads and the senders used (from `/proc/.../schedstat`) and datagrams per CPU-second of
 //! the server's threads: on a machine whose cores the senders share, that is the figure that says what
-//! more cores would give.
+//! more cores would give. The same workload also runs against the **ceiling** on one queue and on N:
+//! threads that read the queues and drop what they read, with no stack behind them
+//! ([`super::ceiling`]). What N queues give it over one is the most any stack could gain from them on
+//! this machine, with these senders sharing its cores.
 
 use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket as KernelSocket};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -136,6 +139,8 @@ pub struct TunRow {
 /// A server under test and the client socket facing it.
 struct Target {
     label: String,
+    /// The ceiling: no stack reads the queues (see [`Reader::Null`]).
+    null: bool,
     offload: Option<bool>,
     batching: Option<bool>,
     uso: Option<bool>,
@@ -233,11 +238,21 @@ fn deepen(sock: &KernelSocket, bytes: usize) -> Result<(), String> {
 /// fastpath at 10.7.0.2 on a new TUN interface in a new namespace: a stack per queue, each in a
 /// thread of its own.
 #[allow(clippy::too_many_arguments)]
+/// What reads a TUN queue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Reader {
+    /// A fastpath stack, batching (`rx_batch`/`tx_batch` 32) or not (1).
+    Stack { batching: bool },
+    /// The ceiling ([`super::ceiling`]): the packets read from the device and dropped, those to the
+    /// discard port counted; no stack at all.
+    Null,
+}
+
 fn fastpath_target(
     bed: &mut Testbed,
     label: String,
     offload: bool,
-    batching: bool,
+    reader: Reader,
     uso: bool,
     queues: usize,
     senders: usize,
@@ -289,6 +304,9 @@ fn fastpath_target(
         let registry = server_threads.clone();
         threads.push(std::thread::spawn(move || -> Result<(), String> {
             register(&registry);
+            let Reader::Stack { batching } = reader else {
+                return null_reader(link, &stop, &count);
+            };
             let mut config = StackConfig::default();
             if !batching {
                 config.rx_batch = 1;
@@ -324,8 +342,12 @@ fn fastpath_target(
     }
     Ok(Target {
         label,
+        null: reader == Reader::Null,
         offload: Some(offload),
-        batching: Some(batching),
+        batching: match reader {
+            Reader::Stack { batching } => Some(batching),
+            Reader::Null => None,
+        },
         uso: Some(uso),
         client,
         gso_client,
@@ -336,6 +358,25 @@ fn fastpath_target(
         queues: Some(queues),
         server_threads,
     })
+}
+
+/// The ceiling's thread: reads packets from `link` until `stop`, counting those to the discard port.
+fn null_reader(mut link: TunLink, stop: &AtomicBool, count: &Counter) -> Result<(), String> {
+    use fastpath::Link;
+    let mut batch = Vec::new();
+    while !stop.load(Ordering::Relaxed) {
+        if link.receive(&mut batch, 64) == 0 {
+            link.wait(Some(Duration::from_millis(20)))
+                .map_err(|e| e.to_string())?;
+            continue;
+        }
+        let n = batch
+            .drain(..)
+            .filter(|p| super::ceiling::udp_to_port(p.data()) == Some(DISCARD))
+            .count();
+        count.0.fetch_add(n as u64, Ordering::Relaxed);
+    }
+    Ok(())
 }
 
 /// The kernel at 10.7.0.2 over a veth pair from the client's namespace to a server namespace, with a
@@ -393,6 +434,7 @@ fn linux_target(bed: &mut Testbed, senders: usize) -> Result<Target, String> {
     }
     Ok(Target {
         label: "linux over veth".into(),
+        null: false,
         offload: None,
         batching: None,
         uso: None,
@@ -630,13 +672,21 @@ pub fn measure(args: &TunArgs) -> Result<Vec<TunRow>, String> {
         } else {
             0
         };
-        let t = fastpath_target(&mut bed, label.into(), offload, batching, uso, 1, s)?;
+        let reader = Reader::Stack { batching };
+        let t = fastpath_target(&mut bed, label.into(), offload, reader, uso, 1, s)?;
         bed.targets.push(t);
     }
     if multi {
         let label = format!("fastpath offload+batching, {} queues", args.queues);
-        let t = fastpath_target(&mut bed, label, true, true, false, args.queues, senders)?;
+        let reader = Reader::Stack { batching: true };
+        let t = fastpath_target(&mut bed, label, true, reader, false, args.queues, senders)?;
         bed.targets.push(t);
+        // The ceiling on one queue and on as many, for the several-senders workload alone.
+        for queues in [1, args.queues] {
+            let label = format!("ceiling, {queues} queue(s)");
+            let t = fastpath_target(&mut bed, label, true, Reader::Null, false, queues, senders)?;
+            bed.targets.push(t);
+        }
     }
     let t = linux_target(&mut bed, senders)?;
     bed.targets.push(t);
@@ -651,7 +701,9 @@ pub fn measure(args: &TunArgs) -> Result<Vec<TunRow>, String> {
     for &w in &workloads {
         for &size in &args.sizes {
             for (i, t) in bed.targets.iter().enumerate() {
-                if w != "discard-senders" || !t.senders.is_empty() {
+                if (w != "discard-senders" || !t.senders.is_empty())
+                    && (w == "discard-senders" || !t.null)
+                {
                     cells.push((w, size, i));
                 }
             }
@@ -694,7 +746,9 @@ pub fn measure(args: &TunArgs) -> Result<Vec<TunRow>, String> {
         rows.push(TunRow {
             workload: w.to_string(),
             size,
-            server: if t.queues.is_some() {
+            server: if t.null {
+                "ceiling"
+            } else if t.queues.is_some() {
                 "fastpath"
             } else {
                 "linux"
@@ -792,6 +846,7 @@ pub fn print(rows: &[TunRow]) {
             _ => String::new(),
         };
         match (s.1, s.2, s.3) {
+            _ if s.0 == "ceiling" => format!("ceiling: read and drop{queues}"),
             (Some(o), Some(b), Some(true)) => {
                 format!("fastpath, offload {}, batching {}, USO", on(o), on(b))
             }
@@ -846,26 +901,28 @@ pub fn print(rows: &[TunRow]) {
     }
     // The several-senders workload: N queues over one, side by side in the same rounds.
     for c in columns.iter().filter(|c| c.0 == "discard-senders") {
-        let of = |multi: bool| {
-            rows.iter().find(|r| {
-                r.workload == c.0
-                    && r.size == c.1
-                    && r.server == "fastpath"
-                    && r.queues.is_some_and(|q| (q > 1) == multi)
-            })
-        };
-        if let (Some(one), Some(many)) = (of(false), of(true)) {
-            println!(
-                "{} queues over 1, {} senders, {} B: {:.2}x the datagrams/s",
-                many.queues.unwrap_or(0),
-                many.senders,
-                c.1,
-                many.datagrams_per_s / one.datagrams_per_s
-            );
+        for server in ["fastpath", "ceiling"] {
+            let of = |multi: bool| {
+                rows.iter().find(|r| {
+                    r.workload == c.0
+                        && r.size == c.1
+                        && r.server == server
+                        && r.queues.is_some_and(|q| (q > 1) == multi)
+                })
+            };
+            if let (Some(one), Some(many)) = (of(false), of(true)) {
+                println!(
+                    "{server}: {} queues over 1, {} senders, {} B: {:.2}x the datagrams/s",
+                    many.queues.unwrap_or(0),
+                    many.senders,
+                    c.1,
+                    many.datagrams_per_s / one.datagrams_per_s
+                );
+            }
         }
         for r in rows.iter().filter(|r| r.workload == c.0 && r.size == c.1) {
             let who = match r.queues {
-                Some(q) => format!("fastpath, {q} queue{}", if q > 1 { "s" } else { "" }),
+                Some(q) => format!("{}, {q} queue{}", r.server, if q > 1 { "s" } else { "" }),
                 None => "linux".into(),
             };
             println!(
