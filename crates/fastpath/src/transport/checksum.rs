@@ -28,6 +28,8 @@ impl Payload<'_, '_> {
     #[inline]
     pub(crate) fn len(&self) -> usize {
         match self {
+            // One buffer (every `send_to`) without the loop over pieces.
+            Payload::Copy([piece]) => piece.len(),
             Payload::Copy(pieces) => pieces.iter().map(|p| p.len()).sum(),
             Payload::Fill(len, _) => *len,
         }
