@@ -196,6 +196,8 @@ mod testbed {
         pub echo: bool,
         /// It serves over IPv6 too (at [`SERVER6`]).
         pub ipv6: bool,
+        /// Only request/response runs against it.
+        pub rr_only: bool,
     }
 
     /// Namespaces and threads; on drop the threads stop, then the namespaces go.
@@ -323,6 +325,48 @@ mod testbed {
                 received,
                 echo: true,
                 ipv6: true,
+                rr_only: false,
+            });
+            Ok(())
+        }
+
+        /// The ceiling with its reads and writes batched through io_uring
+        /// ([`super::super::ceiling::serve_batched`]), on a TUN interface without offload; for
+        /// request/response only.
+        pub fn ceiling_batched(&mut self) -> Result<(), String> {
+            let ns = self.namespace()?;
+            let ephemeral = StackConfig::default().ephemeral_ports;
+            let link = TunLink::open_queues(
+                &TunConfig {
+                    name: "fpu0".into(),
+                    netns: Some(ns.clone()),
+                    mtu: 1500,
+                    offload: false,
+                    uso: false,
+                },
+                1,
+                &ephemeral,
+            )
+            .map_err(|e| format!("TUN interface in {ns}: {e}"))?
+            .pop()
+            .ok_or("no TUN queue")?;
+            Self::ip(&ns, &["addr", "add", "10.7.0.1/24", "dev", "fpu0"])?;
+            Self::ip(&ns, &["link", "set", "dev", "fpu0", "up"])?;
+            let received = Arc::new(AtomicU64::new(0));
+            let (stop, count) = (self.stop.clone(), received.clone());
+            self.threads.push(std::thread::spawn(move || {
+                super::super::ceiling::serve_batched(&link, &stop, &count)
+            }));
+            self.servers.push(Server {
+                stack: "ceiling",
+                config: "stateless, io_uring".into(),
+                queues: 1,
+                chargen: false,
+                client_ns: ns,
+                received,
+                echo: true,
+                ipv6: false,
+                rr_only: true,
             });
             Ok(())
         }
@@ -389,6 +433,7 @@ mod testbed {
                 received,
                 echo: true,
                 ipv6: false,
+                rr_only: false,
             });
             Ok(())
         }
@@ -477,6 +522,7 @@ mod testbed {
                 received,
                 echo: true,
                 ipv6: true,
+                rr_only: false,
             });
             Ok(())
         }
@@ -623,6 +669,7 @@ mod testbed {
                 received,
                 echo: true,
                 ipv6: false,
+                rr_only: false,
             });
             Ok(())
         }
@@ -908,6 +955,7 @@ fn measure_tun(
     bed.smoltcp()?;
     bed.linux()?;
     bed.ceiling(1)?;
+    bed.ceiling_batched()?;
     if queues > 1 {
         bed.fastpath_queues(true, queues)?;
         bed.ceiling(queues)?;
@@ -922,6 +970,7 @@ fn measure_tun(
     // several, and against linux.
     let in_streams = |s: &Server| {
         queues > 1
+            && !s.rr_only
             && (s.queues > 1
                 || s.stack == "linux"
                 || s.stack == "ceiling"
@@ -929,8 +978,8 @@ fn measure_tun(
     };
     let mut multi = vec![Vec::new(); n];
     let mut pull = vec![Vec::new(); n];
-    let cells = bed.servers.iter().filter(|s| s.queues == 1).count() * 5
-        + bed.servers.iter().filter(|s| s.queues > 1).count() * 2
+    let cells = bed.servers.iter().filter(|s| s.queues == 1 && !s.rr_only).count() * 5
+        + bed.servers.iter().filter(|s| s.queues > 1 || s.rr_only).count() * 2
         + bed.servers.iter().filter(|s| in_streams(s)).count();
     let bar = common::progress((rounds * cells) as u64, "tun");
     for _ in 0..rounds {
@@ -945,7 +994,7 @@ fn measure_tun(
                 }
                 bar.inc(1);
             }
-            if s.queues > 1 {
+            if s.queues > 1 || s.rr_only {
                 continue;
             }
             // The other direction: the server sends bulk, the kernel receives.
@@ -1001,7 +1050,7 @@ fn measure_tun(
         });
     }
     for (i, s) in bed.servers.iter().enumerate() {
-        if s.queues == 1 {
+        if s.queues == 1 && !s.rr_only {
             rows.push(accounted_row("tun", s, &bulk[i], linux_bulk));
         }
     }
