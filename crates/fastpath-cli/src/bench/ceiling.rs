@@ -55,7 +55,10 @@ pub fn respond(buf: &mut PacketBuf) -> Response {
     }
     let d = buf.data_mut();
     // The payload first (it moves left, or stays), then the headers over what preceded it.
-    d.copy_within(reply.payload.start..reply.payload.start + keep, 20 + header_len);
+    d.copy_within(
+        reply.payload.start..reply.payload.start + keep,
+        20 + header_len,
+    );
     let (src, dst) = (reply.src, reply.dst);
     let ip: &mut [u8; 20] = (&mut d[..20]).try_into().expect("20 bytes");
     *ip = [0; 20];
@@ -432,7 +435,10 @@ mod tests {
         assert_eq!((ip.source, ip.destination), (SERVER, CLIENT));
         assert_eq!((tcp.source_port, tcp.destination_port), (7, 40000));
         assert!(tcp.syn && tcp.ack && !tcp.fin && !tcp.rst);
-        assert_eq!((tcp.sequence_number, tcp.acknowledgment_number), (ISN, 1001));
+        assert_eq!(
+            (tcp.sequence_number, tcp.acknowledgment_number),
+            (ISN, 1001)
+        );
         assert!(payload.is_empty());
         let options: Vec<_> = tcp.options_iterator().map(|o| o.expect("option")).collect();
         assert!(options.contains(&etherparse::TcpOptionElement::MaximumSegmentSize(1460)));

@@ -978,8 +978,18 @@ fn measure_tun(
     };
     let mut multi = vec![Vec::new(); n];
     let mut pull = vec![Vec::new(); n];
-    let cells = bed.servers.iter().filter(|s| s.queues == 1 && !s.rr_only).count() * 5
-        + bed.servers.iter().filter(|s| s.queues > 1 || s.rr_only).count() * 2
+    let cells = bed
+        .servers
+        .iter()
+        .filter(|s| s.queues == 1 && !s.rr_only)
+        .count()
+        * 5
+        + bed
+            .servers
+            .iter()
+            .filter(|s| s.queues > 1 || s.rr_only)
+            .count()
+            * 2
         + bed.servers.iter().filter(|s| in_streams(s)).count();
     let bar = common::progress((rounds * cells) as u64, "tun");
     for _ in 0..rounds {
@@ -1078,12 +1088,7 @@ fn measure_tun(
     }
     for (k, &c) in counts.iter().enumerate() {
         let base = common::median(&rr[linux][k].iter().map(|x| x.rate).collect::<Vec<_>>());
-        for (i, s) in bed
-            .servers
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| s.echo)
-        {
+        for (i, s) in bed.servers.iter().enumerate().filter(|(_, s)| s.echo) {
             let of =
                 |f: fn(&RrRun) -> f64| common::median(&rr[i][k].iter().map(f).collect::<Vec<_>>());
             let t = of(|x| x.rate);
