@@ -217,19 +217,60 @@ fn bench_tcp_quick() {
             .filter(|r| r["experiment"] == "tun")
             .map(|r| r["stack"].as_str().unwrap())
             .collect();
-        assert_eq!(stacks, ["fastpath", "fastpath", "smoltcp", "linux"]);
+        assert_eq!(
+            stacks,
+            ["fastpath", "fastpath", "smoltcp", "linux", "ceiling"]
+        );
         for r in rows.iter().filter(|r| r["experiment"] != "pair") {
             positive(r, "ratio");
         }
-        let rr = rows.iter().filter(|r| r["experiment"] == "rr").count();
-        assert_eq!(rr, 2 * 4, "1 and 100 connections, four echo servers");
-        // --queues 2: four streams against one queue, linux, and two queues.
+        // 1 and 100 connections against each echo server: fastpath with offload on and off,
+        // smoltcp, linux, the ceiling plain and on io_uring, and (--queues 2) fastpath and the
+        // ceiling with two queues.
+        let rr: Vec<String> = rows
+            .iter()
+            .filter(|r| r["experiment"] == "rr" && r["connections"] == 100)
+            .map(|r| {
+                format!(
+                    "{} {}",
+                    r["stack"].as_str().unwrap(),
+                    r["config"].as_str().unwrap()
+                )
+            })
+            .collect();
+        assert_eq!(
+            rr,
+            [
+                "fastpath offload on",
+                "fastpath offload off",
+                "smoltcp tun",
+                "linux veth",
+                "ceiling stateless",
+                "ceiling stateless, io_uring",
+                "fastpath offload on, 2 queues",
+                "ceiling stateless, 2 queues",
+            ]
+        );
+        assert_eq!(
+            rows.iter().filter(|r| r["experiment"] == "rr").count(),
+            2 * rr.len()
+        );
+        // --queues 2: four streams against one queue, linux, the ceiling, and two queues of each.
         let streams: Vec<&str> = rows
             .iter()
             .filter(|r| r["experiment"] == "tun-streams")
             .map(|r| r["config"].as_str().unwrap())
             .collect();
-        assert_eq!(streams, ["offload on", "veth", "offload on, 2 queues"]);
+        assert_eq!(
+            streams,
+            [
+                "offload on",
+                "veth",
+                "stateless",
+                "offload on, 2 queues",
+                "stateless, 2 queues"
+            ]
+        );
         // The other direction: fastpath's chargen and the kernel's, read by a kernel client.
         let send: Vec<&str> = rows
             .iter()

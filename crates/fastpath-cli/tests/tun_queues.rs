@@ -234,3 +234,65 @@ fn active_opens_from_every_queue_come_back_to_their_stack() {
         assert_eq!(counters.tcp.active_opens, 4, "queue {q}");
     }
 }
+
+/// `bench tun --queues 2` runs the several-senders workload against fastpath and against the ceiling
+/// (a reader that drops what it reads), each on one queue and on two, and against linux.
+#[test]
+fn bench_tun_with_two_queues_measures_the_ceiling_beside_fastpath() {
+    if !environment_ok("bench_tun_with_two_queues_measures_the_ceiling_beside_fastpath") {
+        return;
+    }
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_fastpath"))
+        .args([
+            "bench",
+            "tun",
+            "--quick",
+            "--queues",
+            "2",
+            "--senders",
+            "2",
+            "--sizes",
+            "64",
+            "--json",
+            "-",
+        ])
+        .output()
+        .expect("run bench tun");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let start = text.rfind("\n[").map_or(0, |i| i + 1);
+    let rows: Vec<serde_json::Value> = serde_json::from_str(&text[start..]).expect("JSON rows");
+    let senders: Vec<(String, u64)> = rows
+        .iter()
+        .filter(|r| r["workload"] == "discard-senders")
+        .map(|r| {
+            let rate = r["datagrams_per_s"].as_f64().unwrap();
+            assert!(rate.is_finite() && rate > 0.0, "{r}");
+            assert!(r["server_cores"].as_f64().unwrap() > 0.0, "{r}");
+            (
+                r["server"].as_str().unwrap().to_string(),
+                r["queues"].as_u64().unwrap_or(0),
+            )
+        })
+        .collect();
+    let expected: Vec<(String, u64)> = [
+        ("fastpath", 1),
+        ("fastpath", 2),
+        ("ceiling", 1),
+        ("ceiling", 2),
+        ("linux", 0),
+    ]
+    .iter()
+    .map(|&(s, q)| (s.to_string(), q))
+    .collect();
+    assert_eq!(senders, expected, "{text}");
+    // The ceiling runs only the several-senders workload.
+    assert!(rows
+        .iter()
+        .all(|r| r["server"] != "ceiling" || r["workload"] == "discard-senders"));
+    assert!(text.contains("ceiling: 2 queues over 1"), "{text}");
+}
