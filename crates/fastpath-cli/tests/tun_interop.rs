@@ -17,7 +17,7 @@ use std::fs::File;
 use std::io::ErrorKind;
 use std::net::{SocketAddrV4, UdpSocket};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use nix::sched::CloneFlags;
@@ -230,22 +230,7 @@ fn bench_tun_quick() {
     if !environment_ok("bench_tun_quick") {
         return;
     }
-    let child = Command::new(env!("CARGO_BIN_EXE_fastpath"))
-        .args(["bench", "tun", "--quick", "--json", "-"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run bench tun");
-    let pid = child.id();
-    let out = child.wait_with_output().expect("bench tun output");
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{text}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let start = text.rfind("\n[").map_or(0, |i| i + 1);
-    let rows: Vec<serde_json::Value> = serde_json::from_str(&text[start..]).expect("JSON rows");
+    let (pid, text, rows) = bench_rows(&["bench", "tun", "--quick", "--json", "-"]);
     // 3 workloads x 2 sizes x (5 fastpath configurations + linux).
     assert_eq!(rows.len(), 36, "{text}");
     for r in &rows {

@@ -242,30 +242,19 @@ fn bench_tun_with_two_queues_measures_the_ceiling_beside_fastpath() {
     if !environment_ok("bench_tun_with_two_queues_measures_the_ceiling_beside_fastpath") {
         return;
     }
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_fastpath"))
-        .args([
-            "bench",
-            "tun",
-            "--quick",
-            "--queues",
-            "2",
-            "--senders",
-            "2",
-            "--sizes",
-            "64",
-            "--json",
-            "-",
-        ])
-        .output()
-        .expect("run bench tun");
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{text}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let start = text.rfind("\n[").map_or(0, |i| i + 1);
-    let rows: Vec<serde_json::Value> = serde_json::from_str(&text[start..]).expect("JSON rows");
+    let (_, text, rows) = bench_rows(&[
+        "bench",
+        "tun",
+        "--quick",
+        "--queues",
+        "2",
+        "--senders",
+        "2",
+        "--sizes",
+        "64",
+        "--json",
+        "-",
+    ]);
     let senders: Vec<(String, u64)> = rows
         .iter()
         .filter(|r| r["workload"] == "discard-senders")

@@ -106,7 +106,7 @@ pub fn respond(buf: &mut PacketBuf) -> Response {
     }
 }
 
-/// Reads and writes in flight per round of [`serve_batched`].
+/// Reads [`serve_batched`] keeps waiting in the ring (and so the most replies it hands over at once).
 #[cfg(target_os = "linux")]
 const BATCH: usize = 32;
 /// The virtio-net header before every packet on fastpath's TUN descriptors (all zero on the way out

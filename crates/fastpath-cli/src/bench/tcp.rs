@@ -241,6 +241,39 @@ mod testbed {
             netns::run_ip(&all)
         }
 
+        /// A new namespace holding a TUN interface `name` with `queues` queues (10.7.0.1/24 on the
+        /// kernel's side, and fd00:7::1/64 when `ipv6`), up; the namespace and the queues.
+        fn tun(
+            &mut self,
+            name: &str,
+            offload: bool,
+            queues: usize,
+            ipv6: bool,
+        ) -> Result<(String, Vec<TunLink>), String> {
+            let ns = self.namespace()?;
+            let links = TunLink::open_queues(
+                &TunConfig {
+                    name: name.into(),
+                    netns: Some(ns.clone()),
+                    mtu: 1500,
+                    offload,
+                    uso: false,
+                },
+                queues,
+                &StackConfig::default().ephemeral_ports,
+            )
+            .map_err(|e| format!("TUN interface in {ns}: {e}"))?;
+            Self::ip(&ns, &["addr", "add", "10.7.0.1/24", "dev", name])?;
+            if ipv6 {
+                Self::ip(
+                    &ns,
+                    &["-6", "addr", "add", "fd00:7::1/64", "dev", name, "nodad"],
+                )?;
+            }
+            Self::ip(&ns, &["link", "set", "dev", name, "up"])?;
+            Ok((ns, links))
+        }
+
         /// fastpath serving echo (7) and discard (9) on a TUN interface.
         pub fn fastpath(&mut self, offload: bool) -> Result<(), String> {
             self.fastpath_queues(offload, 1)
@@ -249,26 +282,7 @@ mod testbed {
         /// fastpath on a TUN interface with `queues` queues: a stack per queue, each on a thread of
         /// its own, every one serving echo and discard.
         pub fn fastpath_queues(&mut self, offload: bool, queues: usize) -> Result<(), String> {
-            let ns = self.namespace()?;
-            let ephemeral = StackConfig::default().ephemeral_ports;
-            let links = TunLink::open_queues(
-                &TunConfig {
-                    name: "fpt0".into(),
-                    netns: Some(ns.clone()),
-                    mtu: 1500,
-                    offload,
-                    uso: false,
-                },
-                queues,
-                &ephemeral,
-            )
-            .map_err(|e| format!("TUN interface in {ns}: {e}"))?;
-            Self::ip(&ns, &["addr", "add", "10.7.0.1/24", "dev", "fpt0"])?;
-            Self::ip(
-                &ns,
-                &["-6", "addr", "add", "fd00:7::1/64", "dev", "fpt0", "nodad"],
-            )?;
-            Self::ip(&ns, &["link", "set", "dev", "fpt0", "up"])?;
+            let (ns, links) = self.tun("fpt0", offload, queues, true)?;
             let received = Arc::new(AtomicU64::new(0));
             for (q, mut link) in links.into_iter().enumerate() {
                 let (stop, count) = (self.stop.clone(), received.clone());
@@ -334,24 +348,8 @@ mod testbed {
         /// ([`super::super::ceiling::serve_batched`]), on a TUN interface without offload; for
         /// request/response only.
         pub fn ceiling_batched(&mut self) -> Result<(), String> {
-            let ns = self.namespace()?;
-            let ephemeral = StackConfig::default().ephemeral_ports;
-            let link = TunLink::open_queues(
-                &TunConfig {
-                    name: "fpu0".into(),
-                    netns: Some(ns.clone()),
-                    mtu: 1500,
-                    offload: false,
-                    uso: false,
-                },
-                1,
-                &ephemeral,
-            )
-            .map_err(|e| format!("TUN interface in {ns}: {e}"))?
-            .pop()
-            .ok_or("no TUN queue")?;
-            Self::ip(&ns, &["addr", "add", "10.7.0.1/24", "dev", "fpu0"])?;
-            Self::ip(&ns, &["link", "set", "dev", "fpu0", "up"])?;
+            let (ns, mut links) = self.tun("fpu0", false, 1, false)?;
+            let link = links.pop().ok_or("no TUN queue")?;
             let received = Arc::new(AtomicU64::new(0));
             let (stop, count) = (self.stop.clone(), received.clone());
             self.threads.push(std::thread::spawn(move || {
@@ -375,22 +373,7 @@ mod testbed {
         /// offload and `queues` queues, a thread each, serving echo and discard over IPv4.
         pub fn ceiling(&mut self, queues: usize) -> Result<(), String> {
             use super::super::ceiling::{respond, Response};
-            let ns = self.namespace()?;
-            let ephemeral = StackConfig::default().ephemeral_ports;
-            let links = TunLink::open_queues(
-                &TunConfig {
-                    name: "fpc0".into(),
-                    netns: Some(ns.clone()),
-                    mtu: 1500,
-                    offload: true,
-                    uso: false,
-                },
-                queues,
-                &ephemeral,
-            )
-            .map_err(|e| format!("TUN interface in {ns}: {e}"))?;
-            Self::ip(&ns, &["addr", "add", "10.7.0.1/24", "dev", "fpc0"])?;
-            Self::ip(&ns, &["link", "set", "dev", "fpc0", "up"])?;
+            let (ns, links) = self.tun("fpc0", true, queues, false)?;
             let received = Arc::new(AtomicU64::new(0));
             for mut link in links {
                 let (stop, count) = (self.stop.clone(), received.clone());

@@ -1,5 +1,5 @@
 //! What the TUN interop tests share: the environment check, namespaces that clean up after
-//! themselves, `fastpath serve` as a child process, and reading its counters.
+//! themselves, `fastpath serve` as a child process, reading its counters, and a bench's JSON rows.
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader};
@@ -18,6 +18,28 @@ pub const KERNEL: Ipv4Addr = Ipv4Addr::new(10, 7, 0, 1);
 pub const FASTPATH: Ipv4Addr = Ipv4Addr::new(10, 7, 0, 2);
 pub const ECHO: u16 = 7;
 pub const DISCARD: u16 = 9;
+
+/// Runs `fastpath ARGS` (a bench with `--json -`), which must succeed, and returns its pid, what it
+/// printed and the JSON rows it ended with.
+pub fn bench_rows(args: &[&str]) -> (u32, String, Vec<serde_json::Value>) {
+    let child = Command::new(env!("CARGO_BIN_EXE_fastpath"))
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run the bench");
+    let pid = child.id();
+    let out = child.wait_with_output().expect("the bench's output");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let start = text.rfind("\n[").map_or(0, |i| i + 1);
+    let rows = serde_json::from_str(&text[start..]).expect("JSON rows");
+    (pid, text, rows)
+}
 
 /// True when this machine can run the test; otherwise prints why and returns false, or panics if
 /// `FASTPATH_REQUIRE_TUN=1`.
