@@ -105,7 +105,7 @@ pub struct TunRow {
     pub workload: String,
     /// Datagram payload in bytes.
     pub size: usize,
-    /// `fastpath` or `linux`.
+    /// `fastpath`, `ceiling` (see [`super::ceiling`]) or `linux`.
     pub server: String,
     /// fastpath's checksum offload over TUN (none for linux).
     pub offload: Option<bool>,
@@ -235,9 +235,6 @@ fn deepen(sock: &KernelSocket, bytes: usize) -> Result<(), String> {
         .map_err(|e| format!("SO_RCVBUFFORCE: {e}"))
 }
 
-/// fastpath at 10.7.0.2 on a new TUN interface in a new namespace: a stack per queue, each in a
-/// thread of its own.
-#[allow(clippy::too_many_arguments)]
 /// What reads a TUN queue.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Reader {
@@ -248,6 +245,8 @@ enum Reader {
     Null,
 }
 
+/// At 10.7.0.2 on a new TUN interface in a new namespace, a `reader` per queue (a fastpath stack, or
+/// the ceiling's), each in a thread of its own.
 fn fastpath_target(
     bed: &mut Testbed,
     label: String,
