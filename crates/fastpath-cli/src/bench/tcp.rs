@@ -235,6 +235,20 @@ mod testbed {
             Ok(name)
         }
 
+        /// Starts a server thread named `name` (shown by `top -H` and in `perf` profiles).
+        fn spawn(
+            &mut self,
+            name: String,
+            f: impl FnOnce() -> Result<(), String> + Send + 'static,
+        ) -> Result<(), String> {
+            let thread = std::thread::Builder::new()
+                .name(name)
+                .spawn(f)
+                .map_err(|e| format!("a server thread: {e}"))?;
+            self.threads.push(thread);
+            Ok(())
+        }
+
         fn ip(ns: &str, args: &[&str]) -> Result<(), String> {
             let mut all = vec!["-n", ns];
             all.extend_from_slice(args);
@@ -287,43 +301,43 @@ mod testbed {
             for (q, mut link) in links.into_iter().enumerate() {
                 let (stop, count) = (self.stop.clone(), received.clone());
                 let tun = link.handle();
-                self.threads
-                    .push(std::thread::spawn(move || -> Result<(), String> {
-                        let mut stack = crate::queues::stack_for_queue(
-                            &mut link,
-                            StackConfig::default(),
-                            q,
-                            queues,
-                        )?;
-                        let iface = stack.add_interface("fpt0", link, Ipv4Cidr::new(SERVER, 24));
-                        stack
-                            .add_ipv6_address(iface, fastpath::Ipv6Cidr::new(SERVER6, 64))
-                            .map_err(|e| e.to_string())?;
-                        let mut services = TcpServices::listen_dual(&mut stack, 7, 9, 19)?;
-                        let mut counted = 0;
-                        while !stop.load(Ordering::Relaxed) {
-                            let mut work = stack.poll(Instant::now());
-                            work += services.run(&mut stack);
-                            stack.flush();
-                            // Once per pass that discarded something: the stacks share this counter.
-                            let discarded = services.totals.discarded;
-                            if discarded > counted {
-                                count.fetch_add(discarded - counted, Ordering::Relaxed);
-                                counted = discarded;
-                            }
-                            if work == 0 {
-                                let nap =
-                                    stack
-                                        .next_deadline()
-                                        .map_or(Duration::from_millis(20), |d| {
-                                            d.saturating_since(Instant::now())
-                                                .min(Duration::from_millis(20))
-                                        });
-                                tun.wait(Some(nap)).map_err(|e| e.to_string())?;
-                            }
+                let name = format!("fp-{}-q{q}", if offload { "on" } else { "off" });
+                self.spawn(name, move || -> Result<(), String> {
+                    let mut stack = crate::queues::stack_for_queue(
+                        &mut link,
+                        StackConfig::default(),
+                        q,
+                        queues,
+                    )?;
+                    let iface = stack.add_interface("fpt0", link, Ipv4Cidr::new(SERVER, 24));
+                    stack
+                        .add_ipv6_address(iface, fastpath::Ipv6Cidr::new(SERVER6, 64))
+                        .map_err(|e| e.to_string())?;
+                    let mut services = TcpServices::listen_dual(&mut stack, 7, 9, 19)?;
+                    let mut counted = 0;
+                    while !stop.load(Ordering::Relaxed) {
+                        let mut work = stack.poll(Instant::now());
+                        work += services.run(&mut stack);
+                        stack.flush();
+                        // Once per pass that discarded something: the stacks share this counter.
+                        let discarded = services.totals.discarded;
+                        if discarded > counted {
+                            count.fetch_add(discarded - counted, Ordering::Relaxed);
+                            counted = discarded;
                         }
-                        Ok(())
-                    }));
+                        if work == 0 {
+                            let nap =
+                                stack
+                                    .next_deadline()
+                                    .map_or(Duration::from_millis(20), |d| {
+                                        d.saturating_since(Instant::now())
+                                            .min(Duration::from_millis(20))
+                                    });
+                            tun.wait(Some(nap)).map_err(|e| e.to_string())?;
+                        }
+                    }
+                    Ok(())
+                })?;
             }
             let on = if offload { "offload on" } else { "offload off" };
             self.servers.push(Server {
@@ -352,9 +366,9 @@ mod testbed {
             let link = links.pop().ok_or("no TUN queue")?;
             let received = Arc::new(AtomicU64::new(0));
             let (stop, count) = (self.stop.clone(), received.clone());
-            self.threads.push(std::thread::spawn(move || {
+            self.spawn("ceiling-uring".into(), move || {
                 super::super::ceiling::serve_batched(&link, &stop, &count)
-            }));
+            })?;
             self.servers.push(Server {
                 stack: "ceiling",
                 config: "stateless, io_uring".into(),
@@ -375,33 +389,32 @@ mod testbed {
             use super::super::ceiling::{respond, Response};
             let (ns, links) = self.tun("fpc0", true, queues, false)?;
             let received = Arc::new(AtomicU64::new(0));
-            for mut link in links {
+            for (q, mut link) in links.into_iter().enumerate() {
                 let (stop, count) = (self.stop.clone(), received.clone());
-                self.threads
-                    .push(std::thread::spawn(move || -> Result<(), String> {
-                        use fastpath::Link;
-                        let (mut batch, mut out) = (Vec::new(), Vec::new());
-                        while !stop.load(Ordering::Relaxed) {
-                            if link.receive(&mut batch, 64) == 0 {
-                                link.wait(Some(Duration::from_millis(20)))
-                                    .map_err(|e| e.to_string())?;
-                                continue;
-                            }
-                            let mut discarded = 0;
-                            for mut p in batch.drain(..) {
-                                if let Response::Reply { discarded: n } = respond(&mut p) {
-                                    discarded += n;
-                                    out.push(p);
-                                }
-                            }
-                            link.transmit(&mut out);
-                            out.clear();
-                            if discarded > 0 {
-                                count.fetch_add(discarded as u64, Ordering::Relaxed);
+                self.spawn(format!("ceiling-q{q}"), move || -> Result<(), String> {
+                    use fastpath::Link;
+                    let (mut batch, mut out) = (Vec::new(), Vec::new());
+                    while !stop.load(Ordering::Relaxed) {
+                        if link.receive(&mut batch, 64) == 0 {
+                            link.wait(Some(Duration::from_millis(20)))
+                                .map_err(|e| e.to_string())?;
+                            continue;
+                        }
+                        let mut discarded = 0;
+                        for mut p in batch.drain(..) {
+                            if let Response::Reply { discarded: n } = respond(&mut p) {
+                                discarded += n;
+                                out.push(p);
                             }
                         }
-                        Ok(())
-                    }));
+                        link.transmit(&mut out);
+                        out.clear();
+                        if discarded > 0 {
+                            count.fetch_add(discarded as u64, Ordering::Relaxed);
+                        }
+                    }
+                    Ok(())
+                })?;
             }
             self.servers.push(Server {
                 stack: "ceiling",
@@ -457,44 +470,43 @@ mod testbed {
                     .map_err(|e| format!("kernel listen: {e}"))?;
                 listener.set_nonblocking(true).map_err(|e| e.to_string())?;
                 let (stop, count) = (self.stop.clone(), received.clone());
-                self.threads
-                    .push(std::thread::spawn(move || -> Result<(), String> {
-                        while !stop.load(Ordering::Relaxed) {
-                            let Ok((mut s, _)) = listener.accept() else {
-                                std::thread::sleep(Duration::from_millis(2));
-                                continue;
-                            };
-                            let (stop, count) = (stop.clone(), count.clone());
-                            std::thread::spawn(move || {
-                                let _ = s.set_nonblocking(false);
-                                let _ = s.set_read_timeout(Some(Duration::from_millis(200)));
-                                let mut buf = vec![0u8; 1 << 18];
-                                // Chargen: send until the client goes away.
-                                while port == 19 && !stop.load(Ordering::Relaxed) {
-                                    if s.write_all(&buf).is_err() {
-                                        return;
-                                    }
+                self.spawn(format!("linux-{port}"), move || -> Result<(), String> {
+                    while !stop.load(Ordering::Relaxed) {
+                        let Ok((mut s, _)) = listener.accept() else {
+                            std::thread::sleep(Duration::from_millis(2));
+                            continue;
+                        };
+                        let (stop, count) = (stop.clone(), count.clone());
+                        std::thread::spawn(move || {
+                            let _ = s.set_nonblocking(false);
+                            let _ = s.set_read_timeout(Some(Duration::from_millis(200)));
+                            let mut buf = vec![0u8; 1 << 18];
+                            // Chargen: send until the client goes away.
+                            while port == 19 && !stop.load(Ordering::Relaxed) {
+                                if s.write_all(&buf).is_err() {
+                                    return;
                                 }
-                                while !stop.load(Ordering::Relaxed) {
-                                    match s.read(&mut buf) {
-                                        Ok(0) => break,
-                                        Ok(n) if port == 7 => {
-                                            if s.write_all(&buf[..n]).is_err() {
-                                                break;
-                                            }
+                            }
+                            while !stop.load(Ordering::Relaxed) {
+                                match s.read(&mut buf) {
+                                    Ok(0) => break,
+                                    Ok(n) if port == 7 => {
+                                        if s.write_all(&buf[..n]).is_err() {
+                                            break;
                                         }
-                                        Ok(n) => {
-                                            count.fetch_add(n as u64, Ordering::Relaxed);
-                                        }
-                                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-                                        Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {}
-                                        Err(_) => break,
                                     }
+                                    Ok(n) => {
+                                        count.fetch_add(n as u64, Ordering::Relaxed);
+                                    }
+                                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                                    Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {}
+                                    Err(_) => break,
                                 }
-                            });
-                        }
-                        Ok(())
-                    }));
+                            }
+                        });
+                    }
+                    Ok(())
+                })?;
             }
             self.servers.push(Server {
                 stack: "linux",
@@ -523,123 +535,121 @@ mod testbed {
             let (stop, count) = (self.stop.clone(), received.clone());
             let (ready_tx, ready) = std::sync::mpsc::channel();
             let ns_name = ns.clone();
-            self.threads
-                .push(std::thread::spawn(move || -> Result<(), String> {
-                    // smoltcp's device is not `Send`: this thread makes it inside the namespace and keeps it.
-                    let setup = || -> Result<TunTapInterface, String> {
-                        netns::enter(&netns::path(&ns_name))?;
-                        let device = TunTapInterface::new("fps0", Medium::Ip)
-                            .map_err(|e| format!("smoltcp TUN interface: {e}"))?;
-                        Self::ip(&ns_name, &["link", "set", "dev", "fps0", "mtu", "1500"])?;
-                        Self::ip(&ns_name, &["addr", "add", "10.7.0.1/24", "dev", "fps0"])?;
-                        Self::ip(&ns_name, &["link", "set", "dev", "fps0", "up"])?;
-                        Ok(device)
-                    };
-                    let mut device = match setup() {
-                        Ok(d) => {
-                            let _ = ready_tx.send(Ok(()));
-                            d
+            self.spawn("smoltcp".into(), move || -> Result<(), String> {
+                // smoltcp's device is not `Send`: this thread makes it inside the namespace and keeps it.
+                let setup = || -> Result<TunTapInterface, String> {
+                    netns::enter(&netns::path(&ns_name))?;
+                    let device = TunTapInterface::new("fps0", Medium::Ip)
+                        .map_err(|e| format!("smoltcp TUN interface: {e}"))?;
+                    Self::ip(&ns_name, &["link", "set", "dev", "fps0", "mtu", "1500"])?;
+                    Self::ip(&ns_name, &["addr", "add", "10.7.0.1/24", "dev", "fps0"])?;
+                    Self::ip(&ns_name, &["link", "set", "dev", "fps0", "up"])?;
+                    Ok(device)
+                };
+                let mut device = match setup() {
+                    Ok(d) => {
+                        let _ = ready_tx.send(Ok(()));
+                        d
+                    }
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(e.clone()));
+                        return Err(e);
+                    }
+                };
+                let now = || smoltcp::time::Instant::now();
+                let mut iface =
+                    Interface::new(Config::new(HardwareAddress::Ip), &mut device, now());
+                iface.update_ip_addrs(|a| {
+                    let _ = a.push(IpCidr::new(IpAddress::v4(10, 7, 0, 2), 24));
+                });
+                let mut sockets = SocketSet::new(Vec::new());
+                let new_socket = |port: u16, rx: usize, tx: usize| {
+                    let mut s = tcp::Socket::new(
+                        tcp::SocketBuffer::new(vec![0; rx]),
+                        tcp::SocketBuffer::new(vec![0; tx]),
+                    );
+                    let _ = s.listen(port);
+                    s
+                };
+                // smoltcp listens with one socket per connection: a discard socket, and enough echo
+                // sockets for the 100-connection request/response run.
+                let discard = || new_socket(9, 1 << 20, 1 << 16);
+                let echo = || new_socket(7, 1 << 14, 1 << 14);
+                let mut echoes: Vec<_> = (0..ECHO_SOCKETS).map(|_| sockets.add(echo())).collect();
+                let mut handle = sockets.add(discard());
+                // Chargen: sends what its send buffer holds (zeros, as the kernel's chargen here
+                // does) for as long as the client reads; one connection at a time.
+                let chargen = || new_socket(19, 1 << 14, 1 << 20);
+                let mut generator = sockets.add(chargen());
+                let fd = device.as_raw_fd();
+                let mut total = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    iface.poll(now(), &mut device, &mut sockets);
+                    let s = sockets.get_mut::<tcp::Socket>(handle);
+                    let mut got = 0;
+                    while let Ok(n) = s.recv(|b| (b.len(), b.len())) {
+                        if n == 0 {
+                            break;
                         }
-                        Err(e) => {
-                            let _ = ready_tx.send(Err(e.clone()));
-                            return Err(e);
-                        }
-                    };
-                    let now = || smoltcp::time::Instant::now();
-                    let mut iface =
-                        Interface::new(Config::new(HardwareAddress::Ip), &mut device, now());
-                    iface.update_ip_addrs(|a| {
-                        let _ = a.push(IpCidr::new(IpAddress::v4(10, 7, 0, 2), 24));
-                    });
-                    let mut sockets = SocketSet::new(Vec::new());
-                    let new_socket = |port: u16, rx: usize, tx: usize| {
-                        let mut s = tcp::Socket::new(
-                            tcp::SocketBuffer::new(vec![0; rx]),
-                            tcp::SocketBuffer::new(vec![0; tx]),
-                        );
-                        let _ = s.listen(port);
-                        s
-                    };
-                    // smoltcp listens with one socket per connection: a discard socket, and enough echo
-                    // sockets for the 100-connection request/response run.
-                    let discard = || new_socket(9, 1 << 20, 1 << 16);
-                    let echo = || new_socket(7, 1 << 14, 1 << 14);
-                    let mut echoes: Vec<_> =
-                        (0..ECHO_SOCKETS).map(|_| sockets.add(echo())).collect();
-                    let mut handle = sockets.add(discard());
-                    // Chargen: sends what its send buffer holds (zeros, as the kernel's chargen here
-                    // does) for as long as the client reads; one connection at a time.
-                    let chargen = || new_socket(19, 1 << 14, 1 << 20);
-                    let mut generator = sockets.add(chargen());
-                    let fd = device.as_raw_fd();
-                    let mut total = 0u64;
-                    while !stop.load(Ordering::Relaxed) {
-                        iface.poll(now(), &mut device, &mut sockets);
-                        let s = sockets.get_mut::<tcp::Socket>(handle);
-                        let mut got = 0;
-                        while let Ok(n) = s.recv(|b| (b.len(), b.len())) {
-                            if n == 0 {
-                                break;
+                        got += n;
+                    }
+                    if !s.is_active() && !s.is_listening() {
+                        sockets.remove(handle);
+                        handle = sockets.add(discard());
+                    } else if s.state() == tcp::State::CloseWait {
+                        // The client finished sending: finish too.
+                        s.close();
+                    }
+                    total += got as u64;
+                    count.store(total, Ordering::Relaxed);
+                    // Echo: take what the send buffer has room for, and send it back.
+                    let mut echoed = 0;
+                    for h in echoes.iter_mut() {
+                        let s = sockets.get_mut::<tcp::Socket>(*h);
+                        let room = s.send_capacity() - s.send_queue();
+                        let mut tmp = [0u8; 4096];
+                        let want = room.min(tmp.len());
+                        if let Ok(n) = s.recv_slice(&mut tmp[..want]) {
+                            if n > 0 {
+                                let _ = s.send_slice(&tmp[..n]);
+                                echoed += n;
                             }
-                            got += n;
                         }
                         if !s.is_active() && !s.is_listening() {
-                            sockets.remove(handle);
-                            handle = sockets.add(discard());
-                        } else if s.state() == tcp::State::CloseWait {
-                            // The client finished sending: finish too.
+                            sockets.remove(*h);
+                            *h = sockets.add(echo());
+                        } else if s.state() == tcp::State::CloseWait && s.send_queue() == 0 {
                             s.close();
-                        }
-                        total += got as u64;
-                        count.store(total, Ordering::Relaxed);
-                        // Echo: take what the send buffer has room for, and send it back.
-                        let mut echoed = 0;
-                        for h in echoes.iter_mut() {
-                            let s = sockets.get_mut::<tcp::Socket>(*h);
-                            let room = s.send_capacity() - s.send_queue();
-                            let mut tmp = [0u8; 4096];
-                            let want = room.min(tmp.len());
-                            if let Ok(n) = s.recv_slice(&mut tmp[..want]) {
-                                if n > 0 {
-                                    let _ = s.send_slice(&tmp[..n]);
-                                    echoed += n;
-                                }
-                            }
-                            if !s.is_active() && !s.is_listening() {
-                                sockets.remove(*h);
-                                *h = sockets.add(echo());
-                            } else if s.state() == tcp::State::CloseWait && s.send_queue() == 0 {
-                                s.close();
-                            }
-                        }
-                        let s = sockets.get_mut::<tcp::Socket>(generator);
-                        let mut generated = 0;
-                        while s.may_send() {
-                            match s.send(|b| (b.len(), b.len())) {
-                                Ok(n) if n > 0 => generated += n,
-                                _ => break,
-                            }
-                        }
-                        let _ = s.recv(|b| (b.len(), ()));
-                        if !s.is_active() && !s.is_listening() {
-                            sockets.remove(generator);
-                            generator = sockets.add(chargen());
-                        } else if s.state() == tcp::State::CloseWait {
-                            s.close();
-                        }
-                        if got == 0 && echoed == 0 && generated == 0 {
-                            let delay = iface.poll_delay(now(), &sockets).map_or(
-                                Duration::from_millis(20),
-                                |d| {
-                                    Duration::from_micros(d.total_micros())
-                                        .min(Duration::from_millis(20))
-                                },
-                            );
-                            let _ = smoltcp::phy::wait(fd, Some(delay.into()));
                         }
                     }
-                    Ok(())
-                }));
+                    let s = sockets.get_mut::<tcp::Socket>(generator);
+                    let mut generated = 0;
+                    while s.may_send() {
+                        match s.send(|b| (b.len(), b.len())) {
+                            Ok(n) if n > 0 => generated += n,
+                            _ => break,
+                        }
+                    }
+                    let _ = s.recv(|b| (b.len(), ()));
+                    if !s.is_active() && !s.is_listening() {
+                        sockets.remove(generator);
+                        generator = sockets.add(chargen());
+                    } else if s.state() == tcp::State::CloseWait {
+                        s.close();
+                    }
+                    if got == 0 && echoed == 0 && generated == 0 {
+                        let delay = iface.poll_delay(now(), &sockets).map_or(
+                            Duration::from_millis(20),
+                            |d| {
+                                Duration::from_micros(d.total_micros())
+                                    .min(Duration::from_millis(20))
+                            },
+                        );
+                        let _ = smoltcp::phy::wait(fd, Some(delay.into()));
+                    }
+                }
+                Ok(())
+            })?;
             ready
                 .recv()
                 .map_err(|_| "the smoltcp thread died".to_string())??;
