@@ -135,6 +135,18 @@ impl TcpOptions {
     /// Parses the option bytes of a header. Unknown options are skipped by their length; a malformed
     /// length is an error (RFC 9293 §3.1: a receiver must be prepared for any option).
     pub fn parse(mut bytes: &[u8]) -> Result<TcpOptions> {
+        // The options of almost every segment once a connection is up: timestamps alone, after two
+        // NOPs (RFC 7323 appendix A), read at once as Van Jacobson's header prediction does.
+        if let [kind::NOP, kind::NOP, kind::TIMESTAMPS, 10, v0, v1, v2, v3, e0, e1, e2, e3] = *bytes
+        {
+            return Ok(TcpOptions {
+                timestamps: Some((
+                    u32::from_be_bytes([v0, v1, v2, v3]),
+                    u32::from_be_bytes([e0, e1, e2, e3]),
+                )),
+                ..TcpOptions::default()
+            });
+        }
         let mut opts = TcpOptions::default();
         while let Some(&k) = bytes.first() {
             match k {

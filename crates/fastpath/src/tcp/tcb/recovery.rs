@@ -148,21 +148,24 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
     }
 
     pub(super) fn rtt_sample(&mut self, _now: Instant, rtt_ms: u32, cx: &mut Cx) {
-        let r = Duration::from_millis(rtt_ms.max(1) as u64);
-        match self.srtt {
-            None => {
-                self.srtt = Some(r);
-                self.rttvar = r / 2;
-            }
+        // In nanoseconds as integers: `Duration`'s own multiplications and divisions carry between
+        // seconds and nanoseconds at every step, which cost more than the rest of an ACK's
+        // processing. The results are the same (both round down; a sample is below 50 days, so
+        // nothing here comes near `u64`'s limit).
+        let nanos = |d: Duration| d.as_nanos() as u64;
+        let r = u64::from(rtt_ms.max(1)) * 1_000_000;
+        let (srtt, rttvar) = match self.srtt {
+            None => (r, r / 2),
             Some(srtt) => {
-                let delta = srtt.abs_diff(r);
-                self.rttvar = (self.rttvar * 3 + delta) / 4;
-                self.srtt = Some((srtt * 7 + r) / 8);
+                let srtt = nanos(srtt);
+                let rttvar = (nanos(self.rttvar) * 3 + srtt.abs_diff(r)) / 4;
+                ((srtt * 7 + r) / 8, rttvar)
             }
-        }
-        let srtt = self.srtt.unwrap_or(r);
-        self.rto = (srtt + (self.rttvar * 4).max(Duration::from_millis(1)))
-            .clamp(cx.cfg.min_rto, cx.cfg.max_rto);
+        };
+        self.srtt = Some(Duration::from_nanos(srtt));
+        self.rttvar = Duration::from_nanos(rttvar);
+        let rto = srtt + (rttvar * 4).max(1_000_000);
+        self.rto = Duration::from_nanos(rto).clamp(cx.cfg.min_rto, cx.cfg.max_rto);
     }
 
     /// Bytes the network holds for us (RFC 6675 §4 "pipe", with every unSACKed byte below the highest
