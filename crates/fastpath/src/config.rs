@@ -246,9 +246,11 @@ pub struct StackConfig {
     /// a call to the general routine.
     pub inline_header_checksum: bool,
     /// Header prediction on input (after Van Jacobson's TCP header prediction, applied to UDP): a
-    /// packet of the common shape (20-byte header, not a fragment, UDP, unicast to this host) is
-    /// checked with a few compares on its header read once as an array and handed straight to UDP; any
-    /// other packet, and any packet that fails a check, takes the general path, which counts its drop.
+    /// packet of the common shape (20-byte header, not a fragment, UDP or TCP, unicast to this host)
+    /// is checked with a few compares on its header read once as an array and handed straight to its
+    /// transport (UDP's prediction first, inlined; TCP's out of line, after it); any other packet,
+    /// and any packet that fails a check, takes the general path, which counts its drop. (TCP's own
+    /// header prediction, of the segment, is [`TcpConfig::header_prediction`]'s.)
     pub input_header_prediction: bool,
     /// Header templates on output: an unfragmented datagram's 20-byte IPv4 header is written in one
     /// store from its constant parts and the few fields that change (length, ident, addresses),

@@ -21,10 +21,12 @@ pub(crate) type Accepted = (PacketBuf, Ipv4Repr, Delivery);
 impl Ipv4 {
     /// Header prediction's side of input (`input_header_prediction`): when `buf` (from `iface`) is a
     /// datagram of the common shape that passes every check, counts it received and delivered, leaves
-    /// the UDP datagram in `buf`'s window and returns its header. `None` leaves `buf` as it was, for
+    /// the UDP datagram or TCP segment in `buf`'s window and returns its header. `None` leaves `buf` as it was, for
     /// [`Self::input`]. Taking the buffer by reference keeps the hot path from moving it.
+    /// `PROTOCOL` is UDP's 17 or TCP's 6: one prediction per protocol, each with the protocol a
+    /// constant that the header checksum folds in.
     #[inline(always)]
-    pub(crate) fn input_predicted(
+    pub(crate) fn input_predicted<const PROTOCOL: u8>(
         &self,
         counters: &mut IpCounters,
         iface: InterfaceId,
@@ -33,7 +35,7 @@ impl Ipv4 {
         if !self.cfg.input_header_prediction {
             return None;
         }
-        let repr = self.predict_udp(counters, iface, buf.data())?;
+        let repr = self.predict::<PROTOCOL>(counters, iface, buf.data())?;
         layer!(Receive, Ip);
         counters.in_receives += 1;
         buf.truncate(20 + repr.payload_len);
@@ -110,11 +112,12 @@ impl Ipv4 {
     }
 
     /// Header prediction (`input_header_prediction`): the parsed header of a packet of the common
-    /// shape, a unicast UDP datagram to this host with a 20-byte header and not a fragment, that passes
-    /// every check of [`Self::check`]; `None` for any other packet, which then takes the general
-    /// path (and is dropped there, counted, if it is bad). The header is read once, as an array.
+    /// shape, a unicast UDP datagram or TCP segment to this host with a 20-byte header and not a
+    /// fragment, that passes every check of [`Self::check`]; `None` for any other packet, which then
+    /// takes the general path (and is dropped there, counted, if it is bad). The header is read once,
+    /// as an array.
     #[inline(always)]
-    fn predict_udp(
+    fn predict<const PROTOCOL: u8>(
         &self,
         counters: &mut IpCounters,
         iface: InterfaceId,
@@ -122,13 +125,19 @@ impl Ipv4 {
     ) -> Option<Ipv4Repr> {
         let h: &[u8; 20] = data.get(..20)?.try_into().ok()?;
         let total = u16::from_be_bytes([h[2], h[3]]) as usize;
-        // Version 4 with no options; MF clear and offset zero; TTL not zero; UDP; a total length
-        // within the packet with room for a UDP header.
+        // Version 4 with no options; MF clear and offset zero; TTL not zero; the protocol; a total
+        // length within the packet with room for a UDP header (a shorter TCP header is TCP's to
+        // find and count, as on the general path).
+        let protocol = if PROTOCOL == 6 {
+            IpProtocol::Tcp
+        } else {
+            IpProtocol::Udp
+        };
         if h[0] != 0x45
             || h[6] & 0x3f != 0
             || h[7] != 0
             || h[8] == 0
-            || h[9] != 17
+            || h[9] != PROTOCOL
             || total < 28
             || total > data.len()
         {
@@ -166,7 +175,7 @@ impl Ipv4 {
         Some(Ipv4Repr {
             src_addr: src,
             dst_addr: dst,
-            protocol: IpProtocol::Udp,
+            protocol,
             payload_len: total - 20,
             ttl: h[8],
             tos: h[1],

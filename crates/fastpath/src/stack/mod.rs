@@ -513,7 +513,7 @@ impl Stack {
     pub(crate) fn ipv4_input(&mut self, iface: InterfaceId, mut packet: PacketBuf) {
         if let Some(repr) = self
             .ip
-            .input_predicted(&mut self.counters.ip, iface, &mut packet)
+            .input_predicted::<17>(&mut self.counters.ip, iface, &mut packet)
         {
             return self.udp_input(packet, &repr, Delivery::Unicast);
         }
@@ -524,9 +524,16 @@ impl Stack {
         self.ipv4_input_general(iface, packet);
     }
 
-    /// [`Self::ipv4_input`] for a packet header prediction did not take.
+    /// [`Self::ipv4_input`] for a packet UDP's header prediction did not take: TCP's (out of line,
+    /// so that UDP's path, inlined into `poll`, stays as short as it was), then the general path.
     #[inline(never)]
-    fn ipv4_input_general(&mut self, iface: InterfaceId, packet: PacketBuf) {
+    fn ipv4_input_general(&mut self, iface: InterfaceId, mut packet: PacketBuf) {
+        if let Some(repr) = self
+            .ip
+            .input_predicted::<6>(&mut self.counters.ip, iface, &mut packet)
+        {
+            return self.tcp_input(packet, &repr, Delivery::Unicast);
+        }
         let (ip, mut cx, _) = ip_cx!(self);
         if let Some((buf, repr, delivery)) = ip.input(&mut cx, iface, packet) {
             self.deliver(buf, &repr, delivery);
