@@ -1220,7 +1220,6 @@ impl<N: Network> Tcp<N> {
         // handled by its verdicts; nothing more here.
     }
 
-    /// Runs due TCP timers (from `poll`).
     /// Runs due TCP timers (from `poll`): only the connections whose deadlines are due are
     /// visited, each once per run (a timer re-armed for `now` waits for the next run).
     pub(crate) fn timers(&mut self, cx: &mut TcpCx<impl Transmit, N>) {
