@@ -26,6 +26,7 @@ pub(crate) use tcb::Tcb;
 pub use tcb::{ConnectionInfo, State};
 
 use std::cmp::Reverse;
+use std::collections::binary_heap::PeekMut;
 use std::collections::{BinaryHeap, VecDeque};
 use std::io::{self, IoSlice};
 use std::marker::PhantomData;
@@ -298,8 +299,13 @@ impl<N: Network> Tcp<N> {
 
     /// The deadline of the heap entry `(at, index, generation)` if it is live, with the
     /// connection's actual deadline.
-    fn live_entry(&self, at: Instant, index: u32, generation: u32) -> Option<Option<Instant>> {
-        let slot = self.slots.get(index, generation)?;
+    fn live_entry(
+        slots: &Slots<Slot<N::Addr>>,
+        at: Instant,
+        index: u32,
+        generation: u32,
+    ) -> Option<Option<Instant>> {
+        let slot = slots.get(index, generation)?;
         if slot.scheduled != Some(at) {
             return None;
         }
@@ -311,22 +317,27 @@ impl<N: Network> Tcp<N> {
 
     /// Makes the heap's top exact: drops dead entries, and moves a live one whose connection's
     /// deadline went later (or away) to where it now belongs. The top is then the earliest deadline
-    /// of all connections: every connection with a deadline has a live entry no later than it.
+    /// of all connections: every connection with a deadline has a live entry no later than it. A
+    /// top that moves later is changed in place and sifted down once, not popped and pushed again.
     fn settle(&mut self) {
-        while let Some(&Reverse((at, index, generation))) = self.timers.peek() {
-            let Some(actual) = self.live_entry(at, index, generation) else {
-                self.timers.pop();
+        let (timers, slots) = (&mut self.timers, &mut self.slots);
+        while let Some(mut top) = timers.peek_mut() {
+            let Reverse((at, index, generation)) = *top;
+            let Some(actual) = Self::live_entry(slots, at, index, generation) else {
+                PeekMut::pop(top);
                 continue;
             };
             if actual == Some(at) {
                 return;
             }
-            self.timers.pop();
-            if let Some(slot) = self.slots.at_mut(index) {
+            if let Some(slot) = slots.at_mut(index) {
                 slot.scheduled = actual;
             }
-            if let Some(d) = actual {
-                self.timers.push(Reverse((d, index, generation)));
+            match actual {
+                Some(d) => *top = Reverse((d, index, generation)),
+                None => {
+                    PeekMut::pop(top);
+                }
             }
         }
     }
