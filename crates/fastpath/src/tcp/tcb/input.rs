@@ -91,13 +91,20 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             }
             return Err(payload);
         }
-        // The next data in order, acknowledging nothing new, with room for it.
-        if ack == self.snd_una
+        // The next data in order, with room for it, acknowledging nothing new, or (a request or a
+        // response of a request/response exchange, where every segment carries data and the ACK of
+        // the last one the other way) new data outside recovery. The ACK first, then the data, as
+        // the general path takes them (RFC 9293 §3.10.7.4, fifth and seventh checks).
+        let acks_new = ack > self.snd_una && ack <= self.snd_max;
+        if (ack == self.snd_una || (acks_new && self.recover.is_none() && self.dupacks == 0))
             && self.ooo.is_empty()
             && payload.len() as u32 <= self.rx_free()
             && self.rcv_nxt + payload.len() as u32 <= self.rcv_adv
         {
             self.take_timestamp(seg);
+            if acks_new {
+                self.ack_advance(ack, seg, cx);
+            }
             self.take_window(seg);
             let len = payload.len() as u32;
             self.rcv_nxt = self.rcv_nxt + len;

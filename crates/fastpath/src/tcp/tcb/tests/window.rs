@@ -214,3 +214,54 @@ fn a_closed_peer_window_is_probed_with_one_byte_with_backoff() {
     recv!(h, seg(ACK, R, S + 1, 65535));
     send!(h, out(ACK | PSH, S + 1, R, 65535), 99);
 }
+
+/// A request/response exchange: each segment carries data and the ACK of the last one the other way.
+/// Header prediction takes them (as data that acknowledges new data), and what goes out, and the
+/// connection's state after, are what the general path gives.
+#[test]
+fn request_and_response_segments_take_the_short_path_with_the_general_paths_result() {
+    let run = |prediction: bool| {
+        let mut h = Harness::established_with(
+            TcpConfig {
+                header_prediction: prediction,
+                ..plain()
+            },
+            TcpOptions::default(),
+        );
+        h.tcb.nodelay = true;
+        let mut out = Vec::new();
+        for i in 0..3u32 {
+            // Our request, then the peer's response that acknowledges it and carries 50 bytes.
+            h.write(100);
+            out.extend(h.send_all());
+            h.advance(Duration::from_millis(1));
+            recv!(
+                h,
+                seg(ACK | PSH, R + 50 * i, S + 100 * (i + 1), 65535),
+                &[7; 50]
+            );
+            out.extend(h.send_all());
+        }
+        h.fire();
+        out.extend(h.send_all());
+        let state = (
+            format!("{:?}", h.tcb.info()),
+            h.tcb.snd_una,
+            h.tcb.snd_nxt,
+            h.tcb.rcv_nxt,
+            h.tcb.rx.bytes,
+            h.tcb.deadline(),
+        );
+        (out, state, h.counters.predicted_data)
+    };
+    let (fast, fast_state, predicted) = run(true);
+    let (general, general_state, none) = run(false);
+    assert_eq!(predicted, 3, "every response took the short path");
+    assert_eq!(none, 0);
+    assert_eq!(fast, general);
+    assert_eq!(fast_state, general_state);
+    // The last response was acknowledged (by the delayed ACK), and our requests all were.
+    assert_eq!(fast.last().map(|(r, _)| r.ack), Some(R + 150));
+    assert_eq!(fast_state.1, fast_state.2);
+    assert_eq!(fast_state.1 .0, S + 300);
+}
