@@ -63,9 +63,11 @@ pub enum CongestionAlgorithm {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TcpConfig {
     /// Jacobson's header prediction (paper 000 §2, after Jacobson's 4.3BSD-Reno `tcp_input`): on an
-    /// established connection, an in-order segment that only acknowledges data, or only carries the
-    /// next data while nothing is outstanding, is handled by a short path that skips the general
-    /// state machine. The share of segments that take it is counted.
+    /// established connection, an in-order segment that only acknowledges data, or carries the next
+    /// data (acknowledging nothing new, or new data outside loss recovery, as each segment of a
+    /// request/response exchange does, which Jacobson's two cases leave to the general path), is
+    /// handled by a short path that skips the general state machine. The share of segments that take
+    /// it is counted.
     pub header_prediction: bool,
     /// The congestion controller of new connections.
     pub congestion: CongestionAlgorithm,
