@@ -200,6 +200,10 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
         }
         let offset = (self.snd_nxt - self.tx_seq) as usize;
         let available = self.tx.len().saturating_sub(offset);
+        if available == 0 && !self.fin_queued {
+            // Nothing to send (the common answer after the last segment went): no window to work out.
+            return None;
+        }
         let in_flight = self.pipe();
         let usable = if self.recover.is_some() {
             self.cc
