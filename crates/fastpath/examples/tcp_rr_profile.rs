@@ -1,7 +1,7 @@
 //! TCP request/response between two stacks over the in-memory pair, alone, for counting instructions
 //! per transaction: the client writes `size` bytes, both stacks poll (the client's first), the server
-//! reads them and writes them back, both poll (the server's first), the client reads the echo. Usage: `tcp_rr_profile [transactions] [size]`
-//! (defaults 100000, 64). With callgrind, run it twice with different counts and divide the
+//! reads them and writes them back, both poll (the server's first), the client reads the echo.
+//! Usage: `tcp_rr_profile [transactions] [size]` (defaults 100000, 64). With callgrind, run it twice with different counts and divide the
 //! difference of the totals by the difference of counts, as for `peers_profile`. The clock advances
 //! by a microsecond a step, so that no timer fires and the count is the same on every run.
 

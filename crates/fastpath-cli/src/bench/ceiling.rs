@@ -14,7 +14,12 @@
 //! (request/response) or only sends (discard): a reply's sequence number is the acknowledgment the
 //! client just sent, which is our next byte only when all we sent has arrived.
 
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use fastpath::buf::{BufferDepot, BufferMode, BufferPool};
 use fastpath::checksum;
+use fastpath::link::{Link, TunLink};
 use fastpath::PacketBuf;
 
 /// The largest echoed segment; longer data is only acknowledged.
@@ -106,6 +111,75 @@ pub fn respond(buf: &mut PacketBuf) -> Response {
     }
 }
 
+/// Packets read per `receive`.
+const READ_BATCH: usize = 64;
+
+/// A pool that gives what the ceiling does not send back to `link`'s own, as a stack's does
+/// ([`crate::queues::stack_for_queue`]): without it every packet dropped would be a heap
+/// allocation and free that no stack pays.
+fn recycler(link: &mut TunLink) -> BufferPool {
+    let depot = BufferDepot::new();
+    link.set_buffer_depot(depot.clone());
+    let mut pool = BufferPool::new(BufferMode::Pool, 1024);
+    pool.set_depot(depot);
+    pool
+}
+
+/// The ceiling on one TUN queue until `stop`: [`respond`] to each packet read, a `read` per packet
+/// and a `write` per reply (in batches of the link's own). Adds the bytes discarded to `received`.
+pub fn serve(mut link: TunLink, stop: &AtomicBool, received: &AtomicU64) -> Result<(), String> {
+    let mut pool = recycler(&mut link);
+    let (mut batch, mut out) = (Vec::new(), Vec::new());
+    while !stop.load(Ordering::Relaxed) {
+        if link.receive(&mut batch, READ_BATCH) == 0 {
+            link.wait(Some(Duration::from_millis(20)))
+                .map_err(|e| e.to_string())?;
+            continue;
+        }
+        let mut discarded = 0;
+        for mut p in batch.drain(..) {
+            match respond(&mut p) {
+                Response::Reply { discarded: n } => {
+                    discarded += n;
+                    out.push(p);
+                }
+                Response::Nothing => pool.free(p),
+            }
+        }
+        link.transmit(&mut out);
+        if discarded > 0 {
+            received.fetch_add(discarded as u64, Ordering::Relaxed);
+        }
+    }
+    Ok(())
+}
+
+/// The UDP ceiling on one TUN queue until `stop`: reads every packet and drops it, adding those
+/// that are datagrams to `port` ([`udp_to_port`]) to `count`.
+pub fn drop_all(
+    mut link: TunLink,
+    stop: &AtomicBool,
+    port: u16,
+    count: &AtomicU64,
+) -> Result<(), String> {
+    let mut pool = recycler(&mut link);
+    let mut batch = Vec::new();
+    while !stop.load(Ordering::Relaxed) {
+        if link.receive(&mut batch, READ_BATCH) == 0 {
+            link.wait(Some(Duration::from_millis(20)))
+                .map_err(|e| e.to_string())?;
+            continue;
+        }
+        let mut n = 0;
+        for p in batch.drain(..) {
+            n += u64::from(udp_to_port(p.data()) == Some(port));
+            pool.free(p);
+        }
+        count.fetch_add(n, Ordering::Relaxed);
+    }
+    Ok(())
+}
+
 /// Reads [`serve_batched`] keeps waiting in the ring (and so the most replies it hands over at once).
 #[cfg(target_os = "linux")]
 const BATCH: usize = 32;
@@ -122,13 +196,12 @@ const VNET_HEADER: usize = 12;
 /// would gain from io_uring on its TUN device, with no stack cost to hide it.
 #[cfg(target_os = "linux")]
 pub fn serve_batched(
-    link: &fastpath::TunLink,
-    stop: &std::sync::atomic::AtomicBool,
-    received: &std::sync::atomic::AtomicU64,
+    link: &TunLink,
+    stop: &AtomicBool,
+    received: &AtomicU64,
 ) -> Result<(), String> {
     use io_uring::{opcode, types, IoUring};
     use std::os::fd::AsRawFd;
-    use std::sync::atomic::Ordering;
     const WRITE: u64 = 1 << 32;
     const CANCEL: u64 = 1 << 33;
     let fd = types::Fd(link.as_raw_fd());

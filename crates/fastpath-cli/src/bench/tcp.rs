@@ -386,34 +386,12 @@ mod testbed {
         /// The ceiling ([`super::super::ceiling`]): a stateless responder on a TUN interface with
         /// offload and `queues` queues, a thread each, serving echo and discard over IPv4.
         pub fn ceiling(&mut self, queues: usize) -> Result<(), String> {
-            use super::super::ceiling::{respond, Response};
             let (ns, links) = self.tun("fpc0", true, queues, false)?;
             let received = Arc::new(AtomicU64::new(0));
-            for (q, mut link) in links.into_iter().enumerate() {
+            for (q, link) in links.into_iter().enumerate() {
                 let (stop, count) = (self.stop.clone(), received.clone());
-                self.spawn(format!("ceiling-q{q}"), move || -> Result<(), String> {
-                    use fastpath::Link;
-                    let (mut batch, mut out) = (Vec::new(), Vec::new());
-                    while !stop.load(Ordering::Relaxed) {
-                        if link.receive(&mut batch, 64) == 0 {
-                            link.wait(Some(Duration::from_millis(20)))
-                                .map_err(|e| e.to_string())?;
-                            continue;
-                        }
-                        let mut discarded = 0;
-                        for mut p in batch.drain(..) {
-                            if let Response::Reply { discarded: n } = respond(&mut p) {
-                                discarded += n;
-                                out.push(p);
-                            }
-                        }
-                        link.transmit(&mut out);
-                        out.clear();
-                        if discarded > 0 {
-                            count.fetch_add(discarded as u64, Ordering::Relaxed);
-                        }
-                    }
-                    Ok(())
+                self.spawn(format!("ceiling-q{q}"), move || {
+                    super::super::ceiling::serve(link, &stop, &count)
                 })?;
             }
             self.servers.push(Server {

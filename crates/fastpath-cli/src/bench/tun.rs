@@ -304,7 +304,7 @@ fn fastpath_target(
         threads.push(std::thread::spawn(move || -> Result<(), String> {
             register(&registry);
             let Reader::Stack { batching } = reader else {
-                return null_reader(link, &stop, &count);
+                return super::ceiling::drop_all(link, &stop, DISCARD, &count.0);
             };
             let mut config = StackConfig::default();
             if !batching {
@@ -357,25 +357,6 @@ fn fastpath_target(
         queues: Some(queues),
         server_threads,
     })
-}
-
-/// The ceiling's thread: reads packets from `link` until `stop`, counting those to the discard port.
-fn null_reader(mut link: TunLink, stop: &AtomicBool, count: &Counter) -> Result<(), String> {
-    use fastpath::Link;
-    let mut batch = Vec::new();
-    while !stop.load(Ordering::Relaxed) {
-        if link.receive(&mut batch, 64) == 0 {
-            link.wait(Some(Duration::from_millis(20)))
-                .map_err(|e| e.to_string())?;
-            continue;
-        }
-        let n = batch
-            .drain(..)
-            .filter(|p| super::ceiling::udp_to_port(p.data()) == Some(DISCARD))
-            .count();
-        count.0.fetch_add(n as u64, Ordering::Relaxed);
-    }
-    Ok(())
 }
 
 /// The kernel at 10.7.0.2 over a veth pair from the client's namespace to a server namespace, with a

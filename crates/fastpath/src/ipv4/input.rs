@@ -21,9 +21,9 @@ pub(crate) type Accepted = (PacketBuf, Ipv4Repr, Delivery);
 impl Ipv4 {
     /// Header prediction's side of input (`input_header_prediction`): when `buf` (from `iface`) is a
     /// datagram of the common shape that passes every check, counts it received and delivered, leaves
-    /// the UDP datagram or TCP segment in `buf`'s window and returns its header. `None` leaves `buf` as it was, for
-    /// [`Self::input`]. Taking the buffer by reference keeps the hot path from moving it.
-    /// `PROTOCOL` is UDP's 17 or TCP's 6: one prediction per protocol, each with the protocol a
+    /// the UDP datagram or TCP segment in `buf`'s window and returns its header. `None` leaves `buf`
+    /// as it was, for [`Self::input`]. Taking the buffer by reference keeps the hot path from moving
+    /// it. `PROTOCOL` is UDP's 17 or TCP's 6: one prediction per protocol, each with the protocol a
     /// constant that the header checksum folds in.
     #[inline(always)]
     pub(crate) fn input_predicted<const PROTOCOL: u8>(
@@ -128,11 +128,6 @@ impl Ipv4 {
         // Version 4 with no options; MF clear and offset zero; TTL not zero; the protocol; a total
         // length within the packet with room for a UDP header (a shorter TCP header is TCP's to
         // find and count, as on the general path).
-        let protocol = if PROTOCOL == 6 {
-            IpProtocol::Tcp
-        } else {
-            IpProtocol::Udp
-        };
         if h[0] != 0x45
             || h[6] & 0x3f != 0
             || h[7] != 0
@@ -175,7 +170,7 @@ impl Ipv4 {
         Some(Ipv4Repr {
             src_addr: src,
             dst_addr: dst,
-            protocol,
+            protocol: IpProtocol::from(PROTOCOL),
             payload_len: total - 20,
             ttl: h[8],
             tos: h[1],
