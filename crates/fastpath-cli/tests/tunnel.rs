@@ -1113,9 +1113,15 @@ fn two_queues_share_the_flows_and_relay_them_all() {
         assert!(all, "50 echoes through {server}");
     }
     let answered = in_netns(&app, || {
-        (0..40u8)
-            .filter(|&i| {
-                let s = UdpSocket::bind("0.0.0.0:0").unwrap();
+        // All 40 sockets stay open to the end, so each has its own port and is its own flow (a
+        // socket closed early may hand its port to a later one, which the tunnel rightly sees as
+        // the same flow).
+        let sockets: Vec<UdpSocket> = (0..40)
+            .map(|_| UdpSocket::bind("0.0.0.0:0").unwrap())
+            .collect();
+        (0u8..)
+            .zip(&sockets)
+            .filter(|&(i, s)| {
                 s.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
                 s.send_to(&[i; 100], "10.77.0.2:7").unwrap();
                 let mut buf = [0u8; 200];
