@@ -283,8 +283,10 @@ fn applications_reach_the_network_through_the_tunnel() {
 
     // A burst of one flow: 300 datagrams of 1,000 bytes and a last one of 500, all delivered, in
     // order and intact (the tunnel sends such bursts with UDP segmentation offload).
+    // The burst's socket and the one that asks for the count below go to the same destination:
+    // fixed ports keep them two flows (an ephemeral port may be handed out again once closed).
     let burst = in_netns(&app, || {
-        let s = UdpSocket::bind("0.0.0.0:0").unwrap();
+        let s = UdpSocket::bind("0.0.0.0:40010").unwrap();
         s.connect("10.77.0.2:10").unwrap();
         for seq in 0..301u32 {
             let len = if seq == 300 { 500 } else { 1000 };
@@ -315,7 +317,7 @@ fn applications_reach_the_network_through_the_tunnel() {
             s.send(&d).unwrap();
         }
         std::thread::sleep(Duration::from_millis(300));
-        let q = UdpSocket::bind("0.0.0.0:0").unwrap();
+        let q = UdpSocket::bind("0.0.0.0:40011").unwrap();
         q.connect("10.77.0.2:10").unwrap();
         q.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
         q.send(b"?").unwrap();
