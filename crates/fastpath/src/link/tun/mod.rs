@@ -63,6 +63,8 @@ mod stats;
 pub mod steer;
 #[allow(unsafe_code)]
 mod sys;
+#[allow(unsafe_code)]
+mod uring;
 mod vnet;
 
 use std::collections::VecDeque;
@@ -70,7 +72,7 @@ use std::io;
 use std::ops::RangeInclusive;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
 use nix::errno::Errno;
@@ -122,6 +124,13 @@ pub struct TunConfig {
     /// splits into the datagrams it stands for. Needs `offload`; left off, with no error, if the
     /// kernel refuses it ([`TunLink::uso_enabled`] says which).
     pub uso: bool,
+    /// Reads and writes through io_uring ([`uring`]): reads kept waiting in a ring, and one system call
+    /// for a batch of writes and the reads' re-arming, in place of a `read` or `write` per packet. The
+    /// link then waits on the ring's descriptor ([`TunLink::wait`], [`AsFd`]). Takes the place of
+    /// segmentation offload on receive: with it, neither TCP GSO packets nor USO are asked of the
+    /// kernel (an armed read has an MTU-sized buffer), so the kernel segments before handing packets
+    /// over. Checksum offload and TSO on send are unchanged.
+    pub io_uring: bool,
 }
 
 impl Default for TunConfig {
@@ -132,6 +141,7 @@ impl Default for TunConfig {
             mtu: 1500,
             offload: true,
             uso: false,
+            io_uring: false,
         }
     }
 }
@@ -142,9 +152,17 @@ struct Shared {
     fd: OwnedFd,
     name: String,
     stats: Mutex<TunStats>,
+    /// With io_uring: the ring's descriptor, readable when completions wait, which is what a stack
+    /// waits on in place of the device's.
+    wake: OnceLock<OwnedFd>,
 }
 
 impl Shared {
+    /// The descriptor to wait on for received packets.
+    fn wait_fd(&self) -> BorrowedFd<'_> {
+        self.wake.get().unwrap_or(&self.fd).as_fd()
+    }
+
     fn stats(&self) -> MutexGuard<'_, TunStats> {
         // Counters are plain numbers: a panic elsewhere cannot leave them inconsistent.
         self.stats.lock().unwrap_or_else(|e| e.into_inner())
@@ -163,7 +181,7 @@ impl TunHandle {
     /// packet is waiting; false on timeout or when a signal interrupted the wait (so a loop can look at
     /// its signal flags).
     pub fn wait(&self, timeout: Option<Duration>) -> io::Result<bool> {
-        sys::wait_readable(self.shared.fd.as_fd(), timeout)
+        sys::wait_readable(self.shared.wait_fd(), timeout)
     }
 
     /// The counters as of the link's last `receive` or `transmit`.
@@ -180,6 +198,11 @@ impl TunHandle {
 /// A Linux TUN interface as a [`Link`]. See the [module documentation](self).
 #[derive(Debug)]
 pub struct TunLink {
+    /// With [`TunConfig::io_uring`]. First, so that it is dropped (its reads cancelled) before the
+    /// descriptor is closed.
+    uring: Option<uring::Uring>,
+    /// Write completions reaped and not yet counted.
+    sent: Vec<(PacketBuf, i32)>,
     shared: Arc<Shared>,
     caps: LinkCapabilities,
     offload: bool,
@@ -261,7 +284,8 @@ impl TunLink {
             ));
         }
         let (name, mtu, offload) = (config.name.clone(), config.mtu, config.offload);
-        let want_uso = config.uso && offload;
+        let io_uring = config.io_uring;
+        let want_uso = config.uso && offload && !io_uring;
         let steering = (queues > 1).then(|| steer::program(ephemeral, queues));
         let setup = move || -> io::Result<(Vec<OwnedFd>, String, bool, bool)> {
             let mut flags = libc::IFF_TUN | libc::IFF_NO_PI | libc::IFF_VNET_HDR;
@@ -289,7 +313,7 @@ impl TunLink {
                     (true, false) => sys::TUN_F_CSUM,
                     (true, true) => sys::TUN_F_CSUM | sys::TUN_F_USO,
                 };
-                if offload && tso_available {
+                if offload && tso_available && !io_uring {
                     offloads |= sys::TUN_F_TSO4 | sys::TUN_F_TSO6;
                 }
                 sys::set_offload(fd.as_fd(), offloads)?;
@@ -301,7 +325,7 @@ impl TunLink {
                 sys::set_steering(fds[0].as_fd(), prog.as_fd())?;
             }
             sys::set_mtu(&name, mtu)?;
-            Ok((fds, name, uso_available, offload && tso_available))
+            Ok((fds, name, uso_available, offload && tso_available && !io_uring))
         };
         let (fds, name, uso_available, tso_rx) = match &config.netns {
             None => setup()?,
@@ -323,8 +347,7 @@ impl TunLink {
                     .map_err(|_| io::Error::other("the namespace thread panicked"))??
             }
         };
-        Ok(fds
-            .into_iter()
+        fds.into_iter()
             .map(|fd| {
                 let mut link = TunLink::over(fd, name.clone(), mtu, offload);
                 link.uso_available = uso_available;
@@ -334,18 +357,24 @@ impl TunLink {
                 if tso_rx {
                     link.enable_tso_rx();
                 }
-                link
+                if io_uring {
+                    link.enable_uring()?;
+                }
+                Ok(link)
             })
-            .collect())
+            .collect()
     }
 
     /// A link over an open descriptor that reads and writes packets behind virtio-net headers.
     fn over(fd: OwnedFd, name: String, mtu: usize, offload: bool) -> TunLink {
         TunLink {
+            uring: None,
+            sent: Vec::new(),
             shared: Arc::new(Shared {
                 fd,
                 name,
                 stats: Mutex::new(TunStats::default()),
+                wake: OnceLock::new(),
             }),
             caps: LinkCapabilities {
                 mtu,
@@ -395,6 +424,21 @@ impl TunLink {
         }
     }
 
+    /// Reads and writes go through a ring ([`TunConfig::io_uring`]); the reads are armed at once, so
+    /// that a wait before the first receive wakes for a packet.
+    fn enable_uring(&mut self) -> io::Result<()> {
+        let ring = uring::Uring::new(self.shared.fd.as_fd())?;
+        let _ = self.shared.wake.set(ring.wake_fd()?);
+        self.uring = Some(ring);
+        self.arm_reads();
+        Ok(())
+    }
+
+    /// Whether reads and writes go through io_uring.
+    pub fn io_uring_enabled(&self) -> bool {
+        self.uring.is_some()
+    }
+
     /// True when the kernel may hand over TCP segments larger than the MTU (offload on, and the
     /// kernel offers `TUN_F_TSO4`).
     pub fn tso_rx_enabled(&self) -> bool {
@@ -415,7 +459,7 @@ impl TunLink {
 
     /// Sleeps until a packet can be read or `timeout` passes; see [`TunHandle::wait`].
     pub fn wait(&self, timeout: Option<Duration>) -> io::Result<bool> {
-        sys::wait_readable(self.shared.fd.as_fd(), timeout)
+        sys::wait_readable(self.shared.wait_fd(), timeout)
     }
 
     /// The counters.
@@ -449,16 +493,19 @@ impl TunLink {
 /// mio or tokio (interest in readability: a packet is waiting for [`Link::receive`]). Read or write it
 /// only through the link: a packet taken from it directly is lost to the stack. Edge-triggered users
 /// must drain it, by receiving (polling the stack) until a `receive` finds nothing.
+///
+/// With [`TunConfig::io_uring`] this is the ring's descriptor, not the device's: readable when
+/// completed reads wait (the device never looks readable, since the ring's reads take every packet).
 impl AsFd for TunLink {
     fn as_fd(&self) -> BorrowedFd<'_> {
-        self.shared.fd.as_fd()
+        self.shared.wait_fd()
     }
 }
 
 /// The descriptor as a raw number; see [`AsFd`](#impl-AsFd-for-TunLink).
 impl AsRawFd for TunLink {
     fn as_raw_fd(&self) -> RawFd {
-        self.shared.fd.as_raw_fd()
+        self.shared.wait_fd().as_raw_fd()
     }
 }
 
@@ -467,14 +514,14 @@ impl AsRawFd for TunLink {
 /// [`AsFd`](TunLink#impl-AsFd-for-TunLink) apply.
 impl AsFd for TunHandle {
     fn as_fd(&self) -> BorrowedFd<'_> {
-        self.shared.fd.as_fd()
+        self.shared.wait_fd()
     }
 }
 
 /// The descriptor as a raw number; see [`AsFd`](#impl-AsFd-for-TunHandle).
 impl AsRawFd for TunHandle {
     fn as_raw_fd(&self) -> RawFd {
-        self.shared.fd.as_raw_fd()
+        self.shared.wait_fd().as_raw_fd()
     }
 }
 
@@ -484,26 +531,12 @@ impl Link for TunLink {
     }
 
     fn transmit(&mut self, batch: &mut Vec<PacketBuf>) -> usize {
+        if self.uring.is_some() {
+            return self.transmit_uring(batch);
+        }
         let mut dropped = 0;
         for mut packet in batch.drain(..) {
-            let mut header = VnetHeader::default();
-            if let ChecksumOffload::Partial { start, offset } = packet.meta.checksum {
-                if self.offload {
-                    header.flags = VIRTIO_NET_HDR_F_NEEDS_CSUM;
-                    header.csum_start = start;
-                    header.csum_offset = offset;
-                    self.stats.tx_offloaded += 1;
-                    if packet.meta.gso_size > 0 {
-                        // TSO: the kernel cuts the segment.
-                        gso::mark_tso(&mut header, packet.data(), start, packet.meta.gso_size);
-                        self.stats.tx_tso += 1;
-                    }
-                } else {
-                    complete_checksum(&mut packet, start as usize, offset as usize);
-                    self.stats.tx_checksums_completed += 1;
-                }
-            }
-            let header = header.emit();
+            let header = self.tx_header(&mut packet).emit();
             loop {
                 match sys::write_packet(self.shared.fd.as_fd(), &header, packet.data()) {
                     Ok(_) => {
@@ -526,6 +559,9 @@ impl Link for TunLink {
     }
 
     fn receive(&mut self, batch: &mut Vec<PacketBuf>, max: usize) -> usize {
+        if self.uring.is_some() {
+            return self.receive_uring(batch, max);
+        }
         let mut got = 0;
         while got < max {
             if let Some(segment) = self.pending.pop_front() {
@@ -670,33 +706,214 @@ impl Link for TunLink {
             if tcp_gso {
                 self.stats.rx_tso_packets += 1;
             }
-            match classify_rx(&header, &mut buf, self.offload, self.tso_rx) {
-                Ok(state) => {
-                    buf.meta.checksum = match state {
-                        RxChecksum::Meta(m) => {
-                            match m {
-                                ChecksumOffload::Partial { .. } => self.stats.rx_partial += 1,
-                                ChecksumOffload::Valid => self.stats.rx_data_valid += 1,
-                                ChecksumOffload::None => {}
-                            }
-                            m
-                        }
-                        RxChecksum::Completed => {
-                            self.stats.rx_checksums_completed += 1;
-                            ChecksumOffload::None
-                        }
-                    };
-                    self.stats.rx_packets += 1;
-                    self.stats.rx_bytes += buf.len() as u64;
-                    batch.push(buf);
-                    got += 1;
-                }
-                Err(reason) => {
-                    self.stats.count_drop(reason);
-                    self.keep(buf);
-                }
+            if self.accept(&header, buf, batch) {
+                got += 1;
             }
         }
+        self.publish();
+        got
+    }
+}
+
+impl TunLink {
+    /// The virtio-net header `packet` goes out with: checksum offload and TSO asked of the kernel, or
+    /// the checksum completed here when offload is off.
+    fn tx_header(&mut self, packet: &mut PacketBuf) -> VnetHeader {
+        let mut header = VnetHeader::default();
+        if let ChecksumOffload::Partial { start, offset } = packet.meta.checksum {
+            if self.offload {
+                header.flags = VIRTIO_NET_HDR_F_NEEDS_CSUM;
+                header.csum_start = start;
+                header.csum_offset = offset;
+                self.stats.tx_offloaded += 1;
+                if packet.meta.gso_size > 0 {
+                    // TSO: the kernel cuts the segment.
+                    gso::mark_tso(&mut header, packet.data(), start, packet.meta.gso_size);
+                    self.stats.tx_tso += 1;
+                }
+            } else {
+                complete_checksum(packet, start as usize, offset as usize);
+                self.stats.tx_checksums_completed += 1;
+            }
+        }
+        header
+    }
+
+    /// Checks a received packet (the IP packet alone in `buf`) against its virtio-net header and hands
+    /// it to the stack's batch, or counts why not. True when handed over.
+    fn accept(&mut self, header: &VnetHeader, mut buf: PacketBuf, batch: &mut Vec<PacketBuf>) -> bool {
+        match classify_rx(header, &mut buf, self.offload, self.tso_rx) {
+            Ok(state) => {
+                buf.meta.checksum = match state {
+                    RxChecksum::Meta(m) => {
+                        match m {
+                            ChecksumOffload::Partial { .. } => self.stats.rx_partial += 1,
+                            ChecksumOffload::Valid => self.stats.rx_data_valid += 1,
+                            ChecksumOffload::None => {}
+                        }
+                        m
+                    }
+                    RxChecksum::Completed => {
+                        self.stats.rx_checksums_completed += 1;
+                        ChecksumOffload::None
+                    }
+                };
+                self.stats.rx_packets += 1;
+                self.stats.rx_bytes += buf.len() as u64;
+                batch.push(buf);
+                true
+            }
+            Err(reason) => {
+                self.stats.count_drop(reason);
+                self.keep(buf);
+                false
+            }
+        }
+    }
+
+    /// Keeps [`uring::ARMED_READS`] reads waiting, each in a receive buffer whose window runs from the
+    /// virtio-net header's place in the headroom to the end, and hands them to the kernel.
+    fn arm_reads(&mut self) {
+        let Some(ring) = self.uring.as_mut() else {
+            return;
+        };
+        while ring.reads() < uring::ARMED_READS {
+            let mut buf = match self.spare.take() {
+                Some(buf) => buf,
+                None => self.pool.alloc(self.rx_capacity),
+            };
+            buf.reset(HEADROOM - VNET_HEADER_LEN);
+            let room = buf.tailroom();
+            buf.extend(room);
+            if let Err(buf) = ring.read(buf) {
+                self.spare = Some(buf);
+                break;
+            }
+        }
+        if ring.submit().is_err() {
+            self.stats.rx_errors += 1;
+        }
+    }
+
+    /// Counts the writes the kernel has completed and gives their buffers back to the pool. Returns
+    /// how many it refused for want of room.
+    fn count_sent(&mut self) -> usize {
+        let mut dropped = 0;
+        for (buf, result) in self.sent.drain(..) {
+            match result {
+                n if n >= 0 => {
+                    self.stats.tx_packets += 1;
+                    self.stats.tx_bytes += (buf.len() - VNET_HEADER_LEN) as u64;
+                }
+                n if n == -libc::EAGAIN => {
+                    self.stats.tx_drop_full += 1;
+                    dropped += 1;
+                }
+                _ => self.stats.tx_errors += 1,
+            }
+            self.pool.free(buf);
+        }
+        dropped
+    }
+
+    /// [`Link::transmit`] through the ring: each packet's virtio-net header goes in its headroom, a
+    /// write per packet is queued, and one `io_uring_enter` hands them all over.
+    fn transmit_uring(&mut self, batch: &mut Vec<PacketBuf>) -> usize {
+        let mut dropped = 0;
+        for mut packet in batch.drain(..) {
+            let header = self.tx_header(&mut packet);
+            if packet.headroom() < VNET_HEADER_LEN {
+                // Not a buffer of the stack's (it leaves room for the header): gathered by `writev`.
+                match sys::write_packet(self.shared.fd.as_fd(), &header.emit(), packet.data()) {
+                    Ok(_) => {
+                        self.stats.tx_packets += 1;
+                        self.stats.tx_bytes += packet.len() as u64;
+                    }
+                    Err(Errno::EAGAIN) => {
+                        self.stats.tx_drop_full += 1;
+                        dropped += 1;
+                    }
+                    Err(_) => self.stats.tx_errors += 1,
+                }
+                self.pool.free(packet);
+                continue;
+            }
+            packet.push_front(VNET_HEADER_LEN).copy_from_slice(&header.emit());
+            let ring = self.uring.as_mut().expect("transmit_uring with a ring");
+            let packet = match ring.write(packet) {
+                Ok(()) => continue,
+                // Every slot taken: hand over what is queued, take back what completed, try again.
+                Err(packet) => {
+                    if ring.submit().is_err() {
+                        self.stats.tx_errors += 1;
+                    }
+                    ring.reap(&mut self.sent);
+                    match ring.write(packet) {
+                        Ok(()) => continue,
+                        Err(packet) => packet,
+                    }
+                }
+            };
+            self.stats.tx_drop_full += 1;
+            dropped += 1;
+            self.pool.free(packet);
+        }
+        let ring = self.uring.as_mut().expect("transmit_uring with a ring");
+        if ring.submit().is_err() {
+            self.stats.tx_errors += 1;
+        }
+        // TUN takes a write at once: its completion is there already, and reaping it now keeps it from
+        // waking a stack that waits on the ring.
+        ring.reap(&mut self.sent);
+        dropped += self.count_sent();
+        self.publish();
+        dropped
+    }
+
+    /// [`Link::receive`] through the ring: the reads the kernel has completed, then the reads re-armed.
+    fn receive_uring(&mut self, batch: &mut Vec<PacketBuf>, max: usize) -> usize {
+        let ring = self.uring.as_mut().expect("receive_uring with a ring");
+        ring.reap(&mut self.sent);
+        self.count_sent();
+        let mut got = 0;
+        while got < max {
+            let Some((mut buf, result)) = self.uring.as_mut().and_then(|r| r.next_read()) else {
+                break;
+            };
+            self.stats.rx_reads += 1;
+            let room = buf.len();
+            let n = match usize::try_from(result) {
+                Ok(n) => n,
+                Err(_) => {
+                    // Cancelled or interrupted reads are re-armed; anything else is an error.
+                    if ![libc::EAGAIN, libc::EINTR, libc::ECANCELED].contains(&-result) {
+                        self.stats.rx_errors += 1;
+                    }
+                    self.keep(buf);
+                    continue;
+                }
+            };
+            if n < VNET_HEADER_LEN {
+                self.stats.rx_drop_truncated += 1;
+                self.keep(buf);
+                continue;
+            }
+            if n >= room {
+                // As for `read`: a packet that fills the buffer may have been cut.
+                self.stats.rx_drop_oversize += 1;
+                self.keep(buf);
+                continue;
+            }
+            let mut header = [0; VNET_HEADER_LEN];
+            header.copy_from_slice(&buf.data()[..VNET_HEADER_LEN]);
+            let header = VnetHeader::parse(&header);
+            buf.truncate(n);
+            buf.pull_front(VNET_HEADER_LEN);
+            if self.accept(&header, buf, batch) {
+                got += 1;
+            }
+        }
+        self.arm_reads();
         self.publish();
         got
     }
