@@ -76,6 +76,11 @@ pub struct ServeArgs {
     /// datagrams a `UDP_SEGMENT` socket sends as one GSO packet, and fastpath splits it.
     #[arg(long, value_enum, default_value_t = OnOff::Off)]
     uso: OnOff,
+    /// The TUN device's reads and writes through io_uring: reads kept waiting in a ring, a batch of
+    /// writes in one system call. Takes the place of receive segmentation offload (--uso, and the
+    /// large TCP packets --offload on otherwise asks for).
+    #[arg(long, value_enum, default_value_t = OnOff::Off)]
+    io_uring: OnOff,
     /// UDP echo port (RFC 862).
     #[arg(long, default_value_t = 7)]
     echo: u16,
@@ -194,6 +199,7 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
             mtu: args.mtu as usize,
             offload,
             uso: args.uso == OnOff::On,
+            io_uring: args.io_uring == OnOff::On,
         },
         args.queues,
         &ephemeral,
@@ -202,7 +208,9 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
     if args.uso == OnOff::On && !links[0].uso_enabled() {
         eprintln!(
             "fastpath: UDP segmentation offload left off ({})",
-            if offload {
+            if args.io_uring == OnOff::On {
+                "--io-uring takes its place"
+            } else if offload {
                 "the kernel does not offer it"
             } else {
                 "it needs --offload on"

@@ -256,13 +256,15 @@ mod testbed {
         }
 
         /// A new namespace holding a TUN interface `name` with `queues` queues (10.7.0.1/24 on the
-        /// kernel's side, and fd00:7::1/64 when `ipv6`), up; the namespace and the queues.
+        /// kernel's side, and fd00:7::1/64 when `ipv6`), up, its reads and writes through io_uring
+        /// when `io_uring`; the namespace and the queues.
         fn tun(
             &mut self,
             name: &str,
             offload: bool,
             queues: usize,
             ipv6: bool,
+            io_uring: bool,
         ) -> Result<(String, Vec<TunLink>), String> {
             let ns = self.namespace()?;
             let links = TunLink::open_queues(
@@ -272,6 +274,7 @@ mod testbed {
                     mtu: 1500,
                     offload,
                     uso: false,
+                    io_uring,
                 },
                 queues,
                 &StackConfig::default().ephemeral_ports,
@@ -296,12 +299,32 @@ mod testbed {
         /// fastpath on a TUN interface with `queues` queues: a stack per queue, each on a thread of
         /// its own, every one serving echo and discard.
         pub fn fastpath_queues(&mut self, offload: bool, queues: usize) -> Result<(), String> {
-            let (ns, links) = self.tun("fpt0", offload, queues, true)?;
+            self.fastpath_server(offload, queues, false)
+        }
+
+        /// fastpath with its TUN link's reads and writes through io_uring
+        /// ([`TunConfig::io_uring`]), offload off; for request/response only.
+        pub fn fastpath_uring(&mut self) -> Result<(), String> {
+            self.fastpath_server(false, 1, true)
+        }
+
+        fn fastpath_server(
+            &mut self,
+            offload: bool,
+            queues: usize,
+            io_uring: bool,
+        ) -> Result<(), String> {
+            let device = if io_uring { "fpr0" } else { "fpt0" };
+            let (ns, links) = self.tun(device, offload, queues, !io_uring, io_uring)?;
             let received = Arc::new(AtomicU64::new(0));
             for (q, mut link) in links.into_iter().enumerate() {
                 let (stop, count) = (self.stop.clone(), received.clone());
                 let tun = link.handle();
-                let name = format!("fp-{}-q{q}", if offload { "on" } else { "off" });
+                let name = format!(
+                    "fp-{}-{}{q}",
+                    if offload { "on" } else { "off" },
+                    if io_uring { "uring" } else { "q" }
+                );
                 self.spawn(name, move || -> Result<(), String> {
                     let mut stack = crate::queues::stack_for_queue(
                         &mut link,
@@ -309,10 +332,12 @@ mod testbed {
                         q,
                         queues,
                     )?;
-                    let iface = stack.add_interface("fpt0", link, Ipv4Cidr::new(SERVER, 24));
-                    stack
-                        .add_ipv6_address(iface, fastpath::Ipv6Cidr::new(SERVER6, 64))
-                        .map_err(|e| e.to_string())?;
+                    let iface = stack.add_interface(device, link, Ipv4Cidr::new(SERVER, 24));
+                    if !io_uring {
+                        stack
+                            .add_ipv6_address(iface, fastpath::Ipv6Cidr::new(SERVER6, 64))
+                            .map_err(|e| e.to_string())?;
+                    }
                     let mut services = TcpServices::listen_dual(&mut stack, 7, 9, 19)?;
                     let mut counted = 0;
                     while !stop.load(Ordering::Relaxed) {
@@ -344,16 +369,18 @@ mod testbed {
                 stack: "fastpath",
                 config: if queues > 1 {
                     format!("{on}, {queues} queues")
+                } else if io_uring {
+                    format!("{on}, io_uring")
                 } else {
                     on.to_string()
                 },
                 queues,
-                chargen: true,
+                chargen: !io_uring,
                 client_ns: ns,
                 received,
                 echo: true,
-                ipv6: true,
-                rr_only: false,
+                ipv6: !io_uring,
+                rr_only: io_uring,
             });
             Ok(())
         }
@@ -362,7 +389,7 @@ mod testbed {
         /// ([`super::super::ceiling::serve_batched`]), on a TUN interface without offload; for
         /// request/response only.
         pub fn ceiling_batched(&mut self) -> Result<(), String> {
-            let (ns, mut links) = self.tun("fpu0", false, 1, false)?;
+            let (ns, mut links) = self.tun("fpu0", false, 1, false, false)?;
             let link = links.pop().ok_or("no TUN queue")?;
             let received = Arc::new(AtomicU64::new(0));
             let (stop, count) = (self.stop.clone(), received.clone());
@@ -386,7 +413,7 @@ mod testbed {
         /// The ceiling ([`super::super::ceiling`]): a stateless responder on a TUN interface with
         /// offload and `queues` queues, a thread each, serving echo and discard over IPv4.
         pub fn ceiling(&mut self, queues: usize) -> Result<(), String> {
-            let (ns, links) = self.tun("fpc0", true, queues, false)?;
+            let (ns, links) = self.tun("fpc0", true, queues, false, false)?;
             let received = Arc::new(AtomicU64::new(0));
             for (q, link) in links.into_iter().enumerate() {
                 let (stop, count) = (self.stop.clone(), received.clone());
@@ -927,6 +954,7 @@ fn measure_tun(
     bed.linux()?;
     bed.ceiling(1)?;
     bed.ceiling_batched()?;
+    bed.fastpath_uring()?;
     if queues > 1 {
         bed.fastpath_queues(true, queues)?;
         bed.ceiling(queues)?;

@@ -265,6 +265,7 @@ fn fastpath_target(
             mtu: 1500,
             offload,
             uso,
+            io_uring: false,
         },
         queues,
         &ephemeral,

@@ -72,7 +72,7 @@ use std::io;
 use std::ops::RangeInclusive;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use nix::errno::Errno;
@@ -124,12 +124,8 @@ pub struct TunConfig {
     /// splits into the datagrams it stands for. Needs `offload`; left off, with no error, if the
     /// kernel refuses it ([`TunLink::uso_enabled`] says which).
     pub uso: bool,
-    /// Reads and writes through io_uring ([`uring`]): reads kept waiting in a ring, and one system call
-    /// for a batch of writes and the reads' re-arming, in place of a `read` or `write` per packet. The
-    /// link then waits on the ring's descriptor ([`TunLink::wait`], [`AsFd`]). Takes the place of
-    /// segmentation offload on receive: with it, neither TCP GSO packets nor USO are asked of the
-    /// kernel (an armed read has an MTU-sized buffer), so the kernel segments before handing packets
-    /// over. Checksum offload and TSO on send are unchanged.
+    /// Writes through io_uring (`uring.rs`): a batch of packets handed to the kernel in one system
+    /// call, in place of a `write` each. Reads, waits and offloads are unchanged.
     pub io_uring: bool,
 }
 
@@ -152,17 +148,9 @@ struct Shared {
     fd: OwnedFd,
     name: String,
     stats: Mutex<TunStats>,
-    /// With io_uring: the ring's descriptor, readable when completions wait, which is what a stack
-    /// waits on in place of the device's.
-    wake: OnceLock<OwnedFd>,
 }
 
 impl Shared {
-    /// The descriptor to wait on for received packets.
-    fn wait_fd(&self) -> BorrowedFd<'_> {
-        self.wake.get().unwrap_or(&self.fd).as_fd()
-    }
-
     fn stats(&self) -> MutexGuard<'_, TunStats> {
         // Counters are plain numbers: a panic elsewhere cannot leave them inconsistent.
         self.stats.lock().unwrap_or_else(|e| e.into_inner())
@@ -181,7 +169,7 @@ impl TunHandle {
     /// packet is waiting; false on timeout or when a signal interrupted the wait (so a loop can look at
     /// its signal flags).
     pub fn wait(&self, timeout: Option<Duration>) -> io::Result<bool> {
-        sys::wait_readable(self.shared.wait_fd(), timeout)
+        sys::wait_readable(self.shared.fd.as_fd(), timeout)
     }
 
     /// The counters as of the link's last `receive` or `transmit`.
@@ -198,8 +186,8 @@ impl TunHandle {
 /// A Linux TUN interface as a [`Link`]. See the [module documentation](self).
 #[derive(Debug)]
 pub struct TunLink {
-    /// With [`TunConfig::io_uring`]. First, so that it is dropped (its reads cancelled) before the
-    /// descriptor is closed.
+    /// With [`TunConfig::io_uring`]. First, so that it is dropped (what it holds cancelled and
+    /// reaped) before the descriptor is closed.
     uring: Option<uring::Uring>,
     /// Write completions reaped and not yet counted.
     sent: Vec<(PacketBuf, i32)>,
@@ -285,7 +273,7 @@ impl TunLink {
         }
         let (name, mtu, offload) = (config.name.clone(), config.mtu, config.offload);
         let io_uring = config.io_uring;
-        let want_uso = config.uso && offload && !io_uring;
+        let want_uso = config.uso && offload;
         let steering = (queues > 1).then(|| steer::program(ephemeral, queues));
         let setup = move || -> io::Result<(Vec<OwnedFd>, String, bool, bool)> {
             let mut flags = libc::IFF_TUN | libc::IFF_NO_PI | libc::IFF_VNET_HDR;
@@ -313,7 +301,7 @@ impl TunLink {
                     (true, false) => sys::TUN_F_CSUM,
                     (true, true) => sys::TUN_F_CSUM | sys::TUN_F_USO,
                 };
-                if offload && tso_available && !io_uring {
+                if offload && tso_available {
                     offloads |= sys::TUN_F_TSO4 | sys::TUN_F_TSO6;
                 }
                 sys::set_offload(fd.as_fd(), offloads)?;
@@ -325,7 +313,7 @@ impl TunLink {
                 sys::set_steering(fds[0].as_fd(), prog.as_fd())?;
             }
             sys::set_mtu(&name, mtu)?;
-            Ok((fds, name, uso_available, offload && tso_available && !io_uring))
+            Ok((fds, name, uso_available, offload && tso_available))
         };
         let (fds, name, uso_available, tso_rx) = match &config.netns {
             None => setup()?,
@@ -374,7 +362,6 @@ impl TunLink {
                 fd,
                 name,
                 stats: Mutex::new(TunStats::default()),
-                wake: OnceLock::new(),
             }),
             caps: LinkCapabilities {
                 mtu,
@@ -424,17 +411,13 @@ impl TunLink {
         }
     }
 
-    /// Reads and writes go through a ring ([`TunConfig::io_uring`]); the reads are armed at once, so
-    /// that a wait before the first receive wakes for a packet.
+    /// Writes go through a ring ([`TunConfig::io_uring`]).
     fn enable_uring(&mut self) -> io::Result<()> {
-        let ring = uring::Uring::new(self.shared.fd.as_fd())?;
-        let _ = self.shared.wake.set(ring.wake_fd()?);
-        self.uring = Some(ring);
-        self.arm_reads();
+        self.uring = Some(uring::Uring::new(self.shared.fd.as_fd())?);
         Ok(())
     }
 
-    /// Whether reads and writes go through io_uring.
+    /// Whether writes go through io_uring.
     pub fn io_uring_enabled(&self) -> bool {
         self.uring.is_some()
     }
@@ -459,7 +442,7 @@ impl TunLink {
 
     /// Sleeps until a packet can be read or `timeout` passes; see [`TunHandle::wait`].
     pub fn wait(&self, timeout: Option<Duration>) -> io::Result<bool> {
-        sys::wait_readable(self.shared.wait_fd(), timeout)
+        sys::wait_readable(self.shared.fd.as_fd(), timeout)
     }
 
     /// The counters.
@@ -493,19 +476,16 @@ impl TunLink {
 /// mio or tokio (interest in readability: a packet is waiting for [`Link::receive`]). Read or write it
 /// only through the link: a packet taken from it directly is lost to the stack. Edge-triggered users
 /// must drain it, by receiving (polling the stack) until a `receive` finds nothing.
-///
-/// With [`TunConfig::io_uring`] this is the ring's descriptor, not the device's: readable when
-/// completed reads wait (the device never looks readable, since the ring's reads take every packet).
 impl AsFd for TunLink {
     fn as_fd(&self) -> BorrowedFd<'_> {
-        self.shared.wait_fd()
+        self.shared.fd.as_fd()
     }
 }
 
 /// The descriptor as a raw number; see [`AsFd`](#impl-AsFd-for-TunLink).
 impl AsRawFd for TunLink {
     fn as_raw_fd(&self) -> RawFd {
-        self.shared.wait_fd().as_raw_fd()
+        self.shared.fd.as_raw_fd()
     }
 }
 
@@ -514,14 +494,14 @@ impl AsRawFd for TunLink {
 /// [`AsFd`](TunLink#impl-AsFd-for-TunLink) apply.
 impl AsFd for TunHandle {
     fn as_fd(&self) -> BorrowedFd<'_> {
-        self.shared.wait_fd()
+        self.shared.fd.as_fd()
     }
 }
 
 /// The descriptor as a raw number; see [`AsFd`](#impl-AsFd-for-TunHandle).
 impl AsRawFd for TunHandle {
     fn as_raw_fd(&self) -> RawFd {
-        self.shared.wait_fd().as_raw_fd()
+        self.shared.fd.as_raw_fd()
     }
 }
 
@@ -559,9 +539,6 @@ impl Link for TunLink {
     }
 
     fn receive(&mut self, batch: &mut Vec<PacketBuf>, max: usize) -> usize {
-        if self.uring.is_some() {
-            return self.receive_uring(batch, max);
-        }
         let mut got = 0;
         while got < max {
             if let Some(segment) = self.pending.pop_front() {
@@ -741,7 +718,12 @@ impl TunLink {
 
     /// Checks a received packet (the IP packet alone in `buf`) against its virtio-net header and hands
     /// it to the stack's batch, or counts why not. True when handed over.
-    fn accept(&mut self, header: &VnetHeader, mut buf: PacketBuf, batch: &mut Vec<PacketBuf>) -> bool {
+    fn accept(
+        &mut self,
+        header: &VnetHeader,
+        mut buf: PacketBuf,
+        batch: &mut Vec<PacketBuf>,
+    ) -> bool {
         match classify_rx(header, &mut buf, self.offload, self.tso_rx) {
             Ok(state) => {
                 buf.meta.checksum = match state {
@@ -768,30 +750,6 @@ impl TunLink {
                 self.keep(buf);
                 false
             }
-        }
-    }
-
-    /// Keeps [`uring::ARMED_READS`] reads waiting, each in a receive buffer whose window runs from the
-    /// virtio-net header's place in the headroom to the end, and hands them to the kernel.
-    fn arm_reads(&mut self) {
-        let Some(ring) = self.uring.as_mut() else {
-            return;
-        };
-        while ring.reads() < uring::ARMED_READS {
-            let mut buf = match self.spare.take() {
-                Some(buf) => buf,
-                None => self.pool.alloc(self.rx_capacity),
-            };
-            buf.reset(HEADROOM - VNET_HEADER_LEN);
-            let room = buf.tailroom();
-            buf.extend(room);
-            if let Err(buf) = ring.read(buf) {
-                self.spare = Some(buf);
-                break;
-            }
-        }
-        if ring.submit().is_err() {
-            self.stats.rx_errors += 1;
         }
     }
 
@@ -838,7 +796,9 @@ impl TunLink {
                 self.pool.free(packet);
                 continue;
             }
-            packet.push_front(VNET_HEADER_LEN).copy_from_slice(&header.emit());
+            packet
+                .push_front(VNET_HEADER_LEN)
+                .copy_from_slice(&header.emit());
             let ring = self.uring.as_mut().expect("transmit_uring with a ring");
             let packet = match ring.write(packet) {
                 Ok(()) => continue,
@@ -862,60 +822,12 @@ impl TunLink {
         if ring.submit().is_err() {
             self.stats.tx_errors += 1;
         }
-        // TUN takes a write at once: its completion is there already, and reaping it now keeps it from
-        // waking a stack that waits on the ring.
+        // TUN takes a write at once: its completion is there already, and its buffer goes back to the
+        // pool now.
         ring.reap(&mut self.sent);
         dropped += self.count_sent();
         self.publish();
         dropped
-    }
-
-    /// [`Link::receive`] through the ring: the reads the kernel has completed, then the reads re-armed.
-    fn receive_uring(&mut self, batch: &mut Vec<PacketBuf>, max: usize) -> usize {
-        let ring = self.uring.as_mut().expect("receive_uring with a ring");
-        ring.reap(&mut self.sent);
-        self.count_sent();
-        let mut got = 0;
-        while got < max {
-            let Some((mut buf, result)) = self.uring.as_mut().and_then(|r| r.next_read()) else {
-                break;
-            };
-            self.stats.rx_reads += 1;
-            let room = buf.len();
-            let n = match usize::try_from(result) {
-                Ok(n) => n,
-                Err(_) => {
-                    // Cancelled or interrupted reads are re-armed; anything else is an error.
-                    if ![libc::EAGAIN, libc::EINTR, libc::ECANCELED].contains(&-result) {
-                        self.stats.rx_errors += 1;
-                    }
-                    self.keep(buf);
-                    continue;
-                }
-            };
-            if n < VNET_HEADER_LEN {
-                self.stats.rx_drop_truncated += 1;
-                self.keep(buf);
-                continue;
-            }
-            if n >= room {
-                // As for `read`: a packet that fills the buffer may have been cut.
-                self.stats.rx_drop_oversize += 1;
-                self.keep(buf);
-                continue;
-            }
-            let mut header = [0; VNET_HEADER_LEN];
-            header.copy_from_slice(&buf.data()[..VNET_HEADER_LEN]);
-            let header = VnetHeader::parse(&header);
-            buf.truncate(n);
-            buf.pull_front(VNET_HEADER_LEN);
-            if self.accept(&header, buf, batch) {
-                got += 1;
-            }
-        }
-        self.arm_reads();
-        self.publish();
-        got
     }
 }
 
