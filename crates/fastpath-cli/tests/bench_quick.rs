@@ -219,14 +219,14 @@ fn bench_tcp_quick() {
             .collect();
         assert_eq!(
             stacks,
-            ["fastpath", "fastpath", "smoltcp", "linux", "ceiling"]
+            ["fastpath", "fastpath", "smoltcp", "linux", "ceiling", "fastpath", "fastpath"]
         );
         for r in rows.iter().filter(|r| r["experiment"] != "pair") {
             positive(r, "ratio");
         }
         // 1 and 100 connections against each echo server: fastpath with offload on and off,
-        // smoltcp, linux, the ceiling plain and on io_uring, and (--queues 2) fastpath and the
-        // ceiling with two queues.
+        // smoltcp, linux, the ceiling, fastpath with io_uring writes and offload on and off, the
+        // ceiling with io_uring writes, and (--queues 2) fastpath and the ceiling with two queues.
         let rr: Vec<String> = rows
             .iter()
             .filter(|r| r["experiment"] == "rr" && r["connections"] == 100)
@@ -246,6 +246,8 @@ fn bench_tcp_quick() {
                 "smoltcp tun",
                 "linux veth",
                 "ceiling stateless",
+                "fastpath offload on, io_uring",
+                "fastpath offload off, io_uring",
                 "ceiling stateless, io_uring",
                 "fastpath offload on, 2 queues",
                 "ceiling stateless, 2 queues",
@@ -277,6 +279,9 @@ fn bench_tcp_quick() {
             .filter(|r| r["experiment"] == "tun-send")
             .map(|r| r["stack"].as_str().unwrap())
             .collect();
-        assert_eq!(send, ["fastpath", "fastpath", "smoltcp", "linux"]);
+        assert_eq!(
+            send,
+            ["fastpath", "fastpath", "smoltcp", "linux", "fastpath", "fastpath"]
+        );
     }
 }

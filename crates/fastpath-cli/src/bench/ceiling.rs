@@ -126,7 +126,9 @@ fn recycler(link: &mut TunLink) -> BufferPool {
 }
 
 /// The ceiling on one TUN queue until `stop`: [`respond`] to each packet read, a `read` per packet
-/// and a `write` per reply (in batches of the link's own). Adds the bytes discarded to `received`.
+/// and a `write` per reply (in batches of the link's own), or one `io_uring_enter` for a batch of
+/// replies when the link was opened with [`TunConfig::io_uring`](fastpath::link::TunConfig). Adds
+/// the bytes discarded to `received`.
 pub fn serve(mut link: TunLink, stop: &AtomicBool, received: &AtomicU64) -> Result<(), String> {
     let mut pool = recycler(&mut link);
     let (mut batch, mut out) = (Vec::new(), Vec::new());
@@ -178,146 +180,6 @@ pub fn drop_all(
         count.fetch_add(n, Ordering::Relaxed);
     }
     Ok(())
-}
-
-/// Reads [`serve_batched`] keeps waiting in the ring (and so the most replies it hands over at once).
-#[cfg(target_os = "linux")]
-const BATCH: usize = 32;
-/// The virtio-net header before every packet on fastpath's TUN descriptors (all zero on the way out
-/// without offload: no GSO, no checksum to finish).
-#[cfg(target_os = "linux")]
-const VNET_HEADER: usize = 12;
-
-/// The ceiling with batched system calls: [`respond`] to what arrives on `link` (opened without
-/// offload) until `stop`, reading and writing through io_uring. [`BATCH`] reads wait in the kernel
-/// at all times; one `io_uring_enter` hands over the replies to every packet that arrived since the
-/// last, re-arms as many reads, and collects what completed, where the plain ceiling makes a `read`
-/// per packet and a `write` per reply. Adds the bytes discarded to `received`. This is what a stack
-/// would gain from io_uring on its TUN device, with no stack cost to hide it.
-#[cfg(target_os = "linux")]
-pub fn serve_batched(
-    link: &TunLink,
-    stop: &AtomicBool,
-    received: &AtomicU64,
-) -> Result<(), String> {
-    use io_uring::{opcode, types, IoUring};
-    use std::os::fd::AsRawFd;
-    const WRITE: u64 = 1 << 32;
-    const CANCEL: u64 = 1 << 33;
-    let fd = types::Fd(link.as_raw_fd());
-    // A buffer per slot: a read fills one, its reply is written from the same one. A slot is free,
-    // lent to the kernel (an operation in flight), or holds a reply to write. Declared before the
-    // ring, and only dropped once nothing is in flight (below).
-    let mut slots: Vec<PacketBuf> = (0..2 * BATCH)
-        .map(|_| PacketBuf::with_storage(vec![0; 2048], 0))
-        .collect();
-    let mut ring = IoUring::new(4 * BATCH as u32).map_err(|e| format!("io_uring: {e}"))?;
-    let mut free: Vec<usize> = (0..slots.len()).collect();
-    let mut replies: Vec<usize> = Vec::new();
-    let mut reading: Vec<usize> = Vec::new();
-    let mut in_flight = 0usize;
-    let timeout = types::Timespec::new().nsec(20_000_000);
-    let mut result = Ok(());
-    'serve: while !stop.load(Ordering::Relaxed) {
-        {
-            let mut sq = ring.submission();
-            for &i in &replies {
-                let d = slots[i].data();
-                let op = opcode::Write::new(fd, d.as_ptr(), d.len() as u32)
-                    .build()
-                    .user_data(WRITE | i as u64);
-                // SAFETY: the write reads slot `i`'s heap storage, which nothing touches, moves or
-                // frees until its completion comes back (the slot is in neither `free` nor `replies`
-                // meanwhile, and the slots outlive every operation); the ring has room for both
-                // batches and the cancellations.
-                if unsafe { sq.push(&op) }.is_err() {
-                    result = Err("io_uring: submission queue full".into());
-                    break 'serve;
-                }
-                in_flight += 1;
-            }
-            replies.clear();
-            while reading.len() < BATCH {
-                let Some(i) = free.pop() else { break };
-                let buf = &mut slots[i];
-                buf.reset(0);
-                let room = buf.tailroom();
-                let d = buf.extend(room);
-                let op = opcode::Read::new(fd, d.as_mut_ptr(), d.len() as u32)
-                    .build()
-                    .user_data(i as u64);
-                // SAFETY: as for the writes: slot `i`'s storage is the kernel's alone until the
-                // read's completion.
-                if unsafe { sq.push(&op) }.is_err() {
-                    result = Err("io_uring: submission queue full".into());
-                    break 'serve;
-                }
-                reading.push(i);
-                in_flight += 1;
-            }
-        }
-        let args = types::SubmitArgs::new().timespec(&timeout);
-        match ring.submitter().submit_with_args(1, &args) {
-            Ok(_) => {}
-            Err(e) if e.raw_os_error() == Some(libc::ETIME) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => {
-                result = Err(format!("io_uring_enter: {e}"));
-                break;
-            }
-        }
-        let mut discarded = 0;
-        for cqe in ring.completion() {
-            in_flight -= 1;
-            let i = (cqe.user_data() & 0xffff_ffff) as usize;
-            let n = cqe.result();
-            if cqe.user_data() & WRITE != 0 {
-                free.push(i);
-                continue;
-            }
-            reading.retain(|&r| r != i);
-            if n <= VNET_HEADER as i32 {
-                free.push(i);
-                continue;
-            }
-            let buf = &mut slots[i];
-            buf.truncate(n as usize);
-            buf.pull_front(VNET_HEADER);
-            match respond(buf) {
-                Response::Reply { discarded: d } => {
-                    discarded += d;
-                    buf.push_front(VNET_HEADER).fill(0);
-                    replies.push(i);
-                }
-                Response::Nothing => free.push(i),
-            }
-        }
-        if discarded > 0 {
-            received.fetch_add(discarded as u64, Ordering::Relaxed);
-        }
-    }
-    // Cancel the reads still waiting and reap every completion before the buffers go.
-    {
-        let mut sq = ring.submission();
-        for &i in &reading {
-            let op = opcode::AsyncCancel::new(i as u64).build().user_data(CANCEL);
-            // SAFETY: a cancellation carries no buffer.
-            if unsafe { sq.push(&op) }.is_ok() {
-                in_flight += 1;
-            }
-        }
-    }
-    while in_flight > 0 {
-        if let Err(e) = ring.submit_and_wait(1) {
-            if e.kind() != std::io::ErrorKind::Interrupted {
-                // Not knowing what the kernel still holds, leak the buffers rather than free them.
-                std::mem::forget(slots);
-                return Err(format!("io_uring_enter: {e}"));
-            }
-        }
-        in_flight -= ring.completion().count();
-    }
-    result
 }
 
 /// The destination port of a UDP datagram over IPv4, unfragmented (the UDP ceiling of `bench tun`

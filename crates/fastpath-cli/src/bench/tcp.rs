@@ -302,10 +302,9 @@ mod testbed {
             self.fastpath_server(offload, queues, false)
         }
 
-        /// fastpath with its TUN link's reads and writes through io_uring
-        /// ([`TunConfig::io_uring`]), offload off; for request/response only.
-        pub fn fastpath_uring(&mut self) -> Result<(), String> {
-            self.fastpath_server(false, 1, true)
+        /// fastpath with its TUN link's writes through io_uring ([`TunConfig::io_uring`]).
+        pub fn fastpath_uring(&mut self, offload: bool) -> Result<(), String> {
+            self.fastpath_server(offload, 1, true)
         }
 
         fn fastpath_server(
@@ -315,7 +314,7 @@ mod testbed {
             io_uring: bool,
         ) -> Result<(), String> {
             let device = if io_uring { "fpr0" } else { "fpt0" };
-            let (ns, links) = self.tun(device, offload, queues, !io_uring, io_uring)?;
+            let (ns, links) = self.tun(device, offload, queues, true, io_uring)?;
             let received = Arc::new(AtomicU64::new(0));
             for (q, mut link) in links.into_iter().enumerate() {
                 let (stop, count) = (self.stop.clone(), received.clone());
@@ -333,11 +332,9 @@ mod testbed {
                         queues,
                     )?;
                     let iface = stack.add_interface(device, link, Ipv4Cidr::new(SERVER, 24));
-                    if !io_uring {
-                        stack
-                            .add_ipv6_address(iface, fastpath::Ipv6Cidr::new(SERVER6, 64))
-                            .map_err(|e| e.to_string())?;
-                    }
+                    stack
+                        .add_ipv6_address(iface, fastpath::Ipv6Cidr::new(SERVER6, 64))
+                        .map_err(|e| e.to_string())?;
                     let mut services = TcpServices::listen_dual(&mut stack, 7, 9, 19)?;
                     let mut counted = 0;
                     while !stop.load(Ordering::Relaxed) {
@@ -375,58 +372,41 @@ mod testbed {
                     on.to_string()
                 },
                 queues,
-                chargen: !io_uring,
+                chargen: true,
                 client_ns: ns,
                 received,
                 echo: true,
-                ipv6: !io_uring,
-                rr_only: io_uring,
-            });
-            Ok(())
-        }
-
-        /// The ceiling with its reads and writes batched through io_uring
-        /// ([`super::super::ceiling::serve_batched`]), on a TUN interface without offload; for
-        /// request/response only.
-        pub fn ceiling_batched(&mut self) -> Result<(), String> {
-            let (ns, mut links) = self.tun("fpu0", false, 1, false, false)?;
-            let link = links.pop().ok_or("no TUN queue")?;
-            let received = Arc::new(AtomicU64::new(0));
-            let (stop, count) = (self.stop.clone(), received.clone());
-            self.spawn("ceiling-uring".into(), move || {
-                super::super::ceiling::serve_batched(&link, &stop, &count)
-            })?;
-            self.servers.push(Server {
-                stack: "ceiling",
-                config: "stateless, io_uring".into(),
-                queues: 1,
-                chargen: false,
-                client_ns: ns,
-                received,
-                echo: true,
-                ipv6: false,
-                rr_only: true,
+                ipv6: true,
+                rr_only: false,
             });
             Ok(())
         }
 
         /// The ceiling ([`super::super::ceiling`]): a stateless responder on a TUN interface with
-        /// offload and `queues` queues, a thread each, serving echo and discard over IPv4.
-        pub fn ceiling(&mut self, queues: usize) -> Result<(), String> {
-            let (ns, links) = self.tun("fpc0", true, queues, false, false)?;
+        /// offload and `queues` queues, a thread each, serving echo and discard over IPv4; its
+        /// writes through io_uring when `io_uring`.
+        pub fn ceiling(&mut self, queues: usize, io_uring: bool) -> Result<(), String> {
+            let device = if io_uring { "fpu0" } else { "fpc0" };
+            let (ns, links) = self.tun(device, true, queues, false, io_uring)?;
             let received = Arc::new(AtomicU64::new(0));
             for (q, link) in links.into_iter().enumerate() {
                 let (stop, count) = (self.stop.clone(), received.clone());
-                self.spawn(format!("ceiling-q{q}"), move || {
+                let name = if io_uring {
+                    format!("ceiling-uring{q}")
+                } else {
+                    format!("ceiling-q{q}")
+                };
+                self.spawn(name, move || {
                     super::super::ceiling::serve(link, &stop, &count)
                 })?;
             }
             self.servers.push(Server {
                 stack: "ceiling",
-                config: if queues > 1 {
-                    format!("stateless, {queues} queues")
-                } else {
-                    "stateless".to_string()
+                config: match (queues > 1, io_uring) {
+                    (true, false) => format!("stateless, {queues} queues"),
+                    (true, true) => format!("stateless, io_uring, {queues} queues"),
+                    (false, false) => "stateless".to_string(),
+                    (false, true) => "stateless, io_uring".to_string(),
                 },
                 queues,
                 chargen: false,
@@ -434,7 +414,8 @@ mod testbed {
                 received,
                 echo: true,
                 ipv6: false,
-                rr_only: false,
+                // With io_uring: request/response only.
+                rr_only: io_uring,
             });
             Ok(())
         }
@@ -952,12 +933,13 @@ fn measure_tun(
     bed.fastpath(false)?;
     bed.smoltcp()?;
     bed.linux()?;
-    bed.ceiling(1)?;
-    bed.ceiling_batched()?;
-    bed.fastpath_uring()?;
+    bed.ceiling(1, false)?;
+    bed.fastpath_uring(true)?;
+    bed.fastpath_uring(false)?;
+    bed.ceiling(1, true)?;
     if queues > 1 {
         bed.fastpath_queues(true, queues)?;
-        bed.ceiling(queues)?;
+        bed.ceiling(queues, false)?;
     }
     std::thread::sleep(Duration::from_millis(200));
     let n = bed.servers.len();
