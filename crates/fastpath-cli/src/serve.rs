@@ -76,10 +76,9 @@ pub struct ServeArgs {
     /// datagrams a `UDP_SEGMENT` socket sends as one GSO packet, and fastpath splits it.
     #[arg(long, value_enum, default_value_t = OnOff::Off)]
     uso: OnOff,
-    /// The TUN device's reads and writes through io_uring: reads kept waiting in a ring, a batch of
-    /// writes in one system call. Takes the place of receive segmentation offload (--uso, and the
-    /// large TCP packets --offload on otherwise asks for).
-    #[arg(long, value_enum, default_value_t = OnOff::Off)]
+    /// Writes to the TUN device through io_uring: a batch of packets in one system call, in place of a
+    /// `write` each (left off, with a note, where the kernel refuses a ring).
+    #[arg(long, value_enum, default_value_t = OnOff::On)]
     io_uring: OnOff,
     /// UDP echo port (RFC 862).
     #[arg(long, default_value_t = 7)]
@@ -208,14 +207,15 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
     if args.uso == OnOff::On && !links[0].uso_enabled() {
         eprintln!(
             "fastpath: UDP segmentation offload left off ({})",
-            if args.io_uring == OnOff::On {
-                "--io-uring takes its place"
-            } else if offload {
+            if offload {
                 "the kernel does not offer it"
             } else {
                 "it needs --offload on"
             }
         );
+    }
+    if args.io_uring == OnOff::On && !links[0].io_uring_enabled() {
+        eprintln!("fastpath: io_uring left off (the kernel refused a ring): a write per packet");
     }
     let name = links[0].name().to_string();
     let kernel_cidr = format!("{}/{}", kernel.addr, kernel.prefix_len);

@@ -237,7 +237,7 @@ pub fn run(args: &TunnelArgs) -> Result<(), String> {
             mtu: args.mtu as usize,
             offload: true,
             uso: false,
-            io_uring: false,
+            io_uring: true,
         },
         args.queues,
         &ephemeral,

@@ -224,9 +224,10 @@ fn bench_tcp_quick() {
         for r in rows.iter().filter(|r| r["experiment"] != "pair") {
             positive(r, "ratio");
         }
-        // 1 and 100 connections against each echo server: fastpath with offload on and off,
-        // smoltcp, linux, the ceiling, fastpath with io_uring writes and offload on and off, the
-        // ceiling with io_uring writes, and (--queues 2) fastpath and the ceiling with two queues.
+        // 1 and 100 connections against each echo server: fastpath with offload on and off (writes
+        // through io_uring), smoltcp, linux, the ceiling, fastpath with a write per packet and
+        // offload on and off, the ceiling with io_uring writes, and (--queues 2) fastpath and the
+        // ceiling with two queues.
         let rr: Vec<String> = rows
             .iter()
             .filter(|r| r["experiment"] == "rr" && r["connections"] == 100)
@@ -246,8 +247,8 @@ fn bench_tcp_quick() {
                 "smoltcp tun",
                 "linux veth",
                 "ceiling stateless",
-                "fastpath offload on, io_uring",
-                "fastpath offload off, io_uring",
+                "fastpath offload on, plain writes",
+                "fastpath offload off, plain writes",
                 "ceiling stateless, io_uring",
                 "fastpath offload on, 2 queues",
                 "ceiling stateless, 2 queues",

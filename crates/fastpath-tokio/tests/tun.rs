@@ -77,7 +77,7 @@ fn kernel_and_stack(tag: &str, dev: &str, net: u8) -> (Netns, Stack, TunHandle) 
         mtu: 1500,
         offload: true,
         uso: false,
-        io_uring: false,
+        io_uring: true,
     })
     .expect("a TUN interface");
     ip(

@@ -291,7 +291,8 @@ mod testbed {
             Ok((ns, links))
         }
 
-        /// fastpath serving echo (7) and discard (9) on a TUN interface.
+        /// fastpath serving echo (7) and discard (9) on a TUN interface, its writes through
+        /// io_uring as by default ([`TunConfig::io_uring`]).
         pub fn fastpath(&mut self, offload: bool) -> Result<(), String> {
             self.fastpath_queues(offload, 1)
         }
@@ -299,12 +300,12 @@ mod testbed {
         /// fastpath on a TUN interface with `queues` queues: a stack per queue, each on a thread of
         /// its own, every one serving echo and discard.
         pub fn fastpath_queues(&mut self, offload: bool, queues: usize) -> Result<(), String> {
-            self.fastpath_server(offload, queues, false)
+            self.fastpath_server(offload, queues, true)
         }
 
-        /// fastpath with its TUN link's writes through io_uring ([`TunConfig::io_uring`]).
-        pub fn fastpath_uring(&mut self, offload: bool) -> Result<(), String> {
-            self.fastpath_server(offload, 1, true)
+        /// fastpath with a `write` per packet on its TUN link, as without io_uring.
+        pub fn fastpath_plain(&mut self, offload: bool) -> Result<(), String> {
+            self.fastpath_server(offload, 1, false)
         }
 
         fn fastpath_server(
@@ -313,7 +314,7 @@ mod testbed {
             queues: usize,
             io_uring: bool,
         ) -> Result<(), String> {
-            let device = if io_uring { "fpr0" } else { "fpt0" };
+            let device = if io_uring { "fpt0" } else { "fpw0" };
             let (ns, links) = self.tun(device, offload, queues, true, io_uring)?;
             let received = Arc::new(AtomicU64::new(0));
             for (q, mut link) in links.into_iter().enumerate() {
@@ -322,7 +323,7 @@ mod testbed {
                 let name = format!(
                     "fp-{}-{}{q}",
                     if offload { "on" } else { "off" },
-                    if io_uring { "uring" } else { "q" }
+                    if io_uring { "q" } else { "plain" }
                 );
                 self.spawn(name, move || -> Result<(), String> {
                     let mut stack = crate::queues::stack_for_queue(
@@ -367,9 +368,9 @@ mod testbed {
                 config: if queues > 1 {
                     format!("{on}, {queues} queues")
                 } else if io_uring {
-                    format!("{on}, io_uring")
-                } else {
                     on.to_string()
+                } else {
+                    format!("{on}, plain writes")
                 },
                 queues,
                 chargen: true,
@@ -934,8 +935,8 @@ fn measure_tun(
     bed.smoltcp()?;
     bed.linux()?;
     bed.ceiling(1, false)?;
-    bed.fastpath_uring(true)?;
-    bed.fastpath_uring(false)?;
+    bed.fastpath_plain(true)?;
+    bed.fastpath_plain(false)?;
     bed.ceiling(1, true)?;
     if queues > 1 {
         bed.fastpath_queues(true, queues)?;

@@ -265,7 +265,7 @@ fn fastpath_target(
             mtu: 1500,
             offload,
             uso,
-            io_uring: false,
+            io_uring: true,
         },
         queues,
         &ephemeral,
