@@ -104,7 +104,10 @@ fn a_tun_descriptor_polls_readable_when_the_kernel_sends() {
     ip(&["-n", &ns.0, "link", "set", "fpfd0", "up"]);
 
     // Writes go through io_uring by default, and waiting stays on the device's own descriptor.
-    assert!(link.io_uring_enabled(), "a kernel of 5.1 or later has io_uring");
+    assert!(
+        link.io_uring_enabled(),
+        "a kernel of 5.1 or later has io_uring"
+    );
     let fd = link.as_fd();
     assert_eq!(fd.as_raw_fd(), link.as_raw_fd());
     assert_eq!(link.handle().as_fd().as_raw_fd(), link.as_raw_fd());
