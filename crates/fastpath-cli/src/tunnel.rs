@@ -110,6 +110,10 @@ pub struct TunnelArgs {
     /// `--max-udp-flows` are shared out among the queues.
     #[arg(long, default_value_t = 1, value_parser = crate::bench::common::count(1, 256))]
     queues: usize,
+    /// Writes to the TUN interface through io_uring: a batch of packets in one system call, in place
+    /// of a `write` each (left off, with a note, where the kernel refuses a ring).
+    #[arg(long, value_enum, default_value_t = crate::serve::OnOff::On)]
+    io_uring: crate::serve::OnOff,
     /// Write every packet on the TUN interface to this pcap file (with --queues 1 only).
     #[arg(long)]
     pcap: Option<PathBuf>,
@@ -237,12 +241,15 @@ pub fn run(args: &TunnelArgs) -> Result<(), String> {
             mtu: args.mtu as usize,
             offload: true,
             uso: false,
-            io_uring: true,
+            io_uring: args.io_uring == crate::serve::OnOff::On,
         },
         args.queues,
         &ephemeral,
     )
     .map_err(|e| format!("creating TUN interface {} in {}: {e}", args.tun, ns.name()))?;
+    if args.io_uring == crate::serve::OnOff::On && !links[0].io_uring_enabled() {
+        eprintln!("fastpath: io_uring left off (the kernel refused a ring): a write per packet");
+    }
     let dev = links[0].name().to_string();
     ns.ip(&["addr", "add", &kernel.to_string(), "dev", &dev])?;
     if let Some((k, _)) = v6 {
