@@ -19,6 +19,8 @@
 //!   relaying through the kernel's sockets; TCP rows only (see [`netstack`]).
 //! - **fastpath, N queues** (with `--queues N`): `fastpath tunnel --queues N` beside the one-queue
 //!   tunnel.
+//! - **fastpath, plain writes** (with `--plain-writes`): `fastpath tunnel --io-uring off`, a `write`
+//!   per packet to the TUN device, beside the default's io_uring writes.
 //!
 //! Rows, every path once per round, interleaved, medians quoted, each run started once the machine is
 //! quiet (90% idle over 200 ms, waiting 5 s at most: an unpaced UDP test leaves a proxy and its
@@ -101,6 +103,10 @@ pub struct TunnelArgs {
     /// beside the one-queue tunnel. 1 (the default) leaves it out.
     #[arg(long, default_value_t = 1, value_parser = common::count(1, 256))]
     queues: usize,
+    /// Also run fastpath's tunnel with a `write` per packet to its TUN device (`--io-uring off`), as
+    /// a row of its own beside the default, whose writes go through io_uring.
+    #[arg(long)]
+    plain_writes: bool,
     #[arg(long)]
     quick: bool,
     #[arg(long)]
@@ -361,8 +367,8 @@ pub fn run(args: &TunnelArgs) -> Result<(), String> {
     // datagrams that were lost) does not hold up the next path's test.
     let multi = args.queues > 1;
     // Servers 0-3: the kernel, fastpath, gVisor, lwIP; 4: fastpath with several queues; 5: tun2proxy;
-    // 6: netstack-smoltcp.
-    let mut iperf_servers = (0..7u16)
+    // 6: netstack-smoltcp; 7: fastpath with plain writes.
+    let mut iperf_servers = (0..8u16)
         .map(|i| {
             Command::new("ip")
                 .args(["netns", "exec", out.name()])
@@ -379,9 +385,15 @@ pub fn run(args: &TunnelArgs) -> Result<(), String> {
     let hold = start_servers(out.name(), &stop)?;
 
     let result = (|| {
-        let mut paths = vec![kernel_path(&out, tag)?, fastpath_path(&out, tag, 1, 1)?];
+        let mut paths = vec![
+            kernel_path(&out, tag)?,
+            fastpath_path(&out, tag, 1, true, 1)?,
+        ];
         if multi {
-            paths.push(fastpath_path(&out, tag, args.queues, 4)?);
+            paths.push(fastpath_path(&out, tag, args.queues, true, 4)?);
+        }
+        if args.plain_writes {
+            paths.push(fastpath_path(&out, tag, 1, false, 7)?);
         }
         if let Ok(t) = &t2p {
             paths.push(ipstack::path(&out, tag, t, 5)?);
@@ -623,14 +635,17 @@ fn kernel_path(out: &Namespace, tag: u32) -> Result<PathUnderTest, String> {
     })
 }
 
-/// fastpath's tunnel with `queues` TUN queues (a stack on each), on iperf3 server `index`.
+/// fastpath's tunnel with `queues` TUN queues (a stack on each), its writes through io_uring or
+/// not, on iperf3 server `index`.
 fn fastpath_path(
     out: &Namespace,
     tag: u32,
     queues: usize,
+    io_uring: bool,
     index: u16,
 ) -> Result<PathUnderTest, String> {
-    let app = Namespace::ensure(&format!("fpb-f{queues}-{tag}"))?;
+    let variant = if io_uring { "" } else { "w" };
+    let app = Namespace::ensure(&format!("fpb-f{queues}{variant}-{tag}"))?;
     app.ip(&["link", "set", "lo", "up"])?;
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let mut child = Command::new("ip")
@@ -639,6 +654,7 @@ fn fastpath_path(
         .args(["tunnel", "--netns", app.name(), "--tun", "fpbt0"])
         .args(["--kernel-addr", "10.66.0.1/24", "--addr", "10.66.0.2"])
         .args(["--queues", &queues.to_string()])
+        .args(["--io-uring", if io_uring { "on" } else { "off" }])
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
@@ -662,10 +678,10 @@ fn fastpath_path(
         }
     });
     Ok(PathUnderTest {
-        name: if queues > 1 {
-            format!("fastpath, {queues} queues")
-        } else {
-            "fastpath".into()
+        name: match (queues > 1, io_uring) {
+            (true, _) => format!("fastpath, {queues} queues"),
+            (false, true) => "fastpath".into(),
+            (false, false) => "fastpath, plain writes".into(),
         },
         index,
         app,
@@ -1112,9 +1128,11 @@ fn print(rows: &[TunnelRow], memory: &[MemoryRow]) {
         if let (Some(f), Some(n)) = (find("fastpath"), find("netstack-smoltcp")) {
             println!("  fastpath/netstack-smoltcp {:.2}x", f.value / n.value);
         }
-        let several = paths.iter().find(|p| p.starts_with("fastpath, "));
-        if let (Some(m), Some(f)) = (several.and_then(|p| find(p)), find("fastpath")) {
-            println!("  {}/fastpath {:.2}x", m.path, m.value / f.value);
+        // Several queues, plain writes: each over the default tunnel.
+        for variant in paths.iter().filter(|p| p.starts_with("fastpath, ")) {
+            if let (Some(m), Some(f)) = (find(variant), find("fastpath")) {
+                println!("  {}/fastpath {:.2}x", m.path, m.value / f.value);
+            }
         }
     }
     println!();
