@@ -9,14 +9,16 @@
 //!   and vouches for checksums: no checksum work on the host). Gbit/s and CPU ns per byte (both stacks
 //!   together, since one thread runs both).
 //! - **tun** (root): a kernel client in a namespace sends bulk to a discard server: fastpath behind a
-//!   TUN interface with offload (checksum and TSO) on and off, smoltcp 0.14 behind the same kind of
+//!   TUN interface with offload (checksum and TSO) on and off, its writes through io_uring as by
+//!   default and, in rows of their own, a `write` per packet; smoltcp 0.14 behind the same kind of
 //!   TUN interface, and the kernel itself over a veth pair. Gbit/s and the ratio to the kernel.
 //! - **rr** (root): the kernel client's 64-byte request/response transactions per second with 1 and
 //!   100 connections, against fastpath's and smoltcp's echo over TUN and the kernel's over veth.
 //!
 //! Beside the stacks the TUN parts run the **ceiling** ([`super::ceiling`]), a stateless responder
 //! that writes one reply per packet it reads and does nothing else: for request/response, the most
-//! any stack that reads and writes the device a packet at a time could reach here. For bulk it is no
+//! any stack that reads and writes the device a packet at a time could reach here; a second one hands
+//! its replies over in one `io_uring_enter` a batch, as fastpath does by default. For bulk it is no
 //! bound (it acknowledges every segment, where a stack may acknowledge less often and so spare the
 //! kernel sender work). With `--queues N`, the several-streams bulk and request/response also run
 //! against fastpath and the ceiling with N queues.
@@ -256,7 +258,7 @@ mod testbed {
         }
 
         /// A new namespace holding a TUN interface `name` with `queues` queues (10.7.0.1/24 on the
-        /// kernel's side, and fd00:7::1/64 when `ipv6`), up, its reads and writes through io_uring
+        /// kernel's side, and fd00:7::1/64 when `ipv6`), up, its writes through io_uring
         /// when `io_uring`; the namespace and the queues.
         fn tun(
             &mut self,
