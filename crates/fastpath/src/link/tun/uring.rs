@@ -7,7 +7,7 @@
 //!
 //! Only writes. Reads through the ring were tried and lost: a packet arrival wakes every read waiting in
 //! the ring, one takes the packet and the others go back to waiting, so a request/response server over
-//! io_uring reads served 0.7x-0.8x the transactions of one doing `read`s, and 1.15x-1.31x with
+//! io_uring reads served 0.7x-0.8x the transactions of one doing `read`s, and 1.09x-1.31x with
 //! writes alone (`fastpath bench tcp`, the README has the figures). A multishot read into a ring of
 //! provided buffers (Linux 6.7) has no herd, but it halved UDP discard (`bench tun`): each packet has
 //! the sending thread queue work for the reader's and kick it.
