@@ -129,15 +129,9 @@ fn recycler(link: &mut TunLink) -> BufferPool {
 /// and a `write` per reply (in batches of the link's own), or one `io_uring_enter` for a batch of
 /// replies when the link was opened with [`TunConfig::io_uring`](fastpath::link::TunConfig). Adds
 /// the bytes discarded to `received`.
-pub fn serve(mut link: TunLink, stop: &AtomicBool, received: &AtomicU64) -> Result<(), String> {
-    let mut pool = recycler(&mut link);
-    let (mut batch, mut out) = (Vec::new(), Vec::new());
-    while !stop.load(Ordering::Relaxed) {
-        if link.receive(&mut batch, READ_BATCH) == 0 {
-            link.wait(Some(Duration::from_millis(20)))
-                .map_err(|e| e.to_string())?;
-            continue;
-        }
+pub fn serve(link: TunLink, stop: &AtomicBool, received: &AtomicU64) -> Result<(), String> {
+    let mut out = Vec::new();
+    each_batch(link, stop, |link, pool, batch| {
         let mut discarded = 0;
         for mut p in batch.drain(..) {
             match respond(&mut p) {
@@ -152,17 +146,15 @@ pub fn serve(mut link: TunLink, stop: &AtomicBool, received: &AtomicU64) -> Resu
         if discarded > 0 {
             received.fetch_add(discarded as u64, Ordering::Relaxed);
         }
-    }
-    Ok(())
+    })
 }
 
-/// The UDP ceiling on one TUN queue until `stop`: reads every packet and drops it, adding those
-/// that are datagrams to `port` ([`udp_to_port`]) to `count`.
-pub fn drop_all(
+/// Receives on `link` a batch at a time until `stop`, sleeping while it is quiet, and hands each
+/// batch to `f` with the link and the pool that takes back what `f` does not send.
+fn each_batch(
     mut link: TunLink,
     stop: &AtomicBool,
-    port: u16,
-    count: &AtomicU64,
+    mut f: impl FnMut(&mut TunLink, &mut BufferPool, &mut Vec<PacketBuf>),
 ) -> Result<(), String> {
     let mut pool = recycler(&mut link);
     let mut batch = Vec::new();
@@ -172,14 +164,27 @@ pub fn drop_all(
                 .map_err(|e| e.to_string())?;
             continue;
         }
+        f(&mut link, &mut pool, &mut batch);
+    }
+    Ok(())
+}
+
+/// The UDP ceiling on one TUN queue until `stop`: reads every packet and drops it, adding those
+/// that are datagrams to `port` ([`udp_to_port`]) to `count`.
+pub fn drop_all(
+    link: TunLink,
+    stop: &AtomicBool,
+    port: u16,
+    count: &AtomicU64,
+) -> Result<(), String> {
+    each_batch(link, stop, |_, pool, batch| {
         let mut n = 0;
         for p in batch.drain(..) {
             n += u64::from(udp_to_port(p.data()) == Some(port));
             pool.free(p);
         }
         count.fetch_add(n, Ordering::Relaxed);
-    }
-    Ok(())
+    })
 }
 
 /// The destination port of a UDP datagram over IPv4, unfragmented (the UDP ceiling of `bench tun`

@@ -523,23 +523,8 @@ impl Link for TunLink {
         }
         let mut dropped = 0;
         for mut packet in batch.drain(..) {
-            let header = self.tx_header(&mut packet).emit();
-            loop {
-                match sys::write_packet(self.shared.fd.as_fd(), &header, packet.data()) {
-                    Ok(_) => {
-                        self.stats.tx_packets += 1;
-                        self.stats.tx_bytes += packet.len() as u64;
-                    }
-                    Err(Errno::EINTR) => continue,
-                    Err(Errno::EAGAIN) => {
-                        self.stats.tx_drop_full += 1;
-                        dropped += 1;
-                    }
-                    Err(_) => self.stats.tx_errors += 1,
-                }
-                break;
-            }
-            self.pool.free(packet);
+            let header = self.tx_header(&mut packet);
+            dropped += usize::from(!self.write_gathered(&header, packet));
         }
         self.publish();
         dropped
@@ -723,6 +708,30 @@ impl TunLink {
         header
     }
 
+    /// One `writev` of `header` and `packet`, counted; the buffer goes back to the pool. False when the
+    /// kernel's queue was full.
+    fn write_gathered(&mut self, header: &VnetHeader, packet: PacketBuf) -> bool {
+        let header = header.emit();
+        let mut sent = true;
+        loop {
+            match sys::write_packet(self.shared.fd.as_fd(), &header, packet.data()) {
+                Ok(_) => {
+                    self.stats.tx_packets += 1;
+                    self.stats.tx_bytes += packet.len() as u64;
+                }
+                Err(Errno::EINTR) => continue,
+                Err(Errno::EAGAIN) => {
+                    self.stats.tx_drop_full += 1;
+                    sent = false;
+                }
+                Err(_) => self.stats.tx_errors += 1,
+            }
+            break;
+        }
+        self.pool.free(packet);
+        sent
+    }
+
     /// Checks a received packet (the IP packet alone in `buf`) against its virtio-net header and hands
     /// it to the stack's batch, or counts why not. True when handed over.
     fn accept(
@@ -789,18 +798,7 @@ impl TunLink {
             let header = self.tx_header(&mut packet);
             if packet.headroom() < VNET_HEADER_LEN {
                 // Not a buffer of the stack's (it leaves room for the header): gathered by `writev`.
-                match sys::write_packet(self.shared.fd.as_fd(), &header.emit(), packet.data()) {
-                    Ok(_) => {
-                        self.stats.tx_packets += 1;
-                        self.stats.tx_bytes += packet.len() as u64;
-                    }
-                    Err(Errno::EAGAIN) => {
-                        self.stats.tx_drop_full += 1;
-                        dropped += 1;
-                    }
-                    Err(_) => self.stats.tx_errors += 1,
-                }
-                self.pool.free(packet);
+                dropped += usize::from(!self.write_gathered(&header, packet));
                 continue;
             }
             packet
