@@ -1,0 +1,283 @@
+//! How a TUN device's packets are best read: a `read` per packet, or a multishot read through io_uring
+//! into a ring of provided buffers, with the ring set up three ways. Linux only, needs root. Usage:
+//! `sudo target/release/examples/tun_read_trial [seconds] [rounds] [senders]` (defaults 3, 3, 1).
+//!
+//! It makes TUN device `fptrial0` (10.77.0.1/24, no offloads, no packet information) and has
+//! `senders` kernel UDP sockets send 64-byte datagrams through it as fast as they can, to 10.77.0.2
+//! onwards, while one thread reads the device in one of four ways, in turn, round after round:
+//!
+//! - `read`: a `read` per packet on a non-blocking descriptor, `poll` when it is empty (what
+//!   [`TunLink`](fastpath::link::tun::TunLink) does);
+//! - `ring defer`: one multishot read (`IORING_OP_READ_MULTISHOT`, Linux 6.7) into 256 provided
+//!   2 KiB buffers, on a ring with `IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN` (Linux
+//!   6.1): an arrival only adds to a list that the reader works through when it enters the ring;
+//! - `ring coop`: the same with `IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG` (Linux
+//!   5.19): the arriving packet's sender queues work for the reader without interrupting it;
+//! - `ring plain`: the same on a ring with neither: the sender's thread queues work for the
+//!   reader and kicks it.
+//!
+//! The reader waits in `io_uring_enter` for at least one completion and hands the buffers back in
+//! bulk. Printed: datagrams read and sent per second, each round and the medians. The README's
+//! "Reads through io_uring" says what it found.
+//!
+//! The device is deleted when the program ends (with the process's descriptor).
+
+#[cfg(not(target_os = "linux"))]
+fn main() {
+    eprintln!("tun_read_trial: Linux only");
+}
+
+#[cfg(target_os = "linux")]
+fn main() -> std::io::Result<()> {
+    trial::main()
+}
+
+#[cfg(target_os = "linux")]
+mod trial {
+    use std::io;
+    use std::net::UdpSocket;
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    use std::time::{Duration, Instant};
+
+    use io_uring::{cqueue, opcode, types, IoUring};
+
+    const DEVICE: &str = "fptrial0";
+    /// Provided buffers, and their size.
+    const BUFFERS: u16 = 256;
+    const BUFFER_LEN: usize = 2048;
+    /// The provided buffers' group.
+    const GROUP: u16 = 7;
+
+    const MODES: [&str; 4] = ["read", "ring defer", "ring coop", "ring plain"];
+
+    pub fn main() -> io::Result<()> {
+        let mut args = std::env::args()
+            .skip(1)
+            .map(|a| a.parse::<u64>().expect("a number"));
+        let seconds = args.next().unwrap_or(3);
+        let rounds = args.next().unwrap_or(3);
+        let senders = args.next().unwrap_or(1).max(1);
+        let fd = open_tun(DEVICE)?;
+        let up = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "ip addr add 10.77.0.1/24 dev {DEVICE} && ip link set {DEVICE} up txqueuelen 1000"
+            ))
+            .status()?;
+        assert!(up.success(), "could not bring {DEVICE} up");
+        println!(
+            "{senders} sender(s), 64-byte datagrams, {seconds} s per run, {rounds} interleaved rounds"
+        );
+        let mut results: Vec<Vec<(f64, f64)>> = vec![Vec::new(); MODES.len()];
+        for _ in 0..rounds {
+            for (mode, name) in MODES.iter().enumerate() {
+                let (read, sent) = run(&fd, mode, seconds, senders)?;
+                println!("{name:12} read {read:10.0}/s   sent {sent:10.0}/s");
+                results[mode].push((read, sent));
+            }
+        }
+        for (mode, name) in MODES.iter().enumerate() {
+            let read = median(results[mode].iter().map(|r| r.0).collect());
+            let sent = median(results[mode].iter().map(|r| r.1).collect());
+            let base = median(results[0].iter().map(|r| r.0).collect());
+            println!(
+                "median {name:12} read {read:10.0}/s ({:.2}x read)   sent {sent:10.0}/s",
+                read / base
+            );
+        }
+        Ok(())
+    }
+
+    fn median(mut v: Vec<f64>) -> f64 {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    }
+
+    /// One run: senders started, the reader of `mode` on this thread for `seconds`. Datagrams read and
+    /// sent per second.
+    fn run(fd: &OwnedFd, mode: usize, seconds: u64, senders: u64) -> io::Result<(f64, f64)> {
+        let stop = AtomicBool::new(false);
+        let counting = AtomicBool::new(false);
+        let sent = AtomicU64::new(0);
+        let read = AtomicU64::new(0);
+        let mut elapsed = 0.0;
+        std::thread::scope(|scope| -> io::Result<()> {
+            for i in 0..senders {
+                let (stop, counting, sent) = (&stop, &counting, &sent);
+                scope.spawn(move || {
+                    let socket = UdpSocket::bind("10.77.0.1:0").expect("a sender's socket");
+                    let to = format!("10.77.0.{}:9", 2 + i);
+                    let data = [0u8; 64];
+                    let mut n = 0;
+                    while !stop.load(Ordering::Relaxed) {
+                        let ok = socket.send_to(&data, &to).is_ok();
+                        n += u64::from(ok && counting.load(Ordering::Relaxed));
+                    }
+                    sent.fetch_add(n, Ordering::Relaxed);
+                });
+            }
+            std::thread::sleep(Duration::from_millis(200));
+            // Counted from here, by the senders too.
+            let start = Instant::now();
+            counting.store(true, Ordering::Relaxed);
+            scope.spawn(|| {
+                std::thread::sleep(Duration::from_secs(seconds));
+                stop.store(true, Ordering::Relaxed);
+            });
+            let result = if mode == 0 {
+                read_each(fd, &stop, &read)
+            } else {
+                read_ring(fd, mode, &stop, &read)
+            };
+            elapsed = start.elapsed().as_secs_f64();
+            stop.store(true, Ordering::Relaxed);
+            result
+        })?;
+        Ok((
+            read.load(Ordering::Relaxed) as f64 / elapsed,
+            sent.load(Ordering::Relaxed) as f64 / elapsed,
+        ))
+    }
+
+    /// A `read` per packet; `poll` (100 ms at most) when there is none.
+    fn read_each(fd: &OwnedFd, stop: &AtomicBool, count: &AtomicU64) -> io::Result<()> {
+        let mut buf = vec![0u8; BUFFER_LEN];
+        let mut n = 0;
+        while !stop.load(Ordering::Relaxed) {
+            // SAFETY: `buf` is valid for writes of its length for the whole call.
+            let r = unsafe { libc::read(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+            if r > 0 {
+                n += 1;
+                continue;
+            }
+            let mut p = libc::pollfd {
+                fd: fd.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // SAFETY: one valid `pollfd` for the call's duration.
+            unsafe { libc::poll(&mut p, 1, 100) };
+        }
+        count.store(n, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// One multishot read into provided buffers, on a ring set up as `mode` says.
+    fn read_ring(
+        fd: &OwnedFd,
+        mode: usize,
+        stop: &AtomicBool,
+        count: &AtomicU64,
+    ) -> io::Result<()> {
+        let mut builder = IoUring::builder();
+        match mode {
+            1 => {
+                builder.setup_single_issuer().setup_defer_taskrun();
+            }
+            2 => {
+                builder.setup_coop_taskrun().setup_taskrun_flag();
+            }
+            _ => {}
+        }
+        let mut ring: IoUring = builder.build(64)?;
+        let mut buffers = vec![0u8; usize::from(BUFFERS) * BUFFER_LEN];
+        // The ring of provided buffers: page-aligned entries the kernel reads and we write.
+        let layout = std::alloc::Layout::from_size_align(usize::from(BUFFERS) * 16, 4096)
+            .expect("a valid layout");
+        // SAFETY: the layout's size is not zero.
+        let entries = unsafe { std::alloc::alloc_zeroed(layout) }.cast::<types::BufRingEntry>();
+        assert!(!entries.is_null(), "out of memory");
+        let mut tail: u16 = 0;
+        let provide = |tail: &mut u16, bid: u16, buffers: &mut [u8]| {
+            // SAFETY: `entries` holds `BUFFERS` entries and the index is taken modulo `BUFFERS`; the
+            // kernel only reads entries between its head and the tail published below.
+            let entry = unsafe { &mut *entries.add(usize::from(*tail % BUFFERS)) };
+            entry.set_addr(buffers[usize::from(bid) * BUFFER_LEN..].as_mut_ptr() as u64);
+            entry.set_len(BUFFER_LEN as u32);
+            entry.set_bid(bid);
+            *tail = tail.wrapping_add(1);
+        };
+        for bid in 0..BUFFERS {
+            provide(&mut tail, bid, &mut buffers);
+        }
+        // SAFETY: the tail lives in the ring's first entry, which is ours; `entries` is valid.
+        let tail_at = unsafe { types::BufRingEntry::tail(entries) }.cast_mut();
+        let publish = |tail: u16| {
+            // SAFETY: `tail_at` is the ring's tail, written only here; the release store orders the
+            // entries' writes before it, as the kernel expects.
+            unsafe {
+                (*tail_at.cast::<std::sync::atomic::AtomicU16>()).store(tail, Ordering::Release)
+            };
+        };
+        publish(tail);
+        // SAFETY: `entries` (and `buffers`, which they point into) outlive the ring: both are freed
+        // after the ring is dropped, at the end of this function.
+        unsafe {
+            ring.submitter()
+                .register_buf_ring_with_flags(entries as u64, BUFFERS, GROUP, 0)?
+        };
+        let arm = |ring: &mut IoUring| {
+            let op = opcode::ReadMulti::new(types::Fd(fd.as_raw_fd()), 0, GROUP)
+                .build()
+                .user_data(1);
+            // SAFETY: the read writes only into provided buffers, which outlive the ring.
+            unsafe { ring.submission().push(&op) }.expect("room in an empty queue");
+        };
+        arm(&mut ring);
+        let timeout = types::Timespec::new().nsec(100_000_000);
+        let args = types::SubmitArgs::new().timespec(&timeout);
+        let mut n = 0;
+        while !stop.load(Ordering::Relaxed) {
+            match ring.submitter().submit_with_args(1, &args) {
+                Ok(_) => {}
+                Err(e) if matches!(e.raw_os_error(), Some(libc::ETIME | libc::EINTR)) => {}
+                Err(e) => return Err(e),
+            }
+            let mut rearm = false;
+            for cqe in ring.completion() {
+                if cqe.result() > 0 {
+                    n += 1;
+                    let bid = cqueue::buffer_select(cqe.flags()).expect("a provided buffer");
+                    provide(&mut tail, bid, &mut buffers);
+                } else if cqe.result() < 0 && cqe.result() != -libc::ENOBUFS {
+                    return Err(io::Error::from_raw_os_error(-cqe.result()));
+                }
+                rearm |= !cqueue::more(cqe.flags());
+            }
+            publish(tail);
+            if rearm {
+                arm(&mut ring);
+            }
+        }
+        count.store(n, Ordering::Relaxed);
+        drop(ring);
+        // SAFETY: allocated above with this layout; the ring that used it is gone.
+        unsafe { std::alloc::dealloc(entries.cast(), layout) };
+        Ok(())
+    }
+
+    /// A TUN device named `name` (no packet information), non-blocking.
+    fn open_tun(name: &str) -> io::Result<OwnedFd> {
+        // SAFETY: a NUL-terminated path; the result is checked.
+        let raw = unsafe { libc::open(c"/dev/net/tun".as_ptr(), libc::O_RDWR | libc::O_CLOEXEC) };
+        if raw < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `raw` is a descriptor just opened and owned by nothing else.
+        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        // struct ifreq: the name (16 bytes), then the flags.
+        let mut ifr = [0u8; 40];
+        ifr[..name.len()].copy_from_slice(name.as_bytes());
+        ifr[16..18].copy_from_slice(&((libc::IFF_TUN | libc::IFF_NO_PI) as i16).to_ne_bytes());
+        // SAFETY: TUNSETIFF reads and writes a `struct ifreq`, which `ifr` is large enough for.
+        if unsafe { libc::ioctl(fd.as_raw_fd(), libc::TUNSETIFF, ifr.as_mut_ptr()) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: plain fcntl on an owned descriptor.
+        if unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, libc::O_NONBLOCK) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(fd)
+    }
+}
