@@ -462,7 +462,7 @@ pub fn run(args: &TunnelArgs) -> Result<(), String> {
             .filter(|p| p.proxy.is_some())
             .zip(peaks)
             .map(|(p, peak)| {
-                memory(p, idle).map(|m| MemoryRow {
+                memory(p, &out, idle).map(|m| MemoryRow {
                     peak_rss_kib: peak.max(m.peak_rss_kib),
                     ..m
                 })
@@ -1040,19 +1040,40 @@ fn connections_per_second(path: &PathUnderTest, secs: f64) -> Result<f64, String
 }
 
 /// The proxy's growth in proportional set size over `n` idle connections held open through it,
-/// and its peak RSS.
-fn memory(path: &PathUnderTest, n: usize) -> Result<MemoryRow, String> {
+/// and its peak RSS. A connection counts once the server in `out` holds it too: a proxy that
+/// answers the application's SYN first may still be opening the other side.
+fn memory(path: &PathUnderTest, out: &Namespace, n: usize) -> Result<MemoryRow, String> {
     let before = path.pss_kib().ok_or("no proxy")?;
     let held = netns::within(path.app.name(), move || {
         let to = SocketAddr::from(SocketAddrV4::new(SERVER, HOLD_PORT));
-        (0..n)
-            .map_while(|_| TcpStream::connect_timeout(&to, Duration::from_secs(3)).ok())
-            .collect::<Vec<_>>()
+        // A proxy that stalls a while (a SOCKS5 server forking its workers) is waited for: the
+        // holding stops after 5 connects in a row fail (3 s each).
+        let mut held = Vec::with_capacity(n);
+        let mut failed = 0;
+        while held.len() < n && failed < 5 {
+            match TcpStream::connect_timeout(&to, Duration::from_secs(3)) {
+                Ok(s) => {
+                    held.push(s);
+                    failed = 0;
+                }
+                Err(_) => failed += 1,
+            }
+        }
+        held
     })
     .map_err(|e| e.to_string())?;
+    // Until every held connection reaches the server, or none has for 3 s.
+    let (mut upstream, mut since) = (0, WallClock::now());
+    while upstream < held.len() && since.elapsed() < Duration::from_secs(3) {
+        std::thread::sleep(Duration::from_millis(250));
+        let now = established(out, HOLD_PORT);
+        if now > upstream {
+            (upstream, since) = (now, WallClock::now());
+        }
+    }
     std::thread::sleep(Duration::from_millis(500));
     let after = path.pss_kib().unwrap_or(0);
-    let count = held.len();
+    let count = held.len().min(upstream);
     drop(held);
     std::thread::sleep(Duration::from_millis(500));
     Ok(MemoryRow {
@@ -1062,6 +1083,29 @@ fn memory(path: &PathUnderTest, n: usize) -> Result<MemoryRow, String> {
         bytes_per_idle_connection: (count > 0)
             .then(|| (after.saturating_sub(before) * 1024) as f64 / count as f64),
     })
+}
+
+/// TCP connections established to local port `port` in `ns` (`ss`'s count; 0 if it fails).
+fn established(ns: &Namespace, port: u16) -> usize {
+    Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            ns.name(),
+            "ss",
+            "-Htn",
+            "state",
+            "established",
+        ])
+        .arg(format!("sport = :{port}"))
+        .output()
+        .map(|o| {
+            o.stdout
+                .split(|&b| b == b'\n')
+                .filter(|l| !l.is_empty())
+                .count()
+        })
+        .unwrap_or(0)
 }
 
 fn summarize(path: &str, w: &Workload, samples: &[Sample]) -> TunnelRow {
