@@ -214,8 +214,13 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
             }
         );
     }
-    if args.io_uring == OnOff::On && !links[0].io_uring_enabled() {
-        eprintln!("fastpath: io_uring left off (the kernel refused a ring): a write per packet");
+    let refused = links.iter().filter(|l| !l.io_uring_enabled()).count();
+    if args.io_uring == OnOff::On && refused > 0 {
+        eprintln!(
+            "fastpath: io_uring left off on {refused} of {} queues (the kernel refused a ring): a \
+             write per packet there",
+            links.len()
+        );
     }
     let name = links[0].name().to_string();
     let kernel_cidr = format!("{}/{}", kernel.addr, kernel.prefix_len);

@@ -247,8 +247,13 @@ pub fn run(args: &TunnelArgs) -> Result<(), String> {
         &ephemeral,
     )
     .map_err(|e| format!("creating TUN interface {} in {}: {e}", args.tun, ns.name()))?;
-    if args.io_uring == crate::serve::OnOff::On && !links[0].io_uring_enabled() {
-        eprintln!("fastpath: io_uring left off (the kernel refused a ring): a write per packet");
+    let refused = links.iter().filter(|l| !l.io_uring_enabled()).count();
+    if args.io_uring == crate::serve::OnOff::On && refused > 0 {
+        eprintln!(
+            "fastpath: io_uring left off on {refused} of {} queues (the kernel refused a ring): a \
+             write per packet there",
+            links.len()
+        );
     }
     let dev = links[0].name().to_string();
     ns.ip(&["addr", "add", &kernel.to_string(), "dev", &dev])?;

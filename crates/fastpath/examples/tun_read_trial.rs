@@ -34,10 +34,11 @@ fn main() -> std::io::Result<()> {
 
 #[cfg(target_os = "linux")]
 mod trial {
+    use std::alloc::Layout;
     use std::io;
     use std::net::UdpSocket;
     use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, Ordering};
     use std::time::{Duration, Instant};
 
     use io_uring::{cqueue, opcode, types, IoUring};
@@ -180,42 +181,18 @@ mod trial {
             }
             _ => {}
         }
+        // Declared before the ring, so dropped after it, on every path out of this function.
+        let mut provided = Provided::new();
         let mut ring: IoUring = builder.build(64)?;
-        let mut buffers = vec![0u8; usize::from(BUFFERS) * BUFFER_LEN];
-        // The ring of provided buffers: page-aligned entries the kernel reads and we write.
-        let layout = std::alloc::Layout::from_size_align(usize::from(BUFFERS) * 16, 4096)
-            .expect("a valid layout");
-        // SAFETY: the layout's size is not zero.
-        let entries = unsafe { std::alloc::alloc_zeroed(layout) }.cast::<types::BufRingEntry>();
-        assert!(!entries.is_null(), "out of memory");
-        let mut tail: u16 = 0;
-        let provide = |tail: &mut u16, bid: u16, buffers: &mut [u8]| {
-            // SAFETY: `entries` holds `BUFFERS` entries and the index is taken modulo `BUFFERS`; the
-            // kernel only reads entries between its head and the tail published below.
-            let entry = unsafe { &mut *entries.add(usize::from(*tail % BUFFERS)) };
-            entry.set_addr(buffers[usize::from(bid) * BUFFER_LEN..].as_mut_ptr() as u64);
-            entry.set_len(BUFFER_LEN as u32);
-            entry.set_bid(bid);
-            *tail = tail.wrapping_add(1);
-        };
-        for bid in 0..BUFFERS {
-            provide(&mut tail, bid, &mut buffers);
-        }
-        // SAFETY: the tail lives in the ring's first entry, which is ours; `entries` is valid.
-        let tail_at = unsafe { types::BufRingEntry::tail(entries) }.cast_mut();
-        let publish = |tail: u16| {
-            // SAFETY: `tail_at` is the ring's tail, written only here; the release store orders the
-            // entries' writes before it, as the kernel expects.
-            unsafe {
-                (*tail_at.cast::<std::sync::atomic::AtomicU16>()).store(tail, Ordering::Release)
-            };
-        };
-        publish(tail);
-        // SAFETY: `entries` (and `buffers`, which they point into) outlive the ring: both are freed
-        // after the ring is dropped, at the end of this function.
+        // SAFETY: the entries (and the buffers they point into) outlive the ring: `provided` is
+        // dropped after `ring`.
         unsafe {
-            ring.submitter()
-                .register_buf_ring_with_flags(entries as u64, BUFFERS, GROUP, 0)?
+            ring.submitter().register_buf_ring_with_flags(
+                provided.entries as u64,
+                BUFFERS,
+                GROUP,
+                0,
+            )?
         };
         let arm = |ring: &mut IoUring| {
             let op = opcode::ReadMulti::new(types::Fd(fd.as_raw_fd()), 0, GROUP)
@@ -236,25 +213,99 @@ mod trial {
             }
             let mut rearm = false;
             for cqe in ring.completion() {
+                // Whatever the result, a buffer the read took goes back.
+                if let Some(bid) = cqueue::buffer_select(cqe.flags()) {
+                    provided.provide(bid);
+                }
                 if cqe.result() > 0 {
                     n += 1;
-                    let bid = cqueue::buffer_select(cqe.flags()).expect("a provided buffer");
-                    provide(&mut tail, bid, &mut buffers);
                 } else if cqe.result() < 0 && cqe.result() != -libc::ENOBUFS {
                     return Err(io::Error::from_raw_os_error(-cqe.result()));
                 }
                 rearm |= !cqueue::more(cqe.flags());
             }
-            publish(tail);
+            provided.publish();
             if rearm {
                 arm(&mut ring);
             }
         }
         count.store(n, Ordering::Relaxed);
-        drop(ring);
-        // SAFETY: allocated above with this layout; the ring that used it is gone.
-        unsafe { std::alloc::dealloc(entries.cast(), layout) };
         Ok(())
+    }
+
+    /// The provided buffers and the page-aligned ring of entries that lends them to the kernel,
+    /// both freed on drop. Only raw pointers reach them: the kernel writes into the buffers and reads
+    /// the entries while we hold them.
+    struct Provided {
+        buffers: *mut u8,
+        entries: *mut types::BufRingEntry,
+        layout: Layout,
+        tail: u16,
+    }
+
+    impl Provided {
+        /// Every buffer in the ring, published.
+        fn new() -> Provided {
+            let buffers =
+                Box::into_raw(vec![0u8; usize::from(BUFFERS) * BUFFER_LEN].into_boxed_slice());
+            let layout =
+                Layout::from_size_align(usize::from(BUFFERS) * 16, 4096).expect("a valid layout");
+            // SAFETY: the layout's size is not zero.
+            let entries = unsafe { std::alloc::alloc_zeroed(layout) }.cast::<types::BufRingEntry>();
+            assert!(!entries.is_null(), "out of memory");
+            let mut provided = Provided {
+                buffers: buffers.cast::<u8>(),
+                entries,
+                layout,
+                tail: 0,
+            };
+            for bid in 0..BUFFERS {
+                provided.provide(bid);
+            }
+            provided.publish();
+            provided
+        }
+
+        /// Puts buffer `bid` in the entry at the tail (seen by the kernel once published).
+        fn provide(&mut self, bid: u16) {
+            let index = usize::from(self.tail % BUFFERS);
+            // SAFETY: `bid` < `BUFFERS` (the kernel returns only ids we gave), so the address is
+            // inside the buffers' allocation; the entry is one of `BUFFERS`, 16 bytes each: the
+            // address (8), length (4) and id (2). Its last 2 bytes, the ring's tail in entry 0, are
+            // left alone. The kernel reads no entry past the published tail.
+            unsafe {
+                let addr = self.buffers.add(usize::from(bid) * BUFFER_LEN) as u64;
+                let entry = self.entries.add(index).cast::<u8>();
+                entry.cast::<u64>().write_volatile(addr);
+                entry.add(8).cast::<u32>().write_volatile(BUFFER_LEN as u32);
+                entry.add(12).cast::<u16>().write_volatile(bid);
+            }
+            self.tail = self.tail.wrapping_add(1);
+        }
+
+        /// Hands the kernel the entries provided so far.
+        fn publish(&self) {
+            // SAFETY: the tail is the last 2 bytes of entry 0, aligned for a `u16`, written only
+            // here; the release store orders the entries' writes before it, as the kernel expects.
+            unsafe {
+                let tail = types::BufRingEntry::tail(self.entries).cast_mut();
+                (*tail.cast::<AtomicU16>()).store(self.tail, Ordering::Release);
+            }
+        }
+    }
+
+    impl Drop for Provided {
+        fn drop(&mut self) {
+            // SAFETY: both allocated in `new` as they are freed here, once; the ring that used them
+            // was dropped first.
+            unsafe {
+                std::alloc::dealloc(self.entries.cast(), self.layout);
+                drop(Box::from_raw(std::ptr::slice_from_raw_parts_mut(
+                    self.buffers,
+                    usize::from(BUFFERS) * BUFFER_LEN,
+                )));
+            }
+        }
     }
 
     /// A TUN device named `name` (no packet information), non-blocking.

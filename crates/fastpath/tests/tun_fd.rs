@@ -106,7 +106,7 @@ fn a_tun_descriptor_polls_readable_when_the_kernel_sends() {
     // Writes go through io_uring by default, and waiting stays on the device's own descriptor.
     assert!(
         link.io_uring_enabled(),
-        "a kernel of 5.1 or later has io_uring"
+        "a kernel of 5.6 or later writes through io_uring"
     );
     let fd = link.as_fd();
     assert_eq!(fd.as_raw_fd(), link.as_raw_fd());

@@ -129,8 +129,10 @@ pub struct TunConfig {
     pub uso: bool,
     /// Writes through io_uring (`uring.rs`): a batch of packets handed to the kernel in one system
     /// call, in place of a `write` each. Reads, waits and offloads are unchanged. On by default; left
-    /// off, with no error, where the kernel refuses a ring (before Linux 5.1, or with
-    /// `kernel.io_uring_disabled`): [`TunLink::io_uring_enabled`] says which.
+    /// off, with no error, where the kernel refuses a ring or has no write through one (before
+    /// Linux 5.6, or with `kernel.io_uring_disabled`), and on any queue of several whose ring fails
+    /// (`RLIMIT_MEMLOCK` bounds rings before 5.12): [`TunLink::io_uring_enabled`] says which, queue by
+    /// queue. A ring the kernel stops taking writes from later is given up the same way.
     pub io_uring: bool,
 }
 
@@ -531,6 +533,10 @@ impl Link for TunLink {
     }
 
     fn receive(&mut self, batch: &mut Vec<PacketBuf>, max: usize) -> usize {
+        if self.uring.as_ref().is_some_and(uring::Uring::pending) {
+            // Writes a passing shortage left queued: handed over now, not at the next transmit.
+            self.submit_uring();
+        }
         let mut got = 0;
         while got < max {
             if let Some(segment) = self.pending.pop_front() {
@@ -796,43 +802,63 @@ impl TunLink {
         let mut dropped = 0;
         for mut packet in batch.drain(..) {
             let header = self.tx_header(&mut packet);
-            if packet.headroom() < VNET_HEADER_LEN {
-                // Not a buffer of the stack's (it leaves room for the header): gathered by `writev`.
+            let room = packet.headroom() >= VNET_HEADER_LEN;
+            let Some(ring) = self.uring.as_mut().filter(|_| room) else {
+                // Not a buffer of the stack's (it leaves room for the header), or the ring was given
+                // up in this batch: gathered by `writev`.
                 dropped += usize::from(!self.write_gathered(&header, packet));
                 continue;
-            }
+            };
             packet
                 .push_front(VNET_HEADER_LEN)
                 .copy_from_slice(&header.emit());
-            let ring = self.uring.as_mut().expect("transmit_uring with a ring");
-            let packet = match ring.write(packet) {
+            let mut packet = match ring.write(packet) {
                 Ok(()) => continue,
-                // Every slot taken: hand over what is queued, take back what completed, try again.
-                Err(packet) => {
-                    if ring.submit().is_err() {
-                        self.stats.tx_errors += 1;
-                    }
-                    ring.reap(&mut self.sent);
-                    match ring.write(packet) {
-                        Ok(()) => continue,
-                        Err(packet) => packet,
-                    }
-                }
+                Err(packet) => packet,
             };
+            // Every slot taken: hand over what is queued, take back what completed, try again.
+            self.submit_uring();
+            if let Some(ring) = self.uring.as_mut() {
+                packet = match ring.write(packet) {
+                    Ok(()) => continue,
+                    Err(packet) => packet,
+                };
+            } else {
+                packet.pull_front(VNET_HEADER_LEN);
+                dropped += usize::from(!self.write_gathered(&header, packet));
+                continue;
+            }
             self.stats.tx_drop_full += 1;
             dropped += 1;
             self.pool.free(packet);
         }
-        let ring = self.uring.as_mut().expect("transmit_uring with a ring");
-        if ring.submit().is_err() {
-            self.stats.tx_errors += 1;
-        }
         // TUN takes a write at once: its completion is there already, and its buffer goes back to the
         // pool now.
-        ring.reap(&mut self.sent);
+        self.submit_uring();
         dropped += self.count_sent();
         self.publish();
         dropped
+    }
+
+    /// Hands the ring's queued writes to the kernel and takes the completions there are. A passing
+    /// shortage (`EAGAIN`, `EBUSY`) leaves the writes queued for the next call (a `receive` makes
+    /// one too); any other error gives the ring up for plain writes, with the writes it held counted
+    /// as errors (whether or not the kernel sent them when the ring was torn down).
+    fn submit_uring(&mut self) {
+        let Some(ring) = self.uring.as_mut() else {
+            return;
+        };
+        match ring.submit() {
+            Ok(()) => ring.reap(&mut self.sent),
+            Err(e) if matches!(e.raw_os_error(), Some(libc::EAGAIN | libc::EBUSY)) => {
+                ring.reap(&mut self.sent);
+            }
+            Err(_) => {
+                ring.reap(&mut self.sent);
+                self.stats.tx_errors += ring.held() as u64;
+                self.uring = None;
+            }
+        }
     }
 }
 
