@@ -520,7 +520,12 @@ impl Link for TunLink {
     }
 
     fn transmit(&mut self, batch: &mut Vec<PacketBuf>) -> usize {
-        if self.uring.is_some() {
+        // A short batch goes by `writev`, unless the ring holds writes it would overtake.
+        if self
+            .uring
+            .as_ref()
+            .is_some_and(|ring| batch.len() >= uring::MIN_BATCH || ring.held() > 0)
+        {
             return self.transmit_uring(batch);
         }
         let mut dropped = 0;

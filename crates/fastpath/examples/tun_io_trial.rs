@@ -1,10 +1,10 @@
-//! How a TUN device's packets are best read: a `read` per packet, or a multishot read through io_uring
-//! into a ring of provided buffers, with the ring set up three ways. Linux only, needs root. Usage:
-//! `sudo target/release/examples/tun_read_trial [seconds] [rounds] [senders]` (defaults 3, 3, 1).
+//! How a TUN device is best read and written: a system call per packet, or io_uring. Linux only,
+//! needs root. Two experiments:
 //!
-//! It makes TUN device `fptrial0` (10.77.0.1/24, no offloads, no packet information) and has
-//! `senders` kernel UDP sockets send 64-byte datagrams through it as fast as they can, to 10.77.0.2
-//! onwards, while one thread reads the device in one of four ways, in turn, round after round:
+//! `sudo target/release/examples/tun_io_trial reads [seconds] [rounds] [senders]` (defaults 3, 3, 1)
+//! makes TUN device `fptrial0` (10.77.0.1/24, no offloads, no packet information) and has `senders`
+//! kernel UDP sockets send 64-byte datagrams through it as fast as they can, to 10.77.0.2 onwards,
+//! while one thread reads the device in one of four ways, in turn, round after round:
 //!
 //! - `read`: a `read` per packet on a non-blocking descriptor, `poll` when it is empty (what
 //!   [`TunLink`](fastpath::link::tun::TunLink) does);
@@ -17,14 +17,19 @@
 //!   reader and kicks it.
 //!
 //! The reader waits in `io_uring_enter` for at least one completion and hands the buffers back in
-//! bulk. Printed: datagrams read and sent per second, each round and the medians. The README's
-//! "Reads through io_uring" says what it found.
+//! bulk. Printed: datagrams read and sent per second, each round and the medians.
 //!
-//! The device is deleted when the program ends (with the process's descriptor).
+//! `sudo target/release/examples/tun_io_trial writes [packets] [rounds]` (defaults 200000, 7) writes
+//! `packets` 60-byte IPv4 packets to the same device (addressed where the kernel drops them), timed
+//! three ways in turn, round after round: a `write` each; one write per `io_uring_enter`; 32 writes
+//! per `io_uring_enter` (what the link does with a batch). Printed: ns per packet, the medians.
+//!
+//! The README's "Reads through io_uring" says what they found. The device is deleted when the program
+//! ends (with the process's descriptor).
 
 #[cfg(not(target_os = "linux"))]
 fn main() {
-    eprintln!("tun_read_trial: Linux only");
+    eprintln!("tun_io_trial: Linux only");
 }
 
 #[cfg(target_os = "linux")]
@@ -53,12 +58,25 @@ mod trial {
     const MODES: [&str; 4] = ["read", "ring defer", "ring coop", "ring plain"];
 
     pub fn main() -> io::Result<()> {
-        let mut args = std::env::args()
-            .skip(1)
-            .map(|a| a.parse::<u64>().expect("a number"));
-        let seconds = args.next().unwrap_or(3);
-        let rounds = args.next().unwrap_or(3);
-        let senders = args.next().unwrap_or(1).max(1);
+        let mut args = std::env::args().skip(1);
+        let what = args.next().unwrap_or_default();
+        let mut args = args.map(|a| a.parse::<u64>().expect("a number"));
+        match what.as_str() {
+            "reads" => reads(
+                args.next().unwrap_or(3),
+                args.next().unwrap_or(3),
+                args.next().unwrap_or(1),
+            ),
+            "writes" => writes(args.next().unwrap_or(200_000), args.next().unwrap_or(7)),
+            _ => {
+                eprintln!("usage: tun_io_trial reads [seconds] [rounds] [senders] | writes [packets] [rounds]");
+                std::process::exit(2);
+            }
+        }
+    }
+
+    /// The device, up, at 10.77.0.1/24.
+    fn device() -> io::Result<OwnedFd> {
         let fd = open_tun(DEVICE)?;
         let up = std::process::Command::new("sh")
             .arg("-c")
@@ -67,6 +85,72 @@ mod trial {
             ))
             .status()?;
         assert!(up.success(), "could not bring {DEVICE} up");
+        Ok(fd)
+    }
+
+    /// Times `packets` writes of a 60-byte packet four ways, `rounds` times interleaved.
+    fn writes(packets: u64, rounds: u64) -> io::Result<()> {
+        const WAYS: [&str; 3] = ["write", "ring, one per enter", "ring, 32 per enter"];
+        let fd = device()?;
+        // From 10.77.0.2 to 10.98.0.9, which the host does not route: the kernel drops it.
+        let mut packet = [0u8; 60];
+        packet[0] = 0x45;
+        packet[3] = 60;
+        packet[8] = 64;
+        packet[9] = 17;
+        packet[12..16].copy_from_slice(&[10, 77, 0, 2]);
+        packet[16..20].copy_from_slice(&[10, 98, 0, 9]);
+        let mut ring = IoUring::new(64)?;
+        let raw = fd.as_raw_fd();
+        let plain = || {
+            // SAFETY: `packet` is valid for reads of its length for the whole call.
+            let n = unsafe { libc::write(raw, packet.as_ptr().cast(), packet.len()) };
+            assert_eq!(n, packet.len() as isize, "{}", io::Error::last_os_error());
+        };
+        let through_ring = |ring: &mut IoUring, k: u64| -> io::Result<()> {
+            for _ in 0..k {
+                let op = opcode::Write::new(types::Fd(raw), packet.as_ptr(), packet.len() as u32)
+                    .build();
+                // SAFETY: `packet` outlives the write: it completes before this function returns.
+                unsafe { ring.submission().push(&op) }.expect("room for 32");
+            }
+            ring.submit_and_wait(k as usize)?;
+            for cqe in ring.completion() {
+                assert_eq!(cqe.result(), packet.len() as i32, "a whole write");
+            }
+            Ok(())
+        };
+        let mut ns: Vec<Vec<f64>> = vec![Vec::new(); WAYS.len()];
+        for _ in 0..rounds {
+            for (way, times) in ns.iter_mut().enumerate() {
+                let start = Instant::now();
+                match way {
+                    0 => (0..packets).for_each(|_| plain()),
+                    1 => {
+                        for _ in 0..packets {
+                            through_ring(&mut ring, 1)?;
+                        }
+                    }
+                    _ => {
+                        for _ in 0..packets / 32 {
+                            through_ring(&mut ring, 32)?;
+                        }
+                    }
+                }
+                let n = if way == 2 { packets / 32 * 32 } else { packets };
+                times.push(start.elapsed().as_nanos() as f64 / n as f64);
+            }
+        }
+        for (way, times) in WAYS.iter().zip(ns) {
+            println!("{way:22} {:6.0} ns per packet", median(times));
+        }
+        Ok(())
+    }
+
+    /// Reads from `senders` kernel senders, four ways, `rounds` times interleaved.
+    fn reads(seconds: u64, rounds: u64, senders: u64) -> io::Result<()> {
+        let senders = senders.max(1);
+        let fd = device()?;
         println!(
             "{senders} sender(s), 64-byte datagrams, {seconds} s per run, {rounds} interleaved rounds"
         );
