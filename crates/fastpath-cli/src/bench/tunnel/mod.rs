@@ -462,7 +462,7 @@ pub fn run(args: &TunnelArgs) -> Result<(), String> {
             .filter(|p| p.proxy.is_some())
             .zip(peaks)
             .map(|(p, peak)| {
-                memory(p, &out, idle).map(|m| MemoryRow {
+                memory(p, idle).map(|m| MemoryRow {
                     peak_rss_kib: peak.max(m.peak_rss_kib),
                     ..m
                 })
@@ -1039,10 +1039,10 @@ fn connections_per_second(path: &PathUnderTest, secs: f64) -> Result<f64, String
     Ok(done.load(Ordering::Relaxed) as f64 / elapsed)
 }
 
-/// The proxy's growth in proportional set size over `n` idle connections held open through it,
-/// and its peak RSS. A connection counts once the server in `out` holds it too: a proxy that
-/// answers the application's SYN first may still be opening the other side.
-fn memory(path: &PathUnderTest, out: &Namespace, n: usize) -> Result<MemoryRow, String> {
+/// The proxy's growth in proportional set size over `n` idle connections held open through it
+/// (those the application's connect completed: a proxy that answers the SYN first may not have
+/// opened the other side of every one), and its peak RSS.
+fn memory(path: &PathUnderTest, n: usize) -> Result<MemoryRow, String> {
     let before = path.pss_kib().ok_or("no proxy")?;
     let held = netns::within(path.app.name(), move || {
         let to = SocketAddr::from(SocketAddrV4::new(SERVER, HOLD_PORT));
@@ -1062,18 +1062,9 @@ fn memory(path: &PathUnderTest, out: &Namespace, n: usize) -> Result<MemoryRow, 
         held
     })
     .map_err(|e| e.to_string())?;
-    // Until every held connection reaches the server, or none has for 3 s.
-    let (mut upstream, mut since) = (0, WallClock::now());
-    while upstream < held.len() && since.elapsed() < Duration::from_secs(3) {
-        std::thread::sleep(Duration::from_millis(250));
-        let now = established(out, HOLD_PORT);
-        if now > upstream {
-            (upstream, since) = (now, WallClock::now());
-        }
-    }
     std::thread::sleep(Duration::from_millis(500));
     let after = path.pss_kib().unwrap_or(0);
-    let count = held.len().min(upstream);
+    let count = held.len();
     drop(held);
     std::thread::sleep(Duration::from_millis(500));
     Ok(MemoryRow {
@@ -1083,29 +1074,6 @@ fn memory(path: &PathUnderTest, out: &Namespace, n: usize) -> Result<MemoryRow, 
         bytes_per_idle_connection: (count > 0)
             .then(|| (after.saturating_sub(before) * 1024) as f64 / count as f64),
     })
-}
-
-/// TCP connections established to local port `port` in `ns` (`ss`'s count; 0 if it fails).
-fn established(ns: &Namespace, port: u16) -> usize {
-    Command::new("ip")
-        .args([
-            "netns",
-            "exec",
-            ns.name(),
-            "ss",
-            "-Htn",
-            "state",
-            "established",
-        ])
-        .arg(format!("sport = :{port}"))
-        .output()
-        .map(|o| {
-            o.stdout
-                .split(|&b| b == b'\n')
-                .filter(|l| !l.is_empty())
-                .count()
-        })
-        .unwrap_or(0)
 }
 
 fn summarize(path: &str, w: &Workload, samples: &[Sample]) -> TunnelRow {
