@@ -151,6 +151,19 @@ pub fn binding_on(stack: &mut Stack, local: SocketAddr) -> Result<UdpSocket, Str
     Ok(sock)
 }
 
+/// Says on stderr how many of `links` write without io_uring when it was asked for (`serve` and
+/// `tunnel`): the kernel refused their rings.
+pub(crate) fn note_io_uring(asked: OnOff, links: &[TunLink]) {
+    let refused = links.iter().filter(|l| !l.io_uring_enabled()).count();
+    if asked == OnOff::On && refused > 0 {
+        eprintln!(
+            "fastpath: io_uring left off on {refused} of {} queues (the kernel refused a ring): a \
+             write per packet there",
+            links.len()
+        );
+    }
+}
+
 /// Runs the server until a signal or the duration.
 pub fn run(args: &ServeArgs) -> Result<(), String> {
     // `main` gave SIGPIPE its default action; the server must outlive a closed output to clean up.
@@ -214,14 +227,7 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
             }
         );
     }
-    let refused = links.iter().filter(|l| !l.io_uring_enabled()).count();
-    if args.io_uring == OnOff::On && refused > 0 {
-        eprintln!(
-            "fastpath: io_uring left off on {refused} of {} queues (the kernel refused a ring): a \
-             write per packet there",
-            links.len()
-        );
-    }
+    note_io_uring(args.io_uring, &links);
     let name = links[0].name().to_string();
     let kernel_cidr = format!("{}/{}", kernel.addr, kernel.prefix_len);
     ns.ip(&["addr", "add", &kernel_cidr, "dev", &name])?;

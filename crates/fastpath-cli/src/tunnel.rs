@@ -247,14 +247,7 @@ pub fn run(args: &TunnelArgs) -> Result<(), String> {
         &ephemeral,
     )
     .map_err(|e| format!("creating TUN interface {} in {}: {e}", args.tun, ns.name()))?;
-    let refused = links.iter().filter(|l| !l.io_uring_enabled()).count();
-    if args.io_uring == crate::serve::OnOff::On && refused > 0 {
-        eprintln!(
-            "fastpath: io_uring left off on {refused} of {} queues (the kernel refused a ring): a \
-             write per packet there",
-            links.len()
-        );
-    }
+    crate::serve::note_io_uring(args.io_uring, &links);
     let dev = links[0].name().to_string();
     ns.ip(&["addr", "add", &kernel.to_string(), "dev", &dev])?;
     if let Some((k, _)) = v6 {

@@ -853,16 +853,11 @@ impl TunLink {
         let Some(ring) = self.uring.as_mut() else {
             return;
         };
-        match ring.submit() {
-            Ok(()) => ring.reap(&mut self.sent),
-            Err(e) if matches!(e.raw_os_error(), Some(libc::EAGAIN | libc::EBUSY)) => {
-                ring.reap(&mut self.sent);
-            }
-            Err(_) => {
-                ring.reap(&mut self.sent);
-                self.stats.tx_errors += ring.held() as u64;
-                self.uring = None;
-            }
+        let submitted = ring.submit();
+        ring.reap(&mut self.sent);
+        if submitted.is_err_and(|e| !matches!(e.raw_os_error(), Some(libc::EAGAIN | libc::EBUSY))) {
+            self.stats.tx_errors += ring.held() as u64;
+            self.uring = None;
         }
     }
 }
