@@ -15,6 +15,12 @@
 //! (`IORING_SETUP_DEFER_TASKRUN`) or queued without a kick (`IORING_SETUP_COOP_TASKRUN`), the same
 //! read is level with a `read` per packet (0.93x-1.05x): there was no system call's worth to win.
 //!
+//! A kernel thread polling the submission queue (`IORING_SETUP_SQPOLL`) takes the writes, and the
+//! work the kernel does on them, off the stack's thread. Tried with a 100 ms idle time
+//! (`bench tcp --rounds 3`, 2026-11-26): one connection's request/response rose to 1.43x plain
+//! writes, but with 100 connections it fell to 0.69x, and chargen to 0.86x: on two cores the polling
+//! thread takes the CPU the kernel client needs. Not kept.
+//!
 //! A batch of fewer than [`MIN_BATCH`] packets goes by `writev` instead: an `io_uring_enter` costs
 //! about 1.6x a `write` for one packet, and pays from 4 up.
 //!
@@ -52,7 +58,8 @@ pub(super) struct Uring {
     free: Vec<u32>,
     /// Operations pushed but not yet submitted.
     queued: usize,
-    /// Operations submitted and not yet completed (cancellations included).
+    /// Operations pushed whose completions have not been reaped (cancellations included): what the
+    /// kernel still owes, whether or not it has been handed the operation yet.
     in_flight: usize,
     /// Writes queued since the ring was made.
     written: u64,
@@ -102,6 +109,7 @@ impl Uring {
         self.free.pop();
         self.slots[slot as usize] = Some(buf);
         self.queued += 1;
+        self.in_flight += 1;
         self.written += 1;
         Ok(())
     }
@@ -112,10 +120,7 @@ impl Uring {
         while self.queued > 0 {
             match self.ring.submit() {
                 Ok(0) => break,
-                Ok(n) => {
-                    self.queued -= n.min(self.queued);
-                    self.in_flight += n;
-                }
+                Ok(n) => self.queued -= n.min(self.queued),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(e),
             }
@@ -187,16 +192,14 @@ impl Drop for Uring {
                     break;
                 }
                 self.queued += 1;
+                self.in_flight += 1;
                 cancel.pop();
             }
-            if self.queued == 0 && self.in_flight == 0 {
+            if self.in_flight == 0 {
                 break;
             }
             match self.ring.submit_and_wait(1) {
-                Ok(n) => {
-                    self.in_flight += n;
-                    self.queued -= n.min(self.queued);
-                }
+                Ok(n) => self.queued -= n.min(self.queued),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(_) => {
                     // Not knowing what the kernel still holds, leak the buffers rather than free them.
