@@ -66,8 +66,12 @@ pub struct TcpArgs {
     #[arg(long, default_value_t = 4, value_parser = common::count(1, 64))]
     streams: usize,
     /// Only the in-memory pair (no root needed).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "rr_only")]
     pair_only: bool,
+    /// Only request/response over TUN: no pair, no bulk (a quarter of the time; for looking at one
+    /// figure, or at the servers' system calls from outside with `perf trace -s`).
+    #[arg(long)]
+    rr_only: bool,
     /// A short run (one round, 4 MiB, 0.2 s) for tests and CI; explicit options win over it: it only
     /// fills in what is not given.
     #[arg(long)]
@@ -875,6 +879,10 @@ pub fn measure(args: &TcpArgs) -> Result<Vec<TcpRow>, String> {
     );
     let bytes = (mib as u64) << 20;
     let mut rows = Vec::new();
+    #[cfg(target_os = "linux")]
+    if args.rr_only {
+        return measure_tun(rounds, secs, 1, args.streams, true);
+    }
 
     // Pair.
     let mut samples = vec![vec![Vec::new(); PAIR_CONFIGS.len()]; args.mtus.len()];
@@ -915,7 +923,7 @@ pub fn measure(args: &TcpArgs) -> Result<Vec<TcpRow>, String> {
         return Ok(rows);
     }
     #[cfg(target_os = "linux")]
-    rows.extend(measure_tun(rounds, secs, args.queues, args.streams)?);
+    rows.extend(measure_tun(rounds, secs, args.queues, args.streams, false)?);
     #[cfg(not(target_os = "linux"))]
     let _ = secs;
     Ok(rows)
@@ -927,6 +935,7 @@ fn measure_tun(
     secs: f64,
     queues: usize,
     streams: usize,
+    rr_only: bool,
 ) -> Result<Vec<TcpRow>, String> {
     use testbed::*;
     super::tun::check_environment()
@@ -943,6 +952,11 @@ fn measure_tun(
     if queues > 1 {
         bed.fastpath_queues(true, queues)?;
         bed.ceiling(queues, false)?;
+    }
+    if rr_only {
+        for s in &mut bed.servers {
+            s.rr_only = true;
+        }
     }
     std::thread::sleep(Duration::from_millis(200));
     let n = bed.servers.len();
@@ -1052,7 +1066,7 @@ fn measure_tun(
         .servers
         .iter()
         .enumerate()
-        .filter(|(_, s)| s.ipv6 && s.queues == 1)
+        .filter(|(i, s)| s.ipv6 && s.queues == 1 && !bulk6[*i].is_empty())
     {
         let g = common::median(&bulk6[i]);
         rows.push(TcpRow {
