@@ -286,3 +286,28 @@ fn bench_tcp_quick() {
         );
     }
 }
+
+#[test]
+fn bench_tcp_rr_only() {
+    if !tun_available("bench_tcp_rr_only") {
+        return;
+    }
+    let rows = run(&[
+        "bench",
+        "tcp",
+        "--rr-only",
+        "--quick",
+        "--seconds",
+        "0.1",
+        "--json",
+        "-",
+    ]);
+    // Request/response alone: no pair, no bulk; 1 and 100 connections against the eight one-queue
+    // servers.
+    assert!(rows.iter().all(|r| r["experiment"] == "rr"), "{rows:?}");
+    assert_eq!(rows.len(), 2 * 8);
+    for r in &rows {
+        positive(r, "transactions_per_s");
+        positive(r, "ratio");
+    }
+}
