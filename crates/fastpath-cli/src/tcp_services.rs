@@ -283,7 +283,12 @@ impl TcpServices {
                 Err(end) => {
                     let c = self.conns[slot].take().expect("stepped above");
                     self.free.push(slot);
-                    self.slots.remove(&c.stream.ready_key());
+                    // The stack keeps a connection's key while the application holds it, so none
+                    // newer has it yet; checked all the same.
+                    let key = c.stream.ready_key();
+                    if self.slots.get(&key) == Some(&slot) {
+                        self.slots.remove(&key);
+                    }
                     let end = match end {
                         End::Clean if c.corrupt => {
                             End::Failed("the echo differs from what was sent".into())

@@ -69,7 +69,8 @@ pub struct TcpArgs {
     #[arg(long, conflicts_with = "rr_only")]
     pair_only: bool,
     /// Only request/response over TUN: no pair, no bulk (a quarter of the time; for looking at one
-    /// figure, or at the servers' system calls from outside with `perf trace -s`).
+    /// figure, or at the servers' system calls from outside with `perf stat --per-thread` on the
+    /// `syscalls:` tracepoints). With `--queues`, against the several queues too.
     #[arg(long)]
     rr_only: bool,
     /// A short run (one round, 4 MiB, 0.2 s) for tests and CI; explicit options win over it: it only
@@ -881,7 +882,7 @@ pub fn measure(args: &TcpArgs) -> Result<Vec<TcpRow>, String> {
     let mut rows = Vec::new();
     #[cfg(target_os = "linux")]
     if args.rr_only {
-        return measure_tun(rounds, secs, 1, args.streams, true);
+        return measure_tun(rounds, secs, args.queues, args.streams, true);
     }
 
     // Pair.
