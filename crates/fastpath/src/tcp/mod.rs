@@ -287,6 +287,10 @@ impl<N: Network> Tcp<N> {
             Entry::Conn(tcb) => tcb.deadline(),
             Entry::Listener(_) => None,
         };
+        if deadline == slot.scheduled {
+            // Its entry is exact, and every other change settled the heap when it was made.
+            return;
+        }
         if let Some(at) = deadline.filter(|&at| slot.scheduled.is_none_or(|s| at < s)) {
             slot.scheduled = Some(at);
             self.timers.push(Reverse((at, index, generation)));
