@@ -357,13 +357,16 @@ impl<N: Network> Tcp<N> {
         });
     }
 
-    /// Takes the connections whose deadlines are due at `now` off the heap, into `self.due`.
-    fn take_due(&mut self, now: Instant) {
+    /// Takes the connections whose deadlines are due at `now` off the heap, into `self.due`. Returns
+    /// whether it took any entry off, live or dead.
+    fn take_due(&mut self, now: Instant) -> bool {
+        let mut popped = false;
         while let Some(&Reverse((at, index, generation))) = self.timers.peek() {
             if at > now {
                 break;
             }
             self.timers.pop();
+            popped = true;
             if let Some(slot) = self.slots.get_mut(index, generation) {
                 if slot.scheduled == Some(at) {
                     slot.scheduled = None;
@@ -371,6 +374,7 @@ impl<N: Network> Tcp<N> {
                 }
             }
         }
+        popped
     }
 
     /// The earliest deadline of any connection.
@@ -1239,7 +1243,7 @@ impl<N: Network> Tcp<N> {
     /// visited, each once per run (a timer re-armed for `now` waits for the next run).
     pub(crate) fn timers(&mut self, cx: &mut TcpCx<impl Transmit, N>) {
         let now = cx.now;
-        self.take_due(now);
+        let popped = self.take_due(now);
         let mut due = std::mem::take(&mut self.due);
         for &index in &due {
             #[cfg(test)]
@@ -1258,6 +1262,11 @@ impl<N: Network> Tcp<N> {
         }
         due.clear();
         self.due = due;
+        if popped {
+            // The pops may have left a dead or stale entry on top, and a connection whose deadline
+            // did not move since (`schedule` returns early for it) does not settle it.
+            self.settle();
+        }
         self.flush_dirty(cx);
     }
 

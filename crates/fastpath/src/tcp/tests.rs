@@ -194,3 +194,30 @@ fn a_deadline_that_moves_later_is_followed_lazily_and_exactly() {
     // Heap entries stay bounded by the live connections.
     assert!(stack.tcp.timers.len() <= 2 * 3 + 64);
 }
+
+#[test]
+fn the_deadline_is_exact_after_a_due_connection_is_left_with_none() {
+    // A due at 10 s, B at 100 s, C at 200 s.
+    let (mut stack, slots) = stack_with(3, |i| Duration::from_secs([10, 100, 200][i]));
+    let t0 = stack.now;
+    // B's deadline moves to 300 s while A's entry is on top: B's entry (100 s) stays in the heap,
+    // stale, and is put right only when it reaches the top.
+    stack
+        .tcp
+        .tcb(slots[1])
+        .unwrap()
+        .set_keepalive(true, t0, Duration::from_secs(300));
+    stack.tcp.schedule(slots[1]);
+    assert_eq!(stack.next_deadline(), Some(t0 + Duration::from_secs(10)));
+    // A has no deadline left when its entry comes due (as after a last timer that fires and arms
+    // nothing): its `schedule` finds nothing moved. The stale entry is on top after the pop and
+    // must not be what the stack says is next.
+    stack
+        .tcp
+        .tcb(slots[0])
+        .unwrap()
+        .set_keepalive(false, t0, Duration::ZERO);
+    stack.poll(t0 + Duration::from_secs(10));
+    assert_eq!(stack.next_deadline(), scan(&mut stack));
+    assert_eq!(stack.next_deadline(), Some(t0 + Duration::from_secs(200)));
+}
