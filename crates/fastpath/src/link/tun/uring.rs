@@ -58,9 +58,9 @@ pub(super) struct Uring {
     free: Vec<u32>,
     /// Operations pushed but not yet submitted.
     queued: usize,
-    /// Operations pushed whose completions have not been reaped (cancellations included): what the
-    /// kernel still owes, whether or not it has been handed the operation yet.
-    in_flight: usize,
+    /// Cancellations (made only when the ring goes) pushed whose completions have not been reaped.
+    /// The writes the kernel still owes a completion are the buffers in `slots` ([`Self::held`]).
+    cancels: usize,
     /// Writes queued since the ring was made.
     written: u64,
 }
@@ -85,7 +85,7 @@ impl Uring {
             slots: (0..SLOTS).map(|_| None).collect(),
             free: (0..SLOTS as u32).rev().collect(),
             queued: 0,
-            in_flight: 0,
+            cancels: 0,
             written: 0,
         })
     }
@@ -109,7 +109,6 @@ impl Uring {
         self.free.pop();
         self.slots[slot as usize] = Some(buf);
         self.queued += 1;
-        self.in_flight += 1;
         self.written += 1;
         Ok(())
     }
@@ -131,9 +130,9 @@ impl Uring {
     /// Takes every completion: the writes' buffers go to `sent` with the kernel's result.
     pub(super) fn reap(&mut self, sent: &mut Vec<(PacketBuf, i32)>) {
         for cqe in self.ring.completion() {
-            self.in_flight -= 1;
             let data = cqe.user_data();
             if data == CANCEL {
+                self.cancels -= 1;
                 continue;
             }
             let slot = (data & 0xffff_ffff) as u32;
@@ -166,7 +165,7 @@ impl std::fmt::Debug for Uring {
         f.debug_struct("Uring")
             .field("held", &self.held())
             .field("queued", &self.queued)
-            .field("in_flight", &self.in_flight)
+            .field("cancels", &self.cancels)
             .field("written", &self.written)
             .finish_non_exhaustive()
     }
@@ -192,10 +191,10 @@ impl Drop for Uring {
                     break;
                 }
                 self.queued += 1;
-                self.in_flight += 1;
+                self.cancels += 1;
                 cancel.pop();
             }
-            if self.in_flight == 0 {
+            if self.held() == 0 && self.cancels == 0 {
                 break;
             }
             match self.ring.submit_and_wait(1) {
