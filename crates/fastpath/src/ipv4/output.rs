@@ -114,7 +114,7 @@ impl Ipv4 {
     }
 
     /// Output of a datagram that fits its link's MTU, from `template`: the length, identification and
-    /// checksum filled in, the header written in one store. The checksum is the template's sum
+    /// checksum filled in, the template copied into the buffer. The checksum is the template's sum
     /// updated with the two fields when `inline_header_checksum` is on, or the general routine's.
     #[inline(always)]
     fn output_templated(
@@ -128,17 +128,21 @@ impl Ipv4 {
         cx.counters.out_requests += 1;
         let ident = self.ident.next(template.ident);
         let total = (20 + buf.len()) as u16;
-        let mut h = template.bytes;
+        // The template goes into the buffer first and the three fields over it there. Patched in a
+        // copy on the stack and then copied as a whole, the header was read back in 16 bytes
+        // straight after its 2-byte stores, which the CPU cannot forward: that load waited for the
+        // stores to reach the cache (`peers_profile`: 3% faster at one datagram a poll).
+        let h = buf.push_front(20);
+        h.copy_from_slice(&template.bytes);
         h[2..4].copy_from_slice(&total.to_be_bytes());
         h[4..6].copy_from_slice(&ident.to_be_bytes());
         let sum = if self.cfg.inline_header_checksum {
             timed!(Checksum);
             checksum::fold32(template.sum + u32::from(total) + u32::from(ident))
         } else {
-            self.cfg.header_sum(cx.counters, &h)
+            self.cfg.header_sum(cx.counters, h)
         };
         h[10..12].copy_from_slice(&(!sum).to_be_bytes());
-        buf.push_front(20).copy_from_slice(&h);
         self.send(cx, out, iface, buf);
     }
 

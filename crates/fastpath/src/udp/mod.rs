@@ -32,7 +32,7 @@ use std::net::{Ipv4Addr, SocketAddr};
 
 use crate::addr::IpAddress;
 use crate::buf::ring::Ring;
-use crate::buf::{BufferPool, ChecksumOffload, PacketBuf};
+use crate::buf::{BufferPool, ChecksumOffload, PacketBuf, PacketMeta};
 use crate::checksum;
 use crate::config::StackConfig;
 use crate::demux::{Demux, Demuxer, Pcb, SocketId};
@@ -1179,9 +1179,19 @@ fn finish<N: Network>(
 ) {
     let field = match mode {
         TxChecksum::Offload => {
-            buf.meta.checksum = ChecksumOffload::Partial {
-                start: N::HEADER_LEN as u16,
-                offset: 6,
+            // The whole metadata in one go (a datagram is never segmented, so `gso_size` is 0): the
+            // compiler then writes it with one 8-byte store. Written field by field, it took a 4-byte
+            // and a 2-byte store, and the buffer's move into `output` right after read it back in
+            // other pieces, which the CPU cannot forward from two stores: the load waited for both
+            // to reach the cache. `peers_profile` ran 6% faster at 32 datagrams a poll and 11% at
+            // one with this (README, "Instructions per datagram").
+            debug_assert_eq!(buf.meta.gso_size, 0);
+            buf.meta = PacketMeta {
+                checksum: ChecksumOffload::Partial {
+                    start: N::HEADER_LEN as u16,
+                    offset: 6,
+                },
+                gso_size: 0,
             };
             cx.counters.udp.out_checksum_offloaded += 1;
             field
