@@ -715,7 +715,7 @@ pub fn run(data: &[u8]) -> Counters {
                 let poll = op & 0x10 != 0;
                 for h in &mut hosts {
                     let mut buf = PacketBuf::from_slice(&packet);
-                    buf.meta.checksum = meta;
+                    buf.meta.set_checksum(meta);
                     match route {
                         0 | 1 => {
                             h.raw[route].transmit(&mut vec![buf]);

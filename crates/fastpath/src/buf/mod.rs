@@ -13,6 +13,8 @@
 mod pool;
 pub(crate) mod ring;
 
+use std::fmt;
+
 pub use pool::{BufferDepot, BufferMode, BufferPool, PoolStats};
 
 /// Bytes reserved in front of the payload of every buffer made for output: room for a virtio-net header
@@ -43,17 +45,82 @@ pub enum ChecksumOffload {
     Valid,
 }
 
-/// Per-packet metadata that travels with a buffer across a link.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct PacketMeta {
+/// Per-packet metadata that travels with a buffer across a link: the transport checksum's offload
+/// state ([`ChecksumOffload`]) and the segmentation offload size.
+///
+/// Both are packed into one 64-bit word, so that every copy of a [`PacketBuf`] moves whole words. As
+/// a struct of an enum and a `u16`, a change of the checksum state was written as a 4-byte and a
+/// 2-byte store, and the buffer's next move (into a link queue, a batch, a socket queue), often a
+/// few instructions later, read the metadata back as one 8-byte load. A CPU cannot forward two
+/// stores into one load: the load waited for the stores to reach the cache, every packet.
+/// `peers_profile` ran 7% (32 datagrams a poll) to 8% (one) faster with the packed word (README,
+/// "Where a datagram's time goes").
+#[derive(Clone, Copy, Default, PartialEq, Eq)]
+pub struct PacketMeta(u64);
+
+/// [`PacketMeta`]'s word: the checksum state's kind in the low byte, `Partial`'s `start` in bits
+/// 16-31 and `offset` in bits 32-47, `gso_size` in bits 48-63.
+const META_NONE: u64 = 0;
+const META_PARTIAL: u64 = 1;
+const META_VALID: u64 = 2;
+
+impl PacketMeta {
+    /// Metadata with these values.
+    #[inline]
+    pub const fn new(checksum: ChecksumOffload, gso_size: u16) -> PacketMeta {
+        let low = match checksum {
+            ChecksumOffload::None => META_NONE,
+            ChecksumOffload::Partial { start, offset } => {
+                META_PARTIAL | (start as u64) << 16 | (offset as u64) << 32
+            }
+            ChecksumOffload::Valid => META_VALID,
+        };
+        PacketMeta(low | (gso_size as u64) << 48)
+    }
+
     /// Transport checksum offload state.
-    pub checksum: ChecksumOffload,
+    #[inline]
+    pub const fn checksum(self) -> ChecksumOffload {
+        match self.0 & 0xff {
+            META_PARTIAL => ChecksumOffload::Partial {
+                start: (self.0 >> 16) as u16,
+                offset: (self.0 >> 32) as u16,
+            },
+            META_VALID => ChecksumOffload::Valid,
+            _ => ChecksumOffload::None,
+        }
+    }
+
+    /// Sets the transport checksum offload state.
+    #[inline]
+    pub fn set_checksum(&mut self, checksum: ChecksumOffload) {
+        *self = PacketMeta::new(checksum, self.gso_size());
+    }
+
     /// Segmentation offload (paper 002 §3.3): when non-zero, the packet is a TCP segment larger than
     /// the MTU that the link cuts into segments of this many payload bytes (virtio's `gso_size` with
     /// `VIRTIO_NET_HDR_GSO_TCPV4`). Only set for links that offer [`LinkCapabilities::tso`].
     ///
     /// [`LinkCapabilities::tso`]: crate::link::LinkCapabilities::tso
-    pub gso_size: u16,
+    #[inline]
+    pub const fn gso_size(self) -> u16 {
+        (self.0 >> 48) as u16
+    }
+
+    /// Sets the segmentation offload size (see [`gso_size`](Self::gso_size)).
+    #[inline]
+    pub fn set_gso_size(&mut self, gso_size: u16) {
+        *self = PacketMeta(self.0 & !(0xffff << 48) | (gso_size as u64) << 48);
+    }
+}
+
+impl fmt::Debug for PacketMeta {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PacketMeta")
+            .field("checksum", &self.checksum())
+            .field("gso_size", &self.gso_size())
+            .finish()
+    }
 }
 
 /// A packet: one allocation with a window `[head, tail)` of valid bytes, headroom before it and tailroom
@@ -243,6 +310,36 @@ pub(crate) fn gather<P: std::ops::Deref<Target = [u8]>>(dst: &mut [u8], pieces: 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_metadata_word_keeps_every_value() {
+        let states = [
+            ChecksumOffload::None,
+            ChecksumOffload::Valid,
+            ChecksumOffload::Partial {
+                start: 20,
+                offset: 6,
+            },
+            ChecksumOffload::Partial {
+                start: u16::MAX,
+                offset: u16::MAX,
+            },
+        ];
+        for checksum in states {
+            for gso in [0, 1, 1448, u16::MAX] {
+                let mut meta = PacketMeta::new(checksum, gso);
+                assert_eq!((meta.checksum(), meta.gso_size()), (checksum, gso));
+                for other in states {
+                    meta.set_checksum(other);
+                    assert_eq!((meta.checksum(), meta.gso_size()), (other, gso));
+                }
+                meta.set_gso_size(7);
+                assert_eq!((meta.checksum(), meta.gso_size()), (states[3], 7));
+            }
+        }
+        assert_eq!(PacketMeta::default().checksum(), ChecksumOffload::None);
+        assert_eq!(PacketMeta::default().gso_size(), 0);
+    }
 
     #[test]
     fn headers_prepend_without_moving_the_payload() {

@@ -85,7 +85,7 @@ impl Ipv4 {
     ) {
         layer!(Send, Ip);
         // A TSO segment is larger than the MTU on purpose: the link cuts it.
-        let fits = 20 + buf.len() <= hop.caps.mtu || buf.meta.gso_size > 0;
+        let fits = 20 + buf.len() <= hop.caps.mtu || buf.meta.gso_size() > 0;
         if self.cfg.output_header_template && fits {
             let template = HeaderTemplate::new(self, src, dst, protocol, dont_frag);
             return self.output_templated(cx, out, buf, hop.iface, &template);
@@ -106,7 +106,7 @@ impl Ipv4 {
         template: &HeaderTemplate,
     ) {
         layer!(Send, Ip);
-        let fits = 20 + buf.len() <= hop.caps.mtu || buf.meta.gso_size > 0;
+        let fits = 20 + buf.len() <= hop.caps.mtu || buf.meta.gso_size() > 0;
         if self.cfg.output_header_template && fits {
             return self.output_templated(cx, out, buf, hop.iface, template);
         }
@@ -183,7 +183,7 @@ impl Ipv4 {
             more_frags: false,
             frag_offset: 0,
         };
-        if 20 + buf.len() <= hop.caps.mtu || buf.meta.gso_size > 0 {
+        if 20 + buf.len() <= hop.caps.mtu || buf.meta.gso_size() > 0 {
             self.emit_header(cx, &mut buf, &repr);
             return self.send(cx, out, hop.iface, buf);
         }
@@ -192,7 +192,7 @@ impl Ipv4 {
         // fragment what it originates whatever DF was asked for (the flag tells routers, RFC 791).
         repr.dont_frag = false;
         debug_assert!(
-            !matches!(buf.meta.checksum, ChecksumOffload::Partial { .. }),
+            !matches!(buf.meta.checksum(), ChecksumOffload::Partial { .. }),
             "offload across fragments"
         );
         let max = (hop.caps.mtu.saturating_sub(20)) & !7;

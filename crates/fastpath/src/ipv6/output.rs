@@ -72,7 +72,7 @@ impl Ipv6 {
     ) {
         layer!(Send, Ip);
         cx.counters.out_requests += 1;
-        if HEADER_LEN + buf.len() <= hop.caps.mtu || buf.meta.gso_size > 0 {
+        if HEADER_LEN + buf.len() <= hop.caps.mtu || buf.meta.gso_size() > 0 {
             let mut h = template.bytes;
             h[4..6].copy_from_slice(&(buf.len() as u16).to_be_bytes());
             buf.push_front(HEADER_LEN).copy_from_slice(&h);
@@ -107,7 +107,7 @@ impl Ipv6 {
             traffic_class: 0,
             flow_label: 0,
         };
-        if HEADER_LEN + buf.len() <= hop.caps.mtu || buf.meta.gso_size > 0 {
+        if HEADER_LEN + buf.len() <= hop.caps.mtu || buf.meta.gso_size() > 0 {
             repr.emit(buf.push_front(HEADER_LEN));
             return self.send(cx, out, hop.iface, buf);
         }
@@ -128,7 +128,7 @@ impl Ipv6 {
         repr: Ipv6Repr,
     ) {
         debug_assert!(
-            !matches!(buf.meta.checksum, ChecksumOffload::Partial { .. }),
+            !matches!(buf.meta.checksum(), ChecksumOffload::Partial { .. }),
             "offload across fragments"
         );
         let max = (mtu.max(MIN_MTU) - HEADER_LEN - 8) & !7;

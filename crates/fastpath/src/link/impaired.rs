@@ -75,11 +75,11 @@ impl<L: Link> Impaired<L> {
             return;
         }
         if im.corrupt > 0.0 && self.rng.chance(im.corrupt) && !p.is_empty() {
-            if let ChecksumOffload::Partial { start, offset } = p.meta.checksum {
+            if let ChecksumOffload::Partial { start, offset } = p.meta.checksum() {
                 complete_checksum(&mut p, start as usize, offset as usize);
             }
             // A corrupted packet is no longer one a link vouched for.
-            p.meta.checksum = ChecksumOffload::None;
+            p.meta.set_checksum(ChecksumOffload::None);
             let bit = self.rng.below(p.len() as u64 * 8) as usize;
             p.data_mut()[bit / 8] ^= 1 << (bit % 8);
             self.stats.corrupted[dir] += 1;

@@ -111,7 +111,7 @@ pub(crate) fn complete_checksum(packet: &mut PacketBuf, start: usize, offset: us
     let field = !crate::checksum::fast(&data[start..]);
     let field = if field == 0 { 0xffff } else { field };
     data[start + offset..start + offset + 2].copy_from_slice(&field.to_be_bytes());
-    packet.meta.checksum = ChecksumOffload::None;
+    packet.meta.set_checksum(ChecksumOffload::None);
 }
 
 fn lock(wire: &Mutex<Wire>) -> MutexGuard<'_, Wire> {
@@ -138,7 +138,7 @@ impl Link for PairEnd {
             if im.corrupt > 0.0 {
                 // Real offload hardware computes the checksum before the wire, so corruption on the
                 // wire is still caught by the receiver: do the same.
-                if let ChecksumOffload::Partial { start, offset } = packet.meta.checksum {
+                if let ChecksumOffload::Partial { start, offset } = packet.meta.checksum() {
                     complete_checksum(&mut packet, start as usize, offset as usize);
                     wire.stats.checksums_completed += 1;
                 }

@@ -633,7 +633,7 @@ impl<N: Network> Tcp<N> {
             && found.is_some_and(|id| self.tcb(id.0).is_some_and(|t| t.no_checksum));
         if eliminated {
             cx.counters.tcp.in_no_checksum += 1;
-        } else if self.checksum.rx(buf.meta.checksum, false) == RxChecksum::Trusted {
+        } else if self.checksum.rx(buf.meta.checksum(), false) == RxChecksum::Trusted {
             cx.counters.tcp.in_checksum_offloaded += 1;
         } else {
             let pseudo = checksum::pseudo_header_sum(src, dst, 6, buf.len() as u16);
@@ -1173,10 +1173,10 @@ impl<N: Network> Tcp<N> {
         buf.data_mut()[CHECKSUM_OFFSET..CHECKSUM_OFFSET + 2].copy_from_slice(&field.to_be_bytes());
         match mode {
             TxChecksum::Offload => {
-                buf.meta.checksum = ChecksumOffload::Partial {
+                buf.meta.set_checksum(ChecksumOffload::Partial {
                     start: N::Addr::HEADER_LEN as u16,
                     offset: CHECKSUM_OFFSET as u16,
-                };
+                });
                 cx.counters.tcp.out_checksum_offloaded += 1;
             }
             TxChecksum::None => cx.counters.tcp.out_no_checksum += 1,
@@ -1228,7 +1228,7 @@ impl<N: Network> Tcp<N> {
                 tcb.tx = tx;
             }
             if let Some(size) = segment_size {
-                buf.meta.gso_size = size;
+                buf.meta.set_gso_size(size);
                 cx.counters.tcp.out_tso_packets += 1;
             }
             cx.counters.tcp.out_segs += 1;

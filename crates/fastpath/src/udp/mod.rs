@@ -32,7 +32,7 @@ use std::net::{Ipv4Addr, SocketAddr};
 
 use crate::addr::IpAddress;
 use crate::buf::ring::Ring;
-use crate::buf::{BufferPool, ChecksumOffload, PacketBuf, PacketMeta};
+use crate::buf::{BufferPool, ChecksumOffload, PacketBuf};
 use crate::checksum;
 use crate::config::StackConfig;
 use crate::demux::{Demux, Demuxer, Pcb, SocketId};
@@ -662,7 +662,7 @@ impl<N: Network> Table<N> {
             cx.counters.udp.in_no_checksum += 1;
             None
         } else {
-            match self.cfg.checksum.rx(buf.meta.checksum, true) {
+            match self.cfg.checksum.rx(buf.meta.checksum(), true) {
                 RxChecksum::Trusted => {
                     cx.counters.udp.in_checksum_offloaded += 1;
                     None
@@ -1179,20 +1179,10 @@ fn finish<N: Network>(
 ) {
     let field = match mode {
         TxChecksum::Offload => {
-            // The whole metadata in one go (a datagram is never segmented, so `gso_size` is 0): the
-            // compiler then writes it with one 8-byte store. Written field by field, it took a 4-byte
-            // and a 2-byte store, and the buffer's move into `output` right after read it back in
-            // other pieces, which the CPU cannot forward from two stores: the load waited for both
-            // to reach the cache. `peers_profile` ran 6% faster at 32 datagrams a poll and 11% at
-            // one with this (README, "Instructions per datagram").
-            debug_assert_eq!(buf.meta.gso_size, 0);
-            buf.meta = PacketMeta {
-                checksum: ChecksumOffload::Partial {
-                    start: N::HEADER_LEN as u16,
-                    offset: 6,
-                },
-                gso_size: 0,
-            };
+            buf.meta.set_checksum(ChecksumOffload::Partial {
+                start: N::HEADER_LEN as u16,
+                offset: 6,
+            });
             cx.counters.udp.out_checksum_offloaded += 1;
             field
         }

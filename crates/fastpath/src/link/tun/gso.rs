@@ -157,10 +157,10 @@ fn split_udp_gso4(
         let pseudo = checksum::pseudo_header_sum(src, dst, 17, (8 + n) as u16);
         d[ihl + 6..ihl + 8].copy_from_slice(&pseudo.to_be_bytes());
         frame.copy_to(ihl + 8 + at, &mut d[ihl + 8..]);
-        p.meta.checksum = ChecksumOffload::Partial {
+        p.meta.set_checksum(ChecksumOffload::Partial {
             start: ihl as u16,
             offset: 6,
-        };
+        });
         out.push_back(p);
     }
     Ok(segments)
@@ -216,10 +216,10 @@ fn split_udp_gso6(
         let pseudo = checksum::pseudo_header_sum(src, dst, 17, (8 + n) as u16);
         d[IP + 6..IP + 8].copy_from_slice(&pseudo.to_be_bytes());
         frame.copy_to(IP + 8 + at, &mut d[IP + 8..]);
-        p.meta.checksum = ChecksumOffload::Partial {
+        p.meta.set_checksum(ChecksumOffload::Partial {
             start: IP as u16,
             offset: 6,
-        };
+        });
         out.push_back(p);
     }
     Ok(segments)
@@ -276,7 +276,7 @@ mod tests {
             assert_eq!(&d[20..24], &sp.data()[20..24], "ports");
             assert_eq!(&d[28..], &payload[i * 1000..(i * 1000 + 1000).min(3500)]);
             assert_eq!(
-                p.meta.checksum,
+                p.meta.checksum(),
                 ChecksumOffload::Partial {
                     start: 20,
                     offset: 6

@@ -700,15 +700,15 @@ impl TunLink {
     /// the checksum completed here when offload is off.
     fn tx_header(&mut self, packet: &mut PacketBuf) -> VnetHeader {
         let mut header = VnetHeader::default();
-        if let ChecksumOffload::Partial { start, offset } = packet.meta.checksum {
+        if let ChecksumOffload::Partial { start, offset } = packet.meta.checksum() {
             if self.offload {
                 header.flags = VIRTIO_NET_HDR_F_NEEDS_CSUM;
                 header.csum_start = start;
                 header.csum_offset = offset;
                 self.stats.tx_offloaded += 1;
-                if packet.meta.gso_size > 0 {
+                if packet.meta.gso_size() > 0 {
                     // TSO: the kernel cuts the segment.
-                    gso::mark_tso(&mut header, packet.data(), start, packet.meta.gso_size);
+                    gso::mark_tso(&mut header, packet.data(), start, packet.meta.gso_size());
                     self.stats.tx_tso += 1;
                 }
             } else {
@@ -753,7 +753,7 @@ impl TunLink {
     ) -> bool {
         match classify_rx(header, &mut buf, self.offload, self.tso_rx) {
             Ok(state) => {
-                buf.meta.checksum = match state {
+                buf.meta.set_checksum(match state {
                     RxChecksum::Meta(m) => {
                         match m {
                             ChecksumOffload::Partial { .. } => self.stats.rx_partial += 1,
@@ -766,7 +766,7 @@ impl TunLink {
                         self.stats.rx_checksums_completed += 1;
                         ChecksumOffload::None
                     }
-                };
+                });
                 self.stats.rx_packets += 1;
                 self.stats.rx_bytes += buf.len() as u64;
                 batch.push(buf);
@@ -968,7 +968,7 @@ mod tests {
         assert_eq!(link.receive(&mut batch, 3), 3);
         assert_eq!(link.receive(&mut batch, 32), 2);
         assert_eq!(link.receive(&mut batch, 32), 0);
-        let states: Vec<_> = batch.iter().map(|p| p.meta.checksum).collect();
+        let states: Vec<_> = batch.iter().map(|p| p.meta.checksum()).collect();
         assert_eq!(
             states,
             [
@@ -1009,10 +1009,10 @@ mod tests {
         for offload in [true, false] {
             let (mut link, kernel) = fake_kernel(offload);
             let mut p = partial_udp(b"out we go");
-            p.meta.checksum = ChecksumOffload::Partial {
+            p.meta.set_checksum(ChecksumOffload::Partial {
                 start: 20,
                 offset: 6,
-            };
+            });
             let sent = p.data().to_vec();
             let mut batch = vec![p, partial_udp(b"plain")];
             assert_eq!(link.transmit(&mut batch), 0);

@@ -232,10 +232,10 @@ mod tests {
 
     fn partial(payload: &[u8]) -> PacketBuf {
         let mut p = partial_udp(payload);
-        p.meta.checksum = ChecksumOffload::Partial {
+        p.meta.set_checksum(ChecksumOffload::Partial {
             start: 20,
             offset: 6,
-        };
+        });
         p
     }
 
