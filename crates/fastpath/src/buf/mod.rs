@@ -54,12 +54,12 @@ pub enum ChecksumOffload {
 /// few instructions later, read the metadata back as one 8-byte load. A CPU cannot forward two
 /// stores into one load: the load waited for the stores to reach the cache, every packet.
 /// `peers_profile` ran 7% (32 datagrams a poll) to 8% (one) faster with the packed word (README,
-/// "Where a datagram's time goes").
+/// "The release build, and where a datagram's time goes").
 #[derive(Clone, Copy, Default, PartialEq, Eq)]
 pub struct PacketMeta(u64);
 
-/// [`PacketMeta`]'s word: the checksum state's kind in the low byte, `Partial`'s `start` in bits
-/// 16-31 and `offset` in bits 32-47, `gso_size` in bits 48-63.
+// `PacketMeta`'s word: the checksum state's kind in the low byte, `Partial`'s `start` in bits 16-31
+// and `offset` in bits 32-47, `gso_size` in bits 48-63.
 const META_NONE: u64 = 0;
 const META_PARTIAL: u64 = 1;
 const META_VALID: u64 = 2;
