@@ -880,9 +880,11 @@ pub fn measure(args: &TcpArgs) -> Result<Vec<TcpRow>, String> {
     );
     let bytes = (mib as u64) << 20;
     let mut rows = Vec::new();
-    #[cfg(target_os = "linux")]
     if args.rr_only {
+        #[cfg(target_os = "linux")]
         return measure_tun(rounds, secs, args.queues, args.streams, true);
+        #[cfg(not(target_os = "linux"))]
+        return Err("--rr-only measures over a TUN device, which needs Linux".into());
     }
 
     // Pair.
