@@ -5,6 +5,8 @@ per unit (datagram, transaction) with each binary's speed relative to the first.
 
 usage: interleave.py ROUNDS N BURST BINARY...
 e.g.:  interleave.py 7 10000000 32 /tmp/before/peers_profile target/release/examples/peers_profile
+A BINARY with spaces is a command: its first word the program, the rest arguments after N and BURST
+(`'target/release/examples/peers_profile 64 4 1'` runs peers_profile with its calls out of line).
 """
 import statistics
 import subprocess
@@ -17,7 +19,8 @@ times = {b: [] for b in binaries}
 for r in range(rounds):
     for b in binaries if r % 2 == 0 else binaries[::-1]:
         start = time.perf_counter()
-        subprocess.run([b, n, burst], check=True)
+        program, *rest = b.split()
+        subprocess.run([program, n, burst, *rest], check=True)
         times[b].append((time.perf_counter() - start) * 1e9 / int(n))
 base = statistics.median(times[binaries[0]])
 for b in binaries:

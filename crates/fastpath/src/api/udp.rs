@@ -375,7 +375,7 @@ impl UdpSocketRef<'_> {
         let n = buf.len().min(payload.len());
         {
             timed!(Copy);
-            buf[..n].copy_from_slice(&payload[..n]);
+            crate::buf::copy(&mut buf[..n], &payload[..n]);
         }
         {
             timed!(Buffers);

@@ -45,11 +45,72 @@ pub struct PoolStats {
     pub released: u64,
 }
 
-/// Free buffers of one size class.
-type FreeList = Vec<Box<[u8]>>;
+/// Free buffers of one size class, the last freed on top. Its push is a store and a rarely taken
+/// branch to `grow`, so that it always inlines: `Vec::push` stayed out of line in larger programs, a
+/// call of about 24 instructions for every buffer freed.
+#[derive(Debug, Default)]
+struct FreeList {
+    /// The live buffers are `slots[..len]`; the slots past them are empty.
+    slots: Vec<Option<Box<[u8]>>>,
+    len: usize,
+}
+
+impl FreeList {
+    #[inline]
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    #[inline(always)]
+    fn push(&mut self, storage: Box<[u8]>) {
+        if self.len == self.slots.len() {
+            self.grow();
+        }
+        // Past the live ones, the slot is empty: replaced without the check that would drop what it
+        // held.
+        let old = self.slots[self.len].replace(storage);
+        debug_assert!(old.is_none(), "a live slot overwritten");
+        std::mem::forget(old);
+        self.len += 1;
+    }
+
+    #[inline(always)]
+    fn pop(&mut self) -> Option<Box<[u8]>> {
+        if self.len == 0 {
+            return None;
+        }
+        self.len -= 1;
+        self.slots[self.len].take()
+    }
+
+    /// Twice the slots, at least 8.
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self) {
+        let n = (self.slots.len() * 2).max(8);
+        self.slots.resize_with(n, || None);
+    }
+
+    /// Takes the top `n` buffers (at most all).
+    fn take_top(&mut self, n: usize) -> impl Iterator<Item = Box<[u8]>> + '_ {
+        let n = n.min(self.len);
+        self.len -= n;
+        self.slots[self.len..self.len + n]
+            .iter_mut()
+            .filter_map(Option::take)
+    }
+
+    /// Empties the list and gives back its memory.
+    fn clear(&mut self) {
+        *self = FreeList::default();
+    }
+}
 
 /// Buffers moved between a pool and its depot at once.
 const BATCH: usize = 32;
+
+/// A depot's free buffers of one size class.
+type Shelf = Vec<Box<[u8]>>;
 
 /// A store of free buffers that several pools share, for stacks whose buffers travel from one to the
 /// other (two stacks joined by an in-memory pair: the sender allocates what the receiver frees). Each
@@ -57,7 +118,7 @@ const BATCH: usize = 32;
 /// as Bonwick's magazines do. Cloning gives another handle to the same depot.
 #[derive(Clone, Debug, Default)]
 pub struct BufferDepot {
-    shelves: Arc<Mutex<[FreeList; 3]>>,
+    shelves: Arc<Mutex<[Shelf; 3]>>,
 }
 
 impl BufferDepot {
@@ -66,7 +127,7 @@ impl BufferDepot {
         BufferDepot::default()
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, [FreeList; 3]> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, [Shelf; 3]> {
         // A panic elsewhere cannot leave a list of free buffers inconsistent.
         self.shelves.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -131,7 +192,7 @@ impl BufferPool {
     pub fn release_free(&mut self) -> usize {
         let (n, bytes) = self.held();
         for list in &mut self.free {
-            *list = Vec::new();
+            list.clear();
         }
         self.stats.released += n as u64;
         bytes
@@ -149,7 +210,7 @@ impl BufferPool {
 
     /// Free buffers held, and the bytes they hold.
     pub fn held(&self) -> (usize, usize) {
-        let n = self.free.iter().map(Vec::len).sum();
+        let n = self.free.iter().map(FreeList::len).sum();
         let bytes = self
             .free
             .iter()
@@ -236,7 +297,9 @@ impl BufferPool {
             let mut shelves = depot.lock();
             let shelf = &mut shelves[class];
             let n = BATCH.min(shelf.len());
-            self.free[class].extend(shelf.drain(shelf.len() - n..));
+            for storage in shelf.drain(shelf.len() - n..) {
+                self.free[class].push(storage);
+            }
         }
     }
 
@@ -245,9 +308,8 @@ impl BufferPool {
         if let Some(depot) = &self.depot {
             let mut shelves = depot.lock();
             let room = (4 * self.max_free[class]).saturating_sub(shelves[class].len());
-            let n = BATCH.min(room).min(self.free[class].len());
-            let from = self.free[class].len() - n;
-            shelves[class].extend(self.free[class].drain(from..));
+            let n = BATCH.min(room);
+            shelves[class].extend(self.free[class].take_top(n));
         }
     }
 }
@@ -277,6 +339,27 @@ mod tests {
         let _ = heap.alloc(64);
         assert_eq!(heap.stats().reused, 0);
         assert_eq!(heap.stats().allocated, 2);
+    }
+
+    #[test]
+    fn a_free_list_is_last_in_first_out() {
+        let mut list = FreeList::default();
+        let storage = |n: usize| vec![0u8; n].into_boxed_slice();
+        for n in 1..=20 {
+            list.push(storage(n));
+        }
+        assert_eq!(list.len(), 20);
+        assert_eq!(list.pop().map(|s| s.len()), Some(20));
+        let top: Vec<usize> = list.take_top(3).map(|s| s.len()).collect();
+        assert_eq!(top, [17, 18, 19]);
+        assert_eq!(list.len(), 16);
+        list.push(storage(99));
+        assert_eq!(list.pop().map(|s| s.len()), Some(99));
+        assert_eq!(list.take_top(100).count(), 16);
+        assert_eq!((list.len(), list.pop()), (0, None));
+        list.push(storage(5));
+        list.clear();
+        assert_eq!((list.len(), list.pop()), (0, None));
     }
 
     #[test]

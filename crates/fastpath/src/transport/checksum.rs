@@ -158,7 +158,7 @@ impl ChecksumRules {
         match payload {
             Payload::Copy([piece]) => {
                 timed!(Copy);
-                body.copy_from_slice(piece);
+                crate::buf::copy(body, piece);
             }
             Payload::Copy(pieces) => {
                 timed!(Copy);
