@@ -67,8 +67,8 @@ impl UdpSocket {
     /// The socket's key for readiness hints.
     pub fn ready_key(&self) -> ReadyKey {
         ReadyKey {
-            kind: if self.v6 { Kind::Udp6 } else { Kind::Udp4 },
-            index: self.index,
+            kind: if self.v6() { Kind::Udp6 } else { Kind::Udp4 },
+            index: self.index(),
         }
     }
 }

@@ -68,7 +68,7 @@ pub struct UdpSocketRef<'a> {
 /// Calls `$f::<Ipv4>` or `$f::<Ipv6>` by the socket's family.
 macro_rules! by_family {
     ($self:ident . $f:ident ( $($arg:expr),* )) => {
-        if $self.socket.v6 {
+        if $self.socket.v6() {
             $self.$f::<Ipv6>($($arg),*)
         } else {
             $self.$f::<Ipv4>($($arg),*)
@@ -96,7 +96,7 @@ impl UdpSocketRef<'_> {
         payload: Payload<'_, '_>,
         dst: &(impl ToSocketAddrs + ?Sized),
     ) -> io::Result<usize> {
-        if self.socket.v6 {
+        if self.socket.v6() {
             let dst = addr::ipv6(dst)?;
             if let Some(v4) = dst.ip().to_ipv4_mapped() {
                 let dst = std::net::SocketAddrV4::new(v4, dst.port());
@@ -163,7 +163,7 @@ impl UdpSocketRef<'_> {
         &mut self,
         read: impl FnOnce(&[u8], SocketAddr) -> R,
     ) -> io::Result<R> {
-        if self.socket.v6 {
+        if self.socket.v6() {
             self.recv_with_in::<Ipv6, R>(read)
         } else {
             self.recv_with_in::<Ipv4, R>(read)
@@ -200,7 +200,7 @@ impl UdpSocketRef<'_> {
     #[inline]
     pub fn recv_from(&mut self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
         layer!(Receive, Socket);
-        let result = if self.socket.v6 {
+        let result = if self.socket.v6() {
             self.recv_one::<Ipv6>(buf).map(|(n, a)| (n, a.into()))
         } else {
             self.recv_one::<Ipv4>(buf).map(|(n, a)| (n, a.into()))
@@ -236,7 +236,7 @@ impl UdpSocketRef<'_> {
     /// Connects the socket to `remote`: `send` goes there, and only datagrams from there are received.
     /// `remote` as for [`send_to`](Self::send_to).
     pub fn connect(&mut self, remote: impl ToSocketAddrs) -> io::Result<()> {
-        if self.socket.v6 {
+        if self.socket.v6() {
             let remote = addr::ipv6(&remote)?;
             self.stack.udp_connect::<Ipv6>(self.socket, remote)
         } else {
@@ -247,7 +247,7 @@ impl UdpSocketRef<'_> {
 
     /// Undoes `connect`.
     pub fn disconnect(&mut self) -> io::Result<()> {
-        if self.socket.v6 {
+        if self.socket.v6() {
             self.stack.udp_disconnect::<Ipv6>(self.socket)
         } else {
             self.stack.udp_disconnect::<Ipv4>(self.socket)
@@ -260,7 +260,7 @@ impl UdpSocketRef<'_> {
         v4: impl FnOnce(&SocketState<Ipv4>) -> R,
         v6: impl FnOnce(&SocketState<Ipv6>) -> R,
     ) -> io::Result<R> {
-        if self.socket.v6 {
+        if self.socket.v6() {
             self.stack.udp.get::<Ipv6>(self.socket).map(v6)
         } else {
             self.stack.udp.get::<Ipv4>(self.socket).map(v4)
@@ -341,7 +341,7 @@ impl UdpSocketRef<'_> {
     /// Closes the socket, dropping what it had queued.
     pub fn close(self) -> io::Result<()> {
         let stack = self.stack;
-        let bufs: Vec<_> = if self.socket.v6 {
+        let bufs: Vec<_> = if self.socket.v6() {
             let state = stack.udp.remove::<Ipv6>(self.socket).ok_or_else(closed)?;
             state.rx.map(|dg| dg.buf).collect()
         } else {

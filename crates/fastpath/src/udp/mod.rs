@@ -53,12 +53,54 @@ pub(crate) use crate::transport::checksum::Payload;
 use crate::wire::{IpProtocol, UdpPacket, UdpRepr, WireError};
 
 /// A UDP socket of a stack: a handle, used through `Stack::udp`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct UdpSocket {
-    pub(crate) index: u32,
-    pub(crate) generation: u32,
+///
+/// One 64-bit word: the slot's index in bits 0-30, the family in bit 31 (set for the IPv6 table), the
+/// slot's generation in bits 32-63. As three fields it was copied in an 8-byte and a 4-byte store and
+/// read back in 4-byte loads, one of them from the middle of the 8-byte store, which the CPU does not
+/// forward: the load waited for the store to reach the cache on every call.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct UdpSocket(u64);
+
+impl UdpSocket {
+    const V6: u64 = 1 << 31;
+    /// The index of no slot: what a datagram sent on no socket's behalf (a reply to an intercepted
+    /// one) carries.
+    const NO_INDEX: u32 = (1 << 31) - 1;
+
+    fn new(index: u32, generation: u32, v6: bool) -> UdpSocket {
+        assert!(u64::from(index) < UdpSocket::V6, "2^31 UDP sockets");
+        UdpSocket(
+            u64::from(index) | u64::from(generation) << 32 | if v6 { UdpSocket::V6 } else { 0 },
+        )
+    }
+
+    /// The slot's index in its family's table.
+    #[inline]
+    pub(crate) fn index(self) -> u32 {
+        (self.0 & (UdpSocket::V6 - 1)) as u32
+    }
+
+    /// The slot's generation when the socket was opened.
+    #[inline]
+    pub(crate) fn generation(self) -> u32 {
+        (self.0 >> 32) as u32
+    }
+
     /// In the IPv6 table.
-    pub(crate) v6: bool,
+    #[inline]
+    pub(crate) fn v6(self) -> bool {
+        self.0 & UdpSocket::V6 != 0
+    }
+}
+
+impl std::fmt::Debug for UdpSocket {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UdpSocket")
+            .field("index", &self.index())
+            .field("generation", &self.generation())
+            .field("v6", &self.v6())
+            .finish()
+    }
 }
 
 /// Socket options.
@@ -257,23 +299,23 @@ impl Udp {
     /// The state of socket `s` of family `N` (`None` for a closed socket or one of the other family).
     #[inline]
     pub(crate) fn get<N: UdpFamily>(&self, s: UdpSocket) -> Option<&SocketState<N>> {
-        if s.v6 != N::V6 {
+        if s.v6() != N::V6 {
             return None;
         }
-        N::table(self).sockets.get(s.index, s.generation)
+        N::table(self).sockets.get(s.index(), s.generation())
     }
 
     #[inline]
     pub(crate) fn get_mut<N: UdpFamily>(&mut self, s: UdpSocket) -> Option<&mut SocketState<N>> {
-        if s.v6 != N::V6 {
+        if s.v6() != N::V6 {
             return None;
         }
-        N::split(self).0.sockets.get_mut(s.index, s.generation)
+        N::split(self).0.sockets.get_mut(s.index(), s.generation())
     }
 
     /// Closes socket `s` of family `N`: its state, for the caller to free what it queued.
     pub(crate) fn remove<N: UdpFamily>(&mut self, s: UdpSocket) -> Option<SocketState<N>> {
-        if s.v6 != N::V6 {
+        if s.v6() != N::V6 {
             return None;
         }
         let (table, ports) = N::split(self);
@@ -297,21 +339,17 @@ impl<N: Network> Table<N> {
     where
         N: UdpFamily,
     {
-        UdpSocket {
-            index,
-            generation,
-            v6: N::V6,
-        }
+        UdpSocket::new(index, generation, N::V6)
     }
 
     #[inline]
     pub(crate) fn get(&self, s: UdpSocket) -> Option<&SocketState<N>> {
-        self.sockets.get(s.index, s.generation)
+        self.sockets.get(s.index(), s.generation())
     }
 
     #[inline]
     pub(crate) fn get_mut(&mut self, s: UdpSocket) -> Option<&mut SocketState<N>> {
-        self.sockets.get_mut(s.index, s.generation)
+        self.sockets.get_mut(s.index(), s.generation())
     }
 
     #[inline]
@@ -347,15 +385,15 @@ impl<N: Network> Table<N> {
     }
 
     fn remove(&mut self, ports: &mut Ports, s: UdpSocket) -> Option<SocketState<N>> {
-        let state = self.sockets.remove(s.index, s.generation)?;
+        let state = self.sockets.remove(s.index(), s.generation())?;
         ports.release(state.pcb.local_port);
-        self.demux.remove(SocketId(s.index), &state.pcb);
+        self.demux.remove(SocketId(s.index()), &state.pcb);
         Some(state)
     }
 
     /// Replaces socket `s`'s PCB (its port stays), keeping the demultiplexer in step.
     pub(crate) fn set_pcb(&mut self, s: UdpSocket, pcb: Pcb<N::Addr>) {
-        let id = SocketId(s.index);
+        let id = SocketId(s.index());
         let state = self.by_id(id);
         state.tx_cache = None;
         let old = std::mem::replace(&mut state.pcb, pcb);
@@ -495,7 +533,7 @@ impl<N: Network> Table<N> {
         let local = pcb.local_addr.socket(pcb.local_port);
         let remote = pcb.remote_addr.socket(pcb.remote_port);
         if let Some(other) = self.demux.lookup(local, remote) {
-            if other.0 != s.index && self.by_id(other).pcb == *pcb {
+            if other.0 != s.index() && self.by_id(other).pcb == *pcb {
                 return Err(io::Error::new(
                     io::ErrorKind::AddrInUse,
                     format!("{local} -> {remote} is in use"),
@@ -527,7 +565,7 @@ impl<N: Network> Table<N> {
         let epoch = cx.ip.route_epoch();
         let state = self
             .sockets
-            .get_mut(s.index, s.generation)
+            .get_mut(s.index(), s.generation())
             .ok_or_else(closed)?;
         if let Some(kind) = state.error.take() {
             return Err(kind.into());
@@ -832,7 +870,7 @@ impl<N: Network> Table<N> {
             remote_port: N::Addr::port(&to),
         };
         let tx = tx_route(self.cfg, cx, pcb, UdpOptions::default(), to)?;
-        let s = Self::handle(u32::MAX, 0);
+        let s = Self::handle(UdpSocket::NO_INDEX, 0);
         output(&self.cfg, None, cx, s, &tx, pcb, &mut payload, len);
         Ok(len)
     }
@@ -1159,7 +1197,7 @@ fn output<N: Network>(
     cx.counters.udp.out_datagrams += 1;
     if cfg.demux_send_cache {
         if let Some(demux) = demux {
-            demux.sent(SocketId(s.index), &pcb);
+            demux.sent(SocketId(s.index()), &pcb);
         }
     }
 
@@ -1216,4 +1254,29 @@ fn no_route(dst: impl std::fmt::Display) -> io::Error {
         io::ErrorKind::NetworkUnreachable,
         format!("no route to {dst}"),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::UdpSocket;
+
+    #[test]
+    fn a_handle_keeps_its_index_generation_and_family() {
+        for index in [0, 1, 77, UdpSocket::NO_INDEX] {
+            for generation in [0, 1, 0x8000_0000, u32::MAX] {
+                for v6 in [false, true] {
+                    let s = UdpSocket::new(index, generation, v6);
+                    assert_eq!((s.index(), s.generation(), s.v6()), (index, generation, v6));
+                }
+            }
+        }
+        assert_ne!(UdpSocket::new(3, 1, false), UdpSocket::new(3, 1, true));
+        assert_ne!(UdpSocket::new(3, 1, false), UdpSocket::new(3, 2, false));
+    }
+
+    #[test]
+    #[should_panic(expected = "2^31")]
+    fn an_index_past_31_bits_is_a_bug() {
+        UdpSocket::new(1 << 31, 0, false);
+    }
 }
