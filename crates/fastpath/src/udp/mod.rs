@@ -1179,12 +1179,20 @@ fn output<N: Network>(
         tx.mode_fragmented
     };
     let datagram = buf.extend(8 + len);
-    let [p0, p1] = pcb.local_port.to_be_bytes();
-    let [q0, q1] = N::Addr::port(&tx.dst).to_be_bytes();
-    let [l0, l1] = udp_len.to_be_bytes();
-    datagram[..8].copy_from_slice(&[p0, p1, q0, q1, l0, l1, 0, 0]);
     let pseudo = checksum::fold32(tx.pseudo + u32::from(udp_len));
     let (local, remote) = (pcb.local_port, N::Addr::port(&tx.dst));
+    // The header in one 8-byte store, with its final checksum field when that does not depend on
+    // the payload: IP input reads it back in one load, which a CPU forwards from one store but not
+    // from four 2-byte ones (the load would wait for them to reach the cache).
+    let field = match mode {
+        TxChecksum::Offload => pseudo,
+        TxChecksum::None | TxChecksum::Separate | TxChecksum::Fused => 0,
+    };
+    let header = u64::from(local) << 48
+        | u64::from(remote) << 32
+        | u64::from(udp_len) << 16
+        | u64::from(field);
+    datagram[..8].copy_from_slice(&header.to_be_bytes());
     let field = cfg.checksum.fill(
         mode,
         datagram,
@@ -1205,9 +1213,10 @@ fn output<N: Network>(
     cx.output(buf, &tx.hop, &tx.ip);
 }
 
-/// Writes the checksum `field` the fill computed for `mode` into the datagram's header, marks the
-/// buffer for the link to finish an offloaded one, and counts. A computed checksum of zero is sent as
-/// `0xffff`: zero means "no checksum" (RFC 768).
+/// Writes the checksum `field` the fill computed for `mode` into the datagram's header (an
+/// offloaded one's pseudo-header sum, and `None`'s zero, are there already), marks the buffer for
+/// the link to finish an offloaded one, and counts. A computed checksum of zero is sent as `0xffff`:
+/// zero means "no checksum" (RFC 768).
 #[inline(always)]
 fn finish<N: Network>(
     cx: &mut UdpCx<impl Transmit, N>,
@@ -1222,23 +1231,21 @@ fn finish<N: Network>(
                 offset: 6,
             });
             cx.counters.udp.out_checksum_offloaded += 1;
-            field
+            debug_assert_eq!(buf.data()[6..8], field.to_be_bytes());
+            return;
         }
         TxChecksum::None => {
             cx.counters.udp.out_no_checksum += 1;
-            0
+            debug_assert_eq!(buf.data()[6..8], [0, 0]);
+            return;
         }
         TxChecksum::Separate => {
             cx.counters.udp.out_checksum_separate += 1;
-            if field == 0 {
-                0xffff
-            } else {
-                field
-            }
+            field
         }
-        TxChecksum::Fused if field == 0 => 0xffff,
         TxChecksum::Fused => field,
     };
+    let field = if field == 0 { 0xffff } else { field };
     buf.data_mut()[6..8].copy_from_slice(&field.to_be_bytes());
 }
 
