@@ -176,7 +176,7 @@ impl UdpSocketRef<'_> {
     ) -> io::Result<R> {
         let stack = &mut *self.stack;
         let s = stack.udp.get_mut::<N>(self.socket).ok_or_else(closed)?;
-        if let Some(kind) = s.error.take() {
+        if let Some(kind) = s.take_error() {
             return Err(kind.into());
         }
         loop {
@@ -361,7 +361,7 @@ impl UdpSocketRef<'_> {
     fn recv_one<N: Family>(&mut self, buf: &mut [u8]) -> io::Result<(usize, N::Socket)> {
         let stack = &mut *self.stack;
         let s = stack.udp.get_mut::<N>(self.socket).ok_or_else(closed)?;
-        if let Some(kind) = s.error.take() {
+        if let Some(kind) = s.take_error() {
             return Err(kind.into());
         }
         let Some(dg) = s.rx.pop_front() else {
@@ -408,7 +408,7 @@ impl UdpSocketRef<'_> {
             stack.counters.drops.add(DropReason::UdpBadChecksum);
             let s = stack.udp.get_mut::<N>(self.socket).ok_or_else(closed)?;
             s.counters.bad_checksum += 1;
-            if let Some(kind) = s.error.take() {
+            if let Some(kind) = s.take_error() {
                 return Err(kind.into());
             }
             dg = s.rx.pop_front().ok_or(io::ErrorKind::WouldBlock)?;
@@ -442,7 +442,7 @@ impl UdpSocketRef<'_> {
         let stack = &mut *self.stack;
         let alg = stack.udp.cfg.checksum.algorithm();
         let s = stack.udp.get_mut::<N>(self.socket).ok_or_else(closed)?;
-        if let Some(kind) = s.error.take() {
+        if let Some(kind) = s.take_error() {
             return Err(kind.into());
         }
         loop {

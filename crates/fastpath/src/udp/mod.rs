@@ -171,6 +171,18 @@ pub(crate) struct SocketState<N: Network> {
     pub(crate) tx_cache: Option<TxRoute<N>>,
 }
 
+impl<N: Network> SocketState<N> {
+    /// Takes the pending error (`SO_ERROR`), if any. Looked at before it is taken: `Option::take`
+    /// stores its `None` even over a `None`, a store on every send and receive.
+    #[inline(always)]
+    pub(crate) fn take_error(&mut self) -> Option<io::ErrorKind> {
+        if self.error.is_none() {
+            return None;
+        }
+        self.error.take()
+    }
+}
+
 /// What `send_to` needs about one destination that does not change from datagram to datagram: the
 /// interface, its MTU, the checksum mode, and the constant parts of the headers and their sums.
 #[derive(Debug)]
@@ -567,7 +579,7 @@ impl<N: Network> Table<N> {
             .sockets
             .get_mut(s.index(), s.generation())
             .ok_or_else(closed)?;
-        if let Some(kind) = state.error.take() {
+        if let Some(kind) = state.take_error() {
             return Err(kind.into());
         }
         let pcb = state.pcb;
@@ -1077,7 +1089,7 @@ impl Table<Ipv6> {
     ) -> io::Result<usize> {
         let cfg = self.cfg;
         let state = self.get_mut(s).ok_or_else(closed)?;
-        if let Some(kind) = state.error.take() {
+        if let Some(kind) = state.take_error() {
             return Err(kind.into());
         }
         if state.options.only_v6 {
