@@ -176,9 +176,7 @@ impl<N: Network> SocketState<N> {
     /// stores its `None` even over a `None`, a store on every send and receive.
     #[inline(always)]
     pub(crate) fn take_error(&mut self) -> Option<io::ErrorKind> {
-        if self.error.is_none() {
-            return None;
-        }
+        self.error?;
         self.error.take()
     }
 }
