@@ -247,7 +247,7 @@ impl PacketBuf {
     ///
     /// # Panics
     /// If there is less than `n` bytes of tailroom (the buffer was allocated for its payload).
-    #[inline]
+    #[inline(always)]
     pub fn extend(&mut self, n: usize) -> &mut [u8] {
         assert!(n <= self.tailroom(), "no tailroom for {n} bytes");
         let start = self.tail as usize;

@@ -221,7 +221,7 @@ impl BufferPool {
     }
 
     /// An empty buffer with [`HEADROOM`] in front and room for at least `capacity` bytes after it.
-    #[inline]
+    #[inline(always)]
     pub fn alloc(&mut self, capacity: usize) -> PacketBuf {
         let needed = HEADROOM + capacity;
         if self.mode == BufferMode::Pool {
