@@ -32,6 +32,8 @@ pub trait IpAddress: Copy + Eq + Hash + fmt::Debug + fmt::Display + Send + Sync 
     fn port(socket: &Self::Socket) -> u16;
     /// The socket address of this address and `port`.
     fn socket(self, port: u16) -> Self::Socket;
+    /// The same as a [`SocketAddr`], built in place (for a value the API returns).
+    fn socket_addr(self, port: u16) -> SocketAddr;
     /// The sum of the address's 16-bit words in network order, not folded: its part of a transport
     /// pseudo-header sum (RFC 768, RFC 8200 §8.1).
     fn word_sum(self) -> u32;
@@ -60,6 +62,10 @@ impl IpAddress for Ipv4Addr {
     #[inline(always)]
     fn socket(self, port: u16) -> SocketAddrV4 {
         SocketAddrV4::new(self, port)
+    }
+    #[inline(always)]
+    fn socket_addr(self, port: u16) -> SocketAddr {
+        SocketAddr::V4(SocketAddrV4::new(self, port))
     }
     #[inline(always)]
     fn word_sum(self) -> u32 {
@@ -95,6 +101,17 @@ impl IpAddress for Ipv6Addr {
     #[inline(always)]
     fn socket(self, port: u16) -> SocketAddrV6 {
         SocketAddrV6::new(self, port, 0, 0)
+    }
+    #[inline(always)]
+    fn socket_addr(self, port: u16) -> SocketAddr {
+        // Through the address's bits: built from the bytes, it went through a copy on the stack
+        // that was read back at an offset from its store, which the CPU does not forward.
+        SocketAddr::V6(SocketAddrV6::new(
+            Ipv6Addr::from_bits(self.to_bits()),
+            port,
+            0,
+            0,
+        ))
     }
     #[inline]
     fn word_sum(self) -> u32 {
