@@ -564,10 +564,10 @@ impl<N: Network> Table<N> {
     /// Sends `payload` as one datagram from `s` to `dst` (or to its peer if `None`).
     ///
     /// The route cache's hit (the same destination as last time, checked when it was cached, and a
-    /// datagram that needs no fragmenting) is taken here, inlined into each of the API's sending calls, so that it
-    /// is specialized for their payload; everything else is [`Self::send_general`], out of line.
-    /// With the whole of it out of line, a 64-byte `send_to` took about 80 instructions more, in
-    /// the call and in handling a payload of any shape.
+    /// datagram that needs no fragmenting) is taken here, inlined into each of the API's sending
+    /// calls so that it is specialized for their payload; everything else is
+    /// [`Self::send_general`], out of line. With the whole of it out of line, a 64-byte `send_to`
+    /// took about 80 instructions more, in the call and in handling a payload of any shape.
     #[inline(always)]
     pub(crate) fn send(
         &mut self,
