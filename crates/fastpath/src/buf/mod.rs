@@ -255,6 +255,17 @@ impl PacketBuf {
         &mut self.storage[start..start + n]
     }
 
+    /// Sets the window to `len` bytes from its start (for [`BufferPool::alloc_len`]).
+    ///
+    /// # Panics
+    /// If `len` passes the end of the storage.
+    #[inline(always)]
+    pub(crate) fn set_len_within(&mut self, len: usize) {
+        let head = self.head as usize;
+        assert!(len <= self.storage.len() - head, "no room for {len} bytes");
+        self.tail = (head + len) as u32;
+    }
+
     /// Appends a copy of `bytes`.
     pub fn extend_from_slice(&mut self, bytes: &[u8]) {
         self.extend(bytes.len()).copy_from_slice(bytes);

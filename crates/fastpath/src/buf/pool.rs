@@ -237,6 +237,18 @@ impl BufferPool {
         self.alloc_heap(needed)
     }
 
+    /// A buffer with [`HEADROOM`] in front whose window is already `len` bytes long, for output that
+    /// writes every one of them (the bytes are whatever the buffer held before). The same as
+    /// [`Self::alloc`] and [`PacketBuf::extend`], but the window's end is stored as the value it is:
+    /// set by `extend`, it was read back from the middle of the 8-byte store of the new buffer's
+    /// start and end, which the CPU does not forward.
+    #[inline(always)]
+    pub(crate) fn alloc_len(&mut self, len: usize) -> PacketBuf {
+        let mut buf = self.alloc(len);
+        buf.set_len_within(len);
+        buf
+    }
+
     /// Allocates when the free list of `class` is empty: refills it from the depot, or from the heap.
     #[cold]
     fn alloc_empty(&mut self, class: usize) -> PacketBuf {
@@ -360,6 +372,18 @@ mod tests {
         list.push(storage(5));
         list.clear();
         assert_eq!((list.len(), list.pop()), (0, None));
+    }
+
+    #[test]
+    fn a_buffer_allocated_with_its_length_has_that_window() {
+        let mut pool = BufferPool::new(BufferMode::Pool, 4);
+        let b = pool.alloc(100);
+        pool.free(b);
+        let b = pool.alloc_len(72);
+        assert_eq!((b.headroom(), b.len()), (HEADROOM, 72));
+        assert_eq!(pool.stats().reused, 1);
+        let big = pool.alloc_len(65535);
+        assert_eq!((big.headroom(), big.len()), (HEADROOM, 65535));
     }
 
     #[test]

@@ -1210,7 +1210,7 @@ fn output<N: Network>(
     layer!(Send, Udp);
     let mut buf = {
         timed!(Buffers);
-        cx.pool.alloc(8 + len)
+        cx.pool.alloc_len(8 + len)
     };
     let udp_len = (8 + len) as u16;
     let mode = if N::HEADER_LEN + 8 + len <= tx.hop.caps.mtu {
@@ -1218,7 +1218,7 @@ fn output<N: Network>(
     } else {
         tx.mode_fragmented
     };
-    let datagram = buf.extend(8 + len);
+    let datagram = buf.data_mut();
     let pseudo = checksum::fold32(tx.pseudo + u32::from(udp_len));
     let (local, remote) = (pcb.local_port, N::Addr::port(&tx.dst));
     // The header in one 8-byte store, with its final checksum field when that does not depend on
