@@ -6,7 +6,7 @@ per unit (datagram, transaction) with each binary's speed relative to the first.
 usage: interleave.py ROUNDS N BURST BINARY...
 e.g.:  interleave.py 7 10000000 32 /tmp/before/peers_profile target/release/examples/peers_profile
 A BINARY with spaces is a command: its first word the program, the rest arguments after N and BURST
-(`'target/release/examples/peers_profile 64 4 1'` runs peers_profile with its calls out of line).
+(`'target/release/examples/peers_profile 64 6'` runs peers_profile over IPv6).
 """
 import statistics
 import subprocess

@@ -1,36 +1,17 @@
 //! The fastpath side of `fastpath bench peers`, alone, for counting instructions per datagram:
 //! `send_to`, `poll`, `recv_from` of `size`-byte datagrams on one stack's loopback with the sender and
 //! receiver bound to 127.0.0.1 (or `::1` with a fourth argument of 6), in bursts of `burst`. Usage:
-//! `peers_profile [datagrams] [burst] [size] [4|6] [apart]` (defaults 100000, 1, 64, 4). With callgrind, run it
-//! twice with different datagram counts and divide the difference of the totals by the difference of
-//! counts: `valgrind --tool=callgrind --callgrind-out-file=/tmp/cg.out target/release/examples/peers_profile`.
+//! `peers_profile [datagrams] [burst] [size] [4|6]` (defaults 100000, 1, 64, 4). With callgrind, run it twice
+//! with different datagram counts and divide the difference of the totals by the difference of counts:
+//! `valgrind --tool=callgrind --callgrind-out-file=/tmp/cg.out target/release/examples/peers_profile`.
 //!
-//! A fifth argument of 1 calls `send_to`, `poll` and `recv_from` through function pointers the compiler
-//! cannot see through, so that they stay out of line as they do in a larger program (the `fastpath`
-//! CLI's bench, an application): alone here, the compiler inlines the whole stack into `main`.
+//! Alone here, with one call site each, `send_to`, `poll` and `recv_from` are inlined into `main`
+//! and the destination and size folded in. A program with a second call site calls them out of line:
+//! `peers_profile_apart` counts that case.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
-use std::hint::black_box;
-use std::io;
-
-use fastpath::{Instant, Stack, StackConfig, UdpSocket};
-
-fn send_to(stack: &mut Stack, socket: UdpSocket, data: &[u8], to: SocketAddr) -> io::Result<usize> {
-    stack.udp(socket).send_to(data, to)
-}
-
-fn poll(stack: &mut Stack) {
-    stack.poll(Instant::ZERO);
-}
-
-fn recv_from(
-    stack: &mut Stack,
-    socket: UdpSocket,
-    sink: &mut [u8],
-) -> io::Result<(usize, SocketAddr)> {
-    stack.udp(socket).recv_from(sink)
-}
+use fastpath::{Instant, Stack, StackConfig};
 
 fn main() {
     let mut args = std::env::args()
@@ -43,29 +24,6 @@ fn main() {
         6 => Ipv6Addr::LOCALHOST.into(),
         _ => Ipv4Addr::LOCALHOST.into(),
     };
-    if args.next() == Some(1) {
-        type SendTo = fn(&mut Stack, UdpSocket, &[u8], SocketAddr) -> io::Result<usize>;
-        type Poll = fn(&mut Stack);
-        type RecvFrom = fn(&mut Stack, UdpSocket, &mut [u8]) -> io::Result<(usize, SocketAddr)>;
-        let calls: (SendTo, Poll, RecvFrom) = black_box((send_to, poll, recv_from));
-        run(n, burst, size, lo, calls.0, calls.1, calls.2);
-    } else {
-        run(n, burst, size, lo, send_to, poll, recv_from);
-    }
-}
-
-/// Sends `n` datagrams in bursts of `burst` and receives them, through the three calls given. Always
-/// inlined, so that the direct calls of the first form inline too.
-#[inline(always)]
-fn run(
-    n: usize,
-    burst: usize,
-    size: usize,
-    lo: IpAddr,
-    send_to: impl Fn(&mut Stack, UdpSocket, &[u8], SocketAddr) -> io::Result<usize>,
-    poll: impl Fn(&mut Stack),
-    recv_from: impl Fn(&mut Stack, UdpSocket, &mut [u8]) -> io::Result<(usize, SocketAddr)>,
-) {
     let mut stack = Stack::new(StackConfig::default());
     let to = SocketAddr::new(lo, 5000);
     let receiver = stack.udp_bind(to).expect("bind the receiver");
@@ -79,11 +37,11 @@ fn run(
     while sent < n {
         let k = burst.min(n - sent);
         for _ in 0..k {
-            send_to(&mut stack, sender, &data, to).expect("send_to");
+            stack.udp(sender).send_to(&data, to).expect("send_to");
         }
         sent += k;
-        poll(&mut stack);
-        while let Ok((len, _)) = recv_from(&mut stack, receiver, &mut sink) {
+        stack.poll(Instant::ZERO);
+        while let Ok((len, _)) = stack.udp(receiver).recv_from(&mut sink) {
             assert_eq!(len, size);
             received += 1;
         }
