@@ -279,9 +279,7 @@ impl UdpSocketRef<'_> {
     /// The connected peer.
     pub fn peer_addr(&self) -> io::Result<SocketAddr> {
         fn peer<N: Network>(s: &SocketState<N>) -> Option<SocketAddr> {
-            let p = s.pcb;
-            p.is_connected()
-                .then(|| p.remote_addr.socket(p.remote_port).into())
+            s.pcb.peer().map(Into::into)
         }
         self.with(peer, peer)?
             .ok_or_else(|| io::Error::new(io::ErrorKind::NotConnected, "socket is not connected"))

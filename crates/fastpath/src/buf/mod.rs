@@ -311,7 +311,7 @@ impl PacketBuf {
 ///
 /// # Panics
 ///
-/// If the lengths differ.
+/// If `dst` is shorter than `src` (and, in debug builds, if it is longer).
 #[inline(always)]
 pub(crate) fn copy(dst: &mut [u8], src: &[u8]) {
     let n = src.len();

@@ -70,6 +70,13 @@ impl<A: IpAddress> Pcb<A> {
         !self.remote_addr.is_wildcard()
     }
 
+    /// The remote socket address of a connected PCB.
+    #[inline]
+    pub fn peer(&self) -> Option<A::Socket> {
+        self.is_connected()
+            .then(|| self.remote_addr.socket(self.remote_port))
+    }
+
     /// Wildcards among the local address and the remote address and port: 0 (fully specified) to 2.
     pub fn wildcards(&self) -> u8 {
         self.local_addr.is_wildcard() as u8 + !self.is_connected() as u8

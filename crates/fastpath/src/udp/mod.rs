@@ -583,11 +583,7 @@ impl<N: Network> Table<N> {
         if let Some(state) = self.sockets.get_mut(s.index(), s.generation()) {
             if let (None, Some(tx)) = (state.error, &state.tx_cache) {
                 let pcb = state.pcb;
-                let dst = match dst {
-                    Some(d) => Some(d),
-                    None if pcb.is_connected() => Some(pcb.remote_addr.socket(pcb.remote_port)),
-                    None => None,
-                };
+                let dst = dst.or_else(|| pcb.peer());
                 let len = payload.len();
                 if dst == Some(tx.dst) && tx.epoch == epoch && len <= N::MAX_PAYLOAD {
                     output(
@@ -629,15 +625,11 @@ impl<N: Network> Table<N> {
         }
         let pcb = state.pcb;
         let options = state.options;
-        let dst = match dst {
-            Some(d) => d,
-            None if pcb.is_connected() => pcb.remote_addr.socket(pcb.remote_port),
-            None => {
-                return Err(io::Error::new(
-                    io::ErrorKind::NotConnected,
-                    "socket is not connected",
-                ))
-            }
+        let Some(dst) = dst.or_else(|| pcb.peer()) else {
+            return Err(io::Error::new(
+                io::ErrorKind::NotConnected,
+                "socket is not connected",
+            ));
         };
         let len = payload.len();
         if len > N::MAX_PAYLOAD {
