@@ -1,7 +1,9 @@
 //! TCP request/response between two stacks over the in-memory pair, alone, for counting instructions
 //! per transaction: the client writes `size` bytes, both stacks poll (the client's first), the server
 //! reads them and writes them back, both poll (the server's first), the client reads the echo.
-//! Usage: `tcp_rr_profile [transactions] [size]` (defaults 100000, 64). With callgrind, run it twice with different counts and divide the
+//! Usage: `tcp_rr_profile [transactions] [size] [connections]` (defaults 100000, 64, 1); with
+//! several connections the transactions go to each in turn, one at a time, as `bench tcp`'s 100
+//! connections share one stack. With callgrind, run it twice with different counts and divide the
 //! difference of the totals by the difference of counts, as for `peers_profile`. The clock advances
 //! by a microsecond a step, so that no timer fires and the count is the same on every run.
 
@@ -17,6 +19,7 @@ fn main() {
         .map(|a| a.parse::<usize>().expect("a number"));
     let n = args.next().unwrap_or(100_000);
     let size = args.next().unwrap_or(64);
+    let connections = args.next().unwrap_or(1).max(1);
     let (ea, eb) = PairEnd::pair(
         LinkCapabilities::plain(1500),
         1 << 16,
@@ -35,16 +38,21 @@ fn main() {
         to.poll(now);
     };
     let listener = b.tcp_listen(SocketAddrV4::new(ib, 7), 4).expect("listen");
-    let client = a.tcp_connect(SocketAddrV4::new(ib, 7)).expect("connect");
-    let server = loop {
-        tick(&mut a, &mut b);
-        if let Ok((s, _)) = b.tcp_listener(listener).accept() {
-            break s;
-        }
-    };
+    let mut pairs = Vec::with_capacity(connections);
+    for _ in 0..connections {
+        let client = a.tcp_connect(SocketAddrV4::new(ib, 7)).expect("connect");
+        let server = loop {
+            tick(&mut a, &mut b);
+            if let Ok((s, _)) = b.tcp_listener(listener).accept() {
+                break s;
+            }
+        };
+        pairs.push((client, server));
+    }
     let request = vec![0x5au8; size];
     let mut buf = vec![0u8; size.max(1)];
-    for _ in 0..n {
+    for i in 0..n {
+        let (client, server) = pairs[i % connections];
         a.tcp(client).write(&request).expect("request written");
         tick(&mut a, &mut b);
         let got = b.tcp(server).read(&mut buf).expect("request read");

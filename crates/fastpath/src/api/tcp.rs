@@ -394,8 +394,7 @@ impl TcpStreamRef<'_> {
         };
         let n = tcb.rx.read(buf, pool);
         let result = read_result(tcb, n, buf.is_empty());
-        if n > 0 {
-            tcb.after_read();
+        if n > 0 && tcb.after_read() {
             self.stack.tcp_output::<N>(index);
         }
         result
@@ -426,8 +425,7 @@ impl TcpStreamRef<'_> {
         };
         let n = tcb.rx.read_with(f, pool);
         let result = read_result(tcb, n, false);
-        if n > 0 {
-            tcb.after_read();
+        if n > 0 && tcb.after_read() {
             self.stack.tcp_output::<N>(index);
         }
         result

@@ -475,7 +475,11 @@ impl Stack {
     }
 
     /// The earliest time a timer (TCP retransmission, delayed ACK, reassembly expiry, ...) wants
-    /// `poll` to run, if any: a caller may sleep until then when the links are quiet.
+    /// `poll` to run, if any: a caller may sleep until then when the links are quiet. It is never
+    /// later than a timer's deadline, and may be earlier: a TCP connection whose timer moved later
+    /// (as a segment's arrival or an ACK moves it) is looked at when its earlier deadline comes,
+    /// once, so that busy connections cost no timer work per segment. Such a `poll` does nothing
+    /// else, and the next deadline is then later.
     pub fn next_deadline(&self) -> Option<Instant> {
         [
             self.ip.next_deadline(),

@@ -26,7 +26,6 @@ pub(crate) use tcb::Tcb;
 pub use tcb::{ConnectionInfo, State};
 
 use std::cmp::Reverse;
-use std::collections::binary_heap::PeekMut;
 use std::collections::{BinaryHeap, VecDeque};
 use std::io::{self, IoSlice};
 use std::marker::PhantomData;
@@ -118,7 +117,7 @@ struct Slot<A: IpAddress> {
     /// The entry's PCB is in the demultiplexer.
     in_demux: bool,
     /// The deadline of this slot's live entry in the table's timer heap, if it has one: never later
-    /// than the connection's own deadline.
+    /// than the connection's own deadline (it is earlier when that deadline moved later).
     scheduled: Option<Instant>,
 }
 
@@ -137,10 +136,12 @@ pub(crate) struct Tcp<N: Network = Ipv4> {
     /// sent could still be valid, and is otherwise a stray (of a connection gone, say).
     last_cookie: Option<Instant>,
     /// The connections' deadlines, earliest first: (deadline, slot, generation). An entry is live
-    /// while its slot holds that generation and has it as `scheduled`; others are dropped when they
-    /// reach the top. A connection whose deadline moves later keeps its entry until it comes due
-    /// (then it is pushed again with the new deadline), so a busy connection costs no heap operation
-    /// per segment, and `settle` keeps the top exact.
+    /// while its slot holds that generation and has it as `scheduled`; dead ones are dropped when
+    /// they reach the top. A connection whose deadline moves later keeps its entry until it comes
+    /// due (then it is pushed again at its deadline), so a busy connection, whose retransmission and
+    /// delayed-ACK timers move later with nearly every segment, costs no heap operation per segment.
+    /// The top is therefore a lower bound of the earliest deadline, not always the deadline itself
+    /// (see [`Tcp::next_deadline`]).
     timers: BinaryHeap<Reverse<(Instant, u32, u32)>>,
     /// Slots whose entries came due in the current `tcp_timers` run (kept for its allocation).
     due: Vec<u32>,
@@ -213,7 +214,7 @@ impl<N: Network> Tcp<N> {
     }
 
     /// Frees a slot. Its heap entry, if any, is dead now (the slot's generation moves on): dropped
-    /// when it reaches the top.
+    /// now if it is on top, else when it gets there.
     pub(crate) fn remove(&mut self, index: u32) -> Option<Entry<N::Addr>> {
         self.unhook(index);
         if self.intercept == Some(index) {
@@ -224,7 +225,7 @@ impl<N: Network> Tcp<N> {
         if matches!(entry, Entry::Conn(_)) {
             self.connections -= 1;
         }
-        self.settle();
+        self.drop_dead_top();
         Some(entry)
     }
 
@@ -277,7 +278,9 @@ impl<N: Network> Tcp<N> {
 
     /// Learns connection `index`'s deadline, which may have changed: every path that runs the
     /// block (input, output, timers, the application's calls) ends here, through `tcp_output` or
-    /// `tcp_timers`. Pushes a heap entry only when the deadline moved earlier than the one scheduled.
+    /// `tcp_timers`. Pushes a heap entry only when the deadline moved earlier than the one
+    /// scheduled; a deadline that moved later (or went) leaves the entry as it is, to be looked at
+    /// when it comes due.
     fn schedule(&mut self, index: u32) {
         let generation = self.slots.generation(index);
         let Some(slot) = self.slots.at_mut(index) else {
@@ -287,10 +290,6 @@ impl<N: Network> Tcp<N> {
             Entry::Conn(tcb) => tcb.deadline(),
             Entry::Listener(_) => None,
         };
-        if deadline == slot.scheduled {
-            // Its entry is exact, and every other change settled the heap when it was made.
-            return;
-        }
         if let Some(at) = deadline.filter(|&at| slot.scheduled.is_none_or(|s| at < s)) {
             slot.scheduled = Some(at);
             self.timers.push(Reverse((at, index, generation)));
@@ -298,51 +297,21 @@ impl<N: Network> Tcp<N> {
                 self.compact_timers();
             }
         }
-        self.settle();
     }
 
-    /// The deadline of the heap entry `(at, index, generation)` if it is live, with the
-    /// connection's actual deadline.
-    fn live_entry(
-        slots: &Slots<Slot<N::Addr>>,
-        at: Instant,
-        index: u32,
-        generation: u32,
-    ) -> Option<Option<Instant>> {
-        let slot = slots.get(index, generation)?;
-        if slot.scheduled != Some(at) {
-            return None;
-        }
-        match &slot.entry {
-            Entry::Conn(tcb) => Some(tcb.deadline()),
-            Entry::Listener(_) => Some(None),
-        }
-    }
-
-    /// Makes the heap's top exact: drops dead entries, and moves a live one whose connection's
-    /// deadline went later (or away) to where it now belongs. The top is then the earliest deadline
-    /// of all connections: every connection with a deadline has a live entry no later than it. A
-    /// top that moves later is changed in place and sifted down once, not popped and pushed again.
-    fn settle(&mut self) {
-        let (timers, slots) = (&mut self.timers, &mut self.slots);
-        while let Some(mut top) = timers.peek_mut() {
-            let Reverse((at, index, generation)) = *top;
-            let Some(actual) = Self::live_entry(slots, at, index, generation) else {
-                PeekMut::pop(top);
-                continue;
-            };
-            if actual == Some(at) {
+    /// Drops dead entries (of connections gone, or left behind when a connection's deadline moved
+    /// earlier) from the top of the heap, so that they cost no wake-up. Live entries whose
+    /// connection's deadline moved later stay: they are looked at when they come due.
+    fn drop_dead_top(&mut self) {
+        while let Some(&Reverse((at, index, generation))) = self.timers.peek() {
+            let live = self
+                .slots
+                .get(index, generation)
+                .is_some_and(|slot| slot.scheduled == Some(at));
+            if live {
                 return;
             }
-            if let Some(slot) = slots.at_mut(index) {
-                slot.scheduled = actual;
-            }
-            match actual {
-                Some(d) => *top = Reverse((d, index, generation)),
-                None => {
-                    PeekMut::pop(top);
-                }
-            }
+            self.timers.pop();
         }
     }
 
@@ -357,16 +326,14 @@ impl<N: Network> Tcp<N> {
         });
     }
 
-    /// Takes the connections whose deadlines are due at `now` off the heap, into `self.due`. Returns
-    /// whether it took any entry off, live or dead.
-    fn take_due(&mut self, now: Instant) -> bool {
-        let mut popped = false;
+    /// Takes the connections whose entries are due at `now` off the heap, into `self.due` (a
+    /// connection whose deadline moved later since is among them: `timers` reschedules it).
+    fn take_due(&mut self, now: Instant) {
         while let Some(&Reverse((at, index, generation))) = self.timers.peek() {
             if at > now {
                 break;
             }
             self.timers.pop();
-            popped = true;
             if let Some(slot) = self.slots.get_mut(index, generation) {
                 if slot.scheduled == Some(at) {
                     slot.scheduled = None;
@@ -374,10 +341,12 @@ impl<N: Network> Tcp<N> {
                 }
             }
         }
-        popped
     }
 
-    /// The earliest deadline of any connection.
+    /// When the next timer run may have work: never later than the earliest deadline of any
+    /// connection, and earlier when the connection on top of the heap has moved its deadline later
+    /// since its entry was pushed. That costs one run that finds it not due and pushes it again at
+    /// its deadline; a connection gone leaves no entry on top.
     pub(crate) fn next_deadline(&self) -> Option<Instant> {
         self.timers.peek().map(|&Reverse((at, _, _))| at)
     }
@@ -1190,9 +1159,12 @@ impl<N: Network> Tcp<N> {
     pub(crate) fn output(&mut self, cx: &mut TcpCx<impl Transmit, N>, index: u32) {
         layer!(Send, Tcp);
         let use_offload = self.checksum.offload_allowed();
-        // A path MTU learned (by another connection), expired, or a route changed since this
-        // connection last looked: its MSS follows the path MTU now in use.
         if let Some(tcb) = self.tcb(index) {
+            if tcb.owes_nothing() {
+                return self.schedule(index);
+            }
+            // A path MTU learned (by another connection), expired, or a route changed since this
+            // connection last looked: its MSS follows the path MTU now in use.
             if tcb.route_epoch != cx.ip.route_epoch() {
                 let (mtu, epoch) = cx.path_mtu(N::Addr::ip(&tcb.remote), tcb.hop.caps.mtu);
                 tcb.sync_path_mtu(mtu, epoch);
@@ -1243,7 +1215,7 @@ impl<N: Network> Tcp<N> {
     /// visited, each once per run (a timer re-armed for `now` waits for the next run).
     pub(crate) fn timers(&mut self, cx: &mut TcpCx<impl Transmit, N>) {
         let now = cx.now;
-        let popped = self.take_due(now);
+        self.take_due(now);
         let mut due = std::mem::take(&mut self.due);
         for &index in &due {
             #[cfg(test)]
@@ -1262,11 +1234,8 @@ impl<N: Network> Tcp<N> {
         }
         due.clear();
         self.due = due;
-        if popped {
-            // The pops may have left a dead or stale entry on top, and a connection whose deadline
-            // did not move since (`schedule` returns early for it) does not settle it.
-            self.settle();
-        }
+        // The pops may have left a dead entry on top.
+        self.drop_dead_top();
         self.flush_dirty(cx);
     }
 

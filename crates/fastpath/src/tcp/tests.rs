@@ -1,5 +1,6 @@
 //! The table's deadline structure: a timer visits only the connections that are due, and
-//! `next_deadline` is the earliest deadline of all.
+//! `next_deadline` is never later than the earliest deadline of all, and earlier only by the entry of
+//! a connection whose deadline moved later, which costs one timer run.
 
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::time::Duration;
@@ -157,13 +158,14 @@ fn a_timer_visits_only_the_connection_that_is_due() {
 }
 
 #[test]
-fn a_deadline_that_moves_later_is_followed_lazily_and_exactly() {
+fn a_deadline_that_moves_later_costs_one_early_run_and_no_heap_work() {
     let (mut stack, slots) = stack_with(3, |i| Duration::from_secs(100 + i as u64));
     let t0 = stack.now;
-    assert_eq!(stack.next_deadline(), Some(t0 + Duration::from_secs(100)));
-    // Connection 0's keep-alive restarts later (as a segment's arrival would restart it): the top
-    // moves to connection 1 at once, and no entry is added for the later deadline until it is due.
-    let later = t0 + Duration::from_secs(500);
+    let at = |secs: u64| Some(t0 + Duration::from_secs(secs));
+    assert_eq!(stack.next_deadline(), at(100));
+    // Connection 0's keep-alive restarts later (as a segment's arrival would restart it): its entry
+    // stays where it is, so the next deadline is early (a lower bound), and nothing is pushed.
+    let entries = stack.tcp.timers.len();
     stack.now = t0 + Duration::from_secs(400);
     let idle = Duration::from_secs(100);
     stack
@@ -172,8 +174,9 @@ fn a_deadline_that_moves_later_is_followed_lazily_and_exactly() {
         .unwrap()
         .set_keepalive(true, stack.now, idle);
     stack.tcp.schedule(slots[0]);
-    assert_eq!(stack.next_deadline(), Some(t0 + Duration::from_secs(101)));
-    assert_eq!(stack.next_deadline(), scan(&mut stack));
+    assert_eq!(stack.tcp.timers.len(), entries);
+    assert_eq!(stack.next_deadline(), at(100));
+    assert_eq!(scan(&mut stack), at(101));
     // An earlier deadline is learned at once.
     stack
         .tcp
@@ -181,43 +184,66 @@ fn a_deadline_that_moves_later_is_followed_lazily_and_exactly() {
         .unwrap()
         .set_keepalive(true, t0, Duration::from_secs(1));
     stack.tcp.schedule(slots[2]);
-    assert_eq!(stack.next_deadline(), Some(t0 + Duration::from_secs(1)));
-    // Each connection is visited at its own deadline only (connection 2 again 75 s after its probe,
-    // 1 and 2 once more by 500 s).
-    for (at, visits) in [(1, 1), (76, 2), (101, 3), (500, 6)] {
-        stack.poll(t0 + Duration::from_secs(at));
-        assert_eq!(stack.tcp.timer_visits, visits, "at {at} s");
-        assert_eq!(stack.next_deadline(), scan(&mut stack));
+    assert_eq!(stack.next_deadline(), at(1));
+    assert_eq!(stack.next_deadline(), scan(&mut stack));
+    // Polled at each deadline the stack gives: connection 2 probes at 1 s and again 75 s later;
+    // at 100 s connection 0's old entry comes due, the run finds it not due and sends nothing,
+    // and from then on the next deadline is exact again; connection 1 probes at 101 s.
+    for (secs, visits, segments, next) in [
+        (1, 1, 1, 76),
+        (76, 2, 2, 100),
+        (100, 3, 2, 101),
+        (101, 4, 3, 151),
+    ] {
+        stack.poll(t0 + Duration::from_secs(secs));
+        assert_eq!(stack.tcp.timer_visits, visits, "at {secs} s");
+        assert_eq!(stack.counters.tcp.out_segs, segments, "at {secs} s");
+        assert_eq!(stack.next_deadline(), at(next), "at {secs} s");
+        assert!(stack.next_deadline() <= scan(&mut stack), "at {secs} s");
     }
-    assert!(stack.next_deadline() > Some(later));
+    assert_eq!(scan(&mut stack), at(151));
+    // By 500 s each of the three is due once (2 at 151 s, 1 at 176 s, 0 at 500 s) and probes.
+    stack.poll(t0 + Duration::from_secs(500));
+    assert_eq!(stack.tcp.timer_visits, 7);
     assert_eq!(stack.counters.tcp.out_segs, 6);
+    assert_eq!(stack.next_deadline(), scan(&mut stack));
+    assert!(stack.next_deadline() > at(500));
     // Heap entries stay bounded by the live connections.
     assert!(stack.tcp.timers.len() <= 2 * 3 + 64);
 }
 
 #[test]
-fn the_deadline_is_exact_after_a_due_connection_is_left_with_none() {
+fn a_stale_entry_left_on_top_costs_one_run_and_sends_nothing() {
     // A due at 10 s, B at 100 s, C at 200 s.
     let (mut stack, slots) = stack_with(3, |i| Duration::from_secs([10, 100, 200][i]));
     let t0 = stack.now;
-    // B's deadline moves to 300 s while A's entry is on top: B's entry (100 s) stays in the heap,
-    // stale, and is put right only when it reaches the top.
+    let at = |secs: u64| Some(t0 + Duration::from_secs(secs));
+    // B's deadline moves to 300 s while A's entry is on top: B's entry (100 s) stays in the heap.
     stack
         .tcp
         .tcb(slots[1])
         .unwrap()
         .set_keepalive(true, t0, Duration::from_secs(300));
     stack.tcp.schedule(slots[1]);
-    assert_eq!(stack.next_deadline(), Some(t0 + Duration::from_secs(10)));
+    assert_eq!(stack.next_deadline(), at(10));
     // A has no deadline left when its entry comes due (as after a last timer that fires and arms
-    // nothing): its `schedule` finds nothing moved. The stale entry is on top after the pop and
-    // must not be what the stack says is next.
+    // nothing): its run does nothing, and B's stale entry is on top after the pop.
     stack
         .tcp
         .tcb(slots[0])
         .unwrap()
         .set_keepalive(false, t0, Duration::ZERO);
     stack.poll(t0 + Duration::from_secs(10));
+    assert_eq!(stack.next_deadline(), at(100));
+    assert_eq!(scan(&mut stack), at(200));
+    // The run at 100 s finds B not due and pushes it at 300 s: the deadline is exact again.
+    stack.poll(t0 + Duration::from_secs(100));
+    assert_eq!(stack.tcp.timer_visits, 2);
+    assert_eq!(stack.counters.tcp.out_segs, 0);
+    assert_eq!(stack.next_deadline(), at(200));
     assert_eq!(stack.next_deadline(), scan(&mut stack));
-    assert_eq!(stack.next_deadline(), Some(t0 + Duration::from_secs(200)));
+    // A connection removed while its entry is on top leaves no wake-up behind.
+    stack.with(|tcp, cx| tcp.abort_with_reset(cx, slots[2]));
+    assert_eq!(stack.next_deadline(), at(300));
+    assert_eq!(stack.next_deadline(), scan(&mut stack));
 }

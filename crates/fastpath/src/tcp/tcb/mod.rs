@@ -499,8 +499,9 @@ impl<A: IpAddress> Tcb<A> {
     /// buffer and the update at least doubles what it may still send (Linux's rule too): while the
     /// window is wide open, the next ACK for data carries the new edge, and a bulk receiver sends no
     /// pure window updates at all. The edge itself moves as silly window avoidance allows
-    /// ([`Self::window_field`]).
-    pub(crate) fn after_read(&mut self) {
+    /// ([`Self::window_field`]). Returns whether an ACK is owed now: if not, the read changed
+    /// nothing output looks at, and the caller need not ask for output.
+    pub(crate) fn after_read(&mut self) -> bool {
         let current = if self.rcv_adv > self.rcv_nxt {
             self.rcv_adv - self.rcv_nxt
         } else {
@@ -515,6 +516,7 @@ impl<A: IpAddress> Tcb<A> {
         {
             self.ack_now = true;
         }
+        self.ack_now
     }
 
     /// Readable: data queued, or the peer finished, or an error.

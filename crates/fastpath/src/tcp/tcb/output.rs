@@ -48,6 +48,28 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
         }
     }
 
+    /// True when [`Tcb::next_segment`] would send nothing and change nothing: a synchronized
+    /// connection with no ACK or probe owed, not in loss recovery nor sending again after a
+    /// timeout, and with no data or FIN waiting. It is the common case after an input or a read (a
+    /// request/response exchange asks for output six times a transaction and sends twice), and
+    /// spares `Tcp::output` the general walk. Conservative: false means "look".
+    #[inline]
+    pub(crate) fn owes_nothing(&self) -> bool {
+        matches!(
+            self.state,
+            State::Established
+                | State::CloseWait
+                | State::FinWait1
+                | State::Closing
+                | State::LastAck
+        ) && !self.ack_now
+            && self.probe.is_none()
+            && self.recover.is_none()
+            && self.snd_nxt == self.snd_max
+            && !self.fin_queued
+            && self.tx.len() == (self.snd_nxt - self.tx_seq) as usize
+    }
+
     /// The next segment to send, if any, and the block's state updated as if it was sent. `tso_max`
     /// is the largest payload the link will cut into MSS-sized segments, when it can.
     pub(crate) fn next_segment(&mut self, cx: &mut Cx, tso_max: Option<usize>) -> Option<Outgoing> {

@@ -61,11 +61,11 @@ fn reading_reopens_the_window_with_an_update() {
     // Reading less than min(buffer/2, MSS) moves nothing (receiver silly window avoidance).
     let mut buf = [0u8; 1000];
     assert_eq!(h.tcb.rx.read(&mut buf, &mut h.pool), 1000);
-    h.tcb.after_read();
+    assert!(!h.tcb.after_read());
     send!(h, None);
     let mut buf = [0u8; 2000];
     assert_eq!(h.tcb.rx.read(&mut buf, &mut h.pool), 2000);
-    h.tcb.after_read();
+    assert!(h.tcb.after_read());
     send!(h, out(ACK, S, R + 4096, 3000));
 }
 
@@ -79,7 +79,7 @@ fn a_read_while_the_window_is_wide_open_sends_no_update() {
     // carries the new edge.
     let mut buf = [0u8; 2000];
     assert_eq!(h.tcb.rx.read(&mut buf, &mut h.pool), 1000);
-    h.tcb.after_read();
+    assert!(!h.tcb.after_read());
     send!(h, None);
     // 2000 more leave 1096 open (under half): the read that frees them doubles that, and is
     // answered at once.
@@ -87,7 +87,7 @@ fn a_read_while_the_window_is_wide_open_sends_no_update() {
     h.fire();
     send!(h, out(ACK, S, R + 3000, 1096));
     assert_eq!(h.tcb.rx.read(&mut buf, &mut h.pool), 2000);
-    h.tcb.after_read();
+    assert!(h.tcb.after_read());
     send!(h, out(ACK, S, R + 3000, 4096));
 }
 
@@ -217,7 +217,8 @@ fn a_closed_peer_window_is_probed_with_one_byte_with_backoff() {
 
 /// A request/response exchange: each segment carries data and the ACK of the last one the other way.
 /// Header prediction takes them (as data that acknowledges new data), and what goes out, and the
-/// connection's state after, are what the general path gives.
+/// connection's state after, are what the general path gives. After each segment in and out, the
+/// block says at once that it owes nothing (the output path's shortcut, checked by `send`).
 #[test]
 fn request_and_response_segments_take_the_short_path_with_the_general_paths_result() {
     let run = |prediction: bool| {
@@ -252,10 +253,13 @@ fn request_and_response_segments_take_the_short_path_with_the_general_paths_resu
             h.tcb.rx.bytes,
             h.tcb.deadline(),
         );
-        (out, state, h.counters.predicted_data)
+        (out, state, h.counters.predicted_data, h.owed_nothing)
     };
-    let (fast, fast_state, predicted) = run(true);
-    let (general, general_state, none) = run(false);
+    let (fast, fast_state, predicted, owed_nothing) = run(true);
+    let (general, general_state, none, _) = run(false);
+    // The last call of each `send_all`: after each request sent, each response taken in (its ACK
+    // delayed), and the delayed ACK.
+    assert_eq!(owed_nothing, 7);
     assert_eq!(predicted, 3, "every response took the short path");
     assert_eq!(none, 0);
     assert_eq!(fast, general);
