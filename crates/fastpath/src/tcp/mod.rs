@@ -1175,6 +1175,10 @@ impl<N: Network> Tcp<N> {
             let Some(tcb) = self.tcb(index) else {
                 return;
             };
+            // The usual answer after the last segment went.
+            if tcb.owes_nothing() {
+                break;
+            }
             // TSO (paper 002 §3.3): up to a 64 KiB packet when the link cuts segments and the checksum
             // is left to it as well.
             let caps = tcb.hop.caps;
