@@ -470,6 +470,9 @@ pub struct TcpCounters {
     /// Segments sent with their checksum in a pass of its own after the copy (`copy_checksum`
     /// separate).
     pub out_checksum_separate: u64,
+    /// Timer entries that came due before their connection's deadline, which had moved later since
+    /// (the price of not moving entries per segment): each cost a look and a reschedule.
+    pub timer_early: u64,
 }
 
 /// All of a stack's counters.
@@ -648,6 +651,10 @@ impl fmt::Display for Counters {
             (
                 tcp.out_checksum_separate,
                 "sent with a separate checksum pass",
+            ),
+            (
+                tcp.timer_early,
+                "timer entries due before their deadline (moved later)",
             ),
         ] {
             if n > 0 {

@@ -1233,6 +1233,8 @@ impl<N: Network> Tcp<N> {
             if tcb.deadline().is_some_and(|d| d <= now) {
                 let verdict = tcb.on_timer(&mut tcx);
                 self.verdict(cx, index, verdict);
+            } else {
+                cx.counters.tcp.timer_early += 1;
             }
             self.schedule(index);
         }

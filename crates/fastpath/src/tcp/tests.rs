@@ -189,14 +189,15 @@ fn a_deadline_that_moves_later_costs_one_early_run_and_no_heap_work() {
     // Polled at each deadline the stack gives: connection 2 probes at 1 s and again 75 s later;
     // at 100 s connection 0's old entry comes due, the run finds it not due and sends nothing,
     // and from then on the next deadline is exact again; connection 1 probes at 101 s.
-    for (secs, visits, segments, next) in [
-        (1, 1, 1, 76),
-        (76, 2, 2, 100),
-        (100, 3, 2, 101),
-        (101, 4, 3, 151),
+    for (secs, visits, early, segments, next) in [
+        (1, 1, 0, 1, 76),
+        (76, 2, 0, 2, 100),
+        (100, 3, 1, 2, 101),
+        (101, 4, 1, 3, 151),
     ] {
         stack.poll(t0 + Duration::from_secs(secs));
         assert_eq!(stack.tcp.timer_visits, visits, "at {secs} s");
+        assert_eq!(stack.counters.tcp.timer_early, early, "at {secs} s");
         assert_eq!(stack.counters.tcp.out_segs, segments, "at {secs} s");
         assert_eq!(stack.next_deadline(), at(next), "at {secs} s");
         assert!(stack.next_deadline() <= scan(&mut stack), "at {secs} s");
@@ -239,6 +240,7 @@ fn a_stale_entry_left_on_top_costs_one_run_and_sends_nothing() {
     // The run at 100 s finds B not due and pushes it at 300 s: the deadline is exact again.
     stack.poll(t0 + Duration::from_secs(100));
     assert_eq!(stack.tcp.timer_visits, 2);
+    assert_eq!(stack.counters.tcp.timer_early, 2);
     assert_eq!(stack.counters.tcp.out_segs, 0);
     assert_eq!(stack.next_deadline(), at(200));
     assert_eq!(stack.next_deadline(), scan(&mut stack));

@@ -50,9 +50,10 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
 
     /// True when [`Tcb::next_segment`] would send nothing and change nothing: a synchronized
     /// connection with no ACK or probe owed, not in loss recovery nor sending again after a
-    /// timeout, and with no data or FIN waiting. It is the common case after an input or a read (a
-    /// request/response exchange asks for output six times a transaction and sends twice), and
-    /// spares `Tcp::output` the general walk. Conservative: false means "look".
+    /// timeout, and with no data or FIN waiting. It is the common case after an input, a read or
+    /// the last segment sent (a request/response exchange asked for output six times a transaction
+    /// to send two segments), and spares `Tcp::output` the general walk. Conservative: false means
+    /// "look".
     #[inline]
     pub(crate) fn owes_nothing(&self) -> bool {
         matches!(
