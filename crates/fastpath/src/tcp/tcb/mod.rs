@@ -63,6 +63,18 @@ impl State {
     pub fn is_synchronized(self) -> bool {
         !matches!(self, State::SynSent | State::SynReceived | State::Closed)
     }
+
+    /// True in the states that send data and a FIN: synchronized, and our FIN not yet acknowledged.
+    pub(crate) fn sends_data(self) -> bool {
+        matches!(
+            self,
+            State::Established
+                | State::CloseWait
+                | State::FinWait1
+                | State::Closing
+                | State::LastAck
+        )
+    }
 }
 
 /// What the stack must do after a segment or a timer.

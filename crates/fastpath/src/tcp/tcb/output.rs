@@ -56,14 +56,8 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
     /// "look".
     #[inline]
     pub(crate) fn owes_nothing(&self) -> bool {
-        matches!(
-            self.state,
-            State::Established
-                | State::CloseWait
-                | State::FinWait1
-                | State::Closing
-                | State::LastAck
-        ) && !self.ack_now
+        self.state.sends_data()
+            && !self.ack_now
             && self.probe.is_none()
             && self.recover.is_none()
             && self.snd_nxt == self.snd_max
@@ -164,14 +158,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
     /// Data (and FIN) the windows allow, with Nagle and sender silly window avoidance; in recovery,
     /// a retransmission first.
     pub(super) fn data_segment(&mut self, cx: &mut Cx, tso_max: Option<usize>) -> Option<Outgoing> {
-        if !matches!(
-            self.state,
-            State::Established
-                | State::CloseWait
-                | State::FinWait1
-                | State::Closing
-                | State::LastAck
-        ) {
+        if !self.state.sends_data() {
             return None;
         }
         let now = cx.now;
