@@ -1,17 +1,17 @@
 //! TCP request/response between two stacks over the in-memory pair, alone, for counting instructions
 //! per transaction: the client writes `size` bytes, both stacks poll (the client's first), the server
 //! reads them and writes them back, both poll (the server's first), the client reads the echo.
-//! Usage: `tcp_rr_profile [transactions] [size] [connections]` (defaults 100000, 64, 1); with
-//! several connections the transactions go to each in turn, one at a time, as `bench tcp`'s 100
-//! connections share one stack. With callgrind, run it twice with different counts and divide the
+//! Usage: `tcp_rr_profile [transactions] [size] [connections] [4|6]` (defaults 100000, 64, 1, 4);
+//! with several connections the transactions go to each in turn, one at a time, as `bench tcp`'s
+//! 100 connections share one stack; 6 runs them over IPv6 (fd00::1 to fd00::2). With callgrind, run it twice with different counts and divide the
 //! difference of the totals by the difference of counts, as for `peers_profile`. The clock advances
 //! by a microsecond a step, so that no timer fires and the count is the same on every run.
 
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::Duration;
 
 use fastpath::link::{Impairments, LinkCapabilities, PairEnd};
-use fastpath::{Instant, Ipv4Cidr, Stack, StackConfig};
+use fastpath::{Instant, Ipv4Cidr, Ipv6Cidr, Stack, StackConfig};
 
 fn main() {
     let mut args = std::env::args()
@@ -20,6 +20,7 @@ fn main() {
     let n = args.next().unwrap_or(100_000);
     let size = args.next().unwrap_or(64);
     let connections = args.next().unwrap_or(1).max(1);
+    let v6 = args.next() == Some(6);
     let (ea, eb) = PairEnd::pair(
         LinkCapabilities::plain(1500),
         1 << 16,
@@ -27,9 +28,23 @@ fn main() {
     );
     let (ia, ib) = (Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2));
     let mut a = Stack::new(StackConfig::default());
-    a.add_interface("pair0", ea, Ipv4Cidr::new(ia, 24));
+    let link_a = a.add_interface("pair0", ea, Ipv4Cidr::new(ia, 24));
     let mut b = Stack::new(StackConfig::default());
-    b.add_interface("pair0", eb, Ipv4Cidr::new(ib, 24));
+    let link_b = b.add_interface("pair0", eb, Ipv4Cidr::new(ib, 24));
+    let server_addr: IpAddr = if v6 {
+        let (a6, b6) = (
+            Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 1),
+            Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 2),
+        );
+        a.add_ipv6_address(link_a, Ipv6Cidr::new(a6, 64))
+            .expect("an IPv6 address");
+        b.add_ipv6_address(link_b, Ipv6Cidr::new(b6, 64))
+            .expect("an IPv6 address");
+        b6.into()
+    } else {
+        ib.into()
+    };
+    let server_addr = SocketAddr::new(server_addr, 7);
     // The sender's poll hands what it wrote to the link, then the receiver's takes it in.
     let mut now = Instant::ZERO;
     let mut tick = |from: &mut Stack, to: &mut Stack| {
@@ -37,10 +52,10 @@ fn main() {
         from.poll(now);
         to.poll(now);
     };
-    let listener = b.tcp_listen(SocketAddrV4::new(ib, 7), 4).expect("listen");
+    let listener = b.tcp_listen(server_addr, 4).expect("listen");
     let mut pairs = Vec::with_capacity(connections);
     for _ in 0..connections {
-        let client = a.tcp_connect(SocketAddrV4::new(ib, 7)).expect("connect");
+        let client = a.tcp_connect(server_addr).expect("connect");
         let server = loop {
             tick(&mut a, &mut b);
             if let Ok((s, _)) = b.tcp_listener(listener).accept() {
