@@ -248,9 +248,10 @@ pub struct StackConfig {
     /// a call to the general routine.
     pub inline_header_checksum: bool,
     /// Header prediction on input (after Van Jacobson's TCP header prediction, applied to UDP): a
-    /// packet of the common shape (20-byte header, not a fragment, UDP or TCP, unicast to this host)
-    /// is checked with a few compares on its header read once as an array and handed straight to its
-    /// transport (UDP's prediction first, inlined; TCP's out of line, after it); any other packet,
+    /// packet of the common shape (20-byte header, not a fragment, UDP or TCP, unicast to this host;
+    /// over IPv6, UDP or TCP right after the fixed header) is checked with a few compares on its
+    /// header read once as an array and handed straight to its transport (UDP's prediction first,
+    /// inlined; TCP's out of line, after it); any other packet,
     /// and any packet that fails a check, takes the general path, which counts its drop. (TCP's own
     /// header prediction, of the segment, is [`TcpConfig::header_prediction`]'s.)
     pub input_header_prediction: bool,

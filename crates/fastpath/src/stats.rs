@@ -317,6 +317,10 @@ pub struct Ip6Counters {
     pub in_ext_headers: u64,
     /// Atomic fragments processed at once (RFC 6946).
     pub in_atomic_fragments: u64,
+    /// Packets that took the general input path: header prediction off, or not the common shape
+    /// (a UDP datagram or TCP segment right after the fixed header, to one of this host's unicast
+    /// addresses).
+    pub in_unpredicted: u64,
     /// Packets handed down by ICMPv6, UDP and TCP.
     pub out_requests: u64,
     /// Packets handed to links (fragments count one each).
@@ -579,6 +583,10 @@ impl fmt::Display for Counters {
             (ip6.in_mcast_pkts, "multicast packets received"),
             (ip6.in_ext_headers, "extension headers walked"),
             (ip6.in_atomic_fragments, "atomic fragments"),
+            (
+                ip6.in_unpredicted,
+                "packets checked on the general input path",
+            ),
             (ip6.out_requests, "packets sent"),
             (ip6.out_packets, "packets handed to links"),
             (ip6.reasm_reqds, "fragments received"),

@@ -1245,3 +1245,75 @@ fn a_dual_stack_tcp_listener_accepts_ipv4_with_mapped_peers() {
     );
     b.tcp_listen_with("[::]:82", 1, only).unwrap();
 }
+
+/// A TCP exchange between two stacks over IPv6 (handshake, requests and echoes, a bulk write, the
+/// close), with header prediction on and off: the same bytes arrive, every counter but the one that
+/// names the general path agrees, and with prediction on no segment took the general path.
+#[test]
+fn tcp_over_ipv6_takes_the_predicted_path_with_the_general_paths_result() {
+    let run = |prediction: bool| {
+        let config = StackConfig {
+            input_header_prediction: prediction,
+            ..StackConfig::default()
+        };
+        let (mut a, mut b) = two_stacks(
+            config,
+            LinkCapabilities::plain(1500),
+            fastpath::link::Impairments::default(),
+        );
+        let link = fastpath::InterfaceId(1);
+        a.add_ipv6_address(link, "fd00::1/64".parse().unwrap())
+            .unwrap();
+        b.add_ipv6_address(link, "fd00::2/64".parse().unwrap())
+            .unwrap();
+        let listener = b.tcp_listen("[fd00::2]:7", 4).unwrap();
+        let client = a.tcp_connect("[fd00::2]:7").unwrap();
+        let mut now = T0;
+        settle(&mut a, &mut b, now);
+        let (server, from) = b.tcp_listener(listener).accept().expect("accepted");
+        assert_eq!(from.ip(), a6("fd00::1"));
+        let mut got = Vec::new();
+        let mut buf = vec![0u8; 4096];
+        for i in 0..20u8 {
+            a.tcp(client).write(&[i; 100]).unwrap();
+            settle(&mut a, &mut b, now);
+            let n = b.tcp(server).read(&mut buf).unwrap();
+            b.tcp(server).write(&buf[..n]).unwrap();
+            settle(&mut a, &mut b, now);
+            let n = a.tcp(client).read(&mut buf).unwrap();
+            got.extend_from_slice(&buf[..n]);
+            now = now + std::time::Duration::from_millis(1);
+        }
+        let bulk = payload(20_000, 7);
+        let mut sent = 0;
+        let mut received = 0;
+        while received < bulk.len() {
+            sent += a.tcp(client).write(&bulk[sent..]).unwrap_or(0);
+            settle(&mut a, &mut b, now);
+            while let Ok(n) = b.tcp(server).read(&mut buf) {
+                assert_eq!(&buf[..n], &bulk[received..received + n]);
+                received += n;
+            }
+            now = now + std::time::Duration::from_millis(1);
+        }
+        a.tcp(client).close();
+        b.tcp(server).close();
+        settle(&mut a, &mut b, now);
+        (got, *a.counters(), *b.counters())
+    };
+    let (fast, fa, fb) = run(true);
+    let (general, mut ga, mut gb) = run(false);
+    let expected: Vec<u8> = (0..20u8).flat_map(|i| [i; 100]).collect();
+    assert_eq!(fast, expected);
+    assert_eq!(general, expected);
+    // Every segment in took the general path with prediction off, none with it on.
+    assert_eq!(fa.ip6.in_unpredicted, 0);
+    assert_eq!(fb.ip6.in_unpredicted, 0);
+    assert_eq!(ga.ip6.in_unpredicted, ga.ip6.in_receives);
+    assert_eq!(gb.ip6.in_unpredicted, gb.ip6.in_receives);
+    assert!(gb.tcp.in_segs > 30, "{:?}", gb.tcp);
+    ga.ip6.in_unpredicted = 0;
+    gb.ip6.in_unpredicted = 0;
+    assert_eq!(fa, ga);
+    assert_eq!(fb, gb);
+}

@@ -50,12 +50,13 @@ pub(crate) enum Input6 {
 
 impl Ipv6 {
     /// Header prediction (`input_header_prediction`, as IPv4 has it): when `buf` (from `iface`) is a
-    /// packet of the common shape, a UDP datagram right after the fixed header (no extension
-    /// headers) to one of this host's unicast addresses, from a plausible source, counts it received
-    /// and delivered, leaves the UDP datagram in `buf`'s window and returns its header. `None` leaves
-    /// `buf` as it was, for [`Self::input`], which checks everything (and drops what is bad).
+    /// packet of the common shape, a UDP datagram or TCP segment right after the fixed header (no
+    /// extension headers) to one of this host's unicast addresses, from a plausible source, counts
+    /// it received and delivered, leaves the datagram or segment in `buf`'s window and returns its
+    /// header. `None` leaves `buf` as it was, for [`Self::input`], which checks everything (and drops
+    /// what is bad). `PROTOCOL` is UDP's 17 or TCP's 6, one prediction each, as for IPv4.
     #[inline(always)]
-    pub(crate) fn input_predicted(
+    pub(crate) fn input_predicted<const PROTOCOL: u8>(
         &self,
         counters: &mut crate::stats::Ip6Counters,
         iface: InterfaceId,
@@ -67,8 +68,12 @@ impl Ipv6 {
         let data = buf.data();
         let h: &[u8; HEADER_LEN] = data.get(..HEADER_LEN)?.try_into().ok()?;
         let payload_len = usize::from(u16::from_be_bytes([h[4], h[5]]));
-        // Version 6, UDP next, room for a UDP header, a payload length within the packet.
-        if h[0] >> 4 != 6 || h[6] != 17 || payload_len < 8 || HEADER_LEN + payload_len > data.len()
+        // Version 6, the protocol next, room for a UDP header (a shorter TCP header is TCP's to find
+        // and count, as on the general path), a payload length within the packet.
+        if h[0] >> 4 != 6
+            || h[6] != PROTOCOL
+            || payload_len < 8
+            || HEADER_LEN + payload_len > data.len()
         {
             return None;
         }
@@ -94,7 +99,7 @@ impl Ipv6 {
         let repr = Ipv6Repr {
             src_addr: src,
             dst_addr: dst,
-            next_header: IpProtocol::Udp,
+            next_header: IpProtocol::from(PROTOCOL),
             payload_len,
             hop_limit: h[7],
             traffic_class: (w0 >> 20) as u8,
@@ -112,6 +117,7 @@ impl Ipv6 {
     pub(crate) fn input(&mut self, cx: &mut Ip6Cx, iface: InterfaceId, buf: PacketBuf) -> Input6 {
         layer!(Receive, Ip);
         cx.counters.in_receives += 1;
+        cx.counters.in_unpredicted += 1;
         let (ip, delivery) = match self.check(iface, buf.data()) {
             Ok(checked) => checked,
             Err(reason) => return drop(cx, buf, reason),

@@ -48,8 +48,8 @@ pub(crate) struct Iface6 {
 pub(crate) struct Ipv6Config {
     /// The hop limit of packets this host sends (the IPv4 TTL's setting: Linux uses 64 for both).
     pub(crate) hop_limit: u8,
-    /// `input_header_prediction`: the common shape of packet (UDP right after the fixed header, to
-    /// one of our addresses) takes a short path.
+    /// `input_header_prediction`: the common shape of packet (UDP or TCP right after the fixed
+    /// header, to one of our addresses) takes a short path.
     pub(crate) input_header_prediction: bool,
 }
 

@@ -102,7 +102,7 @@ impl Stack {
     pub(crate) fn ipv6_input(&mut self, iface: InterfaceId, mut packet: PacketBuf) {
         if let Some(ip) = self
             .ip6
-            .input_predicted(&mut self.counters.ip6, iface, &mut packet)
+            .input_predicted::<17>(&mut self.counters.ip6, iface, &mut packet)
         {
             let (udp, mut cx) = <Ipv6 as Family>::udp(self);
             let addresses = (ip.src_addr, ip.dst_addr);
@@ -120,6 +120,25 @@ impl Stack {
                 self.refuse6(a, Icmp6Error::Unreachable(unreachable::PORT));
             }
             return;
+        }
+        self.ipv6_input_general(iface, packet);
+    }
+
+    /// [`Self::ipv6_input`] for a packet UDP's header prediction did not take: TCP's (out of line,
+    /// so that UDP's path stays as short as it was), then the general path.
+    #[inline(never)]
+    fn ipv6_input_general(&mut self, iface: InterfaceId, mut packet: PacketBuf) {
+        if let Some(ip) = self
+            .ip6
+            .input_predicted::<6>(&mut self.counters.ip6, iface, &mut packet)
+        {
+            let (tcp, mut cx) = <Ipv6 as TcpFamily>::tcp(self);
+            return tcp.input(
+                &mut cx,
+                packet,
+                (ip.src_addr, ip.dst_addr),
+                Delivery::Unicast,
+            );
         }
         let (ip6, mut cx, _) = ip6_cx!(self);
         match ip6.input(&mut cx, iface, packet) {
