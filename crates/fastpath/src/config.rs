@@ -251,9 +251,9 @@ pub struct StackConfig {
     /// packet of the common shape (20-byte header, not a fragment, UDP or TCP, unicast to this host;
     /// over IPv6, UDP or TCP right after the fixed header) is checked with a few compares on its
     /// header read once as an array and handed straight to its transport (UDP's prediction first,
-    /// inlined; TCP's out of line, after it); any other packet,
-    /// and any packet that fails a check, takes the general path, which counts its drop. (TCP's own
-    /// header prediction, of the segment, is [`TcpConfig::header_prediction`]'s.)
+    /// inlined; TCP's out of line, after it); any other packet, and any packet that fails a check,
+    /// takes the general path, which counts its drop (`in_unpredicted` of either family). (TCP's
+    /// own header prediction, of the segment, is [`TcpConfig::header_prediction`]'s.)
     pub input_header_prediction: bool,
     /// Header templates on output: an unfragmented datagram's 20-byte IPv4 header is written in one
     /// store from its constant parts and the few fields that change (length, ident, addresses),
