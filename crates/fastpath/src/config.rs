@@ -10,6 +10,7 @@ use std::time::Duration;
 use crate::buf::BufferMode;
 use crate::checksum::Algorithm;
 use crate::demux::DemuxStrategy;
+use crate::secret::SecretKey;
 
 /// How data is copied between the application and packet buffers, and when it is checksummed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -306,6 +307,10 @@ pub struct StackConfig {
     pub tcp: TcpConfig,
     /// Every bound.
     pub limits: Limits,
+    /// The key of every secret-derived value (initial sequence numbers, SYN cookies, IP
+    /// identification; see [`crate::secret`]). `None`, the default, draws a fresh random key for each
+    /// stack; a fixed key is for reproducible runs only.
+    pub secret: Option<SecretKey>,
 }
 
 impl Default for StackConfig {
@@ -329,6 +334,7 @@ impl Default for StackConfig {
             ephemeral_ports: 49152..=65535,
             tcp: TcpConfig::default(),
             limits: Limits::default(),
+            secret: None,
         }
     }
 }

@@ -92,6 +92,7 @@ pub mod pmtu;
 pub mod reassembly;
 pub mod rng;
 pub mod route;
+pub mod secret;
 pub mod stack;
 pub mod stats;
 pub mod tcp;

@@ -7,7 +7,7 @@ use std::path::Path;
 
 /// The layers, bottom up. A module may use modules of lower layers only (and itself).
 const LAYERS: &[&[&str]] = &[
-    &["time", "rng", "stats", "addr", "instrument"],
+    &["time", "rng", "secret", "stats", "addr", "instrument"],
     &["checksum", "buf", "demux", "route", "pmtu"],
     &["wire", "config"],
     &["link", "reassembly"],

@@ -12,6 +12,7 @@
 use std::net::Ipv4Addr;
 
 use crate::rng::Rng;
+use crate::secret::SecretKey;
 
 /// Buckets: a power of two, so that picking one is a shift.
 const BUCKETS: usize = 2048;
@@ -19,7 +20,7 @@ const BUCKETS: usize = 2048;
 /// Counters for the IPv4 identification field.
 #[derive(Clone, Debug)]
 pub struct IdentTable {
-    key: [u64; 2],
+    key: SecretKey,
     counters: Box<[u16; BUCKETS]>,
 }
 
@@ -30,26 +31,26 @@ pub struct IdentBucket(u16);
 
 impl IdentTable {
     /// A table keyed by `secret`; the counters start at values drawn from it.
-    pub fn new(secret: [u64; 2]) -> IdentTable {
-        let mut rng = Rng::new(secret[0] ^ secret[1].rotate_left(17));
+    pub fn new(secret: SecretKey) -> IdentTable {
+        let mut rng = Rng::new(secret.prf(b"counters"));
         let mut counters = Box::new([0u16; BUCKETS]);
         for c in counters.iter_mut() {
             *c = rng.next_u64() as u16;
         }
         IdentTable {
-            key: [rng.next_u64(), rng.next_u64() | 1],
+            key: secret.derive("buckets"),
             counters,
         }
     }
 
-    /// The bucket of datagrams from `src` to `dst` of `protocol`: a folded 128-bit multiply of the
-    /// keyed addresses (a few instructions; the key is secret, so the bucket is unknown outside).
-    #[inline]
+    /// The bucket of datagrams from `src` to `dst` of `protocol`: SipHash-2-4 of the source, the
+    /// destination and the protocol (9 bytes) under the table's key, so the bucket is unknown outside.
+    /// Senders keep the bucket in their header template ([`IdentBucket`]), so this runs once per
+    /// destination, not per datagram.
     pub fn bucket(&self, src: Ipv4Addr, dst: Ipv4Addr, protocol: u8) -> IdentBucket {
-        let x = ((u64::from(u32::from(src)) << 32) | u64::from(u32::from(dst))) ^ self.key[0];
-        let y = (u64::from(protocol) << 56) ^ self.key[1];
-        let m = u128::from(x) * u128::from(y);
-        let h = (m as u64) ^ ((m >> 64) as u64);
+        let [s0, s1, s2, s3] = src.octets();
+        let [d0, d1, d2, d3] = dst.octets();
+        let h = self.key.prf(&[s0, s1, s2, s3, d0, d1, d2, d3, protocol]);
         IdentBucket((h >> (64 - BUCKETS.trailing_zeros())) as u16)
     }
 
@@ -78,7 +79,7 @@ mod tests {
 
     #[test]
     fn one_flow_counts_up_by_one() {
-        let mut t = IdentTable::new([1, 2]);
+        let mut t = IdentTable::new(SecretKey::from_bytes([1; 16]));
         let dst = Ipv4Addr::new(10, 0, 0, 2);
         let first = t.next_for(A, dst, 17);
         for i in 1..100u16 {
@@ -88,7 +89,7 @@ mod tests {
 
     #[test]
     fn destinations_spread_over_buckets() {
-        let t = IdentTable::new([3, 4]);
+        let t = IdentTable::new(SecretKey::from_bytes([3; 16]));
         let mut seen = std::collections::HashSet::new();
         for i in 0..256u32 {
             seen.insert(t.bucket(A, Ipv4Addr::from(0x0a00_0100 + i), 6));
@@ -99,7 +100,10 @@ mod tests {
 
     #[test]
     fn the_key_changes_buckets_and_starting_values() {
-        let (t1, t2) = (IdentTable::new([5, 6]), IdentTable::new([7, 8]));
+        let (t1, t2) = (
+            IdentTable::new(SecretKey::from_bytes([5; 16])),
+            IdentTable::new(SecretKey::from_bytes([7; 16])),
+        );
         let dst = Ipv4Addr::new(192, 0, 2, 1);
         let differ = (0..64u8)
             .filter(|&p| t1.bucket(A, dst, p) != t2.bucket(A, dst, p))

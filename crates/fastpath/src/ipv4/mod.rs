@@ -19,6 +19,7 @@ use crate::link::LinkCapabilities;
 use crate::pmtu::{PathMtuCache, PathMtuLimits, Refused};
 use crate::reassembly::Ipv4Reassembly;
 use crate::route::{InterfaceId, Ipv4Cidr, Route, RoutingTable};
+use crate::secret::SecretKey;
 use crate::stats::{Drops, IpCounters, PathMtuCounters};
 use crate::time::Instant;
 use ident::IdentTable;
@@ -108,7 +109,7 @@ pub(crate) struct Ipv4 {
 }
 
 impl Ipv4 {
-    pub(crate) fn new(config: &StackConfig, secret: [u64; 2]) -> Ipv4 {
+    pub(crate) fn new(config: &StackConfig, secret: SecretKey) -> Ipv4 {
         Ipv4 {
             cfg: Ipv4Config::of(config),
             ifaces: Vec::new(),

@@ -26,6 +26,7 @@ use crate::link::LinkCapabilities;
 use crate::pmtu::{PathMtuCache, PathMtuLimits, Refused};
 use crate::reassembly::{Ipv6Expired, Ipv6Reassembly};
 use crate::route::{InterfaceId, Ipv6Cidr, Route, RoutingTable};
+use crate::secret::SecretKey;
 use crate::stats::{DropReason, Drops, Ip6Counters};
 use crate::time::Instant;
 use crate::wire::ipv6::MIN_MTU;
@@ -79,7 +80,7 @@ pub(crate) struct Ipv6 {
 }
 
 impl Ipv6 {
-    pub(crate) fn new(config: &StackConfig, secret: [u64; 2]) -> Ipv6 {
+    pub(crate) fn new(config: &StackConfig, secret: SecretKey) -> Ipv6 {
         Ipv6 {
             cfg: Ipv6Config {
                 hop_limit: config.default_ttl,
@@ -98,7 +99,7 @@ impl Ipv6 {
                 expires: config.limits.path_mtu_expires,
                 floor: MIN_MTU,
             }),
-            next_ident: (secret[0] ^ secret[1].rotate_left(17)) as u32,
+            next_ident: secret.prf(b"ident") as u32,
         }
     }
 
@@ -291,7 +292,10 @@ mod tests {
     }
 
     fn layer() -> Ipv6 {
-        let mut ip = Ipv6::new(&StackConfig::default(), [1, 2]);
+        let mut ip = Ipv6::new(
+            &StackConfig::default(),
+            crate::secret::SecretKey::from_bytes([1; 16]),
+        );
         ip.add_interface(LinkCapabilities::plain(65535));
         let tun = ip.add_interface(LinkCapabilities::plain(1500));
         ip.add_address(tun, "2001:db8::1/64".parse().unwrap());

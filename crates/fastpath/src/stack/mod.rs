@@ -19,6 +19,7 @@ use crate::ipv6::Ipv6;
 use crate::link::{Link, LinkCapabilities, Loopback, StackLink};
 use crate::reassembly::Ipv4Expired;
 use crate::route::{InterfaceId, Ipv4Cidr, Route, RoutingTable};
+use crate::secret::SecretKey;
 use crate::stats::{Counters, DropReason};
 use crate::tcp::{Tcp, TcpCx};
 use crate::time::Instant;
@@ -238,8 +239,9 @@ impl Stack {
         let mut pool = BufferPool::new(config.buffers, config.limits.pool_free_buffers);
         pool.limit_free_bytes(config.limits.pool_free_bytes);
         let udp = Udp::new(&config);
-        let tcp = Tcp::new(&config, random_secret());
-        let tcp6 = Tcp::new(&config, random_secret());
+        let secret = config.secret.unwrap_or_else(SecretKey::random);
+        let tcp = Tcp::new(&config, secret.derive("tcp4"));
+        let tcp6 = Tcp::new(&config, secret.derive("tcp6"));
         let icmp = Icmp::new(&config.limits);
         let lo = Loopback::new(65535, config.limits.loopback_queue);
         let lo_caps = lo.capabilities();
@@ -250,13 +252,13 @@ impl Stack {
                 tx_batch: config.tx_batch,
                 queued: false,
             },
-            ip: Ipv4::new(&config, random_secret()),
+            ip: Ipv4::new(&config, secret.derive("ipv4")),
             pool,
             udp,
             tcp,
             tcp6,
             icmp,
-            ip6: Ipv6::new(&config, random_secret()),
+            ip6: Ipv6::new(&config, secret.derive("ipv6")),
             icmp6: Icmpv6::new(&config.limits),
             counters: Counters::default(),
             now: Instant::ZERO,
@@ -868,17 +870,4 @@ impl Stack {
         self.counters.drops.add(reason);
         self.pool.free(buf);
     }
-}
-
-/// A fresh random key for TCP's initial sequence numbers and SYN cookies (RFC 6528 §3), from the
-/// randomly keyed hasher std seeds from the operating system.
-fn random_secret() -> [u64; 2] {
-    use std::hash::{BuildHasher, Hasher};
-    let mut key = [0u64; 2];
-    for (i, k) in key.iter_mut().enumerate() {
-        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-        h.write_usize(i);
-        *k = h.finish();
-    }
-    key
 }

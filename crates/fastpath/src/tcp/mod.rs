@@ -38,6 +38,7 @@ use crate::config::{StackConfig, TcpConfig};
 use crate::demux::{Demux, Demuxer, Pcb, SocketId};
 use crate::ip::{Delivery, NextHop, Transmit};
 use crate::ipv4::Ipv4;
+use crate::secret::SecretKey;
 use crate::stats::Counters;
 use crate::stats::DropReason;
 use crate::time::Instant;
@@ -162,7 +163,7 @@ pub(crate) struct Tcp<N: Network = Ipv4> {
 }
 
 impl<N: Network> Tcp<N> {
-    pub(crate) fn new(config: &StackConfig, secret: [u64; 2]) -> Tcp<N> {
+    pub(crate) fn new(config: &StackConfig, secret: SecretKey) -> Tcp<N> {
         Tcp {
             slots: Slots::default(),
             demux: config.demux.demuxer(),

@@ -68,7 +68,7 @@ impl Layer {
 /// armed `idle(i)` from now. Returns the layer and the slots.
 fn stack_with(n: usize, idle: impl Fn(usize) -> Duration) -> (Layer, Vec<u32>) {
     let config = StackConfig::default();
-    let mut ip = Ipv4::new(&config, [1, 2]);
+    let mut ip = Ipv4::new(&config, crate::secret::SecretKey::from_bytes([1; 16]));
     ip.add_interface(
         Ipv4Cidr::new(Ipv4Addr::LOCALHOST, 8),
         LinkCapabilities::plain(65535),
@@ -79,7 +79,7 @@ fn stack_with(n: usize, idle: impl Fn(usize) -> Duration) -> (Layer, Vec<u32>) {
     );
     let hop = ip.route(Ipv4Addr::new(10, 0, 0, 2)).unwrap();
     let mut stack = Layer {
-        tcp: Tcp::new(&config, [3, 4]),
+        tcp: Tcp::new(&config, crate::secret::SecretKey::from_bytes([3; 16])),
         ip,
         pool: BufferPool::new(BufferMode::Pool, 64),
         counters: Counters::default(),
