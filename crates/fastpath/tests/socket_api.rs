@@ -362,8 +362,13 @@ fn errors_for_bad_sends() {
             .kind(),
         ErrorKind::InvalidInput
     );
+    // Port 0: EINVAL on Linux.
     assert_eq!(
         a.udp(s).send_to(b"x", sa(B, 0)).unwrap_err().kind(),
+        ErrorKind::InvalidInput
+    );
+    assert_eq!(
+        a.udp(s).send_to(b"x", sa(ANY, 7)).unwrap_err().kind(),
         ErrorKind::AddrNotAvailable
     );
     assert_eq!(

@@ -418,7 +418,32 @@ fn abort_sends_rst_and_the_peer_sees_a_reset() {
         b.tcp(s).read(&mut [0u8; 4]).unwrap_err().kind(),
         ErrorKind::ConnectionReset
     );
+    // Reported once, as Linux's SO_ERROR: then the end of the stream, and writes fail as on a
+    // closed connection.
+    assert!(b.tcp(s).take_error().unwrap().is_none());
+    assert_eq!(b.tcp(s).read(&mut [0u8; 4]).unwrap(), 0);
+    assert_eq!(
+        b.tcp(s).write(b"x").unwrap_err().kind(),
+        ErrorKind::BrokenPipe
+    );
     assert_eq!(a.tcp_connections(), 0);
+}
+
+#[test]
+fn take_error_reports_a_reset_once_and_read_then_sees_the_end() {
+    let (mut a, mut b) = two_stacks(StackConfig::default(), plain(1500), Impairments::default());
+    let mut now = Instant::from_secs(1);
+    let (c, s) = connect(&mut a, &mut b, &mut now, 80);
+    a.tcp(c).abort();
+    run_until(&mut a, &mut b, &mut now, Duration::from_secs(5), |_, b| {
+        b.tcp(s).readable()
+    });
+    assert_eq!(
+        b.tcp(s).take_error().unwrap().map(|e| e.kind()),
+        Some(ErrorKind::ConnectionReset)
+    );
+    assert!(b.tcp(s).take_error().unwrap().is_none());
+    assert_eq!(b.tcp(s).read(&mut [0u8; 4]).unwrap(), 0);
 }
 
 /// `n` connections from A to B:80 at once, all accepted: the clients and the servers.

@@ -562,9 +562,11 @@ impl TcpStreamRef<'_> {
         Ok(with_tcb!(self, t => t.state))
     }
 
-    /// The error that ended the connection, if one did (reset, refused, timed out).
+    /// Takes the error that ended the connection, if one did (reset, refused, timed out) and no
+    /// `read`, `write` or earlier `take_error` has reported it yet: as Linux's `SO_ERROR`, an error
+    /// is reported once.
     pub fn take_error(&mut self) -> io::Result<Option<io::Error>> {
-        Ok(with_tcb!(self, t => t.error.map(io::Error::from)))
+        Ok(with_tcb!(self, t => t.take_error().map(io::Error::from)))
     }
 
     /// True when `read` will not return `WouldBlock`.
@@ -618,11 +620,11 @@ impl TcpStreamRef<'_> {
     }
 }
 
-fn read_result<A: IpAddress>(tcb: &Tcb<A>, n: usize, empty_buf: bool) -> io::Result<usize> {
+fn read_result<A: IpAddress>(tcb: &mut Tcb<A>, n: usize, empty_buf: bool) -> io::Result<usize> {
     if n > 0 || empty_buf {
         return Ok(n);
     }
-    if let Some(e) = tcb.error {
+    if let Some(e) = tcb.take_error() {
         return Err(e.into());
     }
     if tcb.fin_received || tcb.state == State::Closed {

@@ -412,6 +412,19 @@ impl<N: Network> Table<N> {
     }
 }
 
+/// A datagram to port 0: `InvalidInput`, as Linux's `EINVAL`.
+fn port_zero() -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidInput, "cannot send to port 0")
+}
+
+/// A datagram to the wildcard address.
+fn wildcard_destination() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::AddrNotAvailable,
+        "cannot send to a wildcard address",
+    )
+}
+
 pub(crate) fn closed() -> io::Error {
     io::Error::new(io::ErrorKind::InvalidInput, "no such UDP socket (closed)")
 }
@@ -638,11 +651,11 @@ impl<N: Network> Table<N> {
                 format!("datagram of {len} bytes exceeds {}", N::MAX_PAYLOAD),
             ));
         }
-        if N::Addr::ip(&dst).is_wildcard() || N::Addr::port(&dst) == 0 {
-            return Err(io::Error::new(
-                io::ErrorKind::AddrNotAvailable,
-                "cannot send to a wildcard address or port 0",
-            ));
+        if N::Addr::port(&dst) == 0 {
+            return Err(port_zero());
+        }
+        if N::Addr::ip(&dst).is_wildcard() {
+            return Err(wildcard_destination());
         }
         if cx.ip.is_broadcast(N::Addr::ip(&dst)) && !options.broadcast {
             return Err(broadcast_denied());
@@ -885,7 +898,13 @@ impl<N: Network> Table<N> {
             ));
         }
         for (a, what) in [(from, "source"), (to, "destination")] {
-            if N::Addr::ip(&a).is_wildcard() || N::Addr::port(&a) == 0 {
+            if N::Addr::port(&a) == 0 {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!("{what} {a}: port 0"),
+                ));
+            }
+            if N::Addr::ip(&a).is_wildcard() {
                 return Err(io::Error::new(
                     io::ErrorKind::AddrNotAvailable,
                     format!("{what} {a}: a wildcard address or port 0"),
@@ -1141,11 +1160,11 @@ impl Table<Ipv6> {
             remote_port: 0,
         };
         let options = state.options;
-        if dst.ip().is_unspecified() || dst.port() == 0 {
-            return Err(io::Error::new(
-                io::ErrorKind::AddrNotAvailable,
-                "cannot send to a wildcard address or port 0",
-            ));
+        if dst.port() == 0 {
+            return Err(port_zero());
+        }
+        if dst.ip().is_unspecified() {
+            return Err(wildcard_destination());
         }
         if cx.ip.is_broadcast(*dst.ip()) && !options.broadcast {
             return Err(broadcast_denied());

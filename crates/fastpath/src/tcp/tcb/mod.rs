@@ -469,8 +469,8 @@ impl<A: IpAddress> Tcb<A> {
         Ok(self.tx.write_with(max, fill))
     }
 
-    fn check_writable(&self) -> io::Result<()> {
-        if let Some(e) = self.error {
+    fn check_writable(&mut self) -> io::Result<()> {
+        if let Some(e) = self.take_error() {
             return Err(e.into());
         }
         match self.state {
@@ -549,6 +549,13 @@ impl<A: IpAddress> Tcb<A> {
     /// The sequence number our FIN takes (valid once queued).
     fn fin_seq(&self) -> Seq {
         self.tx_seq + self.tx.len() as u32
+    }
+
+    /// Takes the error that ended the connection (`SO_ERROR`): reported once, by whichever of `read`,
+    /// `write` or `take_error` comes first, as Linux's `sock_error` clears `sk_err`. After it, reads
+    /// return the end of the stream and writes `BrokenPipe`.
+    pub(crate) fn take_error(&mut self) -> Option<io::ErrorKind> {
+        self.error.take()
     }
 
     /// Ends the connection with error `kind` (reset, refused, timed out).
