@@ -13,6 +13,54 @@
 //! touched, so 10,000 idle connections cost nothing per packet. Every parked task is tested as well
 //! when the hints overflowed, after [`Net::with_stack`], and every 100 ms as a backstop.
 //!
+//! The crate is Linux-only: it registers a TUN interface's descriptor ([`fastpath::TunHandle`], which
+//! exists only on Linux) with tokio's reactor.
+//!
+//! # Example
+//!
+//! A UDP exchange and a TCP echo over the stack's own loopback, on a current-thread runtime inside a
+//! `LocalSet`. [`Net::with_tun`] puts the same on a TUN interface.
+//!
+//! ```
+//! use std::net::SocketAddr;
+//! use fastpath::{Stack, StackConfig};
+//! use fastpath_tokio::{Net, TcpListener, TcpStream, UdpSocket};
+//! use tokio::io::{AsyncReadExt, AsyncWriteExt};
+//!
+//! let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+//! let local = tokio::task::LocalSet::new();
+//! local.block_on(&runtime, async {
+//!     let net = Net::new(Stack::new(StackConfig::default()));
+//!     tokio::task::spawn_local(net.clone().drive());
+//!
+//!     let server = UdpSocket::bind(&net, "127.0.0.1:7".parse().unwrap())?;
+//!     let client = UdpSocket::bind(&net, "127.0.0.1:0".parse().unwrap())?;
+//!     client.send_to(b"ping", server.local_addr()?).await?;
+//!     let mut buf = [0u8; 1500];
+//!     let (n, from) = server.recv_from(&mut buf).await?;
+//!     server.send_to(&buf[..n], from).await?;
+//!     let (n, _) = client.recv_from(&mut buf).await?;
+//!     assert_eq!(&buf[..n], b"ping");
+//!
+//!     let addr: SocketAddr = "[::1]:7".parse().unwrap();
+//!     let listener = TcpListener::bind(&net, addr, 16)?;
+//!     tokio::task::spawn_local(async move {
+//!         let (conn, _peer) = listener.accept().await?;
+//!         let (mut r, mut w) = tokio::io::split(conn);
+//!         tokio::io::copy(&mut r, &mut w).await?;
+//!         w.shutdown().await
+//!     });
+//!     let mut conn = TcpStream::connect(&net, addr).await?;
+//!     conn.write_all(b"hello").await?;
+//!     conn.shutdown().await?;
+//!     let mut echo = Vec::new();
+//!     conn.read_to_end(&mut echo).await?;
+//!     assert_eq!(echo, b"hello");
+//!     Ok::<(), std::io::Error>(())
+//! })?;
+//! # Ok::<(), std::io::Error>(())
+//! ```
+//!
 //! # Threading
 //!
 //! A stack is single-threaded, and so is this front: a `Net` and its handles are `!Send` and live on a
@@ -782,3 +830,8 @@ impl Drop for TcpStream {
         self.net.kick();
     }
 }
+
+/// The README's examples, compiled and run as doctests.
+#[doc = include_str!("../../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

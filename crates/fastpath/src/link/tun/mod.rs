@@ -1,7 +1,8 @@
-//! The Linux TUN link: the stack's packets in and out of a kernel network interface.
+//! The Linux TUN link: the stack's packets in and out of a kernel network interface. Linux only
+//! (`cfg(target_os = "linux")`).
 //!
 //! [`TunLink`] opens `/dev/net/tun` with `IFF_TUN | IFF_NO_PI | IFF_VNET_HDR`: every packet read or
-//! written is a bare IPv4 packet behind a 12-byte virtio-net header (virtio 1.0's layout, with
+//! written is a bare IPv4 or IPv6 packet behind a 12-byte virtio-net header (virtio 1.0's layout, with
 //! `num_buffers`, which we never use; 12 rather than 10 bytes so the header is the one
 //! [`HEADROOM`] was sized for). The header carries the checksum offload state that
 //! [`PacketMeta`](crate::buf::PacketMeta) models (paper 002 §3.2):
@@ -19,15 +20,20 @@
 //! UDP segmentation offload (`TUN_F_USO4 | TUN_F_USO6`, Linux 6.2) is probed when the link opens
 //! ([`TunLink::uso_available`]) and used on receive only if [`TunConfig::uso`] asks: a kernel socket
 //! with `UDP_SEGMENT` then hands over up to 64 KiB of datagrams as one GSO packet in one read, and the
-//! link splits it into the datagrams it stands for (each with its own IPv4 and UDP header, lengths and
-//! IP identifier, its checksum left partial). Only receive: the stack fragments large datagrams at the
-//! IP layer and never builds a segmented super-packet to send. A GSO packet of any other kind, or one
-//! with USO off, is dropped and counted, and so is a UDP GSO packet whose segment size is 0 or past the
-//! MTU, whose lengths disagree, or that stands for more than [`UDP_MAX_SEGMENTS`] datagrams.
+//! link splits it into the datagrams it stands for (each with its own IP and UDP header: lengths, and
+//! over IPv4 the identifier and header checksum; the UDP checksum left partial). Only receive: the
+//! stack fragments large datagrams at the IP layer and never builds a segmented super-packet to send.
+//! A UDP GSO packet with USO off is dropped and counted, and so is one whose segment size is 0 or past
+//! the MTU, whose lengths disagree, or that stands for more than [`UDP_MAX_SEGMENTS`] datagrams.
+//!
+//! TCP segmentation offload works both ways with offload on (`TUN_F_TSO4 | TUN_F_TSO6`, paper 002
+//! §3.3): the stack hands the kernel segments of up to 64 KiB marked `VIRTIO_NET_HDR_GSO_TCPV4` or
+//! `_TCPV6` for it to cut, and takes the kernel's own TCP GSO packets whole, as one segment (GRO's
+//! effect), reading them straight into large buffers while they keep coming.
 //!
 //! Packets from the kernel are input to be checked like any other: a read shorter than the virtio
 //! header, a packet that filled the whole buffer (it may have been cut), checksum offsets that point
-//! outside the packet or into its IPv4 header, and GSO packets not asked for are dropped, each under its
+//! outside the packet or into its IP header, and GSO packets not asked for are dropped, each under its
 //! own counter in [`TunStats`], never a panic. A partial checksum in bounds on anything but a whole UDP
 //! datagram (the one shape the stack trusts as partial) is completed by the link, as a device would.
 //! The header's fields are in host byte order, TUN's default for the legacy header.
