@@ -203,31 +203,20 @@ impl TcpListenerRef<'_> {
         &mut self,
         listener: TcpListener,
     ) -> io::Result<(TcpStream, SocketAddr)> {
-        loop {
-            let TcpListener {
-                index, generation, ..
-            } = listener;
-            let l = N::table(self.stack)
-                .listener_mut(index, generation)
-                .ok_or_else(closed)?;
-            let Some(child) = l.ready.pop_front() else {
-                return Err(io::ErrorKind::WouldBlock.into());
-            };
-            let table = N::table(self.stack);
-            let Some(tcb) = table.tcb(child.0) else {
-                continue;
-            };
-            tcb.listener = None;
-            let remote = tcb.remote;
-            let generation = table.generation(child.0);
-            return Ok((
+        let TcpListener {
+            index, generation, ..
+        } = listener;
+        match N::table(self.stack).accept(index, generation) {
+            None => Err(closed()),
+            Some(None) => Err(io::ErrorKind::WouldBlock.into()),
+            Some(Some((index, generation, remote))) => Ok((
                 TcpStream {
-                    index: child.0,
+                    index,
                     generation,
                     v6: listener.v6,
                 },
                 remote.into(),
-            ));
+            )),
         }
     }
 

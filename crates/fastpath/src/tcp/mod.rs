@@ -3,11 +3,15 @@
 //! The layout follows the work: [`seq`] is sequence arithmetic; `tcb` is one connection's state
 //! machine ([`State`], [`ConnectionInfo`]), which decides what to send but builds no packets; `buffers`
 //! holds its data; [`congestion`] sizes its window; `isn` makes initial sequence numbers and SYN
-//! cookies. This file is the table of connections and listeners (found through the same [`Demux`] as
-//! UDP: fully specified PCBs for connections, wildcard-remote PCBs for listeners, best match first) and
-//! the stack's TCP input and output. `socket` is the application's API: [`TcpListener`] and
-//! [`TcpStream`] handles, used through [`Stack::tcp_listener`](crate::Stack::tcp_listener) and
-//! [`Stack::tcp`](crate::Stack::tcp).
+//! cookies from the stack's secret. `listen` is a listener's machine (a SYN in, a new block or a
+//! cookie SYN-ACK out), pure like the block's. `table` is the table of connections and listeners
+//! (found through the same [`Demux`] as UDP: fully specified PCBs for connections, wildcard-remote
+//! PCBs for listeners, best match first) with the stack's bookkeeping per slot and the deadline heap;
+//! `input` finds a segment's connection or listener and acts on its verdict; `output` builds the
+//! segments. This file holds the handles and what the application asks of the layer (listen,
+//! connect, close, abort) and ICMP's reports. The application's API is
+//! [`TcpListener`] and [`TcpStream`] handles, used through
+//! [`Stack::tcp_listener`](crate::Stack::tcp_listener) and [`Stack::tcp`](crate::Stack::tcp).
 //!
 //! Techniques and their switches ([`TcpConfig`]): header prediction
 //! (`header_prediction`, paper 000 §2), checksum offload (the stack's `checksum_policy`, paper 002
@@ -17,8 +21,12 @@
 
 mod buffers;
 pub mod congestion;
+mod input;
 mod isn;
+mod listen;
+mod output;
 pub mod seq;
+mod table;
 mod tcb;
 
 pub use congestion::CongestionAlgorithm;
@@ -39,8 +47,8 @@ use crate::demux::{Demux, Demuxer, Pcb, SocketId};
 use crate::ip::{Delivery, NextHop, Transmit};
 use crate::ipv4::Ipv4;
 use crate::secret::SecretKey;
-use crate::stats::Counters;
 use crate::stats::DropReason;
+use crate::stats::{Counters, TcpCounters};
 use crate::time::Instant;
 use crate::transport::checksum::{ChecksumRules, Payload, RxChecksum, TxChecksum};
 use crate::transport::hints::Hints;
@@ -50,6 +58,8 @@ use crate::transport::slots::Slots;
 use crate::wire::tcp::{Flags, TcpOptions, TcpPacket, TcpRepr, CHECKSUM_OFFSET};
 use crate::wire::WireError;
 use isn::IsnGenerator;
+pub(crate) use listen::Listener;
+use table::conn_at;
 use tcb::{Cx, Outgoing, Verdict};
 
 /// Segments one call to the output routine sends at most before it lets the link drain.
@@ -91,20 +101,6 @@ pub struct TcpStream {
     pub(crate) v6: bool,
 }
 
-/// A listening socket.
-#[derive(Debug)]
-pub(crate) struct Listener<A: IpAddress = std::net::Ipv4Addr> {
-    pub(crate) local: A::Socket,
-    pub(crate) backlog: usize,
-    /// Children in SYN-RECEIVED (their slots).
-    pub(crate) half_open: Vec<u32>,
-    /// Established children waiting for `accept` (and, when `hold` is set, held ones).
-    pub(crate) ready: VecDeque<SocketId>,
-    /// SYNs are held: each becomes a connection for `accept` at once, answered only when the
-    /// application confirms it (see [`Tcb::held`]).
-    pub(crate) hold: bool,
-}
-
 #[derive(Debug)]
 pub(crate) enum Entry<A: IpAddress = std::net::Ipv4Addr> {
     Listener(Listener<A>),
@@ -120,6 +116,10 @@ struct Slot<A: IpAddress> {
     /// The deadline of this slot's live entry in the table's timer heap, if it has one: never later
     /// than the connection's own deadline (it is earlier when that deadline moved later).
     scheduled: Option<Instant>,
+    /// The listener (its slot) a passive open belongs to until it is accepted.
+    parent: Option<u32>,
+    /// The connection is on the list of those to send for after the input batch (`Tcp::dirty`).
+    output_queued: bool,
 }
 
 /// The TCP layer: every connection and listener, the demultiplexer over them, the ports in use, the
@@ -181,194 +181,6 @@ impl<N: Network> Tcp<N> {
             hints: Hints::default(),
             _family: PhantomData,
         }
-    }
-
-    fn insert(&mut self, entry: Entry<N::Addr>, pcb: Pcb<N::Addr>) -> (u32, u32) {
-        if matches!(entry, Entry::Conn(_)) {
-            self.connections += 1;
-        }
-        let (index, generation) = self.slots.insert(Slot {
-            entry,
-            in_demux: true,
-            scheduled: None,
-        });
-        self.ports.take(pcb.local_port);
-        self.demux.insert(SocketId(index), pcb);
-        (index, generation)
-    }
-
-    /// Takes an entry out of the demultiplexer (it receives nothing more) but keeps its slot.
-    fn unhook(&mut self, index: u32) {
-        let Some(slot) = self.slots.at_mut(index) else {
-            return;
-        };
-        if !slot.in_demux {
-            return;
-        }
-        slot.in_demux = false;
-        let pcb = match &slot.entry {
-            Entry::Conn(t) => pcb_of(t),
-            Entry::Listener(l) => Pcb::bound(l.local),
-        };
-        self.demux.remove(SocketId(index), &pcb);
-        self.ports.release(pcb.local_port);
-    }
-
-    /// Frees a slot. Its heap entry, if any, is dead now (the slot's generation moves on): dropped
-    /// now if it is on top, else when it gets there.
-    pub(crate) fn remove(&mut self, index: u32) -> Option<Entry<N::Addr>> {
-        self.unhook(index);
-        if self.intercept == Some(index) {
-            self.intercept = None;
-        }
-        let generation = self.slots.generation(index);
-        let entry = self.slots.remove(index, generation)?.entry;
-        if matches!(entry, Entry::Conn(_)) {
-            self.connections -= 1;
-        }
-        self.drop_dead_top();
-        Some(entry)
-    }
-
-    /// The entry in slot `index`, if it holds one of `generation` (any generation when `None`).
-    fn entry(&mut self, index: u32, generation: Option<u32>) -> Option<&mut Entry<N::Addr>> {
-        let slot = match generation {
-            Some(g) => self.slots.get_mut(index, g),
-            None => self.slots.at_mut(index),
-        };
-        slot.map(|s| &mut s.entry)
-    }
-
-    /// The connection a handle names (its generation must match).
-    pub(crate) fn conn_mut(&mut self, index: u32, generation: u32) -> Option<&mut Tcb<N::Addr>> {
-        match self.entry(index, Some(generation))? {
-            Entry::Conn(t) => Some(t),
-            Entry::Listener(_) => None,
-        }
-    }
-
-    pub(crate) fn tcb(&mut self, index: u32) -> Option<&mut Tcb<N::Addr>> {
-        match self.entry(index, None)? {
-            Entry::Conn(t) => Some(t),
-            Entry::Listener(_) => None,
-        }
-    }
-
-    /// The listener a handle names (its generation must match).
-    pub(crate) fn listener_mut(
-        &mut self,
-        index: u32,
-        generation: u32,
-    ) -> Option<&mut Listener<N::Addr>> {
-        match self.entry(index, Some(generation))? {
-            Entry::Listener(l) => Some(l),
-            Entry::Conn(_) => None,
-        }
-    }
-
-    fn listener(&mut self, index: u32) -> Option<&mut Listener<N::Addr>> {
-        match self.entry(index, None)? {
-            Entry::Listener(l) => Some(l),
-            Entry::Conn(_) => None,
-        }
-    }
-
-    pub(crate) fn generation(&self, index: u32) -> u32 {
-        self.slots.generation(index)
-    }
-
-    /// Learns connection `index`'s deadline, which may have changed: every path that runs the
-    /// block (input, output, timers, the application's calls) ends here, through `tcp_output` or
-    /// `tcp_timers`. Pushes a heap entry only when the deadline moved earlier than the one
-    /// scheduled; a deadline that moved later (or went) leaves the entry as it is, to be looked at
-    /// when it comes due.
-    fn schedule(&mut self, index: u32) {
-        let generation = self.slots.generation(index);
-        let Some(slot) = self.slots.at_mut(index) else {
-            return;
-        };
-        let deadline = match &slot.entry {
-            Entry::Conn(tcb) => tcb.deadline(),
-            Entry::Listener(_) => None,
-        };
-        if let Some(at) = deadline.filter(|&at| slot.scheduled.is_none_or(|s| at < s)) {
-            slot.scheduled = Some(at);
-            self.timers.push(Reverse((at, index, generation)));
-            if self.timers.len() > 2 * self.connections + 64 {
-                self.compact_timers();
-            }
-        }
-    }
-
-    /// Drops dead entries (of connections gone, or left behind when a connection's deadline moved
-    /// earlier) from the top of the heap, so that they cost no wake-up. Live entries whose
-    /// connection's deadline moved later stay: they are looked at when they come due.
-    fn drop_dead_top(&mut self) {
-        while let Some(&Reverse((at, index, generation))) = self.timers.peek() {
-            let live = self
-                .slots
-                .get(index, generation)
-                .is_some_and(|slot| slot.scheduled == Some(at));
-            if live {
-                return;
-            }
-            self.timers.pop();
-        }
-    }
-
-    /// Rebuilds the heap from the live entries, when dead ones outnumber them.
-    #[cold]
-    fn compact_timers(&mut self) {
-        let slots = &self.slots;
-        self.timers.retain(|&Reverse((at, index, generation))| {
-            slots
-                .get(index, generation)
-                .is_some_and(|slot| slot.scheduled == Some(at))
-        });
-    }
-
-    /// Takes the connections whose entries are due at `now` off the heap, into `self.due` (a
-    /// connection whose deadline moved later since is among them: `timers` reschedules it).
-    fn take_due(&mut self, now: Instant) {
-        while let Some(&Reverse((at, index, generation))) = self.timers.peek() {
-            if at > now {
-                break;
-            }
-            self.timers.pop();
-            if let Some(slot) = self.slots.get_mut(index, generation) {
-                if slot.scheduled == Some(at) {
-                    slot.scheduled = None;
-                    self.due.push(index);
-                }
-            }
-        }
-    }
-
-    /// When the next timer run may have work: never later than the earliest deadline of any
-    /// connection, and earlier when the connection on top of the heap has moved its deadline later
-    /// since its entry was pushed. That costs one run that finds it not due and pushes it again at
-    /// its deadline; a connection gone leaves no entry on top.
-    pub(crate) fn next_deadline(&self) -> Option<Instant> {
-        self.timers.peek().map(|&Reverse((at, _, _))| at)
-    }
-
-    /// Listeners and connections bound to `port` overlapping `addr`.
-    fn listener_conflict(&self, local: N::Socket) -> bool {
-        self.slots.iter().any(|(_, s)| match &s.entry {
-            Entry::Listener(l) => {
-                s.in_demux
-                    && N::Addr::port(&l.local) == N::Addr::port(&local)
-                    && (N::Addr::ip(&l.local).is_wildcard()
-                        || N::Addr::ip(&local).is_wildcard()
-                        || N::Addr::ip(&l.local) == N::Addr::ip(&local))
-            }
-            _ => false,
-        })
-    }
-
-    /// Number of connections, in every state.
-    pub(crate) fn connections(&self) -> usize {
-        self.connections
     }
 }
 
@@ -460,13 +272,7 @@ impl<N: Network> Tcp<N> {
                 format!("{local} already has a listener"),
             ));
         }
-        let listener = Listener {
-            local,
-            backlog: backlog.clamp(1, max_backlog),
-            half_open: Vec::new(),
-            ready: Default::default(),
-            hold: false,
-        };
+        let listener = Listener::new(local, backlog.clamp(1, max_backlog), false);
         Ok(self.insert(Entry::Listener(listener), Pcb::bound(local)))
     }
 
@@ -486,17 +292,17 @@ impl<N: Network> Tcp<N> {
                 "there is an intercepting listener already",
             ));
         }
-        let listener = Listener {
-            local: N::Addr::WILDCARD.socket(0),
-            backlog: backlog.clamp(1, max_backlog),
-            half_open: Vec::new(),
-            ready: Default::default(),
+        let listener = Listener::new(
+            N::Addr::WILDCARD.socket(0),
+            backlog.clamp(1, max_backlog),
             hold,
-        };
+        );
         let (index, generation) = self.slots.insert(Slot {
             entry: Entry::Listener(listener),
             in_demux: false,
             scheduled: None,
+            parent: None,
+            output_queued: false,
         });
         self.intercept = Some(index);
         Ok((index, generation))
@@ -561,252 +367,21 @@ impl<N: Network> Tcp<N> {
         Ok((index, generation))
     }
 
-    /// Input: one TCP segment (the IP payload in `buf`).
-    pub(crate) fn input(
-        &mut self,
-        cx: &mut TcpCx<impl Transmit, N>,
-        mut buf: PacketBuf,
-        (src, dst): (N::Addr, N::Addr),
-        delivery: Delivery,
-    ) {
-        layer!(Receive, Tcp);
-        if delivery == Delivery::Broadcast {
-            return cx.drop(buf, DropReason::TcpBadAddress);
-        }
-        let repr = match TcpPacket::new_checked(buf.data()) {
-            Ok(packet) => match TcpRepr::parse(&packet) {
-                Ok(repr) => repr,
-                Err(_) => return cx.drop(buf, DropReason::TcpBadHeader),
-            },
-            Err(WireError::Truncated) => return cx.drop(buf, DropReason::TcpTruncated),
-            Err(_) => return cx.drop(buf, DropReason::TcpBadHeader),
-        };
-        let local = dst.socket(repr.dst_port);
-        let remote = src.socket(repr.src_port);
-        let mut found = self.demux.lookup(local, remote);
-        if delivery == Delivery::Intercepted {
-            // To another host's address: only a connection of its own takes it, never a listener
-            // on a port of the host's (which the demultiplexer's wildcard match would find).
-            found = found.filter(|id| {
-                matches!(
-                    self.slots.at(id.0),
-                    Some(Slot {
-                        entry: Entry::Conn(_),
-                        ..
-                    })
-                )
-            });
-        }
-        // A connection that negotiated checksum elimination (paper 001) takes its segments unsummed;
-        // everything else is verified, or vouched for by the link.
-        let eliminated = !repr.flags.contains(Flags::SYN)
-            && found.is_some_and(|id| self.tcb(id.0).is_some_and(|t| t.no_checksum));
-        if eliminated {
-            cx.counters.tcp.in_no_checksum += 1;
-        } else if self.checksum.rx(buf.meta.checksum(), false) == RxChecksum::Trusted {
-            cx.counters.tcp.in_checksum_offloaded += 1;
-        } else {
-            let pseudo = checksum::pseudo_header_sum(src, dst, 6, buf.len() as u16);
-            if !self.checksum.verify(buf.data(), pseudo) {
-                return cx.drop(buf, DropReason::TcpBadChecksum);
-            }
-        }
-        // SYN with FIN or RST has no meaning anywhere. A segment with no control bits at all (a "null
-        // scan") is not refused here: a closed port answers it with a RST like any other non-RST
-        // segment (RFC 9293 §3.10.7.1), a listener drops it, a connection finds it has no ACK.
-        let f = repr.flags;
-        if f.contains(Flags::SYN) && (f.contains(Flags::FIN) || f.contains(Flags::RST)) {
-            return cx.drop(buf, DropReason::TcpBadFlags);
-        }
-        if src.is_wildcard() || repr.src_port == 0 || repr.dst_port == 0 {
-            return cx.drop(buf, DropReason::TcpBadAddress);
-        }
-        cx.counters.tcp.in_segs += 1;
-        let header_len = ((buf.data()[12] >> 4) as usize) * 4;
-        buf.pull_front(header_len);
-
-        let Some(SocketId(index)) = found else {
-            if delivery == Delivery::Intercepted {
-                return match self.intercept {
-                    Some(l) => self.listen_input(cx, l, local, remote, &repr, buf),
-                    None => cx.drop(buf, DropReason::TcpInterceptOff),
-                };
-            }
-            self.reply_reset(cx, local, remote, &repr, buf.len());
-            return cx.drop(buf, DropReason::TcpNoSocket);
-        };
-        match self.slots.at(index).map(|s| &s.entry) {
-            Some(Entry::Conn(_)) => {
-                if self.conn_input(cx, index, &repr, buf) == Verdict::Reincarnate {
-                    self.reincarnate(cx, index, (local, remote), &repr, delivery);
-                }
-            }
-            Some(Entry::Listener(_)) => self.listen_input(cx, index, local, remote, &repr, buf),
-            None => cx.drop(buf, DropReason::TcpNoSocket),
-        }
-    }
-
-    /// A segment to connection `index`; returns the block's verdict, which has been acted on.
-    fn conn_input(
-        &mut self,
-        cx: &mut TcpCx<impl Transmit, N>,
-        index: u32,
-        repr: &TcpRepr,
-        buf: PacketBuf,
-    ) -> Verdict {
-        let prediction = cx.cfg.header_prediction;
-        let mut tcx = cx.tcb();
-        let Some(tcb) = self.tcb(index) else {
-            tcx.pool.free(buf);
-            return Verdict::Continue;
-        };
-        let verdict = if prediction {
-            match tcb.predict(repr, buf, &mut tcx) {
-                Ok(()) => Verdict::Continue,
-                Err(buf) => tcb.on_segment(repr, buf, &mut tcx),
-            }
-        } else {
-            tcb.on_segment(repr, buf, &mut tcx)
-        };
-        self.verdict(cx, index, verdict);
-        verdict
-    }
-
-    /// A SYN ended connection `index` in TIME-WAIT (now freed) and starts a new one: the listener
-    /// (or the intercepting one) takes it, or it is answered as a closed port would be.
-    #[cold]
-    fn reincarnate(
-        &mut self,
-        cx: &mut TcpCx<impl Transmit, N>,
-        index: u32,
-        (local, remote): (N::Socket, N::Socket),
-        syn: &TcpRepr,
-        delivery: Delivery,
-    ) {
-        debug_assert!(
-            self.slots.at(index).is_none()
-                || self.tcb(index).is_some_and(|t| t.state == State::Closed)
-        );
-        let listener = match delivery {
-            Delivery::Intercepted => self.intercept,
-            _ => self
-                .demux
-                .lookup(local, remote)
-                .map(|id| id.0)
-                .filter(|&i| {
-                    matches!(
-                        self.slots.at(i),
-                        Some(Slot {
-                            entry: Entry::Listener(_),
-                            ..
-                        })
-                    )
-                }),
-        };
-        match listener {
-            // The SYN's payload, if it had any, was not kept: a listener does not take SYN data.
-            Some(l) => {
-                let empty = cx.pool.alloc(0);
-                self.listen_input(cx, l, local, remote, syn, empty);
-            }
-            None => {
-                cx.counters.drops.add(DropReason::TcpNoSocket);
-                self.reply_reset(cx, local, remote, syn, 0);
-            }
-        }
-    }
-
-    /// Acts on what a block asked for, then sends what it owes.
-    fn verdict(&mut self, cx: &mut TcpCx<impl Transmit, N>, index: u32, verdict: Verdict) {
-        self.hints.note(index);
-        match verdict {
-            Verdict::Continue => {}
-            Verdict::Established => {
-                let Some(tcb) = self.tcb(index) else {
-                    return;
-                };
-                let parent = tcb.listener.map(|p| p.0);
-                if let Some((parent, l)) = parent.and_then(|p| Some((p, self.listener(p)?))) {
-                    if let Some(pos) = l.half_open.iter().position(|&i| i == index) {
-                        l.half_open.swap_remove(pos);
-                    }
-                    if l.ready.len() < l.backlog {
-                        l.ready.push_back(SocketId(index));
-                        self.hints.note(parent);
-                    } else {
-                        // The accept queue is full: refuse the connection.
-                        cx.counters.drops.add(DropReason::TcpListenOverflow);
-                        self.abort_with_reset(cx, index);
-                        return;
-                    }
-                }
-            }
-            Verdict::Reset { seq, ack } => {
-                if let Some(tcb) = self.tcb(index) {
-                    let (local, remote, hop) = (tcb.local, tcb.remote, tcb.hop);
-                    self.send_reset(cx, &hop, local, remote, seq, ack);
-                }
-                let closed = self.tcb(index).is_some_and(|t| t.state == State::Closed);
-                if closed {
-                    return self.finish(cx, index);
-                }
-            }
-            Verdict::Remove | Verdict::Reincarnate => return self.finish(cx, index),
-        }
-        // Batched ACK processing: what the segments of one receive batch owe goes out once, after
-        // the batch (a cumulative ACK for all of them, as GRO would give).
-        if let Some(tcb) = self.tcb(index) {
-            if std::mem::take(&mut tcb.ack_immediately) {
-                return self.output(cx, index);
-            }
-            if !tcb.output_queued {
-                tcb.output_queued = true;
-                self.dirty.push(index);
-            }
-        }
-    }
-
-    /// True when connections wait to send what the last input batch made them owe.
-    #[inline]
-    pub(crate) fn has_dirty(&self) -> bool {
-        !self.dirty.is_empty()
-    }
-
-    /// Sends what every connection touched by the last input batch owes.
-    #[inline]
-    pub(crate) fn flush_dirty(&mut self, cx: &mut TcpCx<impl Transmit, N>) {
-        if !self.dirty.is_empty() {
-            self.flush_dirty_list(cx);
-        }
-    }
-
-    #[inline(never)]
-    fn flush_dirty_list(&mut self, cx: &mut TcpCx<impl Transmit, N>) {
-        let mut dirty = std::mem::take(&mut self.dirty);
-        for &index in &dirty {
-            if let Some(tcb) = self.tcb(index) {
-                tcb.output_queued = false;
-                self.output(cx, index);
-            }
-        }
-        dirty.clear();
-        if self.dirty.is_empty() {
-            self.dirty = dirty;
-        }
-    }
-
     /// A block is done: free it, or, if the application still holds it, keep it (unhooked) so the
     /// application sees the end or the error.
     pub(crate) fn finish(&mut self, cx: &mut TcpCx<impl Transmit, N>, index: u32) {
         self.hints.note(index);
-        let Some(tcb) = self.tcb(index) else {
+        let Some(slot) = self.slots.at_mut(index) else {
             return;
         };
-        let child_of = tcb.listener;
+        let child_of = slot.parent;
+        let Entry::Conn(tcb) = &mut slot.entry else {
+            return;
+        };
         let free = tcb.orphan || child_of.is_some();
         tcb.state = State::Closed;
         if let Some(parent) = child_of {
-            if let Some(l) = self.listener(parent.0) {
+            if let Some(l) = self.listener(parent) {
                 if let Some(pos) = l.ready.iter().position(|&id| id.0 == index) {
                     l.ready.remove(pos);
                 } else if let Some(pos) = l.half_open.iter().position(|&i| i == index) {
@@ -844,73 +419,6 @@ impl<N: Network> Tcp<N> {
         self.finish(cx, index);
     }
 
-    /// A segment for a listener (RFC 9293 §3.10.7.2).
-    fn listen_input(
-        &mut self,
-        cx: &mut TcpCx<impl Transmit, N>,
-        index: u32,
-        local: N::Socket,
-        remote: N::Socket,
-        repr: &TcpRepr,
-        buf: PacketBuf,
-    ) {
-        let f = repr.flags;
-        if f.contains(Flags::RST) {
-            return cx.drop(buf, DropReason::TcpUnexpected);
-        }
-        if f.contains(Flags::ACK) && !f.contains(Flags::SYN) {
-            return self.cookie_ack(cx, index, local, remote, repr, buf);
-        }
-        if !f.contains(Flags::SYN) || f.contains(Flags::ACK) {
-            if f.contains(Flags::ACK) {
-                self.reply_reset(cx, local, remote, repr, buf.len());
-            }
-            return cx.drop(buf, DropReason::TcpUnexpected);
-        }
-        let Ok(hop) = cx.ip.route_link(N::Addr::ip(&remote)) else {
-            return cx.drop(buf, DropReason::Ipv4NoRoute);
-        };
-        let Some(listener) = self.listener(index) else {
-            return cx.drop(buf, DropReason::TcpNoSocket);
-        };
-        let full = listener.half_open.len() >= listener.backlog
-            || listener.ready.len() >= listener.backlog;
-        let hold = listener.hold;
-        if self.connections() >= cx.max_connections {
-            return cx.drop(buf, DropReason::TcpTooManyConnections);
-        }
-        if full {
-            // A cookie would answer the SYN: not for a listener that holds them.
-            if cx.cfg.syn_cookies && !hold {
-                cx.pool.free(buf);
-                return self.send_cookie(cx, &hop, local, remote, repr);
-            }
-            return cx.drop(buf, DropReason::TcpListenOverflow);
-        }
-        cx.pool.free(buf);
-        let iss = self.isn.isn(local, remote, cx.now);
-        let mut tcb = Tcb::accept(local, remote, hop, iss, repr, cx.cfg);
-        let (mtu, epoch) = cx.path_mtu(N::Addr::ip(&remote), hop.caps.mtu);
-        tcb.sync_path_mtu(mtu, epoch);
-        tcb.listener = Some(SocketId(index));
-        let pcb = pcb_of(&tcb);
-        cx.counters.tcp.passive_opens += 1;
-        tcb.held = hold;
-        let (child, _) = self.insert(Entry::Conn(Box::new(tcb)), pcb);
-        let Some(l) = self.listener(index) else {
-            return;
-        };
-        if hold {
-            // Not answered: the application takes it now and decides.
-            cx.counters.tcp.held_syns += 1;
-            l.ready.push_back(SocketId(child));
-            self.hints.note(index);
-            return;
-        }
-        l.half_open.push(child);
-        self.output(cx, child);
-    }
-
     /// Drops held connection `index` without a word to its peer, as if its SYN had been lost: the
     /// peer sends it again (a new connection to decide on) or gives up.
     pub(crate) fn drop_held(&mut self, cx: &mut TcpCx<impl Transmit, N>, index: u32) {
@@ -932,318 +440,6 @@ impl<N: Network> Tcp<N> {
                 self.output(cx, index);
             }
         }
-    }
-
-    /// A stateless SYN-ACK whose ISN is a SYN cookie (RFC 4987 §3.6).
-    fn send_cookie(
-        &mut self,
-        cx: &mut TcpCx<impl Transmit, N>,
-        hop: &NextHop<N::Addr>,
-        local: N::Socket,
-        remote: N::Socket,
-        syn: &TcpRepr,
-    ) {
-        let mss = syn
-            .options
-            .mss
-            .unwrap_or(536)
-            .min(tcb::mss_for_mtu::<N::Addr>(hop.caps.mtu));
-        let cookie = self.isn.cookie(local, remote, syn.seq, mss, cx.now);
-        let repr = TcpRepr {
-            src_port: N::Addr::port(&local),
-            dst_port: N::Addr::port(&remote),
-            seq: cookie,
-            ack: syn.seq.wrapping_add(1),
-            flags: Flags::SYN | Flags::ACK,
-            window: cx.cfg.recv_buffer.min(65535) as u16,
-            urgent: 0,
-            options: TcpOptions {
-                mss: Some(mss),
-                ..TcpOptions::default()
-            },
-        };
-        cx.counters.tcp.syn_cookies_sent += 1;
-        self.last_cookie = Some(cx.now);
-        self.emit(cx, hop, local, remote, repr, &[]);
-    }
-
-    /// An ACK to a listener: the last step of a handshake whose SYN-ACK was a cookie, or garbage.
-    fn cookie_ack(
-        &mut self,
-        cx: &mut TcpCx<impl Transmit, N>,
-        index: u32,
-        local: N::Socket,
-        remote: N::Socket,
-        repr: &TcpRepr,
-        buf: PacketBuf,
-    ) {
-        // The cookie is checked once: the MSS it carries, if it is valid.
-        let cookies_out = self
-            .last_cookie
-            .is_some_and(|at| cx.now < at + isn::COOKIE_LIFETIME);
-        let cookie_mss = if cx.cfg.syn_cookies && cookies_out {
-            self.isn.check_cookie(
-                local,
-                remote,
-                repr.seq.wrapping_sub(1),
-                repr.ack.wrapping_sub(1),
-                cx.now,
-            )
-        } else {
-            None
-        };
-        let room = self
-            .listener(index)
-            .is_some_and(|l| l.ready.len() < l.backlog)
-            && self.connections() < cx.max_connections;
-        let (Some(mss), true, Ok(hop)) = (cookie_mss, room, cx.ip.route_link(N::Addr::ip(&remote)))
-        else {
-            self.reply_reset(cx, local, remote, repr, buf.len());
-            let reason = if cookie_mss.is_some() {
-                DropReason::TcpListenOverflow
-            } else if cookies_out {
-                DropReason::TcpBadCookie
-            } else {
-                DropReason::TcpStrayAck
-            };
-            return cx.drop(buf, reason);
-        };
-        let mut tcb = Tcb::from_cookie(local, remote, hop, repr, mss, cx.cfg);
-        let (mtu, epoch) = cx.path_mtu(N::Addr::ip(&remote), hop.caps.mtu);
-        tcb.sync_path_mtu(mtu, epoch);
-        let pcb = pcb_of(&tcb);
-        cx.counters.tcp.syn_cookies_ok += 1;
-        cx.counters.tcp.passive_opens += 1;
-        let (child, _) = self.insert(Entry::Conn(Box::new(tcb)), pcb);
-        if let Some(t) = self.tcb(child) {
-            t.listener = Some(SocketId(index));
-        }
-        if let Some(l) = self.listener(index) {
-            l.ready.push_back(SocketId(child));
-            self.hints.note(index);
-        }
-        // The ACK may carry data already.
-        if buf.is_empty() {
-            cx.pool.free(buf);
-        } else {
-            self.conn_input(cx, child, repr, buf);
-        }
-    }
-
-    /// The answer to a segment no connection wants (RFC 9293 §3.10.7.1): a RST, unless it was one.
-    fn reply_reset(
-        &mut self,
-        cx: &mut TcpCx<impl Transmit, N>,
-        local: N::Socket,
-        remote: N::Socket,
-        repr: &TcpRepr,
-        payload_len: usize,
-    ) {
-        if repr.flags.contains(Flags::RST) {
-            return;
-        }
-        let Ok(hop) = cx.ip.route_link(N::Addr::ip(&remote)) else {
-            return;
-        };
-        if repr.flags.contains(Flags::ACK) {
-            self.send_reset(cx, &hop, local, remote, repr.ack, None);
-        } else {
-            let len = payload_len as u32
-                + repr.flags.contains(Flags::SYN) as u32
-                + repr.flags.contains(Flags::FIN) as u32;
-            self.send_reset(cx, &hop, local, remote, 0, Some(repr.seq.wrapping_add(len)));
-        }
-    }
-
-    fn send_reset(
-        &mut self,
-        cx: &mut TcpCx<impl Transmit, N>,
-        hop: &NextHop<N::Addr>,
-        local: N::Socket,
-        remote: N::Socket,
-        seq: u32,
-        ack: Option<u32>,
-    ) {
-        let repr = TcpRepr {
-            src_port: N::Addr::port(&local),
-            dst_port: N::Addr::port(&remote),
-            seq,
-            ack: ack.unwrap_or(0),
-            flags: if ack.is_some() {
-                Flags::RST | Flags::ACK
-            } else {
-                Flags::RST
-            },
-            window: 0,
-            urgent: 0,
-            options: TcpOptions::default(),
-        };
-        cx.counters.tcp.out_rsts += 1;
-        self.emit(cx, hop, local, remote, repr, &[]);
-    }
-
-    /// Builds and sends one segment whose payload is `pieces` (for segments with no connection).
-    fn emit(
-        &mut self,
-        cx: &mut TcpCx<impl Transmit, N>,
-        hop: &NextHop<N::Addr>,
-        local: N::Socket,
-        remote: N::Socket,
-        repr: TcpRepr,
-        pieces: &[&[u8]],
-    ) {
-        let len: usize = pieces.iter().map(|p| p.len()).sum();
-        let buf = self.build(cx, hop, (local, remote), &repr, pieces, len, false);
-        cx.counters.tcp.out_segs += 1;
-        cx.output(buf, hop, N::Addr::ip(&local), N::Addr::ip(&remote));
-    }
-
-    /// Writes a segment into a pool buffer: header, payload copied from `pieces` and the checksum as
-    /// the transport checksum rules say (fused with the copy, paper 000 §7.1; separate; left to the
-    /// link; or none, when elimination was negotiated).
-    #[allow(clippy::too_many_arguments)]
-    fn build(
-        &mut self,
-        cx: &mut TcpCx<impl Transmit, N>,
-        hop: &NextHop<N::Addr>,
-        (local, remote): (N::Socket, N::Socket),
-        repr: &TcpRepr,
-        pieces: &[&[u8]],
-        len: usize,
-        no_checksum: bool,
-    ) -> PacketBuf {
-        let header_len = repr.header_len();
-        let total = header_len + len;
-        let mode = self.checksum.tx(&hop.caps, no_checksum, false);
-        let mut buf = {
-            timed!(Buffers);
-            cx.pool.alloc(total)
-        };
-        let segment = buf.extend(total);
-        repr.emit(&mut segment[..header_len]);
-        let pseudo =
-            checksum::pseudo_header_sum(N::Addr::ip(&local), N::Addr::ip(&remote), 6, total as u16);
-        let slices: [IoSlice<'_>; 2] = [
-            IoSlice::new(pieces.first().copied().unwrap_or(&[])),
-            IoSlice::new(pieces.get(1).copied().unwrap_or(&[])),
-        ];
-        // The header's sum, for a checksum fused with the copy.
-        let header_sum = match mode {
-            TxChecksum::Fused => self.checksum.algorithm().sum(&segment[..header_len]),
-            _ => 0,
-        };
-        let field = self.checksum.fill(
-            mode,
-            segment,
-            header_len,
-            || header_sum,
-            pseudo,
-            &mut Payload::Copy(&slices[..pieces.len().min(2)]),
-        );
-        buf.data_mut()[CHECKSUM_OFFSET..CHECKSUM_OFFSET + 2].copy_from_slice(&field.to_be_bytes());
-        match mode {
-            TxChecksum::Offload => {
-                buf.meta.set_checksum(ChecksumOffload::Partial {
-                    start: N::Addr::HEADER_LEN as u16,
-                    offset: CHECKSUM_OFFSET as u16,
-                });
-                cx.counters.tcp.out_checksum_offloaded += 1;
-            }
-            TxChecksum::None => cx.counters.tcp.out_no_checksum += 1,
-            TxChecksum::Separate => cx.counters.tcp.out_checksum_separate += 1,
-            TxChecksum::Fused => {}
-        }
-        buf
-    }
-
-    /// Sends everything connection `index` owes and the windows allow.
-    pub(crate) fn output(&mut self, cx: &mut TcpCx<impl Transmit, N>, index: u32) {
-        layer!(Send, Tcp);
-        let use_offload = self.checksum.offload_allowed();
-        if let Some(tcb) = self.tcb(index) {
-            if tcb.owes_nothing() {
-                return self.schedule(index);
-            }
-            // A path MTU learned (by another connection), expired, or a route changed since this
-            // connection last looked: its MSS follows the path MTU now in use.
-            if tcb.route_epoch != cx.ip.route_epoch() {
-                let (mtu, epoch) = cx.path_mtu(N::Addr::ip(&tcb.remote), tcb.hop.caps.mtu);
-                tcb.sync_path_mtu(mtu, epoch);
-            }
-        }
-        for _ in 0..OUTPUT_BURST {
-            let mut tcx = cx.tcb();
-            let Some(tcb) = self.tcb(index) else {
-                return;
-            };
-            // The usual answer after the last segment went.
-            if tcb.owes_nothing() {
-                break;
-            }
-            // TSO (paper 002 §3.3): up to a 64 KiB packet when the link cuts segments and the checksum
-            // is left to it as well.
-            let caps = tcb.hop.caps;
-            let tso = (caps.tso && caps.tx_checksum_offload && use_offload)
-                .then_some(tso_max::<N::Addr>());
-            let Some(Outgoing {
-                mut repr,
-                offset,
-                len,
-                segment_size,
-            }) = tcb.next_segment(&mut tcx, tso)
-            else {
-                break;
-            };
-            tcb.stamp(&mut repr, tcx.now);
-            let (local, remote, hop) = (tcb.local, tcb.remote, tcb.hop);
-            let no_checksum = tcb.no_checksum && !repr.flags.contains(Flags::SYN);
-            // Copy the payload out of the send buffer, borrowing it only as long as the build needs.
-            let tx = std::mem::take(&mut tcb.tx);
-            let (a, b) = tx.range(offset, len);
-            let mut buf = self.build(cx, &hop, (local, remote), &repr, &[a, b], len, no_checksum);
-            if let Some(tcb) = self.tcb(index) {
-                tcb.tx = tx;
-            }
-            if let Some(size) = segment_size {
-                buf.meta.set_gso_size(size);
-                cx.counters.tcp.out_tso_packets += 1;
-            }
-            cx.counters.tcp.out_segs += 1;
-            cx.output(buf, &hop, N::Addr::ip(&local), N::Addr::ip(&remote));
-        }
-        self.schedule(index);
-        // A connection that finished its close while sending (LAST-ACK acknowledged elsewhere) is
-        // handled by its verdicts; nothing more here.
-    }
-
-    /// Runs due TCP timers (from `poll`): only the connections whose deadlines are due are
-    /// visited, each once per run (a timer re-armed for `now` waits for the next run).
-    pub(crate) fn timers(&mut self, cx: &mut TcpCx<impl Transmit, N>) {
-        let now = cx.now;
-        self.take_due(now);
-        let mut due = std::mem::take(&mut self.due);
-        for &index in &due {
-            #[cfg(test)]
-            {
-                self.timer_visits += 1;
-            }
-            let mut tcx = cx.tcb();
-            let Some(tcb) = self.tcb(index) else {
-                continue;
-            };
-            if tcb.deadline().is_some_and(|d| d <= now) {
-                let verdict = tcb.on_timer(&mut tcx);
-                self.verdict(cx, index, verdict);
-            } else {
-                cx.counters.tcp.timer_early += 1;
-            }
-            self.schedule(index);
-        }
-        due.clear();
-        self.due = due;
-        // The pops may have left a dead entry on top.
-        self.drop_dead_top();
-        self.flush_dirty(cx);
     }
 
     /// A "fragmentation needed" (RFC 1191) quoting a TCP segment we sent (`ip` and the first 8 bytes of

@@ -16,7 +16,6 @@ use super::seq::Seq;
 use crate::addr::IpAddress;
 use crate::buf::{BufferPool, PacketBuf};
 use crate::config::TcpConfig;
-use crate::demux::SocketId;
 use crate::ip::NextHop;
 use crate::stats::{DropReason, Drops, TcpCounters};
 use crate::time::Instant;
@@ -147,8 +146,6 @@ pub(crate) struct Tcb<A: IpAddress = Ipv4Addr> {
     pub(crate) local: A::Socket,
     pub(crate) remote: A::Socket,
     pub(crate) hop: NextHop<A>,
-    /// The listener a passive open belongs to until it is accepted.
-    pub(crate) listener: Option<SocketId>,
     /// The application has closed its handle: nobody will read, and the block frees itself.
     pub(crate) orphan: bool,
     /// A held SYN: the peer's SYN is taken but not answered until the application confirms the
@@ -243,8 +240,6 @@ pub(crate) struct Tcb<A: IpAddress = Ipv4Addr> {
     pub(crate) no_checksum: bool,
     /// We asked for elimination in our SYN.
     alt_requested: bool,
-    /// On the stack's list of connections to send for after the input batch.
-    pub(crate) output_queued: bool,
     /// The owed ACK must not wait for the end of the batch (out-of-order data).
     pub(crate) ack_immediately: bool,
     challenge_window: (u64, u32),
@@ -291,7 +286,6 @@ impl<A: IpAddress> Tcb<A> {
             local,
             remote,
             hop,
-            listener: None,
             orphan: false,
             held: false,
             error: None,
@@ -348,7 +342,6 @@ impl<A: IpAddress> Tcb<A> {
             nodelay: false,
             no_checksum: false,
             alt_requested: false,
-            output_queued: false,
             ack_immediately: false,
             challenge_window: (0, 0),
             last_invalid_ack: None,
@@ -418,6 +411,19 @@ impl<A: IpAddress> Tcb<A> {
         tcb.snd_wl1 = Seq(ack.seq);
         tcb.snd_wl2 = Seq(ack.ack);
         tcb
+    }
+
+    /// The sequence numbers, for tests outside the block: our ISS, SND.UNA, SND.NXT, the peer's IRS
+    /// and RCV.NXT.
+    #[cfg(test)]
+    pub(crate) fn sequence_numbers(&self) -> [u32; 5] {
+        [
+            self.iss.0,
+            self.snd_una.0,
+            self.snd_nxt.0,
+            self.irs.0,
+            self.rcv_nxt.0,
+        ]
     }
 
     /// Bytes of receive space: the buffer's capacity less what the queue holds.
