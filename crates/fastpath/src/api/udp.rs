@@ -9,10 +9,8 @@ use crate::addr::{self, IpAddress};
 use crate::ipv4::Ipv4;
 use crate::ipv6::Ipv6;
 use crate::stack::{Family, Stack};
-use crate::stats::DropReason;
-use crate::transport::checksum::{copy_and_verify, copy_and_verify_one, deferred_ok};
 use crate::transport::network::Network;
-use crate::udp::{closed, Payload, RxDatagram, SocketCounters, SocketState, UdpOptions, UdpSocket};
+use crate::udp::{closed, Payload, SocketCounters, SocketState, UdpOptions, UdpSocket};
 
 impl Stack {
     /// Binds a UDP socket to `local` with default options. Port 0 picks an ephemeral port; the
@@ -174,25 +172,8 @@ impl UdpSocketRef<'_> {
         &mut self,
         read: impl FnOnce(&[u8], SocketAddr) -> R,
     ) -> io::Result<R> {
-        let stack = &mut *self.stack;
-        let s = stack.udp.get_mut::<N>(self.socket).ok_or_else(closed)?;
-        if let Some(kind) = s.take_error() {
-            return Err(kind.into());
-        }
-        loop {
-            let dg = s.rx.pop_front().ok_or(io::ErrorKind::WouldBlock)?;
-            s.rx_bytes -= dg.buf.truesize();
-            let ok = deferred_ok(dg.pending, dg.buf.data());
-            if ok {
-                let result = read(dg.buf.data(), dg.from.0.socket_addr(dg.from.1));
-                stack.pool.free(dg.buf);
-                stack.counters.udp.in_read += 1;
-                return Ok(result);
-            }
-            stack.pool.free(dg.buf);
-            s.counters.bad_checksum += 1;
-            stack.counters.drops.add(DropReason::UdpBadChecksum);
-        }
+        let (table, mut cx) = N::udp_rx(self.stack);
+        table.recv_with(&mut cx, self.socket, read)
     }
 
     /// Receives one datagram into `buf`; returns its length (bytes past `buf.len()` are discarded) and
@@ -297,19 +278,7 @@ impl UdpSocketRef<'_> {
     }
 
     fn set_options_in<N: Family>(&mut self, options: UdpOptions) -> io::Result<()> {
-        let default = self.stack.config.limits.udp_rx_queue_bytes;
-        let s = self
-            .stack
-            .udp
-            .get_mut::<N>(self.socket)
-            .ok_or_else(closed)?;
-        s.tx_cache = None;
-        s.options = UdpOptions {
-            reuse_address: s.options.reuse_address,
-            recv_buffer_bytes: options.recv_buffer_bytes.or(Some(default)),
-            ..options
-        };
-        Ok(())
+        N::udp_rx(self.stack).0.set_options(self.socket, options)
     }
 
     /// Takes the pending error (from an ICMP error about a datagram this connected socket sent).
@@ -318,12 +287,7 @@ impl UdpSocketRef<'_> {
     }
 
     fn take_error_in<N: Family>(&mut self) -> io::Result<Option<io::Error>> {
-        let s = self
-            .stack
-            .udp
-            .get_mut::<N>(self.socket)
-            .ok_or_else(closed)?;
-        Ok(s.error.take().map(io::Error::from))
+        N::udp_rx(self.stack).0.take_error(self.socket)
     }
 
     /// Datagrams waiting, and their buffer bytes.
@@ -339,82 +303,18 @@ impl UdpSocketRef<'_> {
     /// Closes the socket, dropping what it had queued.
     pub fn close(self) -> io::Result<()> {
         let stack = self.stack;
-        let bufs: Vec<_> = if self.socket.v6() {
-            let state = stack.udp.remove::<Ipv6>(self.socket).ok_or_else(closed)?;
-            state.rx.map(|dg| dg.buf).collect()
+        if self.socket.v6() {
+            stack.udp.close::<Ipv6>(self.socket, &mut stack.pool)
         } else {
-            let state = stack.udp.remove::<Ipv4>(self.socket).ok_or_else(closed)?;
-            state.rx.map(|dg| dg.buf).collect()
-        };
-        for buf in bufs {
-            stack.pool.free(buf);
+            stack.udp.close::<Ipv4>(self.socket, &mut stack.pool)
         }
-        Ok(())
     }
 
-    /// [`Self::recv_from`]: one buffer, and the datagram taken off the queue at once. An empty queue
-    /// is checked first: a reader calls until `WouldBlock`, so at one datagram per poll half the
-    /// calls find nothing.
+    /// [`Self::recv_from`] in the socket's family.
     #[inline(always)]
     fn recv_one<N: Family>(&mut self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
-        let stack = &mut *self.stack;
-        let s = stack.udp.get_mut::<N>(self.socket).ok_or_else(closed)?;
-        if let Some(kind) = s.take_error() {
-            return Err(kind.into());
-        }
-        let Some(dg) = s.rx.pop_front() else {
-            return Err(io::ErrorKind::WouldBlock.into());
-        };
-        s.rx_bytes -= dg.buf.truesize();
-        if dg.pending.is_some() {
-            return self.recv_deferred::<N>(dg, buf);
-        }
-        let payload = dg.buf.data();
-        let n = buf.len().min(payload.len());
-        {
-            timed!(Copy);
-            crate::buf::copy(&mut buf[..n], &payload[..n]);
-        }
-        {
-            timed!(Buffers);
-            stack.pool.free(dg.buf);
-        }
-        stack.counters.udp.in_read += 1;
-        // The sender's address built as the `SocketAddr` returned, in place: built as the family's
-        // socket address and converted after, an IPv6 one was shuffled through the stack in moves
-        // that the CPU could not forward (a quarter of `recv_from`'s time over IPv6).
-        Ok((n, dg.from.0.socket_addr(dg.from.1)))
-    }
-
-    /// [`Self::recv_one`] for a datagram whose checksum was deferred to this copy: verified as it is
-    /// copied; one that fails is dropped, counted, and the next one tried.
-    #[inline(never)]
-    fn recv_deferred<N: Family>(
-        &mut self,
-        mut dg: RxDatagram<N::Addr>,
-        buf: &mut [u8],
-    ) -> io::Result<(usize, SocketAddr)> {
-        let stack = &mut *self.stack;
-        let alg = stack.udp.cfg.checksum.algorithm();
-        loop {
-            let (n, ok) = copy_and_verify_one(alg, dg.pending, dg.buf.data(), buf);
-            {
-                timed!(Buffers);
-                stack.pool.free(dg.buf);
-            }
-            if ok {
-                stack.counters.udp.in_read += 1;
-                return Ok((n, dg.from.0.socket_addr(dg.from.1)));
-            }
-            stack.counters.drops.add(DropReason::UdpBadChecksum);
-            let s = stack.udp.get_mut::<N>(self.socket).ok_or_else(closed)?;
-            s.counters.bad_checksum += 1;
-            if let Some(kind) = s.take_error() {
-                return Err(kind.into());
-            }
-            dg = s.rx.pop_front().ok_or(io::ErrorKind::WouldBlock)?;
-            s.rx_bytes -= dg.buf.truesize();
-        }
+        let (table, mut cx) = N::udp_rx(self.stack);
+        table.recv_from(&mut cx, self.socket, buf)
     }
 
     #[inline(always)]
@@ -424,54 +324,14 @@ impl UdpSocketRef<'_> {
         peek: bool,
     ) -> io::Result<(usize, SocketAddr)> {
         layer!(Receive, Socket);
-        let result = self
-            .read_datagram::<N>(bufs, peek)
+        let (table, mut cx) = N::udp_rx(self.stack);
+        let result = table
+            .read(&mut cx, self.socket, bufs, peek)
             .map(|(n, a)| (n, a.into()));
         layer!();
         result
     }
-
-    /// Takes (or peeks at) the next datagram whose checksum holds, copying it into `bufs`. A datagram
-    /// whose deferred checksum fails is dropped and counted, and the next one is tried (paper 000
-    /// §7.1.1); `bufs` may have been written even then.
-    #[inline(always)]
-    fn read_datagram<N: Family>(
-        &mut self,
-        bufs: &mut [IoSliceMut<'_>],
-        peek: bool,
-    ) -> io::Result<(usize, N::Socket)> {
-        let stack = &mut *self.stack;
-        let alg = stack.udp.cfg.checksum.algorithm();
-        let s = stack.udp.get_mut::<N>(self.socket).ok_or_else(closed)?;
-        if let Some(kind) = s.take_error() {
-            return Err(kind.into());
-        }
-        loop {
-            let Some(dg) = s.rx.front_mut() else {
-                return Err(io::ErrorKind::WouldBlock.into());
-            };
-            let (copied, ok) = copy_and_verify(alg, dg.pending, dg.buf.data(), bufs);
-            let from = dg.from.0.socket(dg.from.1);
-            if ok && peek {
-                dg.pending = None;
-                return Ok((copied, from));
-            }
-            let dg = s.rx.pop_front().expect("front exists");
-            s.rx_bytes -= dg.buf.truesize();
-            {
-                timed!(Buffers);
-                stack.pool.free(dg.buf);
-            }
-            if ok {
-                stack.counters.udp.in_read += 1;
-                return Ok((copied, from));
-            }
-            s.counters.bad_checksum += 1;
-            stack.counters.drops.add(DropReason::UdpBadChecksum);
-        }
-    }
 }
-
 /// `std::io::Read` for a connected socket: each `read` takes one datagram from the connected peer, as
 /// [`UdpSocketRef::recv`] does (bytes past `buf.len()` are discarded, so give it room for the largest
 /// datagram), and `WouldBlock` when none is waiting. UDP has no end of stream: `read` never returns

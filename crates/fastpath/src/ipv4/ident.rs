@@ -9,6 +9,7 @@
 //! observer only ever sees the counter of its own bucket: the buckets are chosen by a hash keyed with a
 //! per-stack secret, and every counter starts at a random value.
 
+use std::cell::Cell;
 use std::net::Ipv4Addr;
 
 use crate::rng::Rng;
@@ -22,6 +23,10 @@ const BUCKETS: usize = 2048;
 pub struct IdentTable {
     key: SecretKey,
     counters: Box<[u16; BUCKETS]>,
+    /// The last bucket worked out and for what (source and destination, protocol): a sender that
+    /// sends to one destination again and again, as a TCP connection's segments do (IP builds
+    /// their header template per segment), hashes once.
+    last: Cell<(u64, u8, IdentBucket)>,
 }
 
 /// One bucket of an [`IdentTable`]: what a sender that sends to one destination again and again may
@@ -37,9 +42,13 @@ impl IdentTable {
         for c in counters.iter_mut() {
             *c = rng.next_u64() as u16;
         }
+        let key = secret.derive("buckets");
+        let unspecified = Ipv4Addr::UNSPECIFIED;
+        let last = Cell::new((0, 0, Self::hash(&key, unspecified, unspecified, 0)));
         IdentTable {
-            key: secret.derive("buckets"),
+            key,
             counters,
+            last,
         }
     }
 
@@ -47,10 +56,23 @@ impl IdentTable {
     /// destination and the protocol (9 bytes) under the table's key, so the bucket is unknown outside.
     /// Senders keep the bucket in their header template ([`IdentBucket`]), so this runs once per
     /// destination, not per datagram.
+    #[inline]
     pub fn bucket(&self, src: Ipv4Addr, dst: Ipv4Addr, protocol: u8) -> IdentBucket {
+        let pair = (u64::from(u32::from(src)) << 32) | u64::from(u32::from(dst));
+        let (last_pair, last_protocol, last) = self.last.get();
+        if pair == last_pair && protocol == last_protocol {
+            return last;
+        }
+        let bucket = Self::hash(&self.key, src, dst, protocol);
+        self.last.set((pair, protocol, bucket));
+        bucket
+    }
+
+    #[inline(never)]
+    fn hash(key: &SecretKey, src: Ipv4Addr, dst: Ipv4Addr, protocol: u8) -> IdentBucket {
         let [s0, s1, s2, s3] = src.octets();
         let [d0, d1, d2, d3] = dst.octets();
-        let h = self.key.prf(&[s0, s1, s2, s3, d0, d1, d2, d3, protocol]);
+        let h = key.prf(&[s0, s1, s2, s3, d0, d1, d2, d3, protocol]);
         IdentBucket((h >> (64 - BUCKETS.trailing_zeros())) as u16)
     }
 
@@ -109,6 +131,14 @@ mod tests {
             .filter(|&p| t1.bucket(A, dst, p) != t2.bucket(A, dst, p))
             .count();
         assert!(differ > 50, "{differ} of 64 differ");
+        // The one-entry cache gives what the hash gives, whatever came before.
+        for p in [6, 17, 6, 6, 17] {
+            assert_eq!(
+                t1.bucket(A, dst, p),
+                IdentTable::hash(&t1.key, A, dst, p),
+                "protocol {p}"
+            );
+        }
         assert_ne!(t1.counters[..16], t2.counters[..16]);
     }
 }

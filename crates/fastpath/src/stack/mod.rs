@@ -25,7 +25,7 @@ use crate::tcp::{Tcp, TcpCx};
 use crate::time::Instant;
 use crate::transport::network::Network;
 use crate::transport::ports::Ports;
-use crate::udp::{Payload, Table, Udp, UdpCx, UdpFamily, UdpOptions, UdpSocket};
+use crate::udp::{Payload, RecvCx, Table, Udp, UdpCx, UdpFamily, UdpOptions, UdpSocket};
 use crate::wire::icmpv4::DstUnreachable;
 use crate::wire::{IpProtocol, Ipv4Repr};
 use devices::Device;
@@ -112,6 +112,17 @@ pub(crate) trait Family: UdpFamily {
     fn udp(s: &mut Stack) -> (&mut Table<Self>, UdpCx<'_, Devices, Self>);
     /// The family's socket table, the shared ports and the family's IP layer, for a bind.
     fn bind_parts(s: &mut Stack) -> (&mut Table<Self>, &mut Ports, &Self);
+    /// The family's socket table and what a receive call frees to and counts in.
+    #[inline(always)]
+    fn udp_rx(s: &mut Stack) -> (&mut Table<Self>, RecvCx<'_>) {
+        (
+            Self::split(&mut s.udp).0,
+            RecvCx {
+                pool: &mut s.pool,
+                counters: &mut s.counters,
+            },
+        )
+    }
 }
 
 impl Family for Ipv4 {
