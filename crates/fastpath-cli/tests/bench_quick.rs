@@ -17,10 +17,15 @@ fn run(args: &[&str]) -> Vec<Value> {
         String::from_utf8_lossy(&out.stderr)
     );
     let text = String::from_utf8(out.stdout).expect("utf-8");
-    // The JSON array is the last thing printed.
-    let start = text.rfind("\n[").map_or(0, |i| i + 1);
-    serde_json::from_str::<Vec<Value>>(&text[start..])
-        .unwrap_or_else(|e| panic!("bad JSON from {args:?}: {e}\n{text}"))
+    // With `--json -` standard output is the JSON array and nothing else; the tables went to
+    // standard error.
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.starts_with(&format!("bench {}", args[1])),
+        "fastpath {args:?}: the table is not on standard error:\n{stderr}"
+    );
+    serde_json::from_str::<Vec<Value>>(&text)
+        .unwrap_or_else(|e| panic!("standard output of {args:?} is not JSON alone: {e}\n{text}"))
 }
 
 fn positive(row: &Value, field: &str) -> f64 {

@@ -262,8 +262,7 @@ fn explicit_values_win_over_quick() {
         Duration::from_secs(60),
     );
     assert!(run.status.success(), "{}", run.explain());
-    let start = run.stdout.rfind("\n[").map_or(0, |i| i + 1);
-    let rows: Vec<Value> = serde_json::from_str(&run.stdout[start..]).expect("JSON rows");
+    let rows: Vec<Value> = serde_json::from_str(&run.stdout).expect("JSON rows alone");
     let fastpath: Vec<&Value> = rows.iter().filter(|r| r["stack"] == "fastpath").collect();
     assert!(!fastpath.is_empty(), "{}", run.explain());
     for r in fastpath {
@@ -390,4 +389,38 @@ fn serve_refuses_addresses_that_are_not_hosts_of_the_prefix() {
     serve("10.7.0.1/24", "10.7.0.1", "--kernel-addr");
     serve("10.7.0.0/24", "10.7.0.2", "network address");
     serve("10.7.0.9/29", "10.7.0.15", "broadcast address");
+}
+
+/// A `--json` path that cannot be written is refused before anything is measured (each of these
+/// runs for minutes when it measures), naming the option and the path.
+#[test]
+fn an_unwritable_json_path_is_refused_before_measuring() {
+    let path = "/nonexistent-dir/x.json";
+    let mut cases: Vec<Vec<&str>> = vec![
+        vec!["bench", "udp"],
+        vec!["bench", "checksum"],
+        vec!["bench", "mtu"],
+        vec!["bench", "sweep"],
+        vec!["bench", "demux"],
+        vec!["bench", "peers"],
+        vec!["bench", "tcp", "--pair-only"],
+        vec!["demux-sim", "--synthetic", "lennon"],
+    ];
+    if cfg!(target_os = "linux") {
+        cases.push(vec!["bench", "tun"]);
+    }
+    for mut args in cases {
+        args.extend(["--json", path]);
+        let started = Instant::now();
+        refused(&args, &format!("--json {path}"));
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "fastpath {args:?} took {:?} to refuse",
+            started.elapsed()
+        );
+    }
+    // A directory is no file either.
+    let dir = std::env::temp_dir();
+    let dir = dir.to_str().unwrap();
+    refused(&["bench", "udp", "--json", dir], "--json");
 }

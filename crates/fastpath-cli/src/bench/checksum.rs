@@ -9,6 +9,7 @@ use fastpath::checksum::{self, Algorithm};
 use serde::Serialize;
 
 use super::common;
+use crate::bench::common::{out, outln};
 
 /// Options of `fastpath bench checksum`.
 #[derive(Args, Debug)]
@@ -21,7 +22,8 @@ pub struct ChecksumArgs {
     /// it: it only fills in what is not given.
     #[arg(long)]
     quick: bool,
-    /// Write the rows as JSON to this path (`-` for standard output).
+    /// Write the rows as JSON to this path (`-`: standard output, the tables then go to standard
+    /// error). The path is opened before anything is measured.
     #[arg(long)]
     json: Option<String>,
 }
@@ -197,26 +199,29 @@ fn label(len: usize) -> String {
 
 /// Prints the throughput table and the table-8 comparison.
 pub fn print(rows: &[ChecksumRow]) {
-    print!("{:<20}", "GB/s");
+    out!("{:<20}", "GB/s");
     for len in LENGTHS {
-        print!("{:>9}", label(len));
+        out!("{:>9}", label(len));
     }
-    println!();
+    outln!();
     let names = common::distinct(rows.iter().map(|r| r.algorithm.as_str()));
     for name in names {
-        print!("{name:<20}");
+        out!("{name:<20}");
         for len in LENGTHS {
             match rows.iter().find(|r| r.algorithm == name && r.bytes == len) {
-                Some(r) => print!("{:>9.2}", r.gbytes_per_s),
-                None => print!("{:>9}", "-"),
+                Some(r) => out!("{:>9.2}", r.gbytes_per_s),
+                None => out!("{:>9}", "-"),
             }
         }
-        println!();
+        outln!();
     }
-    println!("\nfused copy+checksum against a copy alone (paper 000 table 8 layout):");
-    println!(
+    outln!("\nfused copy+checksum against a copy alone (paper 000 table 8 layout):");
+    outln!(
         "{:<28}{:>14}{:>26}{:>18}",
-        "", "copy ns/byte", "copy and checksum ns/byte", "additional cost"
+        "",
+        "copy ns/byte",
+        "copy and checksum ns/byte",
+        "additional cost"
     );
     for len in [1500, 65536, 16 << 20] {
         let find = |n: &str| {
@@ -229,7 +234,7 @@ pub fn print(rows: &[ChecksumRow]) {
             find("copy+checksum"),
             find("copy-then-checksum"),
         ) {
-            println!(
+            outln!(
                 "{:<28}{:>14.4}{:>26.4}{:>17.0}%   (copy then checksum: {:.0}%)",
                 format!("fastpath, {} bytes", label(len)),
                 copy,
@@ -240,7 +245,7 @@ pub fn print(rows: &[ChecksumRow]) {
         }
     }
     for (system, copy, both) in PAPER_TABLE_8 {
-        println!(
+        outln!(
             "{:<28}{:>14.1}{:>26.1}{:>17.0}%",
             format!("paper: {system}"),
             copy,
@@ -252,11 +257,12 @@ pub fn print(rows: &[ChecksumRow]) {
 
 /// `fastpath bench checksum`.
 pub fn run(args: &ChecksumArgs) -> Result<(), String> {
+    let json = common::JsonOut::open(args.json.as_deref())?;
     common::header("bench checksum: Internet checksum routines and the fused copy (papers 000 §7 and table 8, 001)");
     let rows = measure(args)?;
     print(&rows);
-    if let Some(path) = &args.json {
-        common::write_json(path, &rows)?;
+    if let Some(json) = json {
+        json.write(&rows)?;
     }
     Ok(())
 }

@@ -1,7 +1,9 @@
 //! Conventions every experiment follows: it says what machine and build it ran on, repeats and
 //! interleaves what it compares and quotes medians, shows progress, and can write its rows as JSON.
 
-use std::io::Write;
+use std::fs::{File, OpenOptions};
+use std::io::{ErrorKind, Seek, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
@@ -42,12 +44,45 @@ pub fn build() -> String {
     format!("{profile} build, features: {features}")
 }
 
+/// Whether the tables go to standard error, because the JSON rows go to standard output (`--json -`).
+static TABLES_TO_STDERR: AtomicBool = AtomicBool::new(false);
+
+/// Writes an experiment's human-readable output: to standard output, or to standard error once
+/// [`JsonOut::open`] has sent the JSON to standard output, so that standard output holds nothing but
+/// the JSON. What cannot be written (a closed pipe) is dropped.
+pub fn say(args: std::fmt::Arguments) {
+    if TABLES_TO_STDERR.load(Ordering::Relaxed) {
+        let _ = std::io::stderr().lock().write_fmt(args);
+    } else {
+        let _ = std::io::stdout().lock().write_fmt(args);
+    }
+}
+
+/// `print!` for an experiment's tables: see [`say`].
+macro_rules! out {
+    ($($arg:tt)*) => {
+        $crate::bench::common::say(format_args!($($arg)*))
+    };
+}
+
+/// `println!` for an experiment's tables: see [`say`].
+macro_rules! outln {
+    () => {
+        $crate::bench::common::say(format_args!("\n"))
+    };
+    ($($arg:tt)*) => {
+        $crate::bench::common::say(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
+pub(crate) use {out, outln};
+
 /// Prints the experiment's title, the machine and the build.
 pub fn header(title: &str) {
-    println!("{title}");
-    println!("machine: {}", machine());
-    println!("build:   {}", build());
-    println!();
+    outln!("{title}");
+    outln!("machine: {}", machine());
+    outln!("build:   {}", build());
+    outln!();
 }
 
 /// The median of `values` (the mean of the middle two for an even count); NaN if empty.
@@ -69,6 +104,96 @@ pub fn write_json<T: Serialize>(path: &str, rows: &[T]) -> Result<(), String> {
         writeln!(out, "{text}").map_err(|e| e.to_string())
     } else {
         std::fs::write(path, text + "\n").map_err(|e| format!("writing {path}: {e}"))
+    }
+}
+
+/// Where `--json PATH` sends an experiment's rows, opened before anything is measured: a path that
+/// cannot be written fails at once, naming it, instead of after a measurement of minutes. `-` is
+/// standard output, and then the tables go to standard error (see [`say`]).
+pub struct JsonOut {
+    target: JsonTarget,
+}
+
+enum JsonTarget {
+    Stdout,
+    File {
+        path: String,
+        file: File,
+        /// Whether opening created the file (then it is removed again if the run writes nothing).
+        created: bool,
+        written: bool,
+    },
+}
+
+impl JsonOut {
+    /// Opens `--json`'s destination, if one was given. An existing file is kept as it is until the
+    /// rows are written; a file created here is removed again if the experiment fails.
+    pub fn open(path: Option<&str>) -> Result<Option<JsonOut>, String> {
+        let Some(path) = path else {
+            return Ok(None);
+        };
+        if path == "-" {
+            TABLES_TO_STDERR.store(true, Ordering::Relaxed);
+            return Ok(Some(JsonOut {
+                target: JsonTarget::Stdout,
+            }));
+        }
+        let fail = |e: std::io::Error| format!("--json {path}: cannot write there: {e}");
+        let (file, created) = match OpenOptions::new().write(true).create_new(true).open(path) {
+            Ok(f) => (f, true),
+            Err(e) if e.kind() == ErrorKind::AlreadyExists => {
+                let f = OpenOptions::new().write(true).open(path).map_err(fail)?;
+                (f, false)
+            }
+            Err(e) => return Err(fail(e)),
+        };
+        Ok(Some(JsonOut {
+            target: JsonTarget::File {
+                path: path.to_string(),
+                file,
+                created,
+                written: false,
+            },
+        }))
+    }
+
+    /// Writes `rows` as a pretty JSON array (replacing whatever the file held).
+    pub fn write<T: Serialize>(mut self, rows: &[T]) -> Result<(), String> {
+        let text = serde_json::to_string_pretty(rows).map_err(|e| e.to_string())? + "\n";
+        match &mut self.target {
+            JsonTarget::Stdout => {
+                let mut out = std::io::stdout().lock();
+                out.write_all(text.as_bytes())
+                    .and_then(|()| out.flush())
+                    .map_err(|e| format!("--json -: writing standard output: {e}"))
+            }
+            JsonTarget::File {
+                path,
+                file,
+                written,
+                ..
+            } => {
+                *written = true;
+                file.set_len(0)
+                    .and_then(|()| file.rewind())
+                    .and_then(|()| file.write_all(text.as_bytes()))
+                    .map_err(|e| format!("--json {path}: writing: {e}"))
+            }
+        }
+    }
+}
+
+impl Drop for JsonOut {
+    fn drop(&mut self) {
+        if let JsonTarget::File {
+            path,
+            created: true,
+            written: false,
+            ..
+        } = &self.target
+        {
+            let _ = std::fs::remove_file(path);
+        }
     }
 }
 

@@ -303,6 +303,7 @@ fn table(
 
 /// Runs `bench demux`.
 pub fn run(args: &DemuxBenchArgs) -> Result<(), String> {
+    let json = super::common::JsonOut::open(args.json.as_deref())?;
     if args.json.as_deref() != Some("-") {
         super::common::header(
             "bench demux: lookup cost of every demultiplexing strategy by socket count (paper 003)",
@@ -369,13 +370,8 @@ pub fn run(args: &DemuxBenchArgs) -> Result<(), String> {
         report += &format!("WRONG ANSWERS: {}\n", wrong.join(", "));
     }
     say(&report);
-    if let Some(path) = &args.json {
-        let text = serde_json::to_string_pretty(&cells).map_err(|e| e.to_string())?;
-        if path == "-" {
-            emit(&(text + "\n"), false);
-        } else {
-            std::fs::write(path, text + "\n").map_err(|e| format!("{path}: {e}"))?;
-        }
+    if let Some(json) = json {
+        json.write(&cells)?;
     }
     if wrong.is_empty() {
         Ok(())

@@ -21,6 +21,7 @@ use fastpath::{CopyChecksum, Instant, Ipv4Cidr, Stack, StackConfig};
 use serde::Serialize;
 
 use super::common;
+use crate::bench::common::{out, outln};
 
 /// Options of `fastpath bench mtu`.
 #[derive(Args, Debug)]
@@ -43,7 +44,8 @@ pub struct MtuArgs {
     /// what is not given.
     #[arg(long)]
     quick: bool,
-    /// Write the rows as JSON to this path (`-` for standard output).
+    /// Write the rows as JSON to this path (`-`: standard output, the tables then go to standard
+    /// error). The path is opened before anything is measured.
     #[arg(long)]
     json: Option<String>,
 }
@@ -472,39 +474,45 @@ pub fn measure(args: &MtuArgs) -> Result<Vec<MtuRow>, String> {
 /// Prints Gbit/s by MTU and option, and the breakdown when there is one.
 pub fn print(rows: &[MtuRow], mtus: &[usize]) {
     for protocol in common::distinct(rows.iter().map(|r| r.protocol.as_str())) {
-        print!(
+        out!(
             "{:<24}",
             format!("{} Gbit/s of payload", protocol.to_uppercase())
         );
         for m in mtus {
-            print!("{:>9}", m);
+            out!("{:>9}", m);
         }
-        println!();
+        outln!();
         let mine: Vec<&MtuRow> = rows.iter().filter(|r| r.protocol == protocol).collect();
         let names = common::distinct(mine.iter().map(|r| r.options.as_str()));
         for name in &names {
-            print!("{name:<24}");
+            out!("{name:<24}");
             for m in mtus {
                 let r = mine
                     .iter()
                     .find(|r| r.options == *name && r.mtu == *m)
                     .expect("row");
-                print!("{:>9.2}", r.gbit_per_s);
+                out!("{:>9.2}", r.gbit_per_s);
             }
-            println!();
+            outln!();
         }
-        println!();
+        outln!();
     }
-    println!("\n(one thread runs sender and receiver; ns/byte = 8 / Gbit/s)");
+    outln!("\n(one thread runs sender and receiver; ns/byte = 8 / Gbit/s)");
     if rows.iter().any(|r| r.categories.is_some()) {
-        println!("\nCPU ns per byte by category (sender + receiver), paper 002 figure 3:");
-        println!(
+        outln!("\nCPU ns per byte by category (sender + receiver), paper 002 figure 3:");
+        outln!(
             "{:<32}{:>9}{:>9}{:>9}{:>9}{:>9}{:>9}",
-            "", "checksum", "copy", "copy+ck", "buffers", "protocol", "total"
+            "",
+            "checksum",
+            "copy",
+            "copy+ck",
+            "buffers",
+            "protocol",
+            "total"
         );
         for r in rows.iter().filter(|r| !r.options.ends_with("touch")) {
             let c = r.categories.expect("instrumented");
-            println!(
+            outln!(
                 "{:<32}{:>9.3}{:>9.3}{:>9.3}{:>9.3}{:>9.3}{:>9.3}",
                 format!("{} MTU {} {}", r.protocol, r.mtu, r.options),
                 c.checksum,
@@ -516,19 +524,20 @@ pub fn print(rows: &[MtuRow], mtus: &[usize]) {
             );
         }
     } else {
-        println!("(build with `--features instrument` for the CPU breakdown by category, paper 002 figure 3)");
+        outln!("(build with `--features instrument` for the CPU breakdown by category, paper 002 figure 3)");
     }
-    println!("\npaper 002 §4.2: with 1500-byte MTUs TCP never exceeded 740 Mb/s; 8 KB was the sweet spot; zero-copy");
-    println!("and checksum offload together reached 2 Gb/s, limited by the NIC (Myrinet, 2001).");
+    outln!("\npaper 002 §4.2: with 1500-byte MTUs TCP never exceeded 740 Mb/s; 8 KB was the sweet spot; zero-copy");
+    outln!("and checksum offload together reached 2 Gb/s, limited by the NIC (Myrinet, 2001).");
 }
 
 /// `fastpath bench mtu`.
 pub fn run(args: &MtuArgs) -> Result<(), String> {
+    let json = common::JsonOut::open(args.json.as_deref())?;
     common::header("bench mtu: bulk UDP and TCP over the in-memory pair by MTU and data-path optimization (paper 002 §4)");
     let rows = measure(args)?;
     print(&rows, &args.mtus);
-    if let Some(path) = &args.json {
-        common::write_json(path, &rows)?;
+    if let Some(json) = json {
+        json.write(&rows)?;
     }
     Ok(())
 }

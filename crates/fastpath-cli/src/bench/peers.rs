@@ -33,6 +33,7 @@ use smoltcp::time::Instant as SmolInstant;
 use smoltcp::wire::{HardwareAddress, IpAddress, IpCidr};
 
 use super::common;
+use crate::bench::common::{out, outln};
 
 /// Largest datagram payload the experiment sends: one Ethernet MTU, unfragmented.
 pub const MAX_SIZE: usize = 1472;
@@ -76,7 +77,8 @@ pub struct PeersArgs {
     /// it: it only fills in what is not given.
     #[arg(long)]
     quick: bool,
-    /// Write the rows as JSON to this path (`-` for standard output).
+    /// Write the rows as JSON to this path (`-`: standard output, the tables then go to standard
+    /// error). The path is opened before anything is measured.
     #[arg(long)]
     json: Option<String>,
     /// Address families: 4 (127.0.0.1), 6 (`::1`), or both, each measured in the same rounds.
@@ -571,21 +573,21 @@ pub fn print(rows: &[PeersRow]) {
     let mut ratios: Vec<(Peer, usize)> = bursts.iter().map(|&b| (Peer::Smoltcp, b)).collect();
     ratios.push((Peer::Linux, 1));
 
-    println!(
+    outln!(
         "millions of datagrams per second (median), and fastpath's datagrams/s over each peer's"
     );
-    print!("{:>4}{:>8}{:>9} |", "ip", "size", "sockets");
+    out!("{:>4}{:>8}{:>9} |", "ip", "size", "sockets");
     for (peer, burst) in &columns {
-        print!("{:>14}", format!("{} b{burst}", peer.name()));
+        out!("{:>14}", format!("{} b{burst}", peer.name()));
     }
-    print!(" |");
+    out!(" |");
     for (peer, burst) in &ratios {
-        print!("{:>16}", format!("fp/{} b{burst}", peer.name()));
+        out!("{:>16}", format!("fp/{} b{burst}", peer.name()));
     }
-    println!();
+    outln!();
     for &cell in &cells {
         let (family, size, sockets) = cell;
-        print!(
+        out!(
             "{:>4}{:>8}{sockets:>9} |",
             format!("v{family}"),
             format!("{size} B")
@@ -594,16 +596,16 @@ pub fn print(rows: &[PeersRow]) {
             let text = find(rows, peer, cell, burst).map_or("-".to_string(), |r| {
                 format!("{:.3}", r.datagrams_per_s / 1e6)
             });
-            print!("{text:>14}");
+            out!("{text:>14}");
         }
-        print!(" |");
+        out!(" |");
         for &(peer, burst) in &ratios {
             let text = find(rows, peer, cell, burst).map_or("-".to_string(), |r| {
                 format!("{:.2}x", r.ratio_fastpath_over_this)
             });
-            print!("{text:>16}");
+            out!("{text:>16}");
         }
-        println!();
+        outln!();
     }
     // IPv6 against IPv4, per stack, where both were measured.
     let pairs: Vec<(usize, usize)> = common::distinct(
@@ -613,15 +615,15 @@ pub fn print(rows: &[PeersRow]) {
             .map(|c| (c.1, c.2)),
     );
     if !pairs.is_empty() {
-        println!();
-        println!("IPv6's datagrams/s over IPv4's, same stack and burst (1.00x: no cost to IPv6)");
-        print!("{:>12}{:>9} |", "size", "sockets");
+        outln!();
+        outln!("IPv6's datagrams/s over IPv4's, same stack and burst (1.00x: no cost to IPv6)");
+        out!("{:>12}{:>9} |", "size", "sockets");
         for (peer, burst) in &columns {
-            print!("{:>14}", format!("{} b{burst}", peer.name()));
+            out!("{:>14}", format!("{} b{burst}", peer.name()));
         }
-        println!();
+        outln!();
         for &(size, sockets) in &pairs {
-            print!("{:>12}{sockets:>9} |", format!("{size} B"));
+            out!("{:>12}{sockets:>9} |", format!("{size} B"));
             for &(peer, burst) in &columns {
                 let v4 = find(rows, peer, (4, size, sockets), burst);
                 let v6 = find(rows, peer, (6, size, sockets), burst);
@@ -629,21 +631,21 @@ pub fn print(rows: &[PeersRow]) {
                     (Some(a), Some(b)) => format!("{:.2}x", b.datagrams_per_s / a.datagrams_per_s),
                     _ => "-".to_string(),
                 };
-                print!("{text:>14}");
+                out!("{text:>14}");
             }
-            println!();
+            outln!();
         }
     }
-    println!();
-    println!("ns per datagram (median)");
-    print!("{:>4}{:>8}{:>9} |", "ip", "size", "sockets");
+    outln!();
+    outln!("ns per datagram (median)");
+    out!("{:>4}{:>8}{:>9} |", "ip", "size", "sockets");
     for (peer, burst) in &columns {
-        print!("{:>14}", format!("{} b{burst}", peer.name()));
+        out!("{:>14}", format!("{} b{burst}", peer.name()));
     }
-    println!();
+    outln!();
     for &cell in &cells {
         let (family, size, sockets) = cell;
-        print!(
+        out!(
             "{:>4}{:>8}{sockets:>9} |",
             format!("v{family}"),
             format!("{size} B")
@@ -651,19 +653,19 @@ pub fn print(rows: &[PeersRow]) {
         for &(peer, burst) in &columns {
             let text = find(rows, peer, cell, burst)
                 .map_or("-".to_string(), |r| format!("{:.1}", r.ns_per_datagram));
-            print!("{text:>14}");
+            out!("{text:>14}");
         }
-        println!();
+        outln!();
     }
-    println!();
+    outln!();
     let (sent, received) = rows
         .iter()
         .filter(|r| r.stack == Peer::Linux.name())
         .fold((0, 0), |(s, d), r| (s + r.sent, d + r.received));
     if received == sent {
-        println!("linux: every datagram delivered ({sent} in the timed runs)");
+        outln!("linux: every datagram delivered ({sent} in the timed runs)");
     } else {
-        println!(
+        outln!(
             "linux: {} of {sent} datagrams lost in the timed runs (waited {} ms for each)",
             sent - received,
             LINUX_LOSS_TIMEOUT.as_millis()
@@ -672,7 +674,7 @@ pub fn print(rows: &[PeersRow]) {
             .iter()
             .filter(|r| r.stack == Peer::Linux.name() && r.received != r.sent)
         {
-            println!(
+            outln!(
                 "  IPv{} {} B, {} sockets: {} of {} lost",
                 r.family,
                 r.size,
@@ -682,8 +684,8 @@ pub fn print(rows: &[PeersRow]) {
             );
         }
     }
-    println!("fastpath and smoltcp delivered every datagram in every run");
-    println!(
+    outln!("fastpath and smoltcp delivered every datagram in every run");
+    outln!(
         "checksums: none of the three computes the UDP checksum on loopback (fastpath's loopback offers \
          checksum offload as Linux's lo does; smoltcp's phy::Loopback declares checksums ignored); \
          fastpath and linux still compute the IPv4 header checksum (IPv6 has none)"
@@ -692,16 +694,17 @@ pub fn print(rows: &[PeersRow]) {
 
 /// `fastpath bench peers`.
 pub fn run(args: &PeersArgs) -> Result<(), String> {
+    let json = common::JsonOut::open(args.json.as_deref())?;
     common::header("bench peers: send_to and receive over loopback in fastpath, smoltcp and linux");
     let rows = measure(args)?;
     let (n, n_linux, rounds) = plan(args);
-    println!(
+    outln!(
         "{n} datagrams per run for fastpath and smoltcp, {n_linux} for linux, median of {rounds} \
          rounds; sockets: sender, receiver and idle others, all bound to 127.0.0.1 (v4) or ::1 (v6)\n"
     );
     print(&rows);
-    if let Some(path) = &args.json {
-        common::write_json(path, &rows)?;
+    if let Some(json) = json {
+        json.write(&rows)?;
     }
     Ok(())
 }

@@ -18,6 +18,7 @@ use fastpath::{CopyChecksum, Instant, Ipv4Cidr, Stack, StackConfig, UdpOptions};
 use serde::Serialize;
 
 use super::common;
+use crate::bench::common::outln;
 
 /// Options of `fastpath bench sweep`.
 #[derive(Args, Debug)]
@@ -39,7 +40,8 @@ pub struct SweepArgs {
     /// fills in what is not given.
     #[arg(long)]
     quick: bool,
-    /// Write the rows as JSON to this path (`-` for standard output).
+    /// Write the rows as JSON to this path (`-`: standard output, the tables then go to standard
+    /// error). The path is opened before anything is measured.
     #[arg(long)]
     json: Option<String>,
 }
@@ -305,8 +307,8 @@ pub fn print(rows: &[SweepRow]) {
     let per: Vec<&SweepRow> = rows.iter().filter(|r| r.table == "per-message").collect();
     let instrumented = per.iter().any(|r| r.ops_ns.is_some());
     if instrumented {
-        println!("ns per message by operation (paper 001 figures 1-5) and by layer (figures 6-10)");
-        println!(
+        outln!("ns per message by operation (paper 001 figures 1-5) and by layer (figures 6-10)");
+        outln!(
             "{:>6} {:<8}{:>9}{:>9}{:>9}{:>9}{:>9}  |{:>8}{:>8}{:>8}{:>8}  | non-data-touching",
             "size",
             "side",
@@ -325,7 +327,7 @@ pub fn print(rows: &[SweepRow]) {
             let l = r.layers_ns.expect("instrumented");
             let touching = o[0] + o[1] + o[2];
             let share = 100.0 * (1.0 - touching / r.ns_per_message.max(f64::MIN_POSITIVE));
-            println!(
+            outln!(
                 "{:>6} {:<8}{:>9.1}{:>9.1}{:>9.1}{:>9.1}{:>9.1}  |{:>8.1}{:>8.1}{:>8.1}{:>8.1}  | {:>5.0}%",
                 r.size, r.side, o[0], o[1], o[2], o[3], o[4], l[0], l[1], l[2], l[3], share
             );
@@ -337,38 +339,39 @@ pub fn print(rows: &[SweepRow]) {
                 1.0 - (o[0] + o[1] + o[2]) / r.ns_per_message.max(f64::MIN_POSITIVE)
             })
             .collect();
-        println!(
+        outln!(
             "non-data-touching share of stack time, mean over the 40 sizes: {:.0}% (paper 004: 60% for UDP over a realistic size mix)",
             100.0 * shares.iter().sum::<f64>() / shares.len() as f64
         );
     } else {
-        println!("ns per message (half a round trip); build with `--features instrument` for the split by operation and layer");
-        println!("{:>6}{:>14}", "size", "ns/message");
+        outln!("ns per message (half a round trip); build with `--features instrument` for the split by operation and layer");
+        outln!("{:>6}{:>14}", "size", "ns/message");
         for r in per.iter().filter(|r| r.side == "send") {
-            println!("{:>6}{:>14.1}", r.size, 2.0 * r.ns_per_message);
+            outln!("{:>6}{:>14.1}", r.size, 2.0 * r.ns_per_message);
         }
     }
-    println!("\none-way throughput, 8192-byte messages (paper 001 table 1 layout):");
+    outln!("\none-way throughput, 8192-byte messages (paper 001 table 1 layout):");
     let t: Vec<&SweepRow> = rows.iter().filter(|r| r.table == "throughput").collect();
     let base = t.first().map_or(1.0, |r| r.mbytes_per_s);
     for r in &t {
-        println!(
+        outln!(
             "  checksum {:<11}{:>10.0} MB/s ({:+.0}%)",
             r.checksum,
             r.mbytes_per_s,
             (r.mbytes_per_s / base - 1.0) * 100.0
         );
     }
-    println!("  paper 001, UDP on a DECstation 5000/200: unmodified 2.4 MB/s, optimized checksum 3.2 (+33%), eliminated 4.1 (+71%)");
+    outln!("  paper 001, UDP on a DECstation 5000/200: unmodified 2.4 MB/s, optimized checksum 3.2 (+33%), eliminated 4.1 (+71%)");
 }
 
 /// `fastpath bench sweep`.
 pub fn run(args: &SweepArgs) -> Result<(), String> {
+    let json = common::JsonOut::open(args.json.as_deref())?;
     common::header("bench sweep: request/response over 40 message sizes, time by operation and layer (papers 001, 004)");
     let rows = measure(args)?;
     print(&rows);
-    if let Some(path) = &args.json {
-        common::write_json(path, &rows)?;
+    if let Some(json) = json {
+        json.write(&rows)?;
     }
     Ok(())
 }

@@ -36,6 +36,7 @@ use fastpath::{Instant, Ipv4Cidr, Stack, StackConfig};
 use serde::Serialize;
 
 use super::common;
+use crate::bench::common::outln;
 
 /// Echo sockets the smoltcp server keeps listening (one per connection, as smoltcp accepts).
 const ECHO_SOCKETS: usize = 128;
@@ -77,7 +78,8 @@ pub struct TcpArgs {
     /// fills in what is not given.
     #[arg(long)]
     quick: bool,
-    /// Write the rows as JSON to this path (`-` for standard output).
+    /// Write the rows as JSON to this path (`-`: standard output, the tables then go to standard
+    /// error). The path is opened before anything is measured.
     #[arg(long)]
     json: Option<String>,
 }
@@ -1143,12 +1145,17 @@ fn accounted_row(
 /// Bulk rows with the cores each side used: the kernel client's thread (its system calls and the
 /// kernel's TCP work they run), the server (the rest of the process) and its part in user space.
 fn print_accounted(rows: &[&TcpRow]) {
-    println!(
+    outln!(
         "{:<28} {:>10} {:>10} {:>13} {:>13} {:>11}",
-        "server", "Gbit/s", "vs linux", "client cores", "server cores", "in user"
+        "server",
+        "Gbit/s",
+        "vs linux",
+        "client cores",
+        "server cores",
+        "in user"
     );
     for r in rows {
-        println!(
+        outln!(
             "{:<28} {:>10.2} {:>9.2}x {:>13.2} {:>13.2} {:>11.2}",
             format!("{} ({})", r.stack, r.config),
             r.gbit_per_s,
@@ -1164,42 +1171,51 @@ fn print_accounted(rows: &[&TcpRow]) {
 pub fn print(rows: &[TcpRow]) {
     let pair: Vec<&TcpRow> = rows.iter().filter(|r| r.experiment == "pair").collect();
     if !pair.is_empty() {
-        println!(
-            "fastpath to fastpath over the in-memory pair (bulk; one thread runs both stacks)"
-        );
-        println!(
+        outln!("fastpath to fastpath over the in-memory pair (bulk; one thread runs both stacks)");
+        outln!(
             "{:<8} {:>8} {:>10} {:>12} {:>12}",
-            "config", "mtu", "Gbit/s", "ns/byte", "vs classic"
+            "config",
+            "mtu",
+            "Gbit/s",
+            "ns/byte",
+            "vs classic"
         );
         for r in &pair {
-            println!(
+            outln!(
                 "{:<8} {:>8} {:>10.2} {:>12.3} {:>11.2}x",
-                r.config, r.mtu, r.gbit_per_s, r.ns_per_byte, r.ratio
+                r.config,
+                r.mtu,
+                r.gbit_per_s,
+                r.ns_per_byte,
+                r.ratio
             );
         }
-        println!();
+        outln!();
     }
     let tun: Vec<&TcpRow> = rows.iter().filter(|r| r.experiment == "tun").collect();
     if !tun.is_empty() {
-        println!("a kernel client sending bulk to a discard server at MTU 1500");
+        outln!("a kernel client sending bulk to a discard server at MTU 1500");
         print_accounted(&tun);
-        println!();
+        outln!();
     }
     let tun6: Vec<&TcpRow> = rows.iter().filter(|r| r.experiment == "tun6").collect();
     if !tun6.is_empty() {
-        println!(
+        outln!(
             "the same over IPv6 (fd00:7::1 to fd00:7::2), and against the same server over IPv4"
         );
-        println!(
+        outln!(
             "{:<28} {:>10} {:>10} {:>10}",
-            "server", "Gbit/s", "vs linux", "vs IPv4"
+            "server",
+            "Gbit/s",
+            "vs linux",
+            "vs IPv4"
         );
         for r in &tun6 {
             let v4 = tun
                 .iter()
                 .find(|t| t.stack == r.stack && t.config == r.config)
                 .map_or(f64::NAN, |t| r.gbit_per_s / t.gbit_per_s);
-            println!(
+            outln!(
                 "{:<28} {:>10.2} {:>9.2}x {:>9.2}x",
                 format!("{} ({})", r.stack, r.config),
                 r.gbit_per_s,
@@ -1207,26 +1223,26 @@ pub fn print(rows: &[TcpRow]) {
                 v4
             );
         }
-        println!();
+        outln!();
     }
     let send: Vec<&TcpRow> = rows.iter().filter(|r| r.experiment == "tun-send").collect();
     if !send.is_empty() {
-        println!("the server sending bulk (chargen) to a kernel client reading at MTU 1500");
+        outln!("the server sending bulk (chargen) to a kernel client reading at MTU 1500");
         print_accounted(&send);
-        println!();
+        outln!();
     }
     let streams: Vec<&TcpRow> = rows
         .iter()
         .filter(|r| r.experiment == "tun-streams")
         .collect();
     if let Some(first) = streams.first() {
-        println!(
+        outln!(
             "{} kernel connections at once sending bulk to discard at MTU 1500",
             first.connections
         );
-        println!("{:<34} {:>10} {:>10}", "server", "Gbit/s", "vs linux");
+        outln!("{:<34} {:>10} {:>10}", "server", "Gbit/s", "vs linux");
         for r in &streams {
-            println!(
+            outln!(
                 "{:<34} {:>10.2} {:>9.2}x",
                 format!("{} ({})", r.stack, r.config),
                 r.gbit_per_s,
@@ -1236,18 +1252,18 @@ pub fn print(rows: &[TcpRow]) {
         let one = streams.iter().find(|r| r.config == "offload on");
         let many = streams.iter().find(|r| r.config.contains("queues"));
         if let (Some(one), Some(many)) = (one, many) {
-            println!(
+            outln!(
                 "{} over one queue: {:.2}x",
                 many.config,
                 many.gbit_per_s / one.gbit_per_s
             );
         }
-        println!();
+        outln!();
     }
     let rr: Vec<&TcpRow> = rows.iter().filter(|r| r.experiment == "rr").collect();
     if !rr.is_empty() {
-        println!("64-byte request/response transactions per second (kernel client, echo server)");
-        println!(
+        outln!("64-byte request/response transactions per second (kernel client, echo server)");
+        outln!(
             "{:<34} {:>6} {:>14} {:>10} {:>13} {:>13} {:>11}",
             "server",
             "conns",
@@ -1258,7 +1274,7 @@ pub fn print(rows: &[TcpRow]) {
             "in user"
         );
         for r in &rr {
-            println!(
+            outln!(
                 "{:<34} {:>6} {:>14.0} {:>9.2}x {:>13.2} {:>13.2} {:>11.2}",
                 format!("{} ({})", r.stack, r.config),
                 r.connections,
@@ -1269,7 +1285,7 @@ pub fn print(rows: &[TcpRow]) {
                 r.server_user_cores
             );
         }
-        println!(
+        outln!(
             "(client: the kernel client's thread, its system calls and the kernel TCP work they run; \
              server: the rest of this process, and of that, in user space)"
         );
@@ -1286,7 +1302,7 @@ pub fn print(rows: &[TcpRow]) {
                 .iter()
                 .filter(|r| r.connections == most && r.stack != "smoltcp" && r.stack != "linux")
             {
-                println!(
+                outln!(
                     "{} ({}) over smoltcp with {most} connections: {:.2}x",
                     r.stack,
                     r.config,
@@ -1299,13 +1315,14 @@ pub fn print(rows: &[TcpRow]) {
 
 /// `fastpath bench tcp`.
 pub fn run(args: &TcpArgs) -> Result<(), String> {
+    let json = common::JsonOut::open(args.json.as_deref())?;
     common::header(
         "bench tcp: bulk transfer and request/response, fastpath against smoltcp and linux",
     );
     let rows = measure(args)?;
     print(&rows);
-    if let Some(path) = &args.json {
-        common::write_json(path, &rows)?;
+    if let Some(json) = json {
+        json.write(&rows)?;
     }
     Ok(())
 }

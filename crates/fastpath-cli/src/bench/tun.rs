@@ -44,6 +44,7 @@ use fastpath::{Instant, Ipv4Cidr, StackConfig};
 use serde::Serialize;
 
 use super::common::{self, cpu_ns, own_schedstat};
+use crate::bench::common::{out, outln};
 use crate::netns::{self, Namespace};
 use crate::serve::{binding, SERVER_RECV_BUFFER};
 
@@ -85,7 +86,8 @@ pub struct TunArgs {
     /// it only fills in what is not given.
     #[arg(long)]
     quick: bool,
-    /// Write the rows as JSON to this path (`-` for standard output).
+    /// Write the rows as JSON to this path (`-`: standard output, the tables then go to standard
+    /// error). The path is opened before anything is measured.
     #[arg(long)]
     json: Option<String>,
 }
@@ -798,11 +800,11 @@ pub fn measure(args: &TunArgs) -> Result<Vec<TunRow>, String> {
         })
         .collect();
     drop(bed);
-    println!("TUN link counters over the whole run:");
+    outln!("TUN link counters over the whole run:");
     for l in link_stats {
-        println!("  {l}");
+        outln!("  {l}");
     }
-    println!();
+    outln!();
     Ok(rows)
 }
 
@@ -853,32 +855,32 @@ pub fn print(rows: &[TunRow]) {
         ("Gbit/s of UDP payload", 1),
         ("ratio to linux", 2),
     ] {
-        print!("{:<44}", title);
+        out!("{:<44}", title);
         for c in &columns {
-            print!("{:>23}", format!("{} {} B", c.0, c.1));
+            out!("{:>23}", format!("{} {} B", c.0, c.1));
         }
-        println!();
+        outln!();
         for s in &servers {
-            print!("{:<44}", label(s));
+            out!("{:<44}", label(s));
             for c in &columns {
                 let text = find(s, c).map_or(String::new(), |r| match cell {
                     0 => format!("{:.0}", r.datagrams_per_s / 1e3),
                     1 => format!("{:.3}", r.gbit_per_s),
                     _ => format!("{:.2}x", r.ratio_vs_linux),
                 });
-                print!("{text:>23}");
+                out!("{text:>23}");
             }
-            println!();
+            outln!();
         }
-        println!();
+        outln!();
     }
-    println!("client sent, thousands of datagrams/s (the rows above, in order):");
+    outln!("client sent, thousands of datagrams/s (the rows above, in order):");
     for c in columns.iter().filter(|c| c.0 != "echo") {
         let sent: Vec<String> = servers
             .iter()
             .filter_map(|s| find(s, c).map(|r| format!("{:.0}", r.offered_per_s / 1e3)))
             .collect();
-        println!("  {} {} B: {}", c.0, c.1, sent.join(" / "));
+        outln!("  {} {} B: {}", c.0, c.1, sent.join(" / "));
     }
     // The several-senders workload: N queues over one, side by side in the same rounds.
     for c in columns.iter().filter(|c| c.0 == "discard-senders") {
@@ -892,7 +894,7 @@ pub fn print(rows: &[TunRow]) {
                 })
             };
             if let (Some(one), Some(many)) = (of(false), of(true)) {
-                println!(
+                outln!(
                     "{server}: {} queues over 1, {} senders, {} B: {:.2}x the datagrams/s",
                     many.queues.unwrap_or(0),
                     many.senders,
@@ -906,7 +908,7 @@ pub fn print(rows: &[TunRow]) {
                 Some(q) => format!("{}, {q} queue{}", r.server, if q > 1 { "s" } else { "" }),
                 None => "linux".into(),
             };
-            println!(
+            outln!(
                 "  {who:<22} server threads {:.2} cores, senders {:.2} cores, {:.0}k datagrams per server CPU-second",
                 r.server_cores,
                 r.sender_cores,
@@ -918,18 +920,19 @@ pub fn print(rows: &[TunRow]) {
 
 /// `fastpath bench tun`.
 pub fn run(args: &TunArgs) -> Result<(), String> {
+    let json = common::JsonOut::open(args.json.as_deref())?;
     common::header(
         "bench tun: a kernel UDP client against fastpath over TUN, and against the kernel over veth",
     );
     let rows = measure(args)?;
     let (secs, rounds) = args.plan();
-    println!(
+    outln!(
         "{secs} s per run, median of {rounds} interleaved rounds; echo keeps {} datagrams in flight\n",
         args.window
     );
     print(&rows);
-    if let Some(path) = &args.json {
-        common::write_json(path, &rows)?;
+    if let Some(json) = json {
+        json.write(&rows)?;
     }
     Ok(())
 }

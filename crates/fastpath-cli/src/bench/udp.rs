@@ -16,6 +16,7 @@ use fastpath::{CopyChecksum, Instant, Stack, StackConfig};
 use serde::Serialize;
 
 use super::common;
+use crate::bench::common::{out, outln};
 
 /// Options of `fastpath bench udp`.
 #[derive(Args, Debug)]
@@ -38,7 +39,8 @@ pub struct UdpArgs {
     /// only fills in what is not given.
     #[arg(long)]
     quick: bool,
-    /// Write the rows as JSON to this path (`-` for standard output).
+    /// Write the rows as JSON to this path (`-`: standard output, the tables then go to standard
+    /// error). The path is opened before anything is measured.
     #[arg(long)]
     json: Option<String>,
 }
@@ -217,76 +219,77 @@ pub const PAPER_TABLE_7: [(&str, [f64; 4], [f64; 4]); 2] = [
 /// Prints the rows in the layout of the paper's tables.
 pub fn print(rows: &[UdpRow], sizes: &[usize]) {
     let configs = configurations();
-    print!("{:<24}", "ns per datagram");
+    out!("{:<24}", "ns per datagram");
     for s in sizes {
-        print!("{:>12}", format!("{s} B"));
+        out!("{:>12}", format!("{s} B"));
     }
-    println!();
+    outln!();
     for (name, _, _) in &configs {
-        print!("{name:<24}");
+        out!("{name:<24}");
         for s in sizes {
             let r = rows
                 .iter()
                 .find(|r| r.config == *name && r.size == *s)
                 .expect("row");
-            print!("{:>12.1}", r.ns_per_datagram);
+            out!("{:>12.1}", r.ns_per_datagram);
         }
-        println!();
+        outln!();
     }
-    println!();
-    print!("{:<24}", "x faster than classic");
+    outln!();
+    out!("{:<24}", "x faster than classic");
     for s in sizes {
-        print!("{:>12}", format!("{s} B"));
+        out!("{:>12}", format!("{s} B"));
     }
-    println!();
+    outln!();
     for (name, _, _) in &configs {
-        print!("{name:<24}");
+        out!("{name:<24}");
         for s in sizes {
             let r = rows
                 .iter()
                 .find(|r| r.config == *name && r.size == *s)
                 .expect("row");
-            print!("{:>12}", format!("{:.2}x", r.improvement_vs_classic));
+            out!("{:>12}", format!("{:.2}x", r.improvement_vs_classic));
         }
-        println!();
+        outln!();
     }
     let last = rows.iter().filter(|r| r.config == "default");
-    print!("{:<24}", "default, datagrams/s");
+    out!("{:<24}", "default, datagrams/s");
     for r in last {
-        print!("{:>12}", format!("{:.2} M", r.datagrams_per_s / 1e6));
+        out!("{:>12}", format!("{:.2} M", r.datagrams_per_s / 1e6));
     }
-    println!("\n");
+    outln!("\n");
     for (cpu, before, after) in PAPER_TABLE_7 {
         let ratios: Vec<String> = before
             .iter()
             .zip(after)
             .map(|(b, a)| format!("{:.2}x", b / a))
             .collect();
-        println!(
+        outln!(
             "paper 000 table 7 ({cpu}), UDP/IP+socket, 59/64/509/512 B: {}",
             ratios.join(" ")
         );
     }
-    println!("\nconfigurations (each adds to the one before):");
+    outln!("\nconfigurations (each adds to the one before):");
     for (name, what, _) in &configs {
-        println!("  {name:<24}{what}");
+        outln!("  {name:<24}{what}");
     }
 }
 
 /// `fastpath bench udp`.
 pub fn run(args: &UdpArgs) -> Result<(), String> {
+    let json = common::JsonOut::open(args.json.as_deref())?;
     common::header(
         "bench udp: sendto to a discard server over loopback (Partridge & Pink, paper 000 §4.2)",
     );
     let rows = measure(args)?;
     let (n, _) = args.plan();
-    println!(
+    outln!(
         "{n} datagrams per run, sent {} per poll; every datagram was delivered in every run\n",
         args.burst
     );
     print(&rows, &args.sizes);
-    if let Some(path) = &args.json {
-        common::write_json(path, &rows)?;
+    if let Some(json) = json {
+        json.write(&rows)?;
     }
     Ok(())
 }

@@ -378,6 +378,7 @@ pub fn run(args: &DemuxSimArgs) -> Result<(), String> {
     if args.instructions {
         callgrind::check_valgrind()?;
     }
+    let json = crate::bench::common::JsonOut::open(args.json.as_deref())?;
     let strategies = selected(args);
     let json_to_stdout = args.json.as_deref() == Some("-");
     let mut report = String::new();
@@ -507,13 +508,8 @@ pub fn run(args: &DemuxSimArgs) -> Result<(), String> {
     }
     emit(&report, json_to_stdout);
 
-    if let Some(path) = &args.json {
-        let text = serde_json::to_string_pretty(&rows).map_err(|e| e.to_string())?;
-        if path == "-" {
-            emit(&(text + "\n"), false);
-        } else {
-            std::fs::write(path, text + "\n").map_err(|e| format!("{path}: {e}"))?;
-        }
+    if let Some(json) = json {
+        json.write(&rows)?;
     }
     let bad: Vec<&str> = rows
         .iter()

@@ -19,8 +19,8 @@ pub const FASTPATH: Ipv4Addr = Ipv4Addr::new(10, 7, 0, 2);
 pub const ECHO: u16 = 7;
 pub const DISCARD: u16 = 9;
 
-/// Runs `fastpath ARGS` (a bench with `--json -`), which must succeed, and returns its pid, what it
-/// printed and the JSON rows it ended with.
+/// Runs `fastpath ARGS` (a bench with `--json -`), which must succeed, and returns its pid, the
+/// tables it printed (on standard error) and the JSON rows (standard output, alone).
 pub fn bench_rows(args: &[&str]) -> (u32, String, Vec<serde_json::Value>) {
     let child = Command::new(env!("CARGO_BIN_EXE_fastpath"))
         .args(args)
@@ -30,14 +30,11 @@ pub fn bench_rows(args: &[&str]) -> (u32, String, Vec<serde_json::Value>) {
         .expect("run the bench");
     let pid = child.id();
     let out = child.wait_with_output().expect("the bench's output");
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "{text}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let start = text.rfind("\n[").map_or(0, |i| i + 1);
-    let rows = serde_json::from_str(&text[start..]).expect("JSON rows");
+    let json = String::from_utf8_lossy(&out.stdout).into_owned();
+    let text = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{json}{text}");
+    let rows = serde_json::from_str(&json)
+        .unwrap_or_else(|e| panic!("standard output is not JSON rows alone: {e}\n{json}"));
     (pid, text, rows)
 }
 

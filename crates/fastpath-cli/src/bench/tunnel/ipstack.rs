@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 
 use super::lwip::{cargo, spawn_in, start_dante};
 use super::{which, Namespace, PathUnderTest, TunnelArgs};
+use crate::bench::common::outln;
 
 /// The port this row's dante listens on, on OUT's loopback.
 const SOCKS_PORT: u16 = 1082;
@@ -66,7 +67,7 @@ pub(super) fn find(args: &TunnelArgs) -> Result<Tun2proxy, String> {
 }
 
 fn install(root: &Path) -> Result<(), String> {
-    println!(
+    outln!(
         "installing tun2proxy {VERSION} from crates.io into {} (a few minutes) ...",
         root.display()
     );

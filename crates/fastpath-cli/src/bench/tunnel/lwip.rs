@@ -16,6 +16,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant as WallClock};
 
 use super::{which, Namespace, PathUnderTest, TunnelArgs};
+use crate::bench::common::outln;
 
 /// The wrapper around the crate: runs hev with the configuration file it is given until killed.
 const WRAPPER_MAIN: &str = r#"// Written by fastpath's bench tunnel: runs hev-socks5-tunnel (lwIP) from the tun2socks crate.
@@ -85,7 +86,7 @@ pub(super) fn find(args: &TunnelArgs) -> Result<Lwip, String> {
 }
 
 fn build(dir: &Path) -> Result<(), String> {
-    println!(
+    outln!(
         "building hev-socks5-tunnel (lwIP) from the tun2socks crate 0.1.10 into {} ...",
         dir.display()
     );

@@ -51,6 +51,7 @@ use clap::Args;
 use serde::Serialize;
 
 use super::common;
+use crate::bench::common::outln;
 use crate::netns::{self, Namespace};
 
 mod ipstack;
@@ -109,6 +110,8 @@ pub struct TunnelArgs {
     plain_writes: bool,
     #[arg(long)]
     quick: bool,
+    /// Write the rows as JSON to this path (`-`: standard output, the tables then go to standard
+    /// error). The path is opened before anything is measured.
     #[arg(long)]
     json: Option<String>,
 }
@@ -303,6 +306,7 @@ impl Drop for PathUnderTest {
 }
 
 pub fn run(args: &TunnelArgs) -> Result<(), String> {
+    let json = common::JsonOut::open(args.json.as_deref())?;
     common::header(
         "bench tunnel: iperf3 through fastpath tunnel, gVisor's tun2socks and lwIP's hev-socks5-tunnel, beside the kernel's routing",
     );
@@ -323,30 +327,30 @@ pub fn run(args: &TunnelArgs) -> Result<(), String> {
         .unwrap_or_default();
     let gvisor = find_tun2socks(args)?;
     match &gvisor {
-        Ok(p) => println!("gVisor: {}", p.display()),
-        Err(why) => println!("gVisor: no row ({why})"),
+        Ok(p) => outln!("gVisor: {}", p.display()),
+        Err(why) => outln!("gVisor: no row ({why})"),
     }
     let lwip = lwip::find(args);
     match &lwip {
-        Ok(l) => println!("lwIP: {}", l.describe()),
-        Err(why) => println!("lwIP: no row ({why})"),
+        Ok(l) => outln!("lwIP: {}", l.describe()),
+        Err(why) => outln!("lwIP: no row ({why})"),
     }
     let t2p = ipstack::find(args);
     match &t2p {
-        Ok(t) => println!("tun2proxy (ipstack): {}", t.describe()),
-        Err(why) => println!("tun2proxy (ipstack): no row ({why})"),
+        Ok(t) => outln!("tun2proxy (ipstack): {}", t.describe()),
+        Err(why) => outln!("tun2proxy (ipstack): no row ({why})"),
     }
     let nss = netstack::find(args);
     match &nss {
-        Ok(b) => println!(
+        Ok(b) => outln!(
             "netstack-smoltcp: {} (no UDP rows: {})",
             b.display(),
             netstack::NO_UDP
         ),
-        Err(why) => println!("netstack-smoltcp: no row ({why})"),
+        Err(why) => outln!("netstack-smoltcp: no row ({why})"),
     }
-    println!("iperf3: {iperf_version}");
-    println!("{secs} s per run, median of {rounds} interleaved rounds\n");
+    outln!("iperf3: {iperf_version}");
+    outln!("{secs} s per run, median of {rounds} interleaved rounds\n");
 
     let tag = std::process::id();
     let out = Namespace::ensure(&format!("fpb-out-{tag}"))?;
@@ -478,19 +482,16 @@ pub fn run(args: &TunnelArgs) -> Result<(), String> {
     drop(hold);
     let (rows, memory) = result?;
     print(&rows, &memory);
-    if let Some(path) = &args.json {
+    if let Some(json) = json {
         #[derive(Serialize)]
         struct All<'a> {
             rows: &'a [TunnelRow],
             memory: &'a [MemoryRow],
         }
-        common::write_json(
-            path,
-            &[All {
-                rows: &rows,
-                memory: &memory,
-            }],
-        )?;
+        json.write(&[All {
+            rows: &rows,
+            memory: &memory,
+        }])?;
     }
     Ok(())
 }
@@ -527,7 +528,7 @@ fn find_tun2socks(args: &TunnelArgs) -> Result<Result<PathBuf, String>, String> 
                 .into(),
         ));
     }
-    println!(
+    outln!(
         "building gVisor's tun2socks v2.6.0 with go into {} ...",
         dir.display()
     );
@@ -1140,38 +1141,38 @@ fn print(rows: &[TunnelRow], memory: &[MemoryRow]) {
         format!("{v}{lost}{cpu}{handed}")
     };
     for w in &workloads {
-        println!("{w}");
+        outln!("{w}");
         let find = |p: &str| rows.iter().find(|r| r.path == p && &r.workload == w);
         for p in &paths {
             if let Some(r) = find(p) {
-                println!("  {p:<18} {}", cell(r));
+                outln!("  {p:<18} {}", cell(r));
             }
         }
         if let (Some(f), Some(g)) = (find("fastpath"), find("gVisor")) {
-            println!("  fastpath/gVisor {:.2}x", f.value / g.value);
+            outln!("  fastpath/gVisor {:.2}x", f.value / g.value);
         }
         if let (Some(f), Some(l)) = (find("fastpath"), find("lwIP")) {
-            println!("  fastpath/lwIP {:.2}x", f.value / l.value);
+            outln!("  fastpath/lwIP {:.2}x", f.value / l.value);
         }
         if let (Some(f), Some(k)) = (find("fastpath"), find("kernel")) {
-            println!("  fastpath/kernel {:.2}x", f.value / k.value);
+            outln!("  fastpath/kernel {:.2}x", f.value / k.value);
         }
         if let (Some(f), Some(t)) = (find("fastpath"), find("tun2proxy")) {
-            println!("  fastpath/tun2proxy {:.2}x", f.value / t.value);
+            outln!("  fastpath/tun2proxy {:.2}x", f.value / t.value);
         }
         if let (Some(f), Some(n)) = (find("fastpath"), find("netstack-smoltcp")) {
-            println!("  fastpath/netstack-smoltcp {:.2}x", f.value / n.value);
+            outln!("  fastpath/netstack-smoltcp {:.2}x", f.value / n.value);
         }
         // Several queues, plain writes: each over the default tunnel.
         for variant in paths.iter().filter(|p| p.starts_with("fastpath, ")) {
             if let (Some(m), Some(f)) = (find(variant), find("fastpath")) {
-                println!("  {}/fastpath {:.2}x", m.path, m.value / f.value);
+                outln!("  {}/fastpath {:.2}x", m.path, m.value / f.value);
             }
         }
     }
-    println!();
+    outln!();
     for m in memory {
-        println!(
+        outln!(
             "{:<18} peak RSS {} KiB; {} idle connections: {}",
             m.path,
             m.peak_rss_kib,

@@ -18,6 +18,7 @@ use std::process::Command;
 
 use super::lwip::{cargo, spawn_in, write_file};
 use super::{Namespace, PathUnderTest, TunnelArgs};
+use crate::bench::common::outln;
 
 /// The version the issue names.
 const VERSION: &str = "0.2.4";
@@ -56,7 +57,7 @@ pub(super) fn find(args: &TunnelArgs) -> Result<PathBuf, String> {
 }
 
 fn build(root: &Path) -> Result<(), String> {
-    println!(
+    outln!(
         "building netstack-smoltcp {VERSION}'s example {EXAMPLE} into {} (a minute or two) ...",
         root.display()
     );
