@@ -35,6 +35,8 @@ pub struct FakeDns {
     size: u32,
     /// The offset the next new name takes.
     next: u32,
+    /// Offsets never handed out: the tunnel's own addresses, should they lie in the range.
+    reserved: Vec<u32>,
     names: HashMap<u32, Box<str>>,
     addrs: HashMap<Box<str>, u32>,
 }
@@ -65,9 +67,34 @@ impl FakeDns {
             mask,
             size,
             next: 1,
+            reserved: Vec::new(),
             names: HashMap::new(),
             addrs: HashMap::new(),
         })
+    }
+
+    /// Never hands out `addr`: an address in use on the link (the kernel's, fastpath's), should it
+    /// lie in the range, must not stand for a name. The tunnel refuses a range that overlaps its
+    /// link; this keeps the table right whatever it is given. Fails if no address would be left
+    /// for names.
+    pub fn reserve(&mut self, addr: Ipv4Addr) -> Result<(), String> {
+        if !self.contains(addr) {
+            return Ok(());
+        }
+        let offset = u32::from(addr) - self.network;
+        if offset == 0 || offset >= self.size || self.reserved.contains(&offset) {
+            return Ok(());
+        }
+        // Offsets 1 .. size are usable: keep one for names.
+        if self.reserved.len() as u32 + 2 >= self.size {
+            return Err(format!(
+                "the fake DNS range {}/{} has no address left for names besides {addr}",
+                Ipv4Addr::from(self.network),
+                32 - self.mask.count_zeros()
+            ));
+        }
+        self.reserved.push(offset);
+        Ok(())
     }
 
     /// True when `addr` is in the range (whether or not a name has it now, or can).
@@ -87,12 +114,11 @@ impl FakeDns {
         if let Some(&offset) = self.addrs.get(name) {
             return Ipv4Addr::from(self.network + offset);
         }
-        let offset = self.next;
-        self.next = if self.next + 1 >= self.size {
-            1
-        } else {
-            self.next + 1
-        };
+        let mut offset = self.next;
+        while self.reserved.contains(&offset) {
+            offset = self.after(offset);
+        }
+        self.next = self.after(offset);
         if let Some(old) = self.names.remove(&offset) {
             self.addrs.remove(&old);
         }
@@ -100,6 +126,15 @@ impl FakeDns {
         self.names.insert(offset, name.clone());
         self.addrs.insert(name, offset);
         Ipv4Addr::from(self.network + offset)
+    }
+
+    /// The offset handed out after `offset`, in turn (offset 0, the range's first, is not used).
+    fn after(&self, offset: u32) -> u32 {
+        if offset + 1 >= self.size {
+            1
+        } else {
+            offset + 1
+        }
     }
 
     /// Names held now.
@@ -268,6 +303,34 @@ mod tests {
         assert_eq!(t.address_for("a"), Ipv4Addr::new(10, 9, 9, 2));
         assert_eq!(t.len(), 3);
         assert!(FakeDns::new(Ipv4Addr::new(10, 0, 0, 0), 31).is_err());
+    }
+
+    #[test]
+    fn reserved_addresses_never_stand_for_a_name() {
+        // A /29 holding the link's two addresses: offsets 1 to 7, less 2 and 5.
+        let mut t = FakeDns::new(Ipv4Addr::new(10, 66, 0, 0), 29).unwrap();
+        let (kernel, own) = (Ipv4Addr::new(10, 66, 0, 2), Ipv4Addr::new(10, 66, 0, 5));
+        t.reserve(kernel).unwrap();
+        t.reserve(own).unwrap();
+        // Outside the range: nothing to keep out.
+        t.reserve(Ipv4Addr::new(192, 0, 2, 1)).unwrap();
+        let mut given = Vec::new();
+        for i in 0..20 {
+            let a = t.address_for(&format!("name{i}.example"));
+            assert_ne!(a, kernel, "name{i} got the kernel's address");
+            assert_ne!(a, own, "name{i} got fastpath's address");
+            given.push(a.octets()[3]);
+        }
+        assert_eq!(&given[..7], &[1, 3, 4, 6, 7, 1, 3]);
+        assert_eq!(t.len(), 5);
+        assert_eq!(t.name_of(kernel), None);
+        // A /30 has three addresses: two may be kept out, not three.
+        let mut t = FakeDns::new(Ipv4Addr::new(10, 9, 9, 0), 30).unwrap();
+        t.reserve(Ipv4Addr::new(10, 9, 9, 1)).unwrap();
+        t.reserve(Ipv4Addr::new(10, 9, 9, 2)).unwrap();
+        assert!(t.reserve(Ipv4Addr::new(10, 9, 9, 3)).is_err());
+        assert_eq!(t.address_for("a"), Ipv4Addr::new(10, 9, 9, 3));
+        assert_eq!(t.address_for("b"), Ipv4Addr::new(10, 9, 9, 3));
     }
 
     #[test]

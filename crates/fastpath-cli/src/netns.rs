@@ -80,6 +80,49 @@ impl Namespace {
     }
 }
 
+/// Refuses up front, in plain words, to do what needs root, the TUN device and ip(8) without them:
+/// `what` (`serve`, `bench tun`...) would otherwise fail on the first step that needs one, with a
+/// message about that step (a permission denied on a file under /run).
+pub fn check_privileges(what: &str) -> Result<(), String> {
+    let root = fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Uid:"))
+                .and_then(|u| u.split_whitespace().nth(1).map(|e| e == "0"))
+        })
+        .unwrap_or(false);
+    let mut missing = Vec::new();
+    if !root {
+        missing.push("it is not running as root");
+    }
+    if !Path::new("/dev/net/tun").exists() {
+        missing.push("there is no /dev/net/tun");
+    }
+    if !on_path("ip") {
+        missing.push("ip(8) is not installed (Debian: apt-get install iproute2)");
+    }
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{what} needs root, /dev/net/tun and ip(8): {}",
+            missing.join("; ")
+        ))
+    }
+}
+
+/// Whether an executable `name` is in a directory of `PATH`.
+fn on_path(name: &str) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::env::var_os("PATH").is_some_and(|paths| {
+        std::env::split_paths(&paths).any(|dir| {
+            fs::metadata(dir.join(name))
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+    })
+}
+
 /// Where the creators of namespaces are recorded.
 const OWNERS: &str = "/run/fastpath/netns";
 

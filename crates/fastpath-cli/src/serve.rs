@@ -200,6 +200,7 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
     if args.queues > 1 && args.pcap.is_some() {
         return Err("--pcap records one queue's link: use it with --queues 1".into());
     }
+    crate::netns::check_privileges("serve")?;
     let ns = Namespace::ensure(&args.netns)?;
     check_routes(&ns, kernel)?;
     let offload = args.offload == OnOff::On;
@@ -601,7 +602,7 @@ pub(crate) fn check_addresses6(kernel: Ipv6Cidr, addr: Ipv6Addr) -> Result<(), S
 }
 
 /// The network address and mask of `cidr`.
-fn network(cidr: Ipv4Cidr) -> (u32, u32) {
+pub(crate) fn network(cidr: Ipv4Cidr) -> (u32, u32) {
     let mask = u32::MAX
         .checked_shl(32 - u32::from(cidr.prefix_len))
         .unwrap_or(0);
@@ -609,7 +610,7 @@ fn network(cidr: Ipv4Cidr) -> (u32, u32) {
 }
 
 /// `cidr`'s prefix, host bits cleared: `10.7.0.0/24`.
-fn prefix(cidr: Ipv4Cidr) -> String {
+pub(crate) fn prefix(cidr: Ipv4Cidr) -> String {
     format!("{}/{}", Ipv4Addr::from(network(cidr).0), cidr.prefix_len)
 }
 

@@ -91,19 +91,19 @@ pub struct TunnelArgs {
     /// Bind every outgoing kernel socket to this interface (`SO_BINDTODEVICE`).
     #[arg(long)]
     bind_interface: Option<String>,
-    /// Seconds to wait for a destination to accept a TCP connection.
-    #[arg(long, default_value_t = 10.0, value_parser = crate::bench::common::parse_non_negative)]
+    /// Seconds to wait for a destination to accept a TCP connection (above 0).
+    #[arg(long, default_value_t = 10.0, value_parser = crate::bench::common::parse_positive)]
     connect_timeout: f64,
     /// Seconds of silence after which a UDP flow expires.
     #[arg(long, default_value_t = 60.0, value_parser = crate::bench::common::parse_non_negative)]
     udp_idle: f64,
-    /// UDP flows relayed at once, at most.
-    #[arg(long, default_value_t = 1024)]
+    /// UDP flows relayed at once, at most (at least 1).
+    #[arg(long, default_value_t = 1024, value_parser = flow_limit)]
     max_udp_flows: usize,
-    /// TCP connections relayed at once, at most (further ones are reset). Each holds a kernel
-    /// socket: the tunnel raises its descriptor limit to the hard limit, and says so if that is still
-    /// too low.
-    #[arg(long, default_value_t = 16384)]
+    /// TCP connections relayed at once, at most (at least 1; further ones are reset). Each holds a
+    /// kernel socket: the tunnel raises its descriptor limit to the hard limit, and says so if that
+    /// is still too low.
+    #[arg(long, default_value_t = 16384, value_parser = flow_limit)]
     max_tcp_flows: usize,
     /// Queues of the TUN interface (IFF_MULTI_QUEUE), 1 to 256: a stack and its relays per queue, each
     /// on a thread of its own; the kernel keeps each flow on one queue. `--max-tcp-flows` and
@@ -120,6 +120,46 @@ pub struct TunnelArgs {
     /// Stop after this many seconds.
     #[arg(long, value_parser = crate::bench::common::parse_non_negative)]
     duration: Option<f64>,
+}
+
+/// Parses a limit on flows relayed at once: 1 to 2^24 (0 would relay nothing).
+fn flow_limit(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<usize>() {
+        Ok(n) if (1..=1 << 24).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "`{s}` is not a number of flows from 1 to {} (0 would relay nothing)",
+            1 << 24
+        )),
+    }
+}
+
+/// Refuses a fake DNS range that overlaps the link's prefix: its pool would hand out the kernel's
+/// and fastpath's own addresses as answers, and the applications would reach the link instead of
+/// the names.
+fn check_fake_dns(range: Ipv4Cidr, kernel: Ipv4Cidr) -> Result<(), String> {
+    let (range_net, range_mask) = crate::serve::network(range);
+    let (link_net, link_mask) = crate::serve::network(kernel);
+    // Two prefixes overlap when the shorter one holds the other's network.
+    let mask = range_mask & link_mask;
+    if range_net & mask == link_net & mask {
+        return Err(format!(
+            "--fake-dns {range} overlaps the tunnel's link {} (--kernel-addr {kernel}): its \
+             addresses would stand for names and the link's own (the kernel's, fastpath's) be \
+             handed out as answers; give a range outside it, such as 198.18.0.0/15",
+            crate::serve::prefix(kernel)
+        ));
+    }
+    Ok(())
+}
+
+/// Refuses a `--bind-interface` that does not exist, rather than fail on every connection later.
+fn check_bind_interface(name: &str) -> Result<(), String> {
+    match nix::net::if_::if_nametoindex(name) {
+        Ok(_) => Ok(()),
+        Err(e) => Err(format!(
+            "--bind-interface {name}: no such network interface here ({e}); `ip link` lists them"
+        )),
+    }
 }
 
 /// Defines `Tally`, what one stack's relays count (cells, bumped from its tasks), and `Totals`, the
@@ -220,6 +260,20 @@ pub fn run(args: &TunnelArgs) -> Result<(), String> {
         }
         _ => None,
     };
+    // The fake DNS table, shared by every queue; never handing out the link's own addresses.
+    let fake_dns = match args.fake_dns {
+        Some(range) => {
+            check_fake_dns(range, kernel)?;
+            let mut table = FakeDns::new(range.addr, range.prefix_len)?;
+            table.reserve(kernel.addr)?;
+            table.reserve(args.addr)?;
+            Some(Arc::new(Mutex::new(table)))
+        }
+        None => None,
+    };
+    if let Some(name) = &args.bind_interface {
+        check_bind_interface(name)?;
+    }
     if args.queues > 1 && args.pcap.is_some() {
         return Err("--pcap records one queue's link: use it with --queues 1".into());
     }
@@ -232,6 +286,7 @@ pub fn run(args: &TunnelArgs) -> Result<(), String> {
             Some(socks5::Credentials::new(user.clone(), password)?)
         }
     };
+    crate::netns::check_privileges("tunnel")?;
     let ns = Namespace::ensure(&args.netns)?;
     let ephemeral = StackConfig::default().ephemeral_ports;
     let links = TunLink::open_queues(
@@ -269,12 +324,8 @@ pub fn run(args: &TunnelArgs) -> Result<(), String> {
         udp_idle: Duration::from_secs_f64(args.udp_idle.max(0.001)),
         max_udp_flows: args.max_udp_flows.div_ceil(queues),
         max_tcp_flows: args.max_tcp_flows.div_ceil(queues),
-        fake_dns: match args.fake_dns {
-            Some(c) => Some(Arc::new(Mutex::new(FakeDns::new(c.addr, c.prefix_len)?))),
-            None => None,
-        },
+        fake_dns: fake_dns.clone(),
     };
-    let fake_dns = settings.fake_dns.clone();
     let shard = Shard {
         dev: dev.clone(),
         cidr: Ipv4Cidr::new(args.addr, kernel.prefix_len),
@@ -1176,4 +1227,40 @@ async fn udp_replies(
     }
     flows.borrow_mut().remove(&(app, dst));
     add(&tally.udp_expired, 1);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cidr(s: &str) -> Ipv4Cidr {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn a_fake_dns_range_overlapping_the_link_is_refused() {
+        let link = cidr("10.66.0.1/24");
+        for range in [
+            "10.66.0.0/16",
+            "10.66.0.0/24",
+            "10.66.0.128/25",
+            "10.0.0.0/8",
+        ] {
+            let e = check_fake_dns(cidr(range), link).unwrap_err();
+            assert!(
+                e.contains("--fake-dns") && e.contains("10.66.0.0/24"),
+                "{e}"
+            );
+        }
+        for range in ["198.18.0.0/15", "10.66.1.0/24", "10.67.0.0/16"] {
+            assert_eq!(check_fake_dns(cidr(range), link), Ok(()), "{range}");
+        }
+    }
+
+    #[test]
+    fn flow_limits_of_zero_are_refused() {
+        assert!(flow_limit("0").is_err());
+        assert_eq!(flow_limit("1"), Ok(1));
+        assert!(flow_limit("-1").is_err());
+    }
 }

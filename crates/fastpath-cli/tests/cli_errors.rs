@@ -27,7 +27,38 @@ impl Run {
 
 /// Runs `fastpath args...`; kills it and fails if it takes longer than `limit`.
 fn fastpath_within(args: &[&str], limit: Duration) -> Run {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_fastpath"))
+    run_within(Command::new(env!("CARGO_BIN_EXE_fastpath")), args, limit)
+}
+
+/// `fastpath` as an unprivileged user: directly when the tests do not run as root, else through
+/// `setpriv` as nobody (uid and gid 65534, no groups, no capabilities); None without `setpriv`.
+#[cfg(target_os = "linux")]
+fn fastpath_unprivileged() -> Option<Command> {
+    if !nix::unistd::geteuid().is_root() {
+        return Some(Command::new(env!("CARGO_BIN_EXE_fastpath")));
+    }
+    let found = Command::new("setpriv")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !found {
+        return None;
+    }
+    let mut c = Command::new("setpriv");
+    c.args([
+        "--reuid=65534",
+        "--regid=65534",
+        "--clear-groups",
+        env!("CARGO_BIN_EXE_fastpath"),
+    ]);
+    Some(c)
+}
+
+/// Runs `command args...`; kills it and fails if it takes longer than `limit`.
+fn run_within(mut command: Command, args: &[&str], limit: Duration) -> Run {
+    let mut child = command
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -68,7 +99,16 @@ fn fastpath_within(args: &[&str], limit: Duration) -> Run {
 /// Runs `fastpath args...`, which must be refused at once: non-zero exit, nothing on standard output,
 /// and an error naming `mention` on standard error.
 fn refused(args: &[&str], mention: &str) {
-    let run = fastpath_within(args, Duration::from_secs(10));
+    refused_run(
+        fastpath_within(args, Duration::from_secs(10)),
+        args,
+        mention,
+    );
+}
+
+/// Checks that `run` (of `fastpath args...`) was refused: non-zero exit, nothing on standard output,
+/// and an error naming `mention` on standard error.
+fn refused_run(run: Run, args: &[&str], mention: &str) {
     assert!(
         !run.status.success(),
         "fastpath {args:?} was accepted:\n{}",
@@ -350,19 +390,25 @@ fn help_describes_udp_tcp_and_icmp() {
     );
 }
 
+/// Removes the namespace (and the program's record of it) should a `serve` or `tunnel` that ought
+/// to have refused create it.
+#[cfg(target_os = "linux")]
+struct Cleanup(&'static str);
+
+#[cfg(target_os = "linux")]
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        if std::path::Path::new("/var/run/netns").join(self.0).exists() {
+            let _ = Command::new("ip").args(["netns", "del", self.0]).status();
+        }
+        let _ = std::fs::remove_file(std::path::Path::new("/run/fastpath/netns").join(self.0));
+    }
+}
+
 /// `serve` addresses that are not a host of the prefix are refused before anything is created.
 #[cfg(target_os = "linux")]
 #[test]
 fn serve_refuses_addresses_that_are_not_hosts_of_the_prefix() {
-    /// Removes the namespace should a `serve` that ought to have refused create it.
-    struct Cleanup(&'static str);
-    impl Drop for Cleanup {
-        fn drop(&mut self) {
-            if std::path::Path::new("/var/run/netns").join(self.0).exists() {
-                let _ = Command::new("ip").args(["netns", "del", self.0]).status();
-            }
-        }
-    }
     let netns = "fp-test-cli-errors-addr";
     let _cleanup = Cleanup(netns);
     let serve = |kernel: &str, addr: &str, mention: &str| {
@@ -423,4 +469,105 @@ fn an_unwritable_json_path_is_refused_before_measuring() {
     let dir = std::env::temp_dir();
     let dir = dir.to_str().unwrap();
     refused(&["bench", "udp", "--json", dir], "--json");
+}
+
+/// `tunnel` options that cannot work are refused before anything is created or needs root (the
+/// same checks, as an unprivileged user, name the option rather than root): a fake DNS range over
+/// the link's own prefix (its answers would be the kernel's and fastpath's addresses), an
+/// interface that does not exist, no time to connect, no flows.
+#[cfg(target_os = "linux")]
+#[test]
+fn tunnel_refuses_options_that_cannot_work_before_starting() {
+    let netns = "fp-test-cli-errors-tunnel";
+    let _cleanup = Cleanup(netns);
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["--fake-dns", "10.66.0.0/16"],
+            "--fake-dns 10.66.0.0/16 overlaps",
+        ),
+        (
+            &["--fake-dns", "10.66.0.128/25"],
+            "--fake-dns 10.66.0.128/25 overlaps",
+        ),
+        (
+            &[
+                "--kernel-addr",
+                "198.18.0.1/24",
+                "--addr",
+                "198.18.0.2",
+                "--fake-dns",
+                "198.18.0.0/15",
+            ],
+            "--fake-dns",
+        ),
+        (
+            &["--bind-interface", "nosuchif0"],
+            "--bind-interface nosuchif0",
+        ),
+        (&["--connect-timeout", "0"], "--connect-timeout"),
+        (&["--max-udp-flows", "0"], "--max-udp-flows"),
+        (&["--max-tcp-flows", "0"], "--max-tcp-flows"),
+    ];
+    for (options, mention) in cases {
+        let mut args = vec![
+            "tunnel",
+            "--netns",
+            netns,
+            "--tun",
+            "fpt8",
+            "--duration",
+            "1",
+        ];
+        args.extend_from_slice(options);
+        refused(&args, mention);
+        if let Some(unprivileged) = fastpath_unprivileged() {
+            let run = run_within(unprivileged, &args, Duration::from_secs(10));
+            refused_run(run, &args, mention);
+        }
+    }
+    assert!(
+        !std::path::Path::new("/var/run/netns").join(netns).exists(),
+        "a refused tunnel created its namespace"
+    );
+}
+
+/// `serve` and `tunnel` without root say plainly what they need, before they try anything (they
+/// used to fail on a permission denied writing under /run).
+#[cfg(target_os = "linux")]
+#[test]
+fn serve_and_tunnel_say_they_need_root() {
+    let Some(_) = fastpath_unprivileged() else {
+        eprintln!("serve_and_tunnel_say_they_need_root: no setpriv to drop root with: skipped");
+        return;
+    };
+    let netns = "fp-test-cli-errors-root";
+    let _cleanup = Cleanup(netns);
+    for command in ["serve", "tunnel"] {
+        let args = [command, "--netns", netns, "--duration", "1"];
+        let run = run_within(
+            fastpath_unprivileged().unwrap(),
+            &args,
+            Duration::from_secs(10),
+        );
+        refused_run(
+            run,
+            &args,
+            &format!("{command} needs root, /dev/net/tun and ip(8)"),
+        );
+        let run = run_within(
+            fastpath_unprivileged().unwrap(),
+            &args,
+            Duration::from_secs(10),
+        );
+        assert!(
+            run.stderr.contains("not running as root"),
+            "{}",
+            run.explain()
+        );
+        assert!(
+            !run.stderr.contains("Permission denied"),
+            "{}",
+            run.explain()
+        );
+    }
 }

@@ -943,7 +943,7 @@ fn measure_tun(
     rr_only: bool,
 ) -> Result<Vec<TcpRow>, String> {
     use testbed::*;
-    super::tun::check_environment()
+    crate::netns::check_privileges("bench tcp's TUN part")
         .map_err(|e| format!("{e} (or pass --pair-only for the in-memory part alone)"))?;
     let mut bed = Testbed::new();
     bed.fastpath(true)?;

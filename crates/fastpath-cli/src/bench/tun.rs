@@ -612,24 +612,9 @@ fn echo_run(t: &Target, size: usize, secs: f64, window: usize) -> Result<(f64, f
     Ok((got as f64 / elapsed, lost as f64))
 }
 
-pub(crate) fn check_environment() -> Result<(), String> {
-    let root = std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("Uid:"))
-                .and_then(|u| u.split_whitespace().nth(1).map(|e| e == "0"))
-        })
-        .unwrap_or(false);
-    if !root || !std::path::Path::new("/dev/net/tun").exists() {
-        return Err("bench tun needs root, /dev/net/tun and ip(8)".into());
-    }
-    Ok(())
-}
-
 /// Runs the experiment and returns its rows.
 pub fn measure(args: &TunArgs) -> Result<Vec<TunRow>, String> {
-    check_environment()?;
+    netns::check_privileges("bench tun")?;
     let (secs, rounds) = args.plan();
     if let Some(&bad) = args.sizes.iter().find(|&&s| s == 0 || s > 1472) {
         return Err(format!("size {bad} outside 1..=1472"));
