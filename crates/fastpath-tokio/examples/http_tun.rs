@@ -3,13 +3,24 @@
 //! interface `fph0` in it with the kernel at 10.8.1.1/24 and fd00:81::1/64, and serves on port 80 of
 //! 10.8.1.2 and fd00:81::2 until interrupted. Try: `ip netns exec fphttp curl http://10.8.1.2/`.
 
+#[cfg(target_os = "linux")]
 mod common;
 
+#[cfg(target_os = "linux")]
 use std::net::SocketAddr;
 
+#[cfg(target_os = "linux")]
 use fastpath_tokio::{Net, TcpListener};
+#[cfg(target_os = "linux")]
 use tokio::task::LocalSet;
 
+/// TUN interfaces are Linux's.
+#[cfg(not(target_os = "linux"))]
+fn main() {
+    eprintln!("http_tun needs a Linux TUN interface");
+}
+
+#[cfg(target_os = "linux")]
 fn main() -> std::io::Result<()> {
     let ns = std::env::args().nth(1).unwrap_or_else(|| "fphttp".into());
     let (stack, tun) = common::tun_stack(&ns, "fph0", "10.8.1", "fd00:81")?;

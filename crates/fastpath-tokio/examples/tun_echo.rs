@@ -3,13 +3,24 @@
 //! 10.8.0.1/24 and fd00:8::1/64, and serves echo on port 7 of 10.8.0.2 and fd00:8::2 (one dual-stack
 //! listener and socket each) until interrupted. Try: `ip netns exec fpecho nc 10.8.0.2 7`.
 
+#[cfg(target_os = "linux")]
 mod common;
 
+#[cfg(target_os = "linux")]
 use std::net::SocketAddr;
 
+#[cfg(target_os = "linux")]
 use fastpath_tokio::{Net, TcpListener, UdpSocket};
+#[cfg(target_os = "linux")]
 use tokio::task::LocalSet;
 
+/// TUN interfaces are Linux's.
+#[cfg(not(target_os = "linux"))]
+fn main() {
+    eprintln!("tun_echo needs a Linux TUN interface");
+}
+
+#[cfg(target_os = "linux")]
 fn main() -> std::io::Result<()> {
     let ns = std::env::args().nth(1).unwrap_or_else(|| "fpecho".into());
     let (stack, tun) = common::tun_stack(&ns, "fpe0", "10.8.0", "fd00:8")?;

@@ -85,13 +85,17 @@ use std::collections::HashMap;
 use std::future::poll_fn;
 use std::io;
 use std::net::SocketAddr;
+#[cfg(target_os = "linux")]
 use std::os::fd::{AsFd, AsRawFd, RawFd};
 use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
-use fastpath::{Instant, ReadyKey, Stack, TcpState, TunHandle};
+#[cfg(target_os = "linux")]
+use fastpath::TunHandle;
+use fastpath::{Instant, ReadyKey, Stack, TcpState};
+#[cfg(target_os = "linux")]
 use tokio::io::unix::AsyncFd;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::Notify;
@@ -141,12 +145,15 @@ struct Inner {
     checks: Cell<u64>,
     /// Kicks the driver: a handle gave the stack something to send, or changed a timer.
     kick: Notify,
+    #[cfg(target_os = "linux")]
     tun: Option<AsyncFd<TunFd>>,
 }
 
 /// A TUN interface's descriptor as tokio's reactor takes it (the handle keeps it open).
+#[cfg(target_os = "linux")]
 struct TunFd(TunHandle);
 
+#[cfg(target_os = "linux")]
 impl AsRawFd for TunFd {
     fn as_raw_fd(&self) -> RawFd {
         self.0.as_fd().as_raw_fd()
@@ -172,7 +179,7 @@ impl std::fmt::Debug for Net {
                     .map(Vec::len)
                     .sum::<usize>(),
             )
-            .field("tun", &self.inner.tun.is_some())
+            .field("tun", &self.has_tun())
             .finish_non_exhaustive()
     }
 }
@@ -181,12 +188,17 @@ impl Net {
     /// An async front for `stack`, whose links are in-memory (or driven from outside): the driver
     /// looks at them every millisecond while idle.
     pub fn new(stack: Stack) -> Net {
-        Net::with(stack, None)
+        Net::with(
+            stack,
+            #[cfg(target_os = "linux")]
+            None,
+        )
     }
 
     /// An async front for `stack`, one of whose links is the TUN interface `tun` is a handle to (from
     /// `TunLink::handle`): the driver wakes when its descriptor is readable. Must be called inside a
-    /// tokio runtime with I/O enabled.
+    /// tokio runtime with I/O enabled. Linux only, as TUN links are.
+    #[cfg(target_os = "linux")]
     pub fn with_tun(stack: Stack, tun: TunHandle) -> io::Result<Net> {
         #[allow(unsafe_code)]
         // SAFETY: `TunFd` owns a `TunHandle`, which holds the interface's `OwnedFd` (shared with the
@@ -196,7 +208,7 @@ impl Net {
         Ok(Net::with(stack, Some(fd)))
     }
 
-    fn with(mut stack: Stack, tun: Option<AsyncFd<TunFd>>) -> Net {
+    fn with(mut stack: Stack, #[cfg(target_os = "linux")] tun: Option<AsyncFd<TunFd>>) -> Net {
         stack.set_ready_hints(true);
         Net {
             inner: Rc::new(Inner {
@@ -208,9 +220,19 @@ impl Net {
                 last_scan: Cell::new(std::time::Instant::now()),
                 checks: Cell::new(0),
                 kick: Notify::new(),
+                #[cfg(target_os = "linux")]
                 tun,
             }),
         }
+    }
+
+    /// Whether the driver sleeps on a TUN interface's descriptor.
+    fn has_tun(&self) -> bool {
+        #[cfg(target_os = "linux")]
+        let tun = self.inner.tun.is_some();
+        #[cfg(not(target_os = "linux"))]
+        let tun = false;
+        tun
     }
 
     /// Runs `f` on the stack (for its configuration calls, counters and the like). Do not call a
@@ -245,32 +267,26 @@ impl Net {
                 .borrow()
                 .next_deadline()
                 .map(|d| d.saturating_since(now));
-            let longest = if self.inner.tun.is_some() {
-                TUN_NAP
-            } else {
-                IDLE_TICK
-            };
+            let longest = if self.has_tun() { TUN_NAP } else { IDLE_TICK };
             let nap = timer.map_or(longest, |t| t.min(longest));
-            match &self.inner.tun {
-                Some(fd) => {
-                    tokio::select! {
-                        ready = fd.readable() => {
-                            // The next poll reads what is there; readiness is cleared so that the
-                            // reactor reports the next arrival.
-                            if let Ok(mut guard) = ready {
-                                guard.clear_ready();
-                            }
+            #[cfg(target_os = "linux")]
+            if let Some(fd) = &self.inner.tun {
+                tokio::select! {
+                    ready = fd.readable() => {
+                        // The next poll reads what is there; readiness is cleared so that the
+                        // reactor reports the next arrival.
+                        if let Ok(mut guard) = ready {
+                            guard.clear_ready();
                         }
-                        _ = self.inner.kick.notified() => {}
-                        _ = tokio::time::sleep(nap) => {}
                     }
+                    _ = self.inner.kick.notified() => {}
+                    _ = tokio::time::sleep(nap) => {}
                 }
-                None => {
-                    tokio::select! {
-                        _ = self.inner.kick.notified() => {}
-                        _ = tokio::time::sleep(nap) => {}
-                    }
-                }
+                continue;
+            }
+            tokio::select! {
+                _ = self.inner.kick.notified() => {}
+                _ = tokio::time::sleep(nap) => {}
             }
         }
     }

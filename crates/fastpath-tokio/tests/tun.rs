@@ -4,6 +4,7 @@
 //!
 //! Needs root, `/dev/net/tun` and `ip`; without them it prints why and passes, unless
 //! `FASTPATH_REQUIRE_TUN=1` (as in CI), where it fails.
+#![cfg(target_os = "linux")]
 
 use std::io::{Read, Write};
 use std::net::SocketAddr;
