@@ -352,6 +352,41 @@ fn bench_demux_produces_numbers() {
     }
 }
 
+/// With standard error not a terminal (a pipe here), the progress bars of `bench demux` and
+/// `demux-sim` draw nothing: standard error holds the report alone, without carriage returns or
+/// escape sequences.
+#[test]
+fn no_progress_bar_off_a_terminal() {
+    for args in [
+        &[
+            "bench",
+            "demux",
+            "--sockets",
+            "16",
+            "--rounds",
+            "2",
+            "--json",
+            "-",
+        ][..],
+        &[
+            "demux-sim",
+            "--synthetic",
+            "gaia",
+            "--runs",
+            "1",
+            "--json",
+            "-",
+        ],
+    ] {
+        let (_, stderr) = json_of(args);
+        assert!(
+            !stderr.contains('\r') && !stderr.contains('\x1b'),
+            "{args:?} drew a progress bar into a pipe:\n{stderr:?}"
+        );
+        assert!(stderr.contains("linear"), "{args:?}: no report:\n{stderr}");
+    }
+}
+
 /// A capture of real fastpath traffic: stack A (10.0.0.1) talks to the server host 10.0.0.2, whose wire
 /// the test holds; every packet that reaches that wire is written to a pcap (raw IPv4 link type) and
 /// replayed through every strategy.

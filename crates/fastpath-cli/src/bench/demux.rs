@@ -18,6 +18,7 @@ use std::time::Instant;
 use clap::Args;
 use fastpath::demux::{Demux, DemuxStrategy, Pcb, SocketId};
 use fastpath::rng::Rng;
+use indicatif::ProgressBar;
 use serde::Serialize;
 
 use crate::demux_sim::emit;
@@ -115,6 +116,15 @@ impl DemuxBenchArgs {
         }
     }
 
+    /// Strategies: those given, else all.
+    fn strategies(&self) -> Vec<DemuxStrategy> {
+        if self.strategies.is_empty() {
+            DemuxStrategy::ALL.to_vec()
+        } else {
+            self.strategies.clone()
+        }
+    }
+
     /// Rounds: given, else the default or the quick run's.
     fn rounds(&self) -> u32 {
         self.rounds.unwrap_or(if self.quick { 3 } else { 7 })
@@ -127,17 +137,31 @@ impl DemuxBenchArgs {
     }
 }
 
-/// Measures every cell (also used by `bench all`).
+/// Measures every cell (also used by `bench all`), with a progress bar on a terminal.
 pub fn measure_cells(args: &DemuxBenchArgs) -> Vec<Cell> {
-    let strategies: Vec<DemuxStrategy> = if args.strategies.is_empty() {
-        DemuxStrategy::ALL.to_vec()
-    } else {
-        args.strategies.clone()
-    };
+    let strategies = args.strategies();
+    let bar = super::common::progress(steps(args, &strategies), "bench demux");
+    let cells = measure_cells_with(args, &strategies, &bar);
+    bar.finish_and_clear();
+    cells
+}
+
+/// Measures every cell, advancing `bar` by one step per strategy's first pass and per timed batch.
+fn measure_cells_with(
+    args: &DemuxBenchArgs,
+    strategies: &[DemuxStrategy],
+    bar: &ProgressBar,
+) -> Vec<Cell> {
     args.sockets()
         .iter()
-        .flat_map(|&n| measure(n, &strategies, args))
+        .flat_map(|&n| measure(n, strategies, args, bar))
         .collect()
+}
+
+/// The steps of the whole measurement: for each socket count and strategy, the first pass and one
+/// batch a round.
+fn steps(args: &DemuxBenchArgs, strategies: &[DemuxStrategy]) -> u64 {
+    (args.sockets().len() * strategies.len()) as u64 * (1 + u64::from(args.rounds()))
 }
 
 /// The PCBs and the lookup sequence for one socket count.
@@ -218,7 +242,12 @@ fn median(v: &mut [f64]) -> f64 {
 }
 
 /// Measures every strategy on one socket count.
-fn measure(sockets: usize, strategies: &[DemuxStrategy], args: &DemuxBenchArgs) -> Vec<Cell> {
+fn measure(
+    sockets: usize,
+    strategies: &[DemuxStrategy],
+    args: &DemuxBenchArgs,
+    bar: &ProgressBar,
+) -> Vec<Cell> {
     let max_lookups = args.lookups() as usize;
     let w = workload(sockets, max_lookups);
     let mut instances: Vec<Box<dyn Demux>> = strategies
@@ -257,6 +286,7 @@ fn measure(sockets: usize, strategies: &[DemuxStrategy], args: &DemuxBenchArgs) 
             mean_comparisons: comparisons as f64 / probe.len() as f64,
             mismatches,
         });
+        bar.inc(1);
     }
     let k = strategies.len();
     let mut samples = vec![Vec::with_capacity(args.rounds() as usize); k];
@@ -265,6 +295,7 @@ fn measure(sockets: usize, strategies: &[DemuxStrategy], args: &DemuxBenchArgs) 
             let i = (round + j) % k;
             let batch = &w.lookups[..cells[i].lookups_per_round];
             samples[i].push(time_batch(instances[i].as_mut(), batch));
+            bar.inc(1);
         }
     }
     for (cell, mut s) in cells.iter_mut().zip(samples) {
@@ -309,11 +340,7 @@ pub fn run(args: &DemuxBenchArgs) -> Result<(), String> {
             "bench demux: lookup cost of every demultiplexing strategy by socket count (paper 003)",
         );
     }
-    let strategies: Vec<DemuxStrategy> = if args.strategies.is_empty() {
-        DemuxStrategy::ALL.to_vec()
-    } else {
-        args.strategies.clone()
-    };
+    let strategies = args.strategies();
     let to_stderr = args.json.as_deref() == Some("-");
     let say = |s: &str| emit(s, to_stderr);
     say(&format!(
@@ -322,10 +349,7 @@ pub fn run(args: &DemuxBenchArgs) -> Result<(), String> {
          1 lookup in 16 goes to a connected socket\n",
         args.rounds()
     ));
-    let mut cells = Vec::new();
-    for &n in &args.sockets() {
-        cells.extend(measure(n, &strategies, args));
-    }
+    let cells = measure_cells(args);
     let names: Vec<String> = strategies.iter().map(|s| s.name()).collect();
     let mut report = table(&cells, &args.sockets(), &names, |c| {
         format!("{:.1}", c.ns_per_lookup)
@@ -383,6 +407,26 @@ pub fn run(args: &DemuxBenchArgs) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_progress_bar_ends_full() {
+        let args = DemuxBenchArgs {
+            sockets: vec![1, 16],
+            strategies: vec![DemuxStrategy::Linear, DemuxStrategy::Table],
+            rounds: Some(3),
+            lookups: Some(1000),
+            round_ms: 0.1,
+            json: None,
+            quick: true,
+        };
+        let strategies = args.strategies();
+        let bar = ProgressBar::hidden();
+        bar.set_length(steps(&args, &strategies));
+        let cells = measure_cells_with(&args, &strategies, &bar);
+        assert_eq!(cells.len(), 4);
+        assert_eq!(bar.length(), Some(2 * 2 * (1 + 3)));
+        assert_eq!(bar.position(), 2 * 2 * (1 + 3));
+    }
 
     #[test]
     fn workload_is_fixed_and_answerable() {

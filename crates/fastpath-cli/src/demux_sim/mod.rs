@@ -408,7 +408,14 @@ pub fn run(args: &DemuxSimArgs) -> Result<(), String> {
         answers.iter().zip(against).filter(|(a, b)| a != b).count()
     };
 
-    let replays = replay::measure(&strategies, &pop.events, args.runs, overhead);
+    let bar = crate::bench::common::progress(
+        u64::from(args.runs.max(1)) * strategies.len() as u64,
+        "demux-sim",
+    );
+    let replays = replay::measure(&strategies, &pop.events, args.runs, overhead, &|| {
+        bar.inc(1)
+    });
+    bar.finish_and_clear();
     let mut rows = Vec::new();
     for (&s, r) in strategies.iter().zip(&replays) {
         let lookups = r.answers.len();

@@ -63,12 +63,14 @@ pub fn reference_answers(events: &[Event]) -> Vec<Option<SocketId>> {
 /// Replays `events` through `runs` fresh instances of each strategy, timing every lookup. The runs
 /// are interleaved (the first run of every strategy, then the second..., the first strategy
 /// rotating), so that a noisy stretch of
-/// the shared machine does not spoil every run of one strategy.
+/// the shared machine does not spoil every run of one strategy. `replayed` is called after each
+/// replay (`runs` times the strategies in all), for a progress bar.
 pub fn measure(
     strategies: &[DemuxStrategy],
     events: &[Event],
     runs: u32,
     overhead: u64,
+    replayed: &dyn Fn(),
 ) -> Vec<Replay> {
     let lookups = events
         .iter()
@@ -89,6 +91,7 @@ pub fn measure(
         for j in 0..k {
             let i = (run + j) % k;
             replay_timed(strategies[i], events, run == 0, &mut out[i]);
+            replayed();
         }
     }
     for r in &mut out {
