@@ -4,7 +4,9 @@
 //! A namespace this program creates has its creator recorded in `/run/fastpath/netns/NAME` (pid and
 //! process start time). A process killed outright (SIGKILL) cannot remove its namespace; the next run
 //! that wants the name finds the creator gone, removes the leftover namespace and creates it anew. A
-//! namespace without a record (made by someone else) is used as it is and left in place.
+//! namespace without a record (made by someone else) is used as it is and left in place. A record
+//! whose namespace is gone (removed by someone else, such as `ip netns del`, while its creator was
+//! killed or is gone) and whose creator is gone is deleted by the next run that creates a namespace.
 
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
@@ -56,6 +58,7 @@ impl Namespace {
             }
             return Err(e);
         }
+        remove_orphaned_records(Path::new(OWNERS));
         Ok(Namespace {
             name: name.to_string(),
             created: true,
@@ -129,6 +132,26 @@ const OWNERS: &str = "/run/fastpath/netns";
 /// The file recording who created namespace `name`.
 fn owner_record(name: &str) -> PathBuf {
     Path::new(OWNERS).join(name)
+}
+
+/// Deletes the records in `owners` that stand for nothing: the namespace is gone and so is the
+/// process that created it. (A record whose creator still runs is kept: it may be about to create
+/// its namespace.)
+fn remove_orphaned_records(owners: &Path) {
+    let Ok(entries) = fs::read_dir(owners) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let Some(name) = entry.file_name().to_str().map(str::to_string) else {
+            continue;
+        };
+        let record = entry.path();
+        let orphaned =
+            !path(&name).exists() && fs::read_to_string(&record).is_ok_and(|owner| !alive(&owner));
+        if orphaned {
+            let _ = fs::remove_file(&record);
+        }
+    }
 }
 
 /// The start time of process `pid` (clock ticks after boot), if it exists.
@@ -218,4 +241,31 @@ pub fn enter(path: &Path) -> Result<(), String> {
     let ns = File::open(path).map_err(|e| format!("opening {}: {e}", path.display()))?;
     nix::sched::setns(&ns, CloneFlags::CLONE_NEWNET)
         .map_err(|e| format!("entering {}: {e}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_of_gone_namespaces_and_creators_are_removed() {
+        let owners = std::env::temp_dir().join(format!("fastpath-owners-{}", std::process::id()));
+        fs::create_dir_all(&owners).unwrap();
+        // No namespace has these names; the first creator is gone (no pid 0 runs with that start
+        // time), the second is this process, still running.
+        let gone = "fp-unit-no-such-namespace-gone";
+        let live = "fp-unit-no-such-namespace-live";
+        fs::write(owners.join(gone), "999999999 12345\n").unwrap();
+        fs::write(owners.join(live), own_record().unwrap()).unwrap();
+        remove_orphaned_records(&owners);
+        assert!(
+            !owners.join(gone).exists(),
+            "the orphaned record is still there"
+        );
+        assert!(
+            owners.join(live).exists(),
+            "a live creator's record was removed"
+        );
+        fs::remove_dir_all(&owners).unwrap();
+    }
 }

@@ -177,14 +177,31 @@ fn a_failed_connect_prints_its_cause_and_exits_non_zero() {
     assert!(stderr.contains("10.7.0.1:7778"), "{}", explain(&out));
 }
 
-/// A `serve` child that is SIGKILLed (and reaped) on drop.
+/// A `serve` child that is stopped with SIGTERM on drop, so that it removes what it created, and
+/// SIGKILLed if it has not exited 10 s later (a test that wants it killed outright kills it first).
 struct Killable(Child);
 
 impl Drop for Killable {
     fn drop(&mut self) {
-        let _ = self.0.kill();
+        if let Ok(None) = self.0.try_wait() {
+            let pid = nix::unistd::Pid::from_raw(self.0.id() as i32);
+            let _ = nix::sys::signal::kill(pid, Signal::SIGTERM);
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while let Ok(None) = self.0.try_wait() {
+                if Instant::now() > deadline {
+                    let _ = self.0.kill();
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
         let _ = self.0.wait();
     }
+}
+
+/// Whether fastpath's record of who created namespace `name` exists.
+fn owner_recorded(name: &str) -> bool {
+    std::path::Path::new(OWNER_RECORDS).join(name).exists()
 }
 
 /// Starts `serve` in `netns` (which it creates) and waits for `ready`.
@@ -251,6 +268,47 @@ fn a_namespace_a_killed_serve_left_is_removed_by_the_next() {
         "the leftover namespace is still there:\n{}",
         explain(&out)
     );
+    assert!(!owner_recorded(&ns.0), "the leftover record is still there");
+}
+
+/// A killed `serve` leaves its namespace and the record of it; when someone else then deletes the
+/// namespace (`ip netns del`), the next `serve` that creates a namespace deletes the record too.
+#[test]
+fn a_record_whose_namespace_is_gone_is_removed_by_the_next_serve() {
+    if !tun_ok("a_record_whose_namespace_is_gone_is_removed_by_the_next_serve") {
+        return;
+    }
+    let _serial = serial();
+    let ns = TestNetns(unique_netns());
+    let mut first = start_creating(&ns.0);
+    first.0.kill().expect("SIGKILL serve");
+    first.0.wait().expect("reap serve");
+    assert!(owner_recorded(&ns.0), "serve recorded no owner");
+    let deleted = Command::new("ip")
+        .args(["netns", "del", &ns.0])
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(deleted, "ip netns del {}", ns.0);
+    let other = TestNetns(unique_netns());
+    let out = serve(
+        &other.0,
+        &[
+            "--tun",
+            "fpt0",
+            "--kernel-addr",
+            "10.7.0.1/24",
+            "--addr",
+            "10.7.0.2",
+            "--duration",
+            "0.2",
+        ],
+    );
+    assert!(out.status.success(), "{}", explain(&out));
+    assert!(
+        !owner_recorded(&ns.0),
+        "the record of a namespace that is gone, by a creator that is gone, is still there"
+    );
+    assert!(!owner_recorded(&other.0), "serve left its own record");
 }
 
 #[test]
@@ -288,4 +346,7 @@ fn a_namespace_a_live_serve_created_is_left_alone() {
         echoes(&ns.0, "10.7.0.2"),
         "the first server stopped answering"
     );
+    drop(_first);
+    assert!(!netns_exists(&ns.0), "the first serve left its namespace");
+    assert!(!owner_recorded(&ns.0), "the first serve left its record");
 }

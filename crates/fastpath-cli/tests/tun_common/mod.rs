@@ -240,8 +240,13 @@ impl Drop for TestNetns {
         if netns_exists(&self.0) {
             let _ = Command::new("ip").args(["netns", "del", &self.0]).status();
         }
+        // fastpath's record of who created it, should a killed fastpath have left one.
+        let _ = std::fs::remove_file(Path::new(OWNER_RECORDS).join(&self.0));
     }
 }
+
+/// Where fastpath records the creators of the namespaces it makes.
+pub const OWNER_RECORDS: &str = "/run/fastpath/netns";
 
 /// The number in front of `what` in the server's counters ("    12 what").
 pub fn counter(output: &str, what: &str) -> u64 {
