@@ -176,6 +176,97 @@ fn bench_all_quick_writes_a_report_with_figures() {
                 .expect("JSON");
         assert!(!v.is_empty(), "{rows} is empty");
     }
+    // Ticks are whole numbers (no "100.0"), and the udp figure is a bar chart with the
+    // configurations' names under it.
+    for figure in ["udp.svg", "checksum.svg", "mtu.svg", "demux.svg"] {
+        let svg = std::fs::read_to_string(dir.join(figure)).unwrap();
+        for t in texts(&svg) {
+            assert!(
+                !(t.ends_with(".0") && t.parse::<f64>().is_ok()),
+                "{figure} has a tick {t}"
+            );
+        }
+    }
+    let udp = std::fs::read_to_string(dir.join("udp.svg")).unwrap();
+    assert!(udp.matches("<rect").count() >= 7 * 4, "udp.svg has no bars");
+    let labels = texts(&udp);
+    for name in ["classic", "pcb-caches", "default", "64 B"] {
+        assert!(
+            labels.iter().any(|t| t == name),
+            "udp.svg: no {name} in {labels:?}"
+        );
+    }
+    let checksum = texts(&std::fs::read_to_string(dir.join("checksum.svg")).unwrap());
+    assert!(
+        checksum.iter().any(|t| t == "16 MiB") && checksum.iter().any(|t| t == "1 KiB"),
+        "checksum.svg: no KiB and MiB ticks in {checksum:?}"
+    );
+
+    // --from-json writes the same report and figures again from the JSON rows alone.
+    for written in [
+        "REPORT.md",
+        "udp.svg",
+        "checksum.svg",
+        "mtu.svg",
+        "sweep.svg",
+        "demux.svg",
+    ] {
+        std::fs::remove_file(dir.join(written)).unwrap();
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_fastpath"))
+        .args(["bench", "all", "--from-json", "--report"])
+        .arg(&dir)
+        .output()
+        .expect("run fastpath");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let again = std::fs::read_to_string(dir.join("REPORT.md")).expect("REPORT.md again");
+    assert_eq!(again, report, "--from-json wrote another report");
+    for figure in [
+        "udp.svg",
+        "checksum.svg",
+        "mtu.svg",
+        "sweep.svg",
+        "demux.svg",
+    ] {
+        assert!(
+            dir.join(figure).exists(),
+            "--from-json did not draw {figure}"
+        );
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// The texts of an SVG figure (plotters writes each `<text ...>` element's content on a line of its
+/// own).
+fn texts(svg: &str) -> Vec<String> {
+    svg.split("<text")
+        .skip(1)
+        .filter_map(|t| {
+            let body = &t[t.find('>')? + 1..];
+            Some(body[..body.find("</text>")?].trim().to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn bench_all_from_json_needs_a_report_directory() {
+    let dir = std::env::temp_dir().join(format!("fastpath-empty-report-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_fastpath"))
+        .args(["bench", "all", "--from-json", "--report"])
+        .arg(&dir)
+        .output()
+        .expect("run fastpath");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("--from-json") && stderr.contains("udp.json"),
+        "{stderr}"
+    );
     std::fs::remove_dir_all(&dir).ok();
 }
 

@@ -6,7 +6,7 @@ use std::time::Instant as WallClock;
 
 use clap::Args;
 use fastpath::checksum::{self, Algorithm};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::common;
 use crate::bench::common::{out, outln};
@@ -40,7 +40,7 @@ impl ChecksumArgs {
 }
 
 /// One row: a routine at one length.
-#[derive(Serialize, Debug, Clone)]
+#[derive(Serialize, Deserialize, Debug, Clone)]
 pub struct ChecksumRow {
     /// Routine: an algorithm's name, `ipv4-inline`, `memcpy`, `copy-then-checksum` or `copy+checksum`.
     pub algorithm: String,

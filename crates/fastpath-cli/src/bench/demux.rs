@@ -19,7 +19,7 @@ use clap::Args;
 use fastpath::demux::{Demux, DemuxStrategy, Pcb, SocketId};
 use fastpath::rng::Rng;
 use indicatif::ProgressBar;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::demux_sim::emit;
 
@@ -69,7 +69,7 @@ const PROBE_LOOKUPS: usize = 4000;
 const LOCAL: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
 
 /// One cell of the result, as `--json` writes it.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Cell {
     /// Wildcard sockets bound.
     pub sockets: usize,

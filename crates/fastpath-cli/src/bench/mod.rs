@@ -6,6 +6,7 @@ pub mod ceiling;
 pub mod checksum;
 pub mod common;
 pub mod demux;
+pub mod figures;
 pub mod mtu;
 pub mod peers;
 pub mod sweep;

@@ -18,7 +18,7 @@ use std::time::Instant as WallClock;
 use clap::Args;
 use fastpath::link::{Impairments, LinkCapabilities, PairEnd};
 use fastpath::{CopyChecksum, Instant, Ipv4Cidr, Stack, StackConfig};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::common;
 use crate::bench::common::{out, outln};
@@ -69,10 +69,16 @@ impl MtuArgs {
     }
 }
 
+/// The protocol of rows written before TCP was measured.
+fn udp() -> String {
+    "udp".into()
+}
+
 /// One row.
-#[derive(Serialize, Debug, Clone)]
+#[derive(Serialize, Deserialize, Debug, Clone)]
 pub struct MtuRow {
-    /// `udp` or `tcp`.
+    /// `udp` or `tcp` (`udp` in rows written before TCP was measured).
+    #[serde(default = "udp")]
     pub protocol: String,
     /// Link MTU.
     pub mtu: usize,
@@ -89,7 +95,7 @@ pub struct MtuRow {
 }
 
 /// CPU ns per byte by category.
-#[derive(Serialize, Debug, Clone, Copy, Default)]
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, Default)]
 pub struct Categories {
     /// Checksumming.
     pub checksum: f64,

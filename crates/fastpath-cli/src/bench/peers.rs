@@ -25,7 +25,7 @@ use std::time::{Duration, Instant as WallClock};
 
 use clap::Args;
 use fastpath::{Instant, Stack, StackConfig};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use smoltcp::iface::{Config as SmolConfig, Interface, SocketHandle, SocketSet};
 use smoltcp::phy::{Loopback as SmolLoopback, Medium};
 use smoltcp::socket::udp as smol_udp;
@@ -129,7 +129,7 @@ impl Peer {
 }
 
 /// One row of the results.
-#[derive(Serialize, Debug, Clone)]
+#[derive(Serialize, Deserialize, Debug, Clone)]
 pub struct PeersRow {
     /// Stack name: `fastpath`, `smoltcp` or `linux`.
     pub stack: String,

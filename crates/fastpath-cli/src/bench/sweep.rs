@@ -15,7 +15,7 @@ use clap::Args;
 use fastpath::checksum::Algorithm;
 use fastpath::link::{Impairments, LinkCapabilities, PairEnd};
 use fastpath::{CopyChecksum, Instant, Ipv4Cidr, Stack, StackConfig, UdpOptions};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::common;
 use crate::bench::common::outln;
@@ -61,7 +61,8 @@ impl SweepArgs {
 }
 
 /// One row: a message size and side, or a throughput measurement.
-#[derive(Serialize, Debug, Clone, Default)]
+#[derive(Serialize, Deserialize, Debug, Clone, Default)]
+#[serde(default)]
 pub struct SweepRow {
     /// `per-message` or `throughput`.
     pub table: String,

@@ -13,7 +13,7 @@ use clap::Args;
 use fastpath::buf::BufferMode;
 use fastpath::demux::DemuxStrategy;
 use fastpath::{CopyChecksum, Instant, Stack, StackConfig};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::common;
 use crate::bench::common::{out, outln};
@@ -75,7 +75,7 @@ impl UdpArgs {
 }
 
 /// One row of the results.
-#[derive(Serialize, Debug, Clone)]
+#[derive(Serialize, Deserialize, Debug, Clone)]
 pub struct UdpRow {
     /// Configuration name.
     pub config: String,
