@@ -142,6 +142,11 @@ impl FakeDns {
         self.names.len()
     }
 
+    /// True when no name has an address.
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty()
+    }
+
     /// The reply to `query` (a datagram sent to port 53), or [`Answer::Pass`].
     pub fn answer(&mut self, query: &[u8]) -> Answer {
         let Some(q) = Question::parse(query) else {

@@ -4,8 +4,6 @@ mod bench;
 mod demo;
 mod demux_sim;
 #[cfg(target_os = "linux")]
-mod fake_dns;
-#[cfg(target_os = "linux")]
 mod netns;
 #[cfg(target_os = "linux")]
 mod pcap_tap;
@@ -14,11 +12,14 @@ mod queues;
 #[cfg(target_os = "linux")]
 mod serve;
 #[cfg(target_os = "linux")]
-mod socks5;
-#[cfg(target_os = "linux")]
 mod tcp_services;
 #[cfg(target_os = "linux")]
 mod tunnel;
+
+// The parsers of what the tunnel reads from the network, in the library part so that the fuzz
+// targets reach them too.
+#[cfg(target_os = "linux")]
+use fastpath_cli::{fake_dns, socks5};
 
 use clap::{Parser, Subcommand};
 

@@ -6,8 +6,7 @@
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 pub const VERSION: u8 = 5;
 pub const CONNECT: u8 = 1;
@@ -48,7 +47,7 @@ impl Credentials {
     }
 
     /// The sub-negotiation request: version, the name, the password, each behind its length.
-    fn request(&self) -> Vec<u8> {
+    pub fn request(&self) -> Vec<u8> {
         let mut m = vec![USER_PASSWORD_VERSION, self.user.len() as u8];
         m.extend_from_slice(self.user.as_bytes());
         m.push(self.password.len() as u8);
@@ -193,8 +192,8 @@ fn protocol(what: impl Into<String>) -> io::Error {
 /// On a fresh connection to the server: the method negotiation, then `command` for `target`;
 /// returns the server's bound address (for UDP ASSOCIATE, where to send datagrams; a bound name is
 /// returned as the unspecified address with its port, which the caller takes as the server's own).
-pub async fn request(
-    s: &mut TcpStream,
+pub async fn request<S: AsyncRead + AsyncWrite + Unpin>(
+    s: &mut S,
     credentials: Option<&Credentials>,
     command: u8,
     target: &Target,

@@ -22,6 +22,9 @@
 //!
 //! | [`amplification`](amplification::amplification) | one packet (any source, ours and loopback's included; any destination, protocol and header; through the link or into loopback) to a stack with sockets, listeners and a connection over the link and one with itself | the stack sends at most [`MAX_ANSWERS`](amplification::MAX_ANSWERS) packets, loopback included, in the simulated second after: no reply loops, no amplification |
 //!
+//! | [`socks5`](tunnel::socks5) | a SOCKS5 server's side of the conversation (method choice, RFC 1929 status, reply) to the tunnel's client, and bytes to the address and UDP-header parsers | no panic, every read within what the server sent, the client's own requests well formed, the parsers' lengths within the input and their results encoding back to the same bytes |
+//! | [`dns`](tunnel::dns) | datagrams to the tunnel's fake DNS, over a small range | no panic; a reply keeps the query's ID and question, is a response with at most one answer, and names an address of the range that is not reserved and stands for a name; the table within its range |
+//!
 //! [`TARGETS`] lists them by name for the drivers: `tests/smoke.rs` (a few thousand seeded inputs
 //! per target plus the committed seed corpus, in `cargo test`), the `fastpath-fuzz` binary (replay
 //! files, longer seeded runs, regenerate the seeds) and the cargo-fuzz project in `fuzz/`
@@ -39,6 +42,7 @@ pub mod seeds;
 pub mod smoke;
 pub mod stack;
 pub mod tcp;
+pub mod tunnel;
 pub mod wire;
 pub mod wire6;
 
@@ -64,6 +68,8 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("stack", stack::stack),
     ("tcp", tcp::tcp),
     ("amplification", amplification::amplification),
+    ("socks5", tunnel::socks5),
+    ("dns", tunnel::dns),
 ];
 
 /// The target called `name`.

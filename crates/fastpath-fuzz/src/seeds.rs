@@ -845,6 +845,113 @@ fn icmpv6() -> Vec<(&'static str, Vec<u8>)> {
     ]
 }
 
+/// SOCKS5: a choice byte (bit 0 credentials, bit 1 UDP ASSOCIATE, then the target: IPv4, IPv6, a
+/// name), then the server's side of the conversation.
+fn socks5() -> Vec<(&'static str, Vec<u8>)> {
+    let v6: Vec<u8> = (0..16).map(|i| 0x20 + i).collect();
+    let conv = |choice: u8, parts: &[&[u8]]| -> Vec<u8> {
+        let mut p = Program::default();
+        p.u8(choice);
+        for part in parts {
+            p.bytes(part);
+        }
+        p.0
+    };
+    let reply_v6 = [&[5, 0, 0, 4][..], &v6, &[0, 53]].concat();
+    vec![
+        (
+            "connect_v4",
+            conv(0, &[&[5, 0], &[5, 0, 0, 1, 10, 0, 0, 1, 0x1f, 0x90]]),
+        ),
+        (
+            "password_udp_v6",
+            conv(1 | 2 | (1 << 2), &[&[5, 2], &[1, 0], &reply_v6]),
+        ),
+        (
+            "name_bound_as_name",
+            conv(
+                2 << 2,
+                &[&[5, 0], &[5, 0, 0, 3, 3, b'a', b'b', b'c', 0, 80]],
+            ),
+        ),
+        (
+            "refused",
+            conv(0, &[&[5, 0], &[5, 5, 0, 1, 0, 0, 0, 0, 0, 0]]),
+        ),
+        ("no_acceptable_method", conv(0, &[&[5, 0xff]])),
+        ("password_refused", conv(1, &[&[5, 2], &[1, 1]])),
+        ("truncated_reply", conv(0, &[&[5, 0], &[5, 0, 0, 4, 1, 2]])),
+        (
+            "udp_header",
+            conv(0, &[&[0, 0, 0, 1, 10, 0, 0, 1, 0, 53], b"payload"]),
+        ),
+        (
+            "udp_header_name",
+            conv(0, &[&[0, 0, 0, 3, 4], b"host", &[0, 53], b"x"]),
+        ),
+    ]
+}
+
+/// A DNS query for `name` of `qtype`, with `id`, recursion desired.
+fn dns_query(id: u16, name: &str, qtype: u16) -> Vec<u8> {
+    let mut m = id.to_be_bytes().to_vec();
+    m.extend_from_slice(&[0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0]);
+    for label in name.split('.') {
+        m.push(label.len() as u8);
+        m.extend_from_slice(label.as_bytes());
+    }
+    m.push(0);
+    m.extend_from_slice(&qtype.to_be_bytes());
+    m.extend_from_slice(&[0, 1]);
+    m
+}
+
+/// The fake DNS: the range's prefix (24 + 0..7), the reserved address's offset (1 + 0..3), then
+/// datagrams, each behind its length byte.
+fn dns() -> Vec<(&'static str, Vec<u8>)> {
+    let program = |prefix: usize, queries: &[Vec<u8>]| -> Vec<u8> {
+        let mut p = Program::default();
+        p.below(7, prefix).below(3, 0);
+        for q in queries {
+            p.u8(q.len() as u8).bytes(q);
+        }
+        p.0
+    };
+    let names = [
+        "a.example",
+        "b.example",
+        "c.example",
+        "d.example",
+        "a.example",
+    ];
+    let wrap: Vec<Vec<u8>> = names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| dns_query(i as u16, n, 1))
+        .collect();
+    let mut edns = dns_query(7, "example.com", 1);
+    edns[11] = 1;
+    edns.extend_from_slice(&[0, 0, 41, 4, 0xd0, 0, 0, 0, 0, 0, 0]);
+    let mut pointer = dns_query(8, "x.y", 1);
+    pointer[12] = 0xc0;
+    vec![
+        (
+            "a_query",
+            program(0, &[dns_query(0x1234, "example.com", 1)]),
+        ),
+        ("aaaa_query", program(0, &[dns_query(1, "example.com", 28)])),
+        ("mx_passes", program(0, &[dns_query(2, "example.com", 15)])),
+        ("wraps_a_small_range", program(6, &wrap)),
+        ("edns_additional", program(3, &[edns])),
+        ("pointer_in_question", program(0, &[pointer])),
+        ("a_response_passes", {
+            let mut r = dns_query(3, "example.com", 1);
+            r[2] |= 0x80;
+            program(0, &[r])
+        }),
+    ]
+}
+
 /// The seed corpus of `target`, by file name.
 pub fn seeds(target: &str) -> Vec<(&'static str, Vec<u8>)> {
     match target {
@@ -861,6 +968,8 @@ pub fn seeds(target: &str) -> Vec<(&'static str, Vec<u8>)> {
         "stack" => stack(),
         "tcp" => tcp(),
         "amplification" => amplification(),
+        "socks5" => socks5(),
+        "dns" => dns(),
         _ => Vec::new(),
     }
 }

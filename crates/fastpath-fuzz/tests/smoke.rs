@@ -83,6 +83,16 @@ fn amplification() {
 }
 
 #[test]
+fn socks5() {
+    run("socks5", 5000);
+}
+
+#[test]
+fn dns() {
+    run("dns", 5000);
+}
+
+#[test]
 fn every_target_has_a_test_and_seeds() {
     for (name, _) in TARGETS {
         assert!(
@@ -90,7 +100,7 @@ fn every_target_has_a_test_and_seeds() {
             "no seeds for {name}"
         );
     }
-    assert_eq!(TARGETS.len(), 13, "a new target needs its test here");
+    assert_eq!(TARGETS.len(), 15, "a new target needs its test here");
 }
 
 /// The committed seeds are what `seeds.rs` makes: after changing a target's input format, run
