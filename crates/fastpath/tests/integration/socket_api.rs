@@ -1,11 +1,10 @@
 //! The UDP socket API: binding rules, connect, send_to, receive variants, limits and errors.
 
-mod common;
 
 use std::io::{ErrorKind, IoSlice, IoSliceMut};
 use std::net::Ipv4Addr;
 
-use common::*;
+use crate::common::*;
 
 /// `sa` as a `SocketAddr`, as the socket calls return addresses.
 fn sx(ip: Ipv4Addr, port: u16) -> std::net::SocketAddr {

@@ -3,13 +3,12 @@
 //! that drops datagrams with DF too large for it and answers with "fragmentation needed" (built with
 //! etherparse, an independent implementation), or forge such messages.
 
-mod common;
 
 use std::io::ErrorKind;
 use std::net::Ipv4Addr;
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use fastpath::link::{Impairments, LinkCapabilities, PairEnd};
 use fastpath::{DropReason, Instant, Ipv4Cidr, Stack, StackConfig, TcpStream};
 

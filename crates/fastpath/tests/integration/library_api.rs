@@ -2,13 +2,12 @@
 //! code, addresses given as anything `ToSocketAddrs` takes, the types a user needs at the crate root,
 //! and the drop counters' `Debug`.
 
-mod common;
 
 use std::io::{self, ErrorKind, Read, Write};
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
 use std::time::Duration;
 
-use common::{payload, A, B};
+use crate::common::{payload, A, B};
 // Everything from the crate root: what the README's examples and a first program need.
 use fastpath::{
     DropReason, Impairments, Instant, Ipv4Cidr, LinkCapabilities, PairEnd, Stack, StackConfig,

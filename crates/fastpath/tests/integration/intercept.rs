@@ -3,12 +3,11 @@
 //! it. TCP connections and UDP flows to addresses that are nobody's here are terminated by B as if it
 //! were the host addressed; everything else intercepted is dropped by name.
 
-mod common;
 
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddr};
 
-use common::*;
+use crate::common::*;
 use fastpath::link::{Impairments, LinkCapabilities};
 use fastpath::{DropReason, Instant, InterfaceId, Ipv4Cidr, Stack, StackConfig};
 

@@ -3,11 +3,10 @@
 //! disconnect all take effect on the very next datagram. Each check runs with the cache on and off
 //! and compares what leaves, byte for byte.
 
-mod common;
 
 use std::net::{Ipv4Addr, SocketAddrV4};
 
-use common::*;
+use crate::common::*;
 use fastpath::link::{Impairments, LinkCapabilities, PairEnd};
 use fastpath::{InterfaceId, Ipv4Cidr, Stack, StackConfig, UdpOptions};
 

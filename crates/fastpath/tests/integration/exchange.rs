@@ -1,10 +1,9 @@
 //! Two stacks over the in-memory pair exchange datagrams of every size, fragmented above the MTU.
 
-mod common;
 
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use fastpath::link::{Impairments, LinkCapabilities};
 use fastpath::{DropReason, Instant, StackConfig};
 

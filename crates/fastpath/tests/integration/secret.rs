@@ -2,9 +2,8 @@
 //! initial sequence numbers and IPv4 identifications for the same connection, two stacks given the
 //! same key send the same ones.
 
-mod common;
 
-use common::*;
+use crate::common::*;
 use etherparse::{NetSlice, SlicedPacket, TransportSlice};
 use fastpath::link::LinkCapabilities;
 use fastpath::secret::SecretKey;

@@ -7,12 +7,11 @@
 //! (`checksum`, the routine; `demux`, the strategy), are covered by the checksum tests and
 //! `demux_equivalence.rs`.
 
-mod common;
 
 use std::net::Ipv4Addr;
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use fastpath::buf::BufferMode;
 use fastpath::config::CopyChecksum;
 use fastpath::link::{Impairments, LinkCapabilities};

@@ -14,12 +14,11 @@
 //! - Floods against the other limits: a socket that never reads, the loopback queue, the pool.
 //! - Random garbage: no panic, every packet accounted for.
 
-mod common;
 
 use std::net::Ipv4Addr;
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use fastpath::buf::{PacketBuf, HEADROOM};
 use fastpath::link::{LinkCapabilities, PairEnd};
 use fastpath::stack::LOOPBACK;

@@ -1,10 +1,9 @@
 //! Property tests over the whole stack.
 
-mod common;
 
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use fastpath::link::{Impairments, LinkCapabilities};
 use fastpath::{DropReason, Instant, StackConfig};
 use proptest::prelude::*;

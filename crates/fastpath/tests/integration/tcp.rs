@@ -1,12 +1,11 @@
 //! TCP between two fastpath stacks over the in-memory pair: handshakes, transfers, closes, resets,
 //! loss recovery and the fast paths, driven on a virtual clock.
 
-mod common;
 
 use std::io::ErrorKind;
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use fastpath::link::{Impairments, LinkCapabilities};
 use fastpath::tcp::State;
 use fastpath::{Instant, Stack, StackConfig, TcpStream};

@@ -1,12 +1,11 @@
 //! Every kind of packet fastpath emits parses with etherparse, an independent implementation, with the
 //! fields we meant and valid checksums.
 
-mod common;
 
 use std::net::Ipv4Addr;
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use etherparse::{Icmpv4Type, NetSlice, SlicedPacket, TransportSlice};
 use fastpath::link::LinkCapabilities;
 use fastpath::{Instant, StackConfig};

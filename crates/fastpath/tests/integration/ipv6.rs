@@ -3,11 +3,10 @@
 //! not, the discovery messages a TUN link carries, and hostile packets, each with the counter that moves.
 //! Every packet the stack sends is read back with `etherparse`, an independent parser.
 
-mod common;
 
 use std::net::Ipv6Addr;
 
-use common::*;
+use crate::common::*;
 use fastpath::link::{LinkCapabilities, PairEnd};
 use fastpath::{DropReason, Instant, Stack, StackConfig};
 
