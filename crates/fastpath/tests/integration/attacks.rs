@@ -14,7 +14,6 @@
 //! - Floods against the other limits: a socket that never reads, the loopback queue, the pool.
 //! - Random garbage: no panic, every packet accounted for.
 
-
 use std::net::Ipv4Addr;
 use std::time::Duration;
 

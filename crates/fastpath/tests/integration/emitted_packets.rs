@@ -1,7 +1,6 @@
 //! Every kind of packet fastpath emits parses with etherparse, an independent implementation, with the
 //! fields we meant and valid checksums.
 
-
 use std::net::Ipv4Addr;
 use std::time::Duration;
 

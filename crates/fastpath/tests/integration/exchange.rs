@@ -1,6 +1,5 @@
 //! Two stacks over the in-memory pair exchange datagrams of every size, fragmented above the MTU.
 
-
 use std::time::Duration;
 
 use crate::common::*;

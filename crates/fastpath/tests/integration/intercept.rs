@@ -3,7 +3,6 @@
 //! it. TCP connections and UDP flows to addresses that are nobody's here are terminated by B as if it
 //! were the host addressed; everything else intercepted is dropped by name.
 
-
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddr};
 

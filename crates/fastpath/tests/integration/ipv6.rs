@@ -3,7 +3,6 @@
 //! not, the discovery messages a TUN link carries, and hostile packets, each with the counter that moves.
 //! Every packet the stack sends is read back with `etherparse`, an independent parser.
 
-
 use std::net::Ipv6Addr;
 
 use crate::common::*;

@@ -2,7 +2,6 @@
 //! code, addresses given as anything `ToSocketAddrs` takes, the types a user needs at the crate root,
 //! and the drop counters' `Debug`.
 
-
 use std::io::{self, ErrorKind, Read, Write};
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
 use std::time::Duration;

@@ -3,7 +3,6 @@
 //! that drops datagrams with DF too large for it and answers with "fragmentation needed" (built with
 //! etherparse, an independent implementation), or forge such messages.
 
-
 use std::io::ErrorKind;
 use std::net::Ipv4Addr;
 use std::time::Duration;

@@ -1,6 +1,5 @@
 //! Property tests over the whole stack.
 
-
 use std::time::Duration;
 
 use crate::common::*;

@@ -3,7 +3,6 @@
 //! disconnect all take effect on the very next datagram. Each check runs with the cache on and off
 //! and compares what leaves, byte for byte.
 
-
 use std::net::{Ipv4Addr, SocketAddrV4};
 
 use crate::common::*;

@@ -2,7 +2,6 @@
 //! initial sequence numbers and IPv4 identifications for the same connection, two stacks given the
 //! same key send the same ones.
 
-
 use crate::common::*;
 use etherparse::{NetSlice, SlicedPacket, TransportSlice};
 use fastpath::link::LinkCapabilities;

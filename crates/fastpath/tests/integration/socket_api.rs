@@ -1,6 +1,5 @@
 //! The UDP socket API: binding rules, connect, send_to, receive variants, limits and errors.
 
-
 use std::io::{ErrorKind, IoSlice, IoSliceMut};
 use std::net::Ipv4Addr;
 

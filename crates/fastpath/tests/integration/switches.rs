@@ -7,7 +7,6 @@
 //! (`checksum`, the routine; `demux`, the strategy), are covered by the checksum tests and
 //! `demux_equivalence.rs`.
 
-
 use std::net::Ipv4Addr;
 use std::time::Duration;
 

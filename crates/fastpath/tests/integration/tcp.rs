@@ -1,7 +1,6 @@
 //! TCP between two fastpath stacks over the in-memory pair: handshakes, transfers, closes, resets,
 //! loss recovery and the fast paths, driven on a virtual clock.
 
-
 use std::io::ErrorKind;
 use std::time::Duration;
 
