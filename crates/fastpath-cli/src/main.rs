@@ -23,7 +23,7 @@ use fastpath_cli::{fake_dns, socks5};
 
 use clap::{Parser, Subcommand};
 
-/// fastpath: a user-space network stack (UDP, TCP and ICMP over IPv4) that implements and measures the
+/// fastpath: a user-space network stack (UDP, TCP and ICMP over IPv4 and IPv6) that implements and measures the
 /// classic end-system fast paths.
 #[derive(Parser, Debug)]
 #[command(name = "fastpath", version, about)]

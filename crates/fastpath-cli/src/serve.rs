@@ -109,7 +109,7 @@ pub struct ServeArgs {
     /// `fastpath::link::tun::steer`).
     #[arg(long, default_value_t = 1, value_parser = crate::bench::common::count(1, 256))]
     queues: usize,
-    /// Record every packet in and out in this pcap file (raw IPv4; with --queues 1 only).
+    /// Record every packet in and out in this pcap file (raw IP, IPv4 and IPv6; with --queues 1 only).
     #[arg(long)]
     pcap: Option<PathBuf>,
     /// Stop after this many seconds (default: run until SIGINT or SIGTERM).
