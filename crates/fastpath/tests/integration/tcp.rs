@@ -403,8 +403,8 @@ fn zero_window_is_probed_until_the_reader_reads() {
     assert!(got == data);
 }
 
-#[test]
-fn abort_sends_rst_and_the_peer_sees_a_reset() {
+/// Two stacks whose connection A aborted, once B has seen the reset: (A, B, B's end).
+fn reset_by_peer() -> (Stack, Stack, TcpStream) {
     let (mut a, mut b) = two_stacks(StackConfig::default(), plain(1500), Impairments::default());
     let mut now = Instant::from_secs(1);
     let (c, s) = connect(&mut a, &mut b, &mut now, 80);
@@ -412,6 +412,12 @@ fn abort_sends_rst_and_the_peer_sees_a_reset() {
     run_until(&mut a, &mut b, &mut now, Duration::from_secs(5), |_, b| {
         b.tcp(s).readable()
     });
+    (a, b, s)
+}
+
+#[test]
+fn abort_sends_rst_and_the_peer_sees_a_reset() {
+    let (a, mut b, s) = reset_by_peer();
     assert_eq!(
         b.tcp(s).read(&mut [0u8; 4]).unwrap_err().kind(),
         ErrorKind::ConnectionReset
@@ -429,13 +435,7 @@ fn abort_sends_rst_and_the_peer_sees_a_reset() {
 
 #[test]
 fn take_error_reports_a_reset_once_and_read_then_sees_the_end() {
-    let (mut a, mut b) = two_stacks(StackConfig::default(), plain(1500), Impairments::default());
-    let mut now = Instant::from_secs(1);
-    let (c, s) = connect(&mut a, &mut b, &mut now, 80);
-    a.tcp(c).abort();
-    run_until(&mut a, &mut b, &mut now, Duration::from_secs(5), |_, b| {
-        b.tcp(s).readable()
-    });
+    let (_, mut b, s) = reset_by_peer();
     assert_eq!(
         b.tcp(s).take_error().unwrap().map(|e| e.kind()),
         Some(ErrorKind::ConnectionReset)
