@@ -196,8 +196,10 @@ pub(super) async fn pump_down(
             return to.shutdown().await;
         }
         add(bytes, n as u64);
+        // Requests grow with what the reads bring (doubling when one filled its room), so a short
+        // answer does not ask the send buffer for room it will not use.
         if n == max {
-            max = 256 << 10;
+            max = (2 * max).min(256 << 10);
         }
     }
 }

@@ -41,6 +41,18 @@ impl SendBuffer {
         self.capacity - self.len
     }
 
+    /// Bytes of heap the ring holds.
+    #[cfg(test)]
+    pub(crate) fn allocated(&self) -> usize {
+        self.ring.capacity()
+    }
+
+    /// Gives the ring's memory back, once nothing more will be written or sent (TIME-WAIT, a closed
+    /// connection): what was held is gone.
+    pub(crate) fn release(&mut self) {
+        *self = SendBuffer::new(self.capacity);
+    }
+
     /// Makes room for `n` more bytes if the ring can still grow.
     fn reserve(&mut self, n: usize) {
         let size = self.ring.len();
@@ -72,7 +84,10 @@ impl SendBuffer {
 
     /// Lets `fill` write up to `max` bytes in place (zero copy from the application's side: it
     /// writes into the stack's buffer, paper 002 §3.1); `fill` returns how many it wrote. It is given
-    /// one contiguous stretch of the ring, which may be shorter than `max`.
+    /// one contiguous stretch of the ring, which may be shorter than `max`. The ring grows only when
+    /// it is full, and then by doubling (from 4 KiB), never to `max` at once: `fill` may write far
+    /// less than it is offered (a relay offers room for a large read and gets a small one), and the
+    /// ring grows with what is written, not with what is asked for.
     pub(crate) fn write_with(
         &mut self,
         max: usize,
@@ -82,7 +97,9 @@ impl SendBuffer {
         if want == 0 {
             return 0;
         }
-        self.reserve(want);
+        if self.len == self.ring.len() {
+            self.reserve(want.min(self.ring.len().max(4096)));
+        }
         let size = self.ring.len();
         let tail = wrap(self.head + self.len, size);
         let room = if tail >= self.head && self.len < size {
@@ -325,6 +342,12 @@ impl OutOfOrder {
             pool.free(b);
         }
     }
+
+    /// [`Self::clear`], and the queue's own memory given back too.
+    pub(crate) fn release(&mut self, pool: &mut BufferPool) {
+        self.clear(pool);
+        self.segments = Vec::new();
+    }
 }
 
 /// The sender's record of what the receiver SACKed (RFC 6675 §3): sorted, merged ranges above
@@ -412,6 +435,29 @@ impl Scoreboard {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn write_with_grows_the_ring_with_what_is_written_not_what_is_asked() {
+        let mut b = SendBuffer::new(1 << 20);
+        // A relay offers room for 256 KiB and reads 760 bytes, again and again.
+        for round in 1..=5 {
+            assert_eq!(
+                b.write_with(256 << 10, &mut |room| room.len().min(760)),
+                760
+            );
+            assert_eq!(b.len(), 760 * round);
+            assert_eq!(b.allocated(), 4096, "round {round}");
+        }
+        // Filled, it doubles.
+        while b.len() < 4096 {
+            b.write_with(256 << 10, &mut |room| room.len());
+        }
+        b.write_with(256 << 10, &mut |room| room.len().min(1));
+        assert_eq!((b.len(), b.allocated()), (4097, 8192));
+        // What was written comes out in order.
+        let (x, y) = b.range(0, 4097);
+        assert_eq!(x.len() + y.len(), 4097);
+    }
     use crate::buf::BufferMode;
 
     fn pool() -> BufferPool {

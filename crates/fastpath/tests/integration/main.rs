@@ -1,5 +1,5 @@
 //! The library's integration tests in one binary: one link, and one copy of the stack's inlined
-//! code, instead of one per file. (`soak.rs` and `zero_alloc.rs` count allocations with a global
+//! code, instead of one per file. (`soak.rs` and `memory.rs` count allocations with a global
 //! allocator, and `instrument.rs` needs a feature: they stay binaries of their own.)
 
 #[path = "../common/mod.rs"]

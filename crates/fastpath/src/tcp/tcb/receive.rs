@@ -98,6 +98,11 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
         self.state = State::TimeWait;
         self.timers = Timers::default();
         self.timers.set(Timer::Close, cx.now + 2 * cx.cfg.msl);
-        self.tx.consume(self.tx.len());
+        // TIME-WAIT only answers segments: it holds no buffers (as Linux's TIME-WAIT sockets hold
+        // none). Both FINs are acknowledged, so nothing is left to send or reassemble; what was
+        // received in order stays for the application to read.
+        self.tx.release();
+        self.ooo.release(cx.pool);
+        self.scoreboard = Scoreboard::default();
     }
 }

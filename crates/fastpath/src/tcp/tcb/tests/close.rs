@@ -30,6 +30,26 @@ fn active_close_fin_wait_1_fin_wait_2_time_wait_closed() {
 }
 
 #[test]
+fn time_wait_holds_no_send_buffer() {
+    let mut h = Harness::established();
+    h.write(3000);
+    h.shutdown();
+    let mut sent = 0;
+    while let Some((repr, data)) = h.send() {
+        sent += data.len() + usize::from(repr.flags.contains(FIN));
+    }
+    assert_eq!(sent, 3001, "the data and the FIN");
+    assert!(h.tcb.tx.allocated() >= 3000);
+    recv!(h, seg(FIN | ACK, R, S + 3001, 65535));
+    assert_eq!(h.tcb.state, State::TimeWait);
+    assert_eq!(h.tcb.tx.allocated(), 0, "the send ring given back");
+    send!(h, out(ACK, S + 3001, R + 1, 65535));
+    // A retransmitted FIN is still answered.
+    recv!(h, seg(FIN | ACK, R, S + 3001, 65535));
+    send!(h, out(ACK, S + 3001, R + 1, 65535));
+}
+
+#[test]
 fn fin_wait_1_closing_time_wait_on_simultaneous_close() {
     let mut h = in_state(State::FinWait1);
     recv!(h, seg(FIN | ACK, R, S, 65535));
