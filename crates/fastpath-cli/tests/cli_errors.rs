@@ -385,9 +385,25 @@ fn help_describes_udp_tcp_and_icmp() {
     }
     let top = fastpath_within(&["--help"], Duration::from_secs(10)).stdout;
     assert!(
-        top.contains("UDP, TCP and ICMP over IPv4"),
+        top.contains("UDP, TCP and ICMP over IPv4 and IPv6"),
         "the top-level help: {top}"
     );
+}
+
+/// `tunnel --help` says what `--socks5` does with `--socks5-user`, and where the applications'
+/// resolver comes from, beside the options themselves.
+#[cfg(target_os = "linux")]
+#[test]
+fn tunnel_help_says_how_to_authenticate_and_resolve() {
+    let run = fastpath_within(&["tunnel", "--help"], Duration::from_secs(10));
+    assert!(run.status.success(), "{}", run.explain());
+    let help = run.stdout.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        help.contains("no authentication unless --socks5-user"),
+        "{help}"
+    );
+    assert!(!help.contains("RFC 1928, no authentication)"), "{help}");
+    assert!(help.contains("/etc/netns/NAME/resolv.conf"), "{help}");
 }
 
 /// Removes the namespace (and the program's record of it) should a `serve` or `tunnel` that ought

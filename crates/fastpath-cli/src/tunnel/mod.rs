@@ -56,7 +56,9 @@ use udp::udp_loop;
 
 #[derive(Args, Debug)]
 pub struct TunnelArgs {
-    /// The applications' network namespace (created if missing, and then removed on exit).
+    /// The applications' network namespace (created if missing, and then removed on exit). Their
+    /// names need a resolver they reach through the tunnel: one in /etc/netns/NAME/resolv.conf
+    /// (ip-netns(8)), or --fake-dns.
     #[arg(long, default_value = "fptun")]
     netns: String,
     /// The TUN interface's name.
@@ -78,8 +80,9 @@ pub struct TunnelArgs {
     /// The TUN interface's MTU (segmentation offload carries up to 64 KiB per packet whatever it is).
     #[arg(long, default_value_t = 1500, value_parser = clap::value_parser!(u32).range(1280..=65535))]
     mtu: u32,
-    /// Relay through this SOCKS5 server (RFC 1928, no authentication): TCP with CONNECT, UDP with
-    /// UDP ASSOCIATE. Without it, flows go straight to their destinations.
+    /// Relay through this SOCKS5 server (RFC 1928; no authentication unless --socks5-user gives a
+    /// user name): TCP with CONNECT, UDP with UDP ASSOCIATE. Without it, flows go straight to their
+    /// destinations.
     #[arg(long, value_name = "ADDR:PORT")]
     socks5: Option<SocketAddr>,
     /// Authenticate to the SOCKS5 server with this user name (RFC 1929); the password is read from

@@ -2,7 +2,15 @@
 //! relayed through a kernel socket of its own (directly or through a SOCKS5 UDP association), replies
 //! sent back from the address the application wrote to, flows bounded in number and idle time.
 
+use nix::sys::socket::{setsockopt, sockopt};
+
 use super::*;
+
+/// Receive and send buffers of each flow's kernel socket: room for a burst of large datagrams (a
+/// hundred of 64 KB, say, as an application with an 8 MiB buffer of its own may send them), which
+/// the kernel's default of about 200 KiB drops (`UdpRcvbufErrors`). Set past `net.core.rmem_max`
+/// when the tunnel may (`SO_RCVBUFFORCE`, as root), else up to it.
+pub(super) const UPSTREAM_BUFFER: usize = 4 << 20;
 
 /// One UDP flow: the kernel socket connected to its destination (or to the SOCKS5 relay), and when it
 /// last carried a datagram.
@@ -302,6 +310,7 @@ pub(super) async fn udp_socket_to(
     settings: &Settings,
 ) -> io::Result<tokio::net::UdpSocket> {
     let socket = tokio::net::UdpSocket::bind(wildcard(to)).await?;
+    deep_buffers(&socket);
     if let Some(i) = &settings.bind_interface {
         socket.bind_device(Some(i.as_bytes()))?;
     }
@@ -362,4 +371,60 @@ pub(super) async fn udp_replies(
     }
     flows.borrow_mut().remove(&(app, dst));
     add(&tally.udp_expired, 1);
+}
+
+/// Gives a flow's socket [`UPSTREAM_BUFFER`] bytes each way, or as much as the system allows.
+fn deep_buffers(socket: &tokio::net::UdpSocket) {
+    if setsockopt(socket, sockopt::RcvBufForce, &UPSTREAM_BUFFER).is_err() {
+        let _ = setsockopt(socket, sockopt::RcvBuf, &UPSTREAM_BUFFER);
+    }
+    if setsockopt(socket, sockopt::SndBufForce, &UPSTREAM_BUFFER).is_err() {
+        let _ = setsockopt(socket, sockopt::SndBuf, &UPSTREAM_BUFFER);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use nix::sys::socket::getsockopt;
+
+    use super::*;
+
+    fn settings() -> Settings {
+        Settings {
+            socks5: None,
+            socks5_auth: None,
+            bind_interface: None,
+            connect_timeout: Duration::from_secs(1),
+            udp_idle: Duration::from_secs(1),
+            max_udp_flows: 16,
+            max_tcp_flows: 16,
+            fake_dns: None,
+        }
+    }
+
+    /// The system's cap on a socket buffer set without privilege.
+    fn sysctl(name: &str) -> usize {
+        std::fs::read_to_string(format!("/proc/sys/net/core/{name}"))
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(0)
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_flows_socket_has_room_for_a_burst_of_large_datagrams() {
+        let socket = udp_socket_to("127.0.0.1:9".parse().unwrap(), &settings())
+            .await
+            .unwrap();
+        // Linux reports twice what was set (the bookkeeping overhead it allows for).
+        let root = nix::unistd::geteuid().is_root();
+        let expect = |cap: usize| {
+            2 * if root {
+                UPSTREAM_BUFFER
+            } else {
+                UPSTREAM_BUFFER.min(cap)
+            }
+        };
+        assert!(getsockopt(&socket, sockopt::RcvBuf).unwrap() >= expect(sysctl("rmem_max")));
+        assert!(getsockopt(&socket, sockopt::SndBuf).unwrap() >= expect(sysctl("wmem_max")));
+    }
 }
