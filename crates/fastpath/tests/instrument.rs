@@ -1,5 +1,5 @@
 //! With the `instrument` feature, a send and receive loop fills in time for every layer and every
-//! operation on both sides. (Run with `cargo test --release --features instrument --test instrument`.)
+//! operation on both sides. (Run with `cargo test -p fastpath --features instrument --test instrument`.)
 #![cfg(feature = "instrument")]
 
 use std::net::{Ipv4Addr, SocketAddrV4};
