@@ -50,12 +50,13 @@ impl SecretKey {
     /// A key of its own for one use, named by `label`: the PRF of the label with a 0 and a 1 byte
     /// appended, as the key's two halves.
     pub fn derive(&self, label: &str) -> SecretKey {
-        let mut message = Vec::with_capacity(label.len() + 1);
-        message.extend_from_slice(label.as_bytes());
-        message.push(0);
-        let low = self.prf(&message);
-        *message.last_mut().expect("one byte pushed") = 1;
-        let high = self.prf(&message);
+        let half = |i: u8| {
+            let mut h = SipHasher24::new_with_key(&self.0);
+            h.write(label.as_bytes());
+            h.write(&[i]);
+            h.finish()
+        };
+        let (low, high) = (half(0), half(1));
         let mut key = [0u8; 16];
         key[..8].copy_from_slice(&low.to_le_bytes());
         key[8..].copy_from_slice(&high.to_le_bytes());
@@ -86,6 +87,9 @@ mod tests {
         assert_ne!(a, b);
         assert_ne!(a.derive("tcp4"), a.derive("tcp6"));
         assert_eq!(a.derive("tcp4"), a.derive("tcp4"));
+        // The halves are the PRF of the label with a 0 and a 1 byte appended.
+        assert_eq!(a.derive("tcp4").0[..8], a.prf(b"tcp4\0").to_le_bytes());
+        assert_eq!(a.derive("tcp4").0[8..], a.prf(b"tcp4\x01").to_le_bytes());
         assert_ne!(a.derive("tcp4"), b.derive("tcp4"));
         assert_eq!(format!("{a:?}"), "SecretKey(..)");
     }

@@ -111,12 +111,13 @@ fn download(a: &mut Stack, b: &mut Stack, listener: TcpListener, now: &mut Insta
     let client = a.tcp_connect("10.0.0.2:80").unwrap();
     let chunk = vec![7u8; 64 << 10];
     let mut buf = vec![0u8; 64 << 10];
-    let (mut server, mut sent, mut got, mut client_closed) = (None, 0, 0, false);
+    let (mut server, mut sent, mut got) = (None, 0, 0);
+    let (mut server_closed, mut client_closed) = (false, false);
     for _ in 0..1_000_000 {
         *now = *now + Duration::from_micros(100);
         a.poll(*now);
         b.poll(*now);
-        if server.is_none() {
+        if server.is_none() && !server_closed {
             server = b.tcp_listener(listener).accept().ok().map(|(s, _)| s);
         }
         if let Some(s) = server {
@@ -128,8 +129,8 @@ fn download(a: &mut Stack, b: &mut Stack, listener: TcpListener, now: &mut Insta
             }
             if sent == size {
                 b.tcp(s).close();
-                server = Some(s).filter(|_| false);
-                sent += 1;
+                server = None;
+                server_closed = true;
             }
         }
         loop {

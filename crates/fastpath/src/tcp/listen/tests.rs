@@ -1,39 +1,12 @@
 //! The listener on its own: a segment in, the exact action out (and for a new connection, the exact
 //! SYN-ACK its block then sends, or the exact connection a cookie rebuilds).
 
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::net::Ipv4Addr;
 
 use super::*;
 use crate::buf::BufferMode;
-use crate::link::LinkCapabilities;
-use crate::route::InterfaceId;
 use crate::stats::{Drops, TcpCounters};
-use crate::tcp::congestion::CongestionAlgorithm;
-
-const LOCAL: SocketAddrV4 = SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 80);
-const REMOTE: SocketAddrV4 = SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 2), 4000);
-/// The peer's initial sequence number.
-const IRS: u32 = 5000;
-
-/// No options beyond the MSS: every field of a SYN-ACK can be worked out by hand.
-fn plain() -> TcpConfig {
-    TcpConfig {
-        sack: false,
-        timestamps: false,
-        window_scaling: false,
-        congestion: CongestionAlgorithm::NewReno,
-        ..TcpConfig::default()
-    }
-}
-
-fn hop() -> NextHop {
-    NextHop {
-        iface: InterfaceId(1),
-        src: *LOCAL.ip(),
-        next_hop: *REMOTE.ip(),
-        caps: LinkCapabilities::plain(1500),
-    }
-}
+use crate::tcp::tcb::tests::{hop, plain, IRS, LOCAL, REMOTE};
 
 fn seg(flags: Flags, seq: u32, ack: u32, mss: Option<u16>) -> TcpRepr {
     TcpRepr {

@@ -30,7 +30,7 @@ mod timers;
 pub(crate) use timers::{Timer, Timers};
 
 #[cfg(test)]
-mod tests;
+pub(super) mod tests;
 
 /// Connection states (RFC 9293 §3.3.2). LISTEN belongs to listeners, CLOSED to no block at all.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -10,11 +10,11 @@ use crate::route::InterfaceId;
 use crate::tcp::congestion::CongestionAlgorithm;
 use crate::wire::tcp::Flags;
 
-const LOCAL: SocketAddrV4 = SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 80);
-const REMOTE: SocketAddrV4 = SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 2), 4000);
+pub(crate) const LOCAL: SocketAddrV4 = SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 80);
+pub(crate) const REMOTE: SocketAddrV4 = SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 2), 4000);
 /// Our initial sequence number, and the peer's.
 const ISS: u32 = 1000;
-const IRS: u32 = 5000;
+pub(crate) const IRS: u32 = 5000;
 const MSS: u32 = 1460;
 
 const ACK: Flags = Flags::ACK;
@@ -24,7 +24,7 @@ const RST: Flags = Flags::RST;
 const PSH: Flags = Flags::PSH;
 
 /// No options beyond the MSS, NewReno: every figure in a test can be worked out by hand.
-fn plain() -> TcpConfig {
+pub(crate) fn plain() -> TcpConfig {
     TcpConfig {
         sack: false,
         timestamps: false,
@@ -34,7 +34,7 @@ fn plain() -> TcpConfig {
     }
 }
 
-fn hop() -> NextHop {
+pub(crate) fn hop() -> NextHop {
     NextHop {
         iface: InterfaceId(1),
         src: *LOCAL.ip(),
