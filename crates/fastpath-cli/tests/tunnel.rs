@@ -1079,7 +1079,8 @@ fn unreachable_and_silent_destinations_are_unreachable_and_silent_for_the_applic
     );
     assert!(
         tcp_line.contains(
-            " timed out, 0 reset, 0 over the limit, 0 open at exit, 0 in the stack's tables)"
+            " timed out, 0 reset, 0 over the limit, 0 handshake first, 0 open at exit, 0 in the \
+             stack's tables)"
         ),
         "nothing left behind: {summary}"
     );
@@ -1148,4 +1149,120 @@ fn two_queues_share_the_flows_and_relay_them_all() {
         .collect();
     assert_eq!(shares.len(), 4, "{summary}");
     assert!(shares.iter().all(|&n| n >= 5), "{summary}");
+}
+
+/// TCP's `ActiveOpens` in the namespace the calling thread is in.
+fn active_opens() -> u64 {
+    let snmp = std::fs::read_to_string("/proc/thread-self/net/snmp").unwrap();
+    let mut tcp = snmp.lines().filter(|l| l.starts_with("Tcp:"));
+    let (names, values) = (tcp.next().unwrap(), tcp.next().unwrap());
+    let at = names
+        .split_whitespace()
+        .position(|n| n == "ActiveOpens")
+        .unwrap();
+    values.split_whitespace().nth(at).unwrap().parse().unwrap()
+}
+
+/// A TCP SYN from `src`:`sport` to `dst`:80 in an IPv4 header, checksums filled.
+fn forged_syn(src: [u8; 4], dst: [u8; 4], sport: u16, seq: u32) -> Vec<u8> {
+    let builder = etherparse::PacketBuilder::ipv4(src, dst, 64)
+        .tcp(sport, 80, seq, 64240)
+        .syn();
+    let mut out = Vec::new();
+    builder.write(&mut out, &[]).unwrap();
+    out
+}
+
+#[test]
+fn a_syn_flood_from_the_applications_does_not_deny_their_connections() {
+    if !environment_ok("a_syn_flood_from_the_applications_does_not_deny_their_connections") {
+        return;
+    }
+    let out = TestNetns::create();
+    ip(&out.0, &["link", "set", "lo", "up"]);
+    ip(&out.0, &["addr", "add", "10.77.0.2/32", "dev", "lo"]);
+    ip(&out.0, &["-6", "addr", "add", "fd77::2/128", "dev", "lo"]);
+    start_servers(&out.0);
+    // The flood's destinations lead into a TUN interface nobody reads: every connection the tunnel
+    // opened for a flooding SYN would wait there until --connect-timeout.
+    ip(&out.0, &["tuntap", "add", "dev", "void0", "mode", "tun"]);
+    ip(&out.0, &["link", "set", "void0", "up"]);
+    ip(&out.0, &["route", "add", "10.99.0.0/24", "dev", "void0"]);
+    let app_ns = TestNetns::create();
+    let app = app_ns.0.clone();
+    // Fewer relayed connections allowed than the flood has SYNs: without a bound on held SYNs, the
+    // flood alone would fill the table, and every connection after it would be refused.
+    let tunnel = Tunnel::start(
+        &out.0,
+        &app,
+        &["--connect-timeout", "4", "--max-tcp-flows", "3000"],
+    );
+    let opens_before = in_netns(&out.0, active_opens);
+    const SYNS: u32 = 8000;
+    // From the applications' namespace, as hping3 --flood --rand-dest would: SYNs with their own
+    // address and random ports to random hosts of 10.99.0.0/24, sent through a raw socket (the
+    // kernel answers the SYN-ACKs that come back with resets: it has no such connections).
+    in_netns(&app, || {
+        use nix::sys::socket::{socket, AddressFamily, SockFlag, SockProtocol, SockType};
+        let raw = socket(
+            AddressFamily::Inet,
+            SockType::Raw,
+            SockFlag::empty(),
+            SockProtocol::Raw,
+        )
+        .expect("a raw socket");
+        let mut x: u32 = 0x9e37_79b9;
+        for i in 0..SYNS {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            let dst = [10, 99, 0, (x % 254 + 1) as u8];
+            let syn = forged_syn([10, 66, 0, 1], dst, 1024 + (x >> 16) as u16 % 60000, x);
+            let to = nix::sys::socket::SockaddrIn::new(10, 99, 0, dst[3], 80);
+            // A full TUN queue drops some: that is part of a flood.
+            let _ = nix::sys::socket::sendto(
+                std::os::fd::AsRawFd::as_raw_fd(&raw),
+                &syn,
+                &to,
+                nix::sys::socket::MsgFlags::empty(),
+            );
+            if i % 500 == 499 {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+    });
+    // During the flood's aftermath (its held SYNs still waiting on their destinations) and after
+    // it, the applications' connections are relayed.
+    let echo: SocketAddr = "10.77.0.2:7".parse().unwrap();
+    for round in 0..5 {
+        let ok = in_netns(&app, move || tcp_echo(echo, 10_000));
+        assert!(ok, "connection {round} during the flood");
+    }
+    let opens = in_netns(&out.0, active_opens) - opens_before;
+    assert!(
+        opens <= 1024 + 5 + 16,
+        "{opens} kernel connections opened for {SYNS} flooding SYNs: the held ones are bounded"
+    );
+    std::thread::sleep(Duration::from_millis(4500));
+    for round in 0..3 {
+        let ok = in_netns(&app, move || tcp_echo(echo, 10_000));
+        assert!(ok, "connection {round} after the flood");
+    }
+    let summary = tunnel.stop();
+    let tcp_line = summary
+        .lines()
+        .find(|l| l.starts_with("tcp: "))
+        .expect(&summary);
+    assert!(tcp_line.contains(" 0 over the limit, "), "{summary}");
+    let handshake_first: u64 = tcp_line
+        .split(" over the limit, ")
+        .nth(1)
+        .and_then(|s| s.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .expect(tcp_line);
+    assert!(
+        handshake_first >= 5,
+        "the connections during the flood completed their handshake first: {summary}"
+    );
+    drop(app_ns);
 }

@@ -94,6 +94,8 @@ fn small_limits() -> Limits {
         echo_reply_queue: 2,
         tcp_connections: 6,
         tcp_backlog: 2,
+        tcp_held_syns: 3,
+        tcp_held_syns_per_destination: 2,
         tcp_out_of_order: 4,
         path_mtu_entries: 2,
         path_mtu_expires: Duration::from_secs(3),

@@ -197,6 +197,16 @@ pub struct Limits {
     /// Largest listen backlog: connections a listener holds half-open, and established but not yet
     /// accepted, each.
     pub tcp_backlog: usize,
+    /// Held SYNs (`Stack::tcp_intercept_holding`: connections taken but not answered until the
+    /// application has asked their destination) at once, in all and to one destination address. A
+    /// SYN past either bound is answered at once with a SYN cookie when
+    /// [`TcpConfig::syn_cookies`] is on, and reaches the application established, not held (counted
+    /// as `held_deferred`): a flood of SYNs with forged sources then costs the application no
+    /// connection of its own. With cookies off it replaces the oldest held connection (to that
+    /// destination when that bound is the one met; counted as `held_replaced`).
+    pub tcp_held_syns: usize,
+    /// Held SYNs to one destination address at once: see `tcp_held_syns`.
+    pub tcp_held_syns_per_destination: usize,
     /// Out-of-order segments one connection holds.
     pub tcp_out_of_order: usize,
     /// Destinations whose path MTU is remembered at once (RFC 1191); the oldest entry makes room.
@@ -231,6 +241,8 @@ impl Default for Limits {
             echo_reply_queue: 64,
             tcp_connections: 65536,
             tcp_backlog: 4096,
+            tcp_held_syns: 1024,
+            tcp_held_syns_per_destination: 256,
             tcp_out_of_order: 1024,
             path_mtu_entries: 1024,
             path_mtu_expires: Duration::from_secs(600),

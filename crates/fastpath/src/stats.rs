@@ -432,6 +432,12 @@ pub struct TcpCounters {
     pub held_confirmed: u64,
     /// Held connections the application refused: with a RST, an ICMP unreachable, or in silence.
     pub held_refused: u64,
+    /// SYNs to a holding listener answered at once with a SYN cookie, held SYNs being at their bound
+    /// (`Limits::tcp_held_syns`): the handshake first, the application asks the destination after.
+    pub held_deferred: u64,
+    /// Held connections dropped in silence to make room for a newer SYN (held SYNs at their bound,
+    /// cookies off).
+    pub held_replaced: u64,
     /// Connection attempts that failed (reset, refused or timed out before established).
     pub attempt_fails: u64,
     /// Established connections reset or timed out.
@@ -631,6 +637,11 @@ impl fmt::Display for Counters {
             (tcp.held_syns, "SYNs held"),
             (tcp.held_confirmed, "held connections confirmed"),
             (tcp.held_refused, "held connections refused"),
+            (
+                tcp.held_deferred,
+                "SYNs past the held bound answered with a cookie",
+            ),
+            (tcp.held_replaced, "held connections replaced by newer SYNs"),
             (tcp.attempt_fails, "failed connection attempts"),
             (tcp.estab_resets, "established connections reset"),
             (tcp.in_segs, "segments received"),

@@ -214,6 +214,9 @@ tally! {
     tcp_timed_out,
     tcp_reset,
     tcp_over_limit,
+    /// Connections whose handshake came first (held SYNs at their bound, answered with a cookie),
+    /// their destination asked after.
+    tcp_handshake_first,
     tcp_up,
     tcp_down,
     udp_flows,
@@ -418,13 +421,14 @@ pub fn run(args: &TunnelArgs) -> Result<(), String> {
     }
     say(&format!(
         "tcp: {} connections relayed ({} refused, {} unreachable, {} timed out, {} reset, {} over the \
-         limit, {} open at exit, {} in the stack's tables), {} bytes up, {} down",
+         limit, {} handshake first, {} open at exit, {} in the stack's tables), {} bytes up, {} down",
         t.tcp_flows,
         t.tcp_refused,
         t.tcp_unreachable,
         t.tcp_timed_out,
         t.tcp_reset,
         t.tcp_over_limit,
+        t.tcp_handshake_first,
         t.tcp_live,
         connections,
         t.tcp_up,

@@ -86,6 +86,13 @@ pub(super) async fn relay_tcp(conn: TcpStream, settings: Rc<Settings>, tally: Rc
     };
     add(&tally.tcp_flows, 1);
     tally.tcp_live.set(tally.tcp_live.get() + 1);
+    // Held SYNs at their bound (a flood of them, say): the stack answered this one with a SYN
+    // cookie, and it arrives established. Its destination is asked only now; a refusal or no answer
+    // resets it.
+    let held = conn.is_held();
+    if !held {
+        add(&tally.tcp_handshake_first, 1);
+    }
     let upstream = tokio::time::timeout(
         settings.connect_timeout,
         connect_upstream(&target, app, &settings),
@@ -93,7 +100,7 @@ pub(super) async fn relay_tcp(conn: TcpStream, settings: Rc<Settings>, tally: Rc
     .await;
     match upstream {
         Ok(Ok(mut upstream)) => {
-            if conn.confirm().is_err() {
+            if held && conn.confirm().is_err() {
                 // The application gave up meanwhile (its RST ended the held connection).
                 add(&tally.tcp_reset, 1);
                 let _ = upstream.set_zero_linger();
@@ -125,8 +132,13 @@ pub(super) async fn relay_tcp(conn: TcpStream, settings: Rc<Settings>, tally: Rc
             }
         },
         // No answer: neither is there one for the application (dropping a held stream says
-        // nothing).
-        Err(_) => add(&tally.tcp_timed_out, 1),
+        // nothing; an established one is reset).
+        Err(_) => {
+            add(&tally.tcp_timed_out, 1);
+            if !held {
+                conn.abort();
+            }
+        }
     }
     tally.tcp_live.set(tally.tcp_live.get() - 1);
 }

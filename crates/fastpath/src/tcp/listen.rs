@@ -1,4 +1,5 @@
-//! Listeners (RFC 9293 §3.10.7.2) and SYN cookies (RFC 4987 §3.6).
+//! Listeners (RFC 9293 §3.10.7.2), SYN cookies (RFC 4987 §3.6), and the bounds on held SYNs
+//! ([`holds`]).
 //!
 //! What a listener does with a segment is decided by a pure machine, [`Listener::on_segment`]: the
 //! segment, the listener's queues and a narrow context ([`ListenCx`]: the clock, the configuration,
@@ -10,6 +11,9 @@
 use std::net::SocketAddr;
 
 use super::*;
+
+mod holds;
+pub(crate) use holds::{Holds, Pressure};
 
 /// A listening socket.
 #[derive(Debug)]
@@ -38,6 +42,9 @@ pub(crate) enum ListenAction<A: IpAddress> {
     /// A new connection in SYN-RECEIVED, its SYN-ACK owed (or held for the application when the
     /// listener holds SYNs).
     Open(Box<Tcb<A>>),
+    /// A new held connection that takes the place of the oldest one held (to its destination, or of
+    /// all, as the bound met says): held SYNs are at their bound and cookies are off.
+    Replace(Box<Tcb<A>>, Pressure),
     /// A connection rebuilt, established, from a valid cookie: it joins the accept queue, and takes
     /// the ACK's data, if any.
     FromCookie(Box<Tcb<A>>),
@@ -55,6 +62,8 @@ pub(crate) struct ListenCx<'a, A: IpAddress> {
     pub(crate) room: bool,
     /// The route back to the peer, if there is one.
     pub(crate) hop: Option<NextHop<A>>,
+    /// For a holding listener, the bound on held SYNs a new one would pass, if any ([`Holds`]).
+    pub(crate) hold_pressure: Option<Pressure>,
 }
 
 impl<A: IpAddress> Listener<A>
@@ -109,10 +118,21 @@ where
             }
             return ListenAction::Drop(DropReason::TcpListenOverflow);
         }
+        let pressure = cx.hold_pressure.filter(|_| self.hold);
+        if pressure.is_some() && cx.cfg.syn_cookies {
+            // Held SYNs at their bound: this one is answered now, its destination asked only once
+            // the peer's ACK has proved its address.
+            *cx.last_cookie = Some(cx.now);
+            let syn_ack = cookie_syn_ack(cx, &hop, local, remote, repr);
+            return ListenAction::Cookie { syn_ack, hop };
+        }
         let iss = cx.isn.isn(local, remote, cx.now);
         let mut tcb = Tcb::accept(local, remote, hop, iss, repr, cx.cfg);
         tcb.held = self.hold;
-        ListenAction::Open(Box::new(tcb))
+        match pressure {
+            Some(p) => ListenAction::Replace(Box::new(tcb), p),
+            None => ListenAction::Open(Box::new(tcb)),
+        }
     }
 
     /// An ACK: the last step of a handshake whose SYN-ACK was a cookie, or garbage.
@@ -196,10 +216,12 @@ impl<N: Network> Tcp<N> {
     ) {
         let room = self.connections() < cx.max_connections;
         let hop = cx.ip.route_link(N::Addr::ip(&remote)).ok();
+        let dst = N::Addr::ip(&local);
         let Tcp {
             slots,
             isn,
             last_cookie,
+            holds,
             ..
         } = self;
         let Some(Slot {
@@ -216,6 +238,7 @@ impl<N: Network> Tcp<N> {
             last_cookie,
             room,
             hop,
+            hold_pressure: holds.pressure(dst),
         };
         let hold = listener.hold;
         match listener.on_segment(&mut lcx, local, remote, repr) {
@@ -227,23 +250,27 @@ impl<N: Network> Tcp<N> {
             ListenAction::Cookie { syn_ack, hop } => {
                 cx.pool.free(buf);
                 cx.counters.tcp.syn_cookies_sent += 1;
+                if hold {
+                    cx.counters.tcp.held_deferred += 1;
+                }
                 self.emit(cx, &hop, local, remote, syn_ack, &[]);
+            }
+            ListenAction::Replace(tcb, pressure) => {
+                // The oldest held connection goes as its SYN would have been lost: the peer's
+                // retransmission is a new SYN to decide on.
+                if let Some(oldest) = self.holds.oldest(dst, pressure) {
+                    cx.counters.tcp.held_replaced += 1;
+                    if let Some(t) = self.tcb(oldest) {
+                        t.orphan = true;
+                    }
+                    self.finish(cx, oldest);
+                }
+                cx.pool.free(buf);
+                self.open(cx, index, tcb, hold);
             }
             ListenAction::Open(tcb) => {
                 cx.pool.free(buf);
-                let child = self.adopt(cx, index, tcb);
-                let Some(l) = self.listener(index) else {
-                    return;
-                };
-                if hold {
-                    // Not answered: the application takes it now and decides.
-                    cx.counters.tcp.held_syns += 1;
-                    l.ready.push_back(SocketId(child));
-                    self.hints.note(index);
-                    return;
-                }
-                l.half_open.push(child);
-                self.output(cx, child);
+                self.open(cx, index, tcb, hold);
             }
             ListenAction::FromCookie(tcb) => {
                 cx.counters.tcp.syn_cookies_ok += 1;
@@ -260,6 +287,34 @@ impl<N: Network> Tcp<N> {
                 }
             }
         }
+    }
+
+    /// A new passive open of listener `index`: held for the application to take (when the listener
+    /// holds SYNs), or half-open with its SYN-ACK sent.
+    fn open(
+        &mut self,
+        cx: &mut TcpCx<impl Transmit, N>,
+        index: u32,
+        tcb: Box<Tcb<N::Addr>>,
+        hold: bool,
+    ) {
+        let dst = N::Addr::ip(&tcb.local);
+        let child = self.adopt(cx, index, tcb);
+        if hold {
+            // Not answered: the application takes it now and decides.
+            cx.counters.tcp.held_syns += 1;
+            self.holds.add(child, dst);
+        }
+        let Some(l) = self.listener(index) else {
+            return;
+        };
+        if hold {
+            l.ready.push_back(SocketId(child));
+            self.hints.note(index);
+            return;
+        }
+        l.half_open.push(child);
+        self.output(cx, child);
     }
 
     /// Puts a passive open of listener `index` into the table, its MSS sized for the path MTU now

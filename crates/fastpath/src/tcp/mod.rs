@@ -159,6 +159,9 @@ pub(crate) struct Tcp<N: Network = Ipv4> {
     /// Connections and listeners that may have become ready, for an event loop
     /// ([`Stack::take_ready_hints`](crate::Stack::take_ready_hints)).
     pub(crate) hints: Hints,
+    /// The connections held (SYNs a holding listener took and the application has not answered),
+    /// and their bounds.
+    holds: listen::Holds<N::Addr>,
     _family: PhantomData<fn() -> N>,
 }
 
@@ -179,6 +182,10 @@ impl<N: Network> Tcp<N> {
             dirty: Vec::new(),
             intercept: None,
             hints: Hints::default(),
+            holds: listen::Holds::new(
+                config.limits.tcp_held_syns,
+                config.limits.tcp_held_syns_per_destination,
+            ),
             _family: PhantomData,
         }
     }
@@ -378,6 +385,9 @@ impl<N: Network> Tcp<N> {
         let Entry::Conn(tcb) = &mut slot.entry else {
             return;
         };
+        if std::mem::take(&mut tcb.held) {
+            self.holds.remove(index);
+        }
         let free = tcb.orphan || child_of.is_some();
         tcb.state = State::Closed;
         if let Some(parent) = child_of {
@@ -436,6 +446,7 @@ impl<N: Network> Tcp<N> {
     pub(crate) fn confirm(&mut self, cx: &mut TcpCx<impl Transmit, N>, index: u32) {
         if let Some(tcb) = self.tcb(index) {
             if std::mem::take(&mut tcb.held) {
+                self.holds.remove(index);
                 cx.counters.tcp.held_confirmed += 1;
                 self.output(cx, index);
             }

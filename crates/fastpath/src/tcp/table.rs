@@ -46,8 +46,11 @@ impl<N: Network> Tcp<N> {
         }
         let generation = self.slots.generation(index);
         let entry = self.slots.remove(index, generation)?.entry;
-        if matches!(entry, Entry::Conn(_)) {
+        if let Entry::Conn(tcb) = &entry {
             self.connections -= 1;
+            if tcb.held {
+                self.holds.remove(index);
+            }
         }
         self.drop_dead_top();
         Some(entry)

@@ -602,3 +602,132 @@ fn a_peer_learns_each_answer_to_its_held_syn_and_a_dropped_one_is_asked_again() 
         (7, 1, 6)
     );
 }
+
+/// A SYN from A's port `sport` to `dst`:80, sequence number 1000.
+fn syn_to(dst: [u8; 4], sport: u16) -> Vec<u8> {
+    let builder = etherparse::PacketBuilder::ipv4(A.octets(), dst, 64)
+        .tcp(sport, 80, 1000, 64240)
+        .syn();
+    let mut out = Vec::new();
+    builder.write(&mut out, &[]).unwrap();
+    out
+}
+
+/// B holding SYNs with bounds of `total` held connections and `per_destination` to one address.
+fn holding_bounded(
+    total: usize,
+    per_destination: usize,
+    cookies: bool,
+) -> (Stack, fastpath::link::PairEnd, fastpath::TcpListener) {
+    let mut config = StackConfig::default();
+    config.limits.tcp_held_syns = total;
+    config.limits.tcp_held_syns_per_destination = per_destination;
+    config.tcp.syn_cookies = cookies;
+    let (mut b, raw) = stack_and_raw(config, LinkCapabilities::plain(1500));
+    b.set_intercept(LINK, true).unwrap();
+    let listener = b.tcp_intercept_holding(1024).unwrap();
+    (b, raw, listener)
+}
+
+#[test]
+fn past_the_held_bounds_syns_are_answered_with_cookies_and_their_connections_arrive_established() {
+    let (mut b, mut raw, listener) = holding_bounded(8, 4, true);
+    let mut held = Vec::new();
+    let take = |b: &mut Stack| {
+        let mut got = Vec::new();
+        while let Ok((conn, _)) = b.tcp_listener(listener).accept() {
+            got.push(conn);
+        }
+        got
+    };
+    // Four to one destination are held; the fifth meets that destination's bound.
+    for port in 0..5 {
+        inject(&mut raw, &syn_to([198, 51, 100, 7], 40000 + port));
+    }
+    b.poll(T0);
+    held.extend(take(&mut b));
+    assert_eq!(held.len(), 4);
+    assert!(held.iter().all(|&c| b.tcp(c).is_held()));
+    let out = capture(&mut raw);
+    assert_eq!(out.len(), 1, "one SYN-ACK, for the fifth");
+    let cookie = tcp_of(&out[0]);
+    assert!(cookie.syn() && cookie.ack());
+    assert_eq!(
+        (cookie.destination_port(), cookie.acknowledgment_number()),
+        (40004, 1001)
+    );
+    let cookie_seq = cookie.sequence_number();
+    // Four more destinations fill the bound of eight in all; a ninth gets a cookie too.
+    for d in 1..=5 {
+        inject(&mut raw, &syn_to([198, 51, 100, 10 + d], 41000));
+    }
+    b.poll(T0);
+    held.extend(take(&mut b));
+    assert_eq!(held.len(), 8);
+    let out = capture(&mut raw);
+    assert_eq!(out.len(), 1, "one cookie, for the ninth: {out:?}");
+    let c = b.counters();
+    assert_eq!((c.tcp.held_syns, c.tcp.held_deferred), (8, 2));
+
+    // The fifth peer completes its handshake: its connection arrives established, not held.
+    let ack = etherparse::PacketBuilder::ipv4(A.octets(), [198, 51, 100, 7], 64)
+        .tcp(40004, 80, 1001, 64240)
+        .ack(cookie_seq.wrapping_add(1));
+    let mut bytes = Vec::new();
+    ack.write(&mut bytes, &[]).unwrap();
+    inject(&mut raw, &bytes);
+    b.poll(T0);
+    let late = take(&mut b);
+    assert_eq!(late.len(), 1);
+    assert!(!b.tcp(late[0]).is_held());
+    assert!(b.tcp(late[0]).is_established());
+    assert_eq!(b.tcp(late[0]).addrs().unwrap().0, sock("198.51.100.7:80"));
+
+    // Answering a held connection frees its room: the next SYN to that destination is held.
+    b.tcp(held[0]).confirm().unwrap();
+    b.poll(T0);
+    capture(&mut raw);
+    inject(&mut raw, &syn_to([198, 51, 100, 7], 40100));
+    b.poll(T0);
+    let again = take(&mut b);
+    assert_eq!(again.len(), 1);
+    assert!(b.tcp(again[0]).is_held());
+    assert!(capture(&mut raw).is_empty(), "held: nothing answers it yet");
+    // And so does refusing one (with a RST).
+    b.tcp(held[1]).abort();
+    b.poll(T0);
+    capture(&mut raw);
+    inject(&mut raw, &syn_to([198, 51, 100, 7], 40101));
+    b.poll(T0);
+    assert_eq!(take(&mut b).len(), 1);
+    assert!(capture(&mut raw).is_empty());
+    assert_eq!(b.counters().tcp.held_deferred, 2);
+}
+
+#[test]
+fn past_the_held_bounds_without_cookies_a_syn_replaces_the_oldest_held_one() {
+    let (mut b, mut raw, listener) = holding_bounded(3, 2, false);
+    let mut held = Vec::new();
+    for (d, port) in [(7, 40000), (7, 40001), (8, 40002)] {
+        inject(&mut raw, &syn_to([198, 51, 100, d], port));
+        b.poll(T0);
+        held.push(b.tcp_listener(listener).accept().unwrap().0);
+    }
+    // A third to .7 meets its destination's bound: the oldest to .7 goes, in silence.
+    inject(&mut raw, &syn_to([198, 51, 100, 7], 40003));
+    b.poll(T0);
+    let newer = b.tcp_listener(listener).accept().unwrap().0;
+    assert!(b.tcp(newer).is_held());
+    assert!(b.tcp(held[0]).confirm().is_err(), "the oldest is gone");
+    assert!(b.tcp(held[2]).is_held());
+    // A SYN to a fourth destination meets the bound in all: the oldest of all (.7's second) goes.
+    inject(&mut raw, &syn_to([198, 51, 100, 9], 40004));
+    b.poll(T0);
+    assert!(b.tcp_listener(listener).accept().is_ok());
+    assert!(b.tcp(held[1]).confirm().is_err());
+    assert!(b.tcp(held[2]).is_held() && b.tcp(newer).is_held());
+    assert!(capture(&mut raw).is_empty(), "nothing answered");
+    let c = b.counters();
+    assert_eq!((c.tcp.held_syns, c.tcp.held_replaced), (5, 2));
+    assert_eq!(c.tcp.syn_cookies_sent, 0);
+}

@@ -32,6 +32,7 @@ struct Fixture {
     now: Instant,
     room: bool,
     route: bool,
+    hold_pressure: Option<Pressure>,
 }
 
 impl Fixture {
@@ -43,6 +44,7 @@ impl Fixture {
             now: Instant::from_secs(100),
             room: true,
             route: true,
+            hold_pressure: None,
         }
     }
 
@@ -54,6 +56,7 @@ impl Fixture {
             last_cookie: &mut self.last_cookie,
             room: self.room,
             hop: self.route.then(hop),
+            hold_pressure: self.hold_pressure,
         };
         l.on_segment(&mut cx, LOCAL, REMOTE, repr)
     }
@@ -137,6 +140,72 @@ fn a_holding_listener_opens_a_held_connection_that_sends_nothing() {
     };
     assert!(tcb.held);
     assert_eq!(f.first_segment(&mut tcb), None);
+}
+
+#[test]
+fn past_the_held_bound_a_syn_gets_a_cookie_at_once() {
+    let mut f = Fixture::new();
+    f.hold_pressure = Some(Pressure::Total);
+    let ListenAction::Cookie { syn_ack, .. } =
+        f.decide(&listener(4, true), &seg(Flags::SYN, IRS, 0, Some(1400)))
+    else {
+        panic!("a cookie SYN-ACK")
+    };
+    let cookie = f.isn.cookie(LOCAL, REMOTE, IRS, 1400, f.now);
+    assert_eq!(
+        syn_ack,
+        TcpRepr {
+            src_port: LOCAL.port(),
+            dst_port: REMOTE.port(),
+            seq: cookie,
+            ack: IRS + 1,
+            flags: Flags::SYN | Flags::ACK,
+            window: 65535,
+            urgent: 0,
+            options: TcpOptions {
+                mss: Some(1400),
+                ..TcpOptions::default()
+            },
+        }
+    );
+    assert_eq!(f.last_cookie, Some(f.now));
+    // The ACK that returns the cookie opens the connection established, not held.
+    let ListenAction::FromCookie(tcb) = f.decide(
+        &listener(4, true),
+        &seg(Flags::ACK, IRS + 1, cookie + 1, None),
+    ) else {
+        panic!("a connection from the cookie")
+    };
+    assert!(!tcb.held);
+    assert_eq!(tcb.state, State::Established);
+}
+
+#[test]
+fn past_the_held_bound_without_cookies_a_syn_replaces_the_oldest() {
+    let mut f = Fixture::new();
+    f.cfg.syn_cookies = false;
+    for p in [Pressure::Total, Pressure::Destination] {
+        f.hold_pressure = Some(p);
+        match f.decide(&listener(4, true), &seg(Flags::SYN, IRS, 0, None)) {
+            ListenAction::Replace(tcb, pressure) => {
+                assert!(tcb.held);
+                assert_eq!(pressure, p);
+            }
+            other => panic!("expected a replacement, got {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn the_held_bound_does_not_concern_a_listener_that_does_not_hold() {
+    let mut f = Fixture::new();
+    f.hold_pressure = Some(Pressure::Total);
+    let action = f.decide(&listener(4, false), &seg(Flags::SYN, IRS, 0, None));
+    assert!(
+        matches!(action, ListenAction::Open(ref t) if !t.held),
+        "{action:?}"
+    );
+    assert_eq!(f.last_cookie, None);
 }
 
 #[test]
