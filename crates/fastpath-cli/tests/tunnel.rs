@@ -1266,3 +1266,101 @@ fn a_syn_flood_from_the_applications_does_not_deny_their_connections() {
     );
     drop(app_ns);
 }
+
+/// An HTTP/1.0 server that closes first: for each connection, reads the request (up to its blank
+/// line), writes a response with a body of `body` bytes and closes.
+fn start_closing_http(listener: TcpListener, body: usize) {
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { break };
+            std::thread::spawn(move || {
+                let mut request = Vec::new();
+                let mut buf = [0u8; 1024];
+                while !request.ends_with(b"\r\n\r\n") {
+                    match conn.read(&mut buf) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => request.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let head = format!("HTTP/1.0 200 OK\r\nContent-Length: {body}\r\n\r\n");
+                let _ = conn.write_all(head.as_bytes());
+                let _ = conn.write_all(&vec![b'x'; body]);
+            });
+        }
+    });
+}
+
+/// `n` requests to `to`, `threads` at a time, each on a connection of its own that the server
+/// closes; the bytes of every response read to its end.
+fn http_requests(to: SocketAddr, n: usize, threads: usize) -> usize {
+    let workers: Vec<_> = (0..threads)
+        .map(|t| {
+            std::thread::spawn(move || {
+                let mut total = 0;
+                for _ in (t..n).step_by(threads) {
+                    let mut c =
+                        TcpStream::connect_timeout(&to, Duration::from_secs(5)).expect("connect");
+                    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+                    c.write_all(b"GET / HTTP/1.0\r\n\r\n").unwrap();
+                    let mut answer = Vec::new();
+                    c.read_to_end(&mut answer).expect("the answer");
+                    total += answer.len();
+                }
+                total
+            })
+        })
+        .collect();
+    workers.into_iter().map(|w| w.join().unwrap()).sum()
+}
+
+#[test]
+fn connections_the_server_closes_first_leave_the_tunnels_memory_as_it_was() {
+    if !environment_ok("connections_the_server_closes_first_leave_the_tunnels_memory_as_it_was") {
+        return;
+    }
+    let out = TestNetns::create();
+    ip(&out.0, &["link", "set", "lo", "up"]);
+    ip(&out.0, &["addr", "add", "10.77.0.2/32", "dev", "lo"]);
+    ip(&out.0, &["-6", "addr", "add", "fd77::2/128", "dev", "lo"]);
+    start_servers(&out.0);
+    let (small, large) = in_netns(&out.0, || {
+        (
+            TcpListener::bind("10.77.0.2:8081").expect("HTTP"),
+            TcpListener::bind("10.77.0.2:8082").expect("HTTP"),
+        )
+    });
+    start_closing_http(small, 700);
+    start_closing_http(large, 1 << 20);
+    let app_ns = TestNetns::create();
+    let app = app_ns.0.clone();
+    let tunnel = Tunnel::start(&out.0, &app, &[]);
+    let pid = tunnel.child.id();
+    // A connection the application closes first frees a large send ring early (which made glibc
+    // raise its mmap threshold, and later rings stay resident), then a few to warm up.
+    let echo: SocketAddr = "10.77.0.2:7".parse().unwrap();
+    assert!(in_netns(&app, move || tcp_echo(echo, 8 << 20)));
+    let small: SocketAddr = "10.77.0.2:8081".parse().unwrap();
+    let large: SocketAddr = "10.77.0.2:8082".parse().unwrap();
+    in_netns(&app, move || http_requests(small, 200, 4));
+    let before = rss_kib(pid);
+    // 3,000 short answers and 100 of 1 MiB, each connection closed by the server: the tunnel's
+    // side of each ends in TIME-WAIT.
+    let (short, long) = in_netns(&app, move || {
+        (http_requests(small, 3000, 8), http_requests(large, 100, 4))
+    });
+    assert!(short >= 3000 * 700 && long >= 100 << 20, "{short} {long}");
+    let after = rss_kib(pid);
+    eprintln!(
+        "tunnel RSS {before} KiB before, {after} KiB after 3,100 connections closed by the server"
+    );
+    assert!(
+        after.saturating_sub(before) < 24 << 10,
+        "the tunnel grew by {} KiB (from {before} KiB) for connections that are over",
+        after.saturating_sub(before)
+    );
+    let summary = tunnel.stop();
+    assert!(
+        summary.contains("tcp: 3301 connections relayed"),
+        "{summary}"
+    );
+}
