@@ -6,9 +6,17 @@ use super::*;
 
 #[derive(Clone, Copy, Debug)]
 pub(super) enum Workload {
-    Tcp { reverse: bool, streams: usize },
-    Udp { size: usize },
+    Tcp {
+        reverse: bool,
+        streams: usize,
+    },
+    Udp {
+        size: usize,
+    },
     Connections,
+    /// Short connections to a server that answers and closes first, as an HTTP/1.0 server does
+    /// (the proxy's side of each ends in TIME-WAIT), 50 at a time as `ab -c 50` makes them.
+    ServerCloses,
 }
 
 impl Workload {
@@ -21,6 +29,9 @@ impl Workload {
             ),
             Workload::Udp { size } => format!("udp {size} B unpaced"),
             Workload::Connections => "connections (64 B request/response)".into(),
+            Workload::ServerCloses => format!(
+                "connections (50 at a time, the server answers {CLOSING_ANSWER} B and closes first)"
+            ),
         }
     }
 }
@@ -46,6 +57,7 @@ pub(super) fn workloads() -> Vec<Workload> {
         Workload::Udp { size: 64 },
         Workload::Udp { size: 1400 },
         Workload::Connections,
+        Workload::ServerCloses,
     ]
 }
 
@@ -191,7 +203,8 @@ pub(super) fn measure(
             }
             (delivered / seconds, Some(share), delivered * size as f64)
         }
-        Workload::Connections => (connections_per_second(path, secs)?, None, 0.0),
+        Workload::Connections => (connections_per_second(path, secs, false)?, None, 0.0),
+        Workload::ServerCloses => (connections_per_second(path, secs, true)?, None, 0.0),
     };
     let cpu_s_per_gb = match (cpu_before, path.cpu_seconds()) {
         (Some(a), Some(b)) if bytes > 0.0 => Some((b - a) / (bytes / 1e9)),
@@ -237,24 +250,45 @@ pub(super) fn iperf_client(
     unreachable!("the loop returns")
 }
 
-/// Short connections per second: 8 clients, each connecting, sending 64 bytes, reading them back and
-/// closing, for `secs`.
-pub(super) fn connections_per_second(path: &PathUnderTest, secs: f64) -> Result<f64, String> {
+/// Short connections per second for `secs`: 8 clients, each connecting, sending 64 bytes, reading
+/// them back and closing; or, when `server_closes`, 50 clients, each reading the closing server's
+/// answer to its end.
+pub(super) fn connections_per_second(
+    path: &PathUnderTest,
+    secs: f64,
+    server_closes: bool,
+) -> Result<f64, String> {
     let done = Arc::new(AtomicU64::new(0));
     let end = WallClock::now() + Duration::from_secs_f64(secs);
-    let threads: Vec<_> = (0..8)
+    let clients = if server_closes { 50 } else { 8 };
+    let threads: Vec<_> = (0..clients)
         .map(|_| {
             let done = done.clone();
             let ns = path.app.name().to_string();
             std::thread::spawn(move || {
                 netns::within(&ns, move || {
-                    let to = SocketAddr::from(SocketAddrV4::new(SERVER, ECHO_PORT));
+                    let port = if server_closes {
+                        CLOSING_PORT
+                    } else {
+                        ECHO_PORT
+                    };
+                    let to = SocketAddr::from(SocketAddrV4::new(SERVER, port));
+                    let mut answer = Vec::with_capacity(CLOSING_ANSWER);
                     while WallClock::now() < end {
                         let ok = TcpStream::connect_timeout(&to, Duration::from_secs(2))
                             .and_then(|mut c| {
                                 c.set_read_timeout(Some(Duration::from_secs(2)))?;
                                 c.write_all(&[7u8; 64])?;
-                                c.read_exact(&mut [0u8; 64])
+                                if server_closes {
+                                    answer.clear();
+                                    c.read_to_end(&mut answer)?;
+                                    if answer.len() != CLOSING_ANSWER {
+                                        return Err(std::io::ErrorKind::UnexpectedEof.into());
+                                    }
+                                    Ok(())
+                                } else {
+                                    c.read_exact(&mut [0u8; 64])
+                                }
                             })
                             .is_ok();
                         if ok {
@@ -306,6 +340,7 @@ pub(super) fn memory(path: &PathUnderTest, n: usize) -> Result<MemoryRow, String
     Ok(MemoryRow {
         path: path.name.clone(),
         peak_rss_kib: path.status_kib("VmHWM").unwrap_or(0),
+        final_rss_kib: 0,
         idle_connections: count,
         bytes_per_idle_connection: (count > 0)
             .then(|| (after.saturating_sub(before) * 1024) as f64 / count as f64),
@@ -332,7 +367,7 @@ pub(super) fn summarize(path: &str, w: &Workload, samples: &[Sample]) -> TunnelR
         unit: match w {
             Workload::Tcp { .. } => "Gbit/s",
             Workload::Udp { .. } => "datagrams/s",
-            Workload::Connections => "connections/s",
+            Workload::Connections | Workload::ServerCloses => "connections/s",
         }
         .into(),
         lost: (!lost.is_empty()).then(|| common::median(&lost)),

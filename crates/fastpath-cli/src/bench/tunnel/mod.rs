@@ -64,6 +64,10 @@ use measure::*;
 const SERVER: Ipv4Addr = Ipv4Addr::new(10, 77, 0, 2);
 const IPERF_PORT: u16 = 5201;
 const ECHO_PORT: u16 = 7;
+/// The server that answers and closes first, and its answer's size (a small web page's, headers
+/// included).
+const CLOSING_PORT: u16 = 80;
+const CLOSING_ANSWER: usize = 760;
 const HOLD_PORT: u16 = 9;
 
 #[derive(Args, Debug)]
@@ -163,7 +167,10 @@ pub struct TunnelRow {
 #[derive(Clone, Debug, Serialize)]
 pub struct MemoryRow {
     pub path: String,
+    /// The most resident memory the proxy's processes had during the runs, and what they had at
+    /// their end (after every short connection, most of them closed by the server first).
     pub peak_rss_kib: u64,
+    pub final_rss_kib: u64,
     pub idle_connections: usize,
     pub bytes_per_idle_connection: Option<f64>,
 }
@@ -457,10 +464,15 @@ pub fn run(args: &TunnelArgs) -> Result<(), String> {
         // The peak is the throughput runs'. Memory per idle connection is measured on proxies started
         // afresh: after those runs a proxy may still be handing memory back (Go's collector in
         // gVisor's, an allocator trimming its heap), which would hide what the connections hold.
-        let peaks: Vec<u64> = paths
+        let peaks: Vec<(u64, u64)> = paths
             .iter()
             .filter(|p| p.proxy.is_some())
-            .map(|p| p.status_kib("VmHWM").unwrap_or(0))
+            .map(|p| {
+                (
+                    p.status_kib("VmHWM").unwrap_or(0),
+                    p.status_kib("VmRSS").unwrap_or(0),
+                )
+            })
             .collect();
         drop(paths);
         let fresh = make_paths()?;
@@ -468,9 +480,10 @@ pub fn run(args: &TunnelArgs) -> Result<(), String> {
             .iter()
             .filter(|p| p.proxy.is_some())
             .zip(peaks)
-            .map(|(p, peak)| {
+            .map(|(p, (peak, last))| {
                 memory(p, idle).map(|m| MemoryRow {
                     peak_rss_kib: peak.max(m.peak_rss_kib),
+                    final_rss_kib: last,
                     ..m
                 })
             })
@@ -567,26 +580,30 @@ fn find_tun2socks(args: &TunnelArgs) -> Result<Result<PathBuf, String>, String> 
     Ok(built.map(|()| bin))
 }
 
-/// OUT's own servers: TCP echo of 64-byte requests (connections per second) and the idle
-/// connections' accept queue, which is never read.
-/// The echo thread stops when the bench sets `stop`; the accept queue closes with `_hold`.
+/// OUT's own servers: TCP echo of 64-byte requests (connections per second), a server that answers
+/// a request with `CLOSING_ANSWER` bytes and closes first, and the idle connections' accept queue,
+/// which is never read. The server threads stop when the bench sets `stop` (at their next
+/// connection); the accept queue closes with `_hold`.
 struct Servers {
     _hold: std::os::fd::OwnedFd,
     _echo: std::thread::JoinHandle<()>,
+    _closing: std::thread::JoinHandle<()>,
 }
 
 fn start_servers(out: &str, stop: &Arc<AtomicBool>) -> Result<Servers, String> {
-    let (echo, hold) = netns::within(out, || -> Result<_, String> {
+    let (echo, closing, hold) = netns::within(out, || -> Result<_, String> {
         let echo = std::net::TcpListener::bind(SocketAddrV4::new(SERVER, ECHO_PORT))
             .map_err(|e| format!("echo server: {e}"))?;
+        let closing = std::net::TcpListener::bind(SocketAddrV4::new(SERVER, CLOSING_PORT))
+            .map_err(|e| format!("closing server: {e}"))?;
         let hold = listen_deep(SocketAddrV4::new(SERVER, HOLD_PORT))?;
-        Ok((echo, hold))
+        Ok((echo, closing, hold))
     })??;
     // A blocking accept: a thread that polled would wake thousands of times a second beside the
     // proxies being measured. It ends with the process, or at the first connection after `stop`.
-    let stop = stop.clone();
+    let stop_echo = stop.clone();
     let thread = std::thread::spawn(move || {
-        while !stop.load(Ordering::Relaxed) {
+        while !stop_echo.load(Ordering::Relaxed) {
             if let Ok((mut c, _)) = echo.accept() {
                 std::thread::spawn(move || {
                     let mut buf = [0u8; 64];
@@ -597,9 +614,23 @@ fn start_servers(out: &str, stop: &Arc<AtomicBool>) -> Result<Servers, String> {
             }
         }
     });
+    let stop = stop.clone();
+    let closing_thread = std::thread::spawn(move || {
+        while !stop.load(Ordering::Relaxed) {
+            if let Ok((mut c, _)) = closing.accept() {
+                std::thread::spawn(move || {
+                    let mut request = [0u8; 64];
+                    if c.read_exact(&mut request).is_ok() {
+                        let _ = c.write_all(&[b'h'; CLOSING_ANSWER]);
+                    }
+                });
+            }
+        }
+    });
     Ok(Servers {
         _hold: hold,
         _echo: thread,
+        _closing: closing_thread,
     })
 }
 
@@ -837,9 +868,10 @@ fn print(rows: &[TunnelRow], memory: &[MemoryRow]) {
     outln!();
     for m in memory {
         outln!(
-            "{:<18} peak RSS {} KiB; {} idle connections: {}",
+            "{:<18} peak RSS {} KiB, {} KiB after the runs; {} idle connections: {}",
             m.path,
             m.peak_rss_kib,
+            m.final_rss_kib,
             m.idle_connections,
             m.bytes_per_idle_connection
                 .map(|b| format!("{:.1} kB each", b / 1000.0))
