@@ -35,7 +35,7 @@ impl Namespace {
                         "fastpath: removing stale namespace {name}: the fastpath that created it \
                          (pid {pid}) is gone"
                     );
-                    run_ip(&["netns", "del", name])?;
+                    run_ip_with_host_mounts(&["netns", "del", name])?;
                     let _ = fs::remove_file(&record);
                 }
                 _ => {
@@ -51,7 +51,7 @@ impl Namespace {
         fs::create_dir_all(OWNERS)
             .and_then(|_| fs::write(&record, &me))
             .map_err(|e| format!("recording the namespace in {}: {e}", record.display()))?;
-        if let Err(e) = run_ip(&["netns", "add", name]) {
+        if let Err(e) = run_ip_with_host_mounts(&["netns", "add", name]) {
             // Someone else may have created it meanwhile: keep their record.
             if fs::read_to_string(&record).is_ok_and(|r| r == me) {
                 let _ = fs::remove_file(&record);
@@ -186,12 +186,70 @@ fn alive(record: &str) -> bool {
 impl Drop for Namespace {
     fn drop(&mut self) {
         if self.created {
-            if let Err(e) = run_ip(&["netns", "del", &self.name]) {
+            if let Err(e) = run_ip_with_host_mounts(&["netns", "del", &self.name]) {
                 eprintln!("fastpath: removing namespace {}: {e}", self.name);
             }
             let _ = fs::remove_file(owner_record(&self.name));
         }
     }
+}
+
+/// Runs `ip netns add` or `del` so that the namespace's name is seen by every process: a named
+/// namespace is a bind mount on /run/netns/NAME, and a process in a mount namespace of its own (run
+/// by `ip netns exec`, which makes one that receives the host's mounts but does not pass its own
+/// back) would make a mount only it sees, leaving the host an empty file that cannot be entered
+/// ("setting the network namespace failed: Invalid argument"). There, `ip` runs in the mount
+/// namespace of the nearest ancestor process that is in another one (the shell that ran `ip netns
+/// exec`), through `nsenter`; the mount then reaches this process too.
+fn run_ip_with_host_mounts(args: &[&str]) -> Result<(), String> {
+    let Some(mounts) = outer_mount_namespace() else {
+        return run_ip(args);
+    };
+    let out = Command::new("nsenter")
+        .arg(format!("--mount={}", mounts.display()))
+        .arg("--")
+        .arg("ip")
+        .args(args)
+        .output()
+        .map_err(|e| {
+            format!(
+                "running nsenter (util-linux), needed to make a namespace from inside another \
+                 mount namespace (ip netns exec): {e}"
+            )
+        })?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "nsenter --mount={} ip {}: {}",
+            mounts.display(),
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+/// The mount namespace (its `/proc/PID/ns/mnt`) of the nearest ancestor process in another mount
+/// namespace than this one, if there is one: the one `ip netns exec` was run from.
+fn outer_mount_namespace() -> Option<PathBuf> {
+    let mounts = |pid: u32| fs::read_link(format!("/proc/{pid}/ns/mnt")).ok();
+    let own = fs::read_link("/proc/self/ns/mnt").ok()?;
+    let mut pid = std::process::id();
+    // A bounded walk: a process's parent chain ends at 1 (or at 0, outside our PID namespace).
+    for _ in 0..64 {
+        let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        pid = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+            .and_then(|p| p.parse().ok())?;
+        if pid == 0 {
+            return None;
+        }
+        if mounts(pid).is_some_and(|m| m != own) {
+            return Some(PathBuf::from(format!("/proc/{pid}/ns/mnt")));
+        }
+    }
+    None
 }
 
 /// Runs `ip args...`; its error output becomes the error.

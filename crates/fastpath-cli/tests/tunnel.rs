@@ -1364,3 +1364,37 @@ fn connections_the_server_closes_first_leave_the_tunnels_memory_as_it_was() {
         "{summary}"
     );
 }
+
+#[test]
+fn a_tunnel_run_by_ip_netns_exec_makes_a_namespace_every_process_can_enter() {
+    if !environment_ok("a_tunnel_run_by_ip_netns_exec_makes_a_namespace_every_process_can_enter") {
+        return;
+    }
+    let out = TestNetns::create();
+    ip(&out.0, &["link", "set", "lo", "up"]);
+    // A name nobody made yet: the tunnel, run in OUT by `ip netns exec` (a mount namespace of its
+    // own), makes it. Its name is for the guard to remove, should the test fail.
+    let app = TestNetns(unique_netns());
+    assert!(!netns_exists(&app.0));
+    let tunnel = Tunnel::start(&out.0, &app.0, &[]);
+    // This process, in the host's mount namespace, enters it and finds the tunnel's interface.
+    let found = Command::new("ip")
+        .args(["-n", &app.0, "-br", "link", "show", "fpt0"])
+        .output()
+        .unwrap();
+    assert!(
+        found.status.success(),
+        "{}",
+        String::from_utf8_lossy(&found.stderr)
+    );
+    let addr = in_netns(&app.0, || {
+        std::fs::read_to_string("/proc/thread-self/net/route").unwrap_or_default()
+    });
+    assert!(
+        addr.contains("fpt0"),
+        "the default route through the tunnel: {addr}"
+    );
+    tunnel.stop();
+    // And the tunnel removed what it made.
+    assert!(!netns_exists(&app.0), "{} is left behind", app.0);
+}
