@@ -260,3 +260,39 @@ fn parked_tasks_are_not_tested_on_every_poll() {
         assert_eq!(woken, 4);
     }));
 }
+
+/// 200 UDP round trips, each waiting on the other stack's driver with no timer due: only the pair's
+/// wake-up (not the 100 ms backstop) can make them quick.
+#[test]
+fn round_trips_are_woken_by_the_link_not_a_tick() {
+    let local = LocalSet::new();
+    runtime().block_on(local.run_until(async {
+        let (a, b) = two_nets(&local, Impairments::default());
+        let server = UdpSocket::bind(&b, "10.0.0.2:7".parse().unwrap()).unwrap();
+        let client = UdpSocket::bind(&a, "10.0.0.1:7".parse().unwrap()).unwrap();
+        let echo = tokio::task::spawn_local(async move {
+            let mut buf = [0u8; 64];
+            for _ in 0..200 {
+                let (n, from) = server.recv_from(&mut buf).await.unwrap();
+                server.send_to(&buf[..n], from).await.unwrap();
+            }
+        });
+        let started = std::time::Instant::now();
+        let mut buf = [0u8; 64];
+        for i in 0..200u32 {
+            client
+                .send_to(&i.to_be_bytes(), "10.0.0.2:7".parse().unwrap())
+                .await
+                .unwrap();
+            let (n, _) = client.recv_from(&mut buf).await.unwrap();
+            assert_eq!(&buf[..n], &i.to_be_bytes());
+        }
+        let took = started.elapsed();
+        echo.await.unwrap();
+        // 200 naps of the 100 ms backstop would take 20 s.
+        assert!(
+            took < Duration::from_secs(2),
+            "200 round trips took {took:?}"
+        );
+    }));
+}
