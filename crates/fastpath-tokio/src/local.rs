@@ -448,6 +448,12 @@ impl TcpStream {
         self.addrs().map(|(_, remote)| remote)
     }
 
+    /// Splits the stream into a reading and a writing half that borrow it (as
+    /// `tokio::net::TcpStream::split`), for two futures of one task.
+    pub fn split(&mut self) -> (ReadHalf<'_>, WriteHalf<'_>) {
+        (ReadHalf(self), WriteHalf(self))
+    }
+
     /// True while the stream is held (from [`TcpListener::intercept_holding`]): its peer's SYN is
     /// not answered yet.
     pub fn is_held(&self) -> bool {
@@ -549,7 +555,19 @@ impl AsyncRead for TcpStream {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        let this = self.get_mut();
+        Pin::new(&mut &*self).poll_read(cx, buf)
+    }
+}
+
+/// Reading through a shared reference, as tokio's own `TcpStream` allows: one task may read while
+/// another writes through `&TcpStream`, with no lock between them.
+impl AsyncRead for &TcpStream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this: &TcpStream = self.get_mut();
         let result = poll_io(&this.net, Interest::Read(this.stream), cx, |s| {
             s.tcp(this.stream).read(buf.initialize_unfilled())
         });
@@ -622,5 +640,55 @@ impl Drop for TcpStream {
             stack.tcp(self.stream).close();
         }
         self.net.kick();
+    }
+}
+
+/// The reading half of [`TcpStream::split`]: `AsyncRead`.
+#[derive(Debug)]
+pub struct ReadHalf<'a>(&'a TcpStream);
+
+/// The writing half of [`TcpStream::split`]: `AsyncWrite`; its `shutdown` sends FIN.
+#[derive(Debug)]
+pub struct WriteHalf<'a>(&'a TcpStream);
+
+impl ReadHalf<'_> {
+    /// The stream the half borrows (for its addresses, `read_with` and the like).
+    pub fn stream(&self) -> &TcpStream {
+        self.0
+    }
+}
+
+impl WriteHalf<'_> {
+    /// The stream the half borrows (for its addresses, `write_with` and the like).
+    pub fn stream(&self) -> &TcpStream {
+        self.0
+    }
+}
+
+impl AsyncRead for ReadHalf<'_> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().0).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for WriteHalf<'_> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().0).poll_write(cx, buf)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().0).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().0).poll_shutdown(cx)
     }
 }

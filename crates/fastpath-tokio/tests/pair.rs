@@ -47,13 +47,16 @@ fn tcp_echo_of_a_mebibyte_over_both_families() {
             let listener = TcpListener::bind(&b, server, 16).unwrap();
             // The echo server: one connection, split, copied back until the client's FIN.
             let echo = tokio::task::spawn_local(async move {
-                let (conn, peer) = listener.accept().await.unwrap();
-                let (mut r, mut w) = tokio::io::split(conn);
+                let (mut conn, peer) = listener.accept().await.unwrap();
+                assert_eq!(conn.peer_addr().unwrap(), peer);
+                assert_eq!(conn.local_addr().unwrap(), server);
+                let (mut r, mut w) = conn.split();
                 let n = tokio::io::copy(&mut r, &mut w).await.unwrap();
                 w.shutdown().await.unwrap();
                 (n, peer)
             });
             let conn = TcpStream::connect(&a, server).await.unwrap();
+            assert_eq!(conn.peer_addr().unwrap(), server);
             let (mut r, mut w) = tokio::io::split(conn);
             let data = pattern(1 << 20);
             let sent = data.clone();
