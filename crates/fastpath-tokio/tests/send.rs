@@ -190,3 +190,29 @@ async fn a_refused_connect_names_and_a_connected_udp_socket() {
         "connected through a resolved name"
     );
 }
+
+/// A client that writes two mebibytes and drops its stream and its `Net` while half of them wait for
+/// the server's window (the server reads only after 300 ms): its driver keeps the stack until the
+/// connection is done, so the server still reads all of it and the end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stack_whose_handles_are_all_dropped_still_finishes_its_connections() {
+    let (a, b) = two_nets();
+    let listener = TcpListener::bind(&b, "10.0.0.2:9").await.unwrap();
+    let sink = tokio::spawn(async move {
+        let (mut conn, _) = listener.accept().await.unwrap();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let mut all = Vec::new();
+        conn.read_to_end(&mut all).await.unwrap();
+        all
+    });
+    let mut conn = TcpStream::connect(&a, "10.0.0.2:9").await.unwrap();
+    // A mebibyte fills the server's receive buffer, the other the client's send buffer.
+    let data = pattern(2 << 20);
+    conn.write_all(&data).await.unwrap();
+    drop((conn, a));
+    let got = tokio::time::timeout(Duration::from_secs(30), sink)
+        .await
+        .expect("the stream ended in time")
+        .unwrap();
+    assert!(got == data, "{} of {} bytes", got.len(), data.len());
+}
