@@ -16,7 +16,8 @@
 //! The application fills the send buffer in place and takes received bytes in place (`write_with`,
 //! `read_with`), as the CLI's pair bench does; with `copy`, it writes from and reads into a 64 KiB
 //! buffer of its own (`write`/`read`, and `AsyncWriteExt::write`/`AsyncReadExt::read` on the
-//! fronts). It prints each round's seconds, then the medians and their ratios to `poll`.
+//! fronts). It prints each round's seconds, then the medians, their ratios to `poll`, and the median of
+//! each round's ratio to that round's `poll`.
 
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::time::{Duration, Instant as WallClock};
@@ -252,8 +253,11 @@ fn main() {
             continue;
         }
         let m = median(s.clone());
+        // Each round's ratio to that round's poll loop, whose median follows the machine's load
+        // from round to round less than the ratio of the medians does.
+        let paired = median(s.iter().zip(&secs[0]).map(|(x, p)| x / p).collect());
         println!(
-            "{name:8} median {m:.3} s ({:.2} Gbit/s), {:.2}x poll",
+            "{name:8} median {m:.3} s ({:.2} Gbit/s), {:.2}x poll (per round: median {paired:.2}x)",
             (bytes * 8) as f64 / m / 1e9,
             m / base
         );

@@ -7,8 +7,9 @@
 //! - [`local`] (its types also at the crate's root: [`Net`], [`TcpListener`], [`TcpStream`],
 //!   [`UdpSocket`], [`UdpIntercept`]): `!Send` handles on one thread, inside a
 //!   [`tokio::task::LocalSet`], with the stack in a `RefCell` and a driver, [`Net::drive`], that the
-//!   program spawns. No lock: the faster of the two when one thread suffices, and the one with the
-//!   transparent proxy's interception calls.
+//!   program spawns. No lock: on one thread as fast as the `Send` front or a little faster, and a
+//!   bulk transfer takes the `Send` front on the multi-threaded runtime about 12-15 % longer
+//!   (`docs/tokio.md` has the figures); it also has the transparent proxy's interception calls.
 //!
 //! In both, the driver polls the stack, wakes the tasks whose sockets became ready, and sleeps until
 //! the stack's next deadline ([`fastpath::Stack::next_deadline`]), a handle's call that gave the

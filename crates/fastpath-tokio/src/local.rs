@@ -1,8 +1,9 @@
 //! The single-threaded front: a [`Net`] and its handles are `!Send` and live on one thread, in a
 //! [`tokio::task::LocalSet`] (`spawn_local` the driver, [`Net::drive`], and the tasks that use
 //! sockets). The stack sits in a `RefCell`: a handle's call borrows it, with no lock and no atomic
-//! operation. This is the faster front when everything fits on one thread (see `docs/tokio.md` for
-//! the figures), and the one the transparent proxy (`fastpath tunnel`) runs on, a stack per thread.
+//! operation. This is the front for a program that fits on one thread (the `Send` front costs more
+//! on the multi-threaded runtime; `docs/tokio.md` has the figures), and the one the transparent
+//! proxy (`fastpath tunnel`) runs on, a stack per thread.
 //! The same types are at the crate's root.
 //!
 //! [`crate::net`] is the front whose handles are `Send`, for `tokio::spawn` on any runtime.

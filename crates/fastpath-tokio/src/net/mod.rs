@@ -114,8 +114,8 @@ impl Net {
     }
 
     /// Runs `f` on the stack, locked (for its configuration calls, counters and the like), then
-    /// wakes the driver for what `f` queued. Do not call a handle's method inside `f`: the lock is
-    /// held.
+    /// wakes the driver for what `f` queued. Do not call a handle's method inside `f`, nor drop a
+    /// handle there: the lock is held, and the call would wait for it for ever.
     pub fn with_stack<R>(&self, f: impl FnOnce(&mut Stack) -> R) -> R {
         let result = {
             let mut core = self.lock();
