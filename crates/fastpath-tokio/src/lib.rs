@@ -1,15 +1,16 @@
 //! An async front for fastpath on tokio, in two forms.
 //!
 //! - [`net`]: handles that are `Send` and shaped like `tokio::net`'s ([`net::TcpListener`],
-//!   [`net::TcpStream`] with `split` and `into_split`, [`net::UdpSocket`]), each taking the
-//!   [`net::Net`] it belongs to. They work on the multi-threaded runtime with `tokio::spawn`; the
-//!   stack sits behind a mutex, and a driver task spawned by [`net::Net::new`] polls it.
+//!   [`net::TcpStream`] with `split` and `into_split`, [`net::UdpSocket`]; and the interception
+//!   calls), each taking the [`net::Net`] it belongs to. They work on the multi-threaded runtime
+//!   with `tokio::spawn`; the stack sits behind a mutex, and a driver task spawned by
+//!   [`net::Net::new`] polls it.
 //! - [`local`] (its types also at the crate's root: [`Net`], [`TcpListener`], [`TcpStream`],
 //!   [`UdpSocket`], [`UdpIntercept`]): `!Send` handles on one thread, inside a
 //!   [`tokio::task::LocalSet`], with the stack in a `RefCell` and a driver, [`Net::drive`], that the
 //!   program spawns. No lock: on one thread as fast as the `Send` front or a little faster, and a
 //!   bulk transfer takes the `Send` front on the multi-threaded runtime about 12-15 % longer
-//!   (`docs/tokio.md` has the figures); it also has the transparent proxy's interception calls.
+//!   (`docs/tokio.md` has the figures). The transparent proxy runs on it, a stack per thread.
 //!
 //! In both, the driver polls the stack, wakes the tasks whose sockets became ready, and sleeps until
 //! the stack's next deadline ([`fastpath::Stack::next_deadline`]), a handle's call that gave the

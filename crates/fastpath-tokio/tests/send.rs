@@ -6,7 +6,9 @@ use std::time::{Duration, Instant};
 
 use fastpath::link::{Impairments, LinkCapabilities, PairEnd};
 use fastpath::{Ipv4Cidr, Stack, StackConfig};
-use fastpath_tokio::net::{Net, OwnedReadHalf, OwnedWriteHalf, TcpListener, TcpStream, UdpSocket};
+use fastpath_tokio::net::{
+    Net, OwnedReadHalf, OwnedWriteHalf, TcpListener, TcpStream, UdpIntercept, UdpSocket,
+};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// The handles cross threads.
@@ -215,4 +217,80 @@ async fn a_stack_whose_handles_are_all_dropped_still_finishes_its_connections() 
         .expect("the stream ended in time")
         .unwrap();
     assert!(got == data, "{} of {} bytes", got.len(), data.len());
+}
+
+/// A reaches everything through B, which intercepts on the link: a held connection confirmed and
+/// served, one answered as unreachable and its SYN sent again refused; a datagram to another host's address received
+/// by B with its destination and answered from it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn interception_holds_confirms_refuses_and_answers_udp() {
+    let (ea, eb) = PairEnd::pair(LinkCapabilities::plain(1500), 65536, Impairments::default());
+    let mut sa = Stack::new(StackConfig::default());
+    let ia = sa.add_interface("pair0", ea, "10.0.0.1/24".parse().unwrap());
+    sa.add_route(
+        Ipv4Cidr::new(std::net::Ipv4Addr::UNSPECIFIED, 0),
+        Some(std::net::Ipv4Addr::new(10, 0, 0, 2)),
+        ia,
+    )
+    .unwrap();
+    let mut sb = Stack::new(StackConfig::default());
+    let ib = sb.add_interface("pair0", eb, "10.0.0.2/24".parse().unwrap());
+    sb.set_intercept(ib, true).unwrap();
+    let (a, b) = (Net::new(sa), Net::new(sb));
+
+    let listener = TcpListener::intercept_holding(&b, 16).unwrap();
+    let proxy = tokio::spawn(async move {
+        let (mut served, _) = listener.accept().await.unwrap();
+        assert!(served.is_held(), "nothing answered the SYN yet");
+        assert_eq!(
+            served.local_addr().unwrap(),
+            "198.51.100.7:443".parse().unwrap()
+        );
+        served.confirm().unwrap();
+        let mut request = [0u8; 5];
+        served.read_exact(&mut request).await.unwrap();
+        served.write_all(&request).await.unwrap();
+        served.shutdown().await.unwrap();
+        let (unreachable, _) = listener.accept().await.unwrap();
+        unreachable
+            .unreachable(fastpath::Unreachable::Host)
+            .unwrap();
+        let (refused, _) = listener.accept().await.unwrap();
+        refused.abort();
+        served
+    });
+    let mut conn = TcpStream::connect(&a, "198.51.100.7:443").await.unwrap();
+    conn.write_all(b"hello").await.unwrap();
+    let mut reply = Vec::new();
+    conn.read_to_end(&mut reply).await.unwrap();
+    assert_eq!(reply, b"hello");
+    // fastpath's connect takes an ICMP host unreachable as a soft error (RFC 1122 §4.2.3.9) and
+    // sends its SYN again, a new held connection, which the proxy refuses.
+    let unreachs = || a.with_stack(|s| s.counters().icmp.in_dest_unreachs);
+    let before = unreachs();
+    let e = TcpStream::connect(&a, "198.51.100.8:443")
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind(), std::io::ErrorKind::ConnectionRefused);
+    assert_eq!(unreachs(), before + 1, "the ICMP error came first");
+    drop(proxy.await.unwrap());
+
+    let intercept = UdpIntercept::new(&b);
+    let app = UdpSocket::bind(&a, "10.0.0.1:0").await.unwrap();
+    app.send_to(b"query", "203.0.113.5:53").await.unwrap();
+    let mut buf = [0u8; 64];
+    let (n, from, dst) = tokio::time::timeout(Duration::from_secs(5), intercept.recv(&mut buf))
+        .await
+        .expect("the datagram intercepted")
+        .unwrap();
+    assert_eq!(&buf[..n], b"query");
+    assert_eq!(from, app.local_addr().unwrap());
+    assert_eq!(dst, "203.0.113.5:53".parse().unwrap());
+    intercept.send_from(b"answer", dst, from).unwrap();
+    let (n, peer) = tokio::time::timeout(Duration::from_secs(5), app.recv_from(&mut buf))
+        .await
+        .expect("the answer")
+        .unwrap();
+    assert_eq!(&buf[..n], b"answer");
+    assert_eq!(peer, dst, "answered from the destination asked for");
 }

@@ -37,7 +37,7 @@ use crate::ready::{register_tun, TunFd};
 pub use tcp::{
     OwnedReadHalf, OwnedWriteHalf, ReadHalf, ReuniteError, TcpListener, TcpStream, WriteHalf,
 };
-pub use udp::UdpSocket;
+pub use udp::{UdpIntercept, UdpSocket};
 
 /// What the mutex guards: the stack and its parked tasks, locked together.
 struct Core {

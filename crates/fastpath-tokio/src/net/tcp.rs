@@ -52,6 +52,30 @@ impl TcpListener {
         Err(last.unwrap_or_else(|| io::ErrorKind::InvalidInput.into()))
     }
 
+    /// The stack's intercepting listener (`Stack::tcp_intercept`): it accepts connections to any
+    /// address and port arriving on an interface that intercepts (`Stack::set_intercept`, through
+    /// [`Net::with_stack`]); each stream's [`TcpStream::local_addr`] is the destination its peer
+    /// asked for. As [`crate::TcpListener::intercept`].
+    pub fn intercept(net: &Net, backlog: usize) -> io::Result<TcpListener> {
+        let listener = net.call(|s| s.tcp_intercept(backlog))?;
+        Ok(TcpListener {
+            net: net.clone(),
+            listener,
+        })
+    }
+
+    /// The intercepting listener holding each SYN (`Stack::tcp_intercept_holding`): every accepted
+    /// stream is held, unanswered, until [`TcpStream::confirm`], [`TcpStream::abort`] (a RST),
+    /// [`TcpStream::unreachable`] (an ICMP error), or its drop (silence). As
+    /// [`crate::TcpListener::intercept_holding`].
+    pub fn intercept_holding(net: &Net, backlog: usize) -> io::Result<TcpListener> {
+        let listener = net.call(|s| s.tcp_intercept_holding(backlog))?;
+        Ok(TcpListener {
+            net: net.clone(),
+            listener,
+        })
+    }
+
     /// The address listened on.
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
         self.net
@@ -158,6 +182,28 @@ impl TcpStream {
     /// Turns Nagle's algorithm off (`TCP_NODELAY`) or on.
     pub fn set_nodelay(&self, on: bool) -> io::Result<()> {
         self.net.call(|s| s.tcp(self.stream).set_nodelay(on))
+    }
+
+    /// True while the stream is held (from [`TcpListener::intercept_holding`]): its peer's SYN is
+    /// not answered yet.
+    pub fn is_held(&self) -> bool {
+        self.net.call(|s| s.tcp(self.stream).is_held())
+    }
+
+    /// Answers a held stream's SYN: the handshake completes, and reads and writes work as on any
+    /// stream (bytes written before the peer's last ACK are sent after it).
+    pub fn confirm(&self) -> io::Result<()> {
+        let result = self.net.call(|s| s.tcp(self.stream).confirm());
+        self.net.kick();
+        result
+    }
+
+    /// Answers a held stream's SYN with an ICMP destination unreachable of `why`, and drops it: the
+    /// peer's connect fails with "no route to host" or "network unreachable".
+    pub fn unreachable(&self, why: fastpath::Unreachable) -> io::Result<()> {
+        let result = self.net.call(|s| s.tcp(self.stream).unreachable(why));
+        self.net.kick();
+        result
     }
 
     /// Splits the stream into a reading and a writing half that borrow it, for two futures of one

@@ -113,3 +113,58 @@ impl Drop for UdpSocket {
         let _ = self.net.call(|s| s.udp(self.socket).close());
     }
 }
+
+/// Interception of UDP on a [`Net`] (`Stack::udp_intercept`): datagrams to any address and port
+/// arriving on an interface that intercepts, each with its sender and the destination it was sent
+/// to, and answers sent from such a destination. Interception of UDP is on while this lives. As
+/// [`crate::UdpIntercept`].
+#[derive(Debug)]
+pub struct UdpIntercept {
+    net: Net,
+}
+
+impl UdpIntercept {
+    /// Turns interception of UDP on.
+    pub fn new(net: &Net) -> UdpIntercept {
+        net.call(|s| s.udp_intercept(true));
+        UdpIntercept { net: net.clone() }
+    }
+
+    /// Receives the next intercepted datagram into `buf`: its length, its sender and its
+    /// destination. Cancellation-safe.
+    pub async fn recv(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr, SocketAddr)> {
+        poll_fn(|cx| {
+            self.net
+                .poll_io(Interest::Intercepted, cx, |s| s.udp_recv_intercepted(buf))
+        })
+        .await
+    }
+
+    /// Receives an intercepted datagram if one is queued, without waiting: `WouldBlock` when none
+    /// is.
+    pub fn try_recv(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr, SocketAddr)> {
+        self.net.call(|s| s.udp_recv_intercepted(buf))
+    }
+
+    /// Tells the application at `app` that destination `dst` refused its datagram of `len` bytes
+    /// (an ICMP port unreachable; see `Stack::udp_intercepted_unreachable`).
+    pub fn unreachable(&self, app: SocketAddr, dst: SocketAddr, len: usize) -> io::Result<()> {
+        self.net
+            .call(|s| s.udp_intercepted_unreachable(app, dst, len))?;
+        self.net.kick();
+        Ok(())
+    }
+
+    /// Sends `buf` from `from` (an intercepted destination) to `to` (never waits).
+    pub fn send_from(&self, buf: &[u8], from: SocketAddr, to: SocketAddr) -> io::Result<usize> {
+        let n = self.net.call(|s| s.udp_send_from(buf, from, to))?;
+        self.net.kick();
+        Ok(n)
+    }
+}
+
+impl Drop for UdpIntercept {
+    fn drop(&mut self) {
+        self.net.call(|s| s.udp_intercept(false));
+    }
+}
