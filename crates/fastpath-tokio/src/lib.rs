@@ -1,22 +1,76 @@
-//! An async front for fastpath on tokio.
+//! An async front for fastpath on tokio, in two forms.
 //!
-//! A [`Net`] owns a [`fastpath::Stack`] and is driven by one task, [`Net::drive`], which polls the stack,
-//! wakes the tasks whose sockets became ready, and sleeps until the stack's next deadline, a TUN
-//! interface's descriptor becoming readable (registered with tokio's reactor through [`AsyncFd`]), or a
-//! handle's call that gave the stack something to send. The handles, [`TcpListener`], [`TcpStream`]
-//! (`AsyncRead` and `AsyncWrite`, so `tokio::io::split`, `copy` and the `AsyncReadExt` family work on
-//! it) and [`UdpSocket`], try the stack's non-blocking call and, when it would block, leave a waker that
-//! the driver calls when the socket is ready: no handle polls in a loop.
+//! - [`net`]: handles that are `Send` and shaped like `tokio::net`'s ([`net::TcpListener`],
+//!   [`net::TcpStream`] with `split` and `into_split`, [`net::UdpSocket`]; and the interception
+//!   calls), each taking the [`net::Net`] it belongs to. They work on the multi-threaded runtime
+//!   with `tokio::spawn`; the stack sits behind a mutex, and a driver task spawned by
+//!   [`net::Net::new`] polls it.
+//! - [`local`] (its types also at the crate's root: [`Net`], [`TcpListener`], [`TcpStream`],
+//!   [`UdpSocket`], [`UdpIntercept`]): `!Send` handles on one thread, inside a
+//!   [`tokio::task::LocalSet`], with the stack in a `RefCell` and a driver, [`Net::drive`], that the
+//!   program spawns. No lock: on one thread as fast as the `Send` front or a little faster, and a
+//!   bulk transfer takes the `Send` front on the multi-threaded runtime about 12-15 % longer
+//!   (`docs/tokio.md` has the figures). The transparent proxy runs on it, a stack per thread.
+//!
+//! In both, the driver polls the stack, wakes the tasks whose sockets became ready, and sleeps until
+//! the stack's next deadline ([`fastpath::Stack::next_deadline`]), a handle's call that gave the
+//! stack something to send, a link's wake-up ([`fastpath::Stack::set_link_waker`]: an in-memory
+//! pair's other end transmitting), or a TUN interface's descriptor turning readable (registered with
+//! tokio's reactor through [`AsyncFd`](tokio::io::unix::AsyncFd)). No handle polls in a loop: it
+//! tries the stack's non-blocking call and, when that would block, leaves its waker for the driver.
 //!
 //! The driver learns which sockets may have become ready from the stack's readiness hints
-//! ([`Stack::take_ready_hints`]): after a poll it tests only the tasks parked on the sockets the poll
-//! touched, so 10,000 idle connections cost nothing per packet. Every parked task is tested as well
-//! when the hints overflowed, after [`Net::with_stack`], and every 100 ms as a backstop.
+//! ([`fastpath::Stack::take_ready_hints`]): after a poll it tests only the tasks parked on the sockets
+//! the poll touched, so 10,000 idle connections cost nothing per packet. Every parked task is tested
+//! as well when the hints overflowed, after `with_stack`, and every 100 ms as a backstop.
 //!
 //! The crate is Linux-only: it registers a TUN interface's descriptor ([`fastpath::TunHandle`], which
 //! exists only on Linux) with tokio's reactor.
 //!
-//! # Example
+//! # Example: an echo server, as with `tokio::net`
+//!
+//! The code of a `tokio::net` echo server, with the imports changed and the [`net::Net`] handle
+//! passed: the listener's tasks are spawned with `tokio::spawn` on the multi-threaded runtime. It
+//! runs over the stack's own loopback; `net::Net::with_tun` puts it on a TUN interface.
+//!
+//! ```
+//! use fastpath::{Stack, StackConfig};
+//! use fastpath_tokio::net::{Net, TcpListener, TcpStream, UdpSocket};
+//! use tokio::io::{AsyncReadExt, AsyncWriteExt};
+//!
+//! #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+//! async fn main() -> std::io::Result<()> {
+//!     let net = Net::new(Stack::new(StackConfig::default())); // spawns the stack's driver
+//!
+//!     let listener = TcpListener::bind(&net, "127.0.0.1:7").await?;
+//!     tokio::spawn(async move {
+//!         while let Ok((mut socket, _peer)) = listener.accept().await {
+//!             tokio::spawn(async move {
+//!                 let (mut r, mut w) = socket.split();
+//!                 tokio::io::copy(&mut r, &mut w).await?;
+//!                 w.shutdown().await // FIN once the client's has come
+//!             });
+//!         }
+//!     });
+//!
+//!     let mut conn = TcpStream::connect(&net, "127.0.0.1:7").await?;
+//!     assert_eq!(conn.peer_addr()?, "127.0.0.1:7".parse().unwrap());
+//!     conn.write_all(b"hello").await?;
+//!     conn.shutdown().await?;
+//!     let mut echo = Vec::new();
+//!     conn.read_to_end(&mut echo).await?;
+//!     assert_eq!(echo, b"hello");
+//!
+//!     let udp = UdpSocket::bind(&net, "[::1]:0").await?;
+//!     udp.send_to(b"to myself", udp.local_addr()?).await?; // completes at once
+//!     let mut buf = [0u8; 64];
+//!     let (n, _from) = udp.recv_from(&mut buf).await?;
+//!     assert_eq!(&buf[..n], b"to myself");
+//!     Ok(())
+//! }
+//! ```
+//!
+//! # Example: the single-threaded front
 //!
 //! A UDP exchange and a TCP echo over the stack's own loopback, on a current-thread runtime inside a
 //! `LocalSet`. [`Net::with_tun`] puts the same on a TUN interface.
@@ -63,11 +117,10 @@
 //!
 //! # Threading
 //!
-//! A stack is single-threaded, and so is this front: a `Net` and its handles are `!Send` and live on a
-//! current-thread runtime, inside a [`tokio::task::LocalSet`] (`spawn_local` the driver and the tasks
-//! that use sockets). A program on a multi-threaded runtime gives the stack a thread of its own with a
-//! current-thread runtime and a `LocalSet`, and talks to the tasks there through channels; with several
-//! stacks (one per core, each with its own TUN queue) each gets such a thread.
+//! A stack is single-threaded: one call at a time. The [`local`] front lives on one thread with it
+//! and needs no lock; a program on a multi-threaded runtime either uses the [`net`] front (one mutex
+//! per stack, locked for each call) or gives each stack a thread of its own with a current-thread
+//! runtime and a `LocalSet`, as `fastpath tunnel --queues N` does. `docs/tokio.md` compares the two.
 //!
 //! # Cancellation
 //!
@@ -80,772 +133,11 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
-use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
-use std::future::poll_fn;
-use std::io;
-use std::net::SocketAddr;
-#[cfg(target_os = "linux")]
-use std::os::fd::{AsFd, AsRawFd, RawFd};
-use std::pin::Pin;
-use std::rc::Rc;
-use std::task::{Context, Poll, Waker};
-use std::time::Duration;
+pub mod local;
+pub mod net;
+mod ready;
 
-#[cfg(target_os = "linux")]
-use fastpath::TunHandle;
-use fastpath::{Instant, ReadyKey, Stack, TcpState};
-#[cfg(target_os = "linux")]
-use tokio::io::unix::AsyncFd;
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::sync::Notify;
-
-/// The longest the driver sleeps when no TUN descriptor can wake it (an in-memory link): its links
-/// are then looked at this often while idle.
-const IDLE_TICK: Duration = Duration::from_millis(1);
-
-/// The longest the driver sleeps with a TUN descriptor registered, when no timer is due sooner.
-const TUN_NAP: Duration = Duration::from_millis(100);
-
-/// How often the driver tests every parked task, whatever the stack's readiness hints say: the
-/// backstop for a change no hint reports (a handle dropped while another task waited on it, a call
-/// through [`Net::with_stack`] is covered at once).
-const FULL_SCAN_EVERY: Duration = Duration::from_millis(100);
-
-/// What a task waits for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Interest {
-    /// A datagram (or an error) to read on a UDP socket.
-    UdpRead(fastpath::UdpSocket),
-    /// Bytes, the end of the stream or an error to read on a connection.
-    Read(fastpath::TcpStream),
-    /// Room in a connection's send buffer (or its end).
-    Write(fastpath::TcpStream),
-    /// A connection established or failed.
-    Connect(fastpath::TcpStream),
-    /// A connection to accept.
-    Accept(fastpath::TcpListener),
-    /// An intercepted datagram to read.
-    Intercepted,
-}
-
-struct Inner {
-    stack: RefCell<Stack>,
-    /// Parked tasks, by the socket they wait on (a dual-stack listener's under both its keys).
-    waiters: RefCell<HashMap<ReadyKey, Vec<(Interest, Waker)>>>,
-    /// The wakers `wake_ready` takes out of `waiters`, kept for its allocation.
-    ready: RefCell<Vec<Waker>>,
-    /// The stack's readiness hints, kept for the allocation.
-    hints: RefCell<Vec<ReadyKey>>,
-    /// Test every parked task at the next `wake_ready` (the stack was used directly).
-    scan_all: Cell<bool>,
-    /// When every parked task was last tested.
-    last_scan: Cell<std::time::Instant>,
-    /// Readiness tests run so far.
-    checks: Cell<u64>,
-    /// Kicks the driver: a handle gave the stack something to send, or changed a timer.
-    kick: Notify,
-    #[cfg(target_os = "linux")]
-    tun: Option<AsyncFd<TunFd>>,
-}
-
-/// A TUN interface's descriptor as tokio's reactor takes it (the handle keeps it open).
-#[cfg(target_os = "linux")]
-struct TunFd(TunHandle);
-
-#[cfg(target_os = "linux")]
-impl AsRawFd for TunFd {
-    fn as_raw_fd(&self) -> RawFd {
-        self.0.as_fd().as_raw_fd()
-    }
-}
-
-/// A stack, its driver and its sockets' wakers. Cheap to clone (a reference).
-#[derive(Clone)]
-pub struct Net {
-    inner: Rc<Inner>,
-}
-
-impl std::fmt::Debug for Net {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Net")
-            .field(
-                "waiters",
-                &self
-                    .inner
-                    .waiters
-                    .borrow()
-                    .values()
-                    .map(Vec::len)
-                    .sum::<usize>(),
-            )
-            .field("tun", &self.has_tun())
-            .finish_non_exhaustive()
-    }
-}
-
-impl Net {
-    /// An async front for `stack`, whose links are in-memory (or driven from outside): the driver
-    /// looks at them every millisecond while idle.
-    pub fn new(stack: Stack) -> Net {
-        Net::with(
-            stack,
-            #[cfg(target_os = "linux")]
-            None,
-        )
-    }
-
-    /// An async front for `stack`, one of whose links is the TUN interface `tun` is a handle to (from
-    /// `TunLink::handle`): the driver wakes when its descriptor is readable. Must be called inside a
-    /// tokio runtime with I/O enabled. Linux only, as TUN links are.
-    #[cfg(target_os = "linux")]
-    pub fn with_tun(stack: Stack, tun: TunHandle) -> io::Result<Net> {
-        #[allow(unsafe_code)]
-        // SAFETY: `TunFd` owns a `TunHandle`, which holds the interface's `OwnedFd` (shared with the
-        // link) open for as long as the handle lives, so the descriptor stays valid and the same for
-        // the whole life of the `AsyncFd`, and `as_raw_fd` returns that one descriptor every time.
-        let fd = unsafe { AsyncFd::register(TunFd(tun)) }.map_err(io::Error::from)?;
-        Ok(Net::with(stack, Some(fd)))
-    }
-
-    fn with(mut stack: Stack, #[cfg(target_os = "linux")] tun: Option<AsyncFd<TunFd>>) -> Net {
-        stack.set_ready_hints(true);
-        Net {
-            inner: Rc::new(Inner {
-                stack: RefCell::new(stack),
-                waiters: RefCell::new(HashMap::new()),
-                ready: RefCell::new(Vec::new()),
-                hints: RefCell::new(Vec::new()),
-                scan_all: Cell::new(false),
-                last_scan: Cell::new(std::time::Instant::now()),
-                checks: Cell::new(0),
-                kick: Notify::new(),
-                #[cfg(target_os = "linux")]
-                tun,
-            }),
-        }
-    }
-
-    /// Whether the driver sleeps on a TUN interface's descriptor.
-    fn has_tun(&self) -> bool {
-        #[cfg(target_os = "linux")]
-        let tun = self.inner.tun.is_some();
-        #[cfg(not(target_os = "linux"))]
-        let tun = false;
-        tun
-    }
-
-    /// Runs `f` on the stack (for its configuration calls, counters and the like). Do not call a
-    /// handle's method inside `f`.
-    pub fn with_stack<R>(&self, f: impl FnOnce(&mut Stack) -> R) -> R {
-        // Whatever `f` changed, no hint may say so: test every parked task next time.
-        self.inner.scan_all.set(true);
-        f(&mut self.inner.stack.borrow_mut())
-    }
-
-    /// How many times the driver has tested whether a parked task's socket is ready: with the
-    /// stack's readiness hints, about one per socket touched, not one per parked task per poll. For
-    /// tests and diagnostics.
-    pub fn readiness_checks(&self) -> u64 {
-        self.inner.checks.get()
-    }
-
-    /// The driver: polls the stack, wakes the tasks whose sockets are ready, and sleeps until there is
-    /// something to do. Runs until dropped; spawn it with `tokio::task::spawn_local`.
-    pub async fn drive(self) {
-        loop {
-            let work = self.inner.stack.borrow_mut().poll(Instant::now());
-            self.wake_ready();
-            if work > 0 {
-                tokio::task::yield_now().await;
-                continue;
-            }
-            let now = Instant::now();
-            let timer = self
-                .inner
-                .stack
-                .borrow()
-                .next_deadline()
-                .map(|d| d.saturating_since(now));
-            let longest = if self.has_tun() { TUN_NAP } else { IDLE_TICK };
-            let nap = timer.map_or(longest, |t| t.min(longest));
-            #[cfg(target_os = "linux")]
-            if let Some(fd) = &self.inner.tun {
-                tokio::select! {
-                    ready = fd.readable() => {
-                        // The next poll reads what is there; readiness is cleared so that the
-                        // reactor reports the next arrival.
-                        if let Ok(mut guard) = ready {
-                            guard.clear_ready();
-                        }
-                    }
-                    _ = self.inner.kick.notified() => {}
-                    _ = tokio::time::sleep(nap) => {}
-                }
-                continue;
-            }
-            tokio::select! {
-                _ = self.inner.kick.notified() => {}
-                _ = tokio::time::sleep(nap) => {}
-            }
-        }
-    }
-
-    /// Wakes every task whose socket is now ready, and forgets its waiter. Only the tasks parked on
-    /// sockets the stack hinted at are tested, unless the hints are incomplete, the stack was used
-    /// directly, or [`FULL_SCAN_EVERY`] passed: then every parked task is.
-    fn wake_ready(&self) {
-        let inner = &self.inner;
-        let mut hints = inner.hints.borrow_mut();
-        hints.clear();
-        let complete = inner.stack.borrow_mut().take_ready_hints(&mut hints);
-        let now = std::time::Instant::now();
-        let full = !complete
-            || inner.scan_all.replace(false)
-            || now.duration_since(inner.last_scan.get()) >= FULL_SCAN_EVERY;
-        let mut ready = inner.ready.borrow_mut();
-        {
-            let mut stack = inner.stack.borrow_mut();
-            let mut waiters = inner.waiters.borrow_mut();
-            let mut checks = 0u64;
-            let mut test = |list: &mut Vec<(Interest, Waker)>| {
-                list.retain(|(interest, waker)| {
-                    checks += 1;
-                    let now = is_ready(&mut stack, *interest);
-                    if now {
-                        ready.push(waker.clone());
-                    }
-                    !now
-                });
-            };
-            if full {
-                inner.last_scan.set(now);
-                waiters.retain(|_, list| {
-                    test(list);
-                    !list.is_empty()
-                });
-            } else {
-                hints.sort_unstable();
-                hints.dedup();
-                for key in hints.iter() {
-                    if let Some(list) = waiters.get_mut(key) {
-                        test(list);
-                        if list.is_empty() {
-                            waiters.remove(key);
-                        }
-                    }
-                }
-            }
-            inner.checks.set(inner.checks.get() + checks);
-        }
-        // Woken tasks run later (the driver yields first): nothing borrowed here is borrowed by them
-        // now.
-        for w in ready.drain(..) {
-            w.wake();
-        }
-    }
-
-    /// Leaves `cx`'s waker for `interest` (replacing one the same task left before) under each of
-    /// the socket's keys.
-    fn wait(&self, interest: Interest, cx: &Context<'_>) {
-        let mut waiters = self.inner.waiters.borrow_mut();
-        for key in interest.keys() {
-            let list = waiters.entry(key).or_default();
-            match list
-                .iter_mut()
-                .find(|(i, w)| *i == interest && w.will_wake(cx.waker()))
-            {
-                Some(slot) => slot.1 = cx.waker().clone(),
-                None => list.push((interest, cx.waker().clone())),
-            }
-        }
-    }
-
-    /// Tells the driver the stack has something new to do.
-    fn kick(&self) {
-        self.inner.kick.notify_one();
-    }
-}
-
-impl Interest {
-    /// The readiness keys of the socket waited on: one, or two for a dual-stack listener.
-    fn keys(self) -> impl Iterator<Item = ReadyKey> {
-        let (one, two) = match self {
-            Interest::UdpRead(s) => (s.ready_key(), None),
-            Interest::Read(s) | Interest::Write(s) | Interest::Connect(s) => (s.ready_key(), None),
-            Interest::Accept(l) => {
-                let mut keys = l.ready_keys();
-                let first = keys.next().unwrap_or(ReadyKey::INTERCEPTED);
-                (first, keys.next())
-            }
-            Interest::Intercepted => (ReadyKey::INTERCEPTED, None),
-        };
-        std::iter::once(one).chain(two)
-    }
-}
-
-/// Whether `interest` is satisfied now.
-fn is_ready(stack: &mut Stack, interest: Interest) -> bool {
-    match interest {
-        Interest::UdpRead(s) => {
-            // An error pending or gone socket count as ready: the next call returns it.
-            stack.udp(s).queued().map_or(true, |(n, _)| n > 0)
-        }
-        Interest::Read(s) => {
-            let mut t = stack.tcp(s);
-            t.readable() || t.state().is_err()
-        }
-        Interest::Write(s) => {
-            let mut t = stack.tcp(s);
-            t.writable() || t.state().map_or(true, |st| st == TcpState::Closed)
-        }
-        Interest::Connect(s) => {
-            let mut t = stack.tcp(s);
-            t.is_established() || t.state().map_or(true, |st| st == TcpState::Closed)
-        }
-        Interest::Accept(l) => stack.tcp_listener(l).readable(),
-        Interest::Intercepted => stack.udp_intercepted_readable(),
-    }
-}
-
-/// Runs `f`, a non-blocking call, until it does not return `WouldBlock`, waiting for `interest` in
-/// between.
-fn poll_io<R>(
-    net: &Net,
-    interest: Interest,
-    cx: &Context<'_>,
-    f: impl FnOnce(&mut Stack) -> io::Result<R>,
-) -> Poll<io::Result<R>> {
-    let result = f(&mut net.inner.stack.borrow_mut());
-    match result {
-        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-            net.wait(interest, cx);
-            Poll::Pending
-        }
-        other => Poll::Ready(other),
-    }
-}
-
-/// A UDP socket of a [`Net`].
-#[derive(Debug)]
-pub struct UdpSocket {
-    net: Net,
-    socket: fastpath::UdpSocket,
-}
-
-impl UdpSocket {
-    /// Binds a socket to `local` (see `Stack::udp_bind`: its family is the address's).
-    pub fn bind(net: &Net, local: SocketAddr) -> io::Result<UdpSocket> {
-        let socket = net.inner.stack.borrow_mut().udp_bind(local)?;
-        Ok(UdpSocket {
-            net: net.clone(),
-            socket,
-        })
-    }
-
-    /// The local address.
-    pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        self.net
-            .inner
-            .stack
-            .borrow_mut()
-            .udp(self.socket)
-            .local_addr()
-    }
-
-    /// Sends `buf` to `to` (never waits: the datagram is queued for the link, and the driver sends it).
-    pub async fn send_to(&self, buf: &[u8], to: SocketAddr) -> io::Result<usize> {
-        let n = self
-            .net
-            .inner
-            .stack
-            .borrow_mut()
-            .udp(self.socket)
-            .send_to(buf, to)?;
-        self.net.kick();
-        Ok(n)
-    }
-
-    /// Receives a datagram into `buf`: its length and its sender.
-    pub async fn recv_from(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
-        poll_fn(|cx| {
-            poll_io(&self.net, Interest::UdpRead(self.socket), cx, |s| {
-                s.udp(self.socket).recv_from(buf)
-            })
-        })
-        .await
-    }
-}
-
-impl Drop for UdpSocket {
-    fn drop(&mut self) {
-        if let Ok(mut stack) = self.net.inner.stack.try_borrow_mut() {
-            let _ = stack.udp(self.socket).close();
-        }
-    }
-}
-
-/// Interception of UDP on a [`Net`] (`Stack::udp_intercept`): datagrams to any address and port
-/// arriving on an interface that intercepts, each with its sender and the destination it was sent
-/// to, and answers sent from such a destination. Interception of UDP is on while this lives.
-#[derive(Debug)]
-pub struct UdpIntercept {
-    net: Net,
-}
-
-impl UdpIntercept {
-    /// Turns interception of UDP on.
-    pub fn new(net: &Net) -> UdpIntercept {
-        net.inner.stack.borrow_mut().udp_intercept(true);
-        UdpIntercept { net: net.clone() }
-    }
-
-    /// Receives the next intercepted datagram into `buf`: its length, its sender and its
-    /// destination. Cancellation-safe.
-    pub async fn recv(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr, SocketAddr)> {
-        poll_fn(|cx| {
-            poll_io(&self.net, Interest::Intercepted, cx, |s| {
-                s.udp_recv_intercepted(buf)
-            })
-        })
-        .await
-    }
-
-    /// Receives an intercepted datagram if one is queued, without waiting: `WouldBlock` when
-    /// none is. For draining a burst after [`UdpIntercept::recv`] returned its first datagram.
-    pub fn try_recv(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr, SocketAddr)> {
-        self.net.inner.stack.borrow_mut().udp_recv_intercepted(buf)
-    }
-
-    /// Tells the application at `app` that destination `dst` refused its datagram of `len` bytes
-    /// (an ICMP port unreachable; see `Stack::udp_intercepted_unreachable`).
-    pub fn unreachable(&self, app: SocketAddr, dst: SocketAddr, len: usize) -> io::Result<()> {
-        self.net
-            .inner
-            .stack
-            .borrow_mut()
-            .udp_intercepted_unreachable(app, dst, len)?;
-        self.net.kick();
-        Ok(())
-    }
-
-    /// Sends `buf` from `from` (an intercepted destination) to `to` (never waits).
-    pub fn send_from(&self, buf: &[u8], from: SocketAddr, to: SocketAddr) -> io::Result<usize> {
-        let n = self
-            .net
-            .inner
-            .stack
-            .borrow_mut()
-            .udp_send_from(buf, from, to)?;
-        self.net.kick();
-        Ok(n)
-    }
-}
-
-impl Drop for UdpIntercept {
-    fn drop(&mut self) {
-        if let Ok(mut stack) = self.net.inner.stack.try_borrow_mut() {
-            stack.udp_intercept(false);
-        }
-    }
-}
-
-/// A listening TCP socket of a [`Net`].
-#[derive(Debug)]
-pub struct TcpListener {
-    net: Net,
-    listener: fastpath::TcpListener,
-}
-
-impl TcpListener {
-    /// Listens on `local` with room for `backlog` connections (see `Stack::tcp_listen`).
-    pub fn bind(net: &Net, local: SocketAddr, backlog: usize) -> io::Result<TcpListener> {
-        let listener = net.inner.stack.borrow_mut().tcp_listen(local, backlog)?;
-        Ok(TcpListener {
-            net: net.clone(),
-            listener,
-        })
-    }
-
-    /// The stack's intercepting listener (`Stack::tcp_intercept`): it accepts connections to any
-    /// address and port arriving on an interface that intercepts (`Stack::set_intercept`); each
-    /// stream's [`TcpStream::addrs`] gives the destination its peer asked for as the local address.
-    pub fn intercept(net: &Net, backlog: usize) -> io::Result<TcpListener> {
-        let listener = net.inner.stack.borrow_mut().tcp_intercept(backlog)?;
-        Ok(TcpListener {
-            net: net.clone(),
-            listener,
-        })
-    }
-
-    /// The intercepting listener holding each SYN (`Stack::tcp_intercept_holding`): every accepted
-    /// stream is held, unanswered, until [`TcpStream::confirm`], [`TcpStream::abort`] (a RST),
-    /// [`TcpStream::unreachable`] (an ICMP error), or its drop (silence). A transparent proxy
-    /// connects to the real destination first and answers the application as it was answered.
-    pub fn intercept_holding(net: &Net, backlog: usize) -> io::Result<TcpListener> {
-        let listener = net
-            .inner
-            .stack
-            .borrow_mut()
-            .tcp_intercept_holding(backlog)?;
-        Ok(TcpListener {
-            net: net.clone(),
-            listener,
-        })
-    }
-
-    /// The address listened on.
-    pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        self.net
-            .inner
-            .stack
-            .borrow_mut()
-            .tcp_listener(self.listener)
-            .local_addr()
-    }
-
-    /// Takes the next established connection, waiting for one.
-    pub async fn accept(&self) -> io::Result<(TcpStream, SocketAddr)> {
-        let (stream, peer) = poll_fn(|cx| {
-            poll_io(&self.net, Interest::Accept(self.listener), cx, |s| {
-                s.tcp_listener(self.listener).accept()
-            })
-        })
-        .await?;
-        Ok((
-            TcpStream {
-                net: self.net.clone(),
-                stream,
-            },
-            peer,
-        ))
-    }
-}
-
-impl Drop for TcpListener {
-    fn drop(&mut self) {
-        if let Ok(mut stack) = self.net.inner.stack.try_borrow_mut() {
-            stack.tcp_listener(self.listener).close();
-        }
-        self.net.kick();
-    }
-}
-
-/// A TCP connection of a [`Net`]: `AsyncRead` and `AsyncWrite`.
-#[derive(Debug)]
-pub struct TcpStream {
-    net: Net,
-    stream: fastpath::TcpStream,
-}
-
-impl TcpStream {
-    /// Opens a connection to `remote` and waits until it is established (or refused, or timed out).
-    pub async fn connect(net: &Net, remote: SocketAddr) -> io::Result<TcpStream> {
-        let stream = net.inner.stack.borrow_mut().tcp_connect(remote)?;
-        net.kick();
-        let stream = TcpStream {
-            net: net.clone(),
-            stream,
-        };
-        poll_fn(|cx| {
-            poll_io(&stream.net, Interest::Connect(stream.stream), cx, |s| {
-                let mut t = s.tcp(stream.stream);
-                if t.is_established() {
-                    return Ok(());
-                }
-                match t.state()? {
-                    TcpState::Closed => Err(t.take_error()?.unwrap_or_else(|| {
-                        io::Error::new(io::ErrorKind::ConnectionAborted, "connection closed")
-                    })),
-                    _ => Err(io::ErrorKind::WouldBlock.into()),
-                }
-            })
-        })
-        .await?;
-        Ok(stream)
-    }
-
-    /// Local and remote addresses.
-    pub fn addrs(&self) -> io::Result<(SocketAddr, SocketAddr)> {
-        self.net.inner.stack.borrow_mut().tcp(self.stream).addrs()
-    }
-
-    /// True while the stream is held (from [`TcpListener::intercept_holding`]): its peer's SYN is
-    /// not answered yet.
-    pub fn is_held(&self) -> bool {
-        self.net.inner.stack.borrow_mut().tcp(self.stream).is_held()
-    }
-
-    /// Answers a held stream's SYN: the handshake completes, and reads and writes work as on any
-    /// stream (bytes written before the peer's last ACK are sent after it).
-    pub fn confirm(&self) -> io::Result<()> {
-        self.act(|mut t| t.confirm())
-    }
-
-    /// Answers a held stream's SYN with an ICMP destination unreachable of `why`, and drops it: the
-    /// peer's connect fails with "no route to host" or "network unreachable".
-    pub fn unreachable(&self, why: fastpath::Unreachable) -> io::Result<()> {
-        self.act(|t| t.unreachable(why))
-    }
-
-    /// Runs `f` on the connection, then wakes the driver to send what it queued.
-    fn act<R>(&self, f: impl FnOnce(fastpath::TcpStreamRef<'_>) -> R) -> R {
-        let result = f(self.net.inner.stack.borrow_mut().tcp(self.stream));
-        self.net.kick();
-        result
-    }
-
-    /// Aborts the connection: a RST to the peer, and what is queued either way is discarded. (A held
-    /// stream's peer sees its connect refused.)
-    pub fn abort(&self) {
-        if let Ok(mut stack) = self.net.inner.stack.try_borrow_mut() {
-            stack.tcp(self.stream).abort();
-        }
-        self.net.kick();
-    }
-
-    /// Zero-copy read (paper 002 §3.1): waits until the stream has bytes to read, has ended or has
-    /// failed; then lends the bytes to `f` in the stack's own buffers, one buffer at a time, until `f`
-    /// takes less than it was offered, and returns how many it took. `Ok(0)` with `f` never called is
-    /// the end of the stream; with `f` called, `f` took nothing this time (a relay whose other side
-    /// is full, say: wait for that side, then call again). Bytes `f` did not take stay queued, so
-    /// this is cancellation-safe: dropping the future loses nothing.
-    pub async fn read_with(&self, mut f: impl FnMut(&[u8]) -> usize) -> io::Result<usize> {
-        poll_fn(|cx| {
-            let offered = Cell::new(false);
-            let result = poll_io(&self.net, Interest::Read(self.stream), cx, |s| {
-                let taken = s.tcp(self.stream).read_with(|data| {
-                    offered.set(true);
-                    f(data)
-                });
-                match taken {
-                    // Bytes were there, and `f` took none of them.
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock && offered.get() => Ok(0),
-                    other => other,
-                }
-            });
-            if matches!(result, Poll::Ready(Ok(n)) if n > 0) {
-                // The window opened: the driver sends the update if one is owed.
-                self.net.kick();
-            }
-            result
-        })
-        .await
-    }
-
-    /// Zero-copy write (paper 002 §3.1): waits until the send buffer has room, then lets `fill`
-    /// write up to `max` bytes straight into it (one contiguous stretch, which may be shorter) and
-    /// returns how many it wrote, which may be 0. Cancellation-safe: `fill` runs only when the
-    /// future completes.
-    pub async fn write_with(
-        &self,
-        max: usize,
-        mut fill: impl FnMut(&mut [u8]) -> usize,
-    ) -> io::Result<usize> {
-        poll_fn(|cx| {
-            let result = poll_io(&self.net, Interest::Write(self.stream), cx, |s| {
-                s.tcp(self.stream).write_with(max, &mut fill)
-            });
-            if matches!(result, Poll::Ready(Ok(n)) if n > 0) {
-                self.net.kick();
-            }
-            result
-        })
-        .await
-    }
-
-    /// Turns Nagle's algorithm off (`TCP_NODELAY`) or on.
-    pub fn set_nodelay(&self, on: bool) -> io::Result<()> {
-        self.net
-            .inner
-            .stack
-            .borrow_mut()
-            .tcp(self.stream)
-            .set_nodelay(on)
-    }
-}
-
-impl AsyncRead for TcpStream {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        let this = self.get_mut();
-        let result = poll_io(&this.net, Interest::Read(this.stream), cx, |s| {
-            s.tcp(this.stream).read(buf.initialize_unfilled())
-        });
-        match result {
-            Poll::Ready(Ok(n)) => {
-                buf.advance(n);
-                if n > 0 {
-                    // The window opened: the driver sends the update.
-                    this.net.kick();
-                }
-                Poll::Ready(Ok(()))
-            }
-            Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
-            Poll::Pending => Poll::Pending,
-        }
-    }
-}
-
-impl AsyncWrite for TcpStream {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut &*self).poll_write(cx, buf)
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut &*self).poll_flush(cx)
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut &*self).poll_shutdown(cx)
-    }
-}
-
-/// Writing through a shared reference, as tokio's own `TcpStream` allows: one task may read with
-/// [`TcpStream::read_with`] while another writes, with no lock between them.
-impl AsyncWrite for &TcpStream {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        let this: &TcpStream = self.get_mut();
-        let result = poll_io(&this.net, Interest::Write(this.stream), cx, |s| {
-            s.tcp(this.stream).write(buf)
-        });
-        if matches!(result, Poll::Ready(Ok(_))) {
-            this.net.kick();
-        }
-        result
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        // Written bytes are queued in the connection; the driver sends them as the windows allow.
-        self.net.kick();
-        Poll::Ready(Ok(()))
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Poll::Ready(self.act(|mut t| t.shutdown_write()))
-    }
-}
-
-impl Drop for TcpStream {
-    fn drop(&mut self) {
-        // The connection finishes in the background (queued data, then FIN), as a closed socket does.
-        if let Ok(mut stack) = self.net.inner.stack.try_borrow_mut() {
-            stack.tcp(self.stream).close();
-        }
-        self.net.kick();
-    }
-}
+pub use local::{Net, TcpListener, TcpStream, UdpIntercept, UdpSocket};
 
 /// The README's examples, compiled and run as doctests.
 #[doc = include_str!("../../../README.md")]

@@ -47,13 +47,16 @@ fn tcp_echo_of_a_mebibyte_over_both_families() {
             let listener = TcpListener::bind(&b, server, 16).unwrap();
             // The echo server: one connection, split, copied back until the client's FIN.
             let echo = tokio::task::spawn_local(async move {
-                let (conn, peer) = listener.accept().await.unwrap();
-                let (mut r, mut w) = tokio::io::split(conn);
+                let (mut conn, peer) = listener.accept().await.unwrap();
+                assert_eq!(conn.peer_addr().unwrap(), peer);
+                assert_eq!(conn.local_addr().unwrap(), server);
+                let (mut r, mut w) = conn.split();
                 let n = tokio::io::copy(&mut r, &mut w).await.unwrap();
                 w.shutdown().await.unwrap();
                 (n, peer)
             });
             let conn = TcpStream::connect(&a, server).await.unwrap();
+            assert_eq!(conn.peer_addr().unwrap(), server);
             let (mut r, mut w) = tokio::io::split(conn);
             let data = pattern(1 << 20);
             let sent = data.clone();
@@ -258,5 +261,41 @@ fn parked_tasks_are_not_tested_on_every_poll() {
             .unwrap()
             .unwrap();
         assert_eq!(woken, 4);
+    }));
+}
+
+/// 200 UDP round trips, each waiting on the other stack's driver with no timer due: only the pair's
+/// wake-up (not the 100 ms backstop) can make them quick.
+#[test]
+fn round_trips_are_woken_by_the_link_not_a_tick() {
+    let local = LocalSet::new();
+    runtime().block_on(local.run_until(async {
+        let (a, b) = two_nets(&local, Impairments::default());
+        let server = UdpSocket::bind(&b, "10.0.0.2:7".parse().unwrap()).unwrap();
+        let client = UdpSocket::bind(&a, "10.0.0.1:7".parse().unwrap()).unwrap();
+        let echo = tokio::task::spawn_local(async move {
+            let mut buf = [0u8; 64];
+            for _ in 0..200 {
+                let (n, from) = server.recv_from(&mut buf).await.unwrap();
+                server.send_to(&buf[..n], from).await.unwrap();
+            }
+        });
+        let started = std::time::Instant::now();
+        let mut buf = [0u8; 64];
+        for i in 0..200u32 {
+            client
+                .send_to(&i.to_be_bytes(), "10.0.0.2:7".parse().unwrap())
+                .await
+                .unwrap();
+            let (n, _) = client.recv_from(&mut buf).await.unwrap();
+            assert_eq!(&buf[..n], &i.to_be_bytes());
+        }
+        let took = started.elapsed();
+        echo.await.unwrap();
+        // 200 naps of the 100 ms backstop would take 20 s.
+        assert!(
+            took < Duration::from_secs(2),
+            "200 round trips took {took:?}"
+        );
     }));
 }

@@ -280,3 +280,72 @@ fn curl_fetches_pages_from_a_hyper_server_on_fastpath() {
     stop.send(()).unwrap();
     server.join().unwrap();
 }
+
+/// The `Send` front on TUN: an echo server written as for `tokio::net`, its tasks spawned on the
+/// multi-threaded runtime, answers the kernel's TCP and UDP clients over both families (8 MiB each
+/// way over TCP). The driver sleeps on the descriptor through the reactor.
+#[test]
+fn kernel_clients_reach_a_send_echo_server_on_the_multi_threaded_runtime() {
+    use fastpath_tokio::net;
+    if !environment_ok() {
+        return;
+    }
+    let (ns, stack, tun) = kernel_and_stack("send", "fps0", 13);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    // The server's tasks run on the runtime's workers once spawned; this thread is the client's.
+    runtime.block_on(async {
+        let net = net::Net::with_tun(stack, tun).unwrap();
+        let listener = net::TcpListener::bind(&net, "[::]:7").await.unwrap();
+        let udp = net::UdpSocket::bind(&net, "[::]:7").await.unwrap();
+        tokio::spawn(async move {
+            let mut buf = vec![0u8; 65536];
+            while let Ok((n, peer)) = udp.recv_from(&mut buf).await {
+                let _ = udp.send_to(&buf[..n], peer).await;
+            }
+        });
+        tokio::spawn(async move {
+            while let Ok((socket, _)) = listener.accept().await {
+                tokio::spawn(async move {
+                    let (mut r, mut w) = socket.into_split();
+                    let _ = tokio::io::copy(&mut r, &mut w).await;
+                    let _ = tokio::io::AsyncWriteExt::shutdown(&mut w).await;
+                });
+            }
+        });
+    });
+
+    for server_addr in ["10.13.0.2:7", "[fd00:13::2]:7"] {
+        let to: SocketAddr = server_addr.parse().unwrap();
+        let echoed = in_netns(&ns.0, move || {
+            let mut conn =
+                std::net::TcpStream::connect_timeout(&to, Duration::from_secs(5)).expect("connect");
+            conn.set_read_timeout(Some(Duration::from_secs(20)))
+                .unwrap();
+            let data: Vec<u8> = (0..8u32 << 20).map(|i| (i * 7 + i / 4091) as u8).collect();
+            let mut w = conn.try_clone().unwrap();
+            let sent = data.clone();
+            let writer = std::thread::spawn(move || {
+                w.write_all(&sent).unwrap();
+                w.shutdown(std::net::Shutdown::Write).unwrap();
+            });
+            let mut back = Vec::new();
+            conn.read_to_end(&mut back).expect("the echo");
+            writer.join().unwrap();
+            let udp = std::net::UdpSocket::bind(if to.is_ipv6() { "[::]:0" } else { "0.0.0.0:0" })
+                .unwrap();
+            udp.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+            udp.send_to(b"datagram", to).unwrap();
+            let mut buf = [0u8; 64];
+            let (n, from) = udp.recv_from(&mut buf).expect("a UDP echo");
+            (back == data, buf[..n].to_vec(), from)
+        });
+        assert!(echoed.0, "8 MiB echoed intact over {server_addr}");
+        assert_eq!(echoed.1, b"datagram");
+        assert_eq!(echoed.2, to);
+    }
+    runtime.shutdown_timeout(Duration::from_secs(1));
+}

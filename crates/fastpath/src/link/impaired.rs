@@ -113,6 +113,11 @@ impl<L: Link> Link for Impaired<L> {
         dropped
     }
 
+    fn set_rx_waker(&mut self, waker: Option<std::task::Waker>) {
+        // Woken on the inner link's arrivals; a delayed packet is due later, at no one's wake-up.
+        self.inner.set_rx_waker(waker);
+    }
+
     fn receive(&mut self, batch: &mut Vec<PacketBuf>, max: usize) -> usize {
         let mut got = std::mem::take(&mut self.scratch);
         self.inner.receive(&mut got, max);

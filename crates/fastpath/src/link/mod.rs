@@ -17,6 +17,8 @@ pub use pair::{Impairments, PairEnd, PairStats};
 #[cfg(target_os = "linux")]
 pub use tun::{TunConfig, TunHandle, TunLink, TunStats};
 
+use std::task::Waker;
+
 use crate::buf::PacketBuf;
 
 /// What a link can do, as the stack sees it.
@@ -59,6 +61,14 @@ pub trait Link: Send {
 
     /// Appends up to `max` received packets to `batch`; returns how many.
     fn receive(&mut self, batch: &mut Vec<PacketBuf>, max: usize) -> usize;
+
+    /// Keeps `waker` (or forgets the one kept, with `None`) to wake when packets arrive for
+    /// [`Link::receive`] from outside the stack's calls: an [`PairEnd`] wakes it when its other end
+    /// transmits, so that an event loop over in-memory links may sleep until then. A link that
+    /// cannot tell ignores it (the default): a TUN link's descriptor is waited on instead.
+    fn set_rx_waker(&mut self, waker: Option<Waker>) {
+        let _ = waker;
+    }
 }
 
 impl<L: Link + ?Sized> Link for Box<L> {
@@ -72,6 +82,10 @@ impl<L: Link + ?Sized> Link for Box<L> {
 
     fn receive(&mut self, batch: &mut Vec<PacketBuf>, max: usize) -> usize {
         (**self).receive(batch, max)
+    }
+
+    fn set_rx_waker(&mut self, waker: Option<Waker>) {
+        (**self).set_rx_waker(waker)
     }
 }
 
@@ -106,6 +120,13 @@ impl StackLink {
         match self {
             StackLink::Local => 0,
             StackLink::Dyn(l) => l.receive(batch, max),
+        }
+    }
+
+    /// [`Link::set_rx_waker`]; the stack's own loopback needs none (its packets are the stack's).
+    pub(crate) fn set_rx_waker(&mut self, waker: Option<Waker>) {
+        if let StackLink::Dyn(l) = self {
+            l.set_rx_waker(waker);
         }
     }
 }

@@ -2,6 +2,7 @@
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::Waker;
 
 use super::{Link, LinkCapabilities};
 use crate::buf::{ChecksumOffload, PacketBuf};
@@ -48,6 +49,8 @@ struct Wire {
     queue: VecDeque<PacketBuf>,
     stats: PairStats,
     rng: Rng,
+    /// Woken when packets are queued for the receiving end (its [`Link::set_rx_waker`]).
+    waker: Option<Waker>,
 }
 
 /// One end of an in-memory pair. Packets transmitted on one end are received on the other.
@@ -68,6 +71,7 @@ impl PairEnd {
                 queue: VecDeque::with_capacity(limit.min(4096)),
                 stats: PairStats::default(),
                 rng: Rng::new(seed),
+                waker: None,
             }))
         };
         let a_to_b = wire(impair.seed);
@@ -126,9 +130,10 @@ impl Link for PairEnd {
 
     fn transmit(&mut self, batch: &mut Vec<PacketBuf>) -> usize {
         let mut dropped = 0;
-        let mut wire = lock(&self.tx);
-        let wire = &mut *wire;
+        let mut guard = lock(&self.tx);
+        let wire = &mut *guard;
         let im = self.impair;
+        let before = wire.queue.len();
         for mut packet in batch.drain(..) {
             wire.stats.sent += 1;
             if im.loss > 0.0 && wire.rng.chance(im.loss) {
@@ -165,6 +170,15 @@ impl Link for PairEnd {
                 }
             }
         }
+        // The receiver learns of the packets after the lock is released, so that its waker may do
+        // anything.
+        let waker = (wire.queue.len() > before)
+            .then(|| wire.waker.clone())
+            .flatten();
+        drop(guard);
+        if let Some(waker) = waker {
+            waker.wake();
+        }
         dropped
     }
 
@@ -176,5 +190,49 @@ impl Link for PairEnd {
         }
         wire.stats.delivered += n as u64;
         n
+    }
+
+    fn set_rx_waker(&mut self, waker: Option<Waker>) {
+        lock(&self.rx).waker = waker;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::task::Wake;
+
+    use super::*;
+
+    /// Counts its wake-ups.
+    struct Count(AtomicUsize);
+
+    impl Wake for Count {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    #[test]
+    fn the_receiving_end_is_woken_when_the_other_transmits() {
+        let (mut a, mut b) =
+            PairEnd::pair(LinkCapabilities::plain(1500), 2, Impairments::default());
+        let count = Arc::new(Count(AtomicUsize::new(0)));
+        b.set_rx_waker(Some(Waker::from(count.clone())));
+        let woken = || count.0.load(Ordering::Relaxed);
+        a.transmit(&mut vec![PacketBuf::from_slice(b"one")]);
+        assert_eq!(woken(), 1, "a packet queued for b");
+        // b transmitting wakes a's waker (none), not b's.
+        b.transmit(&mut vec![PacketBuf::from_slice(b"back")]);
+        assert_eq!(woken(), 1);
+        // A full queue takes nothing: no wake-up for nothing.
+        a.transmit(&mut vec![PacketBuf::from_slice(b"two")]);
+        assert_eq!(woken(), 2);
+        assert_eq!(a.transmit(&mut vec![PacketBuf::from_slice(b"three")]), 1);
+        assert_eq!(woken(), 2, "nothing queued, no wake-up");
+        b.set_rx_waker(None);
+        b.receive(&mut Vec::new(), 8);
+        a.transmit(&mut vec![PacketBuf::from_slice(b"four")]);
+        assert_eq!(woken(), 2, "the waker taken back");
     }
 }

@@ -1,9 +1,12 @@
 //! The stack's devices: each interface's link and transmit queue, and the loopback's own queue.
 
+use std::task::Waker;
+
 use crate::buf::PacketBuf;
 use crate::ipv4::{Transmit, LOOPBACK};
 use crate::link::{Loopback, StackLink};
 use crate::route::InterfaceId;
+use crate::Stack;
 
 /// A network interface's link side: its name, link and the packets queued for it.
 pub(crate) struct Device {
@@ -21,6 +24,8 @@ pub(crate) struct Devices {
     pub(crate) tx_batch: usize,
     /// Some link's queue may hold packets: without it, [`Self::flush`] has nothing to look at.
     pub(crate) queued: bool,
+    /// Given to every link, those added later included ([`Stack::set_link_waker`]).
+    pub(crate) rx_waker: Option<Waker>,
 }
 
 impl Devices {
@@ -67,5 +72,19 @@ impl Transmit for Devices {
             return usize::from(self.lo.push(packet).is_err());
         }
         self.transmit_link(iface, packet)
+    }
+}
+
+impl Stack {
+    /// Gives every link, and every link added later, `waker` to wake when packets arrive for it from
+    /// outside the stack's calls ([`Link::set_rx_waker`](crate::link::Link::set_rx_waker): an
+    /// in-memory pair's other end transmitting), or takes it back with `None`. An event loop over
+    /// such links sleeps until the waker or [`Stack::next_deadline`] instead of looking at them at a
+    /// fixed interval.
+    pub fn set_link_waker(&mut self, waker: Option<Waker>) {
+        for dev in &mut self.devices.list {
+            dev.link.set_rx_waker(waker.clone());
+        }
+        self.devices.rx_waker = waker;
     }
 }

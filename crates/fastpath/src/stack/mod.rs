@@ -262,6 +262,7 @@ impl Stack {
                 lo,
                 tx_batch: config.tx_batch,
                 queued: false,
+                rx_waker: None,
             },
             ip: Ipv4::new(&config, secret.derive("ipv4")),
             pool,
@@ -303,6 +304,10 @@ impl Stack {
         caps: LinkCapabilities,
         cidr: Ipv4Cidr,
     ) -> InterfaceId {
+        let mut link = link;
+        if let Some(waker) = &self.devices.rx_waker {
+            link.set_rx_waker(Some(waker.clone()));
+        }
         self.devices.list.push(Device {
             name: name.to_string(),
             link,
