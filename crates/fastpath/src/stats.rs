@@ -438,6 +438,8 @@ pub struct TcpCounters {
     /// Held connections dropped in silence to make room for a newer SYN (held SYNs at their bound,
     /// cookies off).
     pub held_replaced: u64,
+    /// TIME-WAIT connections ended early to make room in a full table (`Limits::tcp_connections`).
+    pub time_wait_recycled: u64,
     /// Connection attempts that failed (reset, refused or timed out before established).
     pub attempt_fails: u64,
     /// Established connections reset or timed out.
@@ -642,6 +644,10 @@ impl fmt::Display for Counters {
                 "SYNs past the held bound answered with a cookie",
             ),
             (tcp.held_replaced, "held connections replaced by newer SYNs"),
+            (
+                tcp.time_wait_recycled,
+                "TIME-WAIT connections ended early for room",
+            ),
             (tcp.attempt_fails, "failed connection attempts"),
             (tcp.estab_resets, "established connections reset"),
             (tcp.in_segs, "segments received"),

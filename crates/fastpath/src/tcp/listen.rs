@@ -214,7 +214,9 @@ impl<N: Network> Tcp<N> {
         repr: &TcpRepr,
         buf: PacketBuf,
     ) {
-        let room = self.connections() < cx.max_connections;
+        // Room for a connection, should this be a SYN (or an ACK returning a cookie).
+        let room = self.connections() < cx.max_connections
+            || (!repr.flags.contains(Flags::RST) && self.recycle_time_wait(cx));
         let hop = cx.ip.route_link(N::Addr::ip(&remote)).ok();
         let dst = N::Addr::ip(&local);
         let Tcp {

@@ -162,6 +162,9 @@ pub(crate) struct Tcp<N: Network = Ipv4> {
     /// The connections held (SYNs a holding listener took and the application has not answered),
     /// and their bounds.
     holds: listen::Holds<N::Addr>,
+    /// A search of the full table for TIME-WAIT connections to end found none: none is made again
+    /// before this time ([`Tcp::recycle_time_wait`]).
+    no_time_wait_until: Option<Instant>,
     _family: PhantomData<fn() -> N>,
 }
 
@@ -186,6 +189,7 @@ impl<N: Network> Tcp<N> {
                 config.limits.tcp_held_syns,
                 config.limits.tcp_held_syns_per_destination,
             ),
+            no_time_wait_until: None,
             _family: PhantomData,
         }
     }
@@ -332,7 +336,7 @@ impl<N: Network> Tcp<N> {
                 format!("cannot connect to {remote}"),
             ));
         }
-        if self.connections() >= cx.max_connections {
+        if self.connections() >= cx.max_connections && !self.recycle_time_wait(cx) {
             return Err(io::Error::other("too many TCP connections"));
         }
         let hop = cx.ip.route_link(N::Addr::ip(&remote)).map_err(|_| {

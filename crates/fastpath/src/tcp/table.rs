@@ -37,6 +37,43 @@ impl<N: Network> Tcp<N> {
         self.ports.release(pcb.local_port);
     }
 
+    /// The table is full: frees the TIME-WAIT connections the application has closed that have the
+    /// least of their 2 MSL left, a sixteenth of them (at least one), as Linux stops keeping
+    /// TIME-WAIT sockets past `tcp_max_tw_buckets`. A server that closes first leaves a TIME-WAIT
+    /// connection behind each of its connections, and 60 s of them at a thousand connections a
+    /// second fill the table; then a new connection takes the place of an old one's TIME-WAIT rather
+    /// than be refused. The search looks at every slot, once per sixteenth freed, and after one that
+    /// found none, not again for a second (a table full of live connections is not searched for every
+    /// SYN of a flood). True if there is room now.
+    pub(super) fn recycle_time_wait(&mut self, cx: &mut TcpCx<impl Transmit, N>) -> bool {
+        if self.no_time_wait_until.is_some_and(|t| cx.now < t) {
+            return false;
+        }
+        let mut waiting: Vec<(Instant, u32)> = self
+            .slots
+            .iter()
+            .filter_map(|(index, slot)| match &slot.entry {
+                Entry::Conn(t) if t.state == State::TimeWait && t.orphan => {
+                    Some((t.deadline().unwrap_or(cx.now), index))
+                }
+                _ => None,
+            })
+            .collect();
+        if waiting.is_empty() {
+            self.no_time_wait_until = Some(cx.now + std::time::Duration::from_secs(1));
+            return false;
+        }
+        let n = (waiting.len() / 16).max(1);
+        waiting.select_nth_unstable(n - 1);
+        for &(_, index) in &waiting[..n] {
+            cx.counters.tcp.time_wait_recycled += 1;
+            if let Some(Entry::Conn(mut tcb)) = self.remove(index) {
+                tcb.release(cx.pool);
+            }
+        }
+        true
+    }
+
     /// Frees a slot. Its heap entry, if any, is dead now (the slot's generation moves on): dropped
     /// now if it is on top, else when it gets there.
     pub(crate) fn remove(&mut self, index: u32) -> Option<Entry<N::Addr>> {

@@ -872,3 +872,29 @@ fn a_syn_to_a_connection_in_time_wait_opens_a_new_one_at_once() {
     assert!(b.tcp_listener(listener).accept().is_ok());
     assert_eq!(b.tcp_connections(), 1, "the old incarnation is gone");
 }
+
+#[test]
+fn a_full_table_ends_time_wait_early_to_make_room_for_a_new_connection() {
+    let mut config = StackConfig::default();
+    config.limits.tcp_connections = 4;
+    let (mut a, mut b) = two_stacks(config, plain(1500), Impairments::default());
+    let mut now = Instant::from_secs(1);
+    // Six short connections, each closed by B (the server) first: B's side of each ends in
+    // TIME-WAIT, which lasts 60 s; B's table holds four connections.
+    for i in 0..6u16 {
+        let (c, s) = connect(&mut a, &mut b, &mut now, 80 + i);
+        b.tcp(s).close();
+        run_until(&mut a, &mut b, &mut now, Duration::from_secs(5), |a, _| {
+            a.tcp(c).state().unwrap() == State::CloseWait
+        });
+        a.tcp(c).close();
+        run_until(&mut a, &mut b, &mut now, Duration::from_secs(5), |a, _| {
+            a.tcp_connections() == 0
+        });
+        assert_eq!(b.tcp_connections(), (i as usize + 1).min(4), "round {i}");
+    }
+    // The fifth and sixth each took the place of the TIME-WAIT with the least time left.
+    let c = b.counters();
+    assert_eq!(c.tcp.time_wait_recycled, 2, "{c}");
+    assert_eq!(c.drops.total(), 0, "{c}");
+}
