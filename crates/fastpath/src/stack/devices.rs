@@ -2,11 +2,11 @@
 
 use std::task::Waker;
 
+use super::Stack;
 use crate::buf::PacketBuf;
 use crate::ipv4::{Transmit, LOOPBACK};
 use crate::link::{Loopback, StackLink};
 use crate::route::InterfaceId;
-use crate::Stack;
 
 /// A network interface's link side: its name, link and the packets queued for it.
 pub(crate) struct Device {

@@ -35,7 +35,7 @@ impl<N: Network> Tcp<N> {
                 matches!(
                     self.slots.at(id.0),
                     Some(Slot {
-                        entry: Entry::Conn(_),
+                        entry: Entry::Conn(_) | Entry::TimeWait(_),
                         ..
                     })
                 )
@@ -79,6 +79,17 @@ impl<N: Network> Tcp<N> {
             self.reply_reset(cx, local, remote, &repr, buf.len());
             return cx.drop(buf, DropReason::TcpNoSocket);
         };
+        if let Some(Slot {
+            entry: Entry::TimeWait(t),
+            ..
+        }) = self.slots.at_mut(index)
+        {
+            // A compact TIME-WAIT: its block again, for the segment (compacted again when done).
+            let tcb = t.revive(cx.cfg);
+            if let Some(slot) = self.slots.at_mut(index) {
+                slot.entry = Entry::Conn(Box::new(tcb));
+            }
+        }
         match self.slots.at(index).map(|s| &s.entry) {
             Some(Entry::Conn(_)) => {
                 if self.conn_input(cx, index, &repr, buf) == Verdict::Reincarnate {
@@ -86,7 +97,7 @@ impl<N: Network> Tcp<N> {
                 }
             }
             Some(Entry::Listener(_)) => self.listen_input(cx, index, local, remote, &repr, buf),
-            None => cx.drop(buf, DropReason::TcpNoSocket),
+            Some(Entry::TimeWait(_)) | None => cx.drop(buf, DropReason::TcpNoSocket),
         }
     }
 

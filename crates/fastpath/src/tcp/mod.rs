@@ -105,6 +105,8 @@ pub struct TcpStream {
 pub(crate) enum Entry<A: IpAddress = std::net::Ipv4Addr> {
     Listener(Listener<A>),
     Conn(Box<Tcb<A>>),
+    /// A connection in TIME-WAIT the application has closed, compacted (see [`tcb::TimeWait`]).
+    TimeWait(Box<tcb::TimeWait<A>>),
 }
 
 /// What a slot of the table holds.
@@ -255,11 +257,15 @@ impl<'a, T: Transmit, N: Network> TcpCx<'a, T, N> {
 }
 
 fn pcb_of<A: IpAddress>(t: &Tcb<A>) -> Pcb<A> {
+    connected_pcb(t.local, t.remote)
+}
+
+fn connected_pcb<A: IpAddress>(local: A::Socket, remote: A::Socket) -> Pcb<A> {
     Pcb {
-        local_addr: A::ip(&t.local),
-        local_port: A::port(&t.local),
-        remote_addr: A::ip(&t.remote),
-        remote_port: A::port(&t.remote),
+        local_addr: A::ip(&local),
+        local_port: A::port(&local),
+        remote_addr: A::ip(&remote),
+        remote_port: A::port(&remote),
     }
 }
 

@@ -31,6 +31,7 @@ impl<N: Network> Tcp<N> {
         slot.in_demux = false;
         let pcb = match &slot.entry {
             Entry::Conn(t) => pcb_of(t),
+            Entry::TimeWait(t) => connected_pcb(t.local, t.remote),
             Entry::Listener(l) => Pcb::bound(l.local),
         };
         self.demux.remove(SocketId(index), &pcb);
@@ -53,6 +54,7 @@ impl<N: Network> Tcp<N> {
             .slots
             .iter()
             .filter_map(|(index, slot)| match &slot.entry {
+                Entry::TimeWait(t) => Some((t.deadline, index)),
                 Entry::Conn(t) if t.state == State::TimeWait && t.orphan => {
                     Some((t.deadline().unwrap_or(cx.now), index))
                 }
@@ -83,11 +85,15 @@ impl<N: Network> Tcp<N> {
         }
         let generation = self.slots.generation(index);
         let entry = self.slots.remove(index, generation)?.entry;
-        if let Entry::Conn(tcb) = &entry {
-            self.connections -= 1;
-            if tcb.held {
-                self.holds.remove(index);
+        match &entry {
+            Entry::Conn(tcb) => {
+                self.connections -= 1;
+                if tcb.held {
+                    self.holds.remove(index);
+                }
             }
+            Entry::TimeWait(_) => self.connections -= 1,
+            Entry::Listener(_) => {}
         }
         self.drop_dead_top();
         Some(entry)
@@ -110,7 +116,7 @@ impl<N: Network> Tcp<N> {
     pub(crate) fn conn_mut(&mut self, index: u32, generation: u32) -> Option<&mut Tcb<N::Addr>> {
         match self.entry(index, Some(generation))? {
             Entry::Conn(t) => Some(t),
-            Entry::Listener(_) => None,
+            Entry::Listener(_) | Entry::TimeWait(_) => None,
         }
     }
 
@@ -126,14 +132,14 @@ impl<N: Network> Tcp<N> {
     ) -> Option<&mut Listener<N::Addr>> {
         match self.entry(index, Some(generation))? {
             Entry::Listener(l) => Some(l),
-            Entry::Conn(_) => None,
+            Entry::Conn(_) | Entry::TimeWait(_) => None,
         }
     }
 
     pub(super) fn listener(&mut self, index: u32) -> Option<&mut Listener<N::Addr>> {
         match self.entry(index, None)? {
             Entry::Listener(l) => Some(l),
-            Entry::Conn(_) => None,
+            Entry::Conn(_) | Entry::TimeWait(_) => None,
         }
     }
 
@@ -172,8 +178,15 @@ impl<N: Network> Tcp<N> {
         let Some(slot) = self.slots.at_mut(index) else {
             return;
         };
+        // A connection in TIME-WAIT that the application has closed takes its compact form.
+        if let Entry::Conn(tcb) = &slot.entry {
+            if let Some(compact) = tcb.time_wait() {
+                slot.entry = Entry::TimeWait(Box::new(compact));
+            }
+        }
         let deadline = match &slot.entry {
             Entry::Conn(tcb) => tcb.deadline(),
+            Entry::TimeWait(t) => Some(t.deadline),
             Entry::Listener(_) => None,
         };
         if let Some(at) = deadline.filter(|&at| slot.scheduled.is_none_or(|s| at < s)) {
@@ -267,6 +280,20 @@ impl<N: Network> Tcp<N> {
             {
                 self.timer_visits += 1;
             }
+            if let Some(Slot {
+                entry: Entry::TimeWait(t),
+                ..
+            }) = self.slots.at(index)
+            {
+                // A compact TIME-WAIT's only timer: its end.
+                if t.deadline <= now {
+                    self.remove(index);
+                } else {
+                    cx.counters.tcp.timer_early += 1;
+                    self.schedule(index);
+                }
+                continue;
+            }
             let mut tcx = cx.tcb();
             let Some(tcb) = self.tcb(index) else {
                 continue;
@@ -293,6 +320,6 @@ impl<N: Network> Tcp<N> {
 pub(super) fn conn_at<A: IpAddress>(slots: &mut Slots<Slot<A>>, index: u32) -> Option<&mut Tcb<A>> {
     match &mut slots.at_mut(index)?.entry {
         Entry::Conn(t) => Some(t),
-        Entry::Listener(_) => None,
+        Entry::Listener(_) | Entry::TimeWait(_) => None,
     }
 }

@@ -898,3 +898,85 @@ fn a_full_table_ends_time_wait_early_to_make_room_for_a_new_connection() {
     assert_eq!(c.tcp.time_wait_recycled, 2, "{c}");
     assert_eq!(c.drops.total(), 0, "{c}");
 }
+
+/// A segment from A's port 5000 to B's port 80.
+fn from_a(seq: u32, ack: Option<u32>, flags: &str) -> Vec<u8> {
+    let mut tcp = etherparse::TcpHeader::new(5000, 80, seq, 64240);
+    tcp.acknowledgment_number = ack.unwrap_or(0);
+    tcp.ack = ack.is_some();
+    tcp.syn = flags.contains('S');
+    tcp.fin = flags.contains('F');
+    tcp.rst = flags.contains('R');
+    let builder = etherparse::PacketBuilder::ipv4(A.octets(), B.octets(), 64).tcp_header(tcp);
+    let mut out = Vec::new();
+    builder.write(&mut out, &[]).unwrap();
+    out
+}
+
+/// The TCP header of each packet B sent.
+fn tcp_headers(packets: &[Vec<u8>]) -> Vec<etherparse::TcpHeader> {
+    packets
+        .iter()
+        .map(|p| {
+            let ip = etherparse::Ipv4HeaderSlice::from_slice(p).unwrap();
+            etherparse::TcpHeader::from_slice(&p[ip.slice().len()..])
+                .unwrap()
+                .0
+        })
+        .collect()
+}
+
+/// A connection the server closed first rests in TIME-WAIT in a compact form (the block is rebuilt
+/// for a segment that arrives): its answers are those of the block. A retransmitted FIN gets the
+/// same ACK again, an old SYN an ACK, a RST nothing (RFC 1337), and after 2 MSL it is gone.
+#[test]
+fn a_closed_connection_in_time_wait_answers_as_it_did_and_ends_after_2_msl() {
+    let (mut b, mut raw) = stack_and_raw(StackConfig::default(), plain(1500));
+    let listener = b.tcp_listen("10.0.0.2:80", 8).unwrap();
+    let t0 = Instant::from_secs(1);
+    inject(&mut raw, &from_a(1000, None, "S"));
+    b.poll(t0);
+    let synack = tcp_headers(&capture(&mut raw));
+    assert!(synack.len() == 1 && synack[0].syn && synack[0].ack);
+    let iss = synack[0].sequence_number;
+    inject(&mut raw, &from_a(1001, Some(iss + 1), ""));
+    b.poll(t0);
+    let (conn, _) = b.tcp_listener(listener).accept().unwrap();
+    // The server closes first: its FIN, then the peer's FIN acknowledging it.
+    b.tcp(conn).close();
+    b.poll(t0);
+    let fin = tcp_headers(&capture(&mut raw));
+    assert!(fin.len() == 1 && fin[0].fin, "{fin:?}");
+    inject(&mut raw, &from_a(1001, Some(iss + 2), "F"));
+    b.poll(t0);
+    let first = tcp_headers(&capture(&mut raw));
+    assert_eq!(first.len(), 1, "the ACK of the peer's FIN");
+    assert!(first[0].ack && !first[0].fin && !first[0].syn);
+    assert_eq!(
+        (first[0].sequence_number, first[0].acknowledgment_number),
+        (iss + 2, 1002)
+    );
+    assert_eq!(b.tcp_connections(), 1, "in TIME-WAIT");
+
+    // The peer's FIN again (the ACK was lost): the same ACK again.
+    let t1 = t0 + Duration::from_secs(1);
+    inject(&mut raw, &from_a(1001, Some(iss + 2), "F"));
+    b.poll(t1);
+    let again = tcp_headers(&capture(&mut raw));
+    assert_eq!(again, first);
+    // A RST is ignored (RFC 1337), and an old SYN answered with an ACK.
+    inject(&mut raw, &from_a(1002, None, "R"));
+    b.poll(t1);
+    assert!(capture(&mut raw).is_empty());
+    inject(&mut raw, &from_a(500, None, "S"));
+    b.poll(t1);
+    assert_eq!(tcp_headers(&capture(&mut raw)), first);
+    assert_eq!(b.tcp_connections(), 1);
+    // 2 MSL after the last FIN (which started them again): gone.
+    b.poll(t1 + Duration::from_secs(59));
+    assert_eq!(b.tcp_connections(), 1);
+    b.poll(t1 + Duration::from_secs(61));
+    assert_eq!(b.tcp_connections(), 0);
+    let c = b.counters();
+    assert_eq!(c.tcp.estab_resets, 0, "{c}");
+}

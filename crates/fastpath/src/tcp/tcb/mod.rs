@@ -25,8 +25,10 @@ mod input;
 mod output;
 mod receive;
 mod recovery;
+mod time_wait;
 mod timers;
 
+pub(crate) use time_wait::TimeWait;
 pub(crate) use timers::{Timer, Timers};
 
 #[cfg(test)]
