@@ -60,6 +60,9 @@
 //! queue for a stack per core, and attaches the steering program of [`steer`], which decides which
 //! queue (so which stack) gets each packet the kernel sends.
 //!
+//! [`TunLink::from_fd`] takes a descriptor someone else opened (a VPN app's), with or without
+//! `IFF_VNET_HDR` (`adopt.rs`: without it, bare packets and no offload).
+//!
 //! The files: `vnet.rs`, the virtio-net header (layout, flags, GSO types, and what a received one says
 //! about its packet); `gso.rs`, segmentation offload (TSO marked on transmit, TCP GSO packets taken
 //! whole and UDP ones split on receive); `steer.rs`, the multi-queue steering program and the
@@ -67,6 +70,7 @@
 //! ring the writes go through (the link's only `unsafe` code); this one, the link itself: opening,
 //! batching, buffers.
 
+mod adopt;
 mod gso;
 mod stats;
 pub mod steer;
@@ -207,6 +211,10 @@ pub struct TunLink {
     shared: Arc<Shared>,
     caps: LinkCapabilities,
     offload: bool,
+    /// Bytes of virtio-net header in front of every packet read or written: [`VNET_HEADER_LEN`], or
+    /// 0 for a descriptor opened without `IFF_VNET_HDR` ([`TunLink::from_fd`]), which carries bare
+    /// packets and no offload.
+    vnet_len: usize,
     uso_available: bool,
     /// UDP segmentation offload is on: reads gather into `scratch` too, and GSO packets are split.
     uso: bool,
@@ -386,6 +394,7 @@ impl TunLink {
                 tso: offload,
             },
             offload,
+            vnet_len: VNET_HEADER_LEN,
             uso_available: false,
             uso: false,
             tso_rx: false,
@@ -571,7 +580,7 @@ impl Link for TunLink {
                 }
             };
             // The window covers everything from the virtio header's place in the headroom to the end.
-            buf.reset(HEADROOM - VNET_HEADER_LEN);
+            buf.reset(HEADROOM - self.vnet_len);
             let room = buf.tailroom();
             buf.extend(room);
             self.stats.rx_reads += 1;
@@ -595,14 +604,19 @@ impl Link for TunLink {
                     break;
                 }
             };
-            if n < VNET_HEADER_LEN {
+            if n < self.vnet_len {
                 self.stats.rx_drop_truncated += 1;
                 self.keep(buf);
                 continue;
             }
-            let mut header = [0; VNET_HEADER_LEN];
-            header.copy_from_slice(&buf.data()[..VNET_HEADER_LEN]);
-            let header = VnetHeader::parse(&header);
+            let header = if self.vnet_len == 0 {
+                // A bare packet: what a header saying nothing would say.
+                VnetHeader::default()
+            } else {
+                let mut header = [0; VNET_HEADER_LEN];
+                header.copy_from_slice(&buf.data()[..VNET_HEADER_LEN]);
+                VnetHeader::parse(&header)
+            };
             let tcp_gso = vnet::is_tcp_gso(header.gso_type) && self.tso_rx;
             if header.gso_type != VIRTIO_NET_HDR_GSO_NONE && self.uso && !tcp_gso {
                 let result = if n >= room + self.scratch.len() {
@@ -683,7 +697,7 @@ impl Link for TunLink {
                 }
             } else {
                 buf.truncate(n);
-                buf.pull_front(VNET_HEADER_LEN);
+                buf.pull_front(self.vnet_len);
                 if large {
                     self.stats.rx_tso_direct += 1;
                     self.small_in_a_row = 0;
@@ -731,7 +745,8 @@ impl TunLink {
         let header = header.emit();
         let mut sent = true;
         loop {
-            match sys::write_packet(self.shared.fd.as_fd(), &header, packet.data()) {
+            let header = &header[..self.vnet_len];
+            match sys::write_packet(self.shared.fd.as_fd(), header, packet.data()) {
                 Ok(_) => {
                     self.stats.tx_packets += 1;
                     self.stats.tx_bytes += packet.len() as u64;
@@ -794,7 +809,7 @@ impl TunLink {
             match result {
                 n if n >= 0 => {
                     self.stats.tx_packets += 1;
-                    self.stats.tx_bytes += (buf.len() - VNET_HEADER_LEN) as u64;
+                    self.stats.tx_bytes += (buf.len() - self.vnet_len) as u64;
                 }
                 n if n == -libc::EAGAIN => {
                     self.stats.tx_drop_full += 1;
@@ -813,7 +828,7 @@ impl TunLink {
         let mut dropped = 0;
         for mut packet in batch.drain(..) {
             let header = self.tx_header(&mut packet);
-            let room = packet.headroom() >= VNET_HEADER_LEN;
+            let room = packet.headroom() >= self.vnet_len;
             let Some(ring) = self.uring.as_mut().filter(|_| room) else {
                 // Not a buffer of the stack's (it leaves room for the header), or the ring was given
                 // up in this batch: gathered by `writev`.
@@ -821,8 +836,8 @@ impl TunLink {
                 continue;
             };
             packet
-                .push_front(VNET_HEADER_LEN)
-                .copy_from_slice(&header.emit());
+                .push_front(self.vnet_len)
+                .copy_from_slice(&header.emit()[..self.vnet_len]);
             let mut packet = match ring.write(packet) {
                 Ok(()) => continue,
                 Err(packet) => packet,
@@ -835,7 +850,7 @@ impl TunLink {
                     Err(packet) => packet,
                 };
             } else {
-                packet.pull_front(VNET_HEADER_LEN);
+                packet.pull_front(self.vnet_len);
                 dropped += usize::from(!self.write_gathered(&header, packet));
                 continue;
             }
