@@ -149,19 +149,37 @@ extern "C" {
 // `cfg` (NULL: every default). Returns once it is ready, or NULL on failure, with
 // `fastpath_tunnel_last_error()` saying why. The descriptor is the tunnel's from now on, even on
 // failure (then closed at once); a negative one fails with `FASTPATH_TUNNEL_ERROR_DESCRIPTOR`.
+//
+// # Safety
+//
+// `fd` is an open descriptor the caller gives up; `cfg` is NULL or points at a valid
+// configuration whose strings are NULL or NUL-terminated, all unchanged during the call.
 struct fastpath_tunnel *fastpath_tunnel_start(int fd, const struct fastpath_tunnel_config *cfg);
 
 // Asks the tunnel to stop and returns at once (`fastpath_tunnel_free` waits for it). Any thread;
 // harmless twice; NULL is ignored.
+//
+// # Safety
+//
+// `tunnel` is NULL or a handle from `fastpath_tunnel_start` not yet freed.
 void fastpath_tunnel_stop(const struct fastpath_tunnel *tunnel);
 
 // Fills `*out` with the tunnel's counters. Any thread, while it runs or after it stopped. Returns
 // 0, or `FASTPATH_TUNNEL_ERROR_NULL`.
+//
+// # Safety
+//
+// `tunnel` is NULL or a handle not yet freed; `out` is NULL or points at writable memory for a
+// `struct fastpath_tunnel_stats` that nothing else uses during the call.
 int fastpath_tunnel_stats(const struct fastpath_tunnel *tunnel, struct fastpath_tunnel_stats *out);
 
 // Stops the tunnel if it runs, waits for it, closes its descriptor and frees the handle. Returns
 // 0, or `FASTPATH_TUNNEL_ERROR_RUN` if it had failed while running (the last error says how).
 // NULL is ignored. The handle is invalid afterwards.
+//
+// # Safety
+//
+// `tunnel` is NULL or a handle not yet freed, with no other call on it under way.
 int fastpath_tunnel_free(struct fastpath_tunnel *tunnel);
 
 // The calling thread's last error message ("" if none), valid until its next call into this

@@ -31,6 +31,7 @@
 
 #![cfg(target_os = "linux")]
 #![deny(unsafe_code)]
+#![deny(unsafe_op_in_unsafe_fn)]
 // The C names of the header.
 #![allow(non_camel_case_types)]
 
@@ -242,9 +243,14 @@ fn config(c: &fastpath_tunnel_config) -> Result<Config, String> {
 /// `cfg` (NULL: every default). Returns once it is ready, or NULL on failure, with
 /// `fastpath_tunnel_last_error()` saying why. The descriptor is the tunnel's from now on, even on
 /// failure (then closed at once); a negative one fails with `FASTPATH_TUNNEL_ERROR_DESCRIPTOR`.
+///
+/// # Safety
+///
+/// `fd` is an open descriptor the caller gives up; `cfg` is NULL or points at a valid
+/// configuration whose strings are NULL or NUL-terminated, all unchanged during the call.
 #[no_mangle]
 #[allow(unsafe_code)]
-pub extern "C" fn fastpath_tunnel_start(
+pub unsafe extern "C" fn fastpath_tunnel_start(
     fd: c_int,
     cfg: *const fastpath_tunnel_config,
 ) -> *mut fastpath_tunnel {
@@ -290,9 +296,13 @@ pub extern "C" fn fastpath_tunnel_start(
 
 /// Asks the tunnel to stop and returns at once (`fastpath_tunnel_free` waits for it). Any thread;
 /// harmless twice; NULL is ignored.
+///
+/// # Safety
+///
+/// `tunnel` is NULL or a handle from `fastpath_tunnel_start` not yet freed.
 #[no_mangle]
 #[allow(unsafe_code)]
-pub extern "C" fn fastpath_tunnel_stop(tunnel: *const fastpath_tunnel) {
+pub unsafe extern "C" fn fastpath_tunnel_stop(tunnel: *const fastpath_tunnel) {
     guarded((), || {
         // SAFETY: NULL or a handle from `fastpath_tunnel_start` not yet freed (the header's rule);
         // only shared access is taken, and the tunnel is safe to share between threads.
@@ -304,9 +314,14 @@ pub extern "C" fn fastpath_tunnel_stop(tunnel: *const fastpath_tunnel) {
 
 /// Fills `*out` with the tunnel's counters. Any thread, while it runs or after it stopped. Returns
 /// 0, or `FASTPATH_TUNNEL_ERROR_NULL`.
+///
+/// # Safety
+///
+/// `tunnel` is NULL or a handle not yet freed; `out` is NULL or points at writable memory for a
+/// `struct fastpath_tunnel_stats` that nothing else uses during the call.
 #[no_mangle]
 #[allow(unsafe_code)]
-pub extern "C" fn fastpath_tunnel_stats(
+pub unsafe extern "C" fn fastpath_tunnel_stats(
     tunnel: *const fastpath_tunnel,
     out: *mut fastpath_tunnel_stats,
 ) -> c_int {
@@ -365,9 +380,13 @@ fn stats_of(s: &Stats) -> fastpath_tunnel_stats {
 /// Stops the tunnel if it runs, waits for it, closes its descriptor and frees the handle. Returns
 /// 0, or `FASTPATH_TUNNEL_ERROR_RUN` if it had failed while running (the last error says how).
 /// NULL is ignored. The handle is invalid afterwards.
+///
+/// # Safety
+///
+/// `tunnel` is NULL or a handle not yet freed, with no other call on it under way.
 #[no_mangle]
 #[allow(unsafe_code)]
-pub extern "C" fn fastpath_tunnel_free(tunnel: *mut fastpath_tunnel) -> c_int {
+pub unsafe extern "C" fn fastpath_tunnel_free(tunnel: *mut fastpath_tunnel) -> c_int {
     guarded(FASTPATH_TUNNEL_ERROR_PANIC, || {
         if tunnel.is_null() {
             return FASTPATH_TUNNEL_OK;
@@ -431,7 +450,8 @@ mod tests {
     #[test]
     #[allow(unsafe_code)]
     fn errors_are_reported_not_unwound() {
-        assert!(fastpath_tunnel_start(-1, std::ptr::null()).is_null());
+        // SAFETY: a negative descriptor and no configuration.
+        assert!(unsafe { fastpath_tunnel_start(-1, std::ptr::null()) }.is_null());
         assert_eq!(
             fastpath_tunnel_last_error_code(),
             FASTPATH_TUNNEL_ERROR_DESCRIPTOR
@@ -443,7 +463,8 @@ mod tests {
             proxy: proxy.as_ptr(),
             ..zeroed()
         };
-        assert!(fastpath_tunnel_start(fd, &c).is_null());
+        // SAFETY: a descriptor given up, a configuration with one string, alive for the call.
+        assert!(unsafe { fastpath_tunnel_start(fd, &c) }.is_null());
         assert_eq!(
             fastpath_tunnel_last_error_code(),
             FASTPATH_TUNNEL_ERROR_CONFIG
@@ -452,14 +473,17 @@ mod tests {
         let message = unsafe { CStr::from_ptr(fastpath_tunnel_last_error()) };
         assert!(message.to_str().unwrap().contains("gopher"), "{message:?}");
         let mut s = fastpath_tunnel_stats::default();
-        assert_eq!(
-            fastpath_tunnel_stats(std::ptr::null(), &mut s),
-            FASTPATH_TUNNEL_ERROR_NULL
-        );
-        assert_eq!(
-            fastpath_tunnel_free(std::ptr::null_mut()),
-            FASTPATH_TUNNEL_OK
-        );
+        // SAFETY: NULL handles, which the functions refuse or ignore.
+        unsafe {
+            assert_eq!(
+                fastpath_tunnel_stats(std::ptr::null(), &mut s),
+                FASTPATH_TUNNEL_ERROR_NULL
+            );
+            assert_eq!(
+                fastpath_tunnel_free(std::ptr::null_mut()),
+                FASTPATH_TUNNEL_OK
+            );
+        }
         assert_eq!(guarded(7, || panic!("boom")), 7);
         assert_eq!(
             fastpath_tunnel_last_error_code(),

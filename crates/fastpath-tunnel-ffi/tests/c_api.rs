@@ -52,7 +52,11 @@ struct Netns(String);
 impl Netns {
     fn create(role: &str) -> Netns {
         let name = format!("fp-ffi-{role}-{}", std::process::id());
-        let _ = Command::new("ip").args(["netns", "del", &name]).status();
+        // One a killed run left behind (quietly: usually there is none).
+        let _ = Command::new("ip")
+            .args(["netns", "del", &name])
+            .stderr(std::process::Stdio::null())
+            .status();
         let ok = Command::new("ip")
             .args(["netns", "add", &name])
             .status()

@@ -361,8 +361,10 @@ mod tests {
         let (ours, _theirs) = std::os::unix::net::UnixDatagram::pair().unwrap();
         let link = TunLink::from_fd(OwnedFd::from(ours), &TunConfig::default());
         assert!(link.is_err(), "not a TUN descriptor");
-        let mut c = Config::default();
-        c.fake_dns = Some("10.66.0.0/16".parse().unwrap());
+        let c = Config {
+            fake_dns: Some("10.66.0.0/16".parse().unwrap()),
+            ..Config::default()
+        };
         let e = Tunnel::start_links(Vec::new(), c, None).unwrap_err();
         assert_eq!(e.kind, ErrorKind::Config);
     }

@@ -49,7 +49,11 @@ struct Netns(String);
 impl Netns {
     fn create(role: &str) -> Netns {
         let name = format!("fp-http-{role}-{}", std::process::id());
-        let _ = Command::new("ip").args(["netns", "del", &name]).status();
+        // One a killed run left behind (quietly: usually there is none).
+        let _ = Command::new("ip")
+            .args(["netns", "del", &name])
+            .stderr(std::process::Stdio::null())
+            .status();
         assert!(Command::new("ip")
             .args(["netns", "add", &name])
             .status()
