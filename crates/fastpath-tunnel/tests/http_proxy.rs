@@ -2,8 +2,8 @@
 //! test makes namespace OUT, whose loopback holds the "network" (10.79.0.2 with a TCP echo server on
 //! port 7 and an HTTP CONNECT proxy on 3128, written here on tokio; 10.79.0.4 with another echo
 //! server), and APP, the applications' namespace, with a TUN interface the test opens there
-//! (`TunLink::open`) and hands to `Tunnel::start_links` from a thread in OUT, so that the tunnel's
-//! kernel sockets are OUT's. The default route is the proxy, with basic authentication;
+//! (`TunLink::open`, with virtio-net headers) and whose descriptor (a duplicate, the link dropped)
+//! it hands to `Tunnel::start` from a thread in OUT, so that the tunnel's kernel sockets are OUT's. The default route is the proxy, with basic authentication;
 //! 10.79.0.4/32 goes direct. From APP: an echo through the proxy, byte for byte; a destination the
 //! proxy forbids (403) fails the connect as prohibited, one it cannot reach (502) is refused; the
 //! direct route bypasses the proxy; UDP routed to the proxy is dropped and counted.
@@ -14,6 +14,7 @@
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream, UdpSocket};
+use std::os::fd::AsFd;
 use std::path::Path;
 use std::process::Command;
 use std::sync::{Arc, Mutex};
@@ -222,6 +223,10 @@ fn the_tunnel_relays_through_an_http_proxy_and_routes_by_destination() {
         ..TunConfig::default()
     })
     .expect("TUN interface in APP");
+    // The descriptor as a VPN app would hand it over: another one for the same queue (opened with
+    // IFF_VNET_HDR, so the tunnel's link takes the offloads), the link that opened it gone.
+    let fd = nix::unistd::dup(link.as_fd()).unwrap();
+    drop(link);
     app.ip(&["addr", "add", "10.66.0.1/24", "dev", &name]);
     app.ip(&["link", "set", "dev", &name, "up"]);
     app.ip(&["route", "replace", "default", "dev", &name]);
@@ -234,10 +239,7 @@ fn the_tunnel_relays_through_an_http_proxy_and_routes_by_destination() {
     routes.parse_rules("10.79.0.4/32 = direct").unwrap();
     config.routes = routes;
     config.connect_timeout = Duration::from_secs(3);
-    let tunnel = in_netns(&out.0, move || {
-        Tunnel::start_links(vec![link], config, None)
-    })
-    .expect("the tunnel starts");
+    let tunnel = in_netns(&out.0, move || Tunnel::start(fd, config)).expect("the tunnel starts");
 
     // Through the proxy, byte for byte.
     assert!(in_netns(&app.0, || echo(
