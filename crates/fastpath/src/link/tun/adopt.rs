@@ -1,23 +1,5 @@
-//! A [`TunLink`] over a TUN descriptor someone else opened: a VPN app's (Android's `VpnService`
-//! hands one over), a privileged helper's passed over a Unix socket, one made by `ip tuntap`'s
-//! owner. The link asks the kernel (`TUNGETIFF`) how the descriptor was opened and adapts:
-//!
-//! - `IFF_TUN` is required (a TAP device carries Ethernet frames, which the stack does not read), and
-//!   `IFF_NO_PI` too (without it every packet has a 4-byte protocol header in front; VPN apps set
-//!   it, as does `ip tuntap add ... mode tun` unless told `pi`).
-//! - With `IFF_VNET_HDR` the link works as one it opened itself: a virtio-net header on every
-//!   packet (its length set here with `TUNSETVNETHDRSZ`), checksum offload and TCP segmentation
-//!   offload both ways when [`TunConfig::offload`] asks (probed with `TUNSETOFFLOAD`), UDP
-//!   segmentation offload on receive if [`TunConfig::uso`] asks and the kernel has it.
-//! - Without it (Android's descriptors, and most others), packets are bare IP packets: no offload
-//!   of any kind, every checksum computed and checked by the stack, and nothing larger than the MTU
-//!   either way.
-//!
-//! The descriptor is made non-blocking. [`TunConfig::mtu`] must be the interface's MTU (the link
-//! cannot set or read it: the interface may live in a namespace the caller is not in): a packet
-//! larger than it is dropped as oversize. `name` and `netns` of the configuration are not used; the
-//! name is the kernel's. The interface's addresses, routes and state (up) are the caller's business,
-//! as for [`TunLink::open`].
+//! [`TunLink::from_fd`]: a link over a TUN descriptor someone else opened (a VPN app's, a
+//! privileged helper's), adapted to how it was opened (`TUNGETIFF`).
 
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
@@ -26,9 +8,28 @@ use super::{sys, TunConfig, TunLink, MAX_MTU, MIN_MTU, VNET_HEADER_LEN};
 
 impl TunLink {
     /// A link over `fd`, an open TUN descriptor attached to an interface (`TUNSETIFF` done), which
-    /// the link owns from now on: closed when the link and its handles are dropped. See the
-    /// [module documentation](self) for what the descriptor must have been opened with and what is
-    /// detected. `config.name` and `config.netns` are ignored.
+    /// the link owns from now on: closed when the link and its handles are dropped.
+    ///
+    /// For a descriptor someone else opened: a VPN app's (Android's `VpnService` hands one over), a
+    /// privileged helper's passed over a Unix socket. The link asks the kernel (`TUNGETIFF`) how it
+    /// was opened and adapts:
+    ///
+    /// - `IFF_TUN` is required (a TAP device carries Ethernet frames, which the stack does not
+    ///   read), and `IFF_NO_PI` too (without it every packet has a 4-byte protocol header in front;
+    ///   VPN apps set it, as does `ip tuntap add ... mode tun` unless told `pi`).
+    /// - With `IFF_VNET_HDR` the link works as one it opened itself: a virtio-net header on every
+    ///   packet (its length set here with `TUNSETVNETHDRSZ`), checksum offload and TCP segmentation
+    ///   offload both ways when [`TunConfig::offload`] asks (probed with `TUNSETOFFLOAD`), UDP
+    ///   segmentation offload on receive if [`TunConfig::uso`] asks and the kernel has it.
+    /// - Without it (Android's descriptors, and most others), packets are bare IP packets: no
+    ///   offload of any kind, every checksum computed and checked by the stack, and nothing larger
+    ///   than the MTU either way.
+    ///
+    /// The descriptor is made non-blocking. [`TunConfig::mtu`] must be the interface's MTU (the link
+    /// cannot set or read it: the interface may live in a namespace the caller is not in): a packet
+    /// larger than it is dropped as oversize. `name` and `netns` of the configuration are not used;
+    /// the name is the kernel's. The interface's addresses, routes and state (up) are the caller's
+    /// business, as for [`TunLink::open`].
     ///
     /// Fails, closing `fd`, if it is not a TUN descriptor (`TUNGETIFF` fails), is a TAP device, lacks
     /// `IFF_NO_PI`, or `config.mtu` is out of range.
