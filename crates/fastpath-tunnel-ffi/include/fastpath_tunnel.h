@@ -96,6 +96,14 @@ struct fastpath_tunnel_config {
   uint32_t max_udp_flows;
   // `FASTPATH_TUNNEL_NO_IO_URING`, `FASTPATH_TUNNEL_NO_OFFLOAD`, or 0.
   uint32_t flags;
+  // Called with every socket the tunnel opens towards the network (to destinations and proxies),
+  // before it connects, from the tunnel's own threads: returns 0 to go on, anything else to fail
+  // that connection or flow. On Android, call `VpnService.protect(fd)` here (through JNI) so that
+  // the tunnel's traffic does not loop back into the VPN. NULL: none.
+  int (*protect)(void *context, int fd);
+  // Passed to `protect` as it is; must stay valid, and usable from any thread, until the tunnel
+  // is freed.
+  void *protect_context;
 };
 
 // The tunnel's counters, filled by `fastpath_tunnel_stats`. The relays' are current; the stack's

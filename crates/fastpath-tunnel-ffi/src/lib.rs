@@ -36,12 +36,12 @@
 #![allow(non_camel_case_types)]
 
 use std::cell::RefCell;
-use std::ffi::{c_char, c_int, CStr, CString};
-use std::os::fd::{FromRawFd, OwnedFd};
+use std::ffi::{c_char, c_int, c_void, CStr, CString};
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Duration;
 
-use ::fastpath_tunnel::{Config, ErrorKind, Routes, Stats, Tunnel, Upstream};
+use ::fastpath_tunnel::{Config, ErrorKind, Protect, Routes, Stats, Tunnel, Upstream};
 
 /// Success.
 pub const FASTPATH_TUNNEL_OK: c_int = 0;
@@ -94,6 +94,42 @@ pub struct fastpath_tunnel_config {
     pub max_udp_flows: u32,
     /// `FASTPATH_TUNNEL_NO_IO_URING`, `FASTPATH_TUNNEL_NO_OFFLOAD`, or 0.
     pub flags: u32,
+    /// Called with every socket the tunnel opens towards the network (to destinations and proxies),
+    /// before it connects, from the tunnel's own threads: returns 0 to go on, anything else to fail
+    /// that connection or flow. On Android, call `VpnService.protect(fd)` here (through JNI) so that
+    /// the tunnel's traffic does not loop back into the VPN. NULL: none.
+    pub protect: Option<unsafe extern "C" fn(context: *mut c_void, fd: c_int) -> c_int>,
+    /// Passed to `protect` as it is; must stay valid, and usable from any thread, until the tunnel
+    /// is freed.
+    pub protect_context: *mut c_void,
+}
+
+/// The protect hook's context, handed to the tunnel's threads.
+#[derive(Clone, Copy)]
+struct Context(*mut c_void);
+
+// SAFETY: the header requires `protect_context` to be usable from any thread until the tunnel is
+// freed; this crate never dereferences it, only passes it back to the caller's function.
+#[allow(unsafe_code)]
+unsafe impl Send for Context {}
+// SAFETY: as for `Send`: shared only to be passed back, never read here.
+#[allow(unsafe_code)]
+unsafe impl Sync for Context {}
+
+/// The Rust hook a C `protect` function stands for.
+#[allow(unsafe_code)]
+fn protect_hook(f: unsafe extern "C" fn(*mut c_void, c_int) -> c_int, context: Context) -> Protect {
+    Protect::new(move |socket: BorrowedFd<'_>| {
+        let context = context;
+        // SAFETY: the caller's function, called as the header describes it: with its context and a
+        // descriptor that stays open during the call (the socket is borrowed).
+        match unsafe { f(context.0, socket.as_raw_fd()) } {
+            0 => Ok(()),
+            rc => Err(std::io::Error::other(format!(
+                "the protect hook refused the socket ({rc})"
+            ))),
+        }
+    })
 }
 
 /// The tunnel's counters, filled by `fastpath_tunnel_stats`. The relays' are current; the stack's
@@ -234,6 +270,9 @@ fn config(c: &fastpath_tunnel_config) -> Result<Config, String> {
     if c.max_udp_flows != 0 {
         config.max_udp_flows = c.max_udp_flows as usize;
     }
+    config.protect = c
+        .protect
+        .map(|f| protect_hook(f, Context(c.protect_context)));
     config.io_uring = c.flags & FASTPATH_TUNNEL_NO_IO_URING == 0;
     config.offload = c.flags & FASTPATH_TUNNEL_NO_OFFLOAD == 0;
     Ok(config)
@@ -437,6 +476,8 @@ mod tests {
             max_tcp_flows: 0,
             max_udp_flows: 0,
             flags: 0,
+            protect: None,
+            protect_context: std::ptr::null_mut(),
         };
         let got = config(&c).unwrap();
         let def = Config::default();
@@ -505,6 +546,8 @@ mod tests {
             max_tcp_flows: 0,
             max_udp_flows: 0,
             flags: 0,
+            protect: None,
+            protect_context: std::ptr::null_mut(),
         }
     }
 }

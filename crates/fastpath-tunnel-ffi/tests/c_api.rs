@@ -81,11 +81,12 @@ impl Drop for Netns {
     }
 }
 
-/// The directory of the shared library: the profile's output directory, two levels above this test
-/// (`target/PROFILE/deps/c_api-HASH`).
+/// The directory of the shared library this test run built: beside the test itself
+/// (`target/PROFILE/deps/`), where cargo leaves it for tests (the copy one level up is the last
+/// `cargo build`'s, which may be older).
 fn library_dir() -> PathBuf {
     let exe = std::env::current_exe().unwrap();
-    exe.parent().and_then(Path::parent).unwrap().to_path_buf()
+    exe.parent().unwrap().to_path_buf()
 }
 
 #[test]
@@ -124,6 +125,10 @@ fn a_c_program_runs_the_tunnel_on_a_tun_descriptor_it_opened() {
         .args(["netns", "exec", &net.0])
         .arg(&program)
         .args([app.0.as_str(), ifname.as_str(), "10.78.0.2"])
+        // Cargo's own search path for tests names `target/PROFILE` first, where an older `cargo
+        // build` may have left another copy of the library, and it overrides the program's
+        // run path: this run's library only.
+        .env("LD_LIBRARY_PATH", &lib)
         .output()
         .expect("running tunnel_echo");
     let stdout = String::from_utf8_lossy(&out.stdout);

@@ -53,6 +53,33 @@ pub use stats::{Stats, Totals, TunTotals};
 #[cfg(target_os = "linux")]
 pub use tunnel::{Config, Error, ErrorKind, StopHandle, Tunnel};
 
+/// A hook given every socket the tunnel opens towards the network ([`Config::protect`]).
+#[derive(Clone)]
+pub struct Protect(std::sync::Arc<ProtectFn>);
+
+/// What a [`Protect`] calls.
+pub type ProtectFn = dyn Fn(std::os::fd::BorrowedFd<'_>) -> std::io::Result<()> + Send + Sync;
+
+impl Protect {
+    /// A hook calling `f`.
+    pub fn new(
+        f: impl Fn(std::os::fd::BorrowedFd<'_>) -> std::io::Result<()> + Send + Sync + 'static,
+    ) -> Protect {
+        Protect(std::sync::Arc::new(f))
+    }
+
+    /// Calls the hook on `socket`.
+    pub fn call(&self, socket: std::os::fd::BorrowedFd<'_>) -> std::io::Result<()> {
+        (self.0)(socket)
+    }
+}
+
+impl std::fmt::Debug for Protect {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Protect(..)")
+    }
+}
+
 /// How often a running queue publishes its stack's counters for [`Tunnel::stats`] (the relays'
 /// own counters are always current).
 pub const PUBLISH_EVERY: std::time::Duration = std::time::Duration::from_millis(250);

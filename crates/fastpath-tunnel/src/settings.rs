@@ -30,6 +30,7 @@ pub(crate) struct Settings {
     /// The fake DNS table, shared by every queue (a query and the connection it leads to may reach
     /// different queues).
     pub(crate) fake_dns: Option<Arc<Mutex<FakeDns>>>,
+    pub(crate) protect: Option<crate::Protect>,
 }
 
 /// A kernel socket of `dst`'s family, bound to the chosen interface.
@@ -44,7 +45,16 @@ pub(crate) fn outgoing_tcp(
     if let Some(i) = &settings.bind_interface {
         socket.bind_device(Some(i.as_bytes()))?;
     }
+    protect(&socket, settings)?;
     Ok(socket)
+}
+
+/// Hands a new outgoing socket to the configuration's protect hook, if it has one.
+pub(crate) fn protect(socket: &impl std::os::fd::AsFd, settings: &Settings) -> io::Result<()> {
+    match &settings.protect {
+        Some(p) => p.call(socket.as_fd()),
+        None => Ok(()),
+    }
 }
 
 /// Where a flow to `dst` goes: `dst` itself, or the name a fake DNS address stands for. `None` for

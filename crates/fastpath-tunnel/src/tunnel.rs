@@ -45,6 +45,11 @@ pub struct Config {
     pub max_tcp_flows: usize,
     /// UDP flows relayed at once, at most (shared out among queues). Default 1,024.
     pub max_udp_flows: usize,
+    /// Called with every socket the tunnel opens towards the network (to destinations and proxies),
+    /// before it connects, on the queue's thread; an error fails that connection or flow. A VPN app
+    /// on Android calls `VpnService.protect` here, so that the tunnel's own traffic does not loop
+    /// back into the VPN. Default none.
+    pub protect: Option<crate::Protect>,
 }
 
 impl Config {
@@ -63,6 +68,7 @@ impl Config {
             udp_idle: Duration::from_secs(60),
             max_tcp_flows: 16_384,
             max_udp_flows: 1024,
+            protect: None,
         }
     }
 }
@@ -202,6 +208,7 @@ impl Tunnel {
             max_udp_flows: config.max_udp_flows.div_ceil(queues),
             max_tcp_flows: config.max_tcp_flows.div_ceil(queues),
             fake_dns: fake_dns.clone(),
+            protect: config.protect,
         };
         let queue = Queue {
             dev: links[0].name().to_string(),

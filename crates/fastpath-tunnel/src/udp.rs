@@ -330,6 +330,7 @@ pub(crate) async fn udp_socket_to(
     if let Some(i) = &settings.bind_interface {
         socket.bind_device(Some(i.as_bytes()))?;
     }
+    protect(&socket, settings)?;
     socket.connect(to).await?;
     Ok(socket)
 }
@@ -414,6 +415,7 @@ mod tests {
             max_udp_flows: 16,
             max_tcp_flows: 16,
             fake_dns: None,
+            protect: None,
         }
     }
 

@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use fastpath::link::{TunConfig, TunLink};
-use fastpath_tunnel::{Config, Routes, Tunnel, Upstream};
+use fastpath_tunnel::{Config, Protect, Routes, Tunnel, Upstream};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 fn environment_ok(test: &str) -> bool {
@@ -239,6 +239,13 @@ fn the_tunnel_relays_through_an_http_proxy_and_routes_by_destination() {
     routes.parse_rules("10.79.0.4/32 = direct").unwrap();
     config.routes = routes;
     config.connect_timeout = Duration::from_secs(3);
+    // Every socket towards the network goes through the hook (a VPN app's protect).
+    let protected = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let count = protected.clone();
+    config.protect = Some(Protect::new(move |_| {
+        count.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Ok(())
+    }));
     let tunnel = in_netns(&out.0, move || Tunnel::start(fd, config)).expect("the tunnel starts");
 
     // Through the proxy, byte for byte.
@@ -292,6 +299,8 @@ fn the_tunnel_relays_through_an_http_proxy_and_routes_by_destination() {
     assert_eq!(t.tcp_up, (1 << 20) + (64 << 10), "{t:?}");
     assert_eq!(t.tcp_down, t.tcp_up, "{t:?}");
     assert_eq!((t.udp_flows, t.udp_no_proxy), (0, 1), "{t:?}");
+    // Three connections to the proxy, one direct; no UDP socket.
+    assert_eq!(protected.load(std::sync::atomic::Ordering::Relaxed), 4);
     assert!(
         stats.tun.rx_packets > 0 && stats.tun.tx_packets > 0,
         "{stats:?}"

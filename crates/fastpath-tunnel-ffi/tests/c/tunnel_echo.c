@@ -2,8 +2,8 @@
  * IFF_TUN | IFF_NO_PI, no virtio-net header), moves the interface into the applications' namespace
  * APP and sets it up there with ip(8), hands the descriptor to fastpath_tunnel_start, and checks a
  * TCP echo from APP to a server in its own namespace (which the tunnel relays to), byte for byte,
- * with the statistics read from another thread while it runs; then stops the tunnel from another
- * thread and frees it.
+ * with the statistics read from another thread while it runs and the upstream socket handed to the
+ * protect hook; then stops the tunnel from another thread and frees it.
  *
  * Usage: tunnel_echo APP IFNAME SERVER_IP  (run inside the namespace the tunnel relays from, where
  * SERVER_IP is an address of its own). Prints what it checked; exits 0 when all went well. */
@@ -115,6 +115,14 @@ static void *application(void *arg) {
     return NULL;
 }
 
+/* The protect hook: counts the sockets the tunnel opens towards the network (a VPN app would call
+ * VpnService.protect here), on the tunnel's threads. */
+static int protect(void *context, int fd) {
+    CHECK(fd >= 0, "protect got descriptor %d", fd);
+    __atomic_fetch_add((int *)context, 1, __ATOMIC_SEQ_CST);
+    return 0;
+}
+
 static void *stopper(void *arg) {
     (void)arg;
     fastpath_tunnel_stop(tunnel);
@@ -165,6 +173,9 @@ int main(int argc, char **argv) {
     struct fastpath_tunnel_config config = {0};
     config.addr = "10.66.0.2/24";
     config.max_tcp_flows = 64;
+    static int protected_sockets;
+    config.protect = protect;
+    config.protect_context = &protected_sockets;
     tunnel = fastpath_tunnel_start(fd, &config);
     CHECK(tunnel != NULL, "fastpath_tunnel_start: %s", fastpath_tunnel_last_error());
 
@@ -186,6 +197,9 @@ int main(int argc, char **argv) {
            (unsigned long long)st.tcp_down, (unsigned long long)st.tun_rx_packets,
            (unsigned long long)st.tun_tx_packets, (unsigned long long)st.stack_drops);
     CHECK(st.tcp_down == BYTES, "tcp_down %llu", (unsigned long long)st.tcp_down);
+    CHECK(__atomic_load_n(&protected_sockets, __ATOMIC_SEQ_CST) == 1, "protect called %d times",
+          protected_sockets);
+    printf("protect called for the one upstream socket\n");
     close(listener);
     printf("ok\n");
     return 0;
