@@ -468,6 +468,53 @@ mod tests {
         }
     }
 
+    fn args(list: &[&str]) -> TunnelArgs {
+        #[derive(clap::Parser)]
+        struct Command {
+            #[command(flatten)]
+            args: TunnelArgs,
+        }
+        <Command as clap::Parser>::parse_from(std::iter::once("tunnel").chain(list.iter().copied()))
+            .args
+    }
+
+    #[test]
+    fn routes_come_from_the_file_then_each_route_with_the_default_from_the_options() {
+        let file = std::env::temp_dir().join(format!("fp-routes-{}", std::process::id()));
+        std::fs::write(
+            &file,
+            "# the office\n10.0.0.0/8 = direct\ndefault=socks5://127.0.0.1:1080\n",
+        )
+        .unwrap();
+        let a = args(&[
+            "--routes-file",
+            file.to_str().unwrap(),
+            "--route",
+            "*.example.com=http://192.0.2.1:3128",
+            "--proxy",
+            "http://192.0.2.2:8080",
+        ]);
+        let r = routes(&a).unwrap();
+        std::fs::remove_file(&file).unwrap();
+        assert_eq!(r.rules.len(), 2);
+        assert_eq!(r.rules[0].upstream, Upstream::Direct);
+        assert_eq!(
+            r.rules[1].matches,
+            fastpath_tunnel::Match::parse("*.example.com").unwrap()
+        );
+        // --proxy sets the default over the file's.
+        assert_eq!(r.default, Upstream::parse("http://192.0.2.2:8080").unwrap());
+        assert_eq!(
+            relaying(&r),
+            "through the HTTP proxy at 192.0.2.2:8080 (2 routes by destination)"
+        );
+        let r = routes(&args(&["--socks5", "127.0.0.1:1080"])).unwrap();
+        assert_eq!(relaying(&r), "through the SOCKS5 server at 127.0.0.1:1080");
+        assert_eq!(relaying(&routes(&args(&[])).unwrap()), "directly");
+        let e = routes(&args(&["--routes-file", "/nonexistent/routes"])).unwrap_err();
+        assert!(e.starts_with("--routes-file /nonexistent/routes"), "{e}");
+    }
+
     #[test]
     fn flow_limits_of_zero_are_refused() {
         assert!(flow_limit("0").is_err());
