@@ -74,8 +74,9 @@ struct fastpath_tunnel_config {
   const char *addr6;
   // The interface's MTU (the tunnel neither sets nor reads it); 0: 1500.
   uint32_t mtu;
-  // Where flows go unless a route says otherwise: "direct" (NULL), "socks5://[USER[:PASSWORD]@]IP:PORT"
-  // or "http://[USER[:PASSWORD]@]IP:PORT" (HTTP CONNECT, TCP only: UDP routed there is dropped).
+  // Where flows go unless a route says otherwise: "direct" (NULL),
+  // "socks5://[USER[:PASSWORD]@]IP:PORT" or "http://[USER[:PASSWORD]@]IP:PORT" (HTTP CONNECT, TCP
+  // only: UDP routed there is dropped).
   const char *proxy;
   // Routes by destination, one "MATCH=UPSTREAM" per line (a prefix, an address or a domain;
   // "default=UPSTREAM" sets the default; '#' starts a comment line); the first match decides.

@@ -1,6 +1,7 @@
 //! One queue of the tunnel: a stack on one TUN link, its relays, and a current-thread runtime, on a
 //! thread of its own, until told to stop. It publishes its stack's counters every
-//! [`PUBLISH_EVERY`](crate::PUBLISH_EVERY) for [`Tunnel::stats`](crate::Tunnel::stats), and a last time as it stops.
+//! [`PUBLISH_EVERY`](crate::PUBLISH_EVERY) for [`Tunnel::stats`](crate::Tunnel::stats), and a last
+//! time as it stops.
 
 use fastpath::link::{Link, TunHandle, TunLink};
 use fastpath::{Ipv4Cidr, Ipv6Cidr, StackConfig};

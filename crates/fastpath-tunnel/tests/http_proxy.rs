@@ -3,10 +3,12 @@
 //! port 7 and an HTTP CONNECT proxy on 3128, written here on tokio; 10.79.0.4 with another echo
 //! server), and APP, the applications' namespace, with a TUN interface the test opens there
 //! (`TunLink::open`, with virtio-net headers) and whose descriptor (a duplicate, the link dropped)
-//! it hands to `Tunnel::start` from a thread in OUT, so that the tunnel's kernel sockets are OUT's. The default route is the proxy, with basic authentication;
-//! 10.79.0.4/32 goes direct. From APP: an echo through the proxy, byte for byte; a destination the
-//! proxy forbids (403) fails the connect as prohibited, one it cannot reach (502) is refused; the
-//! direct route bypasses the proxy; UDP routed to the proxy is dropped and counted.
+//! it hands to `Tunnel::start` from a thread in OUT, so that the tunnel's kernel sockets are OUT's.
+//! The default route is the proxy, with basic authentication; 10.79.0.4/32 goes direct. From APP:
+//! an echo through the proxy, byte for byte; a destination the proxy forbids (403) fails the
+//! connect as prohibited, one it cannot reach (502) is refused; the direct route bypasses the
+//! proxy; UDP routed to the proxy is dropped and counted; every socket towards the network passes
+//! the protect hook.
 //!
 //! Needs root, `/dev/net/tun` and `ip`; without them it prints why and passes, unless
 //! `FASTPATH_REQUIRE_TUN=1` (CI sets it), when it fails.
