@@ -154,7 +154,9 @@ impl Tunnel {
     /// `fastpath::link::TunLink::from_fd` for what it must have been opened with: `IFF_TUN |
     /// IFF_NO_PI`, and `IFF_VNET_HDR` for offloads), which the tunnel owns from now on (closed when it
     /// stops, or now if it fails). Returns once the stack is ready; the interface's addresses, routes
-    /// and state are the caller's (the applications' side of the link, and routes into it).
+    /// and state are the caller's (the applications' side of the link, and routes into it). The
+    /// queues' threads are started from the calling thread, so the kernel sockets the tunnel opens
+    /// towards the network are in its network namespace.
     pub fn start(fd: OwnedFd, config: Config) -> Result<Tunnel, Error> {
         let tun = TunConfig {
             mtu: config.mtu,
