@@ -16,11 +16,6 @@ mod tcp_services;
 #[cfg(target_os = "linux")]
 mod tunnel;
 
-// The parsers of what the tunnel reads from the network, in the library part so that the fuzz
-// targets reach them too.
-#[cfg(target_os = "linux")]
-use fastpath_cli::{fake_dns, socks5};
-
 use clap::{Parser, Subcommand};
 
 /// fastpath: a user-space network stack (UDP, TCP and ICMP over IPv4 and IPv6) that implements and measures the

@@ -404,6 +404,13 @@ fn tunnel_help_says_how_to_authenticate_and_resolve() {
     );
     assert!(!help.contains("RFC 1928, no authentication)"), "{help}");
     assert!(help.contains("/etc/netns/NAME/resolv.conf"), "{help}");
+    // Routes by destination and HTTP proxies, and what becomes of UDP routed to one.
+    assert!(help.contains("--route <MATCH=UPSTREAM>"), "{help}");
+    assert!(help.contains("http://[USER@]IP:PORT"), "{help}");
+    assert!(
+        help.contains("UDP flows routed to one are dropped"),
+        "{help}"
+    );
 }
 
 /// Removes the namespace (and the program's record of it) should a `serve` or `tunnel` that ought
@@ -490,7 +497,8 @@ fn an_unwritable_json_path_is_refused_before_measuring() {
 /// `tunnel` options that cannot work are refused before anything is created or needs root (the
 /// same checks, as an unprivileged user, name the option rather than root): a fake DNS range over
 /// the link's own prefix (its answers would be the kernel's and fastpath's addresses), an
-/// interface that does not exist, no time to connect, no flows.
+/// interface that does not exist, no time to connect, no flows, a route or a proxy that does not
+/// parse.
 #[cfg(target_os = "linux")]
 #[test]
 fn tunnel_refuses_options_that_cannot_work_before_starting() {
@@ -523,6 +531,15 @@ fn tunnel_refuses_options_that_cannot_work_before_starting() {
         (&["--connect-timeout", "0"], "--connect-timeout"),
         (&["--max-udp-flows", "0"], "--max-udp-flows"),
         (&["--max-tcp-flows", "0"], "--max-tcp-flows"),
+        (
+            &["--route", "10.0.0.0/8"],
+            "--route `10.0.0.0/8` is not a rule",
+        ),
+        (
+            &["--route", "example.com=gopher://192.0.2.1:70"],
+            "scheme `gopher` not supported",
+        ),
+        (&["--proxy", "http://proxy.example:3128"], "--proxy"),
     ];
     for (options, mention) in cases {
         let mut args = vec![

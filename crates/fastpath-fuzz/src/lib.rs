@@ -23,6 +23,7 @@
 //! | [`amplification`](amplification::amplification) | one packet (any source, ours and loopback's included; any destination, protocol and header; through the link or into loopback) to a stack with sockets, listeners and a connection over the link and one with itself | the stack sends at most [`MAX_ANSWERS`](amplification::MAX_ANSWERS) packets, loopback included, in the simulated second after: no reply loops, no amplification |
 //!
 //! | [`socks5`](tunnel::socks5) | a SOCKS5 server's side of the conversation (method choice, RFC 1929 status, reply) to the tunnel's client, and bytes to the address and UDP-header parsers | no panic, every read within what the server sent, the client's own requests well formed, the parsers' lengths within the input and their results encoding back to the same bytes |
+//! | [`http_connect`](tunnel::http_connect) | an HTTP proxy's answer to the tunnel's CONNECT, and the same bytes as a name to connect to | no panic; an accepted response is final (2xx to 5xx), within the input and [`MAX_RESPONSE`](fastpath_tunnel::http_connect::MAX_RESPONSE), ends with its empty line and parses the same alone; more is asked for only below the bound; a request carries no injected line |
 //! | [`dns`](tunnel::dns) | datagrams to the tunnel's fake DNS, over a small range | no panic; a reply keeps the query's ID and question, is a response with at most one answer, and names an address of the range that is not reserved and stands for a name; the table within its range |
 //!
 //! [`TARGETS`] lists them by name for the drivers: `tests/smoke.rs` (a few thousand seeded inputs
@@ -69,6 +70,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("tcp", tcp::tcp),
     ("amplification", amplification::amplification),
     ("socks5", tunnel::socks5),
+    ("http_connect", tunnel::http_connect),
     ("dns", tunnel::dns),
 ];
 

@@ -892,6 +892,28 @@ fn socks5() -> Vec<(&'static str, Vec<u8>)> {
     ]
 }
 
+/// HTTP CONNECT: proxies' answers, good and bad.
+fn http_connect() -> Vec<(&'static str, Vec<u8>)> {
+    let b = |s: &str| s.as_bytes().to_vec();
+    vec![
+        (
+            "established",
+            b("HTTP/1.1 200 Connection established\r\nProxy-Agent: x\r\n\r\n"),
+        ),
+        ("established_then_data", b("HTTP/1.0 200\r\n\r\nSSH-2.0-x\r\n")),
+        (
+            "interim_then_refused",
+            b("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: Basic realm=\"p\"\r\n\r\n"),
+        ),
+        ("forbidden", b("HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n")),
+        ("bad_gateway", b("HTTP/1.1 502 Bad Gateway\r\n\r\n")),
+        ("partial", b("HTTP/1.1 200 OK\r\nVia: 1.1 p\r")),
+        ("folded", b("HTTP/1.1 200 OK\r\nA: b\r\n c\r\n\r\n")),
+        ("lf_only", b("HTTP/1.1 200 OK\n\n")),
+        ("not_http", b("SSH-2.0-OpenSSH_9.2\r\n")),
+    ]
+}
+
 /// A DNS query for `name` of `qtype`, with `id`, recursion desired.
 fn dns_query(id: u16, name: &str, qtype: u16) -> Vec<u8> {
     let mut m = id.to_be_bytes().to_vec();
@@ -969,6 +991,7 @@ pub fn seeds(target: &str) -> Vec<(&'static str, Vec<u8>)> {
         "tcp" => tcp(),
         "amplification" => amplification(),
         "socks5" => socks5(),
+        "http_connect" => http_connect(),
         "dns" => dns(),
         _ => Vec::new(),
     }

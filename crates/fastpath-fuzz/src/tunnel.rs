@@ -1,6 +1,7 @@
-//! The tunnel's parsers of bytes from outside the stack: a SOCKS5 server's replies and datagram
-//! headers (RFC 1928, RFC 1929), read by `fastpath tunnel --socks5`, and the DNS queries the fake DNS
-//! of `fastpath tunnel --fake-dns` answers.
+//! The tunnel's parsers of bytes from outside the stack (crate `fastpath-tunnel`): a SOCKS5 server's
+//! replies and datagram headers (RFC 1928, RFC 1929), read by `fastpath tunnel --socks5`, an HTTP
+//! proxy's response to CONNECT (RFC 9110 §9.3.6), and the DNS queries the fake DNS of `fastpath
+//! tunnel --fake-dns` answers.
 
 use std::future::Future;
 use std::io;
@@ -8,8 +9,9 @@ use std::net::Ipv4Addr;
 use std::pin::{pin, Pin};
 use std::task::{Context, Poll, Waker};
 
-use fastpath_cli::fake_dns::{Answer, FakeDns};
-use fastpath_cli::socks5::{self, Credentials, Target};
+use fastpath_tunnel::fake_dns::{Answer, FakeDns};
+use fastpath_tunnel::http_connect::{self, Response, MAX_RESPONSE};
+use fastpath_tunnel::socks5::{self, Credentials, Target};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use crate::Input;
@@ -199,5 +201,31 @@ fn check_reply(table: &FakeDns, reserved: Ipv4Addr, query: &[u8], r: &[u8]) {
         assert!(table.contains(addr), "{addr} out of the range");
         assert_ne!(addr, reserved, "a reserved address handed out");
         assert!(table.name_of(addr).is_some(), "{addr} stands for no name");
+    }
+}
+
+/// HTTP CONNECT: the input is a proxy's whole answer. The response parser must never panic nor read
+/// past the input; a response it accepts is final (2xx to 5xx), ends with its empty line, lies
+/// within the input and the bound, and parses the same alone and with anything after it; while it
+/// asks for more, fewer bytes than the bound have come. The same bytes as a name must make a
+/// CONNECT request with no line break in it, or none at all.
+pub fn http_connect(data: &[u8]) {
+    match http_connect::parse_response(data) {
+        Ok(Some(Response { status, len })) => {
+            assert!((200..=599).contains(&status), "status {status}");
+            assert!(len <= data.len() && len <= MAX_RESPONSE, "{len}");
+            assert!(data[..len].ends_with(b"\r\n\r\n"));
+            let alone = http_connect::parse_response(&data[..len]);
+            assert_eq!(alone, Ok(Some(Response { status, len })));
+            let _ = http_connect::status_error(status);
+        }
+        Ok(None) => assert!(data.len() < MAX_RESPONSE, "unbounded: {}", data.len()),
+        Err(_) => {}
+    }
+    let name = String::from_utf8_lossy(data).into_owned();
+    if let Ok(request) = http_connect::request(&Target::Name(name, 443), None) {
+        let head = &request[..request.len() - 4];
+        let lines = head.split(|&c| c == b'\n').count();
+        assert_eq!(lines, 2, "the request line and Host, nothing injected");
     }
 }

@@ -88,6 +88,11 @@ fn socks5() {
 }
 
 #[test]
+fn http_connect() {
+    run("http_connect", 5000);
+}
+
+#[test]
 fn dns() {
     run("dns", 5000);
 }
@@ -100,7 +105,7 @@ fn every_target_has_a_test_and_seeds() {
             "no seeds for {name}"
         );
     }
-    assert_eq!(TARGETS.len(), 15, "a new target needs its test here");
+    assert_eq!(TARGETS.len(), 16, "a new target needs its test here");
 }
 
 /// The committed seeds are what `seeds.rs` makes: after changing a target's input format, run

@@ -60,13 +60,18 @@
 //! queue for a stack per core, and attaches the steering program of [`steer`], which decides which
 //! queue (so which stack) gets each packet the kernel sends.
 //!
+//! [`TunLink::from_fd`] takes a descriptor someone else opened (a VPN app's), with or without
+//! `IFF_VNET_HDR` (`adopt.rs`: without it, bare packets and no offload).
+//!
 //! The files: `vnet.rs`, the virtio-net header (layout, flags, GSO types, and what a received one says
 //! about its packet); `gso.rs`, segmentation offload (TSO marked on transmit, TCP GSO packets taken
 //! whole and UDP ones split on receive); `steer.rs`, the multi-queue steering program and the
 //! ephemeral port shares; `stats.rs`, [`TunStats`]; `sys.rs`, the system calls, and `uring.rs`, the
-//! ring the writes go through (the link's only `unsafe` code); this one, the link itself: opening,
-//! batching, buffers.
+//! ring the writes go through (the link's only `unsafe` code); `adopt.rs`, a link over a descriptor
+//! opened elsewhere; this one, the link itself: opening, batching, buffers (its tests in
+//! `tests.rs`).
 
+mod adopt;
 mod gso;
 mod stats;
 pub mod steer;
@@ -207,6 +212,10 @@ pub struct TunLink {
     shared: Arc<Shared>,
     caps: LinkCapabilities,
     offload: bool,
+    /// Bytes of virtio-net header in front of every packet read or written: [`VNET_HEADER_LEN`], or
+    /// 0 for a descriptor opened without `IFF_VNET_HDR` ([`TunLink::from_fd`]), which carries bare
+    /// packets and no offload.
+    vnet_len: usize,
     uso_available: bool,
     /// UDP segmentation offload is on: reads gather into `scratch` too, and GSO packets are split.
     uso: bool,
@@ -386,6 +395,7 @@ impl TunLink {
                 tso: offload,
             },
             offload,
+            vnet_len: VNET_HEADER_LEN,
             uso_available: false,
             uso: false,
             tso_rx: false,
@@ -571,7 +581,7 @@ impl Link for TunLink {
                 }
             };
             // The window covers everything from the virtio header's place in the headroom to the end.
-            buf.reset(HEADROOM - VNET_HEADER_LEN);
+            buf.reset(HEADROOM - self.vnet_len);
             let room = buf.tailroom();
             buf.extend(room);
             self.stats.rx_reads += 1;
@@ -595,14 +605,19 @@ impl Link for TunLink {
                     break;
                 }
             };
-            if n < VNET_HEADER_LEN {
+            if n < self.vnet_len {
                 self.stats.rx_drop_truncated += 1;
                 self.keep(buf);
                 continue;
             }
-            let mut header = [0; VNET_HEADER_LEN];
-            header.copy_from_slice(&buf.data()[..VNET_HEADER_LEN]);
-            let header = VnetHeader::parse(&header);
+            let header = if self.vnet_len == 0 {
+                // A bare packet: what a header saying nothing would say.
+                VnetHeader::default()
+            } else {
+                let mut header = [0; VNET_HEADER_LEN];
+                header.copy_from_slice(&buf.data()[..VNET_HEADER_LEN]);
+                VnetHeader::parse(&header)
+            };
             let tcp_gso = vnet::is_tcp_gso(header.gso_type) && self.tso_rx;
             if header.gso_type != VIRTIO_NET_HDR_GSO_NONE && self.uso && !tcp_gso {
                 let result = if n >= room + self.scratch.len() {
@@ -683,7 +698,7 @@ impl Link for TunLink {
                 }
             } else {
                 buf.truncate(n);
-                buf.pull_front(VNET_HEADER_LEN);
+                buf.pull_front(self.vnet_len);
                 if large {
                     self.stats.rx_tso_direct += 1;
                     self.small_in_a_row = 0;
@@ -731,7 +746,8 @@ impl TunLink {
         let header = header.emit();
         let mut sent = true;
         loop {
-            match sys::write_packet(self.shared.fd.as_fd(), &header, packet.data()) {
+            let header = &header[..self.vnet_len];
+            match sys::write_packet(self.shared.fd.as_fd(), header, packet.data()) {
                 Ok(_) => {
                     self.stats.tx_packets += 1;
                     self.stats.tx_bytes += packet.len() as u64;
@@ -794,7 +810,7 @@ impl TunLink {
             match result {
                 n if n >= 0 => {
                     self.stats.tx_packets += 1;
-                    self.stats.tx_bytes += (buf.len() - VNET_HEADER_LEN) as u64;
+                    self.stats.tx_bytes += (buf.len() - self.vnet_len) as u64;
                 }
                 n if n == -libc::EAGAIN => {
                     self.stats.tx_drop_full += 1;
@@ -813,7 +829,7 @@ impl TunLink {
         let mut dropped = 0;
         for mut packet in batch.drain(..) {
             let header = self.tx_header(&mut packet);
-            let room = packet.headroom() >= VNET_HEADER_LEN;
+            let room = packet.headroom() >= self.vnet_len;
             let Some(ring) = self.uring.as_mut().filter(|_| room) else {
                 // Not a buffer of the stack's (it leaves room for the header), or the ring was given
                 // up in this batch: gathered by `writev`.
@@ -821,8 +837,8 @@ impl TunLink {
                 continue;
             };
             packet
-                .push_front(VNET_HEADER_LEN)
-                .copy_from_slice(&header.emit());
+                .push_front(self.vnet_len)
+                .copy_from_slice(&header.emit()[..self.vnet_len]);
             let mut packet = match ring.write(packet) {
                 Ok(()) => continue,
                 Err(packet) => packet,
@@ -835,7 +851,7 @@ impl TunLink {
                     Err(packet) => packet,
                 };
             } else {
-                packet.pull_front(VNET_HEADER_LEN);
+                packet.pull_front(self.vnet_len);
                 dropped += usize::from(!self.write_gathered(&header, packet));
                 continue;
             }
@@ -937,149 +953,4 @@ mod testing {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::testing::{fake_kernel, framed, needs_csum, partial_udp, udp_checksum_verifies};
-    use super::vnet::VIRTIO_NET_HDR_F_DATA_VALID;
-    use super::*;
-
-    #[test]
-    fn receive_reads_a_batch_and_refuses_bad_frames() {
-        let (mut link, kernel) = fake_kernel(true);
-        let good = partial_udp(b"hello, fastpath");
-        let plain = VnetHeader::default();
-        kernel
-            .send(&framed(&needs_csum(20, 6), good.data()))
-            .unwrap();
-        kernel.send(&[1, 2, 3, 4, 5]).unwrap(); // shorter than the virtio header
-        kernel.send(&framed(&plain, &[0x45; 3000])).unwrap(); // past the buffer
-        kernel
-            .send(&framed(&needs_csum(20, 60), good.data()))
-            .unwrap(); // offset outside
-        let gso = VnetHeader {
-            gso_type: 5,
-            gso_size: 0,
-            ..plain
-        };
-        kernel.send(&framed(&gso, good.data())).unwrap();
-        let valid = VnetHeader {
-            flags: VIRTIO_NET_HDR_F_DATA_VALID,
-            ..plain
-        };
-        for _ in 0..3 {
-            kernel.send(&framed(&valid, good.data())).unwrap();
-        }
-        kernel.send(&framed(&plain, good.data())).unwrap();
-
-        let mut batch = Vec::new();
-        assert_eq!(link.receive(&mut batch, 3), 3);
-        assert_eq!(link.receive(&mut batch, 32), 2);
-        assert_eq!(link.receive(&mut batch, 32), 0);
-        let states: Vec<_> = batch.iter().map(|p| p.meta.checksum()).collect();
-        assert_eq!(
-            states,
-            [
-                ChecksumOffload::Partial {
-                    start: 20,
-                    offset: 6
-                },
-                ChecksumOffload::Valid,
-                ChecksumOffload::Valid,
-                ChecksumOffload::Valid,
-                ChecksumOffload::None,
-            ]
-        );
-        for p in &batch {
-            assert_eq!(p.data(), good.data());
-            assert_eq!(
-                p.headroom(),
-                HEADROOM,
-                "the packet sits where the stack expects it"
-            );
-        }
-        let s = link.stats();
-        assert_eq!(
-            (s.rx_packets, s.rx_partial, s.rx_data_valid),
-            (5, 1, 3),
-            "{s:?}"
-        );
-        assert_eq!(s.rx_drop_truncated, 1);
-        assert_eq!(s.rx_drop_oversize, 1);
-        assert_eq!(s.rx_drop_bad_checksum_offsets, 1);
-        assert_eq!(s.rx_drop_gso, 1);
-        assert_eq!(s.rx_dropped(), 4);
-        assert_eq!(link.handle().stats(), s, "published to handles");
-    }
-
-    #[test]
-    fn transmit_asks_the_kernel_to_finish_partial_checksums_only_with_offload() {
-        for offload in [true, false] {
-            let (mut link, kernel) = fake_kernel(offload);
-            let mut p = partial_udp(b"out we go");
-            p.meta.set_checksum(ChecksumOffload::Partial {
-                start: 20,
-                offset: 6,
-            });
-            let sent = p.data().to_vec();
-            let mut batch = vec![p, partial_udp(b"plain")];
-            assert_eq!(link.transmit(&mut batch), 0);
-            assert!(batch.is_empty());
-            let mut frame = [0u8; 2048];
-            let n = kernel.recv(&mut frame).unwrap();
-            let header = VnetHeader::parse(frame[..VNET_HEADER_LEN].try_into().unwrap());
-            let mut got = PacketBuf::from_slice(&frame[VNET_HEADER_LEN..n]);
-            if offload {
-                assert_eq!(header, needs_csum(20, 6));
-                assert_eq!(got.data(), &sent[..], "the packet as the stack left it");
-                complete_checksum(&mut got, 20, 6);
-            } else {
-                assert_eq!(header, VnetHeader::default());
-            }
-            assert!(udp_checksum_verifies(&got));
-            let n = kernel.recv(&mut frame).unwrap();
-            assert_eq!(&frame[..VNET_HEADER_LEN], &VnetHeader::default().emit());
-            assert_eq!(n, VNET_HEADER_LEN + 20 + 8 + 5);
-            let s = link.stats();
-            assert_eq!(s.tx_packets, 2);
-            assert_eq!(s.tx_offloaded, offload as u64);
-            assert_eq!(s.tx_checksums_completed, !offload as u64);
-        }
-    }
-
-    #[test]
-    fn wait_wakes_when_a_packet_comes() {
-        let (link, kernel) = fake_kernel(true);
-        assert!(!link.wait(Some(Duration::from_millis(1))).unwrap());
-        kernel
-            .send(&framed(&VnetHeader::default(), &[0x45; 40]))
-            .unwrap();
-        assert!(link.handle().wait(Some(Duration::from_secs(5))).unwrap());
-    }
-
-    #[test]
-    fn the_descriptor_lent_out_is_the_one_the_link_reads() {
-        use nix::fcntl::{fcntl, FcntlArg, OFlag};
-        use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
-        let (mut link, kernel) = fake_kernel(true);
-        let handle = link.handle();
-        assert_eq!(link.as_raw_fd(), handle.as_raw_fd());
-        assert_eq!(link.as_fd().as_raw_fd(), link.as_raw_fd());
-        let flags = OFlag::from_bits_truncate(fcntl(link.as_fd(), FcntlArg::F_GETFL).unwrap());
-        assert!(flags.contains(OFlag::O_NONBLOCK), "{flags:?}");
-        fn readable(fd: BorrowedFd<'_>) -> bool {
-            let mut fds = [PollFd::new(fd, PollFlags::POLLIN)];
-            poll(&mut fds, PollTimeout::from(100u8)).unwrap() == 1
-                && fds[0].revents().unwrap().contains(PollFlags::POLLIN)
-        }
-        assert!(!readable(link.as_fd()), "nothing sent yet");
-        kernel
-            .send(&framed(&VnetHeader::default(), partial_udp(b"ping").data()))
-            .unwrap();
-        assert!(readable(link.as_fd()));
-        assert!(readable(handle.as_fd()));
-        // What made it readable is what the link receives; then it is quiet again.
-        let mut batch = Vec::new();
-        assert_eq!(link.receive(&mut batch, 8), 1);
-        assert_eq!(batch[0].data(), partial_udp(b"ping").data());
-        assert!(!readable(link.as_fd()));
-    }
-}
+mod tests;

@@ -100,6 +100,29 @@ pub(super) fn open_tun(name: &str, flags: libc::c_int) -> io::Result<(OwnedFd, S
     Ok((fd, req.name()))
 }
 
+/// The interface a TUN descriptor is attached to and its `IFF_*` flags (TUNGETIFF), for a descriptor
+/// someone else opened. Fails (`ENOTTY`, `EBADFD`, `EINVAL`) on a descriptor that is not an attached
+/// TUN or TAP device.
+pub(super) fn get_iff(fd: BorrowedFd<'_>) -> io::Result<(String, libc::c_int)> {
+    let mut req = IfReq::new("")?;
+    // SAFETY: TUNGETIFF writes a `struct ifreq` (the name and the flags) through the pointer, which
+    // points at `req`, a live, initialized value at least that large, borrowed mutably for the call.
+    // On a descriptor that is not a TUN device the ioctl fails and writes nothing.
+    let rc = unsafe { libc::ioctl(fd.as_raw_fd(), libc::TUNGETIFF, &mut req as *mut IfReq) };
+    Errno::result(rc).map_err(|e| with_context(e, "TUNGETIFF (is this a TUN descriptor?)"))?;
+    let flags = libc::c_short::from_ne_bytes([req.data[0], req.data[1]]);
+    // The flags are a `short` in the kernel's ABI; as an `int`, bit for bit, to compare with libc's.
+    Ok((req.name(), libc::c_int::from(flags as libc::c_ushort)))
+}
+
+/// Makes `fd` non-blocking (`O_NONBLOCK`), keeping its other status flags.
+pub(super) fn set_nonblocking(fd: BorrowedFd<'_>) -> io::Result<()> {
+    use nix::fcntl::{fcntl, FcntlArg};
+    let flags = OFlag::from_bits_truncate(fcntl(fd, FcntlArg::F_GETFL)?);
+    fcntl(fd, FcntlArg::F_SETFL(flags | OFlag::O_NONBLOCK))?;
+    Ok(())
+}
+
 /// Sets the size of the virtio-net header in front of every packet read or written (TUNSETVNETHDRSZ).
 pub(super) fn set_vnet_header_len(fd: BorrowedFd<'_>, len: usize) -> io::Result<()> {
     let len = libc::c_int::try_from(len).map_err(|_| io::ErrorKind::InvalidInput)?;

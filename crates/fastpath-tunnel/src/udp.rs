@@ -1,20 +1,22 @@
 //! The tunnel's UDP: intercepted datagrams grouped into flows by their two addresses, each flow
-//! relayed through a kernel socket of its own (directly or through a SOCKS5 UDP association), replies
-//! sent back from the address the application wrote to, flows bounded in number and idle time.
+//! relayed through a kernel socket of its own (directly or through a SOCKS5 UDP association, as
+//! the routes say; a flow routed to an HTTP proxy, which carries no UDP, is dropped and counted),
+//! replies sent back from the address the application wrote to, flows bounded in number and idle
+//! time.
 
 use nix::sys::socket::{setsockopt, sockopt};
 
-use super::*;
+use crate::settings::*;
 
 /// Receive and send buffers of each flow's kernel socket: room for a burst of large datagrams (a
 /// hundred of 64 KB, say, as an application with an 8 MiB buffer of its own may send them), which
 /// the kernel's default of about 200 KiB drops (`UdpRcvbufErrors`). Set past `net.core.rmem_max`
 /// when the tunnel may (`SO_RCVBUFFORCE`, as root), else up to it.
-pub(super) const UPSTREAM_BUFFER: usize = 4 << 20;
+pub(crate) const UPSTREAM_BUFFER: usize = 4 << 20;
 
 /// One UDP flow: the kernel socket connected to its destination (or to the SOCKS5 relay), and when it
 /// last carried a datagram.
-pub(super) struct Flow {
+pub(crate) struct Flow {
     socket: Rc<tokio::net::UdpSocket>,
     /// Through SOCKS5: the header every datagram of the flow carries to the relay.
     socks: Option<Rc<[u8]>>,
@@ -26,24 +28,24 @@ pub(super) struct Flow {
 
 /// How a flow leaves: its socket and, through SOCKS5, the association's control connection (the
 /// association lasts as long as it is open).
-pub(super) struct Outgoing {
+pub(crate) struct Outgoing {
     socket: tokio::net::UdpSocket,
     control: Option<tokio::net::TcpStream>,
 }
 
-pub(super) type Flows = Rc<RefCell<HashMap<(SocketAddr, SocketAddr), Flow>>>;
+pub(crate) type Flows = Rc<RefCell<HashMap<(SocketAddr, SocketAddr), Flow>>>;
 
 /// Most datagrams one send with UDP segmentation offload carries (the kernel's limit is 64 on
 /// older kernels).
-pub(super) const GSO_SEGMENTS: usize = 64;
+pub(crate) const GSO_SEGMENTS: usize = 64;
 
 /// Most bytes one such send carries: the payload of one IP datagram, with room for the headers.
-pub(super) const GSO_BYTES: usize = 65_000;
+pub(crate) const GSO_BYTES: usize = 65_000;
 
 /// The largest datagram the intercept queue hands over.
-pub(super) const DATAGRAM: usize = 65_536;
+pub(crate) const DATAGRAM: usize = 65_536;
 
-pub(super) async fn udp_loop(udp: Rc<UdpIntercept>, settings: Rc<Settings>, tally: Rc<Tally>) {
+pub(crate) async fn udp_loop(udp: Rc<UdpIntercept>, settings: Rc<Settings>, tally: Arc<Tally>) {
     let flows: Flows = Rc::default();
     // A burst of one flow's datagrams, back to back, and room for one more of any size.
     let mut buf = vec![0u8; GSO_BYTES + DATAGRAM];
@@ -93,6 +95,11 @@ pub(super) async fn udp_loop(udp: Rc<UdpIntercept>, settings: Rc<Settings>, tall
                     add(&tally.dns_unknown, 1);
                     continue;
                 };
+                if let Upstream::Http { .. } = settings.routes.choose(&target) {
+                    // An HTTP proxy carries no UDP, and straight there would leave outside it.
+                    add(&tally.udp_no_proxy, 1);
+                    continue;
+                }
                 let Ok(Outgoing { socket, control }) = outgoing_udp(&target, &settings).await
                 else {
                     add(&tally.udp_send_failed, 1);
@@ -211,7 +218,7 @@ pub(super) async fn udp_loop(udp: Rc<UdpIntercept>, settings: Rc<Settings>, tall
 /// refusal (an ICMP port unreachable, as when the destination's socket was not open yet) reported on
 /// this send, which the kernel then did not make. The refusal is passed on to the application as the
 /// flow's replies task would have (it did not see it: this send took it).
-pub(super) async fn send_again_if_refused<F: std::future::Future<Output = io::Result<usize>>>(
+pub(crate) async fn send_again_if_refused<F: std::future::Future<Output = io::Result<usize>>>(
     udp: &UdpIntercept,
     (app, dst): (SocketAddr, SocketAddr),
     tally: &Tally,
@@ -230,7 +237,7 @@ pub(super) async fn send_again_if_refused<F: std::future::Future<Output = io::Re
 
 /// Sends `data` on a connected socket as datagrams of `segment` bytes (the last may be shorter),
 /// in one `sendmsg` with a `UDP_SEGMENT` control message.
-pub(super) async fn send_segments(
+pub(crate) async fn send_segments(
     socket: &tokio::net::UdpSocket,
     data: &[u8],
     segment: usize,
@@ -249,24 +256,33 @@ pub(super) async fn send_segments(
 }
 
 /// A kernel UDP socket bound to the chosen interface and connected to `dst`, or through SOCKS5 to
-/// the relay of a new UDP association.
-pub(super) async fn outgoing_udp(target: &Target, settings: &Settings) -> io::Result<Outgoing> {
-    let Some(proxy) = settings.socks5 else {
-        let dst = match target {
-            Target::Addr(a) => *a,
-            // A fake DNS address's name: its first address.
-            Target::Name(name, port) => tokio::net::lookup_host((name.as_str(), *port))
-                .await?
-                .next()
-                .ok_or_else(|| {
-                    io::Error::new(io::ErrorKind::HostUnreachable, "a name with no address")
-                })?,
-        };
-        let socket = udp_socket_to(dst, settings).await?;
-        return Ok(Outgoing {
-            socket,
-            control: None,
-        });
+/// the relay of a new UDP association (an HTTP proxy is refused: it carries no UDP).
+pub(crate) async fn outgoing_udp(target: &Target, settings: &Settings) -> io::Result<Outgoing> {
+    let (proxy, auth) = match settings.routes.choose(target) {
+        Upstream::Socks5 { addr, auth } => (*addr, auth.as_ref()),
+        Upstream::Http { .. } => {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "an HTTP proxy carries no UDP",
+            ))
+        }
+        Upstream::Direct => {
+            let dst = match target {
+                Target::Addr(a) => *a,
+                // A fake DNS address's name: its first address.
+                Target::Name(name, port) => tokio::net::lookup_host((name.as_str(), *port))
+                    .await?
+                    .next()
+                    .ok_or_else(|| {
+                        io::Error::new(io::ErrorKind::HostUnreachable, "a name with no address")
+                    })?,
+            };
+            let socket = udp_socket_to(dst, settings).await?;
+            return Ok(Outgoing {
+                socket,
+                control: None,
+            });
+        }
     };
     let connect = async {
         let mut control = outgoing_tcp(proxy, settings)?.connect(proxy).await?;
@@ -274,7 +290,7 @@ pub(super) async fn outgoing_udp(target: &Target, settings: &Settings) -> io::Re
         let unspecified = wildcard(proxy);
         let relay = socks5::request(
             &mut control,
-            settings.socks5_auth.as_ref(),
+            auth,
             socks5::UDP_ASSOCIATE,
             &Target::Addr(unspecified),
         )
@@ -297,7 +313,7 @@ pub(super) async fn outgoing_udp(target: &Target, settings: &Settings) -> io::Re
 }
 
 /// True when a datagram the relay says is from `from` belongs to the flow to `target`.
-pub(super) fn is_from(from: &Target, target: &Target) -> bool {
+pub(crate) fn is_from(from: &Target, target: &Target) -> bool {
     match (from, target) {
         (_, Target::Addr(_)) => from == target,
         (Target::Name(_, p), Target::Name(_, port)) => p == port,
@@ -305,7 +321,7 @@ pub(super) fn is_from(from: &Target, target: &Target) -> bool {
     }
 }
 
-pub(super) async fn udp_socket_to(
+pub(crate) async fn udp_socket_to(
     to: SocketAddr,
     settings: &Settings,
 ) -> io::Result<tokio::net::UdpSocket> {
@@ -314,6 +330,7 @@ pub(super) async fn udp_socket_to(
     if let Some(i) = &settings.bind_interface {
         socket.bind_device(Some(i.as_bytes()))?;
     }
+    protect(&socket, settings)?;
     socket.connect(to).await?;
     Ok(socket)
 }
@@ -321,7 +338,7 @@ pub(super) async fn udp_socket_to(
 /// Relays a flow's replies to the application, from the destination's address, until the flow has
 /// been idle for `udp_idle`.
 #[allow(clippy::too_many_arguments)]
-pub(super) async fn udp_replies(
+pub(crate) async fn udp_replies(
     (app, dst): (SocketAddr, SocketAddr),
     target: Target,
     socket: Rc<tokio::net::UdpSocket>,
@@ -330,7 +347,7 @@ pub(super) async fn udp_replies(
     udp: Rc<UdpIntercept>,
     flows: Flows,
     settings: Rc<Settings>,
-    tally: Rc<Tally>,
+    tally: Arc<Tally>,
 ) {
     let mut buf = vec![0u8; 65536];
     loop {
@@ -391,14 +408,14 @@ mod tests {
 
     fn settings() -> Settings {
         Settings {
-            socks5: None,
-            socks5_auth: None,
+            routes: Routes::default(),
             bind_interface: None,
             connect_timeout: Duration::from_secs(1),
             udp_idle: Duration::from_secs(1),
             max_udp_flows: 16,
             max_tcp_flows: 16,
             fake_dns: None,
+            protect: None,
         }
     }
 

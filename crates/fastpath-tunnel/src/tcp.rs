@@ -1,10 +1,12 @@
 //! The tunnel's TCP: every connection the stack accepts from the applications is relayed over a
-//! kernel connection to its destination (directly, bound to an interface if asked, or through SOCKS5),
-//! bytes pumped both ways with half-closes and resets passed on.
+//! kernel connection to its destination (directly, bound to an interface if asked, through SOCKS5
+//! or through an HTTP proxy's CONNECT, as the routes say), bytes pumped both ways with half-closes
+//! and resets passed on.
 
-use super::*;
+use crate::settings::*;
+use crate::stats::Counter;
 
-pub(super) async fn tcp_loop(listener: TcpListener, settings: Rc<Settings>, tally: Rc<Tally>) {
+pub(crate) async fn tcp_loop(listener: TcpListener, settings: Rc<Settings>, tally: Arc<Tally>) {
     while let Ok((conn, _)) = listener.accept().await {
         if tally.tcp_live.get() >= settings.max_tcp_flows as u64 {
             add(&tally.tcp_over_limit, 1);
@@ -16,7 +18,8 @@ pub(super) async fn tcp_loop(listener: TcpListener, settings: Rc<Settings>, tall
 }
 
 /// A kernel connection to `target` (an address, or a fake DNS address's name) for the
-/// application's connection from `app`: straight there, or through the SOCKS5 server (CONNECT).
+/// application's connection from `app`: straight there, through a SOCKS5 server (CONNECT) or
+/// through an HTTP proxy (CONNECT), whichever the routes choose for it.
 ///
 /// Straight there, the connection leaves from the application's own port when the kernel lets it
 /// (`SO_REUSEADDR`, then `bind`), else from one the kernel picks. With thousands of short
@@ -24,15 +27,15 @@ pub(super) async fn tcp_loop(listener: TcpListener, settings: Rc<Settings>, tall
 /// port whose connection to that destination is in TIME-WAIT, and that search took a third of the
 /// tunnel's time; the application's port is one its own kernel just found free for that
 /// destination.
-pub(super) async fn connect_upstream(
+pub(crate) async fn connect_upstream(
     target: &Target,
     app: SocketAddr,
     settings: &Settings,
 ) -> io::Result<tokio::net::TcpStream> {
-    match (settings.socks5, target) {
-        (None, Target::Addr(dst)) => connect_direct(*dst, app, settings).await,
+    match (settings.routes.choose(target), target) {
+        (Upstream::Direct, Target::Addr(dst)) => connect_direct(*dst, app, settings).await,
         // A fake DNS address's name: each of its addresses in turn.
-        (None, Target::Name(name, port)) => {
+        (Upstream::Direct, Target::Name(name, port)) => {
             let mut last = io::Error::new(io::ErrorKind::HostUnreachable, "a name with no address");
             for dst in tokio::net::lookup_host((name.as_str(), *port)).await? {
                 match connect_direct(dst, app, settings).await {
@@ -42,15 +45,14 @@ pub(super) async fn connect_upstream(
             }
             Err(last)
         }
-        (Some(proxy), target) => {
-            let mut s = outgoing_tcp(proxy, settings)?.connect(proxy).await?;
-            socks5::request(
-                &mut s,
-                settings.socks5_auth.as_ref(),
-                socks5::CONNECT,
-                target,
-            )
-            .await?;
+        (Upstream::Socks5 { addr, auth }, target) => {
+            let mut s = outgoing_tcp(*addr, settings)?.connect(*addr).await?;
+            socks5::request(&mut s, auth.as_ref(), socks5::CONNECT, target).await?;
+            Ok(s)
+        }
+        (Upstream::Http { addr, auth }, target) => {
+            let mut s = outgoing_tcp(*addr, settings)?.connect(*addr).await?;
+            crate::http_connect::connect(&mut s, target, auth.as_ref()).await?;
             Ok(s)
         }
     }
@@ -58,7 +60,7 @@ pub(super) async fn connect_upstream(
 
 /// A kernel connection straight to `dst`, from the application's port if the kernel lets it (see
 /// [`connect_upstream`]).
-pub(super) async fn connect_direct(
+pub(crate) async fn connect_direct(
     dst: SocketAddr,
     app: SocketAddr,
     settings: &Settings,
@@ -75,7 +77,7 @@ pub(super) async fn connect_direct(
     }
 }
 
-pub(super) async fn relay_tcp(conn: TcpStream, settings: Rc<Settings>, tally: Rc<Tally>) {
+pub(crate) async fn relay_tcp(conn: TcpStream, settings: Rc<Settings>, tally: Arc<Tally>) {
     let Ok((dst, app)) = conn.addrs() else {
         return;
     };
@@ -148,10 +150,10 @@ pub(super) async fn relay_tcp(conn: TcpStream, settings: Rc<Settings>, tally: Rc
 /// socket (copy avoidance, paper 002 §3.1). A full kernel send buffer makes it wait, and the bytes
 /// stay in the connection's receive buffer, whose window then closes: backpressure to the
 /// application. It holds no buffer of its own.
-pub(super) async fn pump_up(
+pub(crate) async fn pump_up(
     from: &TcpStream,
     to: &mut tokio::net::tcp::WriteHalf<'_>,
-    bytes: &Cell<u64>,
+    bytes: &Counter,
 ) -> io::Result<()> {
     loop {
         let mut ended = true;
@@ -183,10 +185,10 @@ pub(super) async fn pump_up(
 /// reads take at most 512 bytes until one fills them, and only then up to 256 KiB at a time (reads
 /// of 64 KiB had each leave a TSO segment of 45 MSS and a tail of a few hundred bytes: segments of
 /// 31 KB on average where they are now 51 KB, and download 22 to 25 Gbit/s).
-pub(super) async fn pump_down(
+pub(crate) async fn pump_down(
     from: &tokio::net::TcpStream,
     to: &TcpStream,
-    bytes: &Cell<u64>,
+    bytes: &Counter,
 ) -> io::Result<()> {
     let mut max = 512;
     loop {
@@ -218,7 +220,7 @@ pub(super) async fn pump_down(
 
 /// What a non-blocking call on a kernel socket moved, for a closure lending the stack's buffers: the
 /// bytes, or 0 if it would block, or 0 with the error kept in `failed`.
-pub(super) fn moved(result: io::Result<usize>, failed: &mut Option<io::Error>) -> usize {
+pub(crate) fn moved(result: io::Result<usize>, failed: &mut Option<io::Error>) -> usize {
     match result {
         Ok(n) => n,
         Err(e) if e.kind() == io::ErrorKind::WouldBlock => 0,

@@ -1,7 +1,7 @@
-//! A SOCKS5 client (RFC 1928), for `fastpath tunnel --socks5`: no authentication (method 0), or a
-//! user name and password (method 2, RFC 1929) when the tunnel has them; the CONNECT command for TCP
-//! and UDP ASSOCIATE for UDP; addresses as IPv4 or IPv6 (never names: the tunnel only ever knows the
-//! destination's address).
+//! A SOCKS5 client (RFC 1928), for the tunnel's SOCKS5 upstreams (`fastpath tunnel --socks5`): no
+//! authentication (method 0), or a user name and password (method 2, RFC 1929) when the tunnel has
+//! them; the CONNECT command for TCP and UDP ASSOCIATE for UDP; destinations as IPv4 or IPv6
+//! addresses, or as names (address type 3) for fake DNS addresses.
 
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -17,7 +17,7 @@ const USER_PASSWORD: u8 = 2;
 const USER_PASSWORD_VERSION: u8 = 1;
 
 /// A user name and password for RFC 1929, each 1 to 255 bytes.
-#[derive(Clone)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct Credentials {
     user: String,
     password: String,
@@ -44,6 +44,21 @@ impl Credentials {
             }
         }
         Ok(Credentials { user, password })
+    }
+
+    /// Without the length checks, for a password still to come ([`Credentials::new`] checks it then).
+    pub(crate) fn unchecked(user: String, password: String) -> Credentials {
+        Credentials { user, password }
+    }
+
+    /// The user name.
+    pub fn user(&self) -> &str {
+        &self.user
+    }
+
+    /// The password.
+    pub fn password(&self) -> &str {
+        &self.password
     }
 
     /// The sub-negotiation request: version, the name, the password, each behind its length.
