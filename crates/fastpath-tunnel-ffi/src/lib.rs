@@ -1,6 +1,6 @@
 //! The C API of fastpath's transparent proxy (crate `fastpath-tunnel`), for VPN apps written in C,
 //! Kotlin (JNI), Swift or Go (cgo): `include/fastpath_tunnel.h`, generated from this file by cbindgen
-//! (`cargo run -p xtask -- header`; a test of the xtask crate fails when the committed header is
+//! (`cargo xtask header`; a test of the xtask crate fails when the committed header is
 //! stale). Link with `-lfastpath_tunnel_ffi` (the shared library) or the static
 //! `libfastpath_tunnel_ffi.a` (with `-lpthread -ldl -lm`).
 //!

@@ -13,8 +13,11 @@
 //! - TCP (`tcp.rs`): the application's SYN is held until the tunnel's own connect to the destination
 //!   (or through the proxy) has its answer, and answered the same way: a SYN-ACK, a RST for a
 //!   refusal, an ICMP unreachable for an unreachable or prohibited destination, nothing for a
-//!   timeout. Bytes are pumped both ways without a copy in this process, between the stack's buffers
-//!   and the kernel socket; half-closes and resets are passed on.
+//!   timeout. Held SYNs are bounded (1,024 in all, 256 to one destination, `fastpath::Limits`):
+//!   under a SYN flood the stack answers further SYNs with cookies, and a connection whose handshake
+//!   completed is relayed after it (reset if the destination refuses; counted as
+//!   [`Totals::tcp_handshake_first`]). Bytes are pumped both ways without a copy in this process,
+//!   between the stack's buffers and the kernel socket; half-closes and resets are passed on.
 //! - UDP (`udp.rs`): each (application, destination) pair is a flow with a connected kernel socket
 //!   (or a SOCKS5 UDP association), replies sent back from the destination's address, flows bounded
 //!   in number and idle time. An HTTP proxy carries no UDP: a flow routed to one is dropped and

@@ -1,5 +1,5 @@
 //! The committed C header is what cbindgen makes of the FFI crate now: after changing its API, run
-//! `cargo run -p xtask -- header` and commit the result.
+//! `cargo xtask header` and commit the result.
 
 #[test]
 fn the_committed_header_is_current() {
@@ -7,6 +7,6 @@ fn the_committed_header_is_current() {
     let committed = std::fs::read_to_string(xtask::header_path()).unwrap_or_default();
     assert!(
         made == committed,
-        "crates/fastpath-tunnel-ffi/include/fastpath_tunnel.h is stale: run `cargo run -p xtask -- header`"
+        "crates/fastpath-tunnel-ffi/include/fastpath_tunnel.h is stale: run `cargo xtask header`"
     );
 }
