@@ -1197,7 +1197,7 @@ fn a_syn_flood_from_the_applications_does_not_deny_their_connections() {
     let tunnel = Tunnel::start(
         &out.0,
         &app,
-        &["--connect-timeout", "4", "--max-tcp-flows", "3000"],
+        &["--connect-timeout", "2", "--max-tcp-flows", "3000"],
     );
     let opens_before = in_netns(&out.0, active_opens);
     const SYNS: u32 = 8000;
@@ -1245,7 +1245,7 @@ fn a_syn_flood_from_the_applications_does_not_deny_their_connections() {
         opens <= 1024 + 5 + 16,
         "{opens} kernel connections opened for {SYNS} flooding SYNs: the held ones are bounded"
     );
-    std::thread::sleep(Duration::from_millis(4500));
+    std::thread::sleep(Duration::from_millis(2500));
     for round in 0..3 {
         let ok = in_netns(&app, move || tcp_echo(echo, 10_000));
         assert!(ok, "connection {round} after the flood");
