@@ -94,6 +94,13 @@ pub struct TcpConfig {
     /// Lower bound of the retransmission timeout (RFC 6298 §2.4 says 1 s; Linux and most stacks use
     /// 200 ms).
     pub min_rto: Duration,
+    /// Apply `min_rto` to the RTO's variance term rather than to the whole: RTO = SRTT + max(4 ·
+    /// RTTVAR, `min_rto`), as Linux computes it (`tcp_set_rto`: its `mdev_max` is floored at
+    /// `tcp_rto_min`), so that a steady RTT, whose variance decays to nothing, still leaves a margin
+    /// above it and its jitter does not cause spurious timeouts. Off: RFC 6298 §2.3's SRTT + max(G,
+    /// 4 · RTTVAR), the whole bounded below by `min_rto` (§2.4). With two 100 ms samples the RTO is
+    /// 300 ms on, 250 ms off.
+    pub rto_min_on_variance: bool,
     /// Retransmission timeout before any RTT is measured (RFC 6298 §2.1).
     pub initial_rto: Duration,
     /// Upper bound of the retransmission timeout (RFC 6298 §2.5).
@@ -137,6 +144,7 @@ impl Default for TcpConfig {
             segmentation_offload: true,
             alt_checksum: false,
             min_rto: Duration::from_millis(200),
+            rto_min_on_variance: true,
             initial_rto: Duration::from_secs(1),
             max_rto: Duration::from_secs(60),
             max_retries: 15,

@@ -224,7 +224,10 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             self.snd_nxt = self.iss;
             return Err(Verdict::Continue);
         }
-        if self.state == State::TimeWait {
+        // In TIME-WAIT a plain SYN may open a new incarnation (RFC 6191); a SYN-ACK cannot, and is
+        // challenged like a SYN on any synchronized connection (RFC 5961 §4), TIME-WAIT kept, as Linux
+        // and FreeBSD do.
+        if self.state == State::TimeWait && !flags.contains(Flags::ACK) {
             return Err(self.time_wait_syn(seg));
         }
         cx.drops.add(DropReason::TcpChallenged);

@@ -137,6 +137,12 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
         // The window in a SYN is never scaled (RFC 7323 §2.2).
         repr.window = self.rx_free().min(65535) as u16;
         repr.options = o;
+        if passive {
+            // The SYN-ACK acknowledges the SYN: the handshake's ACK, and the segments after it, are
+            // then at Last.ACK.sent, and their timestamps are taken (RFC 7323 §4.3).
+            self.last_ack_sent = self.rcv_nxt;
+        }
+
         if self.snd_max == self.iss {
             self.rtt_probe = Some((self.iss, cx.now));
         } else {

@@ -164,7 +164,13 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
         };
         self.srtt = Some(Duration::from_nanos(srtt));
         self.rttvar = Duration::from_nanos(rttvar);
-        let rto = srtt + (rttvar * 4).max(1_000_000);
+        // The variance term's floor: the clock's granularity (RFC 6298 §2.3), or `min_rto` as Linux.
+        let floor = if cx.cfg.rto_min_on_variance {
+            nanos(cx.cfg.min_rto)
+        } else {
+            1_000_000
+        };
+        let rto = srtt + (rttvar * 4).max(floor);
         self.rto = Duration::from_nanos(rto).clamp(cx.cfg.min_rto, cx.cfg.max_rto);
     }
 

@@ -24,12 +24,16 @@ const RST: Flags = Flags::RST;
 const PSH: Flags = Flags::PSH;
 
 /// No options beyond the MSS, NewReno: every figure in a test can be worked out by hand.
+/// The tests' configuration: no options, NewReno, and the RTO floored as a whole (RFC 6298), so that
+/// the timers of a connection whose only RTT sample is the handshake's start at exactly 200 ms (the
+/// Linux floor on the variance term, the default, has its own test in `loss.rs`).
 pub(crate) fn plain() -> TcpConfig {
     TcpConfig {
         sack: false,
         timestamps: false,
         window_scaling: false,
         congestion: CongestionAlgorithm::NewReno,
+        rto_min_on_variance: false,
         ..TcpConfig::default()
     }
 }

@@ -170,6 +170,15 @@ fn time_wait_syn_past_the_old_sequence_opens_a_new_incarnation() {
 }
 
 #[test]
+fn time_wait_challenges_a_syn_ack_and_stays() {
+    let mut h = in_state(State::TimeWait);
+    // Past the old sequence numbers, but a SYN-ACK: no new incarnation, a challenge ACK.
+    recv!(h, seg(SYN | ACK, R + 100_000, S + 1, 65535));
+    send!(h, out(ACK, S + 1, R + 1, 65535));
+    assert_eq!(h.tcb.state, State::TimeWait);
+}
+
+#[test]
 fn an_exact_rst_resets_in_every_synchronized_state_but_time_wait() {
     for state in [
         State::Established,

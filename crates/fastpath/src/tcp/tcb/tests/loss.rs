@@ -175,6 +175,30 @@ fn rtt_is_measured_from_a_timed_segment_and_sets_the_rto() {
 }
 
 #[test]
+fn the_rto_floor_applies_to_the_variance_term_as_linux_does() {
+    for linux in [true, false] {
+        let mut cfg = plain();
+        cfg.rto_min_on_variance = linux;
+        let mut h = Harness::established_with(cfg, TcpOptions::default());
+        for round in 0..2u32 {
+            h.write(100);
+            h.send_all();
+            h.advance(Duration::from_millis(100));
+            recv!(h, seg(ACK, R, S + 100 * (round + 1), 65535));
+        }
+        let info = h.tcb.info();
+        let srtt = info.srtt.unwrap();
+        // 4 · RTTVAR is 162 ms here, below the 200 ms floor.
+        let expected = if linux {
+            srtt + Duration::from_millis(200)
+        } else {
+            Duration::from_millis(200)
+        };
+        assert_eq!(info.rto, expected, "linux: {linux}, srtt {srtt:?}");
+    }
+}
+
+#[test]
 fn karn_no_sample_from_a_retransmitted_segment() {
     let mut h = Harness::established();
     h.write(100);

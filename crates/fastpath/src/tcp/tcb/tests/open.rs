@@ -63,6 +63,29 @@ fn passive_open_syn_received_to_established() {
 }
 
 #[test]
+fn after_a_passive_open_the_latest_timestamp_is_echoed() {
+    let mut syn = seg(SYN, IRS, 0, 16384);
+    syn.options = TcpOptions {
+        mss: Some(1460),
+        timestamps: Some((100, 0)),
+        ..TcpOptions::default()
+    };
+    let mut h = Harness::accept(TcpConfig::default(), &syn);
+    let (syn_ack, _) = h.send().unwrap();
+    assert_eq!(syn_ack.options.timestamps.map(|(_, ecr)| ecr), Some(100));
+    let mut ack = seg(ACK, IRS + 1, ISS + 1, 16384);
+    ack.options.timestamps = Some((200, 0));
+    recv!(h, ack, b"", Verdict::Established);
+    let mut data = seg(ACK, IRS + 1, ISS + 1, 16384);
+    data.options.timestamps = Some((300, 0));
+    recv!(h, data, b"hello");
+    h.write(5);
+    let (reply, _) = h.send().unwrap();
+    // TS.Recent is the data segment's, not the SYN's (Linux echoes 300 too).
+    assert_eq!(reply.options.timestamps.map(|(_, ecr)| ecr), Some(300));
+}
+
+#[test]
 fn passive_open_answers_only_the_options_offered() {
     let mut syn = seg(SYN, IRS, 0, 16384);
     syn.options = TcpOptions {
