@@ -308,9 +308,10 @@ pub struct StackConfig {
     pub tx_batch: usize,
     /// TTL of datagrams the stack originates.
     pub default_ttl: u8,
-    /// Accept datagrams that arrive with TTL 0. RFC 1122 §3.2.1.7 says a host must not discard a
-    /// datagram just because its TTL is below 2; RFC 791 says TTL 0 must be destroyed. A TTL-0 datagram
-    /// can only come from a broken or hostile sender, so the default drops it, counted.
+    /// Accept datagrams that arrive with TTL 0. RFC 1122 §3.2.1.7 says a host MUST NOT discard a
+    /// datagram just because its TTL is below 2, and Linux delivers them (as fastpath's IPv6 does a
+    /// hop limit of 0); RFC 791's "destroyed" concerns a datagram a router would forward. Off, such a
+    /// datagram is dropped, counted (`ipv4: ttl zero`).
     pub accept_ttl_zero: bool,
     /// Path MTU discovery (RFC 1191), as Linux does it by default for TCP: TCP segments are sent with
     /// the don't-fragment bit, and a "fragmentation needed" (ICMP type 3 code 4) quoting a segment in
@@ -349,7 +350,7 @@ impl Default for StackConfig {
             rx_batch: 32,
             tx_batch: 32,
             default_ttl: 64,
-            accept_ttl_zero: false,
+            accept_ttl_zero: true,
             path_mtu_discovery: true,
             ephemeral_ports: 49152..=65535,
             tcp: TcpConfig::default(),

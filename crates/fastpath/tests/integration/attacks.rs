@@ -235,21 +235,29 @@ fn bad_or_zero_header_checksum() {
     dropped_as(&p, DropReason::Ipv4BadChecksum);
 }
 
-/// TTL 0 is dropped (RFC 791); TTL 1 is delivered (RFC 1122 §3.2.1.7: a host must not discard a
-/// datagram for a TTL below 2).
+/// TTL 0 and 1 are delivered (RFC 1122 §3.2.1.7: a host must not discard a datagram for a TTL below
+/// 2; Linux delivers them), and TTL 0 dropped, counted, with `accept_ttl_zero` off.
 #[test]
 fn ttl_zero() {
+    for ttl in [0, 1] {
+        let mut t = Target::new();
+        let mut p = good();
+        p[8] = ttl;
+        fix_ip_checksum(&mut p);
+        t.inject(&p);
+        t.poll(T0);
+        assert_eq!(t.drain(), 1, "ttl {ttl}");
+    }
+    let mut config = StackConfig::default();
+    config.accept_ttl_zero = false;
+    let mut t = Target::with(config, 1500);
     let mut p = good();
     p[8] = 0;
     fix_ip_checksum(&mut p);
-    dropped_as(&p, DropReason::Ipv4TtlZero);
-    let mut t = Target::new();
-    let mut p = good();
-    p[8] = 1;
-    fix_ip_checksum(&mut p);
     t.inject(&p);
     t.poll(T0);
-    assert_eq!(t.drain(), 1);
+    assert_eq!(t.drain(), 0);
+    assert_eq!(t.b.counters().drops.get(DropReason::Ipv4TtlZero), 1);
 }
 
 #[test]
