@@ -431,10 +431,11 @@ impl<N: Network> Tcp<N> {
             tcx.counters.held_refused += 1;
         }
         let (seq, ack) = tcb.reset_fields();
+        let options = tcb.reset_options(tcx.now);
         let (local, remote, hop) = (tcb.local, tcb.remote, tcb.hop);
         tcb.abort(std::io::ErrorKind::ConnectionAborted, &mut tcx);
         if send {
-            self.send_reset(cx, &hop, local, remote, seq, Some(ack));
+            self.send_reset_with(cx, &hop, (local, remote), (seq, Some(ack)), options);
         }
         self.finish(cx, index);
     }

@@ -13,6 +13,18 @@ impl<N: Network> Tcp<N> {
         seq: u32,
         ack: Option<u32>,
     ) {
+        self.send_reset_with(cx, hop, (local, remote), (seq, ack), TcpOptions::default());
+    }
+
+    /// [`Tcp::send_reset`] with `options` (a connection's own timestamps).
+    pub(super) fn send_reset_with(
+        &mut self,
+        cx: &mut TcpCx<impl Transmit, N>,
+        hop: &NextHop<N::Addr>,
+        (local, remote): (N::Socket, N::Socket),
+        (seq, ack): (u32, Option<u32>),
+        options: TcpOptions,
+    ) {
         let repr = TcpRepr {
             src_port: N::Addr::port(&local),
             dst_port: N::Addr::port(&remote),
@@ -25,7 +37,7 @@ impl<N: Network> Tcp<N> {
             },
             window: 0,
             urgent: 0,
-            options: TcpOptions::default(),
+            options,
         };
         cx.counters.tcp.out_rsts += 1;
         self.emit(cx, hop, local, remote, repr, &[]);

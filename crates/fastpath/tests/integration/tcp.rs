@@ -980,3 +980,75 @@ fn a_closed_connection_in_time_wait_answers_as_it_did_and_ends_after_2_msl() {
     let c = b.counters();
     assert_eq!(c.tcp.estab_resets, 0, "{c}");
 }
+
+/// A segment from A's port 5000 to B's port 80 carrying timestamps (`val`, `ecr`).
+fn from_a_stamped(seq: u32, ack: Option<u32>, syn: bool, (val, ecr): (u32, u32)) -> Vec<u8> {
+    let mut tcp = etherparse::TcpHeader::new(5000, 80, seq, 64240);
+    tcp.acknowledgment_number = ack.unwrap_or(0);
+    tcp.ack = ack.is_some();
+    tcp.syn = syn;
+    tcp.set_options(&[
+        etherparse::TcpOptionElement::Noop,
+        etherparse::TcpOptionElement::Noop,
+        etherparse::TcpOptionElement::Timestamp(val, ecr),
+    ])
+    .unwrap();
+    let builder = etherparse::PacketBuilder::ipv4(A.octets(), B.octets(), 64).tcp_header(tcp);
+    let mut out = Vec::new();
+    builder.write(&mut out, &[]).unwrap();
+    out
+}
+
+fn timestamps_of(h: &etherparse::TcpHeader) -> Option<(u32, u32)> {
+    h.options_iterator().find_map(|o| match o {
+        Ok(etherparse::TcpOptionElement::Timestamp(val, ecr)) => Some((val, ecr)),
+        _ => None,
+    })
+}
+
+/// A close with unread data resets the connection (RFC 2525 §2.17), and that RST carries the
+/// connection's timestamps, as its other segments and Linux's active resets do.
+#[test]
+fn a_reset_for_unread_data_carries_the_timestamps() {
+    let (mut b, mut raw) = stack_and_raw(StackConfig::default(), plain(1500));
+    let listener = b.tcp_listen("10.0.0.2:80", 8).unwrap();
+    let t0 = Instant::from_secs(1);
+    inject(&mut raw, &from_a_stamped(1000, None, true, (100, 0)));
+    b.poll(t0);
+    let synack = tcp_headers(&capture(&mut raw));
+    let iss = synack[0].sequence_number;
+    assert!(timestamps_of(&synack[0]).is_some());
+    inject(
+        &mut raw,
+        &from_a_stamped(1001, Some(iss + 1), false, (200, 0)),
+    );
+    b.poll(t0);
+    let (conn, _) = b.tcp_listener(listener).accept().unwrap();
+    // Five bytes the application never reads.
+    let mut data = etherparse::TcpHeader::new(5000, 80, 1001, 64240);
+    data.acknowledgment_number = iss + 1;
+    data.ack = true;
+    data.psh = true;
+    data.set_options(&[
+        etherparse::TcpOptionElement::Noop,
+        etherparse::TcpOptionElement::Noop,
+        etherparse::TcpOptionElement::Timestamp(300, 0),
+    ])
+    .unwrap();
+    let mut bytes = Vec::new();
+    etherparse::PacketBuilder::ipv4(A.octets(), B.octets(), 64)
+        .tcp_header(data)
+        .write(&mut bytes, b"hello")
+        .unwrap();
+    inject(&mut raw, &bytes);
+    b.poll(t0);
+    capture(&mut raw);
+    b.tcp(conn).close();
+    b.poll(t0);
+    let rst = tcp_headers(&capture(&mut raw));
+    assert_eq!(rst.len(), 1, "{rst:?}");
+    assert!(rst[0].rst && rst[0].ack);
+    assert_eq!(rst[0].sequence_number, iss + 1);
+    assert_eq!(rst[0].acknowledgment_number, 1006);
+    assert_eq!(timestamps_of(&rst[0]).map(|(_, ecr)| ecr), Some(300));
+}

@@ -587,6 +587,18 @@ impl<A: IpAddress> Tcb<A> {
         (self.snd_nxt.0, self.rcv_nxt.0)
     }
 
+    /// The options of a RST this connection sends of its own accord (an abort, a close with unread
+    /// data): the timestamps when they are in use, as on its other segments (Linux's active reset
+    /// carries them too, and a peer checking PAWS on RSTs takes it).
+    pub(crate) fn reset_options(&self, now: Instant) -> TcpOptions {
+        TcpOptions {
+            timestamps: self
+                .ts_on
+                .then(|| (ts_clock(now).wrapping_add(self.ts_offset), self.ts_recent)),
+            ..TcpOptions::default()
+        }
+    }
+
     /// The MSS for sending: the peer's, or less when the path MTU is smaller (MTU − 40, RFC 1191 §3,
     /// RFC 9293 §3.7.1), less the timestamp option when it is in use, at least [`MIN_MSS`].
     fn send_mss(&self) -> u32 {
