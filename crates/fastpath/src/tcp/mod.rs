@@ -512,8 +512,11 @@ impl<N: Network> Tcp<N> {
         }
     }
 
-    /// An ICMP error quoting a TCP segment we sent: a hard error while connecting refuses the
-    /// connection (RFC 1122 §4.2.3.9); others are only remembered.
+    /// A hard ICMP error (port or protocol unreachable) quoting a TCP segment we sent: while
+    /// connecting it refuses the connection (RFC 1122 §4.2.3.9); one quoting the SYN-ACK of a half-open connection (its
+    /// sequence number the ISN) drops that connection, unanswered, as Linux's `tcp_req_err` does:
+    /// the peer's later ACK then finds no connection and is answered by RST. Others are only
+    /// remembered.
     pub(crate) fn report_error(
         &mut self,
         cx: &mut TcpCx<impl Transmit, N>,
@@ -533,7 +536,9 @@ impl<N: Network> Tcp<N> {
         if tcb.local != local || tcb.remote != remote {
             return;
         }
-        if tcb.state == State::SynSent {
+        let seq = u32::from_be_bytes([head[4], head[5], head[6], head[7]]);
+        let half_open = tcb.state == State::SynReceived && !tcb.held && seq == tcb.iss();
+        if tcb.state == State::SynSent || half_open {
             tcx.counters.attempt_fails += 1;
             tcb.abort(kind, &mut tcx);
             self.finish(cx, index);

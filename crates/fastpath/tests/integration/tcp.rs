@@ -1052,3 +1052,44 @@ fn a_reset_for_unread_data_carries_the_timestamps() {
     assert_eq!(rst[0].acknowledgment_number, 1006);
     assert_eq!(timestamps_of(&rst[0]).map(|(_, ecr)| ecr), Some(300));
 }
+
+/// A port unreachable (a hard error, RFC 1122 §4.2.3.9) quoting the SYN-ACK of a half-open
+/// connection drops that connection (as
+/// Linux's `tcp_req_err`): the peer's ACK afterwards finds none and is answered by RST, and nothing
+/// reaches the accept queue. One quoting another sequence number is ignored.
+#[test]
+fn an_icmp_error_quoting_the_syn_ack_drops_the_half_open_connection() {
+    for quoted_right in [false, true] {
+        let (mut b, mut raw) = stack_and_raw(StackConfig::default(), plain(1500));
+        let listener = b.tcp_listen("10.0.0.2:80", 8).unwrap();
+        let t0 = Instant::from_secs(1);
+        inject(&mut raw, &from_a(1000, None, "S"));
+        b.poll(t0);
+        let out = capture(&mut raw);
+        let iss = tcp_headers(&out)[0].sequence_number;
+        // Type 3 code 3, quoting the SYN-ACK's IP header and first 8 bytes (its sequence number
+        // changed when the quote should not match).
+        let mut quote = out[0][..28].to_vec();
+        if !quoted_right {
+            quote[24..28].copy_from_slice(&(iss ^ 0x8000).to_be_bytes());
+        }
+        let mut icmp = vec![3, 3, 0, 0, 0, 0, 0, 0];
+        icmp.extend_from_slice(&quote);
+        let sum = !fastpath::checksum::rfc1071(&icmp);
+        icmp[2..4].copy_from_slice(&sum.to_be_bytes());
+        inject(&mut raw, &ip_packet(A, B, 1, &icmp));
+        b.poll(t0);
+        inject(&mut raw, &from_a(1001, Some(iss + 1), ""));
+        b.poll(t0);
+        let answer = tcp_headers(&capture(&mut raw));
+        let accepted = b.tcp_listener(listener).accept().is_ok();
+        if quoted_right {
+            assert!(answer.len() == 1 && answer[0].rst, "{answer:?}");
+            assert!(!accepted);
+            assert_eq!(b.tcp_connections(), 0);
+        } else {
+            assert!(answer.is_empty(), "{answer:?}");
+            assert!(accepted, "a quote of another sequence number is ignored");
+        }
+    }
+}

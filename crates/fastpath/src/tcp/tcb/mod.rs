@@ -583,6 +583,11 @@ impl<A: IpAddress> Tcb<A> {
     }
 
     /// The sequence numbers a RST sent on the application's abort must carry.
+    /// The initial send sequence number.
+    pub(crate) fn iss(&self) -> u32 {
+        self.iss.0
+    }
+
     pub(crate) fn reset_fields(&self) -> (u32, u32) {
         (self.snd_nxt.0, self.rcv_nxt.0)
     }
