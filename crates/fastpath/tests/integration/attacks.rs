@@ -248,8 +248,10 @@ fn ttl_zero() {
         t.poll(T0);
         assert_eq!(t.drain(), 1, "ttl {ttl}");
     }
-    let mut config = StackConfig::default();
-    config.accept_ttl_zero = false;
+    let config = StackConfig {
+        accept_ttl_zero: false,
+        ..StackConfig::default()
+    };
     let mut t = Target::with(config, 1500);
     let mut p = good();
     p[8] = 0;
