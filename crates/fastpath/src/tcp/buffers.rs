@@ -11,6 +11,7 @@ use std::collections::VecDeque;
 
 use super::seq::Seq;
 use crate::buf::{BufferPool, PacketBuf};
+use crate::wire::tcp::MAX_SACK_BLOCKS;
 
 /// Bytes the application wrote that are not yet acknowledged: a ring that grows on demand (doubling,
 /// up to `capacity`), so an idle connection costs little.
@@ -234,8 +235,11 @@ impl ReceiveQueue {
 #[derive(Debug, Default)]
 pub(crate) struct OutOfOrder {
     segments: Vec<(Seq, PacketBuf)>,
-    /// Where the latest arrival went: the first SACK block reports the block holding it (RFC 2018 §4).
-    latest: Option<Seq>,
+    /// Where the latest arrivals went, the most recent first (`recent_len` of them): the SACK blocks
+    /// report the blocks holding them in that order (RFC 2018 §4: the first block holds the latest
+    /// segment, and the others repeat the most recently reported, as Linux and FreeBSD order them).
+    recent: [Seq; MAX_SACK_BLOCKS],
+    recent_len: usize,
 }
 
 impl OutOfOrder {
@@ -285,7 +289,9 @@ impl OutOfOrder {
             pool.free(buf);
             return false;
         }
-        self.latest = Some(seq);
+        self.recent.copy_within(0..MAX_SACK_BLOCKS - 1, 1);
+        self.recent[0] = seq;
+        self.recent_len = (self.recent_len + 1).min(MAX_SACK_BLOCKS);
         self.segments.insert(i, (seq, buf));
         true
     }
@@ -321,14 +327,16 @@ impl OutOfOrder {
                 _ => blocks.push((*s, end)),
             }
         }
-        if let Some(latest) = self.latest {
-            if let Some(i) = blocks.iter().position(|&(l, r)| latest.in_range(l, r)) {
-                let b = blocks.remove(i);
-                blocks.insert(0, b);
+        // The blocks holding the latest arrivals, most recent first; then the rest, highest first.
+        let mut ordered: Vec<(Seq, Seq)> = Vec::with_capacity(blocks.len());
+        for &seq in &self.recent[..self.recent_len] {
+            if let Some(i) = blocks.iter().position(|&(l, r)| seq.in_range(l, r)) {
+                ordered.push(blocks.remove(i));
             }
         }
-        let n = blocks.len().min(max).min(out.len());
-        for (o, (l, r)) in out.iter_mut().zip(&blocks[..n]) {
+        ordered.extend(blocks.into_iter().rev());
+        let n = ordered.len().min(max).min(out.len());
+        for (o, (l, r)) in out.iter_mut().zip(&ordered[..n]) {
             *o = (l.0, r.0);
         }
         n
@@ -338,6 +346,7 @@ impl OutOfOrder {
         for (_, b) in self.segments.drain(..) {
             pool.free(b);
         }
+        self.recent_len = 0;
     }
 
     /// [`Self::clear`], and the queue's own memory given back too.
@@ -443,6 +452,27 @@ mod tests {
         let mut b = pool.alloc(bytes.len());
         b.extend_from_slice(bytes);
         b
+    }
+
+    #[test]
+    fn sack_blocks_come_most_recent_first() {
+        let mut p = pool();
+        let mut q = OutOfOrder::default();
+        let data = [0u8; 100];
+        let mut blocks = [(0, 0); 4];
+        for s in [200u32, 400, 600] {
+            assert!(q.insert(Seq(s), seg(&mut p, &data), 8, &mut p));
+        }
+        assert_eq!(q.sack_blocks(&mut blocks, 4), 3);
+        assert_eq!(blocks[..3], [(600, 700), (400, 500), (200, 300)]);
+        // An arrival that extends the oldest block puts it first; the others keep their recency.
+        assert!(q.insert(Seq(300), seg(&mut p, &data[..50]), 8, &mut p));
+        assert_eq!(q.sack_blocks(&mut blocks, 4), 3);
+        assert_eq!(blocks[..3], [(200, 350), (600, 700), (400, 500)]);
+        // At most `max`, the most recent kept.
+        assert_eq!(q.sack_blocks(&mut blocks, 2), 2);
+        assert_eq!(blocks[..2], [(200, 350), (600, 700)]);
+        q.clear(&mut p);
     }
 
     #[test]
