@@ -132,8 +132,11 @@ impl TcpOptions {
         n
     }
 
-    /// Parses the option bytes of a header. Unknown options are skipped by their length; a malformed
-    /// length is an error (RFC 9293 §3.1: a receiver must be prepared for any option).
+    /// Parses the option bytes of a header, as Linux's `tcp_parse_options` does: unknown options are
+    /// skipped by their length, a known option of the wrong length is ignored, and a length below 2
+    /// or past the end stops the parse (what came before is kept). A malformed option thus never
+    /// costs the segment: a SYN whose MSS option is 3 bytes long is answered as one without it (RFC
+    /// 9293 §3.1 asks a receiver to be prepared for any option; Linux answers such SYNs).
     pub fn parse(mut bytes: &[u8]) -> Result<TcpOptions> {
         // The options of almost every segment once a connection is up: timestamps alone, after two
         // NOPs (RFC 7323 appendix A), read at once as Van Jacobson's header prediction does.
@@ -157,9 +160,12 @@ impl TcpOptions {
                 }
                 _ => {}
             }
-            let len = *bytes.get(1).ok_or(WireError::BadLength)? as usize;
+            let Some(&len) = bytes.get(1) else {
+                break;
+            };
+            let len = len as usize;
             if len < 2 || len > bytes.len() {
-                return Err(WireError::BadLength);
+                break;
             }
             let body = &bytes[2..len];
             match (k, body.len()) {
@@ -181,10 +187,7 @@ impl TcpOptions {
                     }
                 }
                 (kind::ALT_CHECKSUM_REQUEST, 1) => opts.alt_checksum = Some(body[0]),
-                (kind::MSS | kind::WINDOW_SCALE | kind::SACK_PERMITTED | kind::TIMESTAMPS, _)
-                | (kind::SACK, _)
-                | (kind::ALT_CHECKSUM_REQUEST, _) => return Err(WireError::BadLength),
-                _ => {} // unknown: skipped
+                _ => {} // unknown, or a known one of the wrong length: skipped
             }
             bytes = &bytes[len..];
         }
@@ -474,16 +477,33 @@ mod tests {
             TcpPacket::new_checked(&LINUX_SYN[..36]).unwrap_err(),
             WireError::BadHeaderLength
         );
+        // A malformed length stops the parse, keeping what came before; a known option of the wrong
+        // size is skipped (as Linux): never an error, so the segment is not lost for it.
+        let mss = [2, 4, 1, 0];
         for bad in [
             &[2u8][..],          // kind without length
             &[2, 1, 0, 0],       // length below 2
+            &[2, 0, 0, 0],       // length 0
             &[2, 9, 0, 0],       // past the end
-            &[2, 3, 0, 0],       // MSS of the wrong size
+            &[3, 4, 7, 0],       // window scale of the wrong size
+            &[4, 4, 0, 0],       // SACK-permitted of the wrong size
             &[5, 6, 0, 0, 0, 0], // SACK not a multiple of 8
-            &[8, 9, 0, 0, 0, 0, 0, 0, 0],
+            &[8, 6, 0, 0, 0, 0], // timestamps of the wrong size
         ] {
-            assert_eq!(TcpOptions::parse(bad), Err(WireError::BadLength), "{bad:?}");
+            let after = [&mss[..], bad].concat();
+            let o = TcpOptions::parse(&after).unwrap();
+            assert_eq!(
+                o,
+                TcpOptions {
+                    mss: Some(256),
+                    ..TcpOptions::default()
+                },
+                "{bad:?}"
+            );
         }
+        // A wrong-sized MSS is ignored and the options after it still read.
+        let o = TcpOptions::parse(&[2, 3, 0, 1, 4, 2]).unwrap();
+        assert_eq!((o.mss, o.sack_permitted), (None, true));
         // Unknown options are skipped; END stops.
         let o = TcpOptions::parse(&[30, 4, 0, 0, 2, 4, 1, 0, 0, 99]).unwrap();
         assert_eq!(o.mss, Some(256));

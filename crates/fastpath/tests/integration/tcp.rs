@@ -1093,3 +1093,30 @@ fn an_icmp_error_quoting_the_syn_ack_drops_the_half_open_connection() {
         }
     }
 }
+
+/// A SYN whose options are malformed (an MSS of 3 bytes, a window scale past the header's end) is
+/// answered as one without them, as Linux answers it: the bad option is ignored, not the SYN.
+#[test]
+fn a_syn_with_malformed_options_is_answered() {
+    for raw_options in [&[2u8, 3, 5, 0][..], &[1, 1, 3, 3], &[4, 4, 0, 0]] {
+        let (mut b, mut raw) = stack_and_raw(StackConfig::default(), plain(1500));
+        b.tcp_listen("10.0.0.2:80", 8).unwrap();
+        let mut tcp = etherparse::TcpHeader::new(5000, 80, 1000, 64240);
+        tcp.syn = true;
+        tcp.set_options_raw(raw_options).unwrap();
+        let mut bytes = Vec::new();
+        etherparse::PacketBuilder::ipv4(A.octets(), B.octets(), 64)
+            .tcp_header(tcp)
+            .write(&mut bytes, &[])
+            .unwrap();
+        inject(&mut raw, &bytes);
+        b.poll(Instant::from_secs(1));
+        let answer = tcp_headers(&capture(&mut raw));
+        assert!(
+            answer.len() == 1 && answer[0].syn && answer[0].ack,
+            "{raw_options:?}: {answer:?}"
+        );
+        assert_eq!(answer[0].acknowledgment_number, 1001);
+        assert_eq!(b.counters().drops.total(), 0, "{raw_options:?}");
+    }
+}
