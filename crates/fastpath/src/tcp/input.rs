@@ -55,11 +55,14 @@ impl<N: Network> Tcp<N> {
                 return cx.drop(buf, DropReason::TcpBadChecksum);
             }
         }
-        // SYN with FIN or RST has no meaning anywhere. A segment with no control bits at all (a "null
-        // scan") is not refused here: a closed port answers it with a RST like any other non-RST
-        // segment (RFC 9293 §3.10.7.1), a listener drops it, a connection finds it has no ACK.
+        // SYN with RST has no meaning anywhere, and is never answered. SYN with FIN goes on, as in
+        // Linux: a closed port answers it with a RST (RFC 9293 §3.10.7.1: every segment without RST),
+        // a listener drops it, a synchronized connection challenges its SYN (RFC 5961 §4), and in
+        // SYN-SENT it is a SYN. A segment with no control bits at all (a "null scan") is not
+        // refused here either: a closed port answers it with a RST, a listener drops it, a
+        // connection finds it has no ACK.
         let f = repr.flags;
-        if f.contains(Flags::SYN) && (f.contains(Flags::FIN) || f.contains(Flags::RST)) {
+        if f.contains(Flags::SYN) && f.contains(Flags::RST) {
             return cx.drop(buf, DropReason::TcpBadFlags);
         }
         if src.is_wildcard() || repr.src_port == 0 || repr.dst_port == 0 {

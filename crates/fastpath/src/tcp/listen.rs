@@ -96,6 +96,10 @@ where
         if f.contains(Flags::ACK) && !f.contains(Flags::SYN) {
             return self.on_ack(cx, local, remote, repr);
         }
+        if f.contains(Flags::SYN) && f.contains(Flags::FIN) {
+            // No connection starts with a FIN (Linux's listener discards these too).
+            return ListenAction::Drop(DropReason::TcpBadFlags);
+        }
         if !f.contains(Flags::SYN) || f.contains(Flags::ACK) {
             return if f.contains(Flags::ACK) {
                 ListenAction::Reset(DropReason::TcpUnexpected)

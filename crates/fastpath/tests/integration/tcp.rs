@@ -1120,3 +1120,43 @@ fn a_syn_with_malformed_options_is_answered() {
         assert_eq!(b.counters().drops.total(), 0, "{raw_options:?}");
     }
 }
+
+/// SYN+FIN, as Linux treats it: a closed port answers RST/ACK (acknowledging both flags), a listener
+/// drops it unanswered, an established connection challenges it with an ACK (RFC 5961 §4). SYN+RST
+/// is never answered.
+#[test]
+fn syn_fin_is_answered_as_linux_answers_it() {
+    let (mut b, mut raw) = stack_and_raw(StackConfig::default(), plain(1500));
+    let t0 = Instant::from_secs(1);
+    // No listener: the closed port's RST.
+    inject(&mut raw, &from_a(1000, None, "SF"));
+    b.poll(t0);
+    let rst = tcp_headers(&capture(&mut raw));
+    assert!(rst.len() == 1 && rst[0].rst && rst[0].ack, "{rst:?}");
+    assert_eq!(rst[0].acknowledgment_number, 1002);
+    inject(&mut raw, &from_a(1000, None, "SR"));
+    b.poll(t0);
+    assert!(capture(&mut raw).is_empty());
+    // A listener drops it.
+    let listener = b.tcp_listen("10.0.0.2:80", 8).unwrap();
+    inject(&mut raw, &from_a(1000, None, "SF"));
+    b.poll(t0);
+    assert!(capture(&mut raw).is_empty());
+    assert!(b.tcp_listener(listener).accept().is_err());
+    // An established connection challenges it and stays.
+    inject(&mut raw, &from_a(1000, None, "S"));
+    b.poll(t0);
+    let iss = tcp_headers(&capture(&mut raw))[0].sequence_number;
+    inject(&mut raw, &from_a(1001, Some(iss + 1), ""));
+    b.poll(t0);
+    let (conn, _) = b.tcp_listener(listener).accept().unwrap();
+    inject(&mut raw, &from_a(5000, None, "SF"));
+    b.poll(t0 + Duration::from_millis(1));
+    let challenge = tcp_headers(&capture(&mut raw));
+    assert!(
+        challenge.len() == 1 && challenge[0].ack && !challenge[0].rst && !challenge[0].syn,
+        "{challenge:?}"
+    );
+    assert_eq!(challenge[0].acknowledgment_number, 1001);
+    assert!(b.tcp(conn).is_established());
+}
