@@ -72,6 +72,11 @@ pub struct TcpConfig {
     pub header_prediction: bool,
     /// The congestion controller of new connections.
     pub congestion: CongestionAlgorithm,
+    /// Slow start's growth per ACK, at most this many MSS (RFC 3465 §2.3's L, which it sets to 2);
+    /// `None`, the default, grows the window by every byte an ACK acknowledges, as Linux does, so
+    /// that a stretch ACK (one for ten segments, after a receiver's GRO) does not slow slow start
+    /// down: ten segments acknowledged at once let 20 go, where L = 2 lets 12.
+    pub slow_start_ack_limit: Option<u32>,
     /// Offer and use selective acknowledgments (RFC 2018) and SACK-based loss recovery (RFC 6675).
     pub sack: bool,
     /// Offer and use timestamps (RFC 7323 §3, §4, §5: RTT measurement and PAWS).
@@ -136,6 +141,7 @@ impl Default for TcpConfig {
         TcpConfig {
             header_prediction: true,
             congestion: CongestionAlgorithm::Cubic,
+            slow_start_ack_limit: None,
             sack: true,
             timestamps: true,
             window_scaling: true,

@@ -19,6 +19,9 @@ const CUBIC_BETA: f64 = 0.7;
 #[derive(Clone, Debug)]
 pub(crate) struct Congestion {
     pub(crate) algorithm: CongestionAlgorithm,
+    /// Slow start's growth per ACK, at most this many MSS (RFC 3465's L); `None` counts every byte
+    /// acknowledged, as Linux's `tcp_slow_start` does.
+    pub(crate) slow_start_limit: Option<u32>,
     /// Congestion window, bytes.
     pub(crate) cwnd: u32,
     /// Slow-start threshold, bytes.
@@ -38,6 +41,7 @@ impl Congestion {
     pub(crate) fn new(algorithm: CongestionAlgorithm, mss: u32) -> Congestion {
         Congestion {
             algorithm,
+            slow_start_limit: None,
             cwnd: (10 * mss).min((2 * mss).max(14600)),
             ssthresh: u32::MAX,
             acked_in_avoidance: 0,
@@ -48,11 +52,29 @@ impl Congestion {
         }
     }
 
+    /// [`Congestion::new`], slow start growing at most `limit` MSS per ACK when given.
+    pub(crate) fn limited(
+        algorithm: CongestionAlgorithm,
+        mss: u32,
+        limit: Option<u32>,
+    ) -> Congestion {
+        Congestion {
+            slow_start_limit: limit,
+            ..Congestion::new(algorithm, mss)
+        }
+    }
+
     /// New data was acknowledged outside recovery.
     pub(crate) fn on_ack(&mut self, acked: u32, mss: u32, now: Instant, srtt: Duration) {
         if self.cwnd < self.ssthresh {
-            // Slow start, with appropriate byte counting limited to 2 MSS per ACK (RFC 3465).
-            self.cwnd = self.cwnd.saturating_add(acked.min(2 * mss));
+            // Slow start, by the bytes acknowledged (appropriate byte counting, RFC 3465), at most L
+            // MSS per ACK when limited; a stretch ACK (one for ten segments, from a receiver's GRO or
+            // ACK thinning) grows the window by all it covers, as in Linux, up to ssthresh.
+            let grow = match self.slow_start_limit {
+                Some(l) => acked.min(l.saturating_mul(mss)),
+                None => acked,
+            };
+            self.cwnd = self.cwnd.saturating_add(grow).min(self.ssthresh);
             return;
         }
         match self.algorithm {
@@ -156,6 +178,24 @@ mod tests {
         assert_eq!(cc.cwnd, 13 * MSS);
         cc.on_timeout(13 * MSS, MSS);
         assert_eq!((cc.cwnd, cc.ssthresh), (MSS, 6500));
+    }
+
+    #[test]
+    fn a_stretch_ack_in_slow_start_grows_the_window_by_all_it_covers_unless_limited() {
+        let t = Instant::ZERO;
+        let rtt = Duration::from_millis(10);
+        let mut cc = Congestion::new(CongestionAlgorithm::Cubic, MSS);
+        cc.on_ack(10 * MSS, MSS, t, rtt);
+        assert_eq!(cc.cwnd, 20 * MSS);
+        // Up to ssthresh, not past it.
+        cc.ssthresh = 25 * MSS;
+        cc.on_ack(10 * MSS, MSS, t, rtt);
+        assert_eq!(cc.cwnd, 25 * MSS);
+        // RFC 3465 with L = 2.
+        let mut cc = Congestion::new(CongestionAlgorithm::Cubic, MSS);
+        cc.slow_start_limit = Some(2);
+        cc.on_ack(10 * MSS, MSS, t, rtt);
+        assert_eq!(cc.cwnd, 12 * MSS);
     }
 
     #[test]

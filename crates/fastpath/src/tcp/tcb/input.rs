@@ -23,7 +23,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
         }
         self.peer_mss = peer_mss;
         self.mss = self.send_mss();
-        self.cc = Congestion::new(self.cc.algorithm, self.mss);
+        self.cc = Congestion::limited(self.cc.algorithm, self.mss, self.cc.slow_start_limit);
         self.rcv_adv = self.rcv_nxt + self.advertisable();
     }
 

@@ -340,7 +340,7 @@ impl<A: IpAddress> Tcb<A> {
             scoreboard: Scoreboard::default(),
             rexmit_next: iss,
             rexmit_limit: iss,
-            cc: Congestion::new(cfg.congestion, mss),
+            cc: Congestion::limited(cfg.congestion, mss, cfg.slow_start_ack_limit),
             nodelay: false,
             no_checksum: false,
             alt_requested: false,
@@ -403,7 +403,7 @@ impl<A: IpAddress> Tcb<A> {
         tcb.rcv_adv = tcb.rcv_nxt + tcb.rx_capacity as u32;
         tcb.peer_mss = u32::from(mss);
         tcb.mss = (mss.min(tcb.local_mss)) as u32;
-        tcb.cc = Congestion::new(cfg.congestion, tcb.mss);
+        tcb.cc = Congestion::limited(cfg.congestion, tcb.mss, cfg.slow_start_ack_limit);
         tcb.snd_una = Seq(ack.ack);
         tcb.snd_nxt = tcb.snd_una;
         tcb.snd_max = tcb.snd_una;
