@@ -295,7 +295,9 @@ unsafe extern "C" fn pd_free(ud: *mut c_void) {
     }
     let _ = catch_unwind(AssertUnwindSafe(|| {
         // SAFETY: `ud` came from `Box::into_raw` in `packetdrill_interface_init` and is freed once.
-        drop(unsafe { Box::from_raw(ud as *mut Shim) });
+        let shim = unsafe { Box::from_raw(ud as *mut Shim) };
+        shim.forget_placeholders();
+        drop(shim);
     }));
 }
 

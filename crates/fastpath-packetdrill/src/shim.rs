@@ -9,6 +9,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 use std::io;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::Duration;
@@ -55,9 +56,17 @@ impl Default for ShimConfig {
             remote6: "2001:db8::/32"
                 .parse()
                 .unwrap_or_else(|_| Ipv6Cidr::new(Ipv6Addr::UNSPECIFIED, 0)),
-            stack: StackConfig::default(),
+            stack: linux_like(),
         }
     }
+}
+
+/// The stack's configuration for the suite: the default, with the receive buffer of the suite's
+/// `defaults.sh` (`tcp_rmem` up to 15 MiB), which gives the window scale Linux offers (8).
+pub fn linux_like() -> StackConfig {
+    let mut c = StackConfig::default();
+    c.tcp.recv_buffer = 15 * 1024 * 1024;
+    c
 }
 
 impl ShimConfig {
@@ -108,6 +117,14 @@ struct Fd {
     nonblock: bool,
     nodelay: bool,
     reuse_addr: bool,
+    /// `shutdown(SHUT_RD)` was called: reads that would wait return 0.
+    read_shut: bool,
+    /// `SO_SNDBUF` and `SO_RCVBUF` as set (recorded and reported, not applied).
+    sndbuf: i32,
+    rcvbuf: i32,
+    /// A real descriptor (on `/dev/null`) whose number is this socket's: packetdrill closes the
+    /// sockets still open at the end of a script with the real `close`, so the number must be one.
+    placeholder: Option<OwnedFd>,
 }
 
 struct State {
@@ -206,16 +223,11 @@ impl State {
         self.fds.get_mut(&fd).ok_or(libc::EBADF)
     }
 
-    fn lowest_free_fd(&self) -> i32 {
-        let mut n = 3;
-        while self.fds.contains_key(&n) {
-            n += 1;
-        }
-        n
-    }
-
-    fn insert(&mut self, sock: Sock, nonblock: bool) -> i32 {
-        let n = self.lowest_free_fd();
+    fn insert(&mut self, sock: Sock, nonblock: bool) -> Result<i32, Errno> {
+        let placeholder = OwnedFd::from(
+            std::fs::File::open("/dev/null").map_err(|e| e.raw_os_error().unwrap_or(libc::EMFILE))?,
+        );
+        let n = placeholder.as_raw_fd();
         self.fds.insert(
             n,
             Fd {
@@ -223,9 +235,13 @@ impl State {
                 nonblock,
                 nodelay: false,
                 reuse_addr: false,
+                read_shut: false,
+                sndbuf: 2 * 16384,
+                rcvbuf: 2 * 131072,
+                placeholder: Some(placeholder),
             },
         );
-        n
+        Ok(n)
     }
 
     fn stream(&mut self, fd: i32) -> Result<TcpStream, Errno> {
@@ -487,7 +503,7 @@ impl Shim {
             return Err(libc::EPROTONOSUPPORT);
         }
         let nonblock = ty & libc::SOCK_NONBLOCK != 0;
-        Ok(self.with(|s| s.insert(Sock::Fresh { v6, bound: None }, nonblock)))
+        self.with(|s| s.insert(Sock::Fresh { v6, bound: None }, nonblock))
     }
 
     /// `bind(fd, addr)`: remembered until `listen` or `connect`.
@@ -547,7 +563,7 @@ impl Shim {
                         },
                         false,
                     );
-                    Try::Done(Ok((n, peer)))
+                    Try::Done(n.map(|n| (n, peer)))
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => Try::Wait(libc::EAGAIN),
                 Err(e) => Try::Done(Err(errno_of(&e))),
@@ -636,8 +652,10 @@ impl Shim {
                 Ok(st) => st,
                 Err(e) => return Try::Done(Err(e)),
             };
+            let read_shut = s.fds.get(&fd).is_some_and(|e| e.read_shut);
             match s.stack.tcp(stream).read(buf) {
                 Ok(n) => Try::Done(Ok(n)),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock && read_shut => Try::Done(Ok(0)),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => Try::Wait(libc::EAGAIN),
                 Err(e) => Try::Done(Err(errno_of(&e))),
             }
@@ -697,6 +715,9 @@ impl Shim {
     pub fn shutdown(&self, fd: i32, how: i32) -> Result<(), Errno> {
         self.with(|s| {
             let stream = s.stream(fd)?;
+            if how == libc::SHUT_RD || how == libc::SHUT_RDWR {
+                s.fd(fd)?.read_shut = true;
+            }
             match how {
                 libc::SHUT_RD => Ok(()),
                 libc::SHUT_WR | libc::SHUT_RDWR => s
@@ -730,7 +751,10 @@ impl Shim {
         self.with(|s| {
             let entry = s.fd(fd)?;
             let (sock, nodelay, reuse) = (&entry.sock, entry.nodelay, entry.reuse_addr);
+            let (sndbuf, rcvbuf) = (entry.sndbuf, entry.rcvbuf);
             match (level, name) {
+                (libc::SOL_SOCKET, libc::SO_SNDBUF) => Ok(sndbuf),
+                (libc::SOL_SOCKET, libc::SO_RCVBUF) => Ok(rcvbuf),
                 (libc::SOL_SOCKET, libc::SO_TYPE) => Ok(libc::SOCK_STREAM),
                 (libc::SOL_SOCKET, libc::SO_REUSEADDR) => Ok(i32::from(reuse)),
                 (libc::IPPROTO_TCP, libc::TCP_NODELAY) => Ok(i32::from(nodelay)),
@@ -754,6 +778,16 @@ impl Shim {
             match (level, name) {
                 (libc::SOL_SOCKET, libc::SO_REUSEADDR) => {
                     entry.reuse_addr = on;
+                    Ok(())
+                }
+                // Recorded, doubled as Linux reports them, but not applied: the stack's buffers are
+                // per-stack (`TcpConfig`), not per socket.
+                (libc::SOL_SOCKET, libc::SO_SNDBUF) => {
+                    entry.sndbuf = value.max(2304).saturating_mul(2);
+                    Ok(())
+                }
+                (libc::SOL_SOCKET, libc::SO_RCVBUF) => {
+                    entry.rcvbuf = value.max(1152).saturating_mul(2);
                     Ok(())
                 }
                 (libc::IPPROTO_TCP, libc::TCP_NODELAY) => {
@@ -810,6 +844,17 @@ impl Shim {
         let mut g = self.lock();
         let stream = g.stream(fd)?;
         g.stack.tcp(stream).addrs().map_err(|e| errno_of(&e))
+    }
+
+    /// Forgets the placeholder descriptors without closing them: packetdrill closes the ones still
+    /// open itself at the end of a script, before it frees the shim.
+    pub fn forget_placeholders(&self) {
+        let mut g = self.lock();
+        for entry in g.fds.values_mut() {
+            if let Some(fd) = entry.placeholder.take() {
+                std::mem::forget(fd);
+            }
+        }
     }
 
     /// The virtual time without moving it (for tests).

@@ -1,0 +1,74 @@
+#!/bin/sh
+# Runs packetdrill's TCP scripts against fastpath through packetdrill's shared-object mode.
+#
+#   crates/fastpath-packetdrill/run.sh [SCRIPT.pkt ...]
+#
+# With no argument it runs every IPv4-capable script under gtests/net/tcp/. It unpacks and builds
+# packetdrill in $PD_DIR (default /tmp/pd, outside the repository: packetdrill is GPL) from
+# $PD_TARBALL, builds the shim (cargo build -p fastpath-packetdrill), runs each script with a
+# $PD_TIMEOUT-second limit, and writes a table (script, result, first error line) to $PD_OUT
+# (default $PD_DIR/results.tsv) and a summary to stdout. Scripts named on the command line are paths
+# relative to gtests/net/tcp/ or absolute.
+set -eu
+
+REPO=$(cd "$(dirname "$0")/../.." && pwd)
+PD_TARBALL=${PD_TARBALL:-/work/shared/packetdrill/packetdrill-2c4001c.tar.gz}
+PD_DIR=${PD_DIR:-/tmp/pd}
+PD_TIMEOUT=${PD_TIMEOUT:-30}
+PD_OUT=${PD_OUT:-$PD_DIR/results.tsv}
+LOCAL=192.168.0.2
+REMOTE=192.0.2.1
+
+BIN=$PD_DIR/gtests/net/packetdrill/packetdrill
+if [ ! -x "$BIN" ]; then
+    for tool in gcc make bison flex; do
+        command -v "$tool" >/dev/null || { echo "missing $tool (apt-get install -y gcc make bison flex)" >&2; exit 1; }
+    done
+    mkdir -p "$PD_DIR"
+    tar xzf "$PD_TARBALL" -C "$PD_DIR"
+    (cd "$PD_DIR/gtests/net/packetdrill" && ./configure >/dev/null && make >/dev/null)
+fi
+
+(cd "$REPO" && cargo build -q -p fastpath-packetdrill)
+SO=$REPO/target/debug/libfastpath_packetdrill.so
+
+# The scripts' init command (common/defaults.sh) sets the kernel's sysctls; they mean nothing to
+# fastpath, so harmless stand-ins take their place.
+FAKE=$PD_DIR/fakebin
+mkdir -p "$FAKE"
+for c in sysctl ip ethtool tc; do
+    printf '#!/bin/sh\nexit 0\n' > "$FAKE/$c"
+    chmod +x "$FAKE/$c"
+done
+
+SUITE=$PD_DIR/gtests/net/tcp
+if [ $# -eq 0 ]; then
+    set -- $(cd "$SUITE" && find . -name '*.pkt' | sed 's|^\./||' | sort)
+fi
+
+: > "$PD_OUT"
+pass=0
+fail=0
+for s in "$@"; do
+    case $s in /*) path=$s ;; *) path=$SUITE/$s ;; esac
+    # Scripts for IPv6 only, and the ones for the kernel's TUN-only features, say so in their names.
+    case $s in *ipv6*|*v6only*) continue ;; esac
+    dir=$(dirname "$path")
+    log=$(cd "$dir" && PATH=$FAKE:$PATH timeout "$PD_TIMEOUT" "$BIN" \
+        --so_filename="$SO" --so_flags="local4=$LOCAL" \
+        --local_ip=$LOCAL --remote_ip=$REMOTE \
+        "$(basename "$path")" 2>&1) && rc=0 || rc=$?
+    if [ $rc -eq 0 ]; then
+        result=pass
+        first=
+        pass=$((pass + 1))
+    else
+        result=fail
+        [ $rc -eq 124 ] && result=timeout
+        first=$(printf '%s\n' "$log" | grep -v '^$' | head -1 | tr '\t' ' ')
+        fail=$((fail + 1))
+    fi
+    printf '%s\t%s\t%s\n' "$s" "$result" "$first" >> "$PD_OUT"
+done
+column -t -s "$(printf '\t')" "$PD_OUT" 2>/dev/null | cut -c1-200 || cat "$PD_OUT"
+echo "passed $pass of $((pass + fail)); table in $PD_OUT"
