@@ -59,8 +59,14 @@ pub struct PacketdrillInterface {
     pub ioctl: unsafe extern "C" fn(*mut c_void, c_int, c_ulong, c_long) -> c_int,
     pub close: unsafe extern "C" fn(*mut c_void, c_int) -> c_int,
     pub shutdown: unsafe extern "C" fn(*mut c_void, c_int, c_int) -> c_int,
-    pub getsockopt:
-        unsafe extern "C" fn(*mut c_void, c_int, c_int, c_int, *mut c_void, *mut socklen_t) -> c_int,
+    pub getsockopt: unsafe extern "C" fn(
+        *mut c_void,
+        c_int,
+        c_int,
+        c_int,
+        *mut c_void,
+        *mut socklen_t,
+    ) -> c_int,
     pub setsockopt:
         unsafe extern "C" fn(*mut c_void, c_int, c_int, c_int, *const c_void, socklen_t) -> c_int,
     pub poll: unsafe extern "C" fn(*mut c_void, *mut pollfd, nfds_t, c_int) -> c_int,
@@ -398,12 +404,7 @@ unsafe extern "C" fn pd_recvfrom(
     r
 }
 
-unsafe extern "C" fn pd_readv(
-    ud: *mut c_void,
-    fd: c_int,
-    iov: *const iovec,
-    n: c_int,
-) -> ssize_t {
+unsafe extern "C" fn pd_readv(ud: *mut c_void, fd: c_int, iov: *const iovec, n: c_int) -> ssize_t {
     guard(|| {
         // SAFETY: `iov` holds `n` entries of writable memory, as for readv(2).
         let iov = unsafe { iovecs(iov, n) }?;
@@ -441,7 +442,12 @@ unsafe extern "C" fn pd_recvmsg(
     })
 }
 
-unsafe extern "C" fn pd_write(ud: *mut c_void, fd: c_int, buf: *const c_void, n: size_t) -> ssize_t {
+unsafe extern "C" fn pd_write(
+    ud: *mut c_void,
+    fd: c_int,
+    buf: *const c_void,
+    n: size_t,
+) -> ssize_t {
     guard(|| {
         // SAFETY: `buf` is readable for `n` bytes, as for write(2).
         let b = unsafe { buf_ref(buf, n) }?;
@@ -474,12 +480,7 @@ unsafe extern "C" fn pd_sendto(
     unsafe { pd_write(ud, fd, buf, n) }
 }
 
-unsafe extern "C" fn pd_writev(
-    ud: *mut c_void,
-    fd: c_int,
-    iov: *const iovec,
-    n: c_int,
-) -> ssize_t {
+unsafe extern "C" fn pd_writev(ud: *mut c_void, fd: c_int, iov: *const iovec, n: c_int) -> ssize_t {
     guard(|| {
         // SAFETY: `iov` holds `n` entries of readable memory, as for writev(2).
         let iov = unsafe { iovecs(iov, n) }?;
@@ -569,11 +570,18 @@ unsafe extern "C" fn pd_setsockopt(
         // SAFETY: `val` is readable for `len` bytes, at least an int, as for setsockopt(2).
         let v = unsafe { std::ptr::read_unaligned(val as *const c_int) };
         // SAFETY: see above.
-        unsafe { shim(ud) }?.setsockopt(fd, level, name, v).map(|()| 0)
+        unsafe { shim(ud) }?
+            .setsockopt(fd, level, name, v)
+            .map(|()| 0)
     })
 }
 
-unsafe extern "C" fn pd_poll(ud: *mut c_void, fds: *mut pollfd, n: nfds_t, timeout: c_int) -> c_int {
+unsafe extern "C" fn pd_poll(
+    ud: *mut c_void,
+    fds: *mut pollfd,
+    n: nfds_t,
+    timeout: c_int,
+) -> c_int {
     guard(|| {
         let list: &mut [pollfd] = if n == 0 {
             &mut []
@@ -644,7 +652,11 @@ unsafe extern "C" fn pd_netdev_receive(
 
 unsafe extern "C" fn pd_usleep(ud: *mut c_void, usec: useconds_t) -> c_int {
     // SAFETY: see above.
-    guard(|| unsafe { shim(ud) }.map(|s| s.usleep(u64::from(usec))).map(|()| 0))
+    guard(|| {
+        unsafe { shim(ud) }
+            .map(|s| s.usleep(u64::from(usec)))
+            .map(|()| 0)
+    })
 }
 
 unsafe extern "C" fn pd_gettimeofday(ud: *mut c_void, tv: *mut timeval, _tz: *mut c_void) -> c_int {

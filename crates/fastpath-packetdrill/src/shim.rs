@@ -9,8 +9,8 @@
 
 use std::collections::{BTreeMap, VecDeque};
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd};
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -225,7 +225,8 @@ impl State {
 
     fn insert(&mut self, sock: Sock, nonblock: bool) -> Result<i32, Errno> {
         let placeholder = OwnedFd::from(
-            std::fs::File::open("/dev/null").map_err(|e| e.raw_os_error().unwrap_or(libc::EMFILE))?,
+            std::fs::File::open("/dev/null")
+                .map_err(|e| e.raw_os_error().unwrap_or(libc::EMFILE))?,
         );
         let n = placeholder.as_raw_fd();
         self.fds.insert(
@@ -277,8 +278,10 @@ impl State {
                         if s.is_synchronized() && t.writable() {
                             r |= libc::POLLOUT;
                         }
-                        if matches!(s, TcpState::TimeWait | TcpState::LastAck | TcpState::Closing)
-                        {
+                        if matches!(
+                            s,
+                            TcpState::TimeWait | TcpState::LastAck | TcpState::Closing
+                        ) {
                             r |= libc::POLLHUP;
                         }
                     }
@@ -307,11 +310,8 @@ enum Try<T> {
 impl Shim {
     /// A shim with `config`'s addresses on a fresh stack, its clock at [`CLOCK_START_MICROS`].
     pub fn new(config: ShimConfig) -> Shim {
-        let (raw, end) = PairEnd::pair(
-            LinkCapabilities::plain(1500),
-            65536,
-            Impairments::default(),
-        );
+        let (raw, end) =
+            PairEnd::pair(LinkCapabilities::plain(1500), 65536, Impairments::default());
         let mut stack = Stack::new(config.stack.clone());
         let iface = stack.add_interface("pd0", end, Ipv4Cidr::new(config.local4, 16));
         // The remote prefix is reached straight over the link (it carries IP packets, no neighbours).
@@ -388,7 +388,11 @@ impl Shim {
 
     /// Waits for the other thread to move things; if nothing moves for a while, drives the clock to
     /// the stack's next timer or `deadline`, whichever comes first.
-    fn wait<'a>(&'a self, g: MutexGuard<'a, State>, deadline: Option<u64>) -> MutexGuard<'a, State> {
+    fn wait<'a>(
+        &'a self,
+        g: MutexGuard<'a, State>,
+        deadline: Option<u64>,
+    ) -> MutexGuard<'a, State> {
         let generation = g.generation;
         let (mut g, _) = self
             .changed
@@ -415,8 +419,7 @@ impl Shim {
     pub fn now_micros(&self) -> u64 {
         let mut g = self.lock();
         g.now += 1;
-        if g
-            .stack
+        if g.stack
             .next_deadline()
             .is_some_and(|d| d.total_micros() <= g.now)
         {
@@ -690,9 +693,7 @@ impl Shim {
                         Try::Wait(libc::EAGAIN)
                     }
                 }
-                Err(e) if e.kind() == io::ErrorKind::NotConnected => {
-                    Try::Done(Err(libc::EPIPE))
-                }
+                Err(e) if e.kind() == io::ErrorKind::NotConnected => Try::Done(Err(libc::EPIPE)),
                 Err(e) => Try::Done(Err(errno_of(&e))),
             }
         })
@@ -735,7 +736,9 @@ impl Shim {
         self.with(|s| {
             let entry = s.fd(fd)?;
             match cmd {
-                libc::F_GETFL => Ok(libc::O_RDWR | if entry.nonblock { libc::O_NONBLOCK } else { 0 }),
+                libc::F_GETFL => {
+                    Ok(libc::O_RDWR | if entry.nonblock { libc::O_NONBLOCK } else { 0 })
+                }
                 libc::F_SETFL => {
                     entry.nonblock = arg & i64::from(libc::O_NONBLOCK) != 0;
                     Ok(0)
@@ -817,9 +820,7 @@ impl Shim {
     /// ready. A negative timeout waits without end; the timeout runs in virtual time.
     pub fn poll(&self, fds: &mut [(i32, i16, i16)], timeout_ms: i32) -> Result<usize, Errno> {
         let mut g = self.lock();
-        let deadline = u64::try_from(timeout_ms)
-            .ok()
-            .map(|ms| g.now + ms * 1000);
+        let deadline = u64::try_from(timeout_ms).ok().map(|ms| g.now + ms * 1000);
         g.waiting += 1;
         let n = loop {
             g.step();
