@@ -8,7 +8,7 @@
 # $PD_TARBALL, builds the shim (cargo build -p fastpath-packetdrill), runs each script with a
 # $PD_TIMEOUT-second limit, and writes a table (script, result, first error line) to $PD_OUT
 # (default $PD_DIR/results.tsv) and a summary to stdout. Scripts named on the command line are paths
-# relative to gtests/net/tcp/ or absolute.
+# relative to gtests/net/tcp/ or absolute. $PD_SO_FLAGS adds to the shim's --so_flags (e.g. delack=0).
 set -eu
 
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
@@ -55,7 +55,7 @@ for s in "$@"; do
     case $s in *ipv6*|*v6only*) continue ;; esac
     dir=$(dirname "$path")
     log=$(cd "$dir" && PATH=$FAKE:$PATH timeout "$PD_TIMEOUT" "$BIN" \
-        --so_filename="$SO" --so_flags="local4=$LOCAL" \
+        --so_filename="$SO" --so_flags="local4=$LOCAL${PD_SO_FLAGS:+,$PD_SO_FLAGS}" \
         --local_ip=$LOCAL --remote_ip=$REMOTE \
         "$(basename "$path")" 2>&1) && rc=0 || rc=$?
     if [ $rc -eq 0 ]; then

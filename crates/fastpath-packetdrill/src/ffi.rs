@@ -517,8 +517,28 @@ unsafe extern "C" fn pd_fcntl(ud: *mut c_void, fd: c_int, cmd: c_int, arg: c_lon
     guard(|| unsafe { shim(ud) }?.fcntl(fd, cmd, arg))
 }
 
-unsafe extern "C" fn pd_ioctl(_ud: *mut c_void, _fd: c_int, _req: c_ulong, _arg: c_long) -> c_int {
-    guard(|| Err::<c_int, _>(libc::ENOTTY))
+unsafe extern "C" fn pd_ioctl(ud: *mut c_void, fd: c_int, req: c_ulong, arg: c_long) -> c_int {
+    guard(|| {
+        // SAFETY: see above.
+        let sh = unsafe { shim(ud) }?;
+        let ptr = arg as *mut c_int;
+        if ptr.is_null() {
+            return Err(libc::EFAULT);
+        }
+        match req {
+            libc::FIONBIO => {
+                // SAFETY: FIONBIO's argument points to an int, as for ioctl(2).
+                let on = unsafe { std::ptr::read_unaligned(ptr) } != 0;
+                sh.set_nonblocking(fd, on).map(|()| 0)
+            }
+            _ => {
+                let v = sh.ioctl_int(fd, req)?;
+                // SAFETY: FIONREAD's and TIOCOUTQ's argument points to an int.
+                unsafe { std::ptr::write_unaligned(ptr, v) };
+                Ok(0)
+            }
+        }
+    })
 }
 
 unsafe extern "C" fn pd_close(ud: *mut c_void, fd: c_int) -> c_int {

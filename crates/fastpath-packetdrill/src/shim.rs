@@ -71,7 +71,8 @@ pub fn linux_like() -> StackConfig {
 
 impl ShimConfig {
     /// Reads packetdrill's `--so_flags` string: space- or comma-separated `local4=A`, `local6=A`,
-    /// `remote4=P/len`, `remote6=P/len`. Unknown words are an error.
+    /// `remote4=P/len`, `remote6=P/len`, `delack=MS` (the delayed-ACK timer in milliseconds, 0 for
+    /// none). Unknown words are an error.
     pub fn parse_flags(flags: &str) -> Result<ShimConfig, String> {
         let mut c = ShimConfig::default();
         for word in flags.split([' ', ',']).filter(|w| !w.is_empty()) {
@@ -89,6 +90,10 @@ impl ShimConfig {
                     c.remote4 = Ipv4Cidr::new(ip, len);
                 }
                 "remote6" => c.remote6 = value.parse().map_err(|e| bad(&e))?,
+                "delack" => {
+                    let ms: u64 = value.parse().map_err(|e| bad(&e))?;
+                    c.stack.tcp.delayed_ack = (ms > 0).then(|| Duration::from_millis(ms));
+                }
                 _ => return Err(format!("so_flags: unknown key `{key}`")),
             }
         }
@@ -838,6 +843,30 @@ impl Shim {
         };
         g.waiting -= 1;
         Ok(n)
+    }
+
+    /// `ioctl(FIONREAD)` (`SIOCINQ`): bytes ready to read; `ioctl(TIOCOUTQ)` (`SIOCOUTQ`): bytes
+    /// not yet acknowledged (the stack reports whether any are, not how many, when it cannot say).
+    pub fn ioctl_int(&self, fd: i32, request: u64) -> Result<i32, Errno> {
+        self.with(|s| {
+            let stream = s.stream(fd).map_err(|_| libc::EINVAL)?;
+            let mut t = s.stack.tcp(stream);
+            let n = match request {
+                libc::FIONREAD => t.available(),
+                libc::TIOCOUTQ => t.unacknowledged(),
+                _ => return Err(libc::ENOTTY),
+            }
+            .map_err(|e| errno_of(&e))?;
+            Ok(i32::try_from(n).unwrap_or(i32::MAX))
+        })
+    }
+
+    /// `ioctl(FIONBIO)`: sets or clears non-blocking mode.
+    pub fn set_nonblocking(&self, fd: i32, on: bool) -> Result<(), Errno> {
+        self.with(|s| {
+            s.fd(fd)?.nonblock = on;
+            Ok(())
+        })
     }
 
     /// The local or peer address of `fd`, for tests.
