@@ -8,7 +8,7 @@
 # $PD_TARBALL, builds the shim (cargo build -p fastpath-packetdrill), runs each script with a
 # $PD_TIMEOUT-second limit, and writes a table (script, result, first error line) to $PD_OUT
 # (default $PD_DIR/results.tsv) and a summary to stdout. Scripts named on the command line are paths
-# relative to gtests/net/tcp/ or absolute. $PD_SO_FLAGS adds to the shim's --so_flags (e.g. delack=0).
+# relative to gtests/net/tcp/ (quoted patterns such as 'close/*.pkt' expand there) or absolute. $PD_SO_FLAGS adds to the shim's --so_flags (e.g. delack=0).
 set -eu
 
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
@@ -44,6 +44,9 @@ done
 SUITE=$PD_DIR/gtests/net/tcp
 if [ $# -eq 0 ]; then
     set -- $(cd "$SUITE" && find . -name '*.pkt' | sed 's|^\./||' | sort)
+else
+    # Patterns (quoted, so the caller's shell leaves them) expand in the suite's folder.
+    set -- $(cd "$SUITE" && for a in "$@"; do for f in $a; do echo "$f"; done; done)
 fi
 
 : > "$PD_OUT"

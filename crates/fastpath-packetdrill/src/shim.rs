@@ -61,11 +61,16 @@ impl Default for ShimConfig {
     }
 }
 
-/// The stack's configuration for the suite: the default, with the receive buffer of the suite's
-/// `defaults.sh` (`tcp_rmem` up to 15 MiB), which gives the window scale Linux offers (8).
+/// The stack's configuration for the suite: the default, with
+/// - the receive buffer of the suite's `defaults.sh` (`tcp_rmem` up to 15 MiB), which gives the
+///   window scale Linux offers (8);
+/// - no delayed ACKs: Linux acknowledges at once in its quick-ACK mode at the start of a connection,
+///   which is what the scripts mostly see, and fastpath has no such mode (`delack=40` in `so_flags`
+///   gives back the stack's default).
 pub fn linux_like() -> StackConfig {
     let mut c = StackConfig::default();
     c.tcp.recv_buffer = 15 * 1024 * 1024;
+    c.tcp.delayed_ack = None;
     c
 }
 
@@ -144,6 +149,17 @@ struct State {
     out: VecDeque<(Vec<u8>, u64)>,
     /// Calls blocked right now (on another thread).
     waiting: usize,
+    /// Bumped by every call that may unblock a waiting one (a packet in, a socket call, the clock).
+    input: u64,
+    /// `input` as the blocked call last saw it when it tried: the clock waits until it is current.
+    tried: u64,
+}
+
+thread_local! {
+    /// When a call that blocked completed, in virtual time: the next `gettimeofday` on the same
+    /// thread reports it, since packetdrill reads the clock just after the call returns, and the
+    /// other thread may have run the clock on in between.
+    static COMPLETED_AT: std::cell::Cell<Option<u64>> = const { std::cell::Cell::new(None) };
 }
 
 /// The shim: one stack, its descriptors and its clock, shared by packetdrill's threads.
@@ -331,6 +347,8 @@ impl Shim {
             fds: BTreeMap::new(),
             out: VecDeque::new(),
             waiting: 0,
+            input: 0,
+            tried: 0,
         };
         state.step();
         Shim {
@@ -348,6 +366,7 @@ impl Shim {
         let mut g = self.lock();
         let r = f(&mut g);
         g.step();
+        g.input += 1;
         drop(g);
         self.changed.notify_all();
         r
@@ -368,8 +387,10 @@ impl Shim {
             None => return Err(libc::EBADF),
         };
         let mut timeout = timeout;
+        let mut waited = false;
         g.waiting += 1;
         let result = loop {
+            g.tried = g.input;
             let r = op(&mut g);
             g.step();
             self.changed.notify_all();
@@ -386,9 +407,30 @@ impl Shim {
                 }
             }
             g = self.wait(g, deadline);
+            waited = true;
         };
         g.waiting -= 1;
+        if waited {
+            COMPLETED_AT.set(Some(g.now));
+        }
         result
+    }
+
+    /// Before the clock runs on: lets a call blocked on the other thread try again first, if
+    /// something happened since it last tried (bounded, in case it is not scheduled).
+    fn let_waiters_try<'a>(&'a self, mut g: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
+        for _ in 0..25 {
+            if g.waiting == 0 || g.tried >= g.input {
+                break;
+            }
+            self.changed.notify_all();
+            g = self
+                .changed
+                .wait_timeout(g, Duration::from_millis(2))
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+        g
     }
 
     /// Waits for the other thread to move things; if nothing moves for a while, drives the clock to
@@ -422,6 +464,9 @@ impl Shim {
     /// `gettimeofday`: the virtual time in microseconds. Each call moves it on by one microsecond
     /// (packetdrill spins on the clock for the last microseconds before an event).
     pub fn now_micros(&self) -> u64 {
+        if let Some(t) = COMPLETED_AT.take() {
+            return t;
+        }
         let mut g = self.lock();
         g.now += 1;
         if g.stack
@@ -438,10 +483,13 @@ impl Shim {
 
     /// `usleep`: runs virtual time forward by `micros`, firing timers at their times.
     pub fn usleep(&self, micros: u64) {
-        self.with(|s| {
-            let t = s.now + micros;
-            s.advance_to(t)
-        })
+        let g = self.lock();
+        let mut g = self.let_waiters_try(g);
+        let t = g.now + micros;
+        g.advance_to(t);
+        g.input += 1;
+        drop(g);
+        self.changed.notify_all();
     }
 
     // ---- the link ----
@@ -464,15 +512,10 @@ impl Shim {
             if let Some(p) = g.out.pop_front() {
                 return Some(p);
             }
-            if g.waiting > 0 {
+            if g.waiting > 0 && g.tried < g.input {
                 // A call blocked on the other thread may be about to act (write, close): let it.
-                let generation = g.generation;
-                g = self
-                    .changed
-                    .wait_timeout(g, Duration::from_millis(2))
-                    .unwrap_or_else(|e| e.into_inner())
-                    .0;
-                if g.generation != generation || !g.out.is_empty() {
+                g = self.let_waiters_try(g);
+                if g.tried >= g.input {
                     continue;
                 }
             }
@@ -480,6 +523,7 @@ impl Shim {
                 Some(d) if d.total_micros() <= limit => {
                     let t = d.total_micros().max(g.now + 1);
                     g.advance_to(t);
+                    g.input += 1;
                     self.changed.notify_all();
                 }
                 _ => return None,
@@ -827,7 +871,9 @@ impl Shim {
         let mut g = self.lock();
         let deadline = u64::try_from(timeout_ms).ok().map(|ms| g.now + ms * 1000);
         g.waiting += 1;
+        let mut waited = false;
         let n = loop {
+            g.tried = g.input;
             g.step();
             let mut n = 0;
             for (fd, events, revents) in fds.iter_mut() {
@@ -840,8 +886,12 @@ impl Shim {
                 break n;
             }
             g = self.wait(g, deadline);
+            waited = true;
         };
         g.waiting -= 1;
+        if waited {
+            COMPLETED_AT.set(Some(g.now));
+        }
         Ok(n)
     }
 
