@@ -806,6 +806,16 @@ impl Shim {
             let (sndbuf, rcvbuf) = (entry.sndbuf, entry.rcvbuf);
             match (level, name) {
                 (libc::SOL_SOCKET, libc::SO_SNDBUF) => Ok(sndbuf),
+                // The connection's send MSS; Linux's default before there is one.
+                (libc::IPPROTO_TCP, libc::TCP_MAXSEG) => match *sock {
+                    Sock::Stream { stream, .. } => s
+                        .stack
+                        .tcp(stream)
+                        .info()
+                        .map(|i| i32::try_from(i.mss).unwrap_or(i32::MAX))
+                        .map_err(|e| errno_of(&e)),
+                    _ => Ok(536),
+                },
                 (libc::SOL_SOCKET, libc::SO_RCVBUF) => Ok(rcvbuf),
                 (libc::SOL_SOCKET, libc::SO_TYPE) => Ok(libc::SOCK_STREAM),
                 (libc::SOL_SOCKET, libc::SO_REUSEADDR) => Ok(i32::from(reuse)),
@@ -842,6 +852,9 @@ impl Shim {
                     entry.rcvbuf = value.max(1152).saturating_mul(2);
                     Ok(())
                 }
+                // Accepted, as Linux does, but `MSG_ZEROCOPY` sends are copied and no completion
+                // is queued: scripts that read the error queue fail there.
+                (libc::SOL_SOCKET, libc::SO_ZEROCOPY) => Ok(()),
                 (libc::IPPROTO_TCP, libc::TCP_NODELAY) => {
                     entry.nodelay = on;
                     if let Sock::Stream { stream, .. } = entry.sock {
