@@ -43,6 +43,8 @@ pub struct ShimConfig {
     pub remote4: Ipv4Cidr,
     /// The remote IPv6 prefix.
     pub remote6: Ipv6Cidr,
+    /// The link's MTU (1500; packetdrill's IPv6 runs use 1520, which keeps the MSS at 1460).
+    pub mtu: usize,
     /// The stack's configuration.
     pub stack: StackConfig,
 }
@@ -56,6 +58,7 @@ impl Default for ShimConfig {
             remote6: "2001:db8::/32"
                 .parse()
                 .unwrap_or_else(|_| Ipv6Cidr::new(Ipv6Addr::UNSPECIFIED, 0)),
+            mtu: 1500,
             stack: linux_like(),
         }
     }
@@ -77,7 +80,7 @@ pub fn linux_like() -> StackConfig {
 impl ShimConfig {
     /// Reads packetdrill's `--so_flags` string: space- or comma-separated `local4=A`, `local6=A`,
     /// `remote4=P/len`, `remote6=P/len`, `delack=MS` (the delayed-ACK timer in milliseconds, 0 for
-    /// none). Unknown words are an error.
+    /// none), `mtu=N`. Unknown words are an error.
     pub fn parse_flags(flags: &str) -> Result<ShimConfig, String> {
         let mut c = ShimConfig::default();
         for word in flags.split([' ', ',']).filter(|w| !w.is_empty()) {
@@ -95,6 +98,7 @@ impl ShimConfig {
                     c.remote4 = Ipv4Cidr::new(ip, len);
                 }
                 "remote6" => c.remote6 = value.parse().map_err(|e| bad(&e))?,
+                "mtu" => c.mtu = value.parse().map_err(|e| bad(&e))?,
                 "delack" => {
                     let ms: u64 = value.parse().map_err(|e| bad(&e))?;
                     c.stack.tcp.delayed_ack = (ms > 0).then(|| Duration::from_millis(ms));
@@ -331,8 +335,11 @@ enum Try<T> {
 impl Shim {
     /// A shim with `config`'s addresses on a fresh stack, its clock at [`CLOCK_START_MICROS`].
     pub fn new(config: ShimConfig) -> Shim {
-        let (raw, end) =
-            PairEnd::pair(LinkCapabilities::plain(1500), 65536, Impairments::default());
+        let (raw, end) = PairEnd::pair(
+            LinkCapabilities::plain(config.mtu),
+            65536,
+            Impairments::default(),
+        );
         let mut stack = Stack::new(config.stack.clone());
         let iface = stack.add_interface("pd0", end, Ipv4Cidr::new(config.local4, 16));
         // The remote prefix is reached straight over the link (it carries IP packets, no neighbours).
