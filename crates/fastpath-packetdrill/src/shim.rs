@@ -7,6 +7,8 @@
 //! stack; if nothing happens for a while in real time, the waiting call drives the clock itself to the
 //! stack's next timer (or its own timeout), so a blocking call on the main thread still completes.
 
+#![forbid(unsafe_code)]
+
 use std::collections::{BTreeMap, VecDeque};
 use std::io;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};

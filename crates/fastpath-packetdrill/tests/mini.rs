@@ -254,3 +254,37 @@ fn interface_table_from_c() {
         (ifc.free)(ifc.userdata);
     }
 }
+
+/// A blocking accept on a second thread (as packetdrill runs blocking calls) completes when the main
+/// thread's packets finish the handshake, and reports the virtual time it completed at.
+#[test]
+fn blocking_accept_on_another_thread() {
+    let sh = std::sync::Arc::new(shim());
+    let lfd = listening(&sh);
+    let waiter = {
+        let sh = sh.clone();
+        std::thread::spawn(move || {
+            let r = sh.accept(lfd);
+            (r, sh.now_micros())
+        })
+    };
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    sh.usleep(100_000);
+    let mut syn = Seg::new(1000);
+    syn.syn = true;
+    sh.netdev_send(&syn.bytes());
+    let (p, _) = sh.netdev_receive().expect("SYN-ACK");
+    let synack = parse(&p);
+    let mut ack = Seg::new(1001);
+    ack.ack = Some(synack.seq.wrapping_add(1));
+    sh.netdev_send(&ack.bytes());
+    let at = sh.peek_now();
+    let (r, done) = waiter.join().unwrap();
+    let (fd, peer) = r.unwrap();
+    assert!(fd >= 0);
+    assert_eq!(peer, SocketAddr::from(SocketAddrV4::new(REMOTE, 5000)));
+    assert!(
+        done <= at + 1_000,
+        "completed at {done}, handshake done at {at}"
+    );
+}
