@@ -3,7 +3,8 @@
 #
 #   crates/fastpath-packetdrill/run.sh [SCRIPT.pkt ...]
 #
-# With no argument it runs every script under gtests/net/tcp/ over IPv4 (PD_FAMILY=ipv6: IPv6). It unpacks and builds
+# With no argument it runs every script under gtests/net/tcp/ over IPv4 (PD_FAMILY=ipv6 or
+# ipv4-mapped-ipv6 for the other two variants packetdrill's run_all.py runs). It unpacks and builds
 # packetdrill in $PD_DIR (default /tmp/pd, outside the repository: packetdrill is GPL) from
 # $PD_TARBALL, builds the shim (cargo build -p fastpath-packetdrill), runs each script with a
 # $PD_TIMEOUT-second limit, and writes a table (script, result, first error line) to $PD_OUT
@@ -33,7 +34,13 @@ case $PD_FAMILY in
         ARGS="$ARGS -D CMSG_LEVEL_IP=SOL_IPV6 -D CMSG_TYPE_RECVERR=IPV6_RECVERR"
         FLAGS="local6=fd3d:fa7b:d17d::2,mtu=1520"
         ;;
-    *) echo "PD_FAMILY is ipv4 or ipv6" >&2; exit 1 ;;
+    ipv4-mapped-ipv6)
+        ARGS="--ip_version=ipv4-mapped-ipv6 --local_ip=192.168.0.2 --remote_ip=192.0.2.1"
+        ARGS="$ARGS -D TFO_COOKIE=3021b9d889017eeb -D CODE=host_unreachable"
+        ARGS="$ARGS -D CMSG_LEVEL_IP=SOL_IPV6 -D CMSG_TYPE_RECVERR=IPV6_RECVERR"
+        FLAGS="local4=192.168.0.2"
+        ;;
+    *) echo "PD_FAMILY is ipv4, ipv6 or ipv4-mapped-ipv6" >&2; exit 1 ;;
 esac
 
 BIN=$PD_DIR/gtests/net/packetdrill/packetdrill
@@ -72,7 +79,7 @@ fail=0
 for s in "$@"; do
     case $s in /*) path=$s ;; *) path=$SUITE/$s ;; esac
     # Scripts for one family only say so in their names.
-    case $PD_FAMILY:$s in ipv4:*v6*|ipv6:*v4*) continue ;; esac
+    case $PD_FAMILY:$s in ipv4*:*v6*|ipv6:*v4*) continue ;; esac
     dir=$(dirname "$path")
     log=$(cd "$dir" && PATH=$FAKE:$PATH timeout "$PD_TIMEOUT" "$BIN" \
         --so_filename="$SO" --so_flags="$FLAGS${PD_SO_FLAGS:+,$PD_SO_FLAGS}" $ARGS \

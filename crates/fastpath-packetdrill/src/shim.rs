@@ -130,6 +130,8 @@ enum Sock {
 #[derive(Debug)]
 struct Fd {
     sock: Sock,
+    /// Made `AF_INET6`: IPv4 peers are reported v4-mapped.
+    v6: bool,
     nonblock: bool,
     nodelay: bool,
     reuse_addr: bool,
@@ -250,7 +252,7 @@ impl State {
         self.fds.get_mut(&fd).ok_or(libc::EBADF)
     }
 
-    fn insert(&mut self, sock: Sock, nonblock: bool) -> Result<i32, Errno> {
+    fn insert(&mut self, sock: Sock, v6: bool, nonblock: bool) -> Result<i32, Errno> {
         let placeholder = OwnedFd::from(
             std::fs::File::open("/dev/null")
                 .map_err(|e| e.raw_os_error().unwrap_or(libc::EMFILE))?,
@@ -260,6 +262,7 @@ impl State {
             n,
             Fd {
                 sock,
+                v6,
                 nonblock,
                 nodelay: false,
                 reuse_addr: false,
@@ -316,6 +319,27 @@ impl State {
             }
         }
         r & (events | libc::POLLERR | libc::POLLHUP | libc::POLLNVAL)
+    }
+}
+
+/// A v4-mapped IPv6 address as the IPv4 address it stands for; others unchanged.
+fn unmap(a: SocketAddr) -> SocketAddr {
+    match a {
+        SocketAddr::V6(v6) => match v6.ip().to_ipv4_mapped() {
+            Some(ip) => SocketAddrV4::new(ip, v6.port()).into(),
+            None => a,
+        },
+        a => a,
+    }
+}
+
+/// An IPv4 address as an IPv6 socket reports it (v4-mapped), if `v6`.
+fn map_if(v6: bool, a: SocketAddr) -> SocketAddr {
+    match a {
+        SocketAddr::V4(v4) if v6 => {
+            SocketAddrV6::new(v4.ip().to_ipv6_mapped(), v4.port(), 0, 0).into()
+        }
+        a => a,
     }
 }
 
@@ -564,7 +588,7 @@ impl Shim {
             return Err(libc::EPROTONOSUPPORT);
         }
         let nonblock = ty & libc::SOCK_NONBLOCK != 0;
-        self.with(|s| s.insert(Sock::Fresh { v6, bound: None }, nonblock))
+        self.with(|s| s.insert(Sock::Fresh { v6, bound: None }, v6, nonblock))
     }
 
     /// `bind(fd, addr)`: remembered until `listen` or `connect`.
@@ -593,7 +617,7 @@ impl Shim {
                 Sock::Listener(_) => return Ok(()),
                 Sock::Stream { .. } => return Err(libc::EINVAL),
             };
-            let local = bound.unwrap_or_else(|| sockaddr_any(v6));
+            let local = bound.map(unmap).unwrap_or_else(|| sockaddr_any(v6));
             let backlog = usize::try_from(backlog.max(1)).unwrap_or(1);
             let l = s
                 .stack
@@ -607,11 +631,12 @@ impl Shim {
     /// `accept(fd)`: a new descriptor and the peer's address.
     pub fn accept(&self, fd: i32) -> Result<(i32, SocketAddr), Errno> {
         self.blocking(fd, None, None, |s| {
-            let l = match s.fd(fd) {
+            let (l, v6) = match s.fd(fd) {
                 Ok(Fd {
                     sock: Sock::Listener(l),
+                    v6,
                     ..
-                }) => *l,
+                }) => (*l, *v6),
                 Ok(_) => return Try::Done(Err(libc::EINVAL)),
                 Err(e) => return Try::Done(Err(e)),
             };
@@ -622,9 +647,10 @@ impl Shim {
                             stream,
                             connecting: false,
                         },
+                        v6,
                         false,
                     );
-                    Try::Done(n.map(|n| (n, peer)))
+                    Try::Done(n.map(|n| (n, map_if(v6, peer))))
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => Try::Wait(libc::EAGAIN),
                 Err(e) => Try::Done(Err(errno_of(&e))),
@@ -643,10 +669,15 @@ impl Shim {
                         return Err(libc::EAFNOSUPPORT);
                     }
                     let nodelay = entry.nodelay;
-                    let local = bound.unwrap_or_else(|| sockaddr_any(v6));
+                    // An IPv6 socket reaches an IPv4 peer by its v4-mapped address, over IPv4.
+                    let remote = unmap(addr);
+                    let local = bound
+                        .map(unmap)
+                        .filter(|l| l.is_ipv6() == remote.is_ipv6() || !l.ip().is_unspecified())
+                        .unwrap_or_else(|| sockaddr_any(remote.is_ipv6()));
                     let stream = s
                         .stack
-                        .tcp_connect_from(local, addr)
+                        .tcp_connect_from(local, remote)
                         .map_err(|e| errno_of(&e))?;
                     if nodelay {
                         let _ = s.stack.tcp(stream).set_nodelay(true);

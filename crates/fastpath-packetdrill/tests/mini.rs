@@ -288,3 +288,21 @@ fn blocking_accept_on_another_thread() {
         "completed at {done}, handshake done at {at}"
     );
 }
+
+/// An IPv6 socket reaches an IPv4 peer by its v4-mapped address, over IPv4 (packetdrill's
+/// ipv4-mapped-ipv6 runs).
+#[test]
+fn v4_mapped_connect_goes_over_ipv4() {
+    let sh = shim();
+    let fd = sh
+        .socket(libc::AF_INET6, libc::SOCK_STREAM | libc::SOCK_NONBLOCK, 0)
+        .unwrap();
+    let remote = std::net::SocketAddrV6::new(REMOTE.to_ipv6_mapped(), 8080, 0, 0);
+    assert_eq!(
+        sh.connect(fd, remote.into()).unwrap_err(),
+        libc::EINPROGRESS
+    );
+    let (p, _) = sh.netdev_receive().expect("SYN");
+    assert_eq!(p[0] >> 4, 4, "an IPv4 packet");
+    assert!(parse(&p).syn);
+}
