@@ -1,0 +1,100 @@
+#!/bin/sh
+# Runs packetdrill's TCP scripts against fastpath through packetdrill's shared-object mode.
+#
+#   crates/fastpath-packetdrill/run.sh [SCRIPT.pkt ...]
+#
+# With no argument it runs every script under gtests/net/tcp/ over IPv4 (PD_FAMILY=ipv6 or
+# ipv4-mapped-ipv6 for the other two variants packetdrill's run_all.py runs). It unpacks and builds
+# packetdrill in $PD_DIR (default /tmp/pd, outside the repository: packetdrill is GPL) from
+# $PD_TARBALL, builds the shim (cargo build -p fastpath-packetdrill), runs each script with a
+# $PD_TIMEOUT-second limit, and writes a table (script, result, first error line) to $PD_OUT
+# (default $PD_DIR/results.tsv) and a summary to stdout. Scripts named on the command line are paths
+# relative to gtests/net/tcp/ (quoted patterns such as 'close/*.pkt' expand there) or absolute.
+# $PD_SO_FLAGS adds to the shim's --so_flags (e.g. delack=40).
+set -eu
+
+REPO=$(cd "$(dirname "$0")/../.." && pwd)
+PD_TARBALL=${PD_TARBALL:-/work/shared/packetdrill/packetdrill-2c4001c.tar.gz}
+PD_DIR=${PD_DIR:-/tmp/pd}
+PD_TIMEOUT=${PD_TIMEOUT:-30}
+PD_OUT=${PD_OUT:-$PD_DIR/results.tsv}
+PD_FAMILY=${PD_FAMILY:-ipv4}
+# The defines and addresses of packetdrill's run_all.py for each family, with the shim's own local
+# address (packetdrill would otherwise pick a random one).
+case $PD_FAMILY in
+    ipv4)
+        ARGS="--ip_version=ipv4 --local_ip=192.168.0.2 --remote_ip=192.0.2.1"
+        ARGS="$ARGS -D TFO_COOKIE=3021b9d889017eeb -D CODE=host_unreachable"
+        ARGS="$ARGS -D CMSG_LEVEL_IP=SOL_IP -D CMSG_TYPE_RECVERR=IP_RECVERR"
+        FLAGS="local4=192.168.0.2"
+        ;;
+    ipv6)
+        ARGS="--ip_version=ipv6 --mtu=1520 --local_ip=fd3d:fa7b:d17d::2 --remote_ip=2001:db8::1"
+        ARGS="$ARGS -D TFO_COOKIE=c1d1e9742a47a9bc"
+        ARGS="$ARGS -D CMSG_LEVEL_IP=SOL_IPV6 -D CMSG_TYPE_RECVERR=IPV6_RECVERR"
+        FLAGS="local6=fd3d:fa7b:d17d::2,mtu=1520"
+        ;;
+    ipv4-mapped-ipv6)
+        ARGS="--ip_version=ipv4-mapped-ipv6 --local_ip=192.168.0.2 --remote_ip=192.0.2.1"
+        ARGS="$ARGS -D TFO_COOKIE=3021b9d889017eeb -D CODE=host_unreachable"
+        ARGS="$ARGS -D CMSG_LEVEL_IP=SOL_IPV6 -D CMSG_TYPE_RECVERR=IPV6_RECVERR"
+        FLAGS="local4=192.168.0.2"
+        ;;
+    *) echo "PD_FAMILY is ipv4, ipv6 or ipv4-mapped-ipv6" >&2; exit 1 ;;
+esac
+
+BIN=$PD_DIR/gtests/net/packetdrill/packetdrill
+if [ ! -x "$BIN" ]; then
+    for tool in gcc make bison flex; do
+        command -v "$tool" >/dev/null || { echo "missing $tool (apt-get install -y gcc make bison flex)" >&2; exit 1; }
+    done
+    mkdir -p "$PD_DIR"
+    tar xzf "$PD_TARBALL" -C "$PD_DIR"
+    (cd "$PD_DIR/gtests/net/packetdrill" && ./configure >/dev/null && make >/dev/null)
+fi
+
+(cd "$REPO" && cargo build -q -p fastpath-packetdrill)
+SO=$REPO/target/debug/libfastpath_packetdrill.so
+
+# The scripts' init command (common/defaults.sh) sets the kernel's sysctls; they mean nothing to
+# fastpath, so harmless stand-ins take their place.
+FAKE=$PD_DIR/fakebin
+mkdir -p "$FAKE"
+for c in sysctl ip ethtool tc; do
+    printf '#!/bin/sh\nexit 0\n' > "$FAKE/$c"
+    chmod +x "$FAKE/$c"
+done
+
+SUITE=$PD_DIR/gtests/net/tcp
+if [ $# -eq 0 ]; then
+    set -- $(cd "$SUITE" && find . -name '*.pkt' | sed 's|^\./||' | sort)
+else
+    # Patterns (quoted, so the caller's shell leaves them) expand in the suite's folder.
+    set -- $(cd "$SUITE" && for a in "$@"; do for f in $a; do echo "$f"; done; done)
+fi
+
+: > "$PD_OUT"
+pass=0
+fail=0
+for s in "$@"; do
+    case $s in /*) path=$s ;; *) path=$SUITE/$s ;; esac
+    # Scripts for one family only say so in their names.
+    case $PD_FAMILY:$s in ipv4*:*v6*|ipv6:*v4*) continue ;; esac
+    dir=$(dirname "$path")
+    log=$(cd "$dir" && PATH=$FAKE:$PATH timeout "$PD_TIMEOUT" "$BIN" \
+        --so_filename="$SO" --so_flags="$FLAGS${PD_SO_FLAGS:+,$PD_SO_FLAGS}" $ARGS \
+        "$(basename "$path")" 2>&1) && rc=0 || rc=$?
+    if [ $rc -eq 0 ]; then
+        result=pass
+        first=
+        pass=$((pass + 1))
+    else
+        result=fail
+        [ $rc -eq 124 ] && result=timeout
+        first=$(printf '%s\n' "$log" | grep -v '^$' | head -1 | tr '\t' ' ')
+        fail=$((fail + 1))
+    fi
+    printf '%s\t%s\t%s\n' "$s" "$result" "$first" >> "$PD_OUT"
+done
+column -t -s "$(printf '\t')" "$PD_OUT" 2>/dev/null | cut -c1-200 || cat "$PD_OUT"
+echo "passed $pass of $((pass + fail)); table in $PD_OUT"

@@ -1,0 +1,806 @@
+//! The C side: the function table packetdrill's shared-object mode fills in through
+//! `packetdrill_interface_init`, laid out field for field as packetdrill declares it, and one
+//! `extern "C"` function per entry, each turning C arguments into [`Shim`] calls. Failures set the
+//! thread's `errno` and return -1, as the system calls they stand in for. No panic crosses into C:
+//! every entry runs under `catch_unwind` and answers `EIO` if its body panicked.
+//!
+//! `fcntl` and `ioctl` are variadic in C. They are defined here with one fixed `c_long` third
+//! argument: on the Linux targets (x86-64 and AArch64 System V ABIs) a variadic integer or pointer
+//! argument is passed exactly where a fixed one is, so the callee reads what the caller passed.
+
+use std::ffi::{c_char, c_int, c_long, c_uint, c_ulong, c_void, CStr};
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use libc::{
+    iovec, msghdr, nfds_t, pollfd, size_t, sockaddr, socklen_t, ssize_t, timeval, useconds_t,
+};
+
+use crate::shim::{Errno, Shim, ShimConfig};
+
+/// packetdrill's `struct packetdrill_interface` (its `packetdrill.h`), in the same order.
+#[repr(C)]
+#[allow(missing_docs)]
+pub struct PacketdrillInterface {
+    pub userdata: *mut c_void,
+    pub free: unsafe extern "C" fn(*mut c_void),
+    pub socket: unsafe extern "C" fn(*mut c_void, c_int, c_int, c_int) -> c_int,
+    pub bind: unsafe extern "C" fn(*mut c_void, c_int, *const sockaddr, socklen_t) -> c_int,
+    pub listen: unsafe extern "C" fn(*mut c_void, c_int, c_int) -> c_int,
+    pub accept: unsafe extern "C" fn(*mut c_void, c_int, *mut sockaddr, *mut socklen_t) -> c_int,
+    pub connect: unsafe extern "C" fn(*mut c_void, c_int, *const sockaddr, socklen_t) -> c_int,
+    pub read: unsafe extern "C" fn(*mut c_void, c_int, *mut c_void, size_t) -> ssize_t,
+    pub readv: unsafe extern "C" fn(*mut c_void, c_int, *const iovec, c_int) -> ssize_t,
+    pub recv: unsafe extern "C" fn(*mut c_void, c_int, *mut c_void, size_t, c_int) -> ssize_t,
+    pub recvfrom: unsafe extern "C" fn(
+        *mut c_void,
+        c_int,
+        *mut c_void,
+        size_t,
+        c_int,
+        *mut sockaddr,
+        *mut socklen_t,
+    ) -> ssize_t,
+    pub recvmsg: unsafe extern "C" fn(*mut c_void, c_int, *mut msghdr, c_int) -> ssize_t,
+    pub write: unsafe extern "C" fn(*mut c_void, c_int, *const c_void, size_t) -> ssize_t,
+    pub writev: unsafe extern "C" fn(*mut c_void, c_int, *const iovec, c_int) -> ssize_t,
+    pub send: unsafe extern "C" fn(*mut c_void, c_int, *const c_void, size_t, c_int) -> ssize_t,
+    pub sendto: unsafe extern "C" fn(
+        *mut c_void,
+        c_int,
+        *const c_void,
+        size_t,
+        c_int,
+        *const sockaddr,
+        socklen_t,
+    ) -> ssize_t,
+    pub sendmsg: unsafe extern "C" fn(*mut c_void, c_int, *const msghdr, c_int) -> ssize_t,
+    pub fcntl: unsafe extern "C" fn(*mut c_void, c_int, c_int, c_long) -> c_int,
+    pub ioctl: unsafe extern "C" fn(*mut c_void, c_int, c_ulong, c_long) -> c_int,
+    pub close: unsafe extern "C" fn(*mut c_void, c_int) -> c_int,
+    pub shutdown: unsafe extern "C" fn(*mut c_void, c_int, c_int) -> c_int,
+    pub getsockopt: unsafe extern "C" fn(
+        *mut c_void,
+        c_int,
+        c_int,
+        c_int,
+        *mut c_void,
+        *mut socklen_t,
+    ) -> c_int,
+    pub setsockopt:
+        unsafe extern "C" fn(*mut c_void, c_int, c_int, c_int, *const c_void, socklen_t) -> c_int,
+    pub poll: unsafe extern "C" fn(*mut c_void, *mut pollfd, nfds_t, c_int) -> c_int,
+    pub netdev_send: unsafe extern "C" fn(*mut c_void, *const c_void, size_t) -> c_int,
+    pub netdev_receive:
+        unsafe extern "C" fn(*mut c_void, *mut c_void, *mut size_t, *mut i64) -> c_int,
+    pub usleep: unsafe extern "C" fn(*mut c_void, useconds_t) -> c_int,
+    pub gettimeofday: unsafe extern "C" fn(*mut c_void, *mut timeval, *mut c_void) -> c_int,
+    pub epoll_create: unsafe extern "C" fn(*mut c_void, c_int) -> c_int,
+    pub epoll_ctl: unsafe extern "C" fn(*mut c_void, c_int, c_int, c_int, *mut c_void) -> c_int,
+    pub epoll_wait: unsafe extern "C" fn(*mut c_void, c_int, *mut c_void, c_int, c_int) -> c_int,
+    pub pipe: unsafe extern "C" fn(*mut c_void, *mut c_int) -> c_int,
+    pub splice: unsafe extern "C" fn(
+        *mut c_void,
+        c_int,
+        *mut i64,
+        c_int,
+        *mut i64,
+        size_t,
+        c_uint,
+    ) -> ssize_t,
+}
+
+fn set_errno(e: Errno) {
+    // SAFETY: `__errno_location` returns the calling thread's errno, valid for the thread's life.
+    unsafe { *libc::__errno_location() = e };
+}
+
+/// Runs `f`, turning `Err(errno)` into `errno` and -1, and a panic into `EIO` and -1.
+fn guard<T: From<i8>>(f: impl FnOnce() -> Result<T, Errno>) -> T {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(v)) => v,
+        Ok(Err(e)) => {
+            set_errno(e);
+            T::from(-1)
+        }
+        Err(_) => {
+            set_errno(libc::EIO);
+            T::from(-1)
+        }
+    }
+}
+
+/// # Safety
+/// `ud` must be the pointer `packetdrill_interface_init` stored, not yet freed.
+unsafe fn shim<'a>(ud: *mut c_void) -> Result<&'a Shim, Errno> {
+    if ud.is_null() {
+        return Err(libc::EINVAL);
+    }
+    // SAFETY: the caller guarantees `ud` is the live `Box<Shim>` made in `packetdrill_interface_init`;
+    // the shim is only ever used through shared references (it locks inside).
+    Ok(unsafe { &*(ud as *const Shim) })
+}
+
+/// Reads a C socket address.
+///
+/// # Safety
+/// `addr` must be null or point to `len` readable bytes.
+unsafe fn read_sockaddr(addr: *const sockaddr, len: socklen_t) -> Result<SocketAddr, Errno> {
+    if addr.is_null() {
+        return Err(libc::EFAULT);
+    }
+    // SAFETY: `addr` points to at least a `sockaddr`'s family field (the caller's promise of `len`
+    // bytes is checked against each structure's size before it is read).
+    let family = c_int::from(unsafe { (*addr).sa_family });
+    let len = len as usize;
+    match family {
+        libc::AF_INET if len >= std::mem::size_of::<libc::sockaddr_in>() => {
+            // SAFETY: `len` covers a `sockaddr_in`; `read_unaligned` needs no alignment.
+            let a = unsafe { std::ptr::read_unaligned(addr as *const libc::sockaddr_in) };
+            let ip = Ipv4Addr::from(u32::from_be(a.sin_addr.s_addr));
+            Ok(SocketAddrV4::new(ip, u16::from_be(a.sin_port)).into())
+        }
+        libc::AF_INET6 if len >= std::mem::size_of::<libc::sockaddr_in6>() => {
+            // SAFETY: `len` covers a `sockaddr_in6`; `read_unaligned` needs no alignment.
+            let a = unsafe { std::ptr::read_unaligned(addr as *const libc::sockaddr_in6) };
+            let ip = Ipv6Addr::from(a.sin6_addr.s6_addr);
+            Ok(SocketAddrV6::new(
+                ip,
+                u16::from_be(a.sin6_port),
+                a.sin6_flowinfo,
+                a.sin6_scope_id,
+            )
+            .into())
+        }
+        libc::AF_INET | libc::AF_INET6 => Err(libc::EINVAL),
+        _ => Err(libc::EAFNOSUPPORT),
+    }
+}
+
+/// Writes a socket address the way the kernel does: truncated to `*len`, with `*len` set to the full
+/// size. Null pointers are skipped.
+///
+/// # Safety
+/// `addr` and `len` must be null or valid, `addr` for `*len` bytes.
+unsafe fn write_sockaddr(a: SocketAddr, addr: *mut sockaddr, len: *mut socklen_t) {
+    if addr.is_null() || len.is_null() {
+        return;
+    }
+    let mut storage: libc::sockaddr_storage =
+        // SAFETY: `sockaddr_storage` is plain data, valid all zero.
+        unsafe { std::mem::zeroed() };
+    let size = match a {
+        SocketAddr::V4(v4) => {
+            let sin = libc::sockaddr_in {
+                sin_family: libc::AF_INET as libc::sa_family_t,
+                sin_port: v4.port().to_be(),
+                sin_addr: libc::in_addr {
+                    s_addr: u32::from(*v4.ip()).to_be(),
+                },
+                sin_zero: [0; 8],
+            };
+            // SAFETY: `storage` is larger than and aligned for any socket address.
+            unsafe { std::ptr::write(&mut storage as *mut _ as *mut libc::sockaddr_in, sin) };
+            std::mem::size_of::<libc::sockaddr_in>()
+        }
+        SocketAddr::V6(v6) => {
+            let sin6 = libc::sockaddr_in6 {
+                sin6_family: libc::AF_INET6 as libc::sa_family_t,
+                sin6_port: v6.port().to_be(),
+                sin6_flowinfo: v6.flowinfo(),
+                sin6_addr: libc::in6_addr {
+                    s6_addr: v6.ip().octets(),
+                },
+                sin6_scope_id: v6.scope_id(),
+            };
+            // SAFETY: as above.
+            unsafe { std::ptr::write(&mut storage as *mut _ as *mut libc::sockaddr_in6, sin6) };
+            std::mem::size_of::<libc::sockaddr_in6>()
+        }
+    };
+    // SAFETY: the caller gave `len` valid and `addr` writable for `*len` bytes; we copy at most that.
+    unsafe {
+        let room = (*len as usize).min(size);
+        std::ptr::copy_nonoverlapping(&storage as *const _ as *const u8, addr as *mut u8, room);
+        *len = size as socklen_t;
+    }
+}
+
+/// # Safety
+/// `iov` must be null or point to `n` valid `iovec`s.
+unsafe fn iovecs<'a>(iov: *const iovec, n: c_int) -> Result<&'a [iovec], Errno> {
+    if n < 0 {
+        return Err(libc::EINVAL);
+    }
+    if n == 0 {
+        return Ok(&[]);
+    }
+    if iov.is_null() {
+        return Err(libc::EFAULT);
+    }
+    // SAFETY: the caller's promise.
+    Ok(unsafe { std::slice::from_raw_parts(iov, n as usize) })
+}
+
+fn total_len(iov: &[iovec]) -> usize {
+    iov.iter().map(|v| v.iov_len).sum()
+}
+
+/// Gathers the bytes `iov` describes.
+///
+/// # Safety
+/// Each entry must describe readable memory.
+unsafe fn gather(iov: &[iovec]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(total_len(iov));
+    for e in iov {
+        if e.iov_len > 0 && !e.iov_base.is_null() {
+            // SAFETY: the caller's promise.
+            v.extend_from_slice(unsafe {
+                std::slice::from_raw_parts(e.iov_base as *const u8, e.iov_len)
+            });
+        }
+    }
+    v
+}
+
+/// Scatters `data` over `iov`.
+///
+/// # Safety
+/// Each entry must describe writable memory.
+unsafe fn scatter(data: &[u8], iov: &[iovec]) {
+    let mut rest = data;
+    for e in iov {
+        if rest.is_empty() {
+            break;
+        }
+        let n = e.iov_len.min(rest.len());
+        if n > 0 && !e.iov_base.is_null() {
+            // SAFETY: the caller's promise; `n` is within the entry.
+            unsafe { std::ptr::copy_nonoverlapping(rest.as_ptr(), e.iov_base as *mut u8, n) };
+        }
+        rest = &rest[n..];
+    }
+}
+
+/// # Safety
+/// `buf` must be null (with `count` 0) or writable for `count` bytes.
+unsafe fn buf_mut<'a>(buf: *mut c_void, count: size_t) -> Result<&'a mut [u8], Errno> {
+    if count == 0 {
+        return Ok(&mut []);
+    }
+    if buf.is_null() {
+        return Err(libc::EFAULT);
+    }
+    // SAFETY: the caller's promise.
+    Ok(unsafe { std::slice::from_raw_parts_mut(buf as *mut u8, count) })
+}
+
+/// # Safety
+/// `buf` must be null (with `count` 0) or readable for `count` bytes.
+unsafe fn buf_ref<'a>(buf: *const c_void, count: size_t) -> Result<&'a [u8], Errno> {
+    if count == 0 {
+        return Ok(&[]);
+    }
+    if buf.is_null() {
+        return Err(libc::EFAULT);
+    }
+    // SAFETY: the caller's promise.
+    Ok(unsafe { std::slice::from_raw_parts(buf as *const u8, count) })
+}
+
+fn ssize(n: usize) -> Result<ssize_t, Errno> {
+    ssize_t::try_from(n).map_err(|_| libc::EOVERFLOW)
+}
+
+// Every function below is called by packetdrill with the `userdata` it was given and arguments that
+// follow the C prototypes of the system calls they stand for; each `unsafe` block relies on that.
+
+unsafe extern "C" fn pd_free(ud: *mut c_void) {
+    if ud.is_null() {
+        return;
+    }
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: `ud` came from `Box::into_raw` in `packetdrill_interface_init` and is freed once.
+        let shim = unsafe { Box::from_raw(ud as *mut Shim) };
+        shim.forget_placeholders();
+        drop(shim);
+    }));
+}
+
+unsafe extern "C" fn pd_socket(ud: *mut c_void, domain: c_int, ty: c_int, proto: c_int) -> c_int {
+    // SAFETY: see above.
+    guard(|| unsafe { shim(ud) }?.socket(domain, ty, proto))
+}
+
+unsafe extern "C" fn pd_bind(
+    ud: *mut c_void,
+    fd: c_int,
+    addr: *const sockaddr,
+    len: socklen_t,
+) -> c_int {
+    guard(|| {
+        // SAFETY: packetdrill passes a socket address of `len` bytes.
+        let a = unsafe { read_sockaddr(addr, len) }?;
+        // SAFETY: see above.
+        unsafe { shim(ud) }?.bind(fd, a).map(|()| 0)
+    })
+}
+
+unsafe extern "C" fn pd_listen(ud: *mut c_void, fd: c_int, backlog: c_int) -> c_int {
+    // SAFETY: see above.
+    guard(|| unsafe { shim(ud) }?.listen(fd, backlog).map(|()| 0))
+}
+
+unsafe extern "C" fn pd_accept(
+    ud: *mut c_void,
+    fd: c_int,
+    addr: *mut sockaddr,
+    len: *mut socklen_t,
+) -> c_int {
+    guard(|| {
+        // SAFETY: see above.
+        let (n, peer) = unsafe { shim(ud) }?.accept(fd)?;
+        // SAFETY: packetdrill passes null or a buffer of `*len` bytes.
+        unsafe { write_sockaddr(peer, addr, len) };
+        Ok(n)
+    })
+}
+
+unsafe extern "C" fn pd_connect(
+    ud: *mut c_void,
+    fd: c_int,
+    addr: *const sockaddr,
+    len: socklen_t,
+) -> c_int {
+    guard(|| {
+        // SAFETY: packetdrill passes a socket address of `len` bytes.
+        let a = unsafe { read_sockaddr(addr, len) }?;
+        // SAFETY: see above.
+        unsafe { shim(ud) }?.connect(fd, a).map(|()| 0)
+    })
+}
+
+unsafe extern "C" fn pd_read(ud: *mut c_void, fd: c_int, buf: *mut c_void, n: size_t) -> ssize_t {
+    guard(|| {
+        // SAFETY: `buf` is writable for `n` bytes, as for read(2).
+        let b = unsafe { buf_mut(buf, n) }?;
+        // SAFETY: see above.
+        ssize(unsafe { shim(ud) }?.read(fd, b)?)
+    })
+}
+
+unsafe extern "C" fn pd_recv(
+    ud: *mut c_void,
+    fd: c_int,
+    buf: *mut c_void,
+    n: size_t,
+    _flags: c_int,
+) -> ssize_t {
+    // SAFETY: as for read.
+    unsafe { pd_read(ud, fd, buf, n) }
+}
+
+unsafe extern "C" fn pd_recvfrom(
+    ud: *mut c_void,
+    fd: c_int,
+    buf: *mut c_void,
+    n: size_t,
+    _flags: c_int,
+    addr: *mut sockaddr,
+    len: *mut socklen_t,
+) -> ssize_t {
+    // SAFETY: as for read.
+    let r = unsafe { pd_read(ud, fd, buf, n) };
+    if r >= 0 {
+        let peer = catch_unwind(AssertUnwindSafe(|| {
+            // SAFETY: see above.
+            unsafe { shim(ud) }.and_then(|s| s.addrs(fd)).ok()
+        }));
+        if let Ok(Some((_, peer))) = peer {
+            // SAFETY: packetdrill passes null or a buffer of `*len` bytes.
+            unsafe { write_sockaddr(peer, addr, len) };
+        }
+    }
+    r
+}
+
+unsafe extern "C" fn pd_readv(ud: *mut c_void, fd: c_int, iov: *const iovec, n: c_int) -> ssize_t {
+    guard(|| {
+        // SAFETY: `iov` holds `n` entries of writable memory, as for readv(2).
+        let iov = unsafe { iovecs(iov, n) }?;
+        let mut tmp = vec![0u8; total_len(iov)];
+        // SAFETY: see above.
+        let got = unsafe { shim(ud) }?.read(fd, &mut tmp)?;
+        // SAFETY: as above.
+        unsafe { scatter(&tmp[..got], iov) };
+        ssize(got)
+    })
+}
+
+unsafe extern "C" fn pd_recvmsg(
+    ud: *mut c_void,
+    fd: c_int,
+    msg: *mut msghdr,
+    _flags: c_int,
+) -> ssize_t {
+    guard(|| {
+        if msg.is_null() {
+            return Err(libc::EFAULT);
+        }
+        // SAFETY: `msg` is a valid `msghdr`, as for recvmsg(2).
+        let m = unsafe { &mut *msg };
+        // SAFETY: its iovecs describe writable memory.
+        let iov = unsafe { iovecs(m.msg_iov, m.msg_iovlen as c_int) }?;
+        let mut tmp = vec![0u8; total_len(iov)];
+        // SAFETY: see above.
+        let got = unsafe { shim(ud) }?.read(fd, &mut tmp)?;
+        // SAFETY: as above.
+        unsafe { scatter(&tmp[..got], iov) };
+        m.msg_controllen = 0;
+        m.msg_flags = 0;
+        ssize(got)
+    })
+}
+
+unsafe extern "C" fn pd_write(
+    ud: *mut c_void,
+    fd: c_int,
+    buf: *const c_void,
+    n: size_t,
+) -> ssize_t {
+    guard(|| {
+        // SAFETY: `buf` is readable for `n` bytes, as for write(2).
+        let b = unsafe { buf_ref(buf, n) }?;
+        // SAFETY: see above.
+        ssize(unsafe { shim(ud) }?.write(fd, b)?)
+    })
+}
+
+unsafe extern "C" fn pd_send(
+    ud: *mut c_void,
+    fd: c_int,
+    buf: *const c_void,
+    n: size_t,
+    _flags: c_int,
+) -> ssize_t {
+    // SAFETY: as for write.
+    unsafe { pd_write(ud, fd, buf, n) }
+}
+
+unsafe extern "C" fn pd_sendto(
+    ud: *mut c_void,
+    fd: c_int,
+    buf: *const c_void,
+    n: size_t,
+    _flags: c_int,
+    _addr: *const sockaddr,
+    _len: socklen_t,
+) -> ssize_t {
+    // SAFETY: as for write (a connected stream ignores the address, as Linux does).
+    unsafe { pd_write(ud, fd, buf, n) }
+}
+
+unsafe extern "C" fn pd_writev(ud: *mut c_void, fd: c_int, iov: *const iovec, n: c_int) -> ssize_t {
+    guard(|| {
+        // SAFETY: `iov` holds `n` entries of readable memory, as for writev(2).
+        let iov = unsafe { iovecs(iov, n) }?;
+        // SAFETY: as above.
+        let data = unsafe { gather(iov) };
+        // SAFETY: see above.
+        ssize(unsafe { shim(ud) }?.write(fd, &data)?)
+    })
+}
+
+unsafe extern "C" fn pd_sendmsg(
+    ud: *mut c_void,
+    fd: c_int,
+    msg: *const msghdr,
+    _flags: c_int,
+) -> ssize_t {
+    guard(|| {
+        if msg.is_null() {
+            return Err(libc::EFAULT);
+        }
+        // SAFETY: `msg` is a valid `msghdr`, as for sendmsg(2).
+        let m = unsafe { &*msg };
+        // SAFETY: its iovecs describe readable memory.
+        let iov = unsafe { iovecs(m.msg_iov, m.msg_iovlen as c_int) }?;
+        // SAFETY: as above.
+        let data = unsafe { gather(iov) };
+        // SAFETY: see above.
+        ssize(unsafe { shim(ud) }?.write(fd, &data)?)
+    })
+}
+
+unsafe extern "C" fn pd_fcntl(ud: *mut c_void, fd: c_int, cmd: c_int, arg: c_long) -> c_int {
+    // SAFETY: see above.
+    guard(|| unsafe { shim(ud) }?.fcntl(fd, cmd, arg))
+}
+
+unsafe extern "C" fn pd_ioctl(ud: *mut c_void, fd: c_int, req: c_ulong, arg: c_long) -> c_int {
+    guard(|| {
+        // SAFETY: see above.
+        let sh = unsafe { shim(ud) }?;
+        let ptr = arg as *mut c_int;
+        if ptr.is_null() {
+            return Err(libc::EFAULT);
+        }
+        match req {
+            libc::FIONBIO => {
+                // SAFETY: FIONBIO's argument points to an int, as for ioctl(2).
+                let on = unsafe { std::ptr::read_unaligned(ptr) } != 0;
+                sh.set_nonblocking(fd, on).map(|()| 0)
+            }
+            _ => {
+                let v = sh.ioctl_int(fd, req)?;
+                // SAFETY: FIONREAD's and TIOCOUTQ's argument points to an int.
+                unsafe { std::ptr::write_unaligned(ptr, v) };
+                Ok(0)
+            }
+        }
+    })
+}
+
+unsafe extern "C" fn pd_close(ud: *mut c_void, fd: c_int) -> c_int {
+    // SAFETY: see above.
+    guard(|| unsafe { shim(ud) }?.close(fd).map(|()| 0))
+}
+
+unsafe extern "C" fn pd_shutdown(ud: *mut c_void, fd: c_int, how: c_int) -> c_int {
+    // SAFETY: see above.
+    guard(|| unsafe { shim(ud) }?.shutdown(fd, how).map(|()| 0))
+}
+
+unsafe extern "C" fn pd_getsockopt(
+    ud: *mut c_void,
+    fd: c_int,
+    level: c_int,
+    name: c_int,
+    val: *mut c_void,
+    len: *mut socklen_t,
+) -> c_int {
+    guard(|| {
+        if val.is_null() || len.is_null() {
+            return Err(libc::EFAULT);
+        }
+        // SAFETY: see above.
+        let v = unsafe { shim(ud) }?.getsockopt(fd, level, name)?;
+        // SAFETY: `len` is valid and `val` writable for `*len` bytes, as for getsockopt(2).
+        unsafe {
+            let room = (*len as usize).min(std::mem::size_of::<c_int>());
+            std::ptr::copy_nonoverlapping(v.to_ne_bytes().as_ptr(), val as *mut u8, room);
+            *len = room as socklen_t;
+        }
+        Ok(0)
+    })
+}
+
+unsafe extern "C" fn pd_setsockopt(
+    ud: *mut c_void,
+    fd: c_int,
+    level: c_int,
+    name: c_int,
+    val: *const c_void,
+    len: socklen_t,
+) -> c_int {
+    guard(|| {
+        if (len as usize) < std::mem::size_of::<c_int>() || val.is_null() {
+            return Err(libc::EINVAL);
+        }
+        // SAFETY: `val` is readable for `len` bytes, at least an int, as for setsockopt(2).
+        let v = unsafe { std::ptr::read_unaligned(val as *const c_int) };
+        // SAFETY: see above.
+        unsafe { shim(ud) }?
+            .setsockopt(fd, level, name, v)
+            .map(|()| 0)
+    })
+}
+
+unsafe extern "C" fn pd_poll(
+    ud: *mut c_void,
+    fds: *mut pollfd,
+    n: nfds_t,
+    timeout: c_int,
+) -> c_int {
+    guard(|| {
+        let list: &mut [pollfd] = if n == 0 {
+            &mut []
+        } else if fds.is_null() {
+            return Err(libc::EFAULT);
+        } else {
+            // SAFETY: `fds` holds `n` entries, as for poll(2).
+            unsafe { std::slice::from_raw_parts_mut(fds, n as usize) }
+        };
+        let mut v: Vec<(i32, i16, i16)> = list.iter().map(|p| (p.fd, p.events, 0)).collect();
+        // SAFETY: see above.
+        let ready = unsafe { shim(ud) }?.poll(&mut v, timeout)?;
+        for (p, (_, _, r)) in list.iter_mut().zip(v) {
+            p.revents = r;
+        }
+        c_int::try_from(ready).map_err(|_| libc::EOVERFLOW)
+    })
+}
+
+unsafe extern "C" fn pd_netdev_send(ud: *mut c_void, buf: *const c_void, n: size_t) -> c_int {
+    guard(|| {
+        // SAFETY: packetdrill passes a packet of `n` bytes.
+        let b = unsafe { buf_ref(buf, n) }?;
+        // SAFETY: see above.
+        unsafe { shim(ud) }?.netdev_send(b);
+        Ok(0)
+    })
+}
+
+unsafe extern "C" fn pd_netdev_receive(
+    ud: *mut c_void,
+    buf: *mut c_void,
+    count: *mut size_t,
+    time_usecs: *mut i64,
+) -> c_int {
+    guard(|| {
+        if count.is_null() || time_usecs.is_null() {
+            return Err(libc::EFAULT);
+        }
+        // SAFETY: `count` is valid: the buffer's size in, the packet's size out.
+        let room = unsafe { *count };
+        // SAFETY: `buf` is writable for `room` bytes.
+        let out = unsafe { buf_mut(buf, room) }?;
+        // SAFETY: see above.
+        let (len, t) = match unsafe { shim(ud) }?.netdev_receive() {
+            Some((p, t)) => {
+                let n = p.len().min(out.len());
+                out[..n].copy_from_slice(&p[..n]);
+                (n, t)
+            }
+            None => {
+                // Nothing will come: one byte that is no IP packet makes packetdrill fail the
+                // expected packet with a parse error rather than wait for ever.
+                if let Some(b) = out.first_mut() {
+                    *b = 0;
+                }
+                (out.len().min(1), 0)
+            }
+        };
+        // SAFETY: both pointers checked non-null above and valid by packetdrill's contract.
+        unsafe {
+            *count = len;
+            *time_usecs = i64::try_from(t).unwrap_or(i64::MAX);
+        }
+        Ok(0)
+    })
+}
+
+unsafe extern "C" fn pd_usleep(ud: *mut c_void, usec: useconds_t) -> c_int {
+    // SAFETY: see above.
+    guard(|| {
+        unsafe { shim(ud) }
+            .map(|s| s.usleep(u64::from(usec)))
+            .map(|()| 0)
+    })
+}
+
+unsafe extern "C" fn pd_gettimeofday(ud: *mut c_void, tv: *mut timeval, _tz: *mut c_void) -> c_int {
+    guard(|| {
+        if tv.is_null() {
+            return Err(libc::EFAULT);
+        }
+        // SAFETY: see above.
+        let now = unsafe { shim(ud) }?.now_micros();
+        // SAFETY: `tv` is a valid `timeval`, as for gettimeofday(2).
+        unsafe {
+            (*tv).tv_sec = (now / 1_000_000) as libc::time_t;
+            (*tv).tv_usec = (now % 1_000_000) as libc::suseconds_t;
+        }
+        Ok(0)
+    })
+}
+
+unsafe extern "C" fn pd_epoll_create(_ud: *mut c_void, _size: c_int) -> c_int {
+    guard(|| Err::<c_int, _>(libc::ENOSYS))
+}
+
+unsafe extern "C" fn pd_epoll_ctl(
+    _ud: *mut c_void,
+    _epfd: c_int,
+    _op: c_int,
+    _fd: c_int,
+    _ev: *mut c_void,
+) -> c_int {
+    guard(|| Err::<c_int, _>(libc::ENOSYS))
+}
+
+unsafe extern "C" fn pd_epoll_wait(
+    _ud: *mut c_void,
+    _epfd: c_int,
+    _ev: *mut c_void,
+    _max: c_int,
+    _timeout: c_int,
+) -> c_int {
+    guard(|| Err::<c_int, _>(libc::ENOSYS))
+}
+
+unsafe extern "C" fn pd_pipe(_ud: *mut c_void, _fds: *mut c_int) -> c_int {
+    guard(|| Err::<c_int, _>(libc::ENOSYS))
+}
+
+unsafe extern "C" fn pd_splice(
+    _ud: *mut c_void,
+    _fd_in: c_int,
+    _off_in: *mut i64,
+    _fd_out: c_int,
+    _off_out: *mut i64,
+    _len: size_t,
+    _flags: c_uint,
+) -> ssize_t {
+    guard(|| Err::<ssize_t, _>(libc::ENOSYS))
+}
+
+/// Fills `ifc` with a new shim's functions; `flags` is packetdrill's `--so_flags` (see
+/// [`ShimConfig::parse_flags`]), or null. A bad flag string is reported on stderr and the defaults
+/// are used.
+///
+/// # Safety
+/// `ifc` must point to a writable `struct packetdrill_interface`; `flags` must be null or a
+/// NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn packetdrill_interface_init(
+    flags: *const c_char,
+    ifc: *mut PacketdrillInterface,
+) {
+    if ifc.is_null() {
+        return;
+    }
+    let made = catch_unwind(|| {
+        let text = if flags.is_null() {
+            String::new()
+        } else {
+            // SAFETY: the caller's promise: a NUL-terminated string.
+            unsafe { CStr::from_ptr(flags) }
+                .to_string_lossy()
+                .into_owned()
+        };
+        let config = ShimConfig::parse_flags(&text).unwrap_or_else(|e| {
+            eprintln!("fastpath-packetdrill: {e}; using the defaults");
+            ShimConfig::default()
+        });
+        Box::into_raw(Box::new(Shim::new(config))) as *mut c_void
+    });
+    let userdata = made.unwrap_or(std::ptr::null_mut());
+    let table = PacketdrillInterface {
+        userdata,
+        free: pd_free,
+        socket: pd_socket,
+        bind: pd_bind,
+        listen: pd_listen,
+        accept: pd_accept,
+        connect: pd_connect,
+        read: pd_read,
+        readv: pd_readv,
+        recv: pd_recv,
+        recvfrom: pd_recvfrom,
+        recvmsg: pd_recvmsg,
+        write: pd_write,
+        writev: pd_writev,
+        send: pd_send,
+        sendto: pd_sendto,
+        sendmsg: pd_sendmsg,
+        fcntl: pd_fcntl,
+        ioctl: pd_ioctl,
+        close: pd_close,
+        shutdown: pd_shutdown,
+        getsockopt: pd_getsockopt,
+        setsockopt: pd_setsockopt,
+        poll: pd_poll,
+        netdev_send: pd_netdev_send,
+        netdev_receive: pd_netdev_receive,
+        usleep: pd_usleep,
+        gettimeofday: pd_gettimeofday,
+        epoll_create: pd_epoll_create,
+        epoll_ctl: pd_epoll_ctl,
+        epoll_wait: pd_epoll_wait,
+        pipe: pd_pipe,
+        splice: pd_splice,
+    };
+    // SAFETY: `ifc` is non-null and points to a writable interface struct (the caller's promise).
+    unsafe { std::ptr::write(ifc, table) };
+}

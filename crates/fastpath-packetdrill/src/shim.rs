@@ -1,0 +1,997 @@
+//! The socket layer packetdrill talks to, in safe Rust: one [`Stack`] on an in-memory link whose other
+//! end is the test, descriptors mapped to its TCP handles, Linux errno values, and a virtual clock.
+//!
+//! Every call takes the one lock, so packetdrill's two threads (the main one, which injects and sniffs
+//! packets and sleeps, and the one that runs blocking system calls) see one consistent stack. A
+//! blocking call waits on a condition variable, which the other thread signals whenever it moved the
+//! stack; if nothing happens for a while in real time, the waiting call drives the clock itself to the
+//! stack's next timer (or its own timeout), so a blocking call on the main thread still completes.
+
+#![forbid(unsafe_code)]
+
+use std::collections::{BTreeMap, VecDeque};
+use std::io;
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::Duration;
+
+use fastpath::buf::PacketBuf;
+use fastpath::link::{Impairments, Link, LinkCapabilities, PairEnd};
+use fastpath::{Instant, Ipv4Cidr, Ipv6Cidr, Stack, StackConfig, TcpListener, TcpState, TcpStream};
+
+/// An errno value, as Linux numbers it.
+pub type Errno = i32;
+
+/// Where the virtual clock starts, in microseconds (what `gettimeofday` reports first).
+pub const CLOCK_START_MICROS: u64 = 1_000_000_000;
+
+/// How far `netdev_receive` lets virtual time run, waiting for the stack to send something, before it
+/// gives up (packetdrill then reports a parse error for the packet it expected).
+pub const RECEIVE_LIMIT_MICROS: u64 = 300_000_000;
+
+/// How long (real time) a blocking call waits for the other thread to move things before it drives
+/// the virtual clock itself.
+const IDLE_REAL: Duration = Duration::from_millis(20);
+
+/// The shim's addresses: the stack's own, and the prefixes of the remote side it routes to.
+#[derive(Clone, Debug)]
+pub struct ShimConfig {
+    /// The stack's IPv4 address (packetdrill's `--local_ip`).
+    pub local4: Ipv4Addr,
+    /// The stack's IPv6 address (packetdrill's `--local_ip` in IPv6 runs).
+    pub local6: Ipv6Addr,
+    /// The remote IPv4 prefix (packetdrill's `--remote_ip` lies in it).
+    pub remote4: Ipv4Cidr,
+    /// The remote IPv6 prefix.
+    pub remote6: Ipv6Cidr,
+    /// The link's MTU (1500; packetdrill's IPv6 runs use 1520, which keeps the MSS at 1460).
+    pub mtu: usize,
+    /// The stack's configuration.
+    pub stack: StackConfig,
+}
+
+impl Default for ShimConfig {
+    fn default() -> ShimConfig {
+        ShimConfig {
+            local4: Ipv4Addr::new(192, 168, 0, 2),
+            local6: "fd3d:fa7b:d17d::2".parse().unwrap_or(Ipv6Addr::LOCALHOST),
+            remote4: Ipv4Cidr::new(Ipv4Addr::new(192, 0, 2, 0), 24),
+            remote6: "2001:db8::/32"
+                .parse()
+                .unwrap_or_else(|_| Ipv6Cidr::new(Ipv6Addr::UNSPECIFIED, 0)),
+            mtu: 1500,
+            stack: linux_like(),
+        }
+    }
+}
+
+/// The stack's configuration for the suite: the default, with
+/// - the receive buffer of the suite's `defaults.sh` (`tcp_rmem` up to 15 MiB), which gives the
+///   window scale Linux offers (8);
+/// - no delayed ACKs: Linux acknowledges at once in its quick-ACK mode at the start of a connection,
+///   which is what the scripts mostly see, and fastpath has no such mode (`delack=40` in `so_flags`
+///   gives back the stack's default).
+pub fn linux_like() -> StackConfig {
+    let mut c = StackConfig::default();
+    c.tcp.recv_buffer = 15 * 1024 * 1024;
+    c.tcp.delayed_ack = None;
+    c
+}
+
+impl ShimConfig {
+    /// Reads packetdrill's `--so_flags` string: space- or comma-separated `local4=A`, `local6=A`,
+    /// `remote4=P/len`, `remote6=P/len`, `delack=MS` (the delayed-ACK timer in milliseconds, 0 for
+    /// none), `mtu=N`. Unknown words are an error.
+    pub fn parse_flags(flags: &str) -> Result<ShimConfig, String> {
+        let mut c = ShimConfig::default();
+        for word in flags.split([' ', ',']).filter(|w| !w.is_empty()) {
+            let (key, value) = word
+                .split_once('=')
+                .ok_or_else(|| format!("so_flags: `{word}` is not key=value"))?;
+            let bad = |e: &dyn std::fmt::Display| format!("so_flags: {key}: {e}");
+            match key {
+                "local4" => c.local4 = value.parse().map_err(|e| bad(&e))?,
+                "local6" => c.local6 = value.parse().map_err(|e| bad(&e))?,
+                "remote4" => {
+                    let (ip, len) = value.split_once('/').unwrap_or((value, "24"));
+                    let ip: Ipv4Addr = ip.parse().map_err(|e| bad(&e))?;
+                    let len: u8 = len.parse().map_err(|e| bad(&e))?;
+                    c.remote4 = Ipv4Cidr::new(ip, len);
+                }
+                "remote6" => c.remote6 = value.parse().map_err(|e| bad(&e))?,
+                "mtu" => c.mtu = value.parse().map_err(|e| bad(&e))?,
+                "delack" => {
+                    let ms: u64 = value.parse().map_err(|e| bad(&e))?;
+                    c.stack.tcp.delayed_ack = (ms > 0).then(|| Duration::from_millis(ms));
+                }
+                _ => return Err(format!("so_flags: unknown key `{key}`")),
+            }
+        }
+        Ok(c)
+    }
+}
+
+#[derive(Debug)]
+enum Sock {
+    /// `socket()` made it; `bind` may have given it an address.
+    Fresh {
+        v6: bool,
+        bound: Option<SocketAddr>,
+    },
+    Listener(TcpListener),
+    Stream {
+        stream: TcpStream,
+        /// A connect was started and its outcome not yet reported.
+        connecting: bool,
+    },
+}
+
+#[derive(Debug)]
+struct Fd {
+    sock: Sock,
+    /// Made `AF_INET6`: IPv4 peers are reported v4-mapped.
+    v6: bool,
+    nonblock: bool,
+    nodelay: bool,
+    reuse_addr: bool,
+    /// `shutdown(SHUT_RD)` was called: reads that would wait return 0.
+    read_shut: bool,
+    /// `SO_SNDBUF` and `SO_RCVBUF` as set (recorded and reported, not applied).
+    sndbuf: i32,
+    rcvbuf: i32,
+    /// A real descriptor (on `/dev/null`) whose number is this socket's: packetdrill closes the
+    /// sockets still open at the end of a script with the real `close`, so the number must be one.
+    placeholder: Option<OwnedFd>,
+}
+
+struct State {
+    stack: Stack,
+    raw: PairEnd,
+    /// Virtual time, microseconds.
+    now: u64,
+    /// Bumped whenever the stack was polled or a descriptor changed: waiters compare it.
+    generation: u64,
+    fds: BTreeMap<i32, Fd>,
+    /// Packets the stack sent, with the virtual time they left.
+    out: VecDeque<(Vec<u8>, u64)>,
+    /// Calls blocked right now (on another thread).
+    waiting: usize,
+    /// Bumped by every call that may unblock a waiting one (a packet in, a socket call, the clock).
+    input: u64,
+    /// `input` as the blocked call last saw it when it tried: the clock waits until it is current.
+    tried: u64,
+}
+
+thread_local! {
+    /// When a call that blocked completed, in virtual time: the next `gettimeofday` on the same
+    /// thread reports it, since packetdrill reads the clock just after the call returns, and the
+    /// other thread may have run the clock on in between.
+    static COMPLETED_AT: std::cell::Cell<Option<u64>> = const { std::cell::Cell::new(None) };
+}
+
+/// The shim: one stack, its descriptors and its clock, shared by packetdrill's threads.
+pub struct Shim {
+    state: Mutex<State>,
+    changed: Condvar,
+}
+
+impl std::fmt::Debug for Shim {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shim").finish_non_exhaustive()
+    }
+}
+
+/// Linux's errno for an error of the stack's API.
+pub fn errno_of(e: &io::Error) -> Errno {
+    if let Some(n) = e.raw_os_error() {
+        return n;
+    }
+    use io::ErrorKind::*;
+    match e.kind() {
+        WouldBlock => libc::EAGAIN,
+        ConnectionRefused => libc::ECONNREFUSED,
+        ConnectionReset => libc::ECONNRESET,
+        ConnectionAborted => libc::ECONNABORTED,
+        TimedOut => libc::ETIMEDOUT,
+        NotConnected => libc::ENOTCONN,
+        BrokenPipe => libc::EPIPE,
+        AddrInUse => libc::EADDRINUSE,
+        AddrNotAvailable => libc::EADDRNOTAVAIL,
+        InvalidInput => libc::EINVAL,
+        HostUnreachable => libc::EHOSTUNREACH,
+        NetworkUnreachable => libc::ENETUNREACH,
+        OutOfMemory => libc::ENOMEM,
+        Unsupported => libc::EOPNOTSUPP,
+        _ => libc::EIO,
+    }
+}
+
+impl State {
+    fn instant(&self) -> Instant {
+        Instant::from_micros(self.now)
+    }
+
+    /// Polls the stack at the current virtual time and collects what it sent.
+    fn step(&mut self) {
+        let now = self.instant();
+        for _ in 0..64 {
+            if self.stack.poll(now) == 0 {
+                break;
+            }
+        }
+        self.stack.flush();
+        let mut batch = Vec::new();
+        self.raw.receive(&mut batch, usize::MAX);
+        for p in batch {
+            self.out.push_back((p.data().to_vec(), self.now));
+        }
+        self.generation += 1;
+    }
+
+    /// Runs virtual time forward to `target`, firing every timer due on the way at its own time.
+    fn advance_to(&mut self, target: u64) {
+        for _ in 0..100_000 {
+            match self.stack.next_deadline() {
+                Some(d) if d.total_micros() <= target => {
+                    let before = self.now;
+                    self.now = self.now.max(d.total_micros());
+                    self.step();
+                    if self.now == before && self.stack.next_deadline() == Some(d) {
+                        break; // a deadline in the past that polling did not clear
+                    }
+                }
+                _ => break,
+            }
+        }
+        self.now = self.now.max(target);
+        self.step();
+    }
+
+    fn fd(&mut self, fd: i32) -> Result<&mut Fd, Errno> {
+        self.fds.get_mut(&fd).ok_or(libc::EBADF)
+    }
+
+    fn insert(&mut self, sock: Sock, v6: bool, nonblock: bool) -> Result<i32, Errno> {
+        let placeholder = OwnedFd::from(
+            std::fs::File::open("/dev/null")
+                .map_err(|e| e.raw_os_error().unwrap_or(libc::EMFILE))?,
+        );
+        let n = placeholder.as_raw_fd();
+        self.fds.insert(
+            n,
+            Fd {
+                sock,
+                v6,
+                nonblock,
+                nodelay: false,
+                reuse_addr: false,
+                read_shut: false,
+                sndbuf: 2 * 16384,
+                rcvbuf: 2 * 131072,
+                placeholder: Some(placeholder),
+            },
+        );
+        Ok(n)
+    }
+
+    fn stream(&mut self, fd: i32) -> Result<TcpStream, Errno> {
+        match self.fd(fd)?.sock {
+            Sock::Stream { stream, .. } => Ok(stream),
+            Sock::Listener(_) => Err(libc::ENOTCONN),
+            Sock::Fresh { .. } => Err(libc::ENOTCONN),
+        }
+    }
+
+    /// What `poll` reports for `fd`.
+    fn revents(&mut self, fd: i32, events: i16) -> i16 {
+        let Ok(entry) = self.fd(fd) else {
+            return libc::POLLNVAL;
+        };
+        let mut r: i16 = 0;
+        match entry.sock {
+            Sock::Fresh { .. } => r |= libc::POLLOUT | libc::POLLHUP,
+            Sock::Listener(l) => {
+                if self.stack.tcp_listener(l).readable() {
+                    r |= libc::POLLIN;
+                }
+            }
+            Sock::Stream { stream, .. } => {
+                let mut t = self.stack.tcp(stream);
+                let state = t.state();
+                match state {
+                    Err(_) | Ok(TcpState::Closed) => r |= libc::POLLHUP | libc::POLLIN,
+                    Ok(s) => {
+                        if t.readable() {
+                            r |= libc::POLLIN;
+                        }
+                        if s.is_synchronized() && t.writable() {
+                            r |= libc::POLLOUT;
+                        }
+                        if matches!(
+                            s,
+                            TcpState::TimeWait | TcpState::LastAck | TcpState::Closing
+                        ) {
+                            r |= libc::POLLHUP;
+                        }
+                    }
+                }
+            }
+        }
+        r & (events | libc::POLLERR | libc::POLLHUP | libc::POLLNVAL)
+    }
+}
+
+/// A v4-mapped IPv6 address as the IPv4 address it stands for; others unchanged.
+fn unmap(a: SocketAddr) -> SocketAddr {
+    match a {
+        SocketAddr::V6(v6) => match v6.ip().to_ipv4_mapped() {
+            Some(ip) => SocketAddrV4::new(ip, v6.port()).into(),
+            None => a,
+        },
+        a => a,
+    }
+}
+
+/// An IPv4 address as an IPv6 socket reports it (v4-mapped), if `v6`.
+fn map_if(v6: bool, a: SocketAddr) -> SocketAddr {
+    match a {
+        SocketAddr::V4(v4) if v6 => {
+            SocketAddrV6::new(v4.ip().to_ipv6_mapped(), v4.port(), 0, 0).into()
+        }
+        a => a,
+    }
+}
+
+fn sockaddr_any(v6: bool) -> SocketAddr {
+    if v6 {
+        SocketAddrV6::new(Ipv6Addr::UNSPECIFIED, 0, 0, 0).into()
+    } else {
+        SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0).into()
+    }
+}
+
+/// The outcome of one try of a blocking operation.
+enum Try<T> {
+    Done(Result<T, Errno>),
+    /// Not yet: wait, unless the descriptor is non-blocking (then fail with this errno).
+    Wait(Errno),
+}
+
+impl Shim {
+    /// A shim with `config`'s addresses on a fresh stack, its clock at [`CLOCK_START_MICROS`].
+    pub fn new(config: ShimConfig) -> Shim {
+        let (raw, end) = PairEnd::pair(
+            LinkCapabilities::plain(config.mtu),
+            65536,
+            Impairments::default(),
+        );
+        let mut stack = Stack::new(config.stack.clone());
+        let iface = stack.add_interface("pd0", end, Ipv4Cidr::new(config.local4, 16));
+        // The remote prefix is reached straight over the link (it carries IP packets, no neighbours).
+        let _ = stack.add_route(config.remote4, None, iface);
+        let _ = stack.add_ipv6_address(iface, Ipv6Cidr::new(config.local6, 48));
+        let _ = stack.add_ipv6_route(config.remote6, None, iface);
+        let mut state = State {
+            stack,
+            raw,
+            now: CLOCK_START_MICROS,
+            generation: 0,
+            fds: BTreeMap::new(),
+            out: VecDeque::new(),
+            waiting: 0,
+            input: 0,
+            tried: 0,
+        };
+        state.step();
+        Shim {
+            state: Mutex::new(state),
+            changed: Condvar::new(),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Runs `f` under the lock, then polls the stack and wakes waiters.
+    fn with<T>(&self, f: impl FnOnce(&mut State) -> T) -> T {
+        let mut g = self.lock();
+        let r = f(&mut g);
+        g.step();
+        g.input += 1;
+        drop(g);
+        self.changed.notify_all();
+        r
+    }
+
+    /// Tries `op` until it is done; if it would block, fails with its errno on a non-blocking
+    /// descriptor, or waits. `deadline` (virtual µs) ends the wait with `Ok(timeout)`.
+    fn blocking<T>(
+        &self,
+        fd: i32,
+        deadline: Option<u64>,
+        timeout: Option<T>,
+        mut op: impl FnMut(&mut State) -> Try<T>,
+    ) -> Result<T, Errno> {
+        let mut g = self.lock();
+        let nonblock = match g.fds.get(&fd) {
+            Some(e) => e.nonblock,
+            None => return Err(libc::EBADF),
+        };
+        let mut timeout = timeout;
+        let mut waited = false;
+        g.waiting += 1;
+        let result = loop {
+            g.tried = g.input;
+            let r = op(&mut g);
+            g.step();
+            self.changed.notify_all();
+            match r {
+                Try::Done(r) => break r,
+                Try::Wait(e) if nonblock => break Err(e),
+                Try::Wait(_) => {}
+            }
+            if let Some(d) = deadline {
+                if g.now >= d {
+                    if let Some(t) = timeout.take() {
+                        break Ok(t);
+                    }
+                }
+            }
+            g = self.wait(g, deadline);
+            waited = true;
+        };
+        g.waiting -= 1;
+        if waited {
+            COMPLETED_AT.set(Some(g.now));
+        }
+        result
+    }
+
+    /// Before the clock runs on: lets a call blocked on the other thread try again first, if
+    /// something happened since it last tried (bounded, in case it is not scheduled).
+    fn let_waiters_try<'a>(&'a self, mut g: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
+        for _ in 0..25 {
+            if g.waiting == 0 || g.tried >= g.input {
+                break;
+            }
+            self.changed.notify_all();
+            g = self
+                .changed
+                .wait_timeout(g, Duration::from_millis(2))
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+        g
+    }
+
+    /// Waits for the other thread to move things; if nothing moves for a while, drives the clock to
+    /// the stack's next timer or `deadline`, whichever comes first.
+    fn wait<'a>(
+        &'a self,
+        g: MutexGuard<'a, State>,
+        deadline: Option<u64>,
+    ) -> MutexGuard<'a, State> {
+        let generation = g.generation;
+        let (mut g, _) = self
+            .changed
+            .wait_timeout(g, IDLE_REAL)
+            .unwrap_or_else(|e| e.into_inner());
+        if g.generation == generation {
+            let next = g.stack.next_deadline().map(|d| d.total_micros());
+            let target = match (next, deadline) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            if let Some(t) = target {
+                let t = t.max(g.now + 1);
+                g.advance_to(t);
+            }
+        }
+        g
+    }
+
+    // ---- the clock ----
+
+    /// `gettimeofday`: the virtual time in microseconds. Each call moves it on by one microsecond
+    /// (packetdrill spins on the clock for the last microseconds before an event).
+    pub fn now_micros(&self) -> u64 {
+        if let Some(t) = COMPLETED_AT.take() {
+            return t;
+        }
+        let mut g = self.lock();
+        g.now += 1;
+        if g.stack
+            .next_deadline()
+            .is_some_and(|d| d.total_micros() <= g.now)
+        {
+            g.step();
+            drop(g);
+            self.changed.notify_all();
+            return self.lock().now;
+        }
+        g.now
+    }
+
+    /// `usleep`: runs virtual time forward by `micros`, firing timers at their times.
+    pub fn usleep(&self, micros: u64) {
+        let g = self.lock();
+        let mut g = self.let_waiters_try(g);
+        let t = g.now + micros;
+        g.advance_to(t);
+        g.input += 1;
+        drop(g);
+        self.changed.notify_all();
+    }
+
+    // ---- the link ----
+
+    /// `netdev_send`: hands an IP packet to the stack, which takes it at once.
+    pub fn netdev_send(&self, packet: &[u8]) {
+        self.with(|s| {
+            s.raw.transmit(&mut vec![PacketBuf::from_slice(packet)]);
+        })
+    }
+
+    /// `netdev_receive`: the next packet the stack sent and the virtual time it left. With nothing
+    /// queued, virtual time runs on timer by timer (up to [`RECEIVE_LIMIT_MICROS`]) until the stack
+    /// sends something; `None` if it does not.
+    pub fn netdev_receive(&self) -> Option<(Vec<u8>, u64)> {
+        let mut g = self.lock();
+        let limit = g.now + RECEIVE_LIMIT_MICROS;
+        loop {
+            g.step();
+            if let Some(p) = g.out.pop_front() {
+                return Some(p);
+            }
+            if g.waiting > 0 && g.tried < g.input {
+                // A call blocked on the other thread may be about to act (write, close): let it.
+                g = self.let_waiters_try(g);
+                if g.tried >= g.input {
+                    continue;
+                }
+            }
+            match g.stack.next_deadline() {
+                Some(d) if d.total_micros() <= limit => {
+                    let t = d.total_micros().max(g.now + 1);
+                    g.advance_to(t);
+                    g.input += 1;
+                    self.changed.notify_all();
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    /// Packets the stack has sent and nobody took yet (for tests).
+    pub fn take_sent(&self) -> Vec<Vec<u8>> {
+        let mut g = self.lock();
+        g.step();
+        g.out.drain(..).map(|(p, _)| p).collect()
+    }
+
+    // ---- sockets ----
+
+    /// `socket(domain, type, protocol)`: TCP over `AF_INET` or `AF_INET6` only.
+    pub fn socket(&self, domain: i32, ty: i32, protocol: i32) -> Result<i32, Errno> {
+        let v6 = match domain {
+            libc::AF_INET => false,
+            libc::AF_INET6 => true,
+            _ => return Err(libc::EAFNOSUPPORT),
+        };
+        let base = ty & !(libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC);
+        if base != libc::SOCK_STREAM {
+            return Err(libc::EPROTONOSUPPORT);
+        }
+        if protocol != 0 && protocol != libc::IPPROTO_TCP {
+            return Err(libc::EPROTONOSUPPORT);
+        }
+        let nonblock = ty & libc::SOCK_NONBLOCK != 0;
+        self.with(|s| s.insert(Sock::Fresh { v6, bound: None }, v6, nonblock))
+    }
+
+    /// `bind(fd, addr)`: remembered until `listen` or `connect`.
+    pub fn bind(&self, fd: i32, addr: SocketAddr) -> Result<(), Errno> {
+        self.with(|s| match &mut s.fd(fd)?.sock {
+            Sock::Fresh { bound, v6 } => {
+                if bound.is_some() {
+                    return Err(libc::EINVAL);
+                }
+                if addr.is_ipv6() != *v6 {
+                    return Err(libc::EINVAL);
+                }
+                *bound = Some(addr);
+                Ok(())
+            }
+            _ => Err(libc::EINVAL),
+        })
+    }
+
+    /// `listen(fd, backlog)`.
+    pub fn listen(&self, fd: i32, backlog: i32) -> Result<(), Errno> {
+        self.with(|s| {
+            let entry = s.fd(fd)?;
+            let (v6, bound) = match entry.sock {
+                Sock::Fresh { v6, bound } => (v6, bound),
+                Sock::Listener(_) => return Ok(()),
+                Sock::Stream { .. } => return Err(libc::EINVAL),
+            };
+            let local = bound.map(unmap).unwrap_or_else(|| sockaddr_any(v6));
+            let backlog = usize::try_from(backlog.max(1)).unwrap_or(1);
+            let l = s
+                .stack
+                .tcp_listen(local, backlog)
+                .map_err(|e| errno_of(&e))?;
+            s.fd(fd)?.sock = Sock::Listener(l);
+            Ok(())
+        })
+    }
+
+    /// `accept(fd)`: a new descriptor and the peer's address.
+    pub fn accept(&self, fd: i32) -> Result<(i32, SocketAddr), Errno> {
+        self.blocking(fd, None, None, |s| {
+            let (l, v6) = match s.fd(fd) {
+                Ok(Fd {
+                    sock: Sock::Listener(l),
+                    v6,
+                    ..
+                }) => (*l, *v6),
+                Ok(_) => return Try::Done(Err(libc::EINVAL)),
+                Err(e) => return Try::Done(Err(e)),
+            };
+            match s.stack.tcp_listener(l).accept() {
+                Ok((stream, peer)) => {
+                    let n = s.insert(
+                        Sock::Stream {
+                            stream,
+                            connecting: false,
+                        },
+                        v6,
+                        false,
+                    );
+                    Try::Done(n.map(|n| (n, map_if(v6, peer))))
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => Try::Wait(libc::EAGAIN),
+                Err(e) => Try::Done(Err(errno_of(&e))),
+            }
+        })
+    }
+
+    /// `connect(fd, addr)`: `EINPROGRESS` on a non-blocking descriptor; otherwise waits for the
+    /// handshake's outcome.
+    pub fn connect(&self, fd: i32, addr: SocketAddr) -> Result<(), Errno> {
+        let started = self.with(|s| {
+            let entry = s.fd(fd)?;
+            match entry.sock {
+                Sock::Fresh { v6, bound } => {
+                    if addr.is_ipv6() != v6 {
+                        return Err(libc::EAFNOSUPPORT);
+                    }
+                    let nodelay = entry.nodelay;
+                    // An IPv6 socket reaches an IPv4 peer by its v4-mapped address, over IPv4.
+                    let remote = unmap(addr);
+                    let local = bound
+                        .map(unmap)
+                        .filter(|l| l.is_ipv6() == remote.is_ipv6() || !l.ip().is_unspecified())
+                        .unwrap_or_else(|| sockaddr_any(remote.is_ipv6()));
+                    let stream = s
+                        .stack
+                        .tcp_connect_from(local, remote)
+                        .map_err(|e| errno_of(&e))?;
+                    if nodelay {
+                        let _ = s.stack.tcp(stream).set_nodelay(true);
+                    }
+                    s.fd(fd)?.sock = Sock::Stream {
+                        stream,
+                        connecting: true,
+                    };
+                    Ok(true)
+                }
+                Sock::Stream { connecting, .. } => {
+                    if connecting {
+                        Ok(false)
+                    } else {
+                        Err(libc::EISCONN)
+                    }
+                }
+                Sock::Listener(_) => Err(libc::EISCONN),
+            }
+        })?;
+        self.blocking(fd, None, None, |s| {
+            let stream = match s.stream(fd) {
+                Ok(st) => st,
+                Err(e) => return Try::Done(Err(e)),
+            };
+            let mut t = s.stack.tcp(stream);
+            let outcome = if t.is_established() {
+                Some(Ok(()))
+            } else {
+                match t.take_error() {
+                    Ok(Some(e)) => Some(Err(errno_of(&e))),
+                    Err(e) => Some(Err(errno_of(&e))),
+                    Ok(None) => match t.state() {
+                        Ok(TcpState::SynSent) | Ok(TcpState::SynReceived) => None,
+                        Ok(_) => Some(Err(libc::ECONNREFUSED)),
+                        Err(e) => Some(Err(errno_of(&e))),
+                    },
+                }
+            };
+            match outcome {
+                Some(r) => {
+                    if let Ok(Fd {
+                        sock: Sock::Stream { connecting, .. },
+                        ..
+                    }) = s.fd(fd)
+                    {
+                        *connecting = false;
+                    }
+                    Try::Done(r)
+                }
+                None => Try::Wait(if started {
+                    libc::EINPROGRESS
+                } else {
+                    libc::EALREADY
+                }),
+            }
+        })
+    }
+
+    /// `read(fd, buf)`: `Ok(0)` at the end of the stream.
+    pub fn read(&self, fd: i32, buf: &mut [u8]) -> Result<usize, Errno> {
+        self.blocking(fd, None, None, |s| {
+            let stream = match s.stream(fd) {
+                Ok(st) => st,
+                Err(e) => return Try::Done(Err(e)),
+            };
+            let read_shut = s.fds.get(&fd).is_some_and(|e| e.read_shut);
+            match s.stack.tcp(stream).read(buf) {
+                Ok(n) => Try::Done(Ok(n)),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock && read_shut => Try::Done(Ok(0)),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => Try::Wait(libc::EAGAIN),
+                Err(e) => Try::Done(Err(errno_of(&e))),
+            }
+        })
+    }
+
+    /// `write(fd, buf)`: a blocking descriptor waits until all of `buf` is queued.
+    pub fn write(&self, fd: i32, buf: &[u8]) -> Result<usize, Errno> {
+        let mut done = 0;
+        self.blocking(fd, None, None, |s| {
+            let stream = match s.stream(fd) {
+                Ok(st) => st,
+                Err(e) => return Try::Done(Err(e)),
+            };
+            if let Ok(Some(e)) = s.stack.tcp(stream).take_error() {
+                return Try::Done(Err(errno_of(&e)));
+            }
+            let nonblock = s.fds.get(&fd).is_some_and(|e| e.nonblock);
+            match s.stack.tcp(stream).write_all_possible(&buf[done..]) {
+                Ok(n) => {
+                    done += n;
+                    if done == buf.len() || nonblock {
+                        Try::Done(Ok(done))
+                    } else {
+                        Try::Wait(libc::EAGAIN)
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    if done > 0 && nonblock {
+                        Try::Done(Ok(done))
+                    } else {
+                        Try::Wait(libc::EAGAIN)
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::NotConnected => Try::Done(Err(libc::EPIPE)),
+                Err(e) => Try::Done(Err(errno_of(&e))),
+            }
+        })
+    }
+
+    /// `close(fd)`.
+    pub fn close(&self, fd: i32) -> Result<(), Errno> {
+        self.with(|s| {
+            let entry = s.fds.remove(&fd).ok_or(libc::EBADF)?;
+            match entry.sock {
+                Sock::Fresh { .. } => {}
+                Sock::Listener(l) => s.stack.tcp_listener(l).close(),
+                Sock::Stream { stream, .. } => s.stack.tcp(stream).close(),
+            }
+            Ok(())
+        })
+    }
+
+    /// `shutdown(fd, how)`: `SHUT_WR` and `SHUT_RDWR` send a FIN; `SHUT_RD` does nothing yet.
+    pub fn shutdown(&self, fd: i32, how: i32) -> Result<(), Errno> {
+        self.with(|s| {
+            let stream = s.stream(fd)?;
+            if how == libc::SHUT_RD || how == libc::SHUT_RDWR {
+                s.fd(fd)?.read_shut = true;
+            }
+            match how {
+                libc::SHUT_RD => Ok(()),
+                libc::SHUT_WR | libc::SHUT_RDWR => s
+                    .stack
+                    .tcp(stream)
+                    .shutdown_write()
+                    .map_err(|e| errno_of(&e)),
+                _ => Err(libc::EINVAL),
+            }
+        })
+    }
+
+    /// `fcntl(fd, cmd, arg)`: `F_GETFL` and `F_SETFL` (`O_NONBLOCK`).
+    pub fn fcntl(&self, fd: i32, cmd: i32, arg: i64) -> Result<i32, Errno> {
+        self.with(|s| {
+            let entry = s.fd(fd)?;
+            match cmd {
+                libc::F_GETFL => {
+                    Ok(libc::O_RDWR | if entry.nonblock { libc::O_NONBLOCK } else { 0 })
+                }
+                libc::F_SETFL => {
+                    entry.nonblock = arg & i64::from(libc::O_NONBLOCK) != 0;
+                    Ok(0)
+                }
+                libc::F_GETFD | libc::F_SETFD => Ok(0),
+                _ => Err(libc::EINVAL),
+            }
+        })
+    }
+
+    /// `getsockopt` for integer options: `SO_ERROR`, `SO_TYPE`, `SO_REUSEADDR`, `TCP_NODELAY`.
+    pub fn getsockopt(&self, fd: i32, level: i32, name: i32) -> Result<i32, Errno> {
+        self.with(|s| {
+            let entry = s.fd(fd)?;
+            let (sock, nodelay, reuse) = (&entry.sock, entry.nodelay, entry.reuse_addr);
+            let (sndbuf, rcvbuf) = (entry.sndbuf, entry.rcvbuf);
+            match (level, name) {
+                (libc::SOL_SOCKET, libc::SO_SNDBUF) => Ok(sndbuf),
+                // The connection's send MSS; Linux's default before there is one.
+                (libc::IPPROTO_TCP, libc::TCP_MAXSEG) => match *sock {
+                    Sock::Stream { stream, .. } => s
+                        .stack
+                        .tcp(stream)
+                        .info()
+                        .map(|i| i32::try_from(i.mss).unwrap_or(i32::MAX))
+                        .map_err(|e| errno_of(&e)),
+                    _ => Ok(536),
+                },
+                (libc::SOL_SOCKET, libc::SO_RCVBUF) => Ok(rcvbuf),
+                (libc::SOL_SOCKET, libc::SO_TYPE) => Ok(libc::SOCK_STREAM),
+                (libc::SOL_SOCKET, libc::SO_REUSEADDR) => Ok(i32::from(reuse)),
+                (libc::IPPROTO_TCP, libc::TCP_NODELAY) => Ok(i32::from(nodelay)),
+                (libc::SOL_SOCKET, libc::SO_ERROR) => match *sock {
+                    Sock::Stream { stream, .. } => match s.stack.tcp(stream).take_error() {
+                        Ok(Some(e)) => Ok(errno_of(&e)),
+                        _ => Ok(0),
+                    },
+                    _ => Ok(0),
+                },
+                _ => Err(libc::ENOPROTOOPT),
+            }
+        })
+    }
+
+    /// `setsockopt` for integer options: `SO_REUSEADDR`, `TCP_NODELAY`, `SO_KEEPALIVE`.
+    pub fn setsockopt(&self, fd: i32, level: i32, name: i32, value: i32) -> Result<(), Errno> {
+        self.with(|s| {
+            let entry = s.fd(fd)?;
+            let on = value != 0;
+            match (level, name) {
+                (libc::SOL_SOCKET, libc::SO_REUSEADDR) => {
+                    entry.reuse_addr = on;
+                    Ok(())
+                }
+                // Recorded, doubled as Linux reports them, but not applied: the stack's buffers are
+                // per-stack (`TcpConfig`), not per socket.
+                (libc::SOL_SOCKET, libc::SO_SNDBUF) => {
+                    entry.sndbuf = value.max(2304).saturating_mul(2);
+                    Ok(())
+                }
+                (libc::SOL_SOCKET, libc::SO_RCVBUF) => {
+                    entry.rcvbuf = value.max(1152).saturating_mul(2);
+                    Ok(())
+                }
+                // Accepted, as Linux does, but `MSG_ZEROCOPY` sends are copied and no completion
+                // is queued: scripts that read the error queue fail there.
+                (libc::SOL_SOCKET, libc::SO_ZEROCOPY) => Ok(()),
+                (libc::IPPROTO_TCP, libc::TCP_NODELAY) => {
+                    entry.nodelay = on;
+                    if let Sock::Stream { stream, .. } = entry.sock {
+                        s.stack
+                            .tcp(stream)
+                            .set_nodelay(on)
+                            .map_err(|e| errno_of(&e))?;
+                    }
+                    Ok(())
+                }
+                (libc::SOL_SOCKET, libc::SO_KEEPALIVE) => match entry.sock {
+                    Sock::Stream { stream, .. } => s
+                        .stack
+                        .tcp(stream)
+                        .set_keepalive(on)
+                        .map_err(|e| errno_of(&e)),
+                    _ => Err(libc::ENOPROTOOPT),
+                },
+                _ => Err(libc::ENOPROTOOPT),
+            }
+        })
+    }
+
+    /// `poll(fds, timeout_ms)`: fills each entry's `revents` (third field); returns how many are
+    /// ready. A negative timeout waits without end; the timeout runs in virtual time.
+    pub fn poll(&self, fds: &mut [(i32, i16, i16)], timeout_ms: i32) -> Result<usize, Errno> {
+        let mut g = self.lock();
+        let deadline = u64::try_from(timeout_ms).ok().map(|ms| g.now + ms * 1000);
+        g.waiting += 1;
+        let mut waited = false;
+        let n = loop {
+            g.tried = g.input;
+            g.step();
+            let mut n = 0;
+            for (fd, events, revents) in fds.iter_mut() {
+                *revents = g.revents(*fd, *events);
+                if *revents != 0 {
+                    n += 1;
+                }
+            }
+            if n > 0 || deadline.is_some_and(|d| g.now >= d) {
+                break n;
+            }
+            g = self.wait(g, deadline);
+            waited = true;
+        };
+        g.waiting -= 1;
+        if waited {
+            COMPLETED_AT.set(Some(g.now));
+        }
+        Ok(n)
+    }
+
+    /// `ioctl(FIONREAD)` (`SIOCINQ`): bytes ready to read; `ioctl(TIOCOUTQ)` (`SIOCOUTQ`): bytes
+    /// not yet acknowledged (the stack reports whether any are, not how many, when it cannot say).
+    pub fn ioctl_int(&self, fd: i32, request: u64) -> Result<i32, Errno> {
+        self.with(|s| {
+            let stream = s.stream(fd).map_err(|_| libc::EINVAL)?;
+            let mut t = s.stack.tcp(stream);
+            let n = match request {
+                libc::FIONREAD => t.available(),
+                libc::TIOCOUTQ => t.unacknowledged(),
+                _ => return Err(libc::ENOTTY),
+            }
+            .map_err(|e| errno_of(&e))?;
+            Ok(i32::try_from(n).unwrap_or(i32::MAX))
+        })
+    }
+
+    /// `ioctl(FIONBIO)`: sets or clears non-blocking mode.
+    pub fn set_nonblocking(&self, fd: i32, on: bool) -> Result<(), Errno> {
+        self.with(|s| {
+            s.fd(fd)?.nonblock = on;
+            Ok(())
+        })
+    }
+
+    /// The local or peer address of `fd`, for tests.
+    pub fn addrs(&self, fd: i32) -> Result<(SocketAddr, SocketAddr), Errno> {
+        let mut g = self.lock();
+        let stream = g.stream(fd)?;
+        g.stack.tcp(stream).addrs().map_err(|e| errno_of(&e))
+    }
+
+    /// Forgets the placeholder descriptors without closing them: packetdrill closes the ones still
+    /// open itself at the end of a script, before it frees the shim.
+    pub fn forget_placeholders(&self) {
+        let mut g = self.lock();
+        for entry in g.fds.values_mut() {
+            if let Some(fd) = entry.placeholder.take() {
+                std::mem::forget(fd);
+            }
+        }
+    }
+
+    /// The virtual time without moving it (for tests).
+    pub fn peek_now(&self) -> u64 {
+        self.lock().now
+    }
+}
