@@ -14,7 +14,8 @@
 set -eu
 
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
-PD_TARBALL=${PD_TARBALL:-/work/shared/packetdrill/packetdrill-2c4001c.tar.gz}
+# packetdrill's source beside the repository's folder (../shared/packetdrill, as CI has it).
+PD_TARBALL=${PD_TARBALL:-$(ls "$REPO"/../shared/packetdrill/packetdrill-*.tar.gz 2>/dev/null | head -1)}
 PD_DIR=${PD_DIR:-/tmp/pd}
 PD_TIMEOUT=${PD_TIMEOUT:-30}
 PD_OUT=${PD_OUT:-$PD_DIR/results.tsv}
