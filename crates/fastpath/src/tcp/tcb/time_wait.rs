@@ -49,7 +49,13 @@ impl<A: IpAddress> Tcb<A> {
     /// The compact form of this block, if it can take one: in TIME-WAIT, closed by the application,
     /// with nothing left to send, to read or to reassemble, and checksummed as usual (a connection
     /// that eliminated its checksum keeps its block).
+    /// Called at the end of every path that runs a block (`Tcp::schedule`): the first test fails
+    /// at once for every connection not in TIME-WAIT, and nothing is built unless it passes.
+    #[inline]
     pub(crate) fn time_wait(&self) -> Option<TimeWait<A>> {
+        if self.state != State::TimeWait {
+            return None;
+        }
         let idle = self.state == State::TimeWait
             && self.orphan
             && !self.held
@@ -63,8 +69,10 @@ impl<A: IpAddress> Tcb<A> {
             && self.snd_nxt == self.snd_max;
         // Its one timer is its end (no delayed ACK or probe owed).
         let deadline = self.timers.get(Timer::Close)?;
-        let idle = idle && self.deadline() == Some(deadline);
-        idle.then_some(TimeWait {
+        if !idle || self.deadline() != Some(deadline) {
+            return None;
+        }
+        Some(TimeWait {
             local: self.local,
             remote: self.remote,
             hop: self.hop,
