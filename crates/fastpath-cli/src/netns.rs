@@ -237,11 +237,7 @@ fn outer_mount_namespace() -> Option<PathBuf> {
     let mut pid = std::process::id();
     // A bounded walk: a process's parent chain ends at 1 (or at 0, outside our PID namespace).
     for _ in 0..64 {
-        let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-        pid = stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
-            .and_then(|p| p.parse().ok())?;
+        pid = parent_of(pid)?;
         if pid == 0 {
             return None;
         }
@@ -250,6 +246,18 @@ fn outer_mount_namespace() -> Option<PathBuf> {
         }
     }
     None
+}
+
+/// Process `pid`'s parent, from `/proc/PID/stat` (the field after the command's closing
+/// parenthesis and the state; the command may itself hold spaces and parentheses).
+pub fn parent_of(pid: u32) -> Option<u32> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(')')?
+        .1
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
 }
 
 /// Runs `ip args...`; its error output becomes the error.

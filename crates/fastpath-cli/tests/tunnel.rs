@@ -183,6 +183,16 @@ impl Drop for Tunnel {
     }
 }
 
+/// Namespace OUT with the "internet" on its loopback (10.77.0.2 and fd77::2) and its servers.
+fn internet() -> TestNetns {
+    let out = TestNetns::create();
+    ip(&out.0, &["link", "set", "lo", "up"]);
+    ip(&out.0, &["addr", "add", "10.77.0.2/32", "dev", "lo"]);
+    ip(&out.0, &["-6", "addr", "add", "fd77::2/128", "dev", "lo"]);
+    start_servers(&out.0);
+    out
+}
+
 fn pattern(len: usize, seed: usize) -> Vec<u8> {
     (0..len)
         .map(|i| ((i * 31 + seed) ^ (i >> 11)) as u8)
@@ -1104,11 +1114,7 @@ fn two_queues_share_the_flows_and_relay_them_all() {
     if !environment_ok("two_queues_share_the_flows_and_relay_them_all") {
         return;
     }
-    let out = TestNetns::create();
-    ip(&out.0, &["link", "set", "lo", "up"]);
-    ip(&out.0, &["addr", "add", "10.77.0.2/32", "dev", "lo"]);
-    ip(&out.0, &["-6", "addr", "add", "fd77::2/128", "dev", "lo"]);
-    start_servers(&out.0);
+    let out = internet();
     let app_ns = TestNetns::create();
     let app = app_ns.0.clone();
     let tunnel = Tunnel::start(&out.0, &app, &["--queues", "2"]);
@@ -1180,11 +1186,7 @@ fn a_syn_flood_from_the_applications_does_not_deny_their_connections() {
     if !environment_ok("a_syn_flood_from_the_applications_does_not_deny_their_connections") {
         return;
     }
-    let out = TestNetns::create();
-    ip(&out.0, &["link", "set", "lo", "up"]);
-    ip(&out.0, &["addr", "add", "10.77.0.2/32", "dev", "lo"]);
-    ip(&out.0, &["-6", "addr", "add", "fd77::2/128", "dev", "lo"]);
-    start_servers(&out.0);
+    let out = internet();
     // The flood's destinations lead into a TUN interface nobody reads: every connection the tunnel
     // opened for a flooding SYN would wait there until --connect-timeout.
     ip(&out.0, &["tuntap", "add", "dev", "void0", "mode", "tun"]);
@@ -1321,11 +1323,7 @@ fn connections_the_server_closes_first_leave_the_tunnels_memory_as_it_was() {
     if !environment_ok("connections_the_server_closes_first_leave_the_tunnels_memory_as_it_was") {
         return;
     }
-    let out = TestNetns::create();
-    ip(&out.0, &["link", "set", "lo", "up"]);
-    ip(&out.0, &["addr", "add", "10.77.0.2/32", "dev", "lo"]);
-    ip(&out.0, &["-6", "addr", "add", "fd77::2/128", "dev", "lo"]);
-    start_servers(&out.0);
+    let out = internet();
     let (small, large) = in_netns(&out.0, || {
         (
             TcpListener::bind("10.77.0.2:8081").expect("HTTP"),
@@ -1407,11 +1405,7 @@ fn a_burst_of_large_datagrams_is_relayed_whole() {
     if !environment_ok("a_burst_of_large_datagrams_is_relayed_whole") {
         return;
     }
-    let out = TestNetns::create();
-    ip(&out.0, &["link", "set", "lo", "up"]);
-    ip(&out.0, &["addr", "add", "10.77.0.2/32", "dev", "lo"]);
-    ip(&out.0, &["-6", "addr", "add", "fd77::2/128", "dev", "lo"]);
-    start_servers(&out.0);
+    let out = internet();
     let app_ns = TestNetns::create();
     let app = app_ns.0.clone();
     let tunnel = Tunnel::start(&out.0, &app, &[]);

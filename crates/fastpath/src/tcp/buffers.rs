@@ -327,16 +327,21 @@ impl OutOfOrder {
                 _ => blocks.push((*s, end)),
             }
         }
-        // The blocks holding the latest arrivals, most recent first; then the rest, highest first.
-        let mut ordered: Vec<(Seq, Seq)> = Vec::with_capacity(blocks.len());
+        // The blocks holding the latest arrivals, most recent first (each rotated into place, in
+        // the same vector); then the rest, highest first.
+        let mut placed = 0;
         for &seq in &self.recent[..self.recent_len] {
-            if let Some(i) = blocks.iter().position(|&(l, r)| seq.in_range(l, r)) {
-                ordered.push(blocks.remove(i));
+            let found = blocks[placed..]
+                .iter()
+                .position(|&(l, r)| seq.in_range(l, r));
+            if let Some(i) = found {
+                blocks[placed..=placed + i].rotate_right(1);
+                placed += 1;
             }
         }
-        ordered.extend(blocks.into_iter().rev());
-        let n = ordered.len().min(max).min(out.len());
-        for (o, (l, r)) in out.iter_mut().zip(&ordered[..n]) {
+        blocks[placed..].reverse();
+        let n = blocks.len().min(max).min(out.len());
+        for (o, (l, r)) in out.iter_mut().zip(&blocks[..n]) {
             *o = (l.0, r.0);
         }
         n

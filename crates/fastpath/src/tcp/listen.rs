@@ -218,9 +218,10 @@ impl<N: Network> Tcp<N> {
         repr: &TcpRepr,
         buf: PacketBuf,
     ) {
-        // Room for a connection, should this be a SYN (or an ACK returning a cookie).
-        let room = self.connections() < cx.max_connections
-            || (!repr.flags.contains(Flags::RST) && self.recycle_time_wait(cx));
+        // Room for a connection. Only a SYN may end TIME-WAITs early to make it: a stray ACK to a full
+        // table must not.
+        let syn = repr.flags.contains(Flags::SYN) && !repr.flags.contains(Flags::ACK);
+        let room = self.connections() < cx.max_connections || (syn && self.recycle_time_wait(cx));
         let hop = cx.ip.route_link(N::Addr::ip(&remote)).ok();
         let dst = N::Addr::ip(&local);
         let Tcp {
@@ -244,7 +245,12 @@ impl<N: Network> Tcp<N> {
             last_cookie,
             room,
             hop,
-            hold_pressure: holds.pressure(dst),
+            // Only a holding listener has bounds to meet: no lookup for the others.
+            hold_pressure: if listener.hold {
+                holds.pressure(dst)
+            } else {
+                None
+            },
         };
         let hold = listener.hold;
         match listener.on_segment(&mut lcx, local, remote, repr) {

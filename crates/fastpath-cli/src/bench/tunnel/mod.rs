@@ -268,14 +268,7 @@ fn process_tree(roots: &[u32]) -> Vec<u32> {
             else {
                 continue;
             };
-            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-                continue;
-            };
-            let ppid = stat
-                .rsplit_once(')')
-                .and_then(|(_, rest)| rest.split_whitespace().nth(1))
-                .and_then(|p| p.parse::<u32>().ok());
-            if let Some(ppid) = ppid {
+            if let Some(ppid) = netns::parent_of(pid) {
                 parent_of.push((pid, ppid));
             }
         }
