@@ -25,25 +25,26 @@ PD_TIMEOUT=${PD_TIMEOUT:-30}
 PD_OUT=${PD_OUT:-$PD_DIR/results.tsv}
 PD_FAMILY=${PD_FAMILY:-ipv4}
 # The defines and addresses of packetdrill's run_all.py for each family, with the shim's own local
-# address (packetdrill would otherwise pick a random one).
+# address (packetdrill would otherwise pick a random one). The Fast Open cookies (TFO_COOKIE) are
+# the ones Linux makes for these addresses under defaults.sh's key.
 case $PD_FAMILY in
     ipv4)
-        ARGS="--ip_version=ipv4 --local_ip=192.168.0.2 --remote_ip=192.0.2.1"
+        ARGS="--ip_version=ipv4 --local_ip=192.168.0.1 --remote_ip=192.0.2.1"
         ARGS="$ARGS -D TFO_COOKIE=3021b9d889017eeb -D CODE=host_unreachable"
         ARGS="$ARGS -D CMSG_LEVEL_IP=SOL_IP -D CMSG_TYPE_RECVERR=IP_RECVERR"
-        FLAGS="local4=192.168.0.2"
+        FLAGS="local4=192.168.0.1"
         ;;
     ipv6)
-        ARGS="--ip_version=ipv6 --mtu=1520 --local_ip=fd3d:fa7b:d17d::2 --remote_ip=2001:db8::1"
+        ARGS="--ip_version=ipv6 --mtu=1520 --local_ip=fd3d:0a0b:17d6::1 --remote_ip=fd3d:fa7b:d17d::1"
         ARGS="$ARGS -D TFO_COOKIE=c1d1e9742a47a9bc"
         ARGS="$ARGS -D CMSG_LEVEL_IP=SOL_IPV6 -D CMSG_TYPE_RECVERR=IPV6_RECVERR"
-        FLAGS="local6=fd3d:fa7b:d17d::2,mtu=1520"
+        FLAGS="local6=fd3d:a0b:17d6::1,mtu=1520"
         ;;
     ipv4-mapped-ipv6)
-        ARGS="--ip_version=ipv4-mapped-ipv6 --local_ip=192.168.0.2 --remote_ip=192.0.2.1"
+        ARGS="--ip_version=ipv4-mapped-ipv6 --local_ip=192.168.0.1 --remote_ip=192.0.2.1"
         ARGS="$ARGS -D TFO_COOKIE=3021b9d889017eeb -D CODE=host_unreachable"
         ARGS="$ARGS -D CMSG_LEVEL_IP=SOL_IPV6 -D CMSG_TYPE_RECVERR=IPV6_RECVERR"
-        FLAGS="local4=192.168.0.2"
+        FLAGS="local4=192.168.0.1"
         ;;
     *) echo "PD_FAMILY is ipv4, ipv6 or ipv4-mapped-ipv6" >&2; exit 1 ;;
 esac
@@ -55,9 +56,9 @@ case $PD_TARGET in
         # run_all.py's addresses for the kernel's own run; the scripts' sysctls are real here.
         case $PD_FAMILY in
             ipv4|ipv4-mapped-ipv6)
-                ARGS=$(printf '%s' "$ARGS" | sed 's/--local_ip=[^ ]*/--local_ip=192.168.0.1 --gateway_ip=192.168.0.1 --netmask_ip=255.255.0.0/') ;;
+                ARGS="$ARGS --gateway_ip=192.168.0.1 --netmask_ip=255.255.0.0" ;;
             ipv6)
-                ARGS=$(printf '%s' "$ARGS" | sed 's/--local_ip=[^ ]*/--local_ip=fd3d:0a0b:17d6::1 --gateway_ip=fd3d:0a0b:17d6:8888::1/; s/--remote_ip=[^ ]*/--remote_ip=fd3d:fa7b:d17d::1/') ;;
+                ARGS="$ARGS --gateway_ip=fd3d:0a0b:17d6:8888::1" ;;
         esac
         [ "$(id -u)" -eq 0 ] || { echo "PD_TARGET=linux needs root (packetdrill's TUN mode)" >&2; exit 1; }
         # A namespace may only pick an allowed congestion control, and the scripts pick cubic.
@@ -84,11 +85,15 @@ fi
 [ "$PD_TARGET" = linux ] || (cd "$REPO" && cargo build -q -p fastpath-packetdrill)
 SO=$REPO/target/debug/libfastpath_packetdrill.so
 
-# The scripts' init command (common/defaults.sh) sets the kernel's sysctls; they mean nothing to
-# fastpath, so harmless stand-ins take their place.
-FAKE=$PD_DIR/fakebin
+# Each script runs in a network namespace of its own (unshare -n as root, with a user namespace
+# otherwise), so that the sysctls its init command (common/defaults.sh) sets stay there: the shim
+# reads the ones it honours (Fast Open's) from that namespace's /proc. The commands that configure
+# the kernel's TUN device (tc, ethtool) have no device to act on: stand-ins take their place.
+UNSHARE="unshare -n"
+[ "$(id -u)" -eq 0 ] || UNSHARE="unshare -rn"
+FAKE=$PD_DIR/fakebin-netns
 mkdir -p "$FAKE"
-for c in sysctl ip ethtool tc; do
+for c in ethtool tc; do
     printf '#!/bin/sh\nexit 0\n' > "$FAKE/$c"
     chmod +x "$FAKE/$c"
 done
@@ -118,11 +123,12 @@ for s in "$@"; do
                 "$(basename "$path")" 2>&1) && rc=0 || rc=$?
             [ $rc -ne 0 ] || break
         done
-        log=$(printf '%s\n' "$log" | grep -v '^sysctl: ')
+        log=$(printf '%s\n' "$log" | { grep -v '^sysctl: ' || true; })
     else
-        log=$(cd "$dir" && PATH=$FAKE:$PATH timeout "$PD_TIMEOUT" "$BIN" \
+        log=$(cd "$dir" && PATH=$FAKE:$PATH timeout "$PD_TIMEOUT" $UNSHARE "$BIN" \
             --so_filename="$SO" --so_flags="$FLAGS${PD_SO_FLAGS:+,$PD_SO_FLAGS}" $ARGS \
             "$(basename "$path")" 2>&1) && rc=0 || rc=$?
+        log=$(printf '%s\n' "$log" | { grep -v '^sysctl: ' || true; })
     fi
     if [ $rc -eq 0 ]; then
         result=pass

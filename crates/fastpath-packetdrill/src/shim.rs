@@ -18,7 +18,10 @@ use std::time::Duration;
 
 use fastpath::buf::PacketBuf;
 use fastpath::link::{Impairments, Link, LinkCapabilities, PairEnd};
-use fastpath::{Instant, Ipv4Cidr, Ipv6Cidr, Stack, StackConfig, TcpListener, TcpState, TcpStream};
+use fastpath::{
+    FastOpenConfig, Instant, Ipv4Cidr, Ipv6Cidr, Stack, StackConfig, TcpListener, TcpState,
+    TcpStream,
+};
 
 /// An errno value, as Linux numbers it.
 pub type Errno = i32;
@@ -54,10 +57,12 @@ pub struct ShimConfig {
 impl Default for ShimConfig {
     fn default() -> ShimConfig {
         ShimConfig {
-            local4: Ipv4Addr::new(192, 168, 0, 2),
-            local6: "fd3d:fa7b:d17d::2".parse().unwrap_or(Ipv6Addr::LOCALHOST),
+            // packetdrill's run_all.py addresses: the suite's Fast Open cookies (`TFO_COOKIE`) are
+            // the ones Linux makes for them.
+            local4: Ipv4Addr::new(192, 168, 0, 1),
+            local6: "fd3d:a0b:17d6::1".parse().unwrap_or(Ipv6Addr::LOCALHOST),
             remote4: Ipv4Cidr::new(Ipv4Addr::new(192, 0, 2, 0), 24),
-            remote6: "2001:db8::/32"
+            remote6: "fd3d:fa7b:d17d::/48"
                 .parse()
                 .unwrap_or_else(|_| Ipv6Cidr::new(Ipv6Addr::UNSPECIFIED, 0)),
             mtu: 1500,
@@ -140,6 +145,8 @@ struct Fd {
     /// `SO_SNDBUF` and `SO_RCVBUF` as set (recorded and reported, not applied).
     sndbuf: i32,
     rcvbuf: i32,
+    /// `TCP_FASTOPEN`'s queue length, applied when it listens.
+    fast_open: Option<usize>,
     /// A real descriptor (on `/dev/null`) whose number is this socket's: packetdrill closes the
     /// sockets still open at the end of a script with the real `close`, so the number must be one.
     placeholder: Option<OwnedFd>,
@@ -252,6 +259,24 @@ impl State {
         self.fds.get_mut(&fd).ok_or(libc::EBADF)
     }
 
+    /// Takes the Fast Open sysctls the script set (`net.ipv4.tcp_fastopen` and
+    /// `tcp_fastopen_key`), from the network namespace the runner gives each script, into the
+    /// stack's configuration. Without them (no `/proc`), the configuration stays as it is.
+    fn sysctls(&mut self) {
+        let read = |name: &str| std::fs::read_to_string(format!("/proc/sys/net/ipv4/{name}"));
+        let Ok(flags) = read("tcp_fastopen") else {
+            return;
+        };
+        let Ok(flags) = flags.trim().parse::<u32>() else {
+            return;
+        };
+        let mut fo = fast_open_from_sysctl(flags);
+        fo.key = read("tcp_fastopen_key")
+            .ok()
+            .and_then(|k| parse_fast_open_key(&k));
+        self.stack.set_fast_open(fo);
+    }
+
     fn insert(&mut self, sock: Sock, v6: bool, nonblock: bool) -> Result<i32, Errno> {
         let placeholder = OwnedFd::from(
             std::fs::File::open("/dev/null")
@@ -269,6 +294,7 @@ impl State {
                 read_shut: false,
                 sndbuf: 2 * 16384,
                 rcvbuf: 2 * 131072,
+                fast_open: None,
                 placeholder: Some(placeholder),
             },
         );
@@ -619,10 +645,18 @@ impl Shim {
             };
             let local = bound.map(unmap).unwrap_or_else(|| sockaddr_any(v6));
             let backlog = usize::try_from(backlog.max(1)).unwrap_or(1);
+            let fast_open = entry.fast_open;
+            s.sysctls();
             let l = s
                 .stack
                 .tcp_listen(local, backlog)
                 .map_err(|e| errno_of(&e))?;
+            if fast_open.is_some() {
+                s.stack
+                    .tcp_listener(l)
+                    .set_fast_open(fast_open)
+                    .map_err(|e| errno_of(&e))?;
+            }
             s.fd(fd)?.sock = Sock::Listener(l);
             Ok(())
         })
@@ -892,6 +926,21 @@ impl Shim {
                     entry.rcvbuf = value.max(1152).saturating_mul(2);
                     Ok(())
                 }
+                // The queue of connections taken by Fast Open and not yet established.
+                (libc::IPPROTO_TCP, libc::TCP_FASTOPEN) => {
+                    let pending = usize::try_from(value).map_err(|_| libc::EINVAL)?;
+                    let pending = (pending > 0).then_some(pending);
+                    entry.fast_open = pending;
+                    match entry.sock {
+                        Sock::Listener(l) => s
+                            .stack
+                            .tcp_listener(l)
+                            .set_fast_open(pending)
+                            .map_err(|e| errno_of(&e)),
+                        Sock::Fresh { .. } => Ok(()),
+                        Sock::Stream { .. } => Err(libc::EINVAL),
+                    }
+                }
                 // Accepted, as Linux does, but `MSG_ZEROCOPY` sends are copied and no completion
                 // is queued: scripts that read the error queue fail there.
                 (libc::SOL_SOCKET, libc::SO_ZEROCOPY) => Ok(()),
@@ -994,4 +1043,31 @@ impl Shim {
     pub fn peek_now(&self) -> u64 {
         self.lock().now
     }
+}
+
+/// Linux's `net.ipv4.tcp_fastopen` bits as fastpath's settings: 0x1 client, 0x2 server, 0x4 client
+/// without a cookie, 0x200 server without a cookie, 0x400 every listener with the queue length in
+/// the upper 16 bits.
+pub fn fast_open_from_sysctl(flags: u32) -> FastOpenConfig {
+    FastOpenConfig {
+        client: flags & 0x1 != 0,
+        server: flags & 0x2 != 0,
+        client_without_cookie: flags & 0x4 != 0,
+        server_without_cookie: flags & 0x200 != 0,
+        every_listener: (flags & 0x400 != 0).then_some((flags >> 16) as usize),
+        key: None,
+    }
+}
+
+/// Linux's `tcp_fastopen_key` (`xxxxxxxx-xxxxxxxx-xxxxxxxx-xxxxxxxx`, a backup key after a comma
+/// ignored) as the 16 bytes of `FastOpenConfig::key`: each 32-bit word little-endian.
+pub fn parse_fast_open_key(text: &str) -> Option<[u8; 16]> {
+    let primary = text.trim().split(',').next()?;
+    let mut key = [0u8; 16];
+    let mut words = primary.split('-');
+    for chunk in key.chunks_exact_mut(4) {
+        let word = u32::from_str_radix(words.next()?, 16).ok()?;
+        chunk.copy_from_slice(&word.to_le_bytes());
+    }
+    words.next().is_none().then_some(key)
 }

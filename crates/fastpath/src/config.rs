@@ -134,6 +134,48 @@ pub struct TcpConfig {
     /// packet) that each find the other's ACKs unacceptable would otherwise ACK each other for ever.
     /// Segments with data or a FIN are always answered (they are not part of such a loop).
     pub invalid_ack_interval: Duration,
+    /// TCP Fast Open (RFC 7413): data in the SYN.
+    pub fast_open: FastOpenConfig,
+}
+
+/// TCP Fast Open (RFC 7413): a client that holds a cookie from an earlier connection to a server
+/// sends its first data in the SYN, and the server hands that data to the application before the
+/// handshake completes, saving a round trip. The cookie is a keyed PRF of the two addresses (§4.1.2),
+/// so only a client that received one at its address can make the server keep state for its data.
+/// The fields are Linux's `net.ipv4.tcp_fastopen` bits.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FastOpenConfig {
+    /// Clients may use it (`TcpStream`s that connect with data), asking for a cookie when they hold
+    /// none (Linux's bit 0x1).
+    pub client: bool,
+    /// Listeners that turn it on take data in SYNs (Linux's 0x2).
+    pub server: bool,
+    /// Clients send data in the SYN without a cookie (Linux's 0x4), for servers known to take it.
+    pub client_without_cookie: bool,
+    /// Servers take SYN data without a valid cookie (Linux's 0x200): only where every client is
+    /// trusted, since the cookie is what stops a spoofed SYN from making a server act on its data.
+    pub server_without_cookie: bool,
+    /// Every listener takes it, with this many connections at most whose SYN data was taken before
+    /// their handshake completed (Linux's 0x400, the number in its upper 16 bits), without the
+    /// application asking.
+    pub every_listener: Option<usize>,
+    /// The server's cookie key, in the byte order of Linux's `tcp_fastopen_key` (its four 32-bit
+    /// words little-endian), so that a server's cookies can be checked against Linux's; `None`, the
+    /// default, uses a key derived from the stack's secret.
+    pub key: Option<[u8; 16]>,
+}
+
+impl Default for FastOpenConfig {
+    fn default() -> Self {
+        FastOpenConfig {
+            client: true,
+            server: true,
+            client_without_cookie: false,
+            server_without_cookie: false,
+            every_listener: None,
+            key: None,
+        }
+    }
 }
 
 impl Default for TcpConfig {
@@ -162,6 +204,7 @@ impl Default for TcpConfig {
             keepalive: (Duration::from_secs(7200), Duration::from_secs(75), 9),
             challenge_acks_per_sec: 10,
             invalid_ack_interval: Duration::from_millis(500),
+            fast_open: FastOpenConfig::default(),
         }
     }
 }

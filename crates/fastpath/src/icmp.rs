@@ -241,13 +241,17 @@ impl Icmp {
                         },
                         None => IcmpInput::Done,
                     },
-                    // TCP: only hard errors (RFC 1122 §4.2.3.9).
+                    // TCP: hard errors (RFC 1122 §4.2.3.9), and network or host unreachable, which
+                    // end only a half-open connection (TCP decides).
                     Ok((quoted, head)) if quoted.protocol == IpProtocol::Tcp => {
-                        let hard = matches!(
+                        let reported = matches!(
                             reason,
-                            DstUnreachable::PortUnreachable | DstUnreachable::ProtoUnreachable
+                            DstUnreachable::PortUnreachable
+                                | DstUnreachable::ProtoUnreachable
+                                | DstUnreachable::HostUnreachable
+                                | DstUnreachable::NetUnreachable
                         );
-                        if !hard {
+                        if !reported {
                             return IcmpInput::Done;
                         }
                         IcmpInput::Report {

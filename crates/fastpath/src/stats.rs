@@ -464,6 +464,8 @@ pub struct TcpCounters {
     pub syn_cookies_sent: u64,
     /// Connections made from a valid SYN cookie.
     pub syn_cookies_ok: u64,
+    /// Connections a listener took by TCP Fast Open, with their SYN's data (RFC 7413).
+    pub fast_open_accepted: u64,
     /// Challenge ACKs sent (RFC 5961).
     pub challenge_acks: u64,
     /// Duplicate ACKs not sent for unacceptable segments without data, because the connection sent
@@ -660,6 +662,7 @@ impl fmt::Display for Counters {
             (tcp.timeouts, "retransmission timeouts"),
             (tcp.syn_cookies_sent, "syn cookies sent"),
             (tcp.syn_cookies_ok, "connections from syn cookies"),
+            (tcp.fast_open_accepted, "connections taken by fast open"),
             (tcp.challenge_acks, "challenge acks sent"),
             (
                 tcp.invalid_acks_skipped,

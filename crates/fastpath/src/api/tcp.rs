@@ -220,6 +220,37 @@ impl TcpListenerRef<'_> {
         }
     }
 
+    /// Turns TCP Fast Open (RFC 7413) on for this listener, with at most `pending` connections
+    /// taken by it whose handshake has not completed (Linux's `TCP_FASTOPEN` option), or off
+    /// (`None`). A SYN with a valid cookie then hands its data to the application at once: the
+    /// connection is ready for `accept` before its handshake completes, and may send. The stack's
+    /// `FastOpenConfig` still decides whether servers take it at all.
+    pub fn set_fast_open(&mut self, pending: Option<usize>) -> io::Result<()> {
+        let halves = [
+            Some((
+                self.listener.index,
+                self.listener.generation,
+                self.listener.v6,
+            )),
+            self.listener.v4_half.map(|(i, g)| (i, g, false)),
+        ];
+        for (index, generation, v6) in halves.into_iter().flatten() {
+            let l = if v6 {
+                self.stack
+                    .tcp6
+                    .listener_mut(index, generation)
+                    .map(|l| &mut l.fast_open)
+            } else {
+                self.stack
+                    .tcp
+                    .listener_mut(index, generation)
+                    .map(|l| &mut l.fast_open)
+            };
+            *l.ok_or_else(closed)? = pending;
+        }
+        Ok(())
+    }
+
     /// The address listened on.
     pub fn local_addr(&mut self) -> io::Result<SocketAddr> {
         if self.listener.v6 {

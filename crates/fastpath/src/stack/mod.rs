@@ -366,6 +366,13 @@ impl Stack {
         &self.config
     }
 
+    /// Changes TCP Fast Open's settings (RFC 7413) while the stack runs, as Linux's
+    /// `net.ipv4.tcp_fastopen` and `tcp_fastopen_key` sysctls do: they apply to the SYNs that
+    /// arrive and the connections opened from then on.
+    pub fn set_fast_open(&mut self, fast_open: crate::config::FastOpenConfig) {
+        self.config.tcp.fast_open = fast_open;
+    }
+
     /// The counters.
     pub fn counters(&self) -> &Counters {
         &self.counters
@@ -796,8 +803,24 @@ impl Stack {
     }
 
     fn tcp_report_error(&mut self, quoted: &Ipv4Repr, head: &[u8; 8], kind: io::ErrorKind) {
+        // Linux's IPv4 rules (`tcp_v4_err`): a port or protocol unreachable refuses a connection
+        // being made; a network or host unreachable drops a half-open one (`tcp_req_err`).
+        let soft = matches!(
+            kind,
+            io::ErrorKind::HostUnreachable | io::ErrorKind::NetworkUnreachable
+        );
+        let effect = crate::tcp::IcmpEffect {
+            aborts_connect: !soft,
+            drops_half_open: soft,
+        };
         let (tcp, mut cx) = tcp_cx!(self);
-        tcp.report_error(&mut cx, (quoted.src_addr, quoted.dst_addr), head, kind);
+        tcp.report_error(
+            &mut cx,
+            (quoted.src_addr, quoted.dst_addr),
+            head,
+            kind,
+            effect,
+        );
     }
 
     /// Input: one ICMP message; what it asks for is sent, or reported to the transport it is about.

@@ -253,7 +253,13 @@ impl Stack {
                     self.udp.v6.report_error(addresses, &quoted.head, kind);
                 } else {
                     let (tcp, mut cx) = <Ipv6 as TcpFamily>::tcp(self);
-                    tcp.report_error(&mut cx, addresses, &quoted.head, kind);
+                    // Linux's IPv6 rule (`tcp_v6_err`): the fatal errors (port unreachable, the
+                    // only one reported to TCP) end a connection being made or half-open.
+                    let effect = crate::tcp::IcmpEffect {
+                        aborts_connect: true,
+                        drops_half_open: true,
+                    };
+                    tcp.report_error(&mut cx, addresses, &quoted.head, kind, effect);
                 }
             }
         }

@@ -186,7 +186,13 @@ impl<N: Network> Tcp<N> {
             Verdict::Continue => {}
             Verdict::Established => {
                 let parent = self.slots.at(index).and_then(|s| s.parent);
-                if let Some((parent, l)) = parent.and_then(|p| Some((p, self.listener(p)?))) {
+                let mut parent = parent.and_then(|p| Some((p, self.listener(p)?)));
+                // Taken by Fast Open: in the accept queue (or accepted) already.
+                let fast_open = parent.as_mut().and_then(|(_, l)| {
+                    let pos = l.fast_open_pending.iter().position(|&i| i == index)?;
+                    Some(l.fast_open_pending.swap_remove(pos))
+                });
+                if let Some((parent, l)) = parent.filter(|_| fast_open.is_none()) {
                     if let Some(pos) = l.half_open.iter().position(|&i| i == index) {
                         l.half_open.swap_remove(pos);
                     }

@@ -27,6 +27,11 @@ pub(crate) struct Listener<A: IpAddress = std::net::Ipv4Addr> {
     /// SYNs are held: each becomes a connection for `accept` at once, answered only when the
     /// application confirms it (see [`Tcb::held`]).
     pub(crate) hold: bool,
+    /// TCP Fast Open is on (RFC 7413), with at most this many connections taken by it whose
+    /// handshake has not completed yet (`TCP_FASTOPEN`'s queue length).
+    pub(crate) fast_open: Option<usize>,
+    /// Those connections (their slots): also in `ready`.
+    pub(crate) fast_open_pending: Vec<u32>,
 }
 
 /// What a listener's decision asks of the table.
@@ -48,6 +53,9 @@ pub(crate) enum ListenAction<A: IpAddress> {
     /// A connection rebuilt, established, from a valid cookie: it joins the accept queue, and takes
     /// the ACK's data, if any.
     FromCookie(Box<Tcb<A>>),
+    /// A new connection in SYN-RECEIVED that took its SYN's data by TCP Fast Open: it joins the
+    /// accept queue now, with that data, and its SYN-ACK is owed.
+    FastOpen(Box<Tcb<A>>),
 }
 
 /// What a listener looks at besides the segment and its own queues.
@@ -64,6 +72,10 @@ pub(crate) struct ListenCx<'a, A: IpAddress> {
     pub(crate) hop: Option<NextHop<A>>,
     /// For a holding listener, the bound on held SYNs a new one would pass, if any ([`Holds`]).
     pub(crate) hold_pressure: Option<Pressure>,
+    /// The key of Fast Open cookies.
+    pub(crate) fast_open_key: SecretKey,
+    /// Bytes of data the segment carries.
+    pub(crate) data: usize,
 }
 
 impl<A: IpAddress> Listener<A>
@@ -78,6 +90,8 @@ where
             half_open: Vec::new(),
             ready: VecDeque::new(),
             hold,
+            fast_open: None,
+            fast_open_pending: Vec::new(),
         }
     }
 
@@ -133,6 +147,27 @@ where
         let iss = cx.isn.isn(local, remote, cx.now);
         let mut tcb = Tcb::accept(local, remote, hop, iss, repr, cx.cfg);
         tcb.held = self.hold;
+        let fast_open = self.fast_open.or(cx.cfg.fast_open.every_listener).is_some();
+        if fast_open && !self.hold && (repr.options.fast_open.is_some() || cx.data > 0) {
+            let syn = fastopen::Syn {
+                option: repr.options.fast_open.as_ref(),
+                data: cx.data,
+                valid: fastopen::cookie(
+                    &cx.fast_open_key,
+                    Into::<SocketAddr>::into(remote).ip(),
+                    Into::<SocketAddr>::into(local).ip(),
+                ),
+            };
+            let pending = self.fast_open_pending.len();
+            match fastopen::decide(&cx.cfg.fast_open, self.fast_open, pending, &syn) {
+                fastopen::Decision::Ignore => {}
+                fastopen::Decision::SendCookie(option) => tcb.syn_ack_cookie = Some(option),
+                fastopen::Decision::Accept => {
+                    tcb.open_fast(repr);
+                    return ListenAction::FastOpen(Box::new(tcb));
+                }
+            }
+        }
         match pressure {
             Some(p) => ListenAction::Replace(Box::new(tcb), p),
             None => ListenAction::Open(Box::new(tcb)),
@@ -227,6 +262,7 @@ impl<N: Network> Tcp<N> {
         let Tcp {
             slots,
             isn,
+            fast_open_key,
             last_cookie,
             holds,
             ..
@@ -242,6 +278,8 @@ impl<N: Network> Tcp<N> {
             now: cx.now,
             cfg: cx.cfg,
             isn,
+            fast_open_key: fastopen::key(&cx.cfg.fast_open, fast_open_key),
+            data: buf.len(),
             last_cookie,
             room,
             hop,
@@ -283,6 +321,21 @@ impl<N: Network> Tcp<N> {
             ListenAction::Open(tcb) => {
                 cx.pool.free(buf);
                 self.open(cx, index, tcb, hold);
+            }
+            ListenAction::FastOpen(tcb) => {
+                cx.counters.tcp.fast_open_accepted += 1;
+                let child = self.adopt(cx, index, tcb);
+                if let Some(l) = self.listener(index) {
+                    l.ready.push_back(SocketId(child));
+                    l.fast_open_pending.push(child);
+                    self.hints.note(index);
+                }
+                if let Some(tcb) = self.tcb(child) {
+                    tcb.take_syn_data(buf, &mut cx.tcb());
+                } else {
+                    cx.pool.free(buf);
+                }
+                self.output(cx, child);
             }
             ListenAction::FromCookie(tcb) => {
                 cx.counters.tcp.syn_cookies_ok += 1;

@@ -21,6 +21,7 @@
 
 mod buffers;
 pub mod congestion;
+pub(crate) mod fastopen;
 mod input;
 mod isn;
 mod listen;
@@ -135,6 +136,8 @@ pub(crate) struct Tcp<N: Network = Ipv4> {
     /// The transport checksum's switches, from the configuration.
     checksum: ChecksumRules,
     isn: IsnGenerator,
+    /// The key of the server's Fast Open cookies unless the configuration gives one.
+    fast_open_key: SecretKey,
     /// When the last SYN cookie went out: an ACK to a listener is checked as a cookie only while one
     /// sent could still be valid, and is otherwise a stray (of a connection gone, say).
     last_cookie: Option<Instant>,
@@ -170,6 +173,15 @@ pub(crate) struct Tcp<N: Network = Ipv4> {
     _family: PhantomData<fn() -> N>,
 }
 
+/// What an ICMP error does to a connection not yet established: the rules differ by family.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct IcmpEffect {
+    /// It refuses a connection being made (SYN-SENT).
+    pub(crate) aborts_connect: bool,
+    /// It drops a half-open connection (SYN-RECEIVED) whose SYN-ACK it quotes.
+    pub(crate) drops_half_open: bool,
+}
+
 impl<N: Network> Tcp<N> {
     pub(crate) fn new(config: &StackConfig, secret: SecretKey) -> Tcp<N> {
         Tcp {
@@ -178,6 +190,7 @@ impl<N: Network> Tcp<N> {
             ports: Ports::new(&config.ephemeral_ports),
             checksum: ChecksumRules::of(config),
             isn: IsnGenerator::new(secret),
+            fast_open_key: secret.derive("tcp fast open"),
             last_cookie: None,
             timers: BinaryHeap::new(),
             due: Vec::new(),
@@ -398,12 +411,21 @@ impl<N: Network> Tcp<N> {
         if std::mem::take(&mut tcb.held) {
             self.holds.remove(index);
         }
-        let free = tcb.orphan || child_of.is_some();
+        let orphan = tcb.orphan;
+        let mut free = orphan || child_of.is_some();
         tcb.state = State::Closed;
         if let Some(parent) = child_of {
             if let Some(l) = self.listener(parent) {
-                if let Some(pos) = l.ready.iter().position(|&id| id.0 == index) {
-                    l.ready.remove(pos);
+                if let Some(pos) = l.fast_open_pending.iter().position(|&i| i == index) {
+                    l.fast_open_pending.swap_remove(pos);
+                }
+                if l.ready.iter().any(|&id| id.0 == index) {
+                    // In the accept queue: it stays there, closed, as Linux's accept queue keeps a
+                    // socket the peer reset. `accept` returns it with what it received and its error.
+                    free = orphan;
+                    if orphan {
+                        l.ready.retain(|&id| id.0 != index);
+                    }
                 } else if let Some(pos) = l.half_open.iter().position(|&i| i == index) {
                     l.half_open.swap_remove(pos);
                 }
@@ -512,17 +534,18 @@ impl<N: Network> Tcp<N> {
         }
     }
 
-    /// A hard ICMP error (port or protocol unreachable) quoting a TCP segment we sent: while
-    /// connecting it refuses the connection (RFC 1122 §4.2.3.9); one quoting the SYN-ACK of a half-open connection (its
-    /// sequence number the ISN) drops that connection, unanswered, as Linux's `tcp_req_err` does:
-    /// the peer's later ACK then finds no connection and is answered by RST. Others are only
-    /// remembered.
+    /// An ICMP error quoting a TCP segment we sent. One that `effect` says aborts a connection
+    /// being made refuses it (a hard error, RFC 1122 §4.2.3.9); one that drops a half-open
+    /// connection, quoting its SYN-ACK (its sequence number the ISN), drops it unanswered, as Linux's
+    /// `tcp_req_err` does: the peer's later ACK then finds no connection and is answered by RST. A
+    /// connection taken by Fast Open is the application's already, and stays. Others are ignored.
     pub(crate) fn report_error(
         &mut self,
         cx: &mut TcpCx<impl Transmit, N>,
         (src, dst): (N::Addr, N::Addr),
         head: &[u8; 8],
         kind: std::io::ErrorKind,
+        effect: IcmpEffect,
     ) {
         let local = src.socket(u16::from_be_bytes([head[0], head[1]]));
         let remote = dst.socket(u16::from_be_bytes([head[2], head[3]]));
@@ -537,8 +560,12 @@ impl<N: Network> Tcp<N> {
             return;
         }
         let seq = u32::from_be_bytes([head[4], head[5], head[6], head[7]]);
-        let half_open = tcb.state == State::SynReceived && !tcb.held && seq == tcb.iss();
-        if tcb.state == State::SynSent || half_open {
+        let half_open = tcb.state == State::SynReceived
+            && !tcb.held
+            && !tcb.fast_open
+            && seq == tcb.iss()
+            && effect.drops_half_open;
+        if (tcb.state == State::SynSent && effect.aborts_connect) || half_open {
             tcx.counters.attempt_fails += 1;
             tcb.abort(kind, &mut tcx);
             self.finish(cx, index);

@@ -80,6 +80,47 @@ mod kind {
     pub const TIMESTAMPS: u8 = 8;
     /// RFC 1146 alternate checksum request (historic), carried in SYNs.
     pub const ALT_CHECKSUM_REQUEST: u8 = 14;
+    /// TCP Fast Open cookie (RFC 7413 §4.1.1).
+    pub const FAST_OPEN: u8 = 34;
+    /// The shared experimental kind (RFC 6994), which Fast Open used before kind 34 was assigned,
+    /// followed by the 16-bit magic [`FAST_OPEN_MAGIC`].
+    pub const EXPERIMENTAL: u8 = 254;
+    pub const FAST_OPEN_MAGIC: [u8; 2] = [0xf9, 0x89];
+}
+
+/// A TCP Fast Open option (RFC 7413 §4.1.1): a cookie of 4 to 16 bytes, or none (a request for one).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FastOpenOption {
+    cookie: [u8; 16],
+    len: u8,
+    /// Carried in the experimental kind 254 with magic 0xF989 (RFC 6994) rather than kind 34, as
+    /// clients written before kind 34 was assigned send it; an answer uses the kind it was asked in.
+    pub experimental: bool,
+}
+
+impl FastOpenOption {
+    /// An option carrying `cookie` (at most 16 bytes are kept; empty: a request).
+    pub fn new(cookie: &[u8], experimental: bool) -> FastOpenOption {
+        let len = cookie.len().min(16);
+        let mut bytes = [0u8; 16];
+        bytes[..len].copy_from_slice(&cookie[..len]);
+        FastOpenOption {
+            cookie: bytes,
+            len: len as u8,
+            experimental,
+        }
+    }
+
+    /// The cookie (empty in a request).
+    pub fn cookie(&self) -> &[u8] {
+        &self.cookie[..self.len as usize]
+    }
+
+    /// Bytes on the wire, padded to a multiple of 4 with NOPs.
+    fn wire_len(&self) -> usize {
+        let base = if self.experimental { 4 } else { 2 };
+        (base + self.len as usize + 3) & !3
+    }
 }
 
 /// The options of one segment.
@@ -101,6 +142,8 @@ pub struct TcpOptions {
     /// Fletcher, 2 = 16-bit Fletcher); fastpath only ever asks for 0 with "none" semantics, see
     /// [`crate::tcp`].
     pub alt_checksum: Option<u8>,
+    /// TCP Fast Open (RFC 7413): a cookie, or a request for one.
+    pub fast_open: Option<FastOpenOption>,
 }
 
 impl TcpOptions {
@@ -128,6 +171,9 @@ impl TcpOptions {
         }
         if self.alt_checksum.is_some() {
             n += 4; // NOP + 3
+        }
+        if let Some(fo) = &self.fast_open {
+            n += fo.wire_len();
         }
         n
     }
@@ -187,6 +233,10 @@ impl TcpOptions {
                     }
                 }
                 (kind::ALT_CHECKSUM_REQUEST, 1) => opts.alt_checksum = Some(body[0]),
+                (kind::FAST_OPEN, n) => opts.fast_open = Some(fast_open(body, n, false)),
+                (kind::EXPERIMENTAL, n) if n >= 2 && body[..2] == kind::FAST_OPEN_MAGIC => {
+                    opts.fast_open = Some(fast_open(&body[2..], n - 2, true))
+                }
                 _ => {} // unknown, or a known one of the wrong length: skipped
             }
             bytes = &bytes[len..];
@@ -232,6 +282,30 @@ impl TcpOptions {
         if let Some(alg) = self.alt_checksum {
             put(&[kind::NOP, kind::ALT_CHECKSUM_REQUEST, 3, alg]);
         }
+        if let Some(fo) = &self.fast_open {
+            let cookie = fo.cookie();
+            let len = cookie.len() as u8;
+            if fo.experimental {
+                put(&[kind::EXPERIMENTAL, 4 + len]);
+                put(&kind::FAST_OPEN_MAGIC);
+            } else {
+                put(&[kind::FAST_OPEN, 2 + len]);
+            }
+            put(cookie);
+            // Padded with NOPs at the end, as Linux lays it out.
+            let pad = fo.wire_len() - cookie.len() - if fo.experimental { 4 } else { 2 };
+            put(&[kind::NOP; 3][..pad]);
+        }
+    }
+}
+
+/// A Fast Open option's cookie of `n` bytes: 4 to 16, and even (RFC 7413 §4.1.1). Any other length
+/// is read as no cookie, as Linux's parser does not take it either: the server answers with a cookie.
+fn fast_open(cookie: &[u8], n: usize, experimental: bool) -> FastOpenOption {
+    if (4..=16).contains(&n) && n.is_multiple_of(2) {
+        FastOpenOption::new(cookie, experimental)
+    } else {
+        FastOpenOption::new(&[], experimental)
     }
 }
 
@@ -413,6 +487,40 @@ mod tests {
         assert!(repr.options.sack_permitted);
         assert_eq!(repr.options.timestamps, Some((0x11223344, 0)));
         assert_eq!(repr.options.window_scale, Some(7));
+    }
+
+    /// Fast Open options as Linux writes them: kind 34 with an 8-byte cookie and two NOPs after it,
+    /// the experimental kind with its magic, and an empty request; a bad length reads as a request.
+    #[test]
+    fn fast_open_options_round_trip_in_linux_layout() {
+        let cookie = [0x30, 0x21, 0xb9, 0xd8, 0x89, 0x01, 0x7e, 0xeb];
+        let cases: [(&[u8], FastOpenOption); 4] = [
+            (
+                &[34, 10, 0x30, 0x21, 0xb9, 0xd8, 0x89, 0x01, 0x7e, 0xeb, 1, 1],
+                FastOpenOption::new(&cookie, false),
+            ),
+            (
+                &[
+                    254, 12, 0xf9, 0x89, 0x30, 0x21, 0xb9, 0xd8, 0x89, 0x01, 0x7e, 0xeb,
+                ],
+                FastOpenOption::new(&cookie, true),
+            ),
+            (&[34, 2, 1, 1], FastOpenOption::new(&[], false)),
+            (&[254, 4, 0xf9, 0x89], FastOpenOption::new(&[], true)),
+        ];
+        for (bytes, fo) in cases {
+            let parsed = TcpOptions::parse(bytes).unwrap();
+            assert_eq!(parsed.fast_open, Some(fo));
+            assert_eq!(parsed.wire_len(), bytes.len());
+            let mut out = vec![0u8; bytes.len()];
+            parsed.emit(&mut out);
+            assert_eq!(out, bytes);
+        }
+        // A 3-byte cookie, and another experimental option, are not cookies.
+        let odd = TcpOptions::parse(&[34, 5, 1, 2, 3, 0, 0, 0]).unwrap();
+        assert_eq!(odd.fast_open, Some(FastOpenOption::new(&[], false)));
+        let other = TcpOptions::parse(&[254, 4, 0x12, 0x34]).unwrap();
+        assert_eq!(other.fast_open, None);
     }
 
     #[test]

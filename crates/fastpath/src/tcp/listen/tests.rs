@@ -7,6 +7,7 @@ use super::*;
 use crate::buf::BufferMode;
 use crate::stats::{Drops, TcpCounters};
 use crate::tcp::tcb::tests::{hop, plain, IRS, LOCAL, REMOTE};
+use crate::wire::tcp::FastOpenOption;
 
 fn seg(flags: Flags, seq: u32, ack: u32, mss: Option<u16>) -> TcpRepr {
     TcpRepr {
@@ -33,7 +34,12 @@ struct Fixture {
     room: bool,
     route: bool,
     hold_pressure: Option<Pressure>,
+    /// Bytes of data in the segment decided on.
+    data: usize,
 }
+
+/// The Fast Open key of the fixture.
+const FAST_OPEN_KEY: [u8; 16] = [9; 16];
 
 impl Fixture {
     fn new() -> Fixture {
@@ -45,6 +51,7 @@ impl Fixture {
             room: true,
             route: true,
             hold_pressure: None,
+            data: 0,
         }
     }
 
@@ -57,6 +64,8 @@ impl Fixture {
             room: self.room,
             hop: self.route.then(hop),
             hold_pressure: self.hold_pressure,
+            fast_open_key: SecretKey::from_bytes(FAST_OPEN_KEY),
+            data: self.data,
         };
         l.on_segment(&mut cx, LOCAL, REMOTE, repr)
     }
@@ -334,4 +343,110 @@ fn other_segments_are_dropped_or_reset_as_rfc_9293_says() {
         DropReason::TcpListenOverflow
     );
     assert_eq!(f.last_cookie, None);
+}
+
+/// A listener with Fast Open on (at most `pending` connections taken by it and not yet established).
+fn fast_open_listener(pending: usize) -> Listener {
+    let mut l = listener(4, false);
+    l.fast_open = Some(pending);
+    l
+}
+
+fn fast_open_syn(cookie: &[u8], experimental: bool) -> TcpRepr {
+    let mut syn = seg(Flags::SYN, IRS, 0, Some(1400));
+    syn.options.fast_open = Some(FastOpenOption::new(cookie, experimental));
+    syn
+}
+
+fn valid_cookie() -> [u8; fastopen::COOKIE_LEN] {
+    fastopen::cookie(
+        &SecretKey::from_bytes(FAST_OPEN_KEY),
+        (*REMOTE.ip()).into(),
+        (*LOCAL.ip()).into(),
+    )
+}
+
+/// A SYN asking for a Fast Open cookie (RFC 7413 §4.1.3) opens an ordinary connection whose SYN-ACK
+/// carries the cookie, in the option kind the SYN used.
+#[test]
+fn a_cookie_request_is_answered_in_the_syn_ack() {
+    for experimental in [false, true] {
+        let mut f = Fixture::new();
+        let ListenAction::Open(mut tcb) =
+            f.decide(&fast_open_listener(4), &fast_open_syn(&[], experimental))
+        else {
+            panic!("an ordinary connection")
+        };
+        assert!(!tcb.fast_open);
+        let syn_ack = f.first_segment(&mut tcb).expect("the SYN-ACK");
+        assert_eq!(syn_ack.ack, IRS + 1);
+        assert_eq!(
+            syn_ack.options.fast_open,
+            Some(FastOpenOption::new(&valid_cookie(), experimental))
+        );
+        // A listener without Fast Open answers no cookie.
+        let ListenAction::Open(mut tcb) =
+            f.decide(&listener(4, false), &fast_open_syn(&[], experimental))
+        else {
+            panic!("an ordinary connection")
+        };
+        assert_eq!(f.first_segment(&mut tcb).unwrap().options.fast_open, None);
+    }
+}
+
+/// A SYN with a valid cookie and data is taken by Fast Open (RFC 7413 §4.2.2): its data is queued,
+/// the SYN-ACK acknowledges it and carries no cookie, and the connection may send at once after it.
+/// A wrong cookie gets an ordinary connection whose SYN-ACK acknowledges the SYN alone and carries
+/// the right cookie; past the bound on pending connections, so does a valid one (without cookie).
+#[test]
+fn a_valid_cookie_hands_the_syn_data_over_before_the_handshake_ends() {
+    let mut f = Fixture::new();
+    f.data = 10;
+    let ListenAction::FastOpen(mut tcb) = f.decide(
+        &fast_open_listener(4),
+        &fast_open_syn(&valid_cookie(), false),
+    ) else {
+        panic!("a Fast Open connection")
+    };
+    assert!(tcb.fast_open);
+    let mut pool = BufferPool::new(BufferMode::Pool, 16);
+    let (mut counters, mut drops) = (TcpCounters::default(), Drops::default());
+    let mut cx = Cx {
+        now: f.now,
+        cfg: &f.cfg,
+        pool: &mut pool,
+        counters: &mut counters,
+        drops: &mut drops,
+        max_ooo: 16,
+    };
+    tcb.take_syn_data(PacketBuf::from_slice(b"0123456789"), &mut cx);
+    let syn_ack = tcb.next_segment(&mut cx, None).expect("the SYN-ACK").repr;
+    assert_eq!(syn_ack.flags, Flags::SYN | Flags::ACK);
+    assert_eq!(syn_ack.ack, IRS + 11, "the SYN and its 10 bytes");
+    assert_eq!(syn_ack.options.fast_open, None);
+    assert_eq!(tcb.write(b"reply").unwrap(), 5);
+    let data = tcb
+        .next_segment(&mut cx, None)
+        .expect("data in SYN-RECEIVED");
+    assert_eq!((data.repr.seq, data.len), (syn_ack.seq.wrapping_add(1), 5));
+    assert_eq!(tcb.state, State::SynReceived);
+
+    let wrong = fast_open_syn(&[1, 2, 3, 4, 5, 6, 7, 8], true);
+    let ListenAction::Open(mut tcb) = f.decide(&fast_open_listener(4), &wrong) else {
+        panic!("an ordinary connection")
+    };
+    let syn_ack = f.first_segment(&mut tcb).expect("the SYN-ACK");
+    assert_eq!(syn_ack.ack, IRS + 1, "the data is not taken");
+    assert_eq!(
+        syn_ack.options.fast_open,
+        Some(FastOpenOption::new(&valid_cookie(), true))
+    );
+
+    let mut busy = fast_open_listener(2);
+    busy.fast_open_pending = vec![7, 8];
+    let ListenAction::Open(mut tcb) = f.decide(&busy, &fast_open_syn(&valid_cookie(), false))
+    else {
+        panic!("an ordinary connection past the bound")
+    };
+    assert_eq!(f.first_segment(&mut tcb).unwrap().options.fast_open, None);
 }

@@ -27,6 +27,15 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
         self.rcv_adv = self.rcv_nxt + self.advertisable();
     }
 
+    /// Makes a passive open a Fast Open one (RFC 7413 §4.2.2): it may send before the handshake's
+    /// ACK, into the SYN's window (never scaled, RFC 7323 §2.2), as Linux does.
+    pub(crate) fn open_fast(&mut self, syn: &TcpRepr) {
+        self.fast_open = true;
+        self.snd_wnd = u32::from(syn.window);
+        self.max_snd_wnd = self.snd_wnd;
+        self.snd_wl1 = Seq(syn.seq);
+    }
+
     /// Jacobson's header prediction (paper 000 §2): the two cases that make up nearly all segments of
     /// a bulk transfer, handled without the general state machine. Returns the payload back when the
     /// segment does not fit the prediction.

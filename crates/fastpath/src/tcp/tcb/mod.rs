@@ -19,7 +19,9 @@ use crate::config::TcpConfig;
 use crate::ip::NextHop;
 use crate::stats::{DropReason, Drops, TcpCounters};
 use crate::time::Instant;
-use crate::wire::tcp::{Flags, TcpOptions, TcpRepr, ALT_CHECKSUM_NONE, MAX_SACK_BLOCKS};
+use crate::wire::tcp::{
+    FastOpenOption, Flags, TcpOptions, TcpRepr, ALT_CHECKSUM_NONE, MAX_SACK_BLOCKS,
+};
 
 mod input;
 mod output;
@@ -153,6 +155,11 @@ pub(crate) struct Tcb<A: IpAddress = Ipv4Addr> {
     /// A held SYN: the peer's SYN is taken but not answered until the application confirms the
     /// connection (then the SYN-ACK goes out) or refuses it. Nothing is sent while it is set.
     pub(crate) held: bool,
+    /// The connection took data in its SYN by TCP Fast Open (RFC 7413), and was handed to the
+    /// application before its handshake completed; it may send in SYN-RECEIVED.
+    pub(crate) fast_open: bool,
+    /// The Fast Open cookie our SYN-ACK carries (the peer asked for one, or sent a wrong one).
+    pub(crate) syn_ack_cookie: Option<FastOpenOption>,
     pub(crate) error: Option<io::ErrorKind>,
 
     // Send sequence space (RFC 9293 §3.3.1).
@@ -290,6 +297,8 @@ impl<A: IpAddress> Tcb<A> {
             hop,
             orphan: false,
             held: false,
+            fast_open: false,
+            syn_ack_cookie: None,
             error: None,
             iss,
             snd_una: iss,

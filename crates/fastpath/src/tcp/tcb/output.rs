@@ -134,6 +134,9 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
         if self.alt_requested {
             o.alt_checksum = Some(ALT_CHECKSUM_NONE);
         }
+        if passive {
+            o.fast_open = self.syn_ack_cookie;
+        }
         // The window in a SYN is never scaled (RFC 7323 §2.2).
         repr.window = self.rx_free().min(65535) as u16;
         repr.options = o;
@@ -164,7 +167,11 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
     /// Data (and FIN) the windows allow, with Nagle and sender silly window avoidance; in recovery,
     /// a retransmission first.
     pub(super) fn data_segment(&mut self, cx: &mut Cx, tso_max: Option<usize>) -> Option<Outgoing> {
-        if !self.state.sends_data() {
+        // A Fast Open connection sends once its SYN-ACK is out, before the handshake's end (RFC
+        // 7413 §4.2.2, as Linux does).
+        let fast_open =
+            self.fast_open && self.state == State::SynReceived && self.snd_nxt != self.iss;
+        if !self.state.sends_data() && !fast_open {
             return None;
         }
         let now = cx.now;
@@ -243,7 +250,9 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
         // Sender-side silly window avoidance and Nagle (RFC 9293 §3.8.6.2.1, RFC 1122 §4.2.3.4).
         let retransmitting = self.snd_nxt < self.snd_max;
         let full = len as u32 >= limit;
-        let nothing_out = self.snd_una == self.snd_nxt;
+        // Data in flight (a SYN-ACK still unacknowledged is not: a Fast Open connection answers at
+        // once).
+        let nothing_out = self.snd_una.max(self.tx_seq) == self.snd_nxt;
         let send = full
             || fin
             || retransmitting

@@ -71,6 +71,16 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
         }
     }
 
+    /// The data of a SYN taken by TCP Fast Open (RFC 7413 §4.2.2): in order, right after the SYN.
+    pub(crate) fn take_syn_data(&mut self, payload: PacketBuf, cx: &mut Cx) {
+        let len = payload.len() as u32;
+        if len == 0 {
+            cx.pool.free(payload);
+            return;
+        }
+        self.receive_text(self.rcv_nxt, payload, len, false, cx);
+    }
+
     /// The peer's FIN, in order.
     pub(super) fn fin_arrived(&mut self, cx: &mut Cx) {
         if self.fin_received {
