@@ -472,12 +472,30 @@ unsafe extern "C" fn pd_sendto(
     fd: c_int,
     buf: *const c_void,
     n: size_t,
-    _flags: c_int,
-    _addr: *const sockaddr,
-    _len: socklen_t,
+    flags: c_int,
+    addr: *const sockaddr,
+    len: socklen_t,
 ) -> ssize_t {
-    // SAFETY: as for write (a connected stream ignores the address, as Linux does).
-    unsafe { pd_write(ud, fd, buf, n) }
+    if flags & libc::MSG_FASTOPEN == 0 {
+        // SAFETY: as for write (a connected stream ignores the address, as Linux does).
+        return unsafe { pd_write(ud, fd, buf, n) };
+    }
+    guard(|| {
+        // SAFETY: `buf` is readable for `n` bytes, as for sendto(2).
+        let data = unsafe { buf_ref(buf, n) }?;
+        // SAFETY: a non-null `addr` holds at least its family field, as for sendto(2).
+        if !addr.is_null() && c_int::from(unsafe { (*addr).sa_family }) == libc::AF_UNSPEC {
+            return Err(libc::EOPNOTSUPP);
+        }
+        // SAFETY: packetdrill passes a socket address of `len` bytes (null: none).
+        let to = if addr.is_null() {
+            None
+        } else {
+            Some(unsafe { read_sockaddr(addr, len) }?)
+        };
+        // SAFETY: see above.
+        ssize(unsafe { shim(ud) }?.send_fast_open(fd, data, to)?)
+    })
 }
 
 unsafe extern "C" fn pd_writev(ud: *mut c_void, fd: c_int, iov: *const iovec, n: c_int) -> ssize_t {
@@ -495,7 +513,7 @@ unsafe extern "C" fn pd_sendmsg(
     ud: *mut c_void,
     fd: c_int,
     msg: *const msghdr,
-    _flags: c_int,
+    flags: c_int,
 ) -> ssize_t {
     guard(|| {
         if msg.is_null() {
@@ -507,6 +525,15 @@ unsafe extern "C" fn pd_sendmsg(
         let iov = unsafe { iovecs(m.msg_iov, m.msg_iovlen as c_int) }?;
         // SAFETY: as above.
         let data = unsafe { gather(iov) };
+        if flags & libc::MSG_FASTOPEN != 0 {
+            let name = m.msg_name as *const sockaddr;
+            // SAFETY: a non-null `msg_name` holds `msg_namelen` bytes of address, as for sendmsg(2).
+            let to = (!name.is_null())
+                .then(|| unsafe { read_sockaddr(name, m.msg_namelen) })
+                .transpose()?;
+            // SAFETY: see above.
+            return ssize(unsafe { shim(ud) }?.send_fast_open(fd, &data, to)?);
+        }
         // SAFETY: see above.
         ssize(unsafe { shim(ud) }?.write(fd, &data)?)
     })

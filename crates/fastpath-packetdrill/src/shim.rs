@@ -259,22 +259,33 @@ impl State {
         self.fds.get_mut(&fd).ok_or(libc::EBADF)
     }
 
-    /// Takes the Fast Open sysctls the script set (`net.ipv4.tcp_fastopen` and
-    /// `tcp_fastopen_key`), from the network namespace the runner gives each script, into the
-    /// stack's configuration. Without them (no `/proc`), the configuration stays as it is.
+    /// Takes the sysctls the script set that the stack has switches for (`net.ipv4.tcp_fastopen`,
+    /// `tcp_fastopen_key`, `tcp_timestamps`, `tcp_sack`, `tcp_window_scaling`), from the network
+    /// namespace the runner gives each script, into the stack's configuration. Those it cannot read
+    /// (no `/proc`) leave the configuration as it is.
     fn sysctls(&mut self) {
-        let read = |name: &str| std::fs::read_to_string(format!("/proc/sys/net/ipv4/{name}"));
-        let Ok(flags) = read("tcp_fastopen") else {
-            return;
+        let read = |name: &str| {
+            std::fs::read_to_string(format!("/proc/sys/net/ipv4/{name}"))
+                .ok()
+                .and_then(|v| v.trim().parse::<u32>().ok())
         };
-        let Ok(flags) = flags.trim().parse::<u32>() else {
-            return;
-        };
-        let mut fo = fast_open_from_sysctl(flags);
-        fo.key = read("tcp_fastopen_key")
+        let key = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_fastopen_key")
             .ok()
             .and_then(|k| parse_fast_open_key(&k));
-        self.stack.set_fast_open(fo);
+        let tcp = self.stack.tcp_config_mut();
+        if let Some(flags) = read("tcp_fastopen") {
+            tcp.fast_open = fast_open_from_sysctl(flags);
+            tcp.fast_open.key = key;
+        }
+        if let Some(on) = read("tcp_timestamps") {
+            tcp.timestamps = on != 0;
+        }
+        if let Some(on) = read("tcp_sack") {
+            tcp.sack = on != 0;
+        }
+        if let Some(on) = read("tcp_window_scaling") {
+            tcp.window_scaling = on != 0;
+        }
     }
 
     fn insert(&mut self, sock: Sock, v6: bool, nonblock: bool) -> Result<i32, Errno> {
@@ -709,6 +720,7 @@ impl Shim {
                         .map(unmap)
                         .filter(|l| l.is_ipv6() == remote.is_ipv6() || !l.ip().is_unspecified())
                         .unwrap_or_else(|| sockaddr_any(remote.is_ipv6()));
+                    s.sysctls();
                     let stream = s
                         .stack
                         .tcp_connect_from(local, remote)
@@ -732,6 +744,11 @@ impl Shim {
                 Sock::Listener(_) => Err(libc::EISCONN),
             }
         })?;
+        self.finish_connect(fd, started)
+    }
+
+    /// The rest of `connect`: waits (if blocking) for the handshake's outcome.
+    fn finish_connect(&self, fd: i32, started: bool) -> Result<(), Errno> {
         self.blocking(fd, None, None, |s| {
             let stream = match s.stream(fd) {
                 Ok(st) => st,
@@ -769,6 +786,64 @@ impl Shim {
                 }),
             }
         })
+    }
+
+    /// `sendto(fd, buf, MSG_FASTOPEN, to)`: on a socket not yet connected, connects to `to` trying
+    /// TCP Fast Open with `buf` (Linux's `tcp_sendmsg_fastopen`). Non-blocking, it returns what the
+    /// SYN carries, or `EINPROGRESS` when it carries nothing (no cookie yet: the SYN asks for one);
+    /// blocking, it waits for the handshake and then writes the rest. On a connected socket the flag
+    /// is ignored.
+    pub fn send_fast_open(
+        &self,
+        fd: i32,
+        buf: &[u8],
+        to: Option<SocketAddr>,
+    ) -> Result<usize, Errno> {
+        let sent = self.with(|s| {
+            let entry = s.fd(fd)?;
+            let (v6, bound, nodelay, nonblock) = match entry.sock {
+                Sock::Fresh { v6, bound } => (v6, bound, entry.nodelay, entry.nonblock),
+                Sock::Stream { .. } => return Ok(None),
+                Sock::Listener(_) => return Err(libc::EPIPE),
+            };
+            let addr = to.ok_or(libc::EDESTADDRREQ)?;
+            if addr.is_ipv6() != v6 {
+                return Err(libc::EAFNOSUPPORT);
+            }
+            s.sysctls();
+            if !s.stack.config().tcp.fast_open.client {
+                return Err(libc::EOPNOTSUPP);
+            }
+            if bound.is_some_and(|b| b.port() != 0) {
+                // The stack picks the port of a Fast Open connection.
+                return Err(libc::EINVAL);
+            }
+            let (stream, n) = s
+                .stack
+                .tcp_connect_fast_open(unmap(addr), buf)
+                .map_err(|e| errno_of(&e))?;
+            if nodelay {
+                let _ = s.stack.tcp(stream).set_nodelay(true);
+            }
+            s.fd(fd)?.sock = Sock::Stream {
+                stream,
+                connecting: true,
+            };
+            Ok(Some((n, nonblock)))
+        })?;
+        match sent {
+            None => self.write(fd, buf),
+            Some((n, true)) if n > 0 => Ok(n),
+            Some((_, true)) => Err(libc::EINPROGRESS),
+            Some((n, false)) => {
+                self.finish_connect(fd, true)?;
+                if n == buf.len() {
+                    Ok(n)
+                } else {
+                    self.write(fd, &buf[n..]).map(|m| n + m)
+                }
+            }
+        }
     }
 
     /// `read(fd, buf)`: `Ok(0)` at the end of the stream.

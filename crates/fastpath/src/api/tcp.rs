@@ -143,6 +143,39 @@ impl Stack {
         })
     }
 
+    /// Opens a connection to `remote` that tries TCP Fast Open (RFC 7413) with `data`: if the stack
+    /// holds a cookie from this server (from an earlier connection to it), the SYN carries as much of
+    /// `data` as fits in one segment, and the server may hand it to its application at once; if not,
+    /// the SYN asks for a cookie and carries none. Returns the connection and how many bytes of
+    /// `data` the SYN carries (0 without a cookie, or when `FastOpenConfig::client` is off): the rest
+    /// is the caller's to write once the connection is established. Data the server does not
+    /// acknowledge with its SYN-ACK is sent again after the handshake.
+    pub fn tcp_connect_fast_open(
+        &mut self,
+        remote: impl ToSocketAddrs,
+        data: &[u8],
+    ) -> io::Result<(TcpStream, usize)> {
+        let ((index, generation, n), v6) = match addr::any(&remote)? {
+            SocketAddr::V4(r) => {
+                let local = SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0);
+                (
+                    self.tcp_connect_fast_open_in::<Ipv4>(local, r, data)?,
+                    false,
+                )
+            }
+            SocketAddr::V6(r) => {
+                let local = SocketAddrV6::new(Ipv6Addr::UNSPECIFIED, 0, 0, 0);
+                (self.tcp_connect_fast_open_in::<Ipv6>(local, r, data)?, true)
+            }
+        };
+        let stream = TcpStream {
+            index,
+            generation,
+            v6,
+        };
+        Ok((stream, n))
+    }
+
     /// A connection handle for calls: `stack.tcp(s).read(..)`.
     pub fn tcp(&mut self, stream: TcpStream) -> TcpStreamRef<'_> {
         TcpStreamRef {

@@ -366,11 +366,12 @@ impl Stack {
         &self.config
     }
 
-    /// Changes TCP Fast Open's settings (RFC 7413) while the stack runs, as Linux's
-    /// `net.ipv4.tcp_fastopen` and `tcp_fastopen_key` sysctls do: they apply to the SYNs that
-    /// arrive and the connections opened from then on.
-    pub fn set_fast_open(&mut self, fast_open: crate::config::FastOpenConfig) {
-        self.config.tcp.fast_open = fast_open;
+    /// TCP's configuration, to change while the stack runs, as Linux's `net.ipv4.tcp_*` sysctls
+    /// are: the switches a connection takes at its start (timestamps, SACK, window scaling, buffer
+    /// sizes, Fast Open) apply to connections opened from then on; the others (timers, limits) to
+    /// every connection at its next use of them.
+    pub fn tcp_config_mut(&mut self) -> &mut crate::config::TcpConfig {
+        &mut self.config.tcp
     }
 
     /// The counters.
@@ -758,7 +759,20 @@ impl Stack {
         remote: N::Socket,
     ) -> io::Result<(u32, u32)> {
         let (tcp, mut cx) = N::tcp(self);
-        tcp.connect(&mut cx, local, remote)
+        tcp.connect(&mut cx, local, remote, None)
+            .map(|(index, generation, _)| (index, generation))
+    }
+
+    /// Opens a connection in family `N` that tries TCP Fast Open with `data`: its slot, generation,
+    /// and how many bytes of `data` the SYN carries.
+    pub(crate) fn tcp_connect_fast_open_in<N: TcpFamily>(
+        &mut self,
+        local: N::Socket,
+        remote: N::Socket,
+        data: &[u8],
+    ) -> io::Result<(u32, u32, usize)> {
+        let (tcp, mut cx) = N::tcp(self);
+        tcp.connect(&mut cx, local, remote, Some(data))
     }
 
     /// Listens on `local` in family `N`; the listener's slot and generation.

@@ -8,6 +8,8 @@
 //! address, under a 128-bit key, and the cookie its 8 bytes little-endian: the construction Linux
 //! uses, so that a key given in Linux's form (`FastOpenConfig::key`) gives Linux's cookies.
 
+use std::collections::{HashMap, VecDeque};
+use std::hash::Hash;
 use std::net::IpAddr;
 
 use crate::config::FastOpenConfig;
@@ -95,6 +97,79 @@ pub(crate) fn decide(
     }
 }
 
+/// What a client remembers of a server (Linux keeps it in its TCP metrics): the cookie it gave, and
+/// its MSS, which bounds the data the next SYN carries.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Remembered {
+    pub(crate) cookie: Option<FastOpenOption>,
+    pub(crate) mss: Option<u16>,
+}
+
+/// Servers remembered at most: the oldest is forgotten past it.
+pub(crate) const CACHE_ENTRIES: usize = 1024;
+
+/// The client's cookies, per server address, bounded ([`CACHE_ENTRIES`]), the oldest forgotten
+/// first.
+#[derive(Debug)]
+pub(crate) struct CookieCache<A> {
+    entries: HashMap<A, Remembered>,
+    order: VecDeque<A>,
+}
+
+impl<A: Copy + Eq + Hash> Default for CookieCache<A> {
+    fn default() -> Self {
+        CookieCache {
+            entries: HashMap::new(),
+            order: VecDeque::new(),
+        }
+    }
+}
+
+impl<A: Copy + Eq + Hash> CookieCache<A> {
+    pub(crate) fn get(&self, server: A) -> Remembered {
+        self.entries.get(&server).copied().unwrap_or_default()
+    }
+
+    /// After a handshake that tried Fast Open: the server's MSS, and its cookie if it gave one (a
+    /// SYN-ACK without one keeps the cookie held).
+    pub(crate) fn learn(&mut self, server: A, cookie: Option<FastOpenOption>, mss: u16) {
+        if !self.entries.contains_key(&server) {
+            if self.order.len() >= CACHE_ENTRIES {
+                if let Some(old) = self.order.pop_front() {
+                    self.entries.remove(&old);
+                }
+            }
+            self.order.push_back(server);
+        }
+        let entry = self.entries.entry(server).or_default();
+        entry.mss = Some(mss);
+        if cookie.is_some() {
+            entry.cookie = cookie;
+        }
+    }
+}
+
+/// The Fast Open a client's SYN carries: the option (its cookie, or a request; none when it sends
+/// data without a cookie) and how much of `len` bytes of data go with it. `mss` is the MSS the SYN
+/// offers, bounded by the path; the data leaves room for 40 bytes of options as Linux does, so that
+/// a middlebox adding options does not make the SYN too long.
+pub(crate) fn client_syn(
+    cfg: &FastOpenConfig,
+    remembered: Remembered,
+    mss: u32,
+    len: usize,
+) -> (Option<FastOpenOption>, usize) {
+    let space = remembered
+        .mss
+        .map_or(mss, |m| mss.min(u32::from(m)))
+        .saturating_sub(40) as usize;
+    match remembered.cookie {
+        Some(cookie) => (Some(cookie), len.min(space)),
+        None if cfg.client_without_cookie => (None, len.min(space)),
+        None => (Some(FastOpenOption::new(&[], false)), 0),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -131,6 +206,55 @@ mod tests {
         assert_ne!(
             cookie(&k, ip("192.168.0.2"), ip("10.248.0.2")),
             cookie(&k, ip("10.248.0.2"), ip("192.168.0.2"))
+        );
+    }
+
+    /// The client's cache: a SYN-ACK without a cookie keeps the one held and updates the MSS; the
+    /// oldest server is forgotten past the bound; what the SYN then carries.
+    #[test]
+    fn the_client_cache_is_bounded_and_sizes_the_syn_data() {
+        let mut cache = CookieCache::<u32>::default();
+        let cookie = FastOpenOption::new(&[5; 8], false);
+        cache.learn(1, Some(cookie), 1460);
+        cache.learn(1, None, 940);
+        assert_eq!(
+            cache.get(1),
+            Remembered {
+                cookie: Some(cookie),
+                mss: Some(940)
+            }
+        );
+        for server in 2..=CACHE_ENTRIES as u32 + 1 {
+            cache.learn(server, None, 1460);
+        }
+        assert_eq!(
+            cache.get(1),
+            Remembered::default(),
+            "the oldest is forgotten"
+        );
+        assert_eq!(cache.entries.len(), CACHE_ENTRIES);
+        let cfg = FastOpenConfig::default();
+        let remembered = Remembered {
+            cookie: Some(cookie),
+            mss: Some(940),
+        };
+        // 940 less 40 bytes of room for options: 900 of 2000, as Linux sends.
+        assert_eq!(
+            client_syn(&cfg, remembered, 1460, 2000),
+            (Some(cookie), 900)
+        );
+        assert_eq!(
+            client_syn(&cfg, Remembered::default(), 1460, 2000),
+            (Some(FastOpenOption::new(&[], false)), 0),
+            "no cookie: a request, no data"
+        );
+        let bold = FastOpenConfig {
+            client_without_cookie: true,
+            ..FastOpenConfig::default()
+        };
+        assert_eq!(
+            client_syn(&bold, Remembered::default(), 1460, 2000),
+            (None, 1420)
         );
     }
 

@@ -184,6 +184,14 @@ impl<N: Network> Tcp<N> {
         self.hints.note(index);
         match verdict {
             Verdict::Continue => {}
+            Verdict::FastOpenLearned => {
+                if let Some(tcb) = self.tcb(index) {
+                    let (server, mss) = (N::Addr::ip(&tcb.remote), tcb.peer_mss);
+                    let cookie = tcb.syn_fast_open.take();
+                    let mss = u16::try_from(mss).unwrap_or(u16::MAX);
+                    self.fast_open_cache.learn(server, cookie, mss);
+                }
+            }
             Verdict::Established => {
                 let parent = self.slots.at(index).and_then(|s| s.parent);
                 let mut parent = parent.and_then(|p| Some((p, self.listener(p)?)));

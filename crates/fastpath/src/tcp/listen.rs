@@ -161,7 +161,7 @@ where
             let pending = self.fast_open_pending.len();
             match fastopen::decide(&cx.cfg.fast_open, self.fast_open, pending, &syn) {
                 fastopen::Decision::Ignore => {}
-                fastopen::Decision::SendCookie(option) => tcb.syn_ack_cookie = Some(option),
+                fastopen::Decision::SendCookie(option) => tcb.syn_fast_open = Some(option),
                 fastopen::Decision::Accept => {
                     tcb.open_fast(repr);
                     return ListenAction::FastOpen(Box::new(tcb));

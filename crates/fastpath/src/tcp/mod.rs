@@ -138,6 +138,8 @@ pub(crate) struct Tcp<N: Network = Ipv4> {
     isn: IsnGenerator,
     /// The key of the server's Fast Open cookies unless the configuration gives one.
     fast_open_key: SecretKey,
+    /// The client's Fast Open cookies, per server.
+    fast_open_cache: fastopen::CookieCache<N::Addr>,
     /// When the last SYN cookie went out: an ACK to a listener is checked as a cookie only while one
     /// sent could still be valid, and is otherwise a stray (of a connection gone, say).
     last_cookie: Option<Instant>,
@@ -191,6 +193,7 @@ impl<N: Network> Tcp<N> {
             checksum: ChecksumRules::of(config),
             isn: IsnGenerator::new(secret),
             fast_open_key: secret.derive("tcp fast open"),
+            fast_open_cache: fastopen::CookieCache::default(),
             last_cookie: None,
             timers: BinaryHeap::new(),
             due: Vec::new(),
@@ -345,7 +348,8 @@ impl<N: Network> Tcp<N> {
         cx: &mut TcpCx<impl Transmit, N>,
         local: N::Socket,
         remote: N::Socket,
-    ) -> io::Result<(u32, u32)> {
+        fast_open: Option<&[u8]>,
+    ) -> io::Result<(u32, u32, usize)> {
         if N::Addr::ip(&remote).is_wildcard()
             || N::Addr::port(&remote) == 0
             || cx.ip.is_broadcast(N::Addr::ip(&remote))
@@ -390,11 +394,26 @@ impl<N: Network> Tcp<N> {
         let mut tcb = Tcb::connect(local, remote, hop, iss, cx.cfg);
         let (mtu, epoch) = cx.path_mtu(N::Addr::ip(&remote), hop.caps.mtu);
         tcb.sync_path_mtu(mtu, epoch);
+        // TCP Fast Open (RFC 7413 §4.1): with a cookie from this server, the SYN carries data;
+        // without one, it asks for a cookie.
+        let mut queued = 0;
+        if let Some(data) = fast_open.filter(|_| cx.cfg.fast_open.client) {
+            let remembered = self.fast_open_cache.get(N::Addr::ip(&remote));
+            let (option, n) = fastopen::client_syn(
+                &cx.cfg.fast_open,
+                remembered,
+                tcb.local_mss.into(),
+                data.len(),
+            );
+            queued = tcb.write(&data[..n]).unwrap_or(0);
+            tcb.syn_fast_open = option;
+            tcb.syn_data = queued as u32;
+        }
         let pcb = pcb_of(&tcb);
         cx.counters.tcp.active_opens += 1;
         let (index, generation) = self.insert(Entry::Conn(Box::new(tcb)), pcb);
         self.output(cx, index);
-        Ok((index, generation))
+        Ok((index, generation, queued))
     }
 
     /// A block is done: free it, or, if the application still holds it, keep it (unhooked) so the

@@ -170,7 +170,15 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
         self.heard_from_peer(cx);
         if self.state == State::SynSent {
             let verdict = self.on_segment_syn_sent(seg, cx);
-            cx.pool.free(payload);
+            // A SYN-ACK may carry data (a Fast Open server's, RFC 7413 §4.2.2): taken at the sixth
+            // step (RFC 9293 §3.10.7.3), if it fits the window we offered.
+            let len = payload.len() as u32;
+            if self.state == State::Established && len > 0 && len <= self.rcv_wnd() {
+                let fin = seg.flags.contains(Flags::FIN);
+                self.receive_text(self.rcv_nxt, payload, len, fin, cx);
+            } else {
+                cx.pool.free(payload);
+            }
             return verdict;
         }
         let mut seg = *seg;
@@ -541,8 +549,15 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
         self.no_checksum =
             self.alt_requested && seg.options.alt_checksum == Some(ALT_CHECKSUM_NONE);
         if flags.contains(Flags::ACK) {
+            // The SYN's data, if any, as far as acknowledged, leaves the send buffer; the rest is
+            // sent again at once (Linux's `tcp_rcv_fastopen_synack`).
+            let acked = (ack - self.tx_seq).min(self.tx.len() as u32);
+            self.tx.consume(acked as usize);
+            self.tx_seq = self.tx_seq + acked;
+            let tried_fast_open = self.syn_fast_open.is_some() || self.syn_data > 0;
+            self.fast_open = self.syn_data > 0 && acked == self.syn_data;
             self.snd_una = ack;
-            self.tx_seq = ack;
+            self.snd_nxt = ack;
             self.state = State::Established;
             // The window of a SYN is never scaled (RFC 7323 §2.2).
             self.snd_wnd = seg.window as u32;
@@ -556,6 +571,10 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             } else if let Some((_, sent)) = self.rtt_probe.take() {
                 let rtt = cx.now.saturating_since(sent);
                 self.rtt_sample(cx.now, rtt.as_millis() as u32, cx);
+            }
+            if tried_fast_open {
+                self.syn_fast_open = seg.options.fast_open.filter(|o| !o.cookie().is_empty());
+                return Verdict::FastOpenLearned;
             }
             Verdict::Continue
         } else {

@@ -85,6 +85,9 @@ impl State {
 pub(crate) enum Verdict {
     /// Nothing beyond sending what the block owes.
     Continue,
+    /// An active open that tried Fast Open completed: the stack caches the cookie the SYN-ACK
+    /// carried (in `syn_fast_open`) and the server's MSS, for the next connection to the server.
+    FastOpenLearned,
     /// A passive open completed: hand the connection to its listener's accept queue.
     Established,
     /// Answer with a RST `seq`/`ack` (RFC 9293 §3.10.7), then carry on.
@@ -155,11 +158,15 @@ pub(crate) struct Tcb<A: IpAddress = Ipv4Addr> {
     /// A held SYN: the peer's SYN is taken but not answered until the application confirms the
     /// connection (then the SYN-ACK goes out) or refuses it. Nothing is sent while it is set.
     pub(crate) held: bool,
-    /// The connection took data in its SYN by TCP Fast Open (RFC 7413), and was handed to the
-    /// application before its handshake completed; it may send in SYN-RECEIVED.
+    /// TCP Fast Open (RFC 7413) carried data in the SYN: a passive open took it, and was handed to
+    /// the application before its handshake completed (it may send in SYN-RECEIVED); an active
+    /// open's data was acknowledged by the SYN-ACK.
     pub(crate) fast_open: bool,
-    /// The Fast Open cookie our SYN-ACK carries (the peer asked for one, or sent a wrong one).
-    pub(crate) syn_ack_cookie: Option<FastOpenOption>,
+    /// The Fast Open option our first SYN or our SYN-ACK carries (a cookie, or a request for one);
+    /// once an active open's SYN-ACK arrives, the cookie it carried, for the stack's cache.
+    pub(crate) syn_fast_open: Option<FastOpenOption>,
+    /// Bytes of the send buffer an active open's first SYN carries (Fast Open).
+    pub(crate) syn_data: u32,
     pub(crate) error: Option<io::ErrorKind>,
 
     // Send sequence space (RFC 9293 §3.3.1).
@@ -182,9 +189,9 @@ pub(crate) struct Tcb<A: IpAddress = Ipv4Addr> {
     /// Payload bytes per segment we send.
     pub(crate) mss: u32,
     /// The largest MSS our route allows (for our SYN's MSS option).
-    local_mss: u16,
+    pub(crate) local_mss: u16,
     /// The MSS the peer's SYN offered (RFC 9293 §3.7.1; 536 when it offered none), before options.
-    peer_mss: u32,
+    pub(crate) peer_mss: u32,
     /// The path MTU `mss` is sized for: the link's, or less when path MTU discovery learned less
     /// (RFC 1191 §3).
     pub(crate) path_mtu: usize,
@@ -298,7 +305,8 @@ impl<A: IpAddress> Tcb<A> {
             orphan: false,
             held: false,
             fast_open: false,
-            syn_ack_cookie: None,
+            syn_fast_open: None,
+            syn_data: 0,
             error: None,
             iss,
             snd_una: iss,

@@ -134,9 +134,14 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
         if self.alt_requested {
             o.alt_checksum = Some(ALT_CHECKSUM_NONE);
         }
-        if passive {
-            o.fast_open = self.syn_ack_cookie;
+        // The first SYN (or the SYN-ACK) carries the Fast Open option and the SYN's data; a
+        // retransmitted SYN is a plain one, as Linux sends it, in case a middlebox dropped the first
+        // for its option or data.
+        let first = self.snd_max == self.iss;
+        if passive || first {
+            o.fast_open = self.syn_fast_open;
         }
+        let data = if passive || !first { 0 } else { self.syn_data };
         // The window in a SYN is never scaled (RFC 7323 §2.2).
         repr.window = self.rx_free().min(65535) as u16;
         repr.options = o;
@@ -152,14 +157,14 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             cx.counters.retrans_segs += 1;
             self.retransmits += 1;
         }
-        self.snd_nxt = self.iss + 1;
+        self.snd_nxt = self.iss + 1 + data;
         self.snd_max = self.snd_max.max(self.snd_nxt);
         self.timers.arm_once(Timer::Retransmit, cx.now + self.rto);
         self.ack_now = false;
         Outgoing {
             repr,
             offset: 0,
-            len: 0,
+            len: data as usize,
             segment_size: None,
         }
     }

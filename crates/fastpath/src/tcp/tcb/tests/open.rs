@@ -244,3 +244,65 @@ fn a_bogus_echoed_timestamp_in_the_syn_ack_does_not_inflate_the_rto() {
     assert_eq!(info.srtt, None, "no sample taken");
     assert_eq!(info.rto, Duration::from_secs(1));
 }
+
+/// A Fast Open client (RFC 7413 §4.1): the first SYN carries the cookie and the data; a SYN-ACK that
+/// acknowledges it all establishes the connection with nothing left to send, its own cookie handed
+/// to the stack (`FastOpenLearned`); a retransmitted SYN is a plain one.
+#[test]
+fn fast_open_client_sends_data_in_the_syn() {
+    use crate::wire::tcp::FastOpenOption;
+    let cookie = FastOpenOption::new(&[1, 2, 3, 4, 5, 6, 7, 8], false);
+    let connect = || {
+        let mut h = Harness::connect(plain());
+        assert_eq!(h.tcb.write(&[7u8; 100]).unwrap(), 100);
+        h.tcb.syn_fast_open = Some(cookie);
+        h.tcb.syn_data = 100;
+        h
+    };
+    let mut h = connect();
+    let mut syn = out(SYN, ISS, 0, 65535);
+    syn.options = mss_only();
+    syn.options.fast_open = Some(cookie);
+    send!(h, syn, 100);
+    send!(h, None);
+    // The retransmission: SYN alone, no option, no data.
+    h.fire();
+    send!(h, {
+        let mut s = out(SYN, ISS, 0, 65535);
+        s.options = mss_only();
+        s
+    });
+    // The server took the data: ACK = ISS + 101.
+    let mut h = connect();
+    h.send().expect("SYN");
+    let new_cookie = FastOpenOption::new(&[9; 8], false);
+    let mut syn_ack = seg(SYN | ACK, IRS, ISS + 101, 8192);
+    syn_ack.options = mss_only();
+    syn_ack.options.fast_open = Some(new_cookie);
+    recv!(h, syn_ack, b"", Verdict::FastOpenLearned);
+    assert!(h.tcb.fast_open, "its SYN data was acknowledged");
+    assert_eq!(
+        h.tcb.syn_fast_open,
+        Some(new_cookie),
+        "for the stack's cache"
+    );
+    send!(h, out(ACK, ISS + 101, IRS + 1, 65535));
+    send!(h, None);
+}
+
+/// A server that acknowledges only the SYN (it did not take the data): the data goes again at once,
+/// carrying the handshake's ACK, as Linux's `tcp_rcv_fastopen_synack` does; data in the SYN-ACK is
+/// taken.
+#[test]
+fn fast_open_client_resends_data_the_syn_ack_did_not_acknowledge() {
+    let mut h = Harness::connect(plain());
+    h.tcb.write(&[7u8; 100]).unwrap();
+    h.tcb.syn_data = 100;
+    h.send().expect("SYN with data");
+    let mut syn_ack = seg(SYN | ACK, IRS, ISS + 1, 8192);
+    syn_ack.options = mss_only();
+    recv!(h, syn_ack, b"hello", Verdict::FastOpenLearned);
+    assert!(!h.tcb.fast_open);
+    send!(h, out(ACK | PSH, ISS + 1, IRS + 6, 65535 - 5), 100);
+    assert_eq!(h.counters.retrans_segs, 1, "counted as a retransmission");
+}
