@@ -71,16 +71,12 @@ impl Default for ShimConfig {
     }
 }
 
-/// The stack's configuration for the suite: the default, with
-/// - the receive buffer of the suite's `defaults.sh` (`tcp_rmem` up to 15 MiB), which gives the
-///   window scale Linux offers (8);
-/// - no delayed ACKs: Linux acknowledges at once in its quick-ACK mode at the start of a connection,
-///   which is what the scripts mostly see, and fastpath has no such mode (`delack=40` in `so_flags`
-///   gives back the stack's default).
+/// The stack's configuration for the suite: the default, with the receive buffer of the suite's
+/// `defaults.sh` (`tcp_rmem` up to 15 MiB), which gives the window scale Linux offers (8).
+/// (`delack=0` in `so_flags` turns delayed ACKs off.)
 pub fn linux_like() -> StackConfig {
     let mut c = StackConfig::default();
     c.tcp.recv_buffer = 15 * 1024 * 1024;
-    c.tcp.delayed_ack = None;
     c
 }
 

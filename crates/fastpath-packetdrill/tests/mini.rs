@@ -6,10 +6,10 @@ use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use etherparse::{PacketBuilder, SlicedPacket, TransportSlice};
 use fastpath_packetdrill::{Shim, ShimConfig};
 
-const LOCAL: Ipv4Addr = Ipv4Addr::new(192, 168, 0, 2);
+const LOCAL: Ipv4Addr = Ipv4Addr::new(192, 168, 0, 1);
 const REMOTE: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 1);
 
-/// A TCP segment from the remote end (192.0.2.1, port 5000 by default) to the stack (192.168.0.2,
+/// A TCP segment from the remote end (192.0.2.1, port 5000 by default) to the stack (192.168.0.1,
 /// port 8080 by default).
 struct Seg {
     syn: bool,

@@ -136,6 +136,11 @@ pub struct TcpConfig {
     pub invalid_ack_interval: Duration,
     /// TCP Fast Open (RFC 7413): data in the SYN.
     pub fast_open: FastOpenConfig,
+    /// Linux's quick-ACK mode: the first data of a connection, and the first after a silence
+    /// longer than the RTO, are acknowledged at once, segment by segment (up to 16 segments), rather
+    /// than by the delayed-ACK rule (RFC 1122 §4.2.3.2, RFC 5681 §4.2), so that a peer in slow start
+    /// or restarting after idle gets its ACK clock going without waiting out the delayed-ACK timer.
+    pub quick_ack: bool,
 }
 
 /// TCP Fast Open (RFC 7413): a client that holds a cookie from an earlier connection to a server
@@ -205,6 +210,7 @@ impl Default for TcpConfig {
             challenge_acks_per_sec: 10,
             invalid_ack_interval: Duration::from_millis(500),
             fast_open: FastOpenConfig::default(),
+            quick_ack: true,
         }
     }
 }

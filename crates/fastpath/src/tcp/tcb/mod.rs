@@ -167,6 +167,10 @@ pub(crate) struct Tcb<A: IpAddress = Ipv4Addr> {
     pub(crate) syn_fast_open: Option<FastOpenOption>,
     /// Bytes of the send buffer an active open's first SYN carries (Fast Open).
     pub(crate) syn_data: u32,
+    /// ACKs left to send at once in quick-ACK mode (`TcpConfig::quick_ack`).
+    quick_acks: u8,
+    /// When in-order data last arrived: a silence longer than the RTO restarts quick-ACK mode.
+    last_data_in: Option<Instant>,
     pub(crate) error: Option<io::ErrorKind>,
 
     // Send sequence space (RFC 9293 §3.3.1).
@@ -307,6 +311,8 @@ impl<A: IpAddress> Tcb<A> {
             fast_open: false,
             syn_fast_open: None,
             syn_data: 0,
+            quick_acks: 0,
+            last_data_in: None,
             error: None,
             iss,
             snd_una: iss,
@@ -697,3 +703,6 @@ pub(crate) const MIN_MSS: u16 = 64;
 pub(crate) fn mss_for_mtu<A: IpAddress>(mtu: usize) -> u16 {
     (mtu.min(65535).saturating_sub(A::HEADER_LEN + 20) as u16).max(MIN_MSS)
 }
+
+/// Quick-ACK mode's longest run of immediate ACKs (Linux's `TCP_MAX_QUICKACKS`).
+pub(crate) const QUICK_ACKS: u32 = 16;

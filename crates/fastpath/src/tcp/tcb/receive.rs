@@ -4,10 +4,31 @@
 use super::*;
 
 impl<A: crate::addr::IpAddress> Tcb<A> {
-    /// In-order data was queued: acknowledge at once every second full segment, else soon.
+    /// In-order data was queued: acknowledge at once every second full segment, else soon; in
+    /// quick-ACK mode, at once.
     pub(super) fn data_arrived(&mut self, len: u32, cx: &mut Cx) {
         // A large segment (coalesced by the link) counts as the full-sized segments it holds.
         self.unacked_segments += (len / self.mss.max(1)).max(1);
+        if cx.cfg.quick_ack {
+            // Linux's quick-ACK mode (`tcp_event_data_recv`, `tcp_incr_quickack`): the first data
+            // of a connection, and data after a silence longer than the RTO, start a run of ACKs
+            // sent at once, one per segment, of up to 16 (or half the window in segments), so that
+            // a sender in slow start (or restarting after idle) is not held back by the delayed-ACK
+            // timer.
+            let idle = self
+                .last_data_in
+                .is_none_or(|at| cx.now.saturating_since(at) > self.rto);
+            if idle {
+                let half_window = self.rx_capacity as u32 / (2 * self.mss.max(1));
+                self.quick_acks = half_window.clamp(2, QUICK_ACKS) as u8;
+            }
+            self.last_data_in = Some(cx.now);
+            if self.quick_acks > 0 && len > 0 {
+                self.quick_acks -= 1;
+                self.ack_now = true;
+                return;
+            }
+        }
         match cx.cfg.delayed_ack {
             Some(delay) if self.unacked_segments < 2 && len > 0 => {
                 self.timers.arm_once(Timer::DelayedAck, cx.now + delay);

@@ -26,7 +26,8 @@ const PSH: Flags = Flags::PSH;
 /// No options beyond the MSS, NewReno: every figure in a test can be worked out by hand.
 /// The tests' configuration: no options, NewReno, and the RTO floored as a whole (RFC 6298), so that
 /// the timers of a connection whose only RTT sample is the handshake's start at exactly 200 ms (the
-/// Linux floor on the variance term, the default, has its own test in `loss.rs`).
+/// Linux floor on the variance term, the default, has its own test in `loss.rs`), and the delayed-ACK
+/// rule from the first segment (quick-ACK mode has its own test in `window.rs`).
 pub(crate) fn plain() -> TcpConfig {
     TcpConfig {
         sack: false,
@@ -34,6 +35,7 @@ pub(crate) fn plain() -> TcpConfig {
         window_scaling: false,
         congestion: CongestionAlgorithm::NewReno,
         rto_min_on_variance: false,
+        quick_ack: false,
         ..TcpConfig::default()
     }
 }

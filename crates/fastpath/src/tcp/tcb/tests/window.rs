@@ -269,3 +269,35 @@ fn request_and_response_segments_take_the_short_path_with_the_general_paths_resu
     assert_eq!(fast_state.1, fast_state.2);
     assert_eq!(fast_state.1 .0, S + 300);
 }
+
+/// Quick-ACK mode (Linux's): the first data of a connection is acknowledged segment by segment,
+/// up to half the receive buffer in segments (65535 / (2 × 1460): 22, capped at 16); after that the
+/// delayed-ACK rule holds, until a silence longer than the RTO starts another run.
+#[test]
+fn quick_ack_mode_acknowledges_the_first_segments_at_once() {
+    let cfg = TcpConfig {
+        quick_ack: true,
+        ..plain()
+    };
+    let mut h = Harness::established_with(cfg, TcpOptions::default());
+    let mut seq = R;
+    for i in 0..16u32 {
+        recv!(h, seg(ACK | PSH, seq, S, 65535), &[0; 100]);
+        seq += 100;
+        let (ack, _) = h
+            .send()
+            .unwrap_or_else(|| panic!("segment {i} acknowledged at once"));
+        assert_eq!(ack.ack, seq);
+    }
+    recv!(h, seg(ACK | PSH, seq, S, 65535), &[0; 100]);
+    seq += 100;
+    send!(h, None);
+    assert_eq!(h.tcb.deadline(), Some(h.now + Duration::from_millis(40)));
+    h.fire();
+    h.send().expect("the delayed ACK");
+    // A silence longer than the RTO (1 s before any RTT sample): quick ACKs again.
+    h.advance(Duration::from_secs(2));
+    recv!(h, seg(ACK | PSH, seq, S, 65535), &[0; 100]);
+    let (ack, _) = h.send().expect("acknowledged at once after the silence");
+    assert_eq!(ack.ack, seq + 100);
+}
