@@ -405,6 +405,20 @@ impl Scoreboard {
         self.ranges.last().map(|&(_, r)| r)
     }
 
+    /// The highest sequence number below which every unSACKed byte has at least `above` bytes
+    /// SACKed above it (RFC 6675's IsLost() with DupThresh × SMSS = `above`): the left edge of the
+    /// range where the SACKed bytes, counted from the top, reach `above`.
+    pub(crate) fn lost_limit(&self, above: u32) -> Option<Seq> {
+        let mut sacked = 0;
+        for &(l, r) in self.ranges.iter().rev() {
+            sacked += r - l;
+            if sacked >= above {
+                return Some(l);
+            }
+        }
+        None
+    }
+
     /// If `seq` is SACKed, the end of its range.
     pub(crate) fn skip(&self, seq: Seq) -> Option<Seq> {
         self.ranges

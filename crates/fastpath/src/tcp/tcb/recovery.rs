@@ -33,6 +33,9 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
         {
             self.duplicate_ack(cx);
         }
+        if self.recover.is_some() && self.sack_on {
+            self.mark_lost();
+        }
         // Window update (RFC 9293 §3.10.7.4, SND.WL1/WL2 rule).
         if self.snd_wl1 < seq || (self.snd_wl1 == seq && self.snd_wl2 <= ack) {
             self.take_window(seg);
@@ -101,6 +104,10 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
                 if self.rexmit_next < ack {
                     self.rexmit_next = ack;
                 }
+                // The byte after a partial ACK is a hole (RFC 6582 §3.2 step 5), SACK or not.
+                if self.rexmit_limit < ack + self.mss {
+                    self.rexmit_limit = ack + self.mss;
+                }
                 if !self.sack_on || self.scoreboard.ranges.is_empty() {
                     self.rexmit_next = ack;
                     self.rexmit_limit = ack + self.mss;
@@ -128,12 +135,21 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             self.cc.on_loss(flight, self.mss);
             self.recover = Some(self.snd_max);
             self.rexmit_next = self.snd_una;
-            self.rexmit_limit = if self.sack_on && !self.scoreboard.ranges.is_empty() {
-                self.scoreboard.high().unwrap_or(self.snd_una + self.mss)
-            } else {
-                self.snd_una + self.mss
-            };
+            // The first hole at least; with SACK, what IsLost() then marks (`mark_lost`).
+            self.rexmit_limit = self.snd_una + self.mss;
             self.rtt_probe = None;
+        }
+    }
+
+    /// RFC 6675's IsLost(): an unSACKed byte with at least DupThresh (3) segments' worth of SACKed
+    /// bytes above it is lost. Everything below the highest such byte may be retransmitted: as the
+    /// SACKs of a recovery arrive, holes found later in the window (a second loss in it) are marked
+    /// lost and repaired in the same recovery, not left to the retransmission timer.
+    fn mark_lost(&mut self) {
+        if let Some(limit) = self.scoreboard.lost_limit(3 * self.mss) {
+            if limit > self.rexmit_limit {
+                self.rexmit_limit = limit;
+            }
         }
     }
 

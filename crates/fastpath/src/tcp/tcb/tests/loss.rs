@@ -131,6 +131,8 @@ fn newreno_partial_ack_retransmits_the_next_hole() {
     assert_eq!(h.tcb.deadline(), None);
 }
 
+/// SACK recovery retransmits what RFC 6675's IsLost() marks: a hole with three segments SACKed above
+/// it (segment 0), not one with two (segment 2), which the partial ACK then shows lost.
 #[test]
 fn sack_recovery_retransmits_only_the_holes() {
     let cfg = TcpConfig {
@@ -153,12 +155,46 @@ fn sack_recovery_retransmits_only_the_holes() {
         .into_iter()
         .map(|(r, d)| (r.seq, d.len()))
         .collect();
-    assert_eq!(
-        retransmitted,
-        [(S, MSS as usize), (s2, MSS as usize)],
-        "the two holes, nothing SACKed"
-    );
+    assert_eq!(retransmitted, [(S, MSS as usize)], "the first hole only");
+    recv!(h, seg(ACK, R, s2, 65535));
+    let retransmitted: Vec<(u32, usize)> = h
+        .send_all()
+        .into_iter()
+        .map(|(r, d)| (r.seq, d.len()))
+        .collect();
+    assert_eq!(retransmitted, [(s2, MSS as usize)], "the next hole");
     assert_eq!(h.counters.retrans_segs, 2);
+}
+
+/// A second loss found later in the same window: once three segments are SACKed above it, it is
+/// marked lost and retransmitted in the same recovery (not left to the retransmission timer).
+#[test]
+fn sack_recovery_repairs_a_hole_found_later_in_the_window() {
+    let cfg = TcpConfig {
+        sack: true,
+        ..plain()
+    };
+    let peer = TcpOptions {
+        sack_permitted: true,
+        ..TcpOptions::default()
+    };
+    let mut h = Harness::established_with(cfg, peer);
+    send_segments(&mut h, 10);
+    let m = |i: u32| S + i * MSS;
+    // Segment 0 lost: SACKs for 1, 2, 3 start the recovery.
+    for i in 1..=3 {
+        dupack(&mut h, &[(m(1), m(i + 1))]);
+    }
+    let first: Vec<u32> = h.send_all().into_iter().map(|(r, _)| r.seq).collect();
+    assert_eq!(first, [S]);
+    // Segment 5 lost too: 4, 6, 7, 8 arrive.
+    dupack(&mut h, &[(m(1), m(5))]);
+    for i in 6..=8 {
+        dupack(&mut h, &[(m(6), m(i + 1)), (m(1), m(5))]);
+    }
+    let second: Vec<u32> = h.send_all().into_iter().map(|(r, _)| r.seq).collect();
+    assert_eq!(second, [m(5)], "the later hole, in the same recovery");
+    assert_eq!(h.counters.fast_recoveries, 1);
 }
 
 #[test]
