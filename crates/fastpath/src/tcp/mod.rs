@@ -31,7 +31,7 @@ mod tcb;
 
 pub use congestion::CongestionAlgorithm;
 pub(crate) use tcb::Tcb;
-pub use tcb::{ConnectionInfo, State};
+pub use tcb::{CongestionState, ConnectionInfo, State};
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};

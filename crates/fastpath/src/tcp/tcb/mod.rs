@@ -95,29 +95,116 @@ pub(crate) enum Verdict {
     Reincarnate,
 }
 
-/// Per-connection figures, for applications and tests.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// Where a connection's loss recovery stands (the states of Linux's `tcpi_ca_state`, those this stack
+/// has: no ECN, so no CWR).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum CongestionState {
+    /// Nothing unusual: ACKs advance in order.
+    #[default]
+    Open,
+    /// Duplicate ACKs or SACKs arrived, not yet enough to call a segment lost.
+    Disorder,
+    /// Fast recovery (RFC 6582, RFC 6675) after a fast retransmit.
+    Recovery,
+    /// A retransmission timeout: everything outstanding at the time is being sent again.
+    Loss,
+}
+
+/// Per-connection figures, for applications and tests (Linux's `TCP_INFO` has the same figures;
+/// sizes here are in bytes where Linux counts segments).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ConnectionInfo {
+    /// The connection's state.
+    pub state: State,
+    /// Where loss recovery stands.
+    pub congestion_state: CongestionState,
     /// Congestion window, bytes.
     pub cwnd: u32,
-    /// Slow-start threshold, bytes.
+    /// Slow-start threshold, bytes (`u32::MAX` until the first loss).
     pub ssthresh: u32,
     /// Smoothed RTT, if measured.
     pub srtt: Option<Duration>,
+    /// The RTT's mean deviation (RFC 6298's RTTVAR; zero before the first measurement).
+    pub rttvar: Duration,
+    /// The smallest RTT measured, if any.
+    pub min_rtt: Option<Duration>,
     /// Current retransmission timeout.
     pub rto: Duration,
+    /// Retransmission timeouts in a row without progress (the exponent of the RTO's backoff).
+    pub backoff: u32,
+    /// Window or keep-alive probes sent without an answer.
+    pub probes: u32,
     /// MSS used for sending.
     pub mss: u32,
+    /// The MSS our SYN offered.
+    pub advertised_mss: u32,
+    /// The path MTU the MSS is sized for.
+    pub path_mtu: u32,
     /// The peer's receive window, bytes.
     pub snd_wnd: u32,
+    /// The receive window we last advertised, bytes from RCV.NXT.
+    pub rcv_wnd: u32,
+    /// The peer's window scale shift, when window scaling was negotiated (else 0).
+    pub snd_window_shift: u8,
+    /// Our window scale shift, when window scaling was negotiated (else 0).
+    pub rcv_window_shift: u8,
+    /// Sequence space sent and not acknowledged (data, SYN, FIN), bytes.
+    pub unacked: u32,
+    /// Of `unacked`, bytes the peer reported received by SACK.
+    pub sacked: u32,
+    /// Of `unacked`, bytes taken as lost: everything not SACKed after a timeout, the holes below the
+    /// highest SACK in recovery (one MSS without SACK).
+    pub lost: u32,
+    /// Bytes written and not sent yet.
+    pub not_sent: u32,
+    /// Duplicate ACKs that start a fast retransmit (RFC 5681's DupThresh).
+    pub dupack_threshold: u32,
     /// Segments retransmitted.
     pub retransmits: u64,
+    /// Segments sent, retransmissions and pure ACKs included.
+    pub segments_out: u64,
+    /// Segments received for the connection.
+    pub segments_in: u64,
+    /// Segments sent that carried data.
+    pub data_segments_out: u64,
+    /// Segments received that carried data.
+    pub data_segments_in: u64,
+    /// Payload bytes sent, retransmissions included.
+    pub bytes_sent: u64,
+    /// Payload bytes retransmitted.
+    pub bytes_retransmitted: u64,
+    /// Sequence space the peer acknowledged after the handshake (data, and a FIN).
+    pub bytes_acked: u64,
+    /// Payload bytes received in order.
+    pub bytes_received: u64,
+    /// When data was last sent.
+    pub last_data_sent: Option<Instant>,
+    /// When a segment with data last arrived.
+    pub last_data_received: Option<Instant>,
+    /// When a segment with an ACK last arrived.
+    pub last_ack_received: Option<Instant>,
     /// Whether SACK, timestamps and window scaling were negotiated.
     pub sack: bool,
     /// See `sack`.
     pub timestamps: bool,
     /// See `sack`.
     pub window_scaling: bool,
+}
+
+/// What a connection sent and received, for [`ConnectionInfo`]: counters bumped once per segment.
+#[derive(Clone, Copy, Debug, Default)]
+struct Activity {
+    segments_out: u64,
+    segments_in: u64,
+    data_segments_out: u64,
+    data_segments_in: u64,
+    bytes_sent: u64,
+    bytes_retransmitted: u64,
+    bytes_acked: u64,
+    last_data_sent: Option<Instant>,
+    last_data_received: Option<Instant>,
+    last_ack_received: Option<Instant>,
+    min_rtt: Option<Duration>,
 }
 
 /// What the stack passes into the block's methods.
@@ -248,6 +335,10 @@ pub(crate) struct Tcb<A: IpAddress = Ipv4Addr> {
     /// When the last duplicate ACK for an unacceptable segment was owed (see [`Self::invalid_ack`]).
     last_invalid_ack: Option<Instant>,
     retransmits: u64,
+    /// A retransmission timeout sent everything below this sequence number again: in loss until it
+    /// is acknowledged (Linux's Loss state, until `high_seq`).
+    loss_until: Option<Seq>,
+    activity: Activity,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -348,6 +439,8 @@ impl<A: IpAddress> Tcb<A> {
             challenge_window: (0, 0),
             last_invalid_ack: None,
             retransmits: 0,
+            loss_until: None,
+            activity: Activity::default(),
         }
     }
 
@@ -438,19 +531,117 @@ impl<A: IpAddress> Tcb<A> {
         self.rx_free().min(65535 << self.rcv_shift)
     }
 
+    /// Where loss recovery stands.
+    fn congestion_state(&self) -> CongestionState {
+        if self.loss_until.is_some() {
+            CongestionState::Loss
+        } else if self.recover.is_some() {
+            CongestionState::Recovery
+        } else if self.dupacks > 0 || !self.scoreboard.ranges.is_empty() {
+            CongestionState::Disorder
+        } else {
+            CongestionState::Open
+        }
+    }
+
+    /// Bytes outstanding taken as lost (see [`ConnectionInfo::lost`]).
+    fn lost_bytes(&self) -> u32 {
+        let flight = self.snd_max - self.snd_una;
+        let sacked = self.scoreboard.sacked_bytes();
+        if self.loss_until.is_some() {
+            flight.saturating_sub(sacked)
+        } else if self.recover.is_some() {
+            match self.scoreboard.high().filter(|_| self.sack_on) {
+                Some(high) => self.scoreboard.holes_between(self.snd_una, high),
+                None => flight.min(self.mss),
+            }
+        } else {
+            0
+        }
+    }
+
     /// Figures for the application.
     pub(crate) fn info(&self) -> ConnectionInfo {
+        let a = &self.activity;
+        let shifts = if self.ws_on {
+            (self.snd_shift, self.rcv_shift)
+        } else {
+            (0, 0)
+        };
+        let sent_upto = (self.snd_max.max(self.tx_seq) - self.tx_seq) as usize;
         ConnectionInfo {
+            state: self.state,
+            congestion_state: self.congestion_state(),
             cwnd: self.cc.cwnd,
             ssthresh: self.cc.ssthresh,
             srtt: self.srtt,
+            rttvar: self.rttvar,
+            min_rtt: a.min_rtt,
             rto: self.rto,
+            backoff: self.retries,
+            probes: self.persist_backoff.max(self.keepalive_probes),
             mss: self.mss,
+            advertised_mss: u32::from(self.local_mss),
+            path_mtu: self.path_mtu as u32,
             snd_wnd: self.snd_wnd,
+            rcv_wnd: if self.rcv_adv > self.rcv_nxt {
+                self.rcv_adv - self.rcv_nxt
+            } else {
+                0
+            },
+            snd_window_shift: shifts.0,
+            rcv_window_shift: shifts.1,
+            unacked: self.snd_max - self.snd_una,
+            sacked: self.scoreboard.sacked_bytes(),
+            lost: self.lost_bytes(),
+            not_sent: self.tx.len().saturating_sub(sent_upto) as u32,
+            dupack_threshold: DUPTHRESH,
             retransmits: self.retransmits,
+            segments_out: a.segments_out,
+            segments_in: a.segments_in,
+            data_segments_out: a.data_segments_out,
+            data_segments_in: a.data_segments_in,
+            bytes_sent: a.bytes_sent,
+            bytes_retransmitted: a.bytes_retransmitted,
+            bytes_acked: a.bytes_acked,
+            bytes_received: self.rx.total,
+            last_data_sent: a.last_data_sent,
+            last_data_received: a.last_data_received,
+            last_ack_received: a.last_ack_received,
             sack: self.sack_on,
             timestamps: self.ts_on,
             window_scaling: self.ws_on,
+        }
+    }
+
+    /// Counts a segment that arrived for this connection (`len` payload bytes), before it is
+    /// processed.
+    #[inline]
+    pub(crate) fn note_arrival(&mut self, seg: &TcpRepr, len: usize, now: Instant) {
+        let a = &mut self.activity;
+        a.segments_in += 1;
+        if len > 0 {
+            a.data_segments_in += 1;
+            a.last_data_received = Some(now);
+        }
+        if seg.flags.contains(Flags::ACK) {
+            a.last_ack_received = Some(now);
+        }
+    }
+
+    /// Counts a segment [`Self::next_segment`] returns.
+    #[inline]
+    fn note_departure(&mut self, out: &Outgoing, now: Instant) {
+        let a = &mut self.activity;
+        let segments = match out.segment_size {
+            Some(size) if size > 0 => out.len.div_ceil(usize::from(size)).max(1) as u64,
+            _ => 1,
+        };
+        a.segments_out += segments;
+        if out.len > 0 {
+            a.data_segments_out += segments;
+            a.bytes_sent += out.len as u64;
+            a.last_data_sent = Some(now);
         }
     }
 
@@ -670,6 +861,9 @@ impl<A: IpAddress> Tcb<A> {
 fn eliminable<A: IpAddress>(cfg: &TcpConfig, hop: &NextHop<A>, remote: A::Socket) -> bool {
     cfg.alt_checksum && hop.caps.crc_protected && hop.next_hop == A::ip(&remote)
 }
+
+/// Duplicate ACKs that start a fast retransmit (RFC 5681 §3.2).
+pub(crate) const DUPTHRESH: u32 = 3;
 
 /// The smallest MSS a connection uses, whatever its link's MTU: segments of it on a link whose MTU
 /// is smaller are fragmented by IPv4 (Linux's floor, `tcp_min_snd_mss`, is 48).

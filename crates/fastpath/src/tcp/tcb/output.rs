@@ -68,6 +68,12 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
     /// The next segment to send, if any, and the block's state updated as if it was sent. `tso_max`
     /// is the largest payload the link will cut into MSS-sized segments, when it can.
     pub(crate) fn next_segment(&mut self, cx: &mut Cx, tso_max: Option<usize>) -> Option<Outgoing> {
+        let out = self.next_segment_uncounted(cx, tso_max)?;
+        self.note_departure(&out, cx.now);
+        Some(out)
+    }
+
+    fn next_segment_uncounted(&mut self, cx: &mut Cx, tso_max: Option<usize>) -> Option<Outgoing> {
         let now = cx.now;
         match self.state {
             State::Closed => return None,
@@ -195,6 +201,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
                 if len > 0 || fin {
                     cx.counters.retrans_segs += 1;
                     self.retransmits += 1;
+                    self.activity.bytes_retransmitted += len as u64;
                     let mut flags = Flags::ACK;
                     if fin {
                         flags = flags | Flags::FIN;
@@ -263,6 +270,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
         if retransmitting {
             cx.counters.retrans_segs += 1;
             self.retransmits += 1;
+            self.activity.bytes_retransmitted += len as u64;
         } else if self.rtt_probe.is_none() && !self.ts_on {
             self.rtt_probe = Some((seq, now));
         }

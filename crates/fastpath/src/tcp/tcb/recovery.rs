@@ -77,6 +77,10 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             self.tx.consume(n as usize);
             self.tx_seq = self.tx_seq + n;
         }
+        self.activity.bytes_acked += u64::from(acked);
+        if self.loss_until.is_some_and(|point| ack >= point) {
+            self.loss_until = None;
+        }
         self.snd_una = ack;
         if self.snd_nxt < ack {
             self.snd_nxt = ack;
@@ -121,7 +125,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             return;
         }
         let sack_says_lost = self.sack_on && self.scoreboard.sacked_bytes() >= 3 * self.mss;
-        if self.dupacks >= 3 || sack_says_lost {
+        if self.dupacks >= DUPTHRESH || sack_says_lost {
             // Fast retransmit (RFC 5681 §3.2; RFC 6582: not twice for one window).
             cx.counters.fast_recoveries += 1;
             let flight = self.snd_max - self.snd_una;
@@ -162,6 +166,10 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
                 ((srtt * 7 + r) / 8, rttvar)
             }
         };
+        let sample = Duration::from_nanos(r);
+        if self.activity.min_rtt.is_none_or(|m| sample < m) {
+            self.activity.min_rtt = Some(sample);
+        }
         self.srtt = Some(Duration::from_nanos(srtt));
         self.rttvar = Duration::from_nanos(rttvar);
         // The variance term's floor: the clock's granularity (RFC 6298 §2.3), or `min_rto` as Linux.
@@ -224,6 +232,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
         if self.state.is_synchronized() {
             let flight = self.snd_max - self.snd_una;
             self.cc.on_timeout(flight, self.mss);
+            self.loss_until = Some(self.snd_max);
         }
         self.snd_nxt = self.snd_una;
         self.recover = None;
