@@ -18,7 +18,10 @@ use std::time::Duration;
 
 use fastpath::buf::PacketBuf;
 use fastpath::link::{Impairments, Link, LinkCapabilities, PairEnd};
-use fastpath::{Instant, Ipv4Cidr, Ipv6Cidr, Stack, StackConfig, TcpListener, TcpState, TcpStream};
+use fastpath::{
+    CongestionState, ConnectionInfo, Instant, Ipv4Cidr, Ipv6Cidr, Stack, StackConfig, TcpListener,
+    TcpState, TcpStream,
+};
 
 /// An errno value, as Linux numbers it.
 pub type Errno = i32;
@@ -872,6 +875,54 @@ impl Shim {
         })
     }
 
+    /// True when `fd` is one of the shim's descriptors.
+    pub fn owns(&self, fd: i32) -> bool {
+        self.lock().fds.contains_key(&fd)
+    }
+
+    /// `getsockopt` as the bytes the kernel would write: `TCP_INFO` (Linux's `struct tcp_info`, see
+    /// [`tcp_info_bytes`]), `TCP_CC_INFO` (nothing: no congestion control here reports extra
+    /// figures), `SO_MEMINFO` (nine `u32`s, see [`meminfo_bytes`]), and the integer options of
+    /// [`Shim::getsockopt`] as a native-endian `int`.
+    pub fn getsockopt_bytes(&self, fd: i32, level: i32, name: i32) -> Result<Vec<u8>, Errno> {
+        match (level, name) {
+            (libc::IPPROTO_TCP, libc::TCP_INFO) => self.with(|s| {
+                let now = s.instant();
+                let entry = s.fd(fd)?;
+                let state = match entry.sock {
+                    Sock::Fresh { .. } => return Ok(tcp_info_bytes(LINUX_CLOSE, None, now)),
+                    Sock::Listener(_) => return Ok(tcp_info_bytes(LINUX_LISTEN, None, now)),
+                    Sock::Stream { stream, .. } => s.stack.tcp(stream).info(),
+                };
+                Ok(match state {
+                    Ok(info) => tcp_info_bytes(linux_state(info.state), Some(&info), now),
+                    Err(_) => tcp_info_bytes(LINUX_CLOSE, None, now),
+                })
+            }),
+            (libc::IPPROTO_TCP, TCP_CC_INFO) => self.with(|s| s.fd(fd).map(|_| Vec::new())),
+            (libc::SOL_SOCKET, SO_MEMINFO) => self.with(|s| {
+                let entry = s.fd(fd)?;
+                let (sndbuf, rcvbuf) = (entry.sndbuf, entry.rcvbuf);
+                let (queued_in, queued_out) = match entry.sock {
+                    Sock::Stream { stream, .. } => {
+                        let mut t = s.stack.tcp(stream);
+                        let rx = t.available().unwrap_or(0);
+                        let tx = t
+                            .info()
+                            .map(|i| i.unacked.saturating_add(i.not_sent))
+                            .unwrap_or(0);
+                        (rx, tx as usize)
+                    }
+                    _ => (0, 0),
+                };
+                Ok(meminfo_bytes(queued_in, rcvbuf, queued_out, sndbuf))
+            }),
+            _ => self
+                .getsockopt(fd, level, name)
+                .map(|v| v.to_ne_bytes().to_vec()),
+        }
+    }
+
     /// `setsockopt` for integer options: `SO_REUSEADDR`, `TCP_NODELAY`, `SO_KEEPALIVE`.
     pub fn setsockopt(&self, fd: i32, level: i32, name: i32, value: i32) -> Result<(), Errno> {
         self.with(|s| {
@@ -994,4 +1045,125 @@ impl Shim {
     pub fn peek_now(&self) -> u64 {
         self.lock().now
     }
+}
+
+/// Linux's `TCP_CC_INFO` option number (`linux/tcp.h`).
+pub const TCP_CC_INFO: i32 = 26;
+
+/// Linux's `SO_MEMINFO` option number (`asm-generic/socket.h`).
+pub const SO_MEMINFO: i32 = 55;
+
+/// Linux's `tcpi_state` numbers (`include/net/tcp_states.h`).
+const LINUX_CLOSE: u8 = 7;
+const LINUX_LISTEN: u8 = 10;
+
+fn linux_state(s: TcpState) -> u8 {
+    match s {
+        TcpState::Established => 1,
+        TcpState::SynSent => 2,
+        TcpState::SynReceived => 3,
+        TcpState::FinWait1 => 4,
+        TcpState::FinWait2 => 5,
+        TcpState::TimeWait => 6,
+        TcpState::Closed => LINUX_CLOSE,
+        TcpState::CloseWait => 8,
+        TcpState::LastAck => 9,
+        TcpState::Closing => 11,
+    }
+}
+
+/// The size of `struct tcp_info` as packetdrill declares it (Linux 6.x's, with the ECN counters at
+/// the end): packetdrill asserts that `getsockopt` filled all of it.
+pub const TCP_INFO_LEN: usize = 280;
+
+/// Linux's "infinite" slow-start threshold, as `tcpi_snd_ssthresh` reports it.
+pub const INFINITE_SSTHRESH: u32 = 0x7fff_ffff;
+
+/// Linux's `struct tcp_info` for a connection in Linux `state` with figures `info` (none for a
+/// socket that is not a connection: only the state is filled in), `now` being the clock for the
+/// "milliseconds since" fields. Linux counts in segments what the stack counts in bytes: those are
+/// divided by the send MSS (rounded up, so a partly filled segment counts as one, as Linux counts
+/// packets). Fields the stack does not know stay 0: `ato`, `retrans` (segments retransmitted and
+/// still outstanding), `fackets`, `last_ack_sent`, `rcv_ssthresh`, `rcv_rtt`, `rcv_space`, the pacing
+/// rates, `delivered`, the busy and limited times, the ECN and D-SACK counters, `rehash`,
+/// `total_rto*`.
+pub fn tcp_info_bytes(state: u8, info: Option<&ConnectionInfo>, now: Instant) -> Vec<u8> {
+    let mut b = vec![0u8; TCP_INFO_LEN];
+    b[0] = state;
+    let Some(i) = info else {
+        return b;
+    };
+    let put32 = |b: &mut Vec<u8>, at: usize, v: u32| b[at..at + 4].copy_from_slice(&v.to_ne_bytes());
+    let put64 = |b: &mut Vec<u8>, at: usize, v: u64| b[at..at + 8].copy_from_slice(&v.to_ne_bytes());
+    let sat = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
+    let micros = |d: std::time::Duration| sat(d.as_micros() as u64);
+    let since_ms = |t: Option<Instant>| {
+        t.map_or(0, |t| sat(now.total_micros().saturating_sub(t.total_micros()) / 1000))
+    };
+    let mss = i.mss.max(1);
+    let segments = |bytes: u32| bytes.div_ceil(mss);
+    b[1] = match i.congestion_state {
+        CongestionState::Open => 0,
+        CongestionState::Disorder => 1,
+        CongestionState::Recovery => 3,
+        CongestionState::Loss => 4,
+    };
+    b[2] = u8::try_from(i.backoff).unwrap_or(u8::MAX); // icsk_retransmits
+    b[3] = u8::try_from(i.probes).unwrap_or(u8::MAX);
+    b[4] = u8::try_from(i.backoff).unwrap_or(u8::MAX);
+    b[5] = u8::from(i.timestamps) | u8::from(i.sack) << 1 | u8::from(i.window_scaling) << 2;
+    b[6] = (i.snd_window_shift & 0xf) | (i.rcv_window_shift & 0xf) << 4;
+    put32(&mut b, 8, micros(i.rto));
+    put32(&mut b, 16, i.mss);
+    put32(&mut b, 20, i.largest_segment_in);
+    put32(&mut b, 24, segments(i.unacked));
+    put32(&mut b, 28, segments(i.sacked));
+    put32(&mut b, 32, segments(i.lost));
+    put32(&mut b, 44, since_ms(i.last_data_sent));
+    put32(&mut b, 52, since_ms(i.last_data_received));
+    put32(&mut b, 56, since_ms(i.last_ack_received));
+    put32(&mut b, 60, i.path_mtu);
+    put32(&mut b, 68, i.srtt.map_or(0, micros));
+    put32(&mut b, 72, micros(i.rttvar));
+    let ssthresh = if i.ssthresh >= INFINITE_SSTHRESH {
+        INFINITE_SSTHRESH
+    } else {
+        i.ssthresh / mss
+    };
+    put32(&mut b, 76, ssthresh);
+    put32(&mut b, 80, i.cwnd / mss);
+    put32(&mut b, 84, i.advertised_mss);
+    put32(&mut b, 88, i.dupack_threshold);
+    put32(&mut b, 100, sat(i.retransmits));
+    put64(&mut b, 120, i.bytes_acked);
+    put64(&mut b, 128, i.bytes_received);
+    put32(&mut b, 136, sat(i.segments_out));
+    put32(&mut b, 140, sat(i.segments_in));
+    put32(&mut b, 144, i.not_sent);
+    put32(&mut b, 148, i.min_rtt.map_or(u32::MAX, micros));
+    put32(&mut b, 152, sat(i.data_segments_in));
+    put32(&mut b, 156, sat(i.data_segments_out));
+    put64(&mut b, 200, i.bytes_sent);
+    put64(&mut b, 208, i.bytes_retransmitted);
+    put32(&mut b, 228, i.snd_wnd);
+    put32(&mut b, 232, i.rcv_wnd);
+    b
+}
+
+/// Linux's `SO_MEMINFO` (`SK_MEMINFO_*`, nine `u32`s): bytes queued to read, the receive buffer,
+/// bytes queued to send (as both allocated and queued), the send buffer; the rest 0.
+pub fn meminfo_bytes(queued_in: usize, rcvbuf: i32, queued_out: usize, sndbuf: i32) -> Vec<u8> {
+    let sat = |v: usize| u32::try_from(v).unwrap_or(u32::MAX);
+    let vals = [
+        sat(queued_in),
+        rcvbuf.max(0) as u32,
+        sat(queued_out),
+        sndbuf.max(0) as u32,
+        0,
+        sat(queued_out),
+        0,
+        0,
+        0,
+    ];
+    vals.iter().flat_map(|v| v.to_ne_bytes()).collect()
 }

@@ -169,6 +169,8 @@ pub struct ConnectionInfo {
     pub data_segments_out: u64,
     /// Segments received that carried data.
     pub data_segments_in: u64,
+    /// The largest payload a segment brought (what the peer's MSS seems to be; 0 before data).
+    pub largest_segment_in: u32,
     /// Payload bytes sent, retransmissions included.
     pub bytes_sent: u64,
     /// Payload bytes retransmitted.
@@ -198,6 +200,7 @@ struct Activity {
     segments_in: u64,
     data_segments_out: u64,
     data_segments_in: u64,
+    largest_segment_in: u32,
     bytes_sent: u64,
     bytes_retransmitted: u64,
     bytes_acked: u64,
@@ -601,6 +604,7 @@ impl<A: IpAddress> Tcb<A> {
             segments_in: a.segments_in,
             data_segments_out: a.data_segments_out,
             data_segments_in: a.data_segments_in,
+            largest_segment_in: a.largest_segment_in,
             bytes_sent: a.bytes_sent,
             bytes_retransmitted: a.bytes_retransmitted,
             bytes_acked: a.bytes_acked,
@@ -622,6 +626,7 @@ impl<A: IpAddress> Tcb<A> {
         a.segments_in += 1;
         if len > 0 {
             a.data_segments_in += 1;
+            a.largest_segment_in = a.largest_segment_in.max(len as u32);
             a.last_data_received = Some(now);
         }
         if seg.flags.contains(Flags::ACK) {
