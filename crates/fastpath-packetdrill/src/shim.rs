@@ -1115,7 +1115,8 @@ pub fn tcp_info_bytes(state: u8, info: Option<&ConnectionInfo>, now: Instant) ->
     b[6] = (i.snd_window_shift & 0xf) | (i.rcv_window_shift & 0xf) << 4;
     put32(&mut b, 8, micros(i.rto));
     put32(&mut b, 16, i.mss);
-    put32(&mut b, 20, i.largest_segment_in);
+    // Linux estimates the peer's MSS as the largest segment seen, capped by ours.
+    put32(&mut b, 20, i.largest_segment_in.min(i.advertised_mss));
     put32(&mut b, 24, segments(i.unacked));
     put32(&mut b, 28, segments(i.sacked));
     put32(&mut b, 32, segments(i.lost));

@@ -181,7 +181,8 @@ pub struct ConnectionInfo {
     pub bytes_received: u64,
     /// When data was last sent.
     pub last_data_sent: Option<Instant>,
-    /// When a segment with data last arrived.
+    /// When a segment with data, or the peer's SYN (as Linux counts from the handshake), last
+    /// arrived.
     pub last_data_received: Option<Instant>,
     /// When a segment with an ACK last arrived.
     pub last_ack_received: Option<Instant>,
@@ -627,6 +628,8 @@ impl<A: IpAddress> Tcb<A> {
         if len > 0 {
             a.data_segments_in += 1;
             a.largest_segment_in = a.largest_segment_in.max(len as u32);
+        }
+        if len > 0 || seg.flags.contains(Flags::SYN) {
             a.last_data_received = Some(now);
         }
         if seg.flags.contains(Flags::ACK) {
