@@ -574,7 +574,11 @@ unsafe extern "C" fn pd_shutdown(ud: *mut c_void, fd: c_int, how: c_int) -> c_in
 ///
 /// # Safety
 /// `len` must be valid and `val` writable for `*len` bytes (both checked non-null here).
-unsafe fn write_option(bytes: &[u8], val: *mut c_void, len: *mut socklen_t) -> Result<c_int, Errno> {
+unsafe fn write_option(
+    bytes: &[u8],
+    val: *mut c_void,
+    len: *mut socklen_t,
+) -> Result<c_int, Errno> {
     if val.is_null() || len.is_null() {
         return Err(libc::EFAULT);
     }
@@ -606,8 +610,7 @@ unsafe extern "C" fn pd_getsockopt(
     })
 }
 
-type GetsockoptFn =
-    unsafe extern "C" fn(c_int, c_int, c_int, *mut c_void, *mut socklen_t) -> c_int;
+type GetsockoptFn = unsafe extern "C" fn(c_int, c_int, c_int, *mut c_void, *mut socklen_t) -> c_int;
 
 /// The `getsockopt` after this library's in the lookup order (the C library's), or `None`.
 fn next_getsockopt() -> Option<GetsockoptFn> {

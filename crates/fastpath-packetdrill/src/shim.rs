@@ -1093,12 +1093,16 @@ pub fn tcp_info_bytes(state: u8, info: Option<&ConnectionInfo>, now: Instant) ->
     let Some(i) = info else {
         return b;
     };
-    let put32 = |b: &mut Vec<u8>, at: usize, v: u32| b[at..at + 4].copy_from_slice(&v.to_ne_bytes());
-    let put64 = |b: &mut Vec<u8>, at: usize, v: u64| b[at..at + 8].copy_from_slice(&v.to_ne_bytes());
+    let put32 =
+        |b: &mut Vec<u8>, at: usize, v: u32| b[at..at + 4].copy_from_slice(&v.to_ne_bytes());
+    let put64 =
+        |b: &mut Vec<u8>, at: usize, v: u64| b[at..at + 8].copy_from_slice(&v.to_ne_bytes());
     let sat = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
     let micros = |d: std::time::Duration| sat(d.as_micros() as u64);
     let since_ms = |t: Option<Instant>| {
-        t.map_or(0, |t| sat(now.total_micros().saturating_sub(t.total_micros()) / 1000))
+        t.map_or(0, |t| {
+            sat(now.total_micros().saturating_sub(t.total_micros()) / 1000)
+        })
     };
     let mss = i.mss.max(1);
     let segments = |bytes: u32| bytes.div_ceil(mss);

@@ -136,6 +136,30 @@ fn passive_open_write_and_close() {
     let data = parse(&p);
     assert_eq!((data.seq, data.len), (synack.seq.wrapping_add(1), 100));
 
+    // TCP_INFO in Linux's layout and units: ESTABLISHED (1), cwnd 10 segments, ssthresh "infinite",
+    // one segment unacknowledged, MSS 536 (the SYN offered none), 100 bytes sent.
+    let info = sh
+        .getsockopt_bytes(fd, libc::IPPROTO_TCP, libc::TCP_INFO)
+        .unwrap();
+    let u32_at = |at: usize| u32::from_ne_bytes(info[at..at + 4].try_into().unwrap());
+    let u64_at = |at: usize| u64::from_ne_bytes(info[at..at + 8].try_into().unwrap());
+    assert_eq!((info.len(), info[0], info[1]), (280, 1, 0));
+    assert_eq!((u32_at(80), u32_at(76)), (10, 0x7fff_ffff));
+    assert_eq!((u32_at(16), u32_at(24)), (536, 1));
+    assert_eq!((u32_at(156), u64_at(200)), (1, 100));
+    let meminfo = sh
+        .getsockopt_bytes(fd, libc::SOL_SOCKET, fastpath_packetdrill::shim::SO_MEMINFO)
+        .unwrap();
+    assert_eq!(meminfo.len(), 9 * 4);
+    assert!(sh
+        .getsockopt_bytes(
+            fd,
+            libc::IPPROTO_TCP,
+            fastpath_packetdrill::shim::TCP_CC_INFO
+        )
+        .unwrap()
+        .is_empty());
+
     // The peer acknowledges and closes; reads see the end of the stream.
     let mut fin = Seg::new(1001);
     fin.ack = Some(synack.seq.wrapping_add(101));
@@ -230,6 +254,30 @@ fn interface_table_from_c() {
         let fd = (ifc.socket)(ifc.userdata, libc::AF_INET, libc::SOCK_STREAM, 0);
         assert!(fd >= 0);
         assert_eq!((ifc.listen)(ifc.userdata, fd, 1), 0);
+        // The exported getsockopt answers for the shim's descriptor (a listener: state LISTEN)...
+        let mut info = [0u8; 300];
+        let mut len = info.len() as libc::socklen_t;
+        let r = fastpath_packetdrill::ffi::getsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            info.as_mut_ptr().cast(),
+            &mut len,
+        );
+        assert_eq!((r, len, info[0]), (0, 280, 10));
+        // ... and passes any other to the C library.
+        let real = libc::socket(libc::AF_INET, libc::SOCK_DGRAM, 0);
+        let mut ty: libc::c_int = 0;
+        let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+        let r = fastpath_packetdrill::ffi::getsockopt(
+            real,
+            libc::SOL_SOCKET,
+            libc::SO_TYPE,
+            (&mut ty as *mut libc::c_int).cast(),
+            &mut len,
+        );
+        assert_eq!((r, ty), (0, libc::SOCK_DGRAM));
+        libc::close(real);
         assert_eq!(
             (ifc.socket)(ifc.userdata, libc::AF_UNIX, libc::SOCK_STREAM, 0),
             -1

@@ -32,7 +32,10 @@ fn a_fresh_connection_reports_its_state_options_and_segment_counts() {
     assert_eq!((i.unacked, i.not_sent, i.lost, i.sacked), (0, 0, 0, 0));
     assert_eq!(i.last_ack_received, Some(h.now));
     // The SYN-ACK counts as data received, as on Linux.
-    assert_eq!((i.last_data_sent, i.last_data_received), (None, Some(h.now)));
+    assert_eq!(
+        (i.last_data_sent, i.last_data_received),
+        (None, Some(h.now))
+    );
     assert_eq!((i.snd_window_shift, i.rcv_window_shift), (0, 0));
     assert_eq!(i.ssthresh, u32::MAX);
     assert_eq!(i.dupack_threshold, 3);
