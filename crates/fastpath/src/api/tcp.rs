@@ -11,7 +11,9 @@ use crate::api::intercept::Unreachable;
 use crate::ipv4::Ipv4;
 use crate::ipv6::Ipv6;
 use crate::stack::{Stack, TcpFamily};
-use crate::tcp::{ConnectionInfo, Listener, State, Tcb, TcpListenOptions, TcpListener, TcpStream};
+use crate::tcp::{
+    ConnectionInfo, Listener, SocketOptions, State, Tcb, TcpListenOptions, TcpListener, TcpStream,
+};
 
 /// Runs `$body` with `$t` bound to the connection's block, in the handle's family.
 macro_rules! with_tcb {
@@ -28,6 +30,20 @@ macro_rules! with_tcb {
 
 fn not_held() -> io::Error {
     io::Error::new(io::ErrorKind::InvalidInput, "the connection is not held")
+}
+
+/// Linux's bounds on `TCP_MAXSEG` (`TCP_MIN_MSS`, `MAX_TCP_WINDOW`).
+const MAX_SEGMENT_BOUNDS: std::ops::RangeInclusive<u16> = 88..=32767;
+
+fn check_max_segment(mss: u16) -> io::Result<()> {
+    if MAX_SEGMENT_BOUNDS.contains(&mss) {
+        Ok(())
+    } else {
+        Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "the MSS limit is outside 88..=32767",
+        ))
+    }
 }
 
 fn closed() -> io::Error {
@@ -227,6 +243,50 @@ impl TcpListenerRef<'_> {
         } else {
             Ok(self.listener_in::<Ipv4>().ok_or_else(closed)?.local.into())
         }
+    }
+
+    /// Changes the socket options the listener's connections start with, in both halves of a
+    /// dual-stack listener.
+    fn set_options(&mut self, f: impl Fn(&mut SocketOptions)) -> io::Result<()> {
+        let (index, generation) = (self.listener.index, self.listener.generation);
+        let found = if self.listener.v6 {
+            self.stack
+                .tcp6
+                .listener_mut(index, generation)
+                .map(|l| f(&mut l.options))
+        } else {
+            self.stack
+                .tcp
+                .listener_mut(index, generation)
+                .map(|l| f(&mut l.options))
+        };
+        found.ok_or_else(closed)?;
+        if let Some((index, generation)) = self.listener.v4_half {
+            if let Some(l) = self.stack.tcp.listener_mut(index, generation) {
+                f(&mut l.options);
+            }
+        }
+        Ok(())
+    }
+
+    /// The send buffer of connections accepted from now on, bytes (see
+    /// [`TcpStreamRef::set_send_buffer`]).
+    pub fn set_send_buffer(&mut self, bytes: usize) -> io::Result<()> {
+        self.set_options(|o| o.send_buffer = Some(bytes))
+    }
+
+    /// The receive buffer of connections accepted from now on, bytes: it also fixes the window
+    /// scale their SYN-ACK offers (see [`TcpStreamRef::set_recv_buffer`]).
+    pub fn set_recv_buffer(&mut self, bytes: usize) -> io::Result<()> {
+        self.set_options(|o| o.recv_buffer = Some(bytes))
+    }
+
+    /// Limits the MSS of connections accepted from now on (`TCP_MAXSEG`): their SYN-ACK offers at
+    /// most `mss`, and they send segments of at most `mss`. `InvalidInput` outside Linux's bounds
+    /// (88 to 32767).
+    pub fn set_max_segment(&mut self, mss: u16) -> io::Result<()> {
+        check_max_segment(mss)?;
+        self.set_options(|o| o.max_segment = Some(mss))
     }
 
     /// True when `accept` has a connection to return.
@@ -596,6 +656,39 @@ impl TcpStreamRef<'_> {
         with_tcb!(self, t => t.set_keepalive(on, now, idle));
         self.output();
         Ok(())
+    }
+
+    /// Sets the send buffer (Linux's `SO_SNDBUF`, less its doubling for overhead): `write` queues
+    /// at most `bytes` not yet acknowledged. Smaller than what is queued, writes wait until enough
+    /// is acknowledged.
+    pub fn set_send_buffer(&mut self, bytes: usize) -> io::Result<()> {
+        with_tcb!(self, t => t.set_send_buffer(bytes));
+        Ok(())
+    }
+
+    /// Sets the receive buffer, the most the window offers, bytes (Linux's `SO_RCVBUF`). Before the
+    /// SYN is sent (between [`Stack::tcp_connect`] and the next poll) it also fixes the window
+    /// scale the SYN offers; after, the scale stays and the window never shrinks from an edge
+    /// already advertised.
+    pub fn set_recv_buffer(&mut self, bytes: usize) -> io::Result<()> {
+        let cfg = self.stack.config.tcp.clone();
+        with_tcb!(self, t => t.set_recv_buffer(bytes, &cfg));
+        self.output();
+        Ok(())
+    }
+
+    /// Limits the MSS to `mss` both ways (`TCP_MAXSEG`): segments sent carry at most `mss` bytes,
+    /// and, set before the SYN is sent, the SYN offers at most `mss`. `InvalidInput` outside
+    /// Linux's bounds (88 to 32767).
+    pub fn set_max_segment(&mut self, mss: u16) -> io::Result<()> {
+        check_max_segment(mss)?;
+        with_tcb!(self, t => t.set_max_segment(Some(mss)));
+        Ok(())
+    }
+
+    /// The MSS limit [`set_max_segment`](Self::set_max_segment) set, if any.
+    pub fn max_segment(&mut self) -> io::Result<Option<u16>> {
+        Ok(with_tcb!(self, t => t.max_segment()))
     }
 
     /// Local and remote addresses.

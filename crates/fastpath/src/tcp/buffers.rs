@@ -39,7 +39,7 @@ impl SendBuffer {
     }
 
     pub(crate) fn free(&self) -> usize {
-        self.capacity - self.len
+        self.capacity.saturating_sub(self.len)
     }
 
     /// Bytes of heap the ring holds.

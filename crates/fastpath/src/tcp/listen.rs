@@ -27,6 +27,8 @@ pub(crate) struct Listener<A: IpAddress = std::net::Ipv4Addr> {
     /// SYNs are held: each becomes a connection for `accept` at once, answered only when the
     /// application confirms it (see [`Tcb::held`]).
     pub(crate) hold: bool,
+    /// Socket options its connections take before they answer.
+    pub(crate) options: SocketOptions,
 }
 
 /// What a listener's decision asks of the table.
@@ -78,6 +80,7 @@ where
             half_open: Vec::new(),
             ready: VecDeque::new(),
             hold,
+            options: SocketOptions::default(),
         }
     }
 
@@ -132,6 +135,7 @@ where
         }
         let iss = cx.isn.isn(local, remote, cx.now);
         let mut tcb = Tcb::accept(local, remote, hop, iss, repr, cx.cfg);
+        tcb.apply_options(&self.options, cx.cfg);
         tcb.held = self.hold;
         match pressure {
             Some(p) => ListenAction::Replace(Box::new(tcb), p),

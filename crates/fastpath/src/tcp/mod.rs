@@ -30,8 +30,8 @@ mod table;
 mod tcb;
 
 pub use congestion::CongestionAlgorithm;
-pub(crate) use tcb::Tcb;
 pub use tcb::{CongestionState, ConnectionInfo, State};
+pub(crate) use tcb::{SocketOptions, Tcb};
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};

@@ -194,6 +194,18 @@ pub struct ConnectionInfo {
     pub window_scaling: bool,
 }
 
+/// Per-socket settings an application gave a listener (socket options), which its connections take
+/// before they answer the SYN; `None` keeps the stack's configuration.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct SocketOptions {
+    /// Send buffer, bytes ([`Tcb::set_send_buffer`]).
+    pub(crate) send_buffer: Option<usize>,
+    /// Receive buffer, bytes ([`Tcb::set_recv_buffer`]).
+    pub(crate) recv_buffer: Option<usize>,
+    /// The MSS limit ([`Tcb::set_max_segment`]).
+    pub(crate) max_segment: Option<u16>,
+}
+
 /// What a connection sent and received, for [`ConnectionInfo`]: counters bumped once per segment.
 #[derive(Clone, Copy, Debug, Default)]
 struct Activity {
@@ -267,6 +279,8 @@ pub(crate) struct Tcb<A: IpAddress = Ipv4Addr> {
     pub(crate) mss: u32,
     /// The largest MSS our route allows (for our SYN's MSS option).
     local_mss: u16,
+    /// The application's limit on the MSS, both ways (`TCP_MAXSEG`).
+    user_mss: Option<u16>,
     /// The MSS the peer's SYN offered (RFC 9293 §3.7.1; 536 when it offered none), before options.
     peer_mss: u32,
     /// The path MTU `mss` is sized for: the link's, or less when path MTU discovery learned less
@@ -369,11 +383,7 @@ impl<A: IpAddress> Tcb<A> {
         let local_mss = mss_for_mtu::<A>(hop.caps.mtu);
         let mss = (local_mss as u32).min(536);
         let rcv_shift = if cfg.window_scaling {
-            let mut shift = 0u8;
-            while (65535usize << shift) < cfg.recv_buffer && shift < 14 {
-                shift += 1;
-            }
-            shift
+            Self::shift_for(cfg.recv_buffer)
         } else {
             0
         };
@@ -400,6 +410,7 @@ impl<A: IpAddress> Tcb<A> {
             fin_queued: false,
             mss,
             local_mss,
+            user_mss: None,
             peer_mss: 536,
             path_mtu: hop.caps.mtu,
             route_epoch: 0,
@@ -653,6 +664,88 @@ impl<A: IpAddress> Tcb<A> {
         }
     }
 
+    /// True until our SYN (or SYN-ACK) has gone: what it offers may still change.
+    fn syn_unsent(&self) -> bool {
+        self.snd_max == self.iss
+    }
+
+    /// The window scale shift for a receive buffer of `bytes`: the smallest that lets the window
+    /// field say all of it.
+    fn shift_for(bytes: usize) -> u8 {
+        let mut shift = 0u8;
+        while (65535usize << shift) < bytes && shift < 14 {
+            shift += 1;
+        }
+        shift
+    }
+
+    /// Sets the send buffer: `write` queues at most `bytes` not yet acknowledged. Smaller than what
+    /// is queued, writes wait until enough is acknowledged.
+    pub(crate) fn set_send_buffer(&mut self, bytes: usize) {
+        self.tx.capacity = bytes;
+    }
+
+    /// Sets the receive buffer to `bytes`, the most the window offers. Before our SYN (or SYN-ACK)
+    /// is sent it also fixes the window scale we offer, from the new size (as Linux fixes it from
+    /// `SO_RCVBUF` set before `connect` or `listen`); after, the scale stays, and the window's right
+    /// edge never moves back.
+    pub(crate) fn set_recv_buffer(&mut self, bytes: usize, cfg: &TcpConfig) {
+        self.rx_capacity = bytes;
+        if !self.syn_unsent() {
+            return;
+        }
+        let scales = match self.state {
+            State::SynSent => cfg.window_scaling,
+            State::SynReceived => self.ws_on,
+            _ => false,
+        };
+        if scales {
+            self.rcv_shift = Self::shift_for(bytes);
+        } else if self.state == State::SynReceived {
+            self.rx_capacity = bytes.min(65535);
+        }
+        if self.state == State::SynReceived {
+            self.rcv_adv = self.rcv_nxt + self.advertisable();
+        }
+    }
+
+    /// Limits the MSS to `mss` both ways (`TCP_MAXSEG`), `None` for no limit. Before our SYN (or
+    /// SYN-ACK) is sent, the MSS it offers is lowered too; the MSS we send with follows at once
+    /// (and the initial window with it, while nothing but the SYN was sent).
+    pub(crate) fn set_max_segment(&mut self, mss: Option<u16>) {
+        self.user_mss = mss;
+        if self.syn_unsent() {
+            let route = mss_for_mtu::<A>(self.path_mtu);
+            self.local_mss = mss.map_or(route, |m| m.min(route));
+        }
+        if self.state == State::SynSent {
+            self.mss = self.mss.min(u32::from(self.local_mss));
+        } else {
+            self.mss = self.send_mss();
+        }
+        if self.snd_max - self.iss <= 1 {
+            self.cc = Congestion::limited(self.cc.algorithm, self.mss, self.cc.slow_start_limit);
+        }
+    }
+
+    /// The MSS limit `set_max_segment` set.
+    pub(crate) fn max_segment(&self) -> Option<u16> {
+        self.user_mss
+    }
+
+    /// Applies a listener's settings to a connection it just made (before the SYN-ACK).
+    pub(crate) fn apply_options(&mut self, o: &SocketOptions, cfg: &TcpConfig) {
+        if let Some(b) = o.send_buffer {
+            self.set_send_buffer(b);
+        }
+        if let Some(b) = o.recv_buffer {
+            self.set_recv_buffer(b, cfg);
+        }
+        if o.max_segment.is_some() {
+            self.set_max_segment(o.max_segment);
+        }
+    }
+
     /// Queues `data`; returns how much fitted.
     pub(crate) fn write(&mut self, data: &[u8]) -> io::Result<usize> {
         self.check_writable()?;
@@ -809,6 +902,7 @@ impl<A: IpAddress> Tcb<A> {
         let options_len = if self.ts_on { 12 } else { 0 };
         self.peer_mss
             .min(u32::from(mss_for_mtu::<A>(self.path_mtu)))
+            .min(self.user_mss.map_or(u32::MAX, u32::from))
             .saturating_sub(options_len)
             .max(u32::from(MIN_MSS))
     }

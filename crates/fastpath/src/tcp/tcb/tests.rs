@@ -299,5 +299,6 @@ mod defence;
 mod info;
 mod loss;
 mod open;
+mod options;
 mod pmtu;
 mod window;
