@@ -20,7 +20,7 @@ use fastpath::buf::PacketBuf;
 use fastpath::link::{Impairments, Link, LinkCapabilities, PairEnd};
 use fastpath::{
     CongestionState, ConnectionInfo, Instant, Ipv4Cidr, Ipv6Cidr, Stack, StackConfig, TcpListener,
-    TcpState, TcpStream,
+    TcpSocketOptions, TcpState, TcpStream,
 };
 
 /// An errno value, as Linux numbers it.
@@ -130,6 +130,17 @@ enum Sock {
     },
 }
 
+impl Fd {
+    /// The options set on the socket, as the stack takes them.
+    fn options(&self) -> TcpSocketOptions {
+        TcpSocketOptions {
+            send_buffer: self.sndbuf_set.then_some(self.sndbuf.max(0) as usize),
+            recv_buffer: self.rcvbuf_set.then_some((self.rcvbuf / 2).max(0) as usize),
+            max_segment: self.maxseg,
+        }
+    }
+}
+
 #[derive(Debug)]
 struct Fd {
     sock: Sock,
@@ -140,9 +151,14 @@ struct Fd {
     reuse_addr: bool,
     /// `shutdown(SHUT_RD)` was called: reads that would wait return 0.
     read_shut: bool,
-    /// `SO_SNDBUF` and `SO_RCVBUF` as set (recorded and reported, not applied).
+    /// `SO_SNDBUF` and `SO_RCVBUF` as Linux reports them (doubled), and whether the application
+    /// set them (then they are applied to the stack's socket).
     sndbuf: i32,
     rcvbuf: i32,
+    sndbuf_set: bool,
+    rcvbuf_set: bool,
+    /// `TCP_MAXSEG` as set.
+    maxseg: Option<u16>,
     /// A real descriptor (on `/dev/null`) whose number is this socket's: packetdrill closes the
     /// sockets still open at the end of a script with the real `close`, so the number must be one.
     placeholder: Option<OwnedFd>,
@@ -272,10 +288,55 @@ impl State {
                 read_shut: false,
                 sndbuf: 2 * 16384,
                 rcvbuf: 2 * 131072,
+                sndbuf_set: false,
+                rcvbuf_set: false,
+                maxseg: None,
                 placeholder: Some(placeholder),
             },
         );
         Ok(n)
+    }
+
+    /// Applies the socket options set on `fd` to its stream or listener in the stack (a fresh
+    /// socket keeps them until `connect` or `listen`). Linux's `SO_SNDBUF` limits the bytes queued
+    /// (its doubled value, as Linux counts); its doubled `SO_RCVBUF` is half overhead, so the
+    /// stack's receive buffer (the window) is the value set.
+    fn apply_options(&mut self, fd: i32) -> Result<(), Errno> {
+        let TcpSocketOptions {
+            send_buffer: send,
+            recv_buffer: recv,
+            max_segment: maxseg,
+        } = self.fd(fd)?.options();
+        let e = self.fd(fd)?;
+        let io = |r: io::Result<()>| r.map_err(|e| errno_of(&e));
+        match e.sock {
+            Sock::Fresh { .. } => {}
+            Sock::Stream { stream, .. } => {
+                let mut t = self.stack.tcp(stream);
+                if let Some(b) = send {
+                    io(t.set_send_buffer(b))?;
+                }
+                if let Some(b) = recv {
+                    io(t.set_recv_buffer(b))?;
+                }
+                if let Some(m) = maxseg {
+                    io(t.set_max_segment(m))?;
+                }
+            }
+            Sock::Listener(l) => {
+                let mut t = self.stack.tcp_listener(l);
+                if let Some(b) = send {
+                    io(t.set_send_buffer(b))?;
+                }
+                if let Some(b) = recv {
+                    io(t.set_recv_buffer(b))?;
+                }
+                if let Some(m) = maxseg {
+                    io(t.set_max_segment(m))?;
+                }
+            }
+        }
+        Ok(())
     }
 
     fn stream(&mut self, fd: i32) -> Result<TcpStream, Errno> {
@@ -627,7 +688,7 @@ impl Shim {
                 .tcp_listen(local, backlog)
                 .map_err(|e| errno_of(&e))?;
             s.fd(fd)?.sock = Sock::Listener(l);
-            Ok(())
+            s.apply_options(fd)
         })
     }
 
@@ -645,6 +706,10 @@ impl Shim {
             };
             match s.stack.tcp_listener(l).accept() {
                 Ok((stream, peer)) => {
+                    let parent = s
+                        .fds
+                        .get(&fd)
+                        .map(|e| (e.sndbuf, e.rcvbuf, e.sndbuf_set, e.rcvbuf_set, e.maxseg));
                     let n = s.insert(
                         Sock::Stream {
                             stream,
@@ -653,6 +718,12 @@ impl Shim {
                         v6,
                         false,
                     );
+                    // The connection took the listener's options (as Linux's child socket does).
+                    if let (Ok(n), Some(p)) = (&n, parent) {
+                        if let Ok(e) = s.fd(*n) {
+                            (e.sndbuf, e.rcvbuf, e.sndbuf_set, e.rcvbuf_set, e.maxseg) = p;
+                        }
+                    }
                     Try::Done(n.map(|n| (n, map_if(v6, peer))))
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => Try::Wait(libc::EAGAIN),
@@ -672,6 +743,7 @@ impl Shim {
                         return Err(libc::EAFNOSUPPORT);
                     }
                     let nodelay = entry.nodelay;
+                    let options = entry.options();
                     // An IPv6 socket reaches an IPv4 peer by its v4-mapped address, over IPv4.
                     let remote = unmap(addr);
                     let local = bound
@@ -680,7 +752,7 @@ impl Shim {
                         .unwrap_or_else(|| sockaddr_any(remote.is_ipv6()));
                     let stream = s
                         .stack
-                        .tcp_connect_from(local, remote)
+                        .tcp_connect_with(local, remote, options)
                         .map_err(|e| errno_of(&e))?;
                     if nodelay {
                         let _ = s.stack.tcp(stream).set_nodelay(true);
@@ -847,9 +919,11 @@ impl Shim {
             let entry = s.fd(fd)?;
             let (sock, nodelay, reuse) = (&entry.sock, entry.nodelay, entry.reuse_addr);
             let (sndbuf, rcvbuf) = (entry.sndbuf, entry.rcvbuf);
+            let maxseg = entry.maxseg;
             match (level, name) {
                 (libc::SOL_SOCKET, libc::SO_SNDBUF) => Ok(sndbuf),
-                // The connection's send MSS; Linux's default before there is one.
+                // The connection's send MSS; before there is one, the limit set, or Linux's
+                // default.
                 (libc::IPPROTO_TCP, libc::TCP_MAXSEG) => match *sock {
                     Sock::Stream { stream, .. } => s
                         .stack
@@ -857,7 +931,7 @@ impl Shim {
                         .info()
                         .map(|i| i32::try_from(i.mss).unwrap_or(i32::MAX))
                         .map_err(|e| errno_of(&e)),
-                    _ => Ok(536),
+                    _ => Ok(maxseg.map_or(536, i32::from)),
                 },
                 (libc::SOL_SOCKET, libc::SO_RCVBUF) => Ok(rcvbuf),
                 (libc::SOL_SOCKET, libc::SO_TYPE) => Ok(libc::SOCK_STREAM),
@@ -933,15 +1007,25 @@ impl Shim {
                     entry.reuse_addr = on;
                     Ok(())
                 }
-                // Recorded, doubled as Linux reports them, but not applied: the stack's buffers are
-                // per-stack (`TcpConfig`), not per socket.
+                // Doubled as Linux does, with its floors (`SOCK_MIN_SNDBUF`, `SOCK_MIN_RCVBUF`).
                 (libc::SOL_SOCKET, libc::SO_SNDBUF) => {
                     entry.sndbuf = value.max(2304).saturating_mul(2);
-                    Ok(())
+                    entry.sndbuf_set = true;
+                    s.apply_options(fd)
                 }
                 (libc::SOL_SOCKET, libc::SO_RCVBUF) => {
                     entry.rcvbuf = value.max(1152).saturating_mul(2);
-                    Ok(())
+                    entry.rcvbuf_set = true;
+                    s.apply_options(fd)
+                }
+                // Linux's bounds: 88 (`TCP_MIN_MSS`) to 32767 (`MAX_TCP_WINDOW`).
+                (libc::IPPROTO_TCP, libc::TCP_MAXSEG) => {
+                    let mss = u16::try_from(value)
+                        .ok()
+                        .filter(|m| (88..=32767).contains(m))
+                        .ok_or(libc::EINVAL)?;
+                    entry.maxseg = Some(mss);
+                    s.apply_options(fd)
                 }
                 // Accepted, as Linux does, but `MSG_ZEROCOPY` sends are copied and no completion
                 // is queued: scripts that read the error queue fail there.

@@ -12,7 +12,8 @@ use crate::ipv4::Ipv4;
 use crate::ipv6::Ipv6;
 use crate::stack::{Stack, TcpFamily};
 use crate::tcp::{
-    ConnectionInfo, Listener, SocketOptions, State, Tcb, TcpListenOptions, TcpListener, TcpStream,
+    ConnectionInfo, Listener, State, Tcb, TcpListenOptions, TcpListener, TcpSocketOptions,
+    TcpStream,
 };
 
 /// Runs `$body` with `$t` bound to the connection's block, in the handle's family.
@@ -142,14 +143,29 @@ impl Stack {
         local: impl ToSocketAddrs,
         remote: impl ToSocketAddrs,
     ) -> io::Result<TcpStream> {
+        self.tcp_connect_with(local, remote, TcpSocketOptions::default())
+    }
+
+    /// [`tcp_connect_from`](Stack::tcp_connect_from) with per-connection `options`, in effect
+    /// from the SYN on (its MSS and window scale follow them). `InvalidInput` for an MSS limit
+    /// outside 88 to 32767.
+    pub fn tcp_connect_with(
+        &mut self,
+        local: impl ToSocketAddrs,
+        remote: impl ToSocketAddrs,
+        options: TcpSocketOptions,
+    ) -> io::Result<TcpStream> {
+        if let Some(mss) = options.max_segment {
+            check_max_segment(mss)?;
+        }
         let ((index, generation), v6) = match addr::any(&local)? {
             SocketAddr::V4(l) => {
                 let remote = addr::ipv4(&remote)?;
-                (self.tcp_connect_in::<Ipv4>(l, remote)?, false)
+                (self.tcp_connect_in::<Ipv4>(l, remote, &options)?, false)
             }
             SocketAddr::V6(l) => {
                 let remote = addr::ipv6(&remote)?;
-                (self.tcp_connect_in::<Ipv6>(l, remote)?, true)
+                (self.tcp_connect_in::<Ipv6>(l, remote, &options)?, true)
             }
         };
         Ok(TcpStream {
@@ -247,7 +263,7 @@ impl TcpListenerRef<'_> {
 
     /// Changes the socket options the listener's connections start with, in both halves of a
     /// dual-stack listener.
-    fn set_options(&mut self, f: impl Fn(&mut SocketOptions)) -> io::Result<()> {
+    fn set_options(&mut self, f: impl Fn(&mut TcpSocketOptions)) -> io::Result<()> {
         let (index, generation) = (self.listener.index, self.listener.generation);
         let found = if self.listener.v6 {
             self.stack
@@ -666,10 +682,9 @@ impl TcpStreamRef<'_> {
         Ok(())
     }
 
-    /// Sets the receive buffer, the most the window offers, bytes (Linux's `SO_RCVBUF`). Before the
-    /// SYN is sent (between [`Stack::tcp_connect`] and the next poll) it also fixes the window
-    /// scale the SYN offers; after, the scale stays and the window never shrinks from an edge
-    /// already advertised.
+    /// Sets the receive buffer, the most the window offers, bytes (Linux's `SO_RCVBUF`). The window
+    /// scale stays what the SYN offered (give the buffer to [`Stack::tcp_connect_with`] to have
+    /// the SYN offer a scale for it), and the window never shrinks from an edge already advertised.
     pub fn set_recv_buffer(&mut self, bytes: usize) -> io::Result<()> {
         let cfg = self.stack.config.tcp.clone();
         with_tcb!(self, t => t.set_recv_buffer(bytes, &cfg));
@@ -677,9 +692,9 @@ impl TcpStreamRef<'_> {
         Ok(())
     }
 
-    /// Limits the MSS to `mss` both ways (`TCP_MAXSEG`): segments sent carry at most `mss` bytes,
-    /// and, set before the SYN is sent, the SYN offers at most `mss`. `InvalidInput` outside
-    /// Linux's bounds (88 to 32767).
+    /// Limits the MSS to `mss` both ways (`TCP_MAXSEG`): segments sent carry at most `mss` bytes
+    /// (the SYN's MSS offer is [`Stack::tcp_connect_with`]'s). `InvalidInput` outside Linux's
+    /// bounds (88 to 32767).
     pub fn set_max_segment(&mut self, mss: u16) -> io::Result<()> {
         check_max_segment(mss)?;
         with_tcb!(self, t => t.set_max_segment(Some(mss)));
@@ -738,5 +753,54 @@ impl io::Write for TcpStreamRef<'_> {
     /// (and Nagle's algorithm, unless [`set_nodelay`](TcpStreamRef::set_nodelay)) allow.
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Instant, StackConfig};
+
+    #[test]
+    fn socket_options_reach_the_syn_and_a_listeners_connections() {
+        let mut stack = Stack::new(StackConfig::default());
+        let server = SocketAddrV4::new(Ipv4Addr::LOCALHOST, 80);
+        let l = stack.tcp_listen(server, 4).unwrap();
+        stack.tcp_listener(l).set_max_segment(1000).unwrap();
+        stack.tcp_listener(l).set_send_buffer(5000).unwrap();
+        let bad = TcpSocketOptions {
+            max_segment: Some(40),
+            ..TcpSocketOptions::default()
+        };
+        let refused = stack.tcp_connect_with("0.0.0.0:0", server, bad);
+        assert_eq!(refused.unwrap_err().kind(), io::ErrorKind::InvalidInput);
+        assert_eq!(
+            stack
+                .tcp_listener(l)
+                .set_max_segment(40)
+                .unwrap_err()
+                .kind(),
+            io::ErrorKind::InvalidInput
+        );
+        let options = TcpSocketOptions {
+            max_segment: Some(1100),
+            ..TcpSocketOptions::default()
+        };
+        let c = stack
+            .tcp_connect_with("0.0.0.0:0", server, options)
+            .unwrap();
+        for _ in 0..4 {
+            stack.poll(Instant::ZERO);
+        }
+        let (s, _) = stack.tcp_listener(l).accept().unwrap();
+        let client = stack.tcp(c).info().unwrap();
+        let accepted = stack.tcp(s).info().unwrap();
+        // Each side offered its limit and sends with the smaller of the two, less the timestamps.
+        assert_eq!((client.advertised_mss, client.mss), (1100, 988));
+        assert_eq!((accepted.advertised_mss, accepted.mss), (1000, 988));
+        assert_eq!(stack.tcp(c).max_segment().unwrap(), Some(1100));
+        assert_eq!(stack.tcp(s).write(&[0; 20_000]).unwrap(), 5000);
+        stack.tcp(c).set_send_buffer(100).unwrap();
+        assert_eq!(stack.tcp(c).write(&[0; 1000]).unwrap(), 100);
     }
 }

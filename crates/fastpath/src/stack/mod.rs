@@ -749,9 +749,10 @@ impl Stack {
         &mut self,
         local: N::Socket,
         remote: N::Socket,
+        options: &crate::tcp::TcpSocketOptions,
     ) -> io::Result<(u32, u32)> {
         let (tcp, mut cx) = N::tcp(self);
-        tcp.connect(&mut cx, local, remote)
+        tcp.connect(&mut cx, local, remote, options)
     }
 
     /// Listens on `local` in family `N`; the listener's slot and generation.

@@ -28,7 +28,7 @@ pub(crate) struct Listener<A: IpAddress = std::net::Ipv4Addr> {
     /// application confirms it (see [`Tcb::held`]).
     pub(crate) hold: bool,
     /// Socket options its connections take before they answer.
-    pub(crate) options: SocketOptions,
+    pub(crate) options: TcpSocketOptions,
 }
 
 /// What a listener's decision asks of the table.
@@ -80,7 +80,7 @@ where
             half_open: Vec::new(),
             ready: VecDeque::new(),
             hold,
-            options: SocketOptions::default(),
+            options: TcpSocketOptions::default(),
         }
     }
 

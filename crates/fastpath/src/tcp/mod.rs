@@ -30,8 +30,8 @@ mod table;
 mod tcb;
 
 pub use congestion::CongestionAlgorithm;
-pub use tcb::{CongestionState, ConnectionInfo, State};
-pub(crate) use tcb::{SocketOptions, Tcb};
+pub(crate) use tcb::Tcb;
+pub use tcb::{CongestionState, ConnectionInfo, State, TcpSocketOptions};
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -332,6 +332,7 @@ impl<N: Network> Tcp<N> {
         cx: &mut TcpCx<impl Transmit, N>,
         local: N::Socket,
         remote: N::Socket,
+        options: &TcpSocketOptions,
     ) -> io::Result<(u32, u32)> {
         if N::Addr::ip(&remote).is_wildcard()
             || N::Addr::port(&remote) == 0
@@ -377,6 +378,7 @@ impl<N: Network> Tcp<N> {
         let mut tcb = Tcb::connect(local, remote, hop, iss, cx.cfg);
         let (mtu, epoch) = cx.path_mtu(N::Addr::ip(&remote), hop.caps.mtu);
         tcb.sync_path_mtu(mtu, epoch);
+        tcb.apply_options(options, cx.cfg);
         let pcb = pcb_of(&tcb);
         cx.counters.tcp.active_opens += 1;
         let (index, generation) = self.insert(Entry::Conn(Box::new(tcb)), pcb);

@@ -194,16 +194,19 @@ pub struct ConnectionInfo {
     pub window_scaling: bool,
 }
 
-/// Per-socket settings an application gave a listener (socket options), which its connections take
-/// before they answer the SYN; `None` keeps the stack's configuration.
+/// Per-connection settings (socket options) a connection takes before its SYN or SYN-ACK: given to
+/// [`Stack::tcp_connect_with`](crate::Stack::tcp_connect_with), or set on a listener for the
+/// connections it accepts. `None` keeps the stack's configuration.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct SocketOptions {
-    /// Send buffer, bytes ([`Tcb::set_send_buffer`]).
-    pub(crate) send_buffer: Option<usize>,
-    /// Receive buffer, bytes ([`Tcb::set_recv_buffer`]).
-    pub(crate) recv_buffer: Option<usize>,
-    /// The MSS limit ([`Tcb::set_max_segment`]).
-    pub(crate) max_segment: Option<u16>,
+pub struct TcpSocketOptions {
+    /// Send buffer, bytes (see [`TcpStreamRef::set_send_buffer`](crate::TcpStreamRef::set_send_buffer)).
+    pub send_buffer: Option<usize>,
+    /// Receive buffer, bytes: it fixes the window scale the SYN offers (see
+    /// [`TcpStreamRef::set_recv_buffer`](crate::TcpStreamRef::set_recv_buffer)).
+    pub recv_buffer: Option<usize>,
+    /// The MSS limit, both ways (`TCP_MAXSEG`, 88 to 32767; see
+    /// [`TcpStreamRef::set_max_segment`](crate::TcpStreamRef::set_max_segment)).
+    pub max_segment: Option<u16>,
 }
 
 /// What a connection sent and received, for [`ConnectionInfo`]: counters bumped once per segment.
@@ -734,7 +737,7 @@ impl<A: IpAddress> Tcb<A> {
     }
 
     /// Applies a listener's settings to a connection it just made (before the SYN-ACK).
-    pub(crate) fn apply_options(&mut self, o: &SocketOptions, cfg: &TcpConfig) {
+    pub(crate) fn apply_options(&mut self, o: &TcpSocketOptions, cfg: &TcpConfig) {
         if let Some(b) = o.send_buffer {
             self.set_send_buffer(b);
         }

@@ -41,7 +41,7 @@ fn a_listeners_options_shape_the_syn_ack() {
     syn.options.mss = Some(1300);
     syn.options.window_scale = Some(7);
     let mut h = Harness::accept(scaling(), &syn);
-    let options = SocketOptions {
+    let options = TcpSocketOptions {
         send_buffer: Some(5000),
         recv_buffer: Some(1 << 20),
         max_segment: Some(1100),
