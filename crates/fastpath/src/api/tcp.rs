@@ -706,6 +706,32 @@ impl TcpStreamRef<'_> {
         Ok(with_tcb!(self, t => t.max_segment()))
     }
 
+    /// Sets `TCP_NOTSENT_LOWAT`: with `Some(n)`, the connection is writable (and `write` takes
+    /// bytes) only while fewer than `n` bytes written are not sent yet; a write that finds fewer
+    /// takes what the send buffer has room for. `None` turns it off.
+    pub fn set_notsent_lowat(&mut self, lowat: Option<u32>) -> io::Result<()> {
+        with_tcb!(self, t => t.set_notsent_lowat(lowat));
+        Ok(())
+    }
+
+    /// The `TCP_NOTSENT_LOWAT` set, if any.
+    pub fn notsent_lowat(&mut self) -> io::Result<Option<u32>> {
+        Ok(with_tcb!(self, t => t.notsent_lowat()))
+    }
+
+    /// Sets `TCP_USER_TIMEOUT` (RFC 5482): with `Some(t)`, the connection is aborted
+    /// (`TimedOut`) at a retransmission timeout that finds data it sent unacknowledged for `t`
+    /// or more, instead of after the configured number of retries. `None` turns it off.
+    pub fn set_user_timeout(&mut self, timeout: Option<std::time::Duration>) -> io::Result<()> {
+        with_tcb!(self, t => t.set_user_timeout(timeout));
+        Ok(())
+    }
+
+    /// The `TCP_USER_TIMEOUT` set, if any.
+    pub fn user_timeout(&mut self) -> io::Result<Option<std::time::Duration>> {
+        Ok(with_tcb!(self, t => t.user_timeout()))
+    }
+
     /// Local and remote addresses.
     pub fn addrs(&mut self) -> io::Result<(SocketAddr, SocketAddr)> {
         Ok(with_tcb!(self, t => (t.local.into(), t.remote.into())))

@@ -360,6 +360,14 @@ pub(crate) struct Tcb<A: IpAddress = Ipv4Addr> {
     /// is acknowledged (Linux's Loss state, until `high_seq`).
     loss_until: Option<Seq>,
     activity: Activity,
+    /// `TCP_NOTSENT_LOWAT`: writes wait while this many bytes or more are queued and not sent.
+    notsent_lowat: Option<u32>,
+    /// `TCP_USER_TIMEOUT` (RFC 5482): the connection is aborted once sent data has gone this long
+    /// without an acknowledgment.
+    user_timeout: Option<Duration>,
+    /// Since when the peer has acknowledged nothing of what is outstanding: the first send into
+    /// an empty flight, or the last ACK that acknowledged something.
+    unacked_since: Option<Instant>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -459,6 +467,9 @@ impl<A: IpAddress> Tcb<A> {
             retransmits: 0,
             loss_until: None,
             activity: Activity::default(),
+            notsent_lowat: None,
+            user_timeout: None,
+            unacked_since: None,
         }
     }
 
@@ -586,7 +597,6 @@ impl<A: IpAddress> Tcb<A> {
         } else {
             (0, 0)
         };
-        let sent_upto = (self.snd_max.max(self.tx_seq) - self.tx_seq) as usize;
         ConnectionInfo {
             state: self.state,
             congestion_state: self.congestion_state(),
@@ -612,7 +622,7 @@ impl<A: IpAddress> Tcb<A> {
             unacked: self.snd_max - self.snd_una,
             sacked: self.scoreboard.sacked_bytes(),
             lost: self.lost_bytes(),
-            not_sent: self.tx.len().saturating_sub(sent_upto) as u32,
+            not_sent: self.not_sent() as u32,
             dupack_threshold: DUPTHRESH,
             retransmits: self.retransmits,
             segments_out: a.segments_out,
@@ -654,6 +664,9 @@ impl<A: IpAddress> Tcb<A> {
     /// Counts a segment [`Self::next_segment`] returns.
     #[inline]
     fn note_departure(&mut self, out: &Outgoing, now: Instant) {
+        if self.unacked_since.is_none() && self.snd_max != self.snd_una {
+            self.unacked_since = Some(now);
+        }
         let a = &mut self.activity;
         let segments = match out.segment_size {
             Some(size) if size > 0 => out.len.div_ceil(usize::from(size)).max(1) as u64,
@@ -664,6 +677,52 @@ impl<A: IpAddress> Tcb<A> {
             a.data_segments_out += segments;
             a.bytes_sent += out.len as u64;
             a.last_data_sent = Some(now);
+        }
+    }
+
+    /// Bytes written and not sent yet.
+    fn not_sent(&self) -> usize {
+        let sent = (self.snd_max.max(self.tx_seq) - self.tx_seq) as usize;
+        self.tx.len().saturating_sub(sent)
+    }
+
+    /// False while `TCP_NOTSENT_LOWAT` holds writes back.
+    fn below_lowat(&self) -> bool {
+        self.notsent_lowat
+            .is_none_or(|lowat| self.not_sent() < lowat as usize)
+    }
+
+    /// Sets `TCP_NOTSENT_LOWAT`: with `Some(n)`, the connection is writable, and takes writes, only
+    /// while fewer than `n` bytes are queued and not sent (a write that finds fewer takes what
+    /// the send buffer has room for, as Linux's takes a whole buffer).
+    pub(crate) fn set_notsent_lowat(&mut self, lowat: Option<u32>) {
+        self.notsent_lowat = lowat;
+    }
+
+    /// The `TCP_NOTSENT_LOWAT` set.
+    pub(crate) fn notsent_lowat(&self) -> Option<u32> {
+        self.notsent_lowat
+    }
+
+    /// Sets `TCP_USER_TIMEOUT` (RFC 5482): with `Some(t)`, a retransmission timeout that finds
+    /// what is outstanding unacknowledged for `t` or more aborts the connection (`TimedOut`), and
+    /// the retry count no longer does; `None` gives back the retry limits. (The abort comes at
+    /// the first retransmission timeout past `t`: the timer is not shortened to meet it.)
+    pub(crate) fn set_user_timeout(&mut self, timeout: Option<Duration>) {
+        self.user_timeout = timeout;
+    }
+
+    /// The `TCP_USER_TIMEOUT` set.
+    pub(crate) fn user_timeout(&self) -> Option<Duration> {
+        self.user_timeout
+    }
+
+    /// True when the user timeout ran out: something is outstanding and unacknowledged for that
+    /// long.
+    pub(super) fn user_timeout_expired(&self, now: Instant) -> bool {
+        match (self.user_timeout, self.unacked_since) {
+            (Some(t), Some(since)) => now.saturating_since(since) >= t,
+            _ => false,
         }
     }
 
@@ -752,6 +811,9 @@ impl<A: IpAddress> Tcb<A> {
     /// Queues `data`; returns how much fitted.
     pub(crate) fn write(&mut self, data: &[u8]) -> io::Result<usize> {
         self.check_writable()?;
+        if !self.below_lowat() {
+            return Err(io::ErrorKind::WouldBlock.into());
+        }
         let n = self.tx.write(data);
         if n == 0 && !data.is_empty() {
             return Err(io::ErrorKind::WouldBlock.into());
@@ -766,7 +828,7 @@ impl<A: IpAddress> Tcb<A> {
         fill: &mut dyn FnMut(&mut [u8]) -> usize,
     ) -> io::Result<usize> {
         self.check_writable()?;
-        if self.tx.free() == 0 && max > 0 {
+        if (self.tx.free() == 0 || !self.below_lowat()) && max > 0 {
             return Err(io::ErrorKind::WouldBlock.into());
         }
         Ok(self.tx.write_with(max, fill))
@@ -847,6 +909,7 @@ impl<A: IpAddress> Tcb<A> {
         matches!(self.state, State::Established | State::CloseWait)
             && !self.fin_queued
             && self.tx.free() > 0
+            && self.below_lowat()
     }
 
     /// The sequence number our FIN takes (valid once queued).

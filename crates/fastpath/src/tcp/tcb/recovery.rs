@@ -78,6 +78,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             self.tx_seq = self.tx_seq + n;
         }
         self.activity.bytes_acked += u64::from(acked);
+        self.unacked_since = (ack != self.snd_max).then_some(cx.now);
         if self.loss_until.is_some_and(|point| ack >= point) {
             self.loss_until = None;
         }
@@ -210,7 +211,10 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
         } else {
             cx.cfg.syn_retries
         };
-        if self.retries > limit {
+        let out_of_time = self.user_timeout.is_some();
+        if (out_of_time && self.user_timeout_expired(cx.now))
+            || (!out_of_time && self.retries > limit)
+        {
             let synchronized = self.state.is_synchronized();
             if synchronized {
                 cx.counters.estab_resets += 1;

@@ -301,4 +301,5 @@ mod loss;
 mod open;
 mod options;
 mod pmtu;
+mod timeouts;
 mod window;
