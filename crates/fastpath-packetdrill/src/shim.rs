@@ -159,6 +159,9 @@ struct Fd {
     rcvbuf_set: bool,
     /// `TCP_MAXSEG` as set.
     maxseg: Option<u16>,
+    /// `TCP_NOTSENT_LOWAT` (0: none) and `TCP_USER_TIMEOUT` (ms, 0: none) as set.
+    notsent_lowat: u32,
+    user_timeout_ms: u32,
     /// A real descriptor (on `/dev/null`) whose number is this socket's: packetdrill closes the
     /// sockets still open at the end of a script with the real `close`, so the number must be one.
     placeholder: Option<OwnedFd>,
@@ -291,6 +294,8 @@ impl State {
                 sndbuf_set: false,
                 rcvbuf_set: false,
                 maxseg: None,
+                notsent_lowat: 0,
+                user_timeout_ms: 0,
                 placeholder: Some(placeholder),
             },
         );
@@ -308,6 +313,9 @@ impl State {
             max_segment: maxseg,
         } = self.fd(fd)?.options();
         let e = self.fd(fd)?;
+        let lowat = (e.notsent_lowat > 0).then_some(e.notsent_lowat);
+        let user_timeout =
+            (e.user_timeout_ms > 0).then(|| Duration::from_millis(u64::from(e.user_timeout_ms)));
         let io = |r: io::Result<()>| r.map_err(|e| errno_of(&e));
         match e.sock {
             Sock::Fresh { .. } => {}
@@ -322,7 +330,11 @@ impl State {
                 if let Some(m) = maxseg {
                     io(t.set_max_segment(m))?;
                 }
+                io(t.set_notsent_lowat(lowat))?;
+                io(t.set_user_timeout(user_timeout))?;
             }
+            // A listener's `TCP_NOTSENT_LOWAT` and `TCP_USER_TIMEOUT` stay with the shim, which
+            // hands them on at `accept`.
             Sock::Listener(l) => {
                 let mut t = self.stack.tcp_listener(l);
                 if let Some(b) = send {
@@ -706,10 +718,12 @@ impl Shim {
             };
             match s.stack.tcp_listener(l).accept() {
                 Ok((stream, peer)) => {
-                    let parent = s
-                        .fds
-                        .get(&fd)
-                        .map(|e| (e.sndbuf, e.rcvbuf, e.sndbuf_set, e.rcvbuf_set, e.maxseg));
+                    let parent = s.fds.get(&fd).map(|e| {
+                        (
+                            (e.sndbuf, e.rcvbuf, e.sndbuf_set, e.rcvbuf_set, e.maxseg),
+                            (e.notsent_lowat, e.user_timeout_ms),
+                        )
+                    });
                     let n = s.insert(
                         Sock::Stream {
                             stream,
@@ -719,10 +733,14 @@ impl Shim {
                         false,
                     );
                     // The connection took the listener's options (as Linux's child socket does).
-                    if let (Ok(n), Some(p)) = (&n, parent) {
+                    if let (Ok(n), Some((p, q))) = (&n, parent) {
                         if let Ok(e) = s.fd(*n) {
                             (e.sndbuf, e.rcvbuf, e.sndbuf_set, e.rcvbuf_set, e.maxseg) = p;
+                            (e.notsent_lowat, e.user_timeout_ms) = q;
                         }
+                        // The stack gave the connection the listener's buffers and MSS limit
+                        // already; the shim hands on the other two here.
+                        let _ = s.apply_options(*n);
                     }
                     Try::Done(n.map(|n| (n, map_if(v6, peer))))
                 }
@@ -761,6 +779,8 @@ impl Shim {
                         stream,
                         connecting: true,
                     };
+                    // The options the SYN does not depend on.
+                    s.apply_options(fd)?;
                     Ok(true)
                 }
                 Sock::Stream { connecting, .. } => {
@@ -920,7 +940,14 @@ impl Shim {
             let (sock, nodelay, reuse) = (&entry.sock, entry.nodelay, entry.reuse_addr);
             let (sndbuf, rcvbuf) = (entry.sndbuf, entry.rcvbuf);
             let maxseg = entry.maxseg;
+            let (lowat, user_timeout) = (entry.notsent_lowat, entry.user_timeout_ms);
             match (level, name) {
+                (libc::IPPROTO_TCP, libc::TCP_NOTSENT_LOWAT) => {
+                    Ok(i32::try_from(lowat).unwrap_or(i32::MAX))
+                }
+                (libc::IPPROTO_TCP, libc::TCP_USER_TIMEOUT) => {
+                    Ok(i32::try_from(user_timeout).unwrap_or(i32::MAX))
+                }
                 (libc::SOL_SOCKET, libc::SO_SNDBUF) => Ok(sndbuf),
                 // The connection's send MSS; before there is one, the limit set, or Linux's
                 // default.
@@ -1016,6 +1043,16 @@ impl Shim {
                 (libc::SOL_SOCKET, libc::SO_RCVBUF) => {
                     entry.rcvbuf = value.max(1152).saturating_mul(2);
                     entry.rcvbuf_set = true;
+                    s.apply_options(fd)
+                }
+                // 0 turns it off (Linux then uses its sysctl, unlimited by default).
+                (libc::IPPROTO_TCP, libc::TCP_NOTSENT_LOWAT) => {
+                    entry.notsent_lowat = value as u32;
+                    s.apply_options(fd)
+                }
+                // Milliseconds, 0 for none; negative is EINVAL, as on Linux.
+                (libc::IPPROTO_TCP, libc::TCP_USER_TIMEOUT) => {
+                    entry.user_timeout_ms = u32::try_from(value).map_err(|_| libc::EINVAL)?;
                     s.apply_options(fd)
                 }
                 // Linux's bounds: 88 (`TCP_MIN_MSS`) to 32767 (`MAX_TCP_WINDOW`).

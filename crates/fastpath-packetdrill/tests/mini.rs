@@ -354,3 +354,60 @@ fn v4_mapped_connect_goes_over_ipv4() {
     assert_eq!(p[0] >> 4, 4, "an IPv4 packet");
     assert!(parse(&p).syn);
 }
+
+/// Socket options set before `connect` reach the SYN (`TCP_MAXSEG`) and the connection
+/// (`TCP_NOTSENT_LOWAT`, `TCP_USER_TIMEOUT`, `SO_SNDBUF`), and read back as set.
+#[test]
+fn options_set_before_connect_reach_the_connection() {
+    let sh = shim();
+    let fd = sh
+        .socket(
+            libc::AF_INET,
+            libc::SOCK_STREAM | libc::SOCK_NONBLOCK,
+            libc::IPPROTO_TCP,
+        )
+        .unwrap();
+    let tcp = libc::IPPROTO_TCP;
+    sh.setsockopt(fd, tcp, libc::TCP_MAXSEG, 1100).unwrap();
+    assert_eq!(
+        sh.setsockopt(fd, tcp, libc::TCP_MAXSEG, 40),
+        Err(libc::EINVAL)
+    );
+    assert_eq!(
+        sh.setsockopt(fd, tcp, libc::TCP_USER_TIMEOUT, -1),
+        Err(libc::EINVAL)
+    );
+    sh.setsockopt(fd, tcp, libc::TCP_USER_TIMEOUT, 3000)
+        .unwrap();
+    sh.setsockopt(fd, tcp, libc::TCP_NOTSENT_LOWAT, 4000)
+        .unwrap();
+    sh.setsockopt(fd, libc::SOL_SOCKET, libc::SO_SNDBUF, 3000)
+        .unwrap();
+    assert_eq!(sh.getsockopt(fd, tcp, libc::TCP_MAXSEG), Ok(1100));
+    assert_eq!(sh.getsockopt(fd, tcp, libc::TCP_USER_TIMEOUT), Ok(3000));
+    assert_eq!(sh.getsockopt(fd, tcp, libc::TCP_NOTSENT_LOWAT), Ok(4000));
+    assert_eq!(
+        sh.getsockopt(fd, libc::SOL_SOCKET, libc::SO_SNDBUF),
+        Ok(6000)
+    );
+    let remote: SocketAddr = SocketAddrV4::new(REMOTE, 8080).into();
+    assert_eq!(sh.connect(fd, remote).unwrap_err(), libc::EINPROGRESS);
+    let (p, _) = sh.netdev_receive().expect("SYN");
+    let s = SlicedPacket::from_ip(&p).unwrap();
+    let Some(TransportSlice::Tcp(t)) = s.transport else {
+        panic!("not TCP");
+    };
+    let mss = t.options_iterator().find_map(|o| match o {
+        Ok(etherparse::TcpOptionElement::MaximumSegmentSize(m)) => Some(m),
+        _ => None,
+    });
+    assert_eq!(mss, Some(1100));
+    // The handshake's end; then the send buffer takes 6000 bytes, the doubled SO_SNDBUF.
+    let mut synack = Seg::new(7000);
+    synack.syn = true;
+    synack.ack = Some(t.sequence_number().wrapping_add(1));
+    synack.from = 8080;
+    synack.to = t.source_port();
+    sh.netdev_send(&synack.bytes());
+    assert_eq!(sh.write(fd, &[1; 10_000]), Ok(6000));
+}
