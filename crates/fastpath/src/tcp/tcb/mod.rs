@@ -661,10 +661,11 @@ impl<A: IpAddress> Tcb<A> {
         }
     }
 
-    /// Counts a segment [`Self::next_segment`] returns.
+    /// Counts a segment [`Self::next_segment`] returns; `flight_was_empty` when nothing was
+    /// outstanding before it (the user timeout's clock starts).
     #[inline]
-    fn note_departure(&mut self, out: &Outgoing, now: Instant) {
-        if self.unacked_since.is_none() && self.snd_max != self.snd_una {
+    fn note_departure(&mut self, out: &Outgoing, flight_was_empty: bool, now: Instant) {
+        if flight_was_empty && self.snd_max != self.snd_una {
             self.unacked_since = Some(now);
         }
         let a = &mut self.activity;

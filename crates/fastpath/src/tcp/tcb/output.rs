@@ -68,8 +68,9 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
     /// The next segment to send, if any, and the block's state updated as if it was sent. `tso_max`
     /// is the largest payload the link will cut into MSS-sized segments, when it can.
     pub(crate) fn next_segment(&mut self, cx: &mut Cx, tso_max: Option<usize>) -> Option<Outgoing> {
+        let flight_was_empty = self.snd_max == self.snd_una;
         let out = self.next_segment_uncounted(cx, tso_max)?;
-        self.note_departure(&out, cx.now);
+        self.note_departure(&out, flight_was_empty, cx.now);
         Some(out)
     }
 

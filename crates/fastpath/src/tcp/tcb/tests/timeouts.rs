@@ -68,3 +68,16 @@ fn an_acknowledgment_restarts_the_user_timeout() {
     h.advance(Duration::from_millis(300));
     assert!(h.tcb.user_timeout_expired(h.now));
 }
+
+#[test]
+fn the_user_timeout_counts_from_the_data_not_from_the_handshake() {
+    // An active open: the SYN was outstanding once, acknowledged by the SYN-ACK.
+    let mut h = Harness::established();
+    h.tcb.set_user_timeout(Some(Duration::from_millis(300)));
+    h.advance(Duration::from_secs(10));
+    h.write(100);
+    h.send_all();
+    // The first timeout, 200 ms after the data: not 10 s after the SYN.
+    assert_eq!(h.fire(), Verdict::Continue);
+    assert_eq!(h.tcb.state, State::Established);
+}
