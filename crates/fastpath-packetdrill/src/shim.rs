@@ -1206,8 +1206,7 @@ pub const INFINITE_SSTHRESH: u32 = 0x7fff_ffff;
 /// divided by the send MSS (rounded up, so a partly filled segment counts as one, as Linux counts
 /// packets). Fields the stack does not know stay 0: `ato`, `retrans` (segments retransmitted and
 /// still outstanding), `fackets`, `last_ack_sent`, `rcv_ssthresh`, `rcv_rtt`, `rcv_space`, the pacing
-/// rates, `delivered`, the busy and limited times, the ECN and D-SACK counters, `rehash`,
-/// `total_rto*`.
+/// rates, `delivered`, the ECN and D-SACK counters, `rehash`, `total_rto*`.
 pub fn tcp_info_bytes(state: u8, info: Option<&ConnectionInfo>, now: Instant) -> Vec<u8> {
     let mut b = vec![0u8; TCP_INFO_LEN];
     b[0] = state;
@@ -1269,6 +1268,9 @@ pub fn tcp_info_bytes(state: u8, info: Option<&ConnectionInfo>, now: Instant) ->
     put32(&mut b, 148, i.min_rtt.map_or(u32::MAX, micros));
     put32(&mut b, 152, sat(i.data_segments_in));
     put32(&mut b, 156, sat(i.data_segments_out));
+    put64(&mut b, 168, i.busy_time.as_micros() as u64);
+    put64(&mut b, 176, i.rwnd_limited.as_micros() as u64);
+    put64(&mut b, 184, i.sndbuf_limited.as_micros() as u64);
     put64(&mut b, 200, i.bytes_sent);
     put64(&mut b, 208, i.bytes_retransmitted);
     put32(&mut b, 228, i.snd_wnd);

@@ -400,7 +400,18 @@ impl TcpStreamRef<'_> {
     /// Queues `buf` for sending; returns how much fitted (`WouldBlock` if none did).
     pub fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         layer!(Send, Socket);
-        let n = with_tcb!(self, t => t.write(buf)?);
+        let now = self.stack.now;
+        let n = with_tcb!(self, t => {
+            let r = t.write(buf);
+            match &r {
+                Ok(n) => t.after_write(*n, buf.len(), now),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    t.after_write(0, buf.len(), now)
+                }
+                Err(_) => {}
+            }
+            r?
+        });
         self.output();
         layer!();
         Ok(n)
@@ -739,7 +750,8 @@ impl TcpStreamRef<'_> {
 
     /// Congestion window, RTT, options in use and other figures.
     pub fn info(&mut self) -> io::Result<ConnectionInfo> {
-        Ok(with_tcb!(self, t => t.info()))
+        let now = self.stack.now;
+        Ok(with_tcb!(self, t => t.info_at(Some(now))))
     }
 }
 

@@ -186,6 +186,13 @@ pub struct ConnectionInfo {
     pub last_data_received: Option<Instant>,
     /// When a segment with an ACK last arrived.
     pub last_ack_received: Option<Instant>,
+    /// Time spent with data queued or in flight (Linux's `tcpi_busy_time`), the two below
+    /// included.
+    pub busy_time: Duration,
+    /// Of `busy_time`, time the peer's receive window held data back.
+    pub rwnd_limited: Duration,
+    /// Of `busy_time`, time writes waited for room in the send buffer.
+    pub sndbuf_limited: Duration,
     /// Whether SACK, timestamps and window scaling were negotiated.
     pub sack: bool,
     /// See `sack`.
@@ -207,6 +214,59 @@ pub struct TcpSocketOptions {
     /// The MSS limit, both ways (`TCP_MAXSEG`, 88 to 32767; see
     /// [`TcpStreamRef::set_max_segment`](crate::TcpStreamRef::set_max_segment)).
     pub max_segment: Option<u16>,
+}
+
+/// What limits a connection's sending, for the times [`ConnectionInfo`] reports (Linux's
+/// "chrono" accounting, in its order: a higher kind replaces a lower one when it starts).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Chrono {
+    /// Nothing to send nor outstanding.
+    #[default]
+    Idle,
+    /// Data queued or in flight.
+    Busy,
+    /// Data waits for the peer's receive window.
+    RwndLimited,
+    /// The application waits for room in the send buffer.
+    SndbufLimited,
+}
+
+/// Time spent in each [`Chrono`] kind but the current one, and the current one with its start.
+#[derive(Clone, Copy, Debug, Default)]
+struct Chronos {
+    kind: Chrono,
+    since: Instant,
+    busy: Duration,
+    rwnd_limited: Duration,
+    sndbuf_limited: Duration,
+}
+
+impl Chronos {
+    fn switch(&mut self, to: Chrono, now: Instant) {
+        let spent = now.saturating_since(self.since);
+        match self.kind {
+            Chrono::Idle => {}
+            Chrono::Busy => self.busy += spent,
+            Chrono::RwndLimited => self.rwnd_limited += spent,
+            Chrono::SndbufLimited => self.sndbuf_limited += spent,
+        }
+        self.kind = to;
+        self.since = now;
+    }
+
+    /// The three totals (busy including the limited times, receive-window limited, send-buffer
+    /// limited), with the current kind counted up to `now` when given.
+    fn totals(&self, now: Option<Instant>) -> (Duration, Duration, Duration) {
+        let mut c = *self;
+        if let Some(now) = now {
+            c.switch(c.kind, now);
+        }
+        (
+            c.busy + c.rwnd_limited + c.sndbuf_limited,
+            c.rwnd_limited,
+            c.sndbuf_limited,
+        )
+    }
 }
 
 /// What a connection sent and received, for [`ConnectionInfo`]: counters bumped once per segment.
@@ -360,6 +420,7 @@ pub(crate) struct Tcb<A: IpAddress = Ipv4Addr> {
     /// is acknowledged (Linux's Loss state, until `high_seq`).
     loss_until: Option<Seq>,
     activity: Activity,
+    chronos: Chronos,
     /// `TCP_NOTSENT_LOWAT`: writes wait while this many bytes or more are queued and not sent.
     notsent_lowat: Option<u32>,
     /// `TCP_USER_TIMEOUT` (RFC 5482): the connection is aborted once sent data has gone this long
@@ -467,6 +528,7 @@ impl<A: IpAddress> Tcb<A> {
             retransmits: 0,
             loss_until: None,
             activity: Activity::default(),
+            chronos: Chronos::default(),
             notsent_lowat: None,
             user_timeout: None,
             unacked_since: None,
@@ -589,9 +651,16 @@ impl<A: IpAddress> Tcb<A> {
         }
     }
 
-    /// Figures for the application.
+    /// Figures for the application, the times up to the last change of what limits sending.
+    #[cfg(test)]
     pub(crate) fn info(&self) -> ConnectionInfo {
+        self.info_at(None)
+    }
+
+    /// Figures for the application, the times counted up to `now` when given.
+    pub(crate) fn info_at(&self, now: Option<Instant>) -> ConnectionInfo {
         let a = &self.activity;
+        let (busy_time, rwnd_limited, sndbuf_limited) = self.chronos.totals(now);
         let shifts = if self.ws_on {
             (self.snd_shift, self.rcv_shift)
         } else {
@@ -637,6 +706,9 @@ impl<A: IpAddress> Tcb<A> {
             last_data_sent: a.last_data_sent,
             last_data_received: a.last_data_received,
             last_ack_received: a.last_ack_received,
+            busy_time,
+            rwnd_limited,
+            sndbuf_limited,
             sack: self.sack_on,
             timestamps: self.ts_on,
             window_scaling: self.ws_on,
@@ -678,6 +750,39 @@ impl<A: IpAddress> Tcb<A> {
             a.data_segments_out += segments;
             a.bytes_sent += out.len as u64;
             a.last_data_sent = Some(now);
+        }
+    }
+
+    /// Starts counting time as limited by `kind`, unless a higher kind is counting.
+    #[inline]
+    pub(crate) fn chrono_start(&mut self, kind: Chrono, now: Instant) {
+        if kind > self.chronos.kind {
+            self.chronos.switch(kind, now);
+        }
+    }
+
+    /// Stops counting time as limited by `kind`, if it is: back to busy, or idle when nothing is
+    /// queued or outstanding.
+    #[inline]
+    pub(crate) fn chrono_stop(&mut self, kind: Chrono, now: Instant) {
+        if self.tx.len() == 0 && self.snd_una == self.snd_max {
+            if self.chronos.kind != Chrono::Idle {
+                self.chronos.switch(Chrono::Idle, now);
+            }
+        } else if kind == self.chronos.kind {
+            self.chronos.switch(Chrono::Busy, now);
+        }
+    }
+
+    /// After the application's write of `wanted` bytes took `took`: sending is busy; a write that
+    /// did not all fit waits for the send buffer.
+    #[inline]
+    pub(crate) fn after_write(&mut self, took: usize, wanted: usize, now: Instant) {
+        if took > 0 && self.chronos.kind == Chrono::Idle {
+            self.chrono_start(Chrono::Busy, now);
+        }
+        if took < wanted {
+            self.chrono_start(Chrono::SndbufLimited, now);
         }
     }
 

@@ -88,6 +88,14 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
         }
         self.scoreboard.ack(ack);
         self.retries = 0;
+        if self.chronos.kind != Chrono::Idle {
+            // Room in the send buffer ends a wait for it; nothing left ends being busy.
+            if self.tx.free() > 0 {
+                self.chrono_stop(Chrono::SndbufLimited, cx.now);
+            } else {
+                self.chrono_stop(Chrono::Idle, cx.now);
+            }
+        }
         if self.snd_una == self.snd_max {
             self.timers.clear(Timer::Retransmit);
         } else {

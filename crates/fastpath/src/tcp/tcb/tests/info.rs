@@ -121,3 +121,55 @@ fn sacks_are_disorder_then_recovery_with_the_holes_lost() {
     assert_eq!(i.lost, 2 * MSS);
     assert_eq!(i.unacked, 5 * MSS);
 }
+
+#[test]
+fn busy_time_counts_while_data_is_out_and_the_peers_window_limits_it() {
+    let mut h = Harness::established();
+    let t0 = h.now;
+    h.write(2000);
+    h.tcb.after_write(2000, 2000, t0);
+    // The peer's window takes one segment: it goes, the rest waits for the window.
+    recv!(h, seg(ACK, R, S, MSS as u16));
+    let sent: Vec<usize> = h.send_all().iter().map(|(_, d)| d.len()).collect();
+    assert_eq!(sent, [MSS as usize]);
+    h.advance(Duration::from_millis(100));
+    recv!(h, seg(ACK, R, S + MSS, 3000));
+    // The window opened: the rest goes, receive-window limited no more.
+    let sent: Vec<usize> = h.send_all().iter().map(|(_, d)| d.len()).collect();
+    assert_eq!(sent, [2000 - MSS as usize]);
+    h.advance(Duration::from_millis(50));
+    recv!(h, seg(ACK, R, S + 2000, 3000));
+    let i = h.tcb.info();
+    assert_eq!(i.busy_time, Duration::from_millis(150));
+    assert_eq!(i.rwnd_limited, Duration::from_millis(100));
+    assert_eq!(i.sndbuf_limited, Duration::ZERO);
+    // Idle now: the totals stay.
+    h.advance(Duration::from_secs(1));
+    assert_eq!(
+        h.tcb.info_at(Some(h.now)).busy_time,
+        Duration::from_millis(150)
+    );
+}
+
+#[test]
+fn a_write_that_does_not_fit_counts_as_send_buffer_limited_until_room_is_made() {
+    let cfg = TcpConfig {
+        send_buffer: 2 * MSS as usize,
+        ..plain()
+    };
+    let mut h = Harness::established_with(cfg, TcpOptions::default());
+    let t0 = h.now;
+    let took = h.tcb.write(&[0; 5000]).unwrap();
+    h.tcb.after_write(took, 5000, t0);
+    h.send_all();
+    h.advance(Duration::from_millis(30));
+    assert_eq!(
+        h.tcb.info_at(Some(h.now)).sndbuf_limited,
+        Duration::from_millis(30)
+    );
+    recv!(h, seg(ACK, R, S + MSS, 65535));
+    h.advance(Duration::from_millis(10));
+    let i = h.tcb.info_at(Some(h.now));
+    assert_eq!(i.sndbuf_limited, Duration::from_millis(30));
+    assert_eq!(i.busy_time, Duration::from_millis(40));
+}
