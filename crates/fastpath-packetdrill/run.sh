@@ -125,7 +125,9 @@ for s in "$@"; do
         done
         log=$(printf '%s\n' "$log" | { grep -v '^sysctl: ' || true; })
     else
-        log=$(cd "$dir" && PATH=$FAKE:$PATH timeout "$PD_TIMEOUT" $UNSHARE "$BIN" \
+        # The shim, preloaded too: the scripts' Python blocks read TCP_INFO with the C library's
+        # getsockopt, which the preloaded copy answers for the shim's descriptors.
+        log=$(cd "$dir" && PATH=$FAKE:$PATH timeout "$PD_TIMEOUT" $UNSHARE env LD_PRELOAD="$SO" "$BIN" \
             --so_filename="$SO" --so_flags="$FLAGS${PD_SO_FLAGS:+,$PD_SO_FLAGS}" $ARGS \
             "$(basename "$path")" 2>&1) && rc=0 || rc=$?
         log=$(printf '%s\n' "$log" | { grep -v '^sysctl: ' || true; })

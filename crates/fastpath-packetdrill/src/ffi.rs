@@ -4,6 +4,13 @@
 //! thread's `errno` and return -1, as the system calls they stand in for. No panic crosses into C:
 //! every entry runs under `catch_unwind` and answers `EIO` if its body panicked.
 //!
+//! The library also exports `getsockopt` itself, for when it is preloaded (`LD_PRELOAD`, as the
+//! runner does): packetdrill's `%{ ... }%` code blocks read `TCP_INFO`, `TCP_CC_INFO` and
+//! `SO_MEMINFO` with the C library's `getsockopt` on the socket's descriptor, not through the table.
+//! A descriptor of the live shim ([`CURRENT`]) is answered from the stack; any other goes on to the
+//! next `getsockopt` (the C library's). packetdrill's `dlopen` of the preloaded file returns the
+//! preloaded copy (the loader matches the file), so both see one [`CURRENT`].
+//!
 //! `fcntl` and `ioctl` are variadic in C. They are defined here with one fixed `c_long` third
 //! argument: on the Linux targets (x86-64 and AArch64 System V ABIs) a variadic integer or pointer
 //! argument is passed exactly where a fixed one is, so the callee reads what the caller passed.
@@ -11,6 +18,8 @@
 use std::ffi::{c_char, c_int, c_long, c_uint, c_ulong, c_void, CStr};
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::OnceLock;
 
 use libc::{
     iovec, msghdr, nfds_t, pollfd, size_t, sockaddr, socklen_t, ssize_t, timeval, useconds_t,
@@ -89,6 +98,9 @@ pub struct PacketdrillInterface {
         c_uint,
     ) -> ssize_t,
 }
+
+/// The shim `packetdrill_interface_init` made and `free` has not freed yet, for [`getsockopt`].
+static CURRENT: AtomicPtr<Shim> = AtomicPtr::new(std::ptr::null_mut());
 
 fn set_errno(e: Errno) {
     // SAFETY: `__errno_location` returns the calling thread's errno, valid for the thread's life.
@@ -299,6 +311,12 @@ unsafe extern "C" fn pd_free(ud: *mut c_void) {
     if ud.is_null() {
         return;
     }
+    let _ = CURRENT.compare_exchange(
+        ud as *mut Shim,
+        std::ptr::null_mut(),
+        Ordering::AcqRel,
+        Ordering::Acquire,
+    );
     let _ = catch_unwind(AssertUnwindSafe(|| {
         // SAFETY: `ud` came from `Box::into_raw` in `packetdrill_interface_init` and is freed once.
         let shim = unsafe { Box::from_raw(ud as *mut Shim) };
@@ -578,6 +596,28 @@ unsafe extern "C" fn pd_shutdown(ud: *mut c_void, fd: c_int, how: c_int) -> c_in
     guard(|| unsafe { shim(ud) }?.shutdown(fd, how).map(|()| 0))
 }
 
+/// Copies an option's value out as the kernel does: at most `*len` bytes, `*len` set to what was
+/// written.
+///
+/// # Safety
+/// `len` must be valid and `val` writable for `*len` bytes (both checked non-null here).
+unsafe fn write_option(
+    bytes: &[u8],
+    val: *mut c_void,
+    len: *mut socklen_t,
+) -> Result<c_int, Errno> {
+    if val.is_null() || len.is_null() {
+        return Err(libc::EFAULT);
+    }
+    // SAFETY: the caller's promise, as for getsockopt(2).
+    unsafe {
+        let room = (*len as usize).min(bytes.len());
+        std::ptr::copy_nonoverlapping(bytes.as_ptr(), val as *mut u8, room);
+        *len = room as socklen_t;
+    }
+    Ok(0)
+}
+
 unsafe extern "C" fn pd_getsockopt(
     ud: *mut c_void,
     fd: c_int,
@@ -591,15 +631,59 @@ unsafe extern "C" fn pd_getsockopt(
             return Err(libc::EFAULT);
         }
         // SAFETY: see above.
-        let v = unsafe { shim(ud) }?.getsockopt(fd, level, name)?;
+        let v = unsafe { shim(ud) }?.getsockopt_bytes(fd, level, name)?;
         // SAFETY: `len` is valid and `val` writable for `*len` bytes, as for getsockopt(2).
-        unsafe {
-            let room = (*len as usize).min(std::mem::size_of::<c_int>());
-            std::ptr::copy_nonoverlapping(v.to_ne_bytes().as_ptr(), val as *mut u8, room);
-            *len = room as socklen_t;
-        }
-        Ok(0)
+        unsafe { write_option(&v, val, len) }
     })
+}
+
+type GetsockoptFn = unsafe extern "C" fn(c_int, c_int, c_int, *mut c_void, *mut socklen_t) -> c_int;
+
+/// The `getsockopt` after this library's in the lookup order (the C library's), or `None`.
+fn next_getsockopt() -> Option<GetsockoptFn> {
+    static NEXT: OnceLock<usize> = OnceLock::new();
+    let addr = *NEXT.get_or_init(|| {
+        // SAFETY: `dlsym` with `RTLD_NEXT` and a NUL-terminated name has no other precondition.
+        unsafe { libc::dlsym(libc::RTLD_NEXT, c"getsockopt".as_ptr()) as usize }
+    });
+    if addr == 0 || addr == getsockopt as GetsockoptFn as usize {
+        return None;
+    }
+    // SAFETY: the symbol `getsockopt` the loader found is the C library's function of this type.
+    Some(unsafe { std::mem::transmute::<usize, GetsockoptFn>(addr) })
+}
+
+/// `getsockopt(2)`, exported so that a preloaded copy of this library answers for the shim's
+/// descriptors (see the module's notes); every other descriptor goes to the C library.
+///
+/// # Safety
+/// As for getsockopt(2): `len` valid and `val` writable for `*len` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn getsockopt(
+    fd: c_int,
+    level: c_int,
+    name: c_int,
+    val: *mut c_void,
+    len: *mut socklen_t,
+) -> c_int {
+    let current = CURRENT.load(Ordering::Acquire);
+    if !current.is_null() {
+        // SAFETY: `CURRENT` holds the live shim: set when it was made, cleared before it is freed.
+        let sh = unsafe { &*current };
+        let owned = catch_unwind(AssertUnwindSafe(|| sh.owns(fd))).unwrap_or(false);
+        if owned {
+            return guard(|| {
+                let v = sh.getsockopt_bytes(fd, level, name)?;
+                // SAFETY: the caller's promise, as for getsockopt(2).
+                unsafe { write_option(&v, val, len) }
+            });
+        }
+    }
+    match next_getsockopt() {
+        // SAFETY: the C library's getsockopt, with the caller's own arguments.
+        Some(next) => unsafe { next(fd, level, name, val, len) },
+        None => guard(|| Err::<c_int, _>(libc::ENOSYS)),
+    }
 }
 
 unsafe extern "C" fn pd_setsockopt(
@@ -790,7 +874,9 @@ pub unsafe extern "C" fn packetdrill_interface_init(
             eprintln!("fastpath-packetdrill: {e}; using the defaults");
             ShimConfig::default()
         });
-        Box::into_raw(Box::new(Shim::new(config))) as *mut c_void
+        let raw = Box::into_raw(Box::new(Shim::new(config)));
+        CURRENT.store(raw, Ordering::Release);
+        raw as *mut c_void
     });
     let userdata = made.unwrap_or(std::ptr::null_mut());
     let table = PacketdrillInterface {

@@ -19,8 +19,8 @@ use std::time::Duration;
 use fastpath::buf::PacketBuf;
 use fastpath::link::{Impairments, Link, LinkCapabilities, PairEnd};
 use fastpath::{
-    FastOpenConfig, Instant, Ipv4Cidr, Ipv6Cidr, Stack, StackConfig, TcpListener, TcpState,
-    TcpStream,
+    CongestionState, ConnectionInfo, FastOpenConfig, Instant, Ipv4Cidr, Ipv6Cidr, Stack,
+    StackConfig, TcpListener, TcpSocketOptions, TcpState, TcpStream,
 };
 
 /// An errno value, as Linux numbers it.
@@ -128,6 +128,17 @@ enum Sock {
     },
 }
 
+impl Fd {
+    /// The options set on the socket, as the stack takes them.
+    fn options(&self) -> TcpSocketOptions {
+        TcpSocketOptions {
+            send_buffer: self.sndbuf_set.then_some(self.sndbuf.max(0) as usize),
+            recv_buffer: self.rcvbuf_set.then_some((self.rcvbuf / 2).max(0) as usize),
+            max_segment: self.maxseg,
+        }
+    }
+}
+
 #[derive(Debug)]
 struct Fd {
     sock: Sock,
@@ -138,11 +149,19 @@ struct Fd {
     reuse_addr: bool,
     /// `shutdown(SHUT_RD)` was called: reads that would wait return 0.
     read_shut: bool,
-    /// `SO_SNDBUF` and `SO_RCVBUF` as set (recorded and reported, not applied).
+    /// `SO_SNDBUF` and `SO_RCVBUF` as Linux reports them (doubled), and whether the application
+    /// set them (then they are applied to the stack's socket).
     sndbuf: i32,
     rcvbuf: i32,
     /// `TCP_FASTOPEN`'s queue length, applied when it listens.
     fast_open: Option<usize>,
+    sndbuf_set: bool,
+    rcvbuf_set: bool,
+    /// `TCP_MAXSEG` as set.
+    maxseg: Option<u16>,
+    /// `TCP_NOTSENT_LOWAT` (0: none) and `TCP_USER_TIMEOUT` (ms, 0: none) as set.
+    notsent_lowat: u32,
+    user_timeout_ms: u32,
     /// A real descriptor (on `/dev/null`) whose number is this socket's: packetdrill closes the
     /// sockets still open at the end of a script with the real `close`, so the number must be one.
     placeholder: Option<OwnedFd>,
@@ -302,10 +321,64 @@ impl State {
                 sndbuf: 2 * 16384,
                 rcvbuf: 2 * 131072,
                 fast_open: None,
+                sndbuf_set: false,
+                rcvbuf_set: false,
+                maxseg: None,
+                notsent_lowat: 0,
+                user_timeout_ms: 0,
                 placeholder: Some(placeholder),
             },
         );
         Ok(n)
+    }
+
+    /// Applies the socket options set on `fd` to its stream or listener in the stack (a fresh
+    /// socket keeps them until `connect` or `listen`). Linux's `SO_SNDBUF` limits the bytes queued
+    /// (its doubled value, as Linux counts); its doubled `SO_RCVBUF` is half overhead, so the
+    /// stack's receive buffer (the window) is the value set.
+    fn apply_options(&mut self, fd: i32) -> Result<(), Errno> {
+        let TcpSocketOptions {
+            send_buffer: send,
+            recv_buffer: recv,
+            max_segment: maxseg,
+        } = self.fd(fd)?.options();
+        let e = self.fd(fd)?;
+        let lowat = (e.notsent_lowat > 0).then_some(e.notsent_lowat);
+        let user_timeout =
+            (e.user_timeout_ms > 0).then(|| Duration::from_millis(u64::from(e.user_timeout_ms)));
+        let io = |r: io::Result<()>| r.map_err(|e| errno_of(&e));
+        match e.sock {
+            Sock::Fresh { .. } => {}
+            Sock::Stream { stream, .. } => {
+                let mut t = self.stack.tcp(stream);
+                if let Some(b) = send {
+                    io(t.set_send_buffer(b))?;
+                }
+                if let Some(b) = recv {
+                    io(t.set_recv_buffer(b))?;
+                }
+                if let Some(m) = maxseg {
+                    io(t.set_max_segment(m))?;
+                }
+                io(t.set_notsent_lowat(lowat))?;
+                io(t.set_user_timeout(user_timeout))?;
+            }
+            // A listener's `TCP_NOTSENT_LOWAT` and `TCP_USER_TIMEOUT` stay with the shim, which
+            // hands them on at `accept`.
+            Sock::Listener(l) => {
+                let mut t = self.stack.tcp_listener(l);
+                if let Some(b) = send {
+                    io(t.set_send_buffer(b))?;
+                }
+                if let Some(b) = recv {
+                    io(t.set_recv_buffer(b))?;
+                }
+                if let Some(m) = maxseg {
+                    io(t.set_max_segment(m))?;
+                }
+            }
+        }
+        Ok(())
     }
 
     fn stream(&mut self, fd: i32) -> Result<TcpStream, Errno> {
@@ -665,7 +738,7 @@ impl Shim {
                     .map_err(|e| errno_of(&e))?;
             }
             s.fd(fd)?.sock = Sock::Listener(l);
-            Ok(())
+            s.apply_options(fd)
         })
     }
 
@@ -683,6 +756,12 @@ impl Shim {
             };
             match s.stack.tcp_listener(l).accept() {
                 Ok((stream, peer)) => {
+                    let parent = s.fds.get(&fd).map(|e| {
+                        (
+                            (e.sndbuf, e.rcvbuf, e.sndbuf_set, e.rcvbuf_set, e.maxseg),
+                            (e.notsent_lowat, e.user_timeout_ms),
+                        )
+                    });
                     let n = s.insert(
                         Sock::Stream {
                             stream,
@@ -691,6 +770,16 @@ impl Shim {
                         v6,
                         false,
                     );
+                    // The connection took the listener's options (as Linux's child socket does).
+                    if let (Ok(n), Some((p, q))) = (&n, parent) {
+                        if let Ok(e) = s.fd(*n) {
+                            (e.sndbuf, e.rcvbuf, e.sndbuf_set, e.rcvbuf_set, e.maxseg) = p;
+                            (e.notsent_lowat, e.user_timeout_ms) = q;
+                        }
+                        // The stack gave the connection the listener's buffers and MSS limit
+                        // already; the shim hands on the other two here.
+                        let _ = s.apply_options(*n);
+                    }
                     Try::Done(n.map(|n| (n, map_if(v6, peer))))
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => Try::Wait(libc::EAGAIN),
@@ -710,6 +799,7 @@ impl Shim {
                         return Err(libc::EAFNOSUPPORT);
                     }
                     let nodelay = entry.nodelay;
+                    let options = entry.options();
                     // An IPv6 socket reaches an IPv4 peer by its v4-mapped address, over IPv4.
                     let remote = unmap(addr);
                     let local = bound
@@ -719,7 +809,7 @@ impl Shim {
                     s.sysctls();
                     let stream = s
                         .stack
-                        .tcp_connect_from(local, remote)
+                        .tcp_connect_with(local, remote, options)
                         .map_err(|e| errno_of(&e))?;
                     if nodelay {
                         let _ = s.stack.tcp(stream).set_nodelay(true);
@@ -728,6 +818,8 @@ impl Shim {
                         stream,
                         connecting: true,
                     };
+                    // The options the SYN does not depend on.
+                    s.apply_options(fd)?;
                     Ok(true)
                 }
                 Sock::Stream { connecting, .. } => {
@@ -949,9 +1041,18 @@ impl Shim {
             let entry = s.fd(fd)?;
             let (sock, nodelay, reuse) = (&entry.sock, entry.nodelay, entry.reuse_addr);
             let (sndbuf, rcvbuf) = (entry.sndbuf, entry.rcvbuf);
+            let maxseg = entry.maxseg;
+            let (lowat, user_timeout) = (entry.notsent_lowat, entry.user_timeout_ms);
             match (level, name) {
+                (libc::IPPROTO_TCP, libc::TCP_NOTSENT_LOWAT) => {
+                    Ok(i32::try_from(lowat).unwrap_or(i32::MAX))
+                }
+                (libc::IPPROTO_TCP, libc::TCP_USER_TIMEOUT) => {
+                    Ok(i32::try_from(user_timeout).unwrap_or(i32::MAX))
+                }
                 (libc::SOL_SOCKET, libc::SO_SNDBUF) => Ok(sndbuf),
-                // The connection's send MSS; Linux's default before there is one.
+                // The connection's send MSS; before there is one, the limit set, or Linux's
+                // default.
                 (libc::IPPROTO_TCP, libc::TCP_MAXSEG) => match *sock {
                     Sock::Stream { stream, .. } => s
                         .stack
@@ -959,7 +1060,7 @@ impl Shim {
                         .info()
                         .map(|i| i32::try_from(i.mss).unwrap_or(i32::MAX))
                         .map_err(|e| errno_of(&e)),
-                    _ => Ok(536),
+                    _ => Ok(maxseg.map_or(536, i32::from)),
                 },
                 (libc::SOL_SOCKET, libc::SO_RCVBUF) => Ok(rcvbuf),
                 (libc::SOL_SOCKET, libc::SO_TYPE) => Ok(libc::SOCK_STREAM),
@@ -977,6 +1078,54 @@ impl Shim {
         })
     }
 
+    /// True when `fd` is one of the shim's descriptors.
+    pub fn owns(&self, fd: i32) -> bool {
+        self.lock().fds.contains_key(&fd)
+    }
+
+    /// `getsockopt` as the bytes the kernel would write: `TCP_INFO` (Linux's `struct tcp_info`, see
+    /// [`tcp_info_bytes`]), `TCP_CC_INFO` (nothing: no congestion control here reports extra
+    /// figures), `SO_MEMINFO` (nine `u32`s, see [`meminfo_bytes`]), and the integer options of
+    /// [`Shim::getsockopt`] as a native-endian `int`.
+    pub fn getsockopt_bytes(&self, fd: i32, level: i32, name: i32) -> Result<Vec<u8>, Errno> {
+        match (level, name) {
+            (libc::IPPROTO_TCP, libc::TCP_INFO) => self.with(|s| {
+                let now = s.instant();
+                let entry = s.fd(fd)?;
+                let state = match entry.sock {
+                    Sock::Fresh { .. } => return Ok(tcp_info_bytes(LINUX_CLOSE, None, now)),
+                    Sock::Listener(_) => return Ok(tcp_info_bytes(LINUX_LISTEN, None, now)),
+                    Sock::Stream { stream, .. } => s.stack.tcp(stream).info(),
+                };
+                Ok(match state {
+                    Ok(info) => tcp_info_bytes(linux_state(info.state), Some(&info), now),
+                    Err(_) => tcp_info_bytes(LINUX_CLOSE, None, now),
+                })
+            }),
+            (libc::IPPROTO_TCP, TCP_CC_INFO) => self.with(|s| s.fd(fd).map(|_| Vec::new())),
+            (libc::SOL_SOCKET, SO_MEMINFO) => self.with(|s| {
+                let entry = s.fd(fd)?;
+                let (sndbuf, rcvbuf) = (entry.sndbuf, entry.rcvbuf);
+                let (queued_in, queued_out) = match entry.sock {
+                    Sock::Stream { stream, .. } => {
+                        let mut t = s.stack.tcp(stream);
+                        let rx = t.available().unwrap_or(0);
+                        let tx = t
+                            .info()
+                            .map(|i| i.unacked.saturating_add(i.not_sent))
+                            .unwrap_or(0);
+                        (rx, tx as usize)
+                    }
+                    _ => (0, 0),
+                };
+                Ok(meminfo_bytes(queued_in, rcvbuf, queued_out, sndbuf))
+            }),
+            _ => self
+                .getsockopt(fd, level, name)
+                .map(|v| v.to_ne_bytes().to_vec()),
+        }
+    }
+
     /// `setsockopt` for integer options: `SO_REUSEADDR`, `TCP_NODELAY`, `SO_KEEPALIVE`.
     pub fn setsockopt(&self, fd: i32, level: i32, name: i32, value: i32) -> Result<(), Errno> {
         self.with(|s| {
@@ -987,15 +1136,35 @@ impl Shim {
                     entry.reuse_addr = on;
                     Ok(())
                 }
-                // Recorded, doubled as Linux reports them, but not applied: the stack's buffers are
-                // per-stack (`TcpConfig`), not per socket.
+                // Doubled as Linux does, with its floors (`SOCK_MIN_SNDBUF`, `SOCK_MIN_RCVBUF`).
                 (libc::SOL_SOCKET, libc::SO_SNDBUF) => {
                     entry.sndbuf = value.max(2304).saturating_mul(2);
-                    Ok(())
+                    entry.sndbuf_set = true;
+                    s.apply_options(fd)
                 }
                 (libc::SOL_SOCKET, libc::SO_RCVBUF) => {
                     entry.rcvbuf = value.max(1152).saturating_mul(2);
-                    Ok(())
+                    entry.rcvbuf_set = true;
+                    s.apply_options(fd)
+                }
+                // 0 turns it off (Linux then uses its sysctl, unlimited by default).
+                (libc::IPPROTO_TCP, libc::TCP_NOTSENT_LOWAT) => {
+                    entry.notsent_lowat = value as u32;
+                    s.apply_options(fd)
+                }
+                // Milliseconds, 0 for none; negative is EINVAL, as on Linux.
+                (libc::IPPROTO_TCP, libc::TCP_USER_TIMEOUT) => {
+                    entry.user_timeout_ms = u32::try_from(value).map_err(|_| libc::EINVAL)?;
+                    s.apply_options(fd)
+                }
+                // Linux's bounds: 88 (`TCP_MIN_MSS`) to 32767 (`MAX_TCP_WINDOW`).
+                (libc::IPPROTO_TCP, libc::TCP_MAXSEG) => {
+                    let mss = u16::try_from(value)
+                        .ok()
+                        .filter(|m| (88..=32767).contains(m))
+                        .ok_or(libc::EINVAL)?;
+                    entry.maxseg = Some(mss);
+                    s.apply_options(fd)
                 }
                 // The queue of connections taken by Fast Open and not yet established.
                 (libc::IPPROTO_TCP, libc::TCP_FASTOPEN) => {
@@ -1141,4 +1310,132 @@ pub fn parse_fast_open_key(text: &str) -> Option<[u8; 16]> {
         chunk.copy_from_slice(&word.to_le_bytes());
     }
     words.next().is_none().then_some(key)
+}
+
+/// Linux's `TCP_CC_INFO` option number (`linux/tcp.h`).
+pub const TCP_CC_INFO: i32 = 26;
+
+/// Linux's `SO_MEMINFO` option number (`asm-generic/socket.h`).
+pub const SO_MEMINFO: i32 = 55;
+
+/// Linux's `tcpi_state` numbers (`include/net/tcp_states.h`).
+const LINUX_CLOSE: u8 = 7;
+const LINUX_LISTEN: u8 = 10;
+
+fn linux_state(s: TcpState) -> u8 {
+    match s {
+        TcpState::Established => 1,
+        TcpState::SynSent => 2,
+        TcpState::SynReceived => 3,
+        TcpState::FinWait1 => 4,
+        TcpState::FinWait2 => 5,
+        TcpState::TimeWait => 6,
+        TcpState::Closed => LINUX_CLOSE,
+        TcpState::CloseWait => 8,
+        TcpState::LastAck => 9,
+        TcpState::Closing => 11,
+    }
+}
+
+/// The size of `struct tcp_info` as packetdrill declares it (Linux 6.x's, with the ECN counters at
+/// the end): packetdrill asserts that `getsockopt` filled all of it.
+pub const TCP_INFO_LEN: usize = 280;
+
+/// Linux's "infinite" slow-start threshold, as `tcpi_snd_ssthresh` reports it.
+pub const INFINITE_SSTHRESH: u32 = 0x7fff_ffff;
+
+/// Linux's `struct tcp_info` for a connection in Linux `state` with figures `info` (none for a
+/// socket that is not a connection: only the state is filled in), `now` being the clock for the
+/// "milliseconds since" fields. Linux counts in segments what the stack counts in bytes: those are
+/// divided by the send MSS (rounded up, so a partly filled segment counts as one, as Linux counts
+/// packets). Fields the stack does not know stay 0: `ato`, `retrans` (segments retransmitted and
+/// still outstanding), `fackets`, `last_ack_sent`, `rcv_ssthresh`, `rcv_rtt`, `rcv_space`, the pacing
+/// rates, `delivered`, the ECN and D-SACK counters, `rehash`, `total_rto*`.
+pub fn tcp_info_bytes(state: u8, info: Option<&ConnectionInfo>, now: Instant) -> Vec<u8> {
+    let mut b = vec![0u8; TCP_INFO_LEN];
+    b[0] = state;
+    let Some(i) = info else {
+        return b;
+    };
+    let put32 =
+        |b: &mut Vec<u8>, at: usize, v: u32| b[at..at + 4].copy_from_slice(&v.to_ne_bytes());
+    let put64 =
+        |b: &mut Vec<u8>, at: usize, v: u64| b[at..at + 8].copy_from_slice(&v.to_ne_bytes());
+    let sat = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
+    let micros = |d: std::time::Duration| sat(d.as_micros() as u64);
+    let since_ms = |t: Option<Instant>| {
+        t.map_or(0, |t| {
+            sat(now.total_micros().saturating_sub(t.total_micros()) / 1000)
+        })
+    };
+    let mss = i.mss.max(1);
+    let segments = |bytes: u32| bytes.div_ceil(mss);
+    b[1] = match i.congestion_state {
+        CongestionState::Open => 0,
+        CongestionState::Disorder => 1,
+        CongestionState::Recovery => 3,
+        CongestionState::Loss => 4,
+    };
+    b[2] = u8::try_from(i.backoff).unwrap_or(u8::MAX); // icsk_retransmits
+    b[3] = u8::try_from(i.probes).unwrap_or(u8::MAX);
+    b[4] = u8::try_from(i.backoff).unwrap_or(u8::MAX);
+    b[5] = u8::from(i.timestamps) | u8::from(i.sack) << 1 | u8::from(i.window_scaling) << 2;
+    b[6] = (i.snd_window_shift & 0xf) | (i.rcv_window_shift & 0xf) << 4;
+    put32(&mut b, 8, micros(i.rto));
+    put32(&mut b, 16, i.mss);
+    // Linux estimates the peer's MSS as the largest segment seen, capped by ours.
+    put32(&mut b, 20, i.largest_segment_in.min(i.advertised_mss));
+    put32(&mut b, 24, segments(i.unacked));
+    put32(&mut b, 28, segments(i.sacked));
+    put32(&mut b, 32, segments(i.lost));
+    put32(&mut b, 44, since_ms(i.last_data_sent));
+    put32(&mut b, 52, since_ms(i.last_data_received));
+    put32(&mut b, 56, since_ms(i.last_ack_received));
+    put32(&mut b, 60, i.path_mtu);
+    put32(&mut b, 68, i.srtt.map_or(0, micros));
+    put32(&mut b, 72, micros(i.rttvar));
+    let ssthresh = if i.ssthresh >= INFINITE_SSTHRESH {
+        INFINITE_SSTHRESH
+    } else {
+        i.ssthresh / mss
+    };
+    put32(&mut b, 76, ssthresh);
+    put32(&mut b, 80, i.cwnd / mss);
+    put32(&mut b, 84, i.advertised_mss);
+    put32(&mut b, 88, i.dupack_threshold);
+    put32(&mut b, 100, sat(i.retransmits));
+    put64(&mut b, 120, i.bytes_acked);
+    put64(&mut b, 128, i.bytes_received);
+    put32(&mut b, 136, sat(i.segments_out));
+    put32(&mut b, 140, sat(i.segments_in));
+    put32(&mut b, 144, i.not_sent);
+    put32(&mut b, 148, i.min_rtt.map_or(u32::MAX, micros));
+    put32(&mut b, 152, sat(i.data_segments_in));
+    put32(&mut b, 156, sat(i.data_segments_out));
+    put64(&mut b, 168, i.busy_time.as_micros() as u64);
+    put64(&mut b, 176, i.rwnd_limited.as_micros() as u64);
+    put64(&mut b, 184, i.sndbuf_limited.as_micros() as u64);
+    put64(&mut b, 200, i.bytes_sent);
+    put64(&mut b, 208, i.bytes_retransmitted);
+    put32(&mut b, 228, i.snd_wnd);
+    put32(&mut b, 232, i.rcv_wnd);
+    b
+}
+
+/// Linux's `SO_MEMINFO` (`SK_MEMINFO_*`, nine `u32`s): bytes queued to read, the receive buffer,
+/// bytes queued to send (as both allocated and queued), the send buffer; the rest 0.
+pub fn meminfo_bytes(queued_in: usize, rcvbuf: i32, queued_out: usize, sndbuf: i32) -> Vec<u8> {
+    let sat = |v: usize| u32::try_from(v).unwrap_or(u32::MAX);
+    let vals = [
+        sat(queued_in),
+        rcvbuf.max(0) as u32,
+        sat(queued_out),
+        sndbuf.max(0) as u32,
+        0,
+        sat(queued_out),
+        0,
+        0,
+        0,
+    ];
+    vals.iter().flat_map(|v| v.to_ne_bytes()).collect()
 }

@@ -136,6 +136,30 @@ fn passive_open_write_and_close() {
     let data = parse(&p);
     assert_eq!((data.seq, data.len), (synack.seq.wrapping_add(1), 100));
 
+    // TCP_INFO in Linux's layout and units: ESTABLISHED (1), cwnd 10 segments, ssthresh "infinite",
+    // one segment unacknowledged, MSS 536 (the SYN offered none), 100 bytes sent.
+    let info = sh
+        .getsockopt_bytes(fd, libc::IPPROTO_TCP, libc::TCP_INFO)
+        .unwrap();
+    let u32_at = |at: usize| u32::from_ne_bytes(info[at..at + 4].try_into().unwrap());
+    let u64_at = |at: usize| u64::from_ne_bytes(info[at..at + 8].try_into().unwrap());
+    assert_eq!((info.len(), info[0], info[1]), (280, 1, 0));
+    assert_eq!((u32_at(80), u32_at(76)), (10, 0x7fff_ffff));
+    assert_eq!((u32_at(16), u32_at(24)), (536, 1));
+    assert_eq!((u32_at(156), u64_at(200)), (1, 100));
+    let meminfo = sh
+        .getsockopt_bytes(fd, libc::SOL_SOCKET, fastpath_packetdrill::shim::SO_MEMINFO)
+        .unwrap();
+    assert_eq!(meminfo.len(), 9 * 4);
+    assert!(sh
+        .getsockopt_bytes(
+            fd,
+            libc::IPPROTO_TCP,
+            fastpath_packetdrill::shim::TCP_CC_INFO
+        )
+        .unwrap()
+        .is_empty());
+
     // The peer acknowledges and closes; reads see the end of the stream.
     let mut fin = Seg::new(1001);
     fin.ack = Some(synack.seq.wrapping_add(101));
@@ -230,6 +254,30 @@ fn interface_table_from_c() {
         let fd = (ifc.socket)(ifc.userdata, libc::AF_INET, libc::SOCK_STREAM, 0);
         assert!(fd >= 0);
         assert_eq!((ifc.listen)(ifc.userdata, fd, 1), 0);
+        // The exported getsockopt answers for the shim's descriptor (a listener: state LISTEN)...
+        let mut info = [0u8; 300];
+        let mut len = info.len() as libc::socklen_t;
+        let r = fastpath_packetdrill::ffi::getsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            info.as_mut_ptr().cast(),
+            &mut len,
+        );
+        assert_eq!((r, len, info[0]), (0, 280, 10));
+        // ... and passes any other to the C library.
+        let real = libc::socket(libc::AF_INET, libc::SOCK_DGRAM, 0);
+        let mut ty: libc::c_int = 0;
+        let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+        let r = fastpath_packetdrill::ffi::getsockopt(
+            real,
+            libc::SOL_SOCKET,
+            libc::SO_TYPE,
+            (&mut ty as *mut libc::c_int).cast(),
+            &mut len,
+        );
+        assert_eq!((r, ty), (0, libc::SOCK_DGRAM));
+        libc::close(real);
         assert_eq!(
             (ifc.socket)(ifc.userdata, libc::AF_UNIX, libc::SOCK_STREAM, 0),
             -1
@@ -305,4 +353,61 @@ fn v4_mapped_connect_goes_over_ipv4() {
     let (p, _) = sh.netdev_receive().expect("SYN");
     assert_eq!(p[0] >> 4, 4, "an IPv4 packet");
     assert!(parse(&p).syn);
+}
+
+/// Socket options set before `connect` reach the SYN (`TCP_MAXSEG`) and the connection
+/// (`TCP_NOTSENT_LOWAT`, `TCP_USER_TIMEOUT`, `SO_SNDBUF`), and read back as set.
+#[test]
+fn options_set_before_connect_reach_the_connection() {
+    let sh = shim();
+    let fd = sh
+        .socket(
+            libc::AF_INET,
+            libc::SOCK_STREAM | libc::SOCK_NONBLOCK,
+            libc::IPPROTO_TCP,
+        )
+        .unwrap();
+    let tcp = libc::IPPROTO_TCP;
+    sh.setsockopt(fd, tcp, libc::TCP_MAXSEG, 1100).unwrap();
+    assert_eq!(
+        sh.setsockopt(fd, tcp, libc::TCP_MAXSEG, 40),
+        Err(libc::EINVAL)
+    );
+    assert_eq!(
+        sh.setsockopt(fd, tcp, libc::TCP_USER_TIMEOUT, -1),
+        Err(libc::EINVAL)
+    );
+    sh.setsockopt(fd, tcp, libc::TCP_USER_TIMEOUT, 3000)
+        .unwrap();
+    sh.setsockopt(fd, tcp, libc::TCP_NOTSENT_LOWAT, 4000)
+        .unwrap();
+    sh.setsockopt(fd, libc::SOL_SOCKET, libc::SO_SNDBUF, 3000)
+        .unwrap();
+    assert_eq!(sh.getsockopt(fd, tcp, libc::TCP_MAXSEG), Ok(1100));
+    assert_eq!(sh.getsockopt(fd, tcp, libc::TCP_USER_TIMEOUT), Ok(3000));
+    assert_eq!(sh.getsockopt(fd, tcp, libc::TCP_NOTSENT_LOWAT), Ok(4000));
+    assert_eq!(
+        sh.getsockopt(fd, libc::SOL_SOCKET, libc::SO_SNDBUF),
+        Ok(6000)
+    );
+    let remote: SocketAddr = SocketAddrV4::new(REMOTE, 8080).into();
+    assert_eq!(sh.connect(fd, remote).unwrap_err(), libc::EINPROGRESS);
+    let (p, _) = sh.netdev_receive().expect("SYN");
+    let s = SlicedPacket::from_ip(&p).unwrap();
+    let Some(TransportSlice::Tcp(t)) = s.transport else {
+        panic!("not TCP");
+    };
+    let mss = t.options_iterator().find_map(|o| match o {
+        Ok(etherparse::TcpOptionElement::MaximumSegmentSize(m)) => Some(m),
+        _ => None,
+    });
+    assert_eq!(mss, Some(1100));
+    // The handshake's end; then the send buffer takes 6000 bytes, the doubled SO_SNDBUF.
+    let mut synack = Seg::new(7000);
+    synack.syn = true;
+    synack.ack = Some(t.sequence_number().wrapping_add(1));
+    synack.from = 8080;
+    synack.to = t.source_port();
+    sh.netdev_send(&synack.bytes());
+    assert_eq!(sh.write(fd, &[1; 10_000]), Ok(6000));
 }

@@ -184,6 +184,8 @@ pub use stack::Stack;
 pub use stats::{Counters, DropReason, Drops};
 /// A TCP connection's state (RFC 9293 §3.3.2), as [`TcpStreamRef::state`] reports it: `tcp::State`.
 pub use tcp::State as TcpState;
-pub use tcp::{ConnectionInfo, TcpListenOptions, TcpListener, TcpStream};
+pub use tcp::{
+    CongestionState, ConnectionInfo, TcpListenOptions, TcpListener, TcpSocketOptions, TcpStream,
+};
 pub use time::Instant;
 pub use udp::{UdpOptions, UdpSocket};

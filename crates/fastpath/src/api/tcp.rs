@@ -11,7 +11,10 @@ use crate::api::intercept::Unreachable;
 use crate::ipv4::Ipv4;
 use crate::ipv6::Ipv6;
 use crate::stack::{Stack, TcpFamily};
-use crate::tcp::{ConnectionInfo, Listener, State, Tcb, TcpListenOptions, TcpListener, TcpStream};
+use crate::tcp::{
+    ConnectionInfo, Listener, State, Tcb, TcpListenOptions, TcpListener, TcpSocketOptions,
+    TcpStream,
+};
 
 /// Runs `$body` with `$t` bound to the connection's block, in the handle's family.
 macro_rules! with_tcb {
@@ -28,6 +31,20 @@ macro_rules! with_tcb {
 
 fn not_held() -> io::Error {
     io::Error::new(io::ErrorKind::InvalidInput, "the connection is not held")
+}
+
+/// Linux's bounds on `TCP_MAXSEG` (`TCP_MIN_MSS`, `MAX_TCP_WINDOW`).
+const MAX_SEGMENT_BOUNDS: std::ops::RangeInclusive<u16> = 88..=32767;
+
+fn check_max_segment(mss: u16) -> io::Result<()> {
+    if MAX_SEGMENT_BOUNDS.contains(&mss) {
+        Ok(())
+    } else {
+        Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "the MSS limit is outside 88..=32767",
+        ))
+    }
 }
 
 fn closed() -> io::Error {
@@ -126,14 +143,29 @@ impl Stack {
         local: impl ToSocketAddrs,
         remote: impl ToSocketAddrs,
     ) -> io::Result<TcpStream> {
+        self.tcp_connect_with(local, remote, TcpSocketOptions::default())
+    }
+
+    /// [`tcp_connect_from`](Stack::tcp_connect_from) with per-connection `options`, in effect
+    /// from the SYN on (its MSS and window scale follow them). `InvalidInput` for an MSS limit
+    /// outside 88 to 32767.
+    pub fn tcp_connect_with(
+        &mut self,
+        local: impl ToSocketAddrs,
+        remote: impl ToSocketAddrs,
+        options: TcpSocketOptions,
+    ) -> io::Result<TcpStream> {
+        if let Some(mss) = options.max_segment {
+            check_max_segment(mss)?;
+        }
         let ((index, generation), v6) = match addr::any(&local)? {
             SocketAddr::V4(l) => {
                 let remote = addr::ipv4(&remote)?;
-                (self.tcp_connect_in::<Ipv4>(l, remote)?, false)
+                (self.tcp_connect_in::<Ipv4>(l, remote, &options)?, false)
             }
             SocketAddr::V6(l) => {
                 let remote = addr::ipv6(&remote)?;
-                (self.tcp_connect_in::<Ipv6>(l, remote)?, true)
+                (self.tcp_connect_in::<Ipv6>(l, remote, &options)?, true)
             }
         };
         Ok(TcpStream {
@@ -293,6 +325,50 @@ impl TcpListenerRef<'_> {
         }
     }
 
+    /// Changes the socket options the listener's connections start with, in both halves of a
+    /// dual-stack listener.
+    fn set_options(&mut self, f: impl Fn(&mut TcpSocketOptions)) -> io::Result<()> {
+        let (index, generation) = (self.listener.index, self.listener.generation);
+        let found = if self.listener.v6 {
+            self.stack
+                .tcp6
+                .listener_mut(index, generation)
+                .map(|l| f(&mut l.options))
+        } else {
+            self.stack
+                .tcp
+                .listener_mut(index, generation)
+                .map(|l| f(&mut l.options))
+        };
+        found.ok_or_else(closed)?;
+        if let Some((index, generation)) = self.listener.v4_half {
+            if let Some(l) = self.stack.tcp.listener_mut(index, generation) {
+                f(&mut l.options);
+            }
+        }
+        Ok(())
+    }
+
+    /// The send buffer of connections accepted from now on, bytes (see
+    /// [`TcpStreamRef::set_send_buffer`]).
+    pub fn set_send_buffer(&mut self, bytes: usize) -> io::Result<()> {
+        self.set_options(|o| o.send_buffer = Some(bytes))
+    }
+
+    /// The receive buffer of connections accepted from now on, bytes: it also fixes the window
+    /// scale their SYN-ACK offers (see [`TcpStreamRef::set_recv_buffer`]).
+    pub fn set_recv_buffer(&mut self, bytes: usize) -> io::Result<()> {
+        self.set_options(|o| o.recv_buffer = Some(bytes))
+    }
+
+    /// Limits the MSS of connections accepted from now on (`TCP_MAXSEG`): their SYN-ACK offers at
+    /// most `mss`, and they send segments of at most `mss`. `InvalidInput` outside Linux's bounds
+    /// (88 to 32767).
+    pub fn set_max_segment(&mut self, mss: u16) -> io::Result<()> {
+        check_max_segment(mss)?;
+        self.set_options(|o| o.max_segment = Some(mss))
+    }
+
     /// True when `accept` has a connection to return.
     pub fn readable(&mut self) -> bool {
         let half_ready = self.listener.v4_half.is_some_and(|(index, generation)| {
@@ -388,7 +464,18 @@ impl TcpStreamRef<'_> {
     /// Queues `buf` for sending; returns how much fitted (`WouldBlock` if none did).
     pub fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         layer!(Send, Socket);
-        let n = with_tcb!(self, t => t.write(buf)?);
+        let now = self.stack.now;
+        let n = with_tcb!(self, t => {
+            let r = t.write(buf);
+            match &r {
+                Ok(n) => t.after_write(*n, buf.len(), now),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    t.after_write(0, buf.len(), now)
+                }
+                Err(_) => {}
+            }
+            r?
+        });
         self.output();
         layer!();
         Ok(n)
@@ -662,6 +749,64 @@ impl TcpStreamRef<'_> {
         Ok(())
     }
 
+    /// Sets the send buffer (Linux's `SO_SNDBUF`, less its doubling for overhead): `write` queues
+    /// at most `bytes` not yet acknowledged. Smaller than what is queued, writes wait until enough
+    /// is acknowledged.
+    pub fn set_send_buffer(&mut self, bytes: usize) -> io::Result<()> {
+        with_tcb!(self, t => t.set_send_buffer(bytes));
+        Ok(())
+    }
+
+    /// Sets the receive buffer, the most the window offers, bytes (Linux's `SO_RCVBUF`). The window
+    /// scale stays what the SYN offered (give the buffer to [`Stack::tcp_connect_with`] to have
+    /// the SYN offer a scale for it), and the window never shrinks from an edge already advertised.
+    pub fn set_recv_buffer(&mut self, bytes: usize) -> io::Result<()> {
+        let cfg = self.stack.config.tcp.clone();
+        with_tcb!(self, t => t.set_recv_buffer(bytes, &cfg));
+        self.output();
+        Ok(())
+    }
+
+    /// Limits the MSS to `mss` both ways (`TCP_MAXSEG`): segments sent carry at most `mss` bytes
+    /// (the SYN's MSS offer is [`Stack::tcp_connect_with`]'s). `InvalidInput` outside Linux's
+    /// bounds (88 to 32767).
+    pub fn set_max_segment(&mut self, mss: u16) -> io::Result<()> {
+        check_max_segment(mss)?;
+        with_tcb!(self, t => t.set_max_segment(Some(mss)));
+        Ok(())
+    }
+
+    /// The MSS limit [`set_max_segment`](Self::set_max_segment) set, if any.
+    pub fn max_segment(&mut self) -> io::Result<Option<u16>> {
+        Ok(with_tcb!(self, t => t.max_segment()))
+    }
+
+    /// Sets `TCP_NOTSENT_LOWAT`: with `Some(n)`, the connection is writable (and `write` takes
+    /// bytes) only while fewer than `n` bytes written are not sent yet; a write that finds fewer
+    /// takes what the send buffer has room for. `None` turns it off.
+    pub fn set_notsent_lowat(&mut self, lowat: Option<u32>) -> io::Result<()> {
+        with_tcb!(self, t => t.set_notsent_lowat(lowat));
+        Ok(())
+    }
+
+    /// The `TCP_NOTSENT_LOWAT` set, if any.
+    pub fn notsent_lowat(&mut self) -> io::Result<Option<u32>> {
+        Ok(with_tcb!(self, t => t.notsent_lowat()))
+    }
+
+    /// Sets `TCP_USER_TIMEOUT` (RFC 5482): with `Some(t)`, the connection is aborted
+    /// (`TimedOut`) at a retransmission timeout that finds data it sent unacknowledged for `t`
+    /// or more, instead of after the configured number of retries. `None` turns it off.
+    pub fn set_user_timeout(&mut self, timeout: Option<std::time::Duration>) -> io::Result<()> {
+        with_tcb!(self, t => t.set_user_timeout(timeout));
+        Ok(())
+    }
+
+    /// The `TCP_USER_TIMEOUT` set, if any.
+    pub fn user_timeout(&mut self) -> io::Result<Option<std::time::Duration>> {
+        Ok(with_tcb!(self, t => t.user_timeout()))
+    }
+
     /// Local and remote addresses.
     pub fn addrs(&mut self) -> io::Result<(SocketAddr, SocketAddr)> {
         Ok(with_tcb!(self, t => (t.local.into(), t.remote.into())))
@@ -669,7 +814,8 @@ impl TcpStreamRef<'_> {
 
     /// Congestion window, RTT, options in use and other figures.
     pub fn info(&mut self) -> io::Result<ConnectionInfo> {
-        Ok(with_tcb!(self, t => t.info()))
+        let now = self.stack.now;
+        Ok(with_tcb!(self, t => t.info_at(Some(now))))
     }
 }
 
@@ -709,5 +855,54 @@ impl io::Write for TcpStreamRef<'_> {
     /// (and Nagle's algorithm, unless [`set_nodelay`](TcpStreamRef::set_nodelay)) allow.
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Instant, StackConfig};
+
+    #[test]
+    fn socket_options_reach_the_syn_and_a_listeners_connections() {
+        let mut stack = Stack::new(StackConfig::default());
+        let server = SocketAddrV4::new(Ipv4Addr::LOCALHOST, 80);
+        let l = stack.tcp_listen(server, 4).unwrap();
+        stack.tcp_listener(l).set_max_segment(1000).unwrap();
+        stack.tcp_listener(l).set_send_buffer(5000).unwrap();
+        let bad = TcpSocketOptions {
+            max_segment: Some(40),
+            ..TcpSocketOptions::default()
+        };
+        let refused = stack.tcp_connect_with("0.0.0.0:0", server, bad);
+        assert_eq!(refused.unwrap_err().kind(), io::ErrorKind::InvalidInput);
+        assert_eq!(
+            stack
+                .tcp_listener(l)
+                .set_max_segment(40)
+                .unwrap_err()
+                .kind(),
+            io::ErrorKind::InvalidInput
+        );
+        let options = TcpSocketOptions {
+            max_segment: Some(1100),
+            ..TcpSocketOptions::default()
+        };
+        let c = stack
+            .tcp_connect_with("0.0.0.0:0", server, options)
+            .unwrap();
+        for _ in 0..4 {
+            stack.poll(Instant::ZERO);
+        }
+        let (s, _) = stack.tcp_listener(l).accept().unwrap();
+        let client = stack.tcp(c).info().unwrap();
+        let accepted = stack.tcp(s).info().unwrap();
+        // Each side offered its limit and sends with the smaller of the two, less the timestamps.
+        assert_eq!((client.advertised_mss, client.mss), (1100, 988));
+        assert_eq!((accepted.advertised_mss, accepted.mss), (1000, 988));
+        assert_eq!(stack.tcp(c).max_segment().unwrap(), Some(1100));
+        assert_eq!(stack.tcp(s).write(&[0; 20_000]).unwrap(), 5000);
+        stack.tcp(c).set_send_buffer(100).unwrap();
+        assert_eq!(stack.tcp(c).write(&[0; 1000]).unwrap(), 100);
     }
 }

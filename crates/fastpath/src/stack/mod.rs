@@ -757,9 +757,10 @@ impl Stack {
         &mut self,
         local: N::Socket,
         remote: N::Socket,
+        options: &crate::tcp::TcpSocketOptions,
     ) -> io::Result<(u32, u32)> {
         let (tcp, mut cx) = N::tcp(self);
-        tcp.connect(&mut cx, local, remote, None)
+        tcp.connect(&mut cx, local, remote, options, None)
             .map(|(index, generation, _)| (index, generation))
     }
 
@@ -771,8 +772,9 @@ impl Stack {
         remote: N::Socket,
         data: &[u8],
     ) -> io::Result<(u32, u32, usize)> {
+        let options = crate::tcp::TcpSocketOptions::default();
         let (tcp, mut cx) = N::tcp(self);
-        tcp.connect(&mut cx, local, remote, Some(data))
+        tcp.connect(&mut cx, local, remote, &options, Some(data))
     }
 
     /// Listens on `local` in family `N`; the listener's slot and generation.

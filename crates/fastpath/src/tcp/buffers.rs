@@ -39,7 +39,7 @@ impl SendBuffer {
     }
 
     pub(crate) fn free(&self) -> usize {
-        self.capacity - self.len
+        self.capacity.saturating_sub(self.len)
     }
 
     /// Bytes of heap the ring holds.
@@ -155,6 +155,8 @@ pub(crate) struct ReceiveQueue {
     pub(crate) bytes: usize,
     /// Buffer bytes held (what the queue costs).
     pub(crate) truesize: usize,
+    /// Payload bytes ever queued in order (RFC 4898's `HCThruOctetsReceived`).
+    pub(crate) total: u64,
 }
 
 impl ReceiveQueue {
@@ -165,6 +167,7 @@ impl ReceiveQueue {
             return pool.free(buf);
         }
         self.bytes += buf.len();
+        self.total += buf.len() as u64;
         if let Some(last) = self.segments.back_mut() {
             if buf.len() <= last.tailroom() && buf.len() * 4 <= buf.truesize() {
                 last.extend_from_slice(buf.data());

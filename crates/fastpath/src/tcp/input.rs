@@ -118,6 +118,7 @@ impl<N: Network> Tcp<N> {
             tcx.pool.free(buf);
             return Verdict::Continue;
         };
+        tcb.note_arrival(repr, buf.len(), tcx.now);
         let verdict = if prediction {
             match tcb.predict(repr, buf, &mut tcx) {
                 Ok(()) => Verdict::Continue,

@@ -32,6 +32,8 @@ pub(crate) struct Listener<A: IpAddress = std::net::Ipv4Addr> {
     pub(crate) fast_open: Option<usize>,
     /// Those connections (their slots): also in `ready`.
     pub(crate) fast_open_pending: Vec<u32>,
+    /// Socket options its connections take before they answer.
+    pub(crate) options: TcpSocketOptions,
 }
 
 /// What a listener's decision asks of the table.
@@ -92,6 +94,7 @@ where
             hold,
             fast_open: None,
             fast_open_pending: Vec::new(),
+            options: TcpSocketOptions::default(),
         }
     }
 
@@ -146,6 +149,7 @@ where
         }
         let iss = cx.isn.isn(local, remote, cx.now);
         let mut tcb = Tcb::accept(local, remote, hop, iss, repr, cx.cfg);
+        tcb.apply_options(&self.options, cx.cfg);
         tcb.held = self.hold;
         let fast_open = self.fast_open.or(cx.cfg.fast_open.every_listener).is_some();
         if fast_open && !self.hold && (repr.options.fast_open.is_some() || cx.data > 0) {

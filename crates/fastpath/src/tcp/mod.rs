@@ -32,7 +32,7 @@ mod tcb;
 
 pub use congestion::CongestionAlgorithm;
 pub(crate) use tcb::Tcb;
-pub use tcb::{ConnectionInfo, State};
+pub use tcb::{CongestionState, ConnectionInfo, State, TcpSocketOptions};
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -348,6 +348,7 @@ impl<N: Network> Tcp<N> {
         cx: &mut TcpCx<impl Transmit, N>,
         local: N::Socket,
         remote: N::Socket,
+        options: &TcpSocketOptions,
         fast_open: Option<&[u8]>,
     ) -> io::Result<(u32, u32, usize)> {
         if N::Addr::ip(&remote).is_wildcard()
@@ -394,6 +395,7 @@ impl<N: Network> Tcp<N> {
         let mut tcb = Tcb::connect(local, remote, hop, iss, cx.cfg);
         let (mtu, epoch) = cx.path_mtu(N::Addr::ip(&remote), hop.caps.mtu);
         tcb.sync_path_mtu(mtu, epoch);
+        tcb.apply_options(options, cx.cfg);
         // TCP Fast Open (RFC 7413 §4.1): with a cookie from this server, the SYN carries data;
         // without one, it asks for a cookie.
         let mut queued = 0;

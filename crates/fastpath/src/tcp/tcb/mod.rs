@@ -100,29 +100,195 @@ pub(crate) enum Verdict {
     Reincarnate,
 }
 
-/// Per-connection figures, for applications and tests.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// Where a connection's loss recovery stands (the states of Linux's `tcpi_ca_state`, those this stack
+/// has: no ECN, so no CWR).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum CongestionState {
+    /// Nothing unusual: ACKs advance in order.
+    #[default]
+    Open,
+    /// Duplicate ACKs or SACKs arrived, not yet enough to call a segment lost.
+    Disorder,
+    /// Fast recovery (RFC 6582, RFC 6675) after a fast retransmit.
+    Recovery,
+    /// A retransmission timeout: everything outstanding at the time is being sent again.
+    Loss,
+}
+
+/// Per-connection figures, for applications and tests (Linux's `TCP_INFO` has the same figures;
+/// sizes here are in bytes where Linux counts segments).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ConnectionInfo {
+    /// The connection's state.
+    pub state: State,
+    /// Where loss recovery stands.
+    pub congestion_state: CongestionState,
     /// Congestion window, bytes.
     pub cwnd: u32,
-    /// Slow-start threshold, bytes.
+    /// Slow-start threshold, bytes (`u32::MAX` until the first loss).
     pub ssthresh: u32,
     /// Smoothed RTT, if measured.
     pub srtt: Option<Duration>,
+    /// The RTT's mean deviation (RFC 6298's RTTVAR; zero before the first measurement).
+    pub rttvar: Duration,
+    /// The smallest RTT measured, if any.
+    pub min_rtt: Option<Duration>,
     /// Current retransmission timeout.
     pub rto: Duration,
+    /// Retransmission timeouts in a row without progress (the exponent of the RTO's backoff).
+    pub backoff: u32,
+    /// Window or keep-alive probes sent without an answer.
+    pub probes: u32,
     /// MSS used for sending.
     pub mss: u32,
+    /// The MSS our SYN offered.
+    pub advertised_mss: u32,
+    /// The path MTU the MSS is sized for.
+    pub path_mtu: u32,
     /// The peer's receive window, bytes.
     pub snd_wnd: u32,
+    /// The receive window we last advertised, bytes from RCV.NXT.
+    pub rcv_wnd: u32,
+    /// The peer's window scale shift, when window scaling was negotiated (else 0).
+    pub snd_window_shift: u8,
+    /// Our window scale shift, when window scaling was negotiated (else 0).
+    pub rcv_window_shift: u8,
+    /// Sequence space sent and not acknowledged (data, SYN, FIN), bytes.
+    pub unacked: u32,
+    /// Of `unacked`, bytes the peer reported received by SACK.
+    pub sacked: u32,
+    /// Of `unacked`, bytes taken as lost: everything not SACKed after a timeout, the holes below the
+    /// highest SACK in recovery (one MSS without SACK).
+    pub lost: u32,
+    /// Bytes written and not sent yet.
+    pub not_sent: u32,
+    /// Duplicate ACKs that start a fast retransmit (RFC 5681's DupThresh).
+    pub dupack_threshold: u32,
     /// Segments retransmitted.
     pub retransmits: u64,
+    /// Segments sent, retransmissions and pure ACKs included.
+    pub segments_out: u64,
+    /// Segments received for the connection.
+    pub segments_in: u64,
+    /// Segments sent that carried data.
+    pub data_segments_out: u64,
+    /// Segments received that carried data.
+    pub data_segments_in: u64,
+    /// The largest payload a segment brought (what the peer's MSS seems to be; 0 before data).
+    pub largest_segment_in: u32,
+    /// Payload bytes sent, retransmissions included.
+    pub bytes_sent: u64,
+    /// Payload bytes retransmitted.
+    pub bytes_retransmitted: u64,
+    /// Sequence space the peer acknowledged after the handshake (data, and a FIN).
+    pub bytes_acked: u64,
+    /// Payload bytes received in order.
+    pub bytes_received: u64,
+    /// When data was last sent.
+    pub last_data_sent: Option<Instant>,
+    /// When a segment with data, or the peer's SYN (as Linux counts from the handshake), last
+    /// arrived.
+    pub last_data_received: Option<Instant>,
+    /// When a segment with an ACK last arrived.
+    pub last_ack_received: Option<Instant>,
+    /// Time spent with data queued or in flight (Linux's `tcpi_busy_time`), the two below
+    /// included.
+    pub busy_time: Duration,
+    /// Of `busy_time`, time the peer's receive window held data back.
+    pub rwnd_limited: Duration,
+    /// Of `busy_time`, time writes waited for room in the send buffer.
+    pub sndbuf_limited: Duration,
     /// Whether SACK, timestamps and window scaling were negotiated.
     pub sack: bool,
     /// See `sack`.
     pub timestamps: bool,
     /// See `sack`.
     pub window_scaling: bool,
+}
+
+/// Per-connection settings (socket options) a connection takes before its SYN or SYN-ACK: given to
+/// [`Stack::tcp_connect_with`](crate::Stack::tcp_connect_with), or set on a listener for the
+/// connections it accepts. `None` keeps the stack's configuration.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TcpSocketOptions {
+    /// Send buffer, bytes (see [`TcpStreamRef::set_send_buffer`](crate::TcpStreamRef::set_send_buffer)).
+    pub send_buffer: Option<usize>,
+    /// Receive buffer, bytes: it fixes the window scale the SYN offers (see
+    /// [`TcpStreamRef::set_recv_buffer`](crate::TcpStreamRef::set_recv_buffer)).
+    pub recv_buffer: Option<usize>,
+    /// The MSS limit, both ways (`TCP_MAXSEG`, 88 to 32767; see
+    /// [`TcpStreamRef::set_max_segment`](crate::TcpStreamRef::set_max_segment)).
+    pub max_segment: Option<u16>,
+}
+
+/// What limits a connection's sending, for the times [`ConnectionInfo`] reports (Linux's
+/// "chrono" accounting, in its order: a higher kind replaces a lower one when it starts).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Chrono {
+    /// Nothing to send nor outstanding.
+    #[default]
+    Idle,
+    /// Data queued or in flight.
+    Busy,
+    /// Data waits for the peer's receive window.
+    RwndLimited,
+    /// The application waits for room in the send buffer.
+    SndbufLimited,
+}
+
+/// Time spent in each [`Chrono`] kind but the current one, and the current one with its start.
+#[derive(Clone, Copy, Debug, Default)]
+struct Chronos {
+    kind: Chrono,
+    since: Instant,
+    busy: Duration,
+    rwnd_limited: Duration,
+    sndbuf_limited: Duration,
+}
+
+impl Chronos {
+    fn switch(&mut self, to: Chrono, now: Instant) {
+        let spent = now.saturating_since(self.since);
+        match self.kind {
+            Chrono::Idle => {}
+            Chrono::Busy => self.busy += spent,
+            Chrono::RwndLimited => self.rwnd_limited += spent,
+            Chrono::SndbufLimited => self.sndbuf_limited += spent,
+        }
+        self.kind = to;
+        self.since = now;
+    }
+
+    /// The three totals (busy including the limited times, receive-window limited, send-buffer
+    /// limited), with the current kind counted up to `now` when given.
+    fn totals(&self, now: Option<Instant>) -> (Duration, Duration, Duration) {
+        let mut c = *self;
+        if let Some(now) = now {
+            c.switch(c.kind, now);
+        }
+        (
+            c.busy + c.rwnd_limited + c.sndbuf_limited,
+            c.rwnd_limited,
+            c.sndbuf_limited,
+        )
+    }
+}
+
+/// What a connection sent and received, for [`ConnectionInfo`]: counters bumped once per segment.
+#[derive(Clone, Copy, Debug, Default)]
+struct Activity {
+    segments_out: u64,
+    segments_in: u64,
+    data_segments_out: u64,
+    data_segments_in: u64,
+    largest_segment_in: u32,
+    bytes_sent: u64,
+    bytes_retransmitted: u64,
+    bytes_acked: u64,
+    last_data_sent: Option<Instant>,
+    last_data_received: Option<Instant>,
+    last_ack_received: Option<Instant>,
+    min_rtt: Option<Duration>,
 }
 
 /// What the stack passes into the block's methods.
@@ -194,6 +360,8 @@ pub(crate) struct Tcb<A: IpAddress = Ipv4Addr> {
     pub(crate) mss: u32,
     /// The largest MSS our route allows (for our SYN's MSS option).
     pub(crate) local_mss: u16,
+    /// The application's limit on the MSS, both ways (`TCP_MAXSEG`).
+    user_mss: Option<u16>,
     /// The MSS the peer's SYN offered (RFC 9293 §3.7.1; 536 when it offered none), before options.
     pub(crate) peer_mss: u32,
     /// The path MTU `mss` is sized for: the link's, or less when path MTU discovery learned less
@@ -266,6 +434,19 @@ pub(crate) struct Tcb<A: IpAddress = Ipv4Addr> {
     /// When the last duplicate ACK for an unacceptable segment was owed (see [`Self::invalid_ack`]).
     last_invalid_ack: Option<Instant>,
     retransmits: u64,
+    /// A retransmission timeout sent everything below this sequence number again: in loss until it
+    /// is acknowledged (Linux's Loss state, until `high_seq`).
+    loss_until: Option<Seq>,
+    activity: Activity,
+    chronos: Chronos,
+    /// `TCP_NOTSENT_LOWAT`: writes wait while this many bytes or more are queued and not sent.
+    notsent_lowat: Option<u32>,
+    /// `TCP_USER_TIMEOUT` (RFC 5482): the connection is aborted once sent data has gone this long
+    /// without an acknowledgment.
+    user_timeout: Option<Duration>,
+    /// Since when the peer has acknowledged nothing of what is outstanding: the first send into
+    /// an empty flight, or the last ACK that acknowledged something.
+    unacked_since: Option<Instant>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -292,11 +473,7 @@ impl<A: IpAddress> Tcb<A> {
         let local_mss = mss_for_mtu::<A>(hop.caps.mtu);
         let mss = (local_mss as u32).min(536);
         let rcv_shift = if cfg.window_scaling {
-            let mut shift = 0u8;
-            while (65535usize << shift) < cfg.recv_buffer && shift < 14 {
-                shift += 1;
-            }
-            shift
+            Self::shift_for(cfg.recv_buffer)
         } else {
             0
         };
@@ -328,6 +505,7 @@ impl<A: IpAddress> Tcb<A> {
             fin_queued: false,
             mss,
             local_mss,
+            user_mss: None,
             peer_mss: 536,
             path_mtu: hop.caps.mtu,
             route_epoch: 0,
@@ -371,6 +549,12 @@ impl<A: IpAddress> Tcb<A> {
             challenge_window: (0, 0),
             last_invalid_ack: None,
             retransmits: 0,
+            loss_until: None,
+            activity: Activity::default(),
+            chronos: Chronos::default(),
+            notsent_lowat: None,
+            user_timeout: None,
+            unacked_since: None,
         }
     }
 
@@ -461,25 +645,304 @@ impl<A: IpAddress> Tcb<A> {
         self.rx_free().min(65535 << self.rcv_shift)
     }
 
-    /// Figures for the application.
+    /// Where loss recovery stands.
+    fn congestion_state(&self) -> CongestionState {
+        if self.loss_until.is_some() {
+            CongestionState::Loss
+        } else if self.recover.is_some() {
+            CongestionState::Recovery
+        } else if self.dupacks > 0 || !self.scoreboard.ranges.is_empty() {
+            CongestionState::Disorder
+        } else {
+            CongestionState::Open
+        }
+    }
+
+    /// Bytes outstanding taken as lost (see [`ConnectionInfo::lost`]).
+    fn lost_bytes(&self) -> u32 {
+        let flight = self.snd_max - self.snd_una;
+        let sacked = self.scoreboard.sacked_bytes();
+        if self.loss_until.is_some() {
+            flight.saturating_sub(sacked)
+        } else if self.recover.is_some() {
+            match self.scoreboard.high().filter(|_| self.sack_on) {
+                Some(high) => self.scoreboard.holes_between(self.snd_una, high),
+                None => flight.min(self.mss),
+            }
+        } else {
+            0
+        }
+    }
+
+    /// Figures for the application, the times up to the last change of what limits sending.
+    #[cfg(test)]
     pub(crate) fn info(&self) -> ConnectionInfo {
+        self.info_at(None)
+    }
+
+    /// Figures for the application, the times counted up to `now` when given.
+    pub(crate) fn info_at(&self, now: Option<Instant>) -> ConnectionInfo {
+        let a = &self.activity;
+        let (busy_time, rwnd_limited, sndbuf_limited) = self.chronos.totals(now);
+        let shifts = if self.ws_on {
+            (self.snd_shift, self.rcv_shift)
+        } else {
+            (0, 0)
+        };
         ConnectionInfo {
+            state: self.state,
+            congestion_state: self.congestion_state(),
             cwnd: self.cc.cwnd,
             ssthresh: self.cc.ssthresh,
             srtt: self.srtt,
+            rttvar: self.rttvar,
+            min_rtt: a.min_rtt,
             rto: self.rto,
+            backoff: self.retries,
+            probes: self.persist_backoff.max(self.keepalive_probes),
             mss: self.mss,
+            advertised_mss: u32::from(self.local_mss),
+            path_mtu: self.path_mtu as u32,
             snd_wnd: self.snd_wnd,
+            rcv_wnd: if self.rcv_adv > self.rcv_nxt {
+                self.rcv_adv - self.rcv_nxt
+            } else {
+                0
+            },
+            snd_window_shift: shifts.0,
+            rcv_window_shift: shifts.1,
+            unacked: self.snd_max - self.snd_una,
+            sacked: self.scoreboard.sacked_bytes(),
+            lost: self.lost_bytes(),
+            not_sent: self.not_sent() as u32,
+            dupack_threshold: DUPTHRESH,
             retransmits: self.retransmits,
+            segments_out: a.segments_out,
+            segments_in: a.segments_in,
+            data_segments_out: a.data_segments_out,
+            data_segments_in: a.data_segments_in,
+            largest_segment_in: a.largest_segment_in,
+            bytes_sent: a.bytes_sent,
+            bytes_retransmitted: a.bytes_retransmitted,
+            bytes_acked: a.bytes_acked,
+            bytes_received: self.rx.total,
+            last_data_sent: a.last_data_sent,
+            last_data_received: a.last_data_received,
+            last_ack_received: a.last_ack_received,
+            busy_time,
+            rwnd_limited,
+            sndbuf_limited,
             sack: self.sack_on,
             timestamps: self.ts_on,
             window_scaling: self.ws_on,
         }
     }
 
+    /// Counts a segment that arrived for this connection (`len` payload bytes), before it is
+    /// processed.
+    #[inline]
+    pub(crate) fn note_arrival(&mut self, seg: &TcpRepr, len: usize, now: Instant) {
+        let a = &mut self.activity;
+        a.segments_in += 1;
+        if len > 0 {
+            a.data_segments_in += 1;
+            a.largest_segment_in = a.largest_segment_in.max(len as u32);
+        }
+        if len > 0 || seg.flags.contains(Flags::SYN) {
+            a.last_data_received = Some(now);
+        }
+        if seg.flags.contains(Flags::ACK) {
+            a.last_ack_received = Some(now);
+        }
+    }
+
+    /// Counts a segment [`Self::next_segment`] returns; `flight_was_empty` when nothing was
+    /// outstanding before it (the user timeout's clock starts).
+    #[inline]
+    fn note_departure(&mut self, out: &Outgoing, flight_was_empty: bool, now: Instant) {
+        if flight_was_empty && self.snd_max != self.snd_una {
+            self.unacked_since = Some(now);
+        }
+        let a = &mut self.activity;
+        let segments = match out.segment_size {
+            Some(size) if size > 0 => out.len.div_ceil(usize::from(size)).max(1) as u64,
+            _ => 1,
+        };
+        a.segments_out += segments;
+        if out.len > 0 {
+            a.data_segments_out += segments;
+            a.bytes_sent += out.len as u64;
+            a.last_data_sent = Some(now);
+        }
+    }
+
+    /// Starts counting time as limited by `kind`, unless a higher kind is counting.
+    #[inline]
+    pub(crate) fn chrono_start(&mut self, kind: Chrono, now: Instant) {
+        if kind > self.chronos.kind {
+            self.chronos.switch(kind, now);
+        }
+    }
+
+    /// Stops counting time as limited by `kind`, if it is: back to busy, or idle when nothing is
+    /// queued or outstanding.
+    #[inline]
+    pub(crate) fn chrono_stop(&mut self, kind: Chrono, now: Instant) {
+        if self.tx.len() == 0 && self.snd_una == self.snd_max {
+            if self.chronos.kind != Chrono::Idle {
+                self.chronos.switch(Chrono::Idle, now);
+            }
+        } else if kind == self.chronos.kind {
+            self.chronos.switch(Chrono::Busy, now);
+        }
+    }
+
+    /// After the application's write of `wanted` bytes took `took`: sending is busy; a write that
+    /// did not all fit waits for the send buffer.
+    #[inline]
+    pub(crate) fn after_write(&mut self, took: usize, wanted: usize, now: Instant) {
+        if took > 0 && self.chronos.kind == Chrono::Idle {
+            self.chrono_start(Chrono::Busy, now);
+        }
+        if took < wanted {
+            self.chrono_start(Chrono::SndbufLimited, now);
+        }
+    }
+
+    /// Bytes written and not sent yet.
+    fn not_sent(&self) -> usize {
+        let sent = (self.snd_max.max(self.tx_seq) - self.tx_seq) as usize;
+        self.tx.len().saturating_sub(sent)
+    }
+
+    /// False while `TCP_NOTSENT_LOWAT` holds writes back.
+    fn below_lowat(&self) -> bool {
+        self.notsent_lowat
+            .is_none_or(|lowat| self.not_sent() < lowat as usize)
+    }
+
+    /// Sets `TCP_NOTSENT_LOWAT`: with `Some(n)`, the connection is writable, and takes writes, only
+    /// while fewer than `n` bytes are queued and not sent (a write that finds fewer takes what
+    /// the send buffer has room for, as Linux's takes a whole buffer).
+    pub(crate) fn set_notsent_lowat(&mut self, lowat: Option<u32>) {
+        self.notsent_lowat = lowat;
+    }
+
+    /// The `TCP_NOTSENT_LOWAT` set.
+    pub(crate) fn notsent_lowat(&self) -> Option<u32> {
+        self.notsent_lowat
+    }
+
+    /// Sets `TCP_USER_TIMEOUT` (RFC 5482): with `Some(t)`, a retransmission timeout that finds
+    /// what is outstanding unacknowledged for `t` or more aborts the connection (`TimedOut`), and
+    /// the retry count no longer does; `None` gives back the retry limits. (The abort comes at
+    /// the first retransmission timeout past `t`: the timer is not shortened to meet it.)
+    pub(crate) fn set_user_timeout(&mut self, timeout: Option<Duration>) {
+        self.user_timeout = timeout;
+    }
+
+    /// The `TCP_USER_TIMEOUT` set.
+    pub(crate) fn user_timeout(&self) -> Option<Duration> {
+        self.user_timeout
+    }
+
+    /// True when the user timeout ran out: something is outstanding and unacknowledged for that
+    /// long.
+    pub(super) fn user_timeout_expired(&self, now: Instant) -> bool {
+        match (self.user_timeout, self.unacked_since) {
+            (Some(t), Some(since)) => now.saturating_since(since) >= t,
+            _ => false,
+        }
+    }
+
+    /// True until our SYN (or SYN-ACK) has gone: what it offers may still change.
+    fn syn_unsent(&self) -> bool {
+        self.snd_max == self.iss
+    }
+
+    /// The window scale shift for a receive buffer of `bytes`: the smallest that lets the window
+    /// field say all of it.
+    fn shift_for(bytes: usize) -> u8 {
+        let mut shift = 0u8;
+        while (65535usize << shift) < bytes && shift < 14 {
+            shift += 1;
+        }
+        shift
+    }
+
+    /// Sets the send buffer: `write` queues at most `bytes` not yet acknowledged. Smaller than what
+    /// is queued, writes wait until enough is acknowledged.
+    pub(crate) fn set_send_buffer(&mut self, bytes: usize) {
+        self.tx.capacity = bytes;
+    }
+
+    /// Sets the receive buffer to `bytes`, the most the window offers. Before our SYN (or SYN-ACK)
+    /// is sent it also fixes the window scale we offer, from the new size (as Linux fixes it from
+    /// `SO_RCVBUF` set before `connect` or `listen`); after, the scale stays, and the window's right
+    /// edge never moves back.
+    pub(crate) fn set_recv_buffer(&mut self, bytes: usize, cfg: &TcpConfig) {
+        self.rx_capacity = bytes;
+        if !self.syn_unsent() {
+            return;
+        }
+        let scales = match self.state {
+            State::SynSent => cfg.window_scaling,
+            State::SynReceived => self.ws_on,
+            _ => false,
+        };
+        if scales {
+            self.rcv_shift = Self::shift_for(bytes);
+        } else if self.state == State::SynReceived {
+            self.rx_capacity = bytes.min(65535);
+        }
+        if self.state == State::SynReceived {
+            self.rcv_adv = self.rcv_nxt + self.advertisable();
+        }
+    }
+
+    /// Limits the MSS to `mss` both ways (`TCP_MAXSEG`), `None` for no limit. Before our SYN (or
+    /// SYN-ACK) is sent, the MSS it offers is lowered too; the MSS we send with follows at once
+    /// (and the initial window with it, while nothing but the SYN was sent).
+    pub(crate) fn set_max_segment(&mut self, mss: Option<u16>) {
+        self.user_mss = mss;
+        if self.syn_unsent() {
+            let route = mss_for_mtu::<A>(self.path_mtu);
+            self.local_mss = mss.map_or(route, |m| m.min(route));
+        }
+        if self.state == State::SynSent {
+            self.mss = self.mss.min(u32::from(self.local_mss));
+        } else {
+            self.mss = self.send_mss();
+        }
+        if self.snd_max - self.iss <= 1 {
+            self.cc = Congestion::limited(self.cc.algorithm, self.mss, self.cc.slow_start_limit);
+        }
+    }
+
+    /// The MSS limit `set_max_segment` set.
+    pub(crate) fn max_segment(&self) -> Option<u16> {
+        self.user_mss
+    }
+
+    /// Applies a listener's settings to a connection it just made (before the SYN-ACK).
+    pub(crate) fn apply_options(&mut self, o: &TcpSocketOptions, cfg: &TcpConfig) {
+        if let Some(b) = o.send_buffer {
+            self.set_send_buffer(b);
+        }
+        if let Some(b) = o.recv_buffer {
+            self.set_recv_buffer(b, cfg);
+        }
+        if o.max_segment.is_some() {
+            self.set_max_segment(o.max_segment);
+        }
+    }
+
     /// Queues `data`; returns how much fitted.
     pub(crate) fn write(&mut self, data: &[u8]) -> io::Result<usize> {
         self.check_writable()?;
+        if !self.below_lowat() {
+            return Err(io::ErrorKind::WouldBlock.into());
+        }
         let n = self.tx.write(data);
         if n == 0 && !data.is_empty() {
             return Err(io::ErrorKind::WouldBlock.into());
@@ -494,7 +957,7 @@ impl<A: IpAddress> Tcb<A> {
         fill: &mut dyn FnMut(&mut [u8]) -> usize,
     ) -> io::Result<usize> {
         self.check_writable()?;
-        if self.tx.free() == 0 && max > 0 {
+        if (self.tx.free() == 0 || !self.below_lowat()) && max > 0 {
             return Err(io::ErrorKind::WouldBlock.into());
         }
         Ok(self.tx.write_with(max, fill))
@@ -575,6 +1038,7 @@ impl<A: IpAddress> Tcb<A> {
         matches!(self.state, State::Established | State::CloseWait)
             && !self.fin_queued
             && self.tx.free() > 0
+            && self.below_lowat()
     }
 
     /// The sequence number our FIN takes (valid once queued).
@@ -633,6 +1097,7 @@ impl<A: IpAddress> Tcb<A> {
         let options_len = if self.ts_on { 12 } else { 0 };
         self.peer_mss
             .min(u32::from(mss_for_mtu::<A>(self.path_mtu)))
+            .min(self.user_mss.map_or(u32::MAX, u32::from))
             .saturating_sub(options_len)
             .max(u32::from(MIN_MSS))
     }
@@ -693,6 +1158,9 @@ impl<A: IpAddress> Tcb<A> {
 fn eliminable<A: IpAddress>(cfg: &TcpConfig, hop: &NextHop<A>, remote: A::Socket) -> bool {
     cfg.alt_checksum && hop.caps.crc_protected && hop.next_hop == A::ip(&remote)
 }
+
+/// Duplicate ACKs that start a fast retransmit (RFC 5681 §3.2).
+pub(crate) const DUPTHRESH: u32 = 3;
 
 /// The smallest MSS a connection uses, whatever its link's MTU: segments of it on a link whose MTU
 /// is smaller are fragmented by IPv4 (Linux's floor, `tcp_min_snd_mss`, is 48).

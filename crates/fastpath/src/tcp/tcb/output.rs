@@ -68,6 +68,13 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
     /// The next segment to send, if any, and the block's state updated as if it was sent. `tso_max`
     /// is the largest payload the link will cut into MSS-sized segments, when it can.
     pub(crate) fn next_segment(&mut self, cx: &mut Cx, tso_max: Option<usize>) -> Option<Outgoing> {
+        let flight_was_empty = self.snd_max == self.snd_una;
+        let out = self.next_segment_uncounted(cx, tso_max)?;
+        self.note_departure(&out, flight_was_empty, cx.now);
+        Some(out)
+    }
+
+    fn next_segment_uncounted(&mut self, cx: &mut Cx, tso_max: Option<usize>) -> Option<Outgoing> {
         let now = cx.now;
         match self.state {
             State::Closed => return None,
@@ -207,6 +214,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
                 if len > 0 || fin {
                     cx.counters.retrans_segs += 1;
                     self.retransmits += 1;
+                    self.activity.bytes_retransmitted += len as u64;
                     let mut flags = Flags::ACK;
                     if fin {
                         flags = flags | Flags::FIN;
@@ -250,6 +258,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
         let all = len == available;
         let fin = self.fin_queued && all && self.snd_nxt + len as u32 == self.fin_seq();
         if len == 0 && !fin {
+            self.note_window_limit(available, usable, now);
             return None;
         }
         // Sender-side silly window avoidance and Nagle (RFC 9293 §3.8.6.2.1, RFC 1122 §4.2.3.4).
@@ -264,7 +273,11 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             || (all && (self.nodelay || nothing_out))
             || (self.max_snd_wnd > 0 && len as u32 >= self.max_snd_wnd / 2);
         if !send {
+            self.note_window_limit(available, usable, now);
             return None;
+        }
+        if self.chronos.kind == Chrono::RwndLimited {
+            self.chrono_stop(Chrono::RwndLimited, now);
         }
         let seq = self.snd_nxt;
         let mut flags = Flags::ACK;
@@ -277,6 +290,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
         if retransmitting {
             cx.counters.retrans_segs += 1;
             self.retransmits += 1;
+            self.activity.bytes_retransmitted += len as u64;
         } else if self.rtt_probe.is_none() && !self.ts_on {
             self.rtt_probe = Some((seq, now));
         }
@@ -286,6 +300,16 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
         self.timers.arm_once(Timer::Retransmit, now + self.rto);
         let segment_size = (len as u32 > limit).then_some(limit as u16);
         Some(self.finish(repr, offset, len, segment_size))
+    }
+
+    /// Data waits and nothing goes: when the peer's window (not the congestion window) is what
+    /// holds the next segment back, the time counts as receive-window limited.
+    #[cold]
+    fn note_window_limit(&mut self, available: usize, usable: u32, now: Instant) {
+        let wanted = (available as u32).min(self.segment_limit());
+        if usable < wanted && self.snd_wnd <= self.cc.cwnd {
+            self.chrono_start(Chrono::RwndLimited, now);
+        }
     }
 
     pub(super) fn probe_segment(&mut self, probe: Probe, now: Instant) -> Outgoing {

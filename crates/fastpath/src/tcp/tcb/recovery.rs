@@ -80,12 +80,25 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             self.tx.consume(n as usize);
             self.tx_seq = self.tx_seq + n;
         }
+        self.activity.bytes_acked += u64::from(acked);
+        self.unacked_since = (ack != self.snd_max).then_some(cx.now);
+        if self.loss_until.is_some_and(|point| ack >= point) {
+            self.loss_until = None;
+        }
         self.snd_una = ack;
         if self.snd_nxt < ack {
             self.snd_nxt = ack;
         }
         self.scoreboard.ack(ack);
         self.retries = 0;
+        if self.chronos.kind != Chrono::Idle {
+            // Room in the send buffer ends a wait for it; nothing left ends being busy.
+            if self.tx.free() > 0 {
+                self.chrono_stop(Chrono::SndbufLimited, cx.now);
+            } else {
+                self.chrono_stop(Chrono::Idle, cx.now);
+            }
+        }
         if self.snd_una == self.snd_max {
             self.timers.clear(Timer::Retransmit);
         } else {
@@ -128,7 +141,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             return;
         }
         let sack_says_lost = self.sack_on && self.scoreboard.sacked_bytes() >= 3 * self.mss;
-        if self.dupacks >= 3 || sack_says_lost {
+        if self.dupacks >= DUPTHRESH || sack_says_lost {
             // Fast retransmit (RFC 5681 §3.2; RFC 6582: not twice for one window).
             cx.counters.fast_recoveries += 1;
             let flight = self.snd_max - self.snd_una;
@@ -178,6 +191,10 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
                 ((srtt * 7 + r) / 8, rttvar)
             }
         };
+        let sample = Duration::from_nanos(r);
+        if self.activity.min_rtt.is_none_or(|m| sample < m) {
+            self.activity.min_rtt = Some(sample);
+        }
         self.srtt = Some(Duration::from_nanos(srtt));
         self.rttvar = Duration::from_nanos(rttvar);
         // The variance term's floor: the clock's granularity (RFC 6298 §2.3), or `min_rto` as Linux.
@@ -218,7 +235,10 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
         } else {
             cx.cfg.syn_retries
         };
-        if self.retries > limit {
+        let out_of_time = self.user_timeout.is_some();
+        if (out_of_time && self.user_timeout_expired(cx.now))
+            || (!out_of_time && self.retries > limit)
+        {
             let synchronized = self.state.is_synchronized();
             if synchronized {
                 cx.counters.estab_resets += 1;
@@ -240,6 +260,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
         if self.state.is_synchronized() {
             let flight = self.snd_max - self.snd_una;
             self.cc.on_timeout(flight, self.mss);
+            self.loss_until = Some(self.snd_max);
         }
         self.snd_nxt = self.snd_una;
         self.recover = None;

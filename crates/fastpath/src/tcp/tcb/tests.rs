@@ -188,6 +188,8 @@ impl Harness {
         let mut payload = self.pool.alloc(data.len());
         payload.extend_from_slice(data);
         let prediction = self.cfg.header_prediction;
+        // As the stack's `conn_input` does.
+        self.tcb.note_arrival(repr, data.len(), self.now);
         with_cx!(self, |tcb, cx| {
             if prediction {
                 match tcb.predict(repr, payload, cx) {
@@ -296,7 +298,10 @@ fn in_state(state: State) -> Harness {
 
 mod close;
 mod defence;
+mod info;
 mod loss;
 mod open;
+mod options;
 mod pmtu;
+mod timeouts;
 mod window;

@@ -1,0 +1,83 @@
+//! `TCP_NOTSENT_LOWAT` and `TCP_USER_TIMEOUT`.
+
+use super::*;
+
+const S: u32 = ISS + 1;
+const R: u32 = IRS + 1;
+
+#[test]
+fn a_low_water_mark_holds_writes_while_that_much_is_unsent() {
+    let mut h = Harness::established();
+    h.tcb.set_notsent_lowat(Some(4000));
+    assert_eq!(h.tcb.notsent_lowat(), Some(4000));
+    // Nothing unsent: a write takes what the buffer has room for.
+    h.write(20 * MSS as usize);
+    assert!(!h.tcb.writable(), "20 segments written, none sent");
+    assert_eq!(
+        h.tcb.write(b"x").unwrap_err().kind(),
+        io::ErrorKind::WouldBlock
+    );
+    // Ten go (the initial window); ten wait, still above the mark.
+    assert_eq!(h.send_all().len(), 10);
+    assert!(!h.tcb.writable());
+    // The ACK of all ten lets the other ten go: nothing unsent, writable again.
+    recv!(h, seg(ACK, R, S + 10 * MSS, 65535));
+    assert_eq!(h.send_all().len(), 10);
+    assert!(h.tcb.writable());
+    h.tcb.set_notsent_lowat(None);
+    h.write(3 * MSS as usize);
+    assert!(h.tcb.writable(), "no mark: only the buffer limits");
+}
+
+#[test]
+fn the_user_timeout_aborts_at_the_first_timeout_past_it_whatever_the_retries() {
+    // One retry would end it at the second timeout without a user timeout.
+    let cfg = TcpConfig {
+        max_retries: 1,
+        ..plain()
+    };
+    let mut h = Harness::established_with(cfg, TcpOptions::default());
+    h.tcb.set_user_timeout(Some(Duration::from_millis(1000)));
+    assert_eq!(h.tcb.user_timeout(), Some(Duration::from_millis(1000)));
+    let t0 = h.now;
+    h.write(100);
+    h.send_all();
+    // Timeouts at 200, 600 (400 later), 1400 ms: the third finds 1.4 s unacknowledged.
+    assert_eq!(h.fire(), Verdict::Continue);
+    h.send_all();
+    assert_eq!(h.fire(), Verdict::Continue);
+    h.send_all();
+    assert!(matches!(h.fire(), Verdict::Reset { .. }));
+    assert_eq!(h.now, t0 + Duration::from_millis(1400));
+    assert_eq!(h.tcb.state, State::Closed);
+    assert_eq!(h.tcb.take_error(), Some(io::ErrorKind::TimedOut));
+}
+
+#[test]
+fn an_acknowledgment_restarts_the_user_timeout() {
+    let mut h = Harness::established();
+    h.tcb.set_user_timeout(Some(Duration::from_millis(500)));
+    h.write(2 * MSS as usize);
+    h.send_all();
+    h.advance(Duration::from_millis(150));
+    recv!(h, seg(ACK, R, S + MSS, 65535));
+    // 200 ms after the ACK the timer fires: 200 ms unacknowledged, less than 500.
+    assert_eq!(h.fire(), Verdict::Continue);
+    assert_eq!(h.tcb.state, State::Established);
+    assert!(!h.tcb.user_timeout_expired(h.now));
+    h.advance(Duration::from_millis(300));
+    assert!(h.tcb.user_timeout_expired(h.now));
+}
+
+#[test]
+fn the_user_timeout_counts_from_the_data_not_from_the_handshake() {
+    // An active open: the SYN was outstanding once, acknowledged by the SYN-ACK.
+    let mut h = Harness::established();
+    h.tcb.set_user_timeout(Some(Duration::from_millis(300)));
+    h.advance(Duration::from_secs(10));
+    h.write(100);
+    h.send_all();
+    // The first timeout, 200 ms after the data: not 10 s after the SYN.
+    assert_eq!(h.fire(), Verdict::Continue);
+    assert_eq!(h.tcb.state, State::Established);
+}
