@@ -1379,7 +1379,10 @@ pub fn tcp_info_bytes(state: u8, info: Option<&ConnectionInfo>, now: Instant) ->
     b[2] = u8::try_from(i.backoff).unwrap_or(u8::MAX); // icsk_retransmits
     b[3] = u8::try_from(i.probes).unwrap_or(u8::MAX);
     b[4] = u8::try_from(i.backoff).unwrap_or(u8::MAX);
-    b[5] = u8::from(i.timestamps) | u8::from(i.sack) << 1 | u8::from(i.window_scaling) << 2;
+    b[5] = u8::from(i.timestamps)
+        | u8::from(i.sack) << 1
+        | u8::from(i.window_scaling) << 2
+        | u8::from(i.syn_data) << 5;
     b[6] = (i.snd_window_shift & 0xf) | (i.rcv_window_shift & 0xf) << 4;
     put32(&mut b, 8, micros(i.rto));
     put32(&mut b, 16, i.mss);

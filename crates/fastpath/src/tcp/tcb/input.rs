@@ -468,6 +468,8 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
 
     pub(super) fn reset_by_peer(&mut self, cx: &mut Cx) -> Verdict {
         let kind = match self.state {
+            // A connection taken by Fast Open is the application's already: reset, as Linux says.
+            State::SynReceived if self.fast_open => io::ErrorKind::ConnectionReset,
             State::SynReceived => {
                 cx.counters.attempt_fails += 1;
                 io::ErrorKind::ConnectionRefused
@@ -559,6 +561,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             self.snd_una = ack;
             self.snd_nxt = ack;
             self.state = State::Established;
+            self.last_data_in = Some(cx.now);
             // The window of a SYN is never scaled (RFC 7323 §2.2).
             self.snd_wnd = seg.window as u32;
             self.max_snd_wnd = self.snd_wnd;

@@ -204,6 +204,9 @@ pub struct ConnectionInfo {
     pub timestamps: bool,
     /// See `sack`.
     pub window_scaling: bool,
+    /// TCP Fast Open carried data in the SYN: a listener took it, or the server acknowledged ours
+    /// (Linux's `TCPI_OPT_SYN_DATA`).
+    pub syn_data: bool,
 }
 
 /// Per-connection settings (socket options) a connection takes before its SYN or SYN-ACK: given to
@@ -331,12 +334,20 @@ pub(crate) struct Tcb<A: IpAddress = Ipv4Addr> {
     /// The Fast Open option our first SYN or our SYN-ACK carries (a cookie, or a request for one);
     /// once an active open's SYN-ACK arrives, the cookie it carried, for the stack's cache.
     pub(crate) syn_fast_open: Option<FastOpenOption>,
-    /// Bytes of the send buffer an active open's first SYN carries (Fast Open).
+    /// Bytes of data the SYN carried (Fast Open): an active open's first SYN, from its send buffer;
+    /// a passive open's, taken by its listener.
     pub(crate) syn_data: u32,
     /// ACKs left to send at once in quick-ACK mode (`TcpConfig::quick_ack`).
     quick_acks: u8,
-    /// When in-order data last arrived: a silence longer than the RTO restarts quick-ACK mode.
+    /// When in-order data last arrived (or the handshake completed): a silence longer than the RTO
+    /// restarts quick-ACK mode.
     last_data_in: Option<Instant>,
+    /// Interactive (Linux's "pingpong" mode): we sent data within the delayed-ACK time of the last
+    /// data received, so ACKs wait to ride on our answers, quick-ACK mode or not. The delayed-ACK
+    /// timer firing ends it.
+    pingpong: bool,
+    /// Data has arrived: the first starts quick-ACK mode.
+    data_seen: bool,
     pub(crate) error: Option<io::ErrorKind>,
 
     // Send sequence space (RFC 9293 §3.3.1).
@@ -490,6 +501,8 @@ impl<A: IpAddress> Tcb<A> {
             syn_data: 0,
             quick_acks: 0,
             last_data_in: None,
+            pingpong: false,
+            data_seen: false,
             error: None,
             iss,
             snd_una: iss,
@@ -735,6 +748,7 @@ impl<A: IpAddress> Tcb<A> {
             sack: self.sack_on,
             timestamps: self.ts_on,
             window_scaling: self.ws_on,
+            syn_data: self.fast_open && self.syn_data > 0,
         }
     }
 

@@ -291,8 +291,14 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             cx.counters.retrans_segs += 1;
             self.retransmits += 1;
             self.activity.bytes_retransmitted += len as u64;
-        } else if self.rtt_probe.is_none() && !self.ts_on {
-            self.rtt_probe = Some((seq, now));
+        } else {
+            if self.rtt_probe.is_none() && !self.ts_on {
+                self.rtt_probe = Some((seq, now));
+            }
+            // An answer within the delayed-ACK time of the data it answers: interactive.
+            if let (Some(at), Some(delay)) = (self.last_data_in, cx.cfg.delayed_ack) {
+                self.pingpong |= len > 0 && now.saturating_since(at) < delay;
+            }
         }
         let repr = self.header(flags, seq);
         self.snd_nxt = seq + len as u32 + fin as u32;

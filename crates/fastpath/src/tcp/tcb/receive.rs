@@ -9,15 +9,17 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
     pub(super) fn data_arrived(&mut self, len: u32, cx: &mut Cx) {
         // A large segment (coalesced by the link) counts as the full-sized segments it holds.
         self.unacked_segments += (len / self.mss.max(1)).max(1);
-        if cx.cfg.quick_ack {
+        if cx.cfg.quick_ack && !self.pingpong {
             // Linux's quick-ACK mode (`tcp_event_data_recv`, `tcp_incr_quickack`): the first data
             // of a connection, and data after a silence longer than the RTO, start a run of ACKs
             // sent at once, one per segment, of up to 16 (or half the window in segments), so that
             // a sender in slow start (or restarting after idle) is not held back by the delayed-ACK
             // timer.
-            let idle = self
-                .last_data_in
-                .is_none_or(|at| cx.now.saturating_since(at) > self.rto);
+            let idle = !self.data_seen
+                || self
+                    .last_data_in
+                    .is_none_or(|at| cx.now.saturating_since(at) > self.rto);
+            self.data_seen = true;
             if idle {
                 let half_window = self.rx_capacity as u32 / (2 * self.mss.max(1));
                 self.quick_acks = half_window.clamp(2, QUICK_ACKS) as u8;
@@ -99,6 +101,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             cx.pool.free(payload);
             return;
         }
+        self.syn_data = len;
         self.receive_text(self.rcv_nxt, payload, len, false, cx);
     }
 

@@ -102,6 +102,8 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
         }
         if self.timers.take_due(Timer::DelayedAck, now) {
             self.ack_now = true;
+            // The peer waited for this ACK: the exchange is not interactive after all.
+            self.pingpong = false;
         }
         if self.timers.take_due(Timer::Retransmit, now) {
             return self.retransmit_timeout(cx);

@@ -301,3 +301,27 @@ fn quick_ack_mode_acknowledges_the_first_segments_at_once() {
     let (ack, _) = h.send().expect("acknowledged at once after the silence");
     assert_eq!(ack.ack, seq + 100);
 }
+
+/// Linux's pingpong mode: a connection that answers data within the delayed-ACK time is interactive,
+/// and the peer's next data waits for the delayed ACK (to ride on the answer) even in quick-ACK mode;
+/// the delayed-ACK timer firing ends it.
+#[test]
+fn an_interactive_connection_delays_its_acks() {
+    let cfg = TcpConfig {
+        quick_ack: true,
+        ..plain()
+    };
+    let mut h = Harness::established_with(cfg, TcpOptions::default());
+    recv!(h, seg(ACK | PSH, R, S, 65535), &[0; 100]);
+    h.send().expect("quick ACK");
+    h.advance(Duration::from_millis(5));
+    h.write(50);
+    h.send().expect("the answer");
+    recv!(h, seg(ACK | PSH, R + 100, S + 50, 65535), &[0; 100]);
+    send!(h, None);
+    h.fire();
+    h.send().expect("the delayed ACK");
+    recv!(h, seg(ACK | PSH, R + 200, S + 50, 65535), &[0; 100]);
+    h.send()
+        .expect("quick again once the timer ended pingpong mode");
+}
