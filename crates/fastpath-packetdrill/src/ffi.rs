@@ -512,7 +512,9 @@ unsafe extern "C" fn pd_sendto(
             Some(unsafe { read_sockaddr(addr, len) }?)
         };
         // SAFETY: see above.
-        ssize(unsafe { shim(ud) }?.send_fast_open(fd, data, to)?)
+        let dontwait = flags & libc::MSG_DONTWAIT != 0;
+        // SAFETY: see above.
+        ssize(unsafe { shim(ud) }?.send_fast_open(fd, data, to, dontwait)?)
     })
 }
 
@@ -550,7 +552,9 @@ unsafe extern "C" fn pd_sendmsg(
                 .then(|| unsafe { read_sockaddr(name, m.msg_namelen) })
                 .transpose()?;
             // SAFETY: see above.
-            return ssize(unsafe { shim(ud) }?.send_fast_open(fd, &data, to)?);
+            let dontwait = flags & libc::MSG_DONTWAIT != 0;
+            // SAFETY: see above.
+            return ssize(unsafe { shim(ud) }?.send_fast_open(fd, &data, to, dontwait)?);
         }
         // SAFETY: see above.
         ssize(unsafe { shim(ud) }?.write(fd, &data)?)

@@ -886,11 +886,13 @@ impl Shim {
         fd: i32,
         buf: &[u8],
         to: Option<SocketAddr>,
+        dontwait: bool,
     ) -> Result<usize, Errno> {
         let sent = self.with(|s| {
             let entry = s.fd(fd)?;
+            let options = entry.options();
             let (v6, bound, nodelay, nonblock) = match entry.sock {
-                Sock::Fresh { v6, bound } => (v6, bound, entry.nodelay, entry.nonblock),
+                Sock::Fresh { v6, bound } => (v6, bound, entry.nodelay, entry.nonblock || dontwait),
                 Sock::Stream { .. } => return Ok(None),
                 Sock::Listener(_) => return Err(libc::EPIPE),
             };
@@ -908,7 +910,7 @@ impl Shim {
             }
             let (stream, n) = s
                 .stack
-                .tcp_connect_fast_open(unmap(addr), buf)
+                .tcp_connect_fast_open(unmap(addr), options, buf)
                 .map_err(|e| errno_of(&e))?;
             if nodelay {
                 let _ = s.stack.tcp(stream).set_nodelay(true);
@@ -1418,6 +1420,7 @@ pub fn tcp_info_bytes(state: u8, info: Option<&ConnectionInfo>, now: Instant) ->
     put64(&mut b, 168, i.busy_time.as_micros() as u64);
     put64(&mut b, 176, i.rwnd_limited.as_micros() as u64);
     put64(&mut b, 184, i.sndbuf_limited.as_micros() as u64);
+    put32(&mut b, 192, sat(i.delivered));
     put64(&mut b, 200, i.bytes_sent);
     put64(&mut b, 208, i.bytes_retransmitted);
     put32(&mut b, 228, i.snd_wnd);

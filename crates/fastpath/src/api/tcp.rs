@@ -185,19 +185,22 @@ impl Stack {
     pub fn tcp_connect_fast_open(
         &mut self,
         remote: impl ToSocketAddrs,
+        options: TcpSocketOptions,
         data: &[u8],
     ) -> io::Result<(TcpStream, usize)> {
+        if let Some(mss) = options.max_segment {
+            check_max_segment(mss)?;
+        }
         let ((index, generation, n), v6) = match addr::any(&remote)? {
             SocketAddr::V4(r) => {
                 let local = SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0);
-                (
-                    self.tcp_connect_fast_open_in::<Ipv4>(local, r, data)?,
-                    false,
-                )
+                let opened = self.tcp_connect_fast_open_in::<Ipv4>(local, r, &options, data)?;
+                (opened, false)
             }
             SocketAddr::V6(r) => {
                 let local = SocketAddrV6::new(Ipv6Addr::UNSPECIFIED, 0, 0, 0);
-                (self.tcp_connect_fast_open_in::<Ipv6>(local, r, data)?, true)
+                let opened = self.tcp_connect_fast_open_in::<Ipv6>(local, r, &options, data)?;
+                (opened, true)
             }
         };
         let stream = TcpStream {

@@ -770,11 +770,11 @@ impl Stack {
         &mut self,
         local: N::Socket,
         remote: N::Socket,
+        options: &crate::tcp::TcpSocketOptions,
         data: &[u8],
     ) -> io::Result<(u32, u32, usize)> {
-        let options = crate::tcp::TcpSocketOptions::default();
         let (tcp, mut cx) = N::tcp(self);
-        tcp.connect(&mut cx, local, remote, &options, Some(data))
+        tcp.connect(&mut cx, local, remote, options, Some(data))
     }
 
     /// Listens on `local` in family `N`; the listener's slot and generation.

@@ -562,6 +562,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             self.snd_nxt = ack;
             self.state = State::Established;
             self.last_data_in = Some(cx.now);
+            self.activity.delivered += 1;
             // The window of a SYN is never scaled (RFC 7323 §2.2).
             self.snd_wnd = seg.window as u32;
             self.max_snd_wnd = self.snd_wnd;

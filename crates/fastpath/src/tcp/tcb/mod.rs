@@ -182,6 +182,9 @@ pub struct ConnectionInfo {
     pub bytes_retransmitted: u64,
     /// Sequence space the peer acknowledged after the handshake (data, and a FIN).
     pub bytes_acked: u64,
+    /// Segments the peer acknowledged, our SYN (with any data it carried) counting as one, each
+    /// ACK that advances counting at least one (Linux's `tcpi_delivered`).
+    pub delivered: u64,
     /// Payload bytes received in order.
     pub bytes_received: u64,
     /// When data was last sent.
@@ -288,6 +291,7 @@ struct Activity {
     bytes_sent: u64,
     bytes_retransmitted: u64,
     bytes_acked: u64,
+    delivered: u64,
     last_data_sent: Option<Instant>,
     last_data_received: Option<Instant>,
     last_ack_received: Option<Instant>,
@@ -738,6 +742,7 @@ impl<A: IpAddress> Tcb<A> {
             bytes_sent: a.bytes_sent,
             bytes_retransmitted: a.bytes_retransmitted,
             bytes_acked: a.bytes_acked,
+            delivered: a.delivered,
             bytes_received: self.rx.total,
             last_data_sent: a.last_data_sent,
             last_data_received: a.last_data_received,

@@ -281,6 +281,7 @@ fn fast_open_client_sends_data_in_the_syn() {
     syn_ack.options.fast_open = Some(new_cookie);
     recv!(h, syn_ack, b"", Verdict::FastOpenLearned);
     assert!(h.tcb.fast_open, "its SYN data was acknowledged");
+    assert_eq!(h.tcb.info().delivered, 1, "the SYN with its data: one");
     assert_eq!(
         h.tcb.syn_fast_open,
         Some(new_cookie),
