@@ -297,4 +297,5 @@ mod defence;
 mod loss;
 mod open;
 mod pmtu;
+mod push;
 mod window;
