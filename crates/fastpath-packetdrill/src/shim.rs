@@ -275,9 +275,9 @@ impl State {
     }
 
     /// Takes the sysctls the script set that the stack has switches for (`net.ipv4.tcp_fastopen`,
-    /// `tcp_fastopen_key`, `tcp_timestamps`, `tcp_sack`, `tcp_window_scaling`), from the network
-    /// namespace the runner gives each script, into the stack's configuration. Those it cannot read
-    /// (no `/proc`) leave the configuration as it is.
+    /// `tcp_fastopen_key`, `tcp_timestamps`, `tcp_sack`, `tcp_window_scaling`, `tcp_min_tso_segs`),
+    /// from the network namespace the runner gives each script, into the stack's configuration.
+    /// Those it cannot read (no `/proc`) leave the configuration as it is.
     fn sysctls(&mut self) {
         let read = |name: &str| {
             std::fs::read_to_string(format!("/proc/sys/net/ipv4/{name}"))
@@ -300,6 +300,9 @@ impl State {
         }
         if let Some(on) = read("tcp_window_scaling") {
             tcp.window_scaling = on != 0;
+        }
+        if let Some(segs) = read("tcp_min_tso_segs") {
+            tcp.min_tso_segments = segs.max(1);
         }
     }
 

@@ -561,7 +561,6 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             self.snd_una = ack;
             self.snd_nxt = ack;
             self.state = State::Established;
-            self.last_data_in = Some(cx.now);
             self.activity.delivered += 1;
             // The window of a SYN is never scaled (RFC 7323 §2.2).
             self.snd_wnd = seg.window as u32;

@@ -6,6 +6,7 @@
 //! allow, a retransmission) and [`Tcb::next_segment`] says what the next segment to send is, so that the
 //! stack builds every outgoing segment in one place.
 
+use std::collections::VecDeque;
 use std::io;
 use std::net::Ipv4Addr;
 use std::time::Duration;
@@ -343,8 +344,7 @@ pub(crate) struct Tcb<A: IpAddress = Ipv4Addr> {
     pub(crate) syn_data: u32,
     /// ACKs left to send at once in quick-ACK mode (`TcpConfig::quick_ack`).
     quick_acks: u8,
-    /// When in-order data last arrived (or the handshake completed): a silence longer than the RTO
-    /// restarts quick-ACK mode.
+    /// When in-order data last arrived: a silence longer than the RTO restarts quick-ACK mode.
     last_data_in: Option<Instant>,
     /// Interactive (Linux's "pingpong" mode): we sent data within the delayed-ACK time of the last
     /// data received, so ACKs wait to ride on our answers, quick-ACK mode or not. The delayed-ACK
@@ -371,6 +371,12 @@ pub(crate) struct Tcb<A: IpAddress = Ipv4Addr> {
     tx_seq: Seq,
     /// The application shut down writing: a FIN follows the buffered data.
     fin_queued: bool,
+    /// Where the application's writes ended, ascending, above SND.UNA: Linux's push marks (see
+    /// [`TcpConfig::linux_push`]).
+    push_marks: VecDeque<Seq>,
+    /// The sequence range of the transmission unit the data segments being sent belong to (the TSO
+    /// packet Linux would send), for the PSH flag of its last segment.
+    unit: (Seq, Seq),
     /// Payload bytes per segment we send.
     pub(crate) mss: u32,
     /// The largest MSS our route allows (for our SYN's MSS option).
@@ -410,6 +416,8 @@ pub(crate) struct Tcb<A: IpAddress = Ipv4Addr> {
     // Retransmission (RFC 6298).
     rto: Duration,
     srtt: Option<Duration>,
+    /// The least RTT sample, for the size of Linux's transmission units.
+    min_rtt: Option<Duration>,
     rttvar: Duration,
     /// Karn: a sequence number being timed and when it was sent (without timestamps).
     rtt_probe: Option<(Seq, Instant)>,
@@ -520,6 +528,8 @@ impl<A: IpAddress> Tcb<A> {
             tx: SendBuffer::new(cfg.send_buffer),
             tx_seq: iss + 1,
             fin_queued: false,
+            push_marks: VecDeque::new(),
+            unit: (iss, iss),
             mss,
             local_mss,
             user_mss: None,
@@ -543,6 +553,7 @@ impl<A: IpAddress> Tcb<A> {
             last_ack_sent: Seq(0),
             rto: cfg.initial_rto,
             srtt: None,
+            min_rtt: None,
             rttvar: Duration::ZERO,
             rtt_probe: None,
             retries: 0,
@@ -966,6 +977,7 @@ impl<A: IpAddress> Tcb<A> {
         if n == 0 && !data.is_empty() {
             return Err(io::ErrorKind::WouldBlock.into());
         }
+        self.mark_push(n);
         Ok(n)
     }
 
@@ -979,7 +991,27 @@ impl<A: IpAddress> Tcb<A> {
         if (self.tx.free() == 0 || !self.below_lowat()) && max > 0 {
             return Err(io::ErrorKind::WouldBlock.into());
         }
-        Ok(self.tx.write_with(max, fill))
+        let n = self.tx.write_with(max, fill);
+        self.mark_push(n);
+        Ok(n)
+    }
+
+    /// Records that a write of `n` bytes ended at the end of the send buffer: Linux marks the
+    /// buffer (skb) holding a write's last byte for PSH (`tcp_push` → `tcp_mark_push`). A write
+    /// appended to data not sent yet joins the buffer the previous write ended in, and Linux clears
+    /// that buffer's mark as it appends (`tcp_sendmsg_locked`): only the later mark stays.
+    fn mark_push(&mut self, n: usize) {
+        if n == 0 {
+            return;
+        }
+        let end = self.tx_seq + self.tx.len() as u32;
+        if let Some(last) = self.push_marks.back_mut() {
+            if *last > self.snd_max {
+                *last = end;
+                return;
+            }
+        }
+        self.push_marks.push_back(end);
     }
 
     fn check_writable(&mut self) -> io::Result<()> {

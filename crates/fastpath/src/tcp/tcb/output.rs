@@ -88,7 +88,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             return Some(out);
         }
         if let Some(probe) = self.probe.take() {
-            return Some(self.probe_segment(probe, now));
+            return Some(self.probe_segment(probe, now, cx.cfg.linux_push));
         }
         if self.ack_now && self.state != State::SynSent {
             let repr = self.header(Flags::ACK, self.snd_nxt);
@@ -219,6 +219,9 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
                     if fin {
                         flags = flags | Flags::FIN;
                     }
+                    if cx.cfg.linux_push && self.push_mark_in(start, len) {
+                        flags = flags | Flags::PSH;
+                    }
                     let repr = self.header(flags, start);
                     let offset = (start - self.tx_seq) as usize;
                     return Some(self.finish(repr, offset, len, None));
@@ -284,7 +287,19 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
         if fin {
             flags = flags | Flags::FIN;
         }
-        if len > 0 && all {
+        if cx.cfg.linux_push {
+            // A TSO packet of several segments carries PSH (the link's segmentation leaves it on
+            // the last segment, as Linux's packets have it).
+            let push = if tso_max.is_some() && cx.cfg.segmentation_offload {
+                len as u32 > limit || self.push_mark_in(seq, len)
+            } else {
+                let min_segs = cx.cfg.min_tso_segments;
+                self.linux_push((seq, len), limit, available, usable, min_segs)
+            };
+            if push {
+                flags = flags | Flags::PSH;
+            }
+        } else if len > 0 && all {
             flags = flags | Flags::PSH;
         }
         if retransmitting {
@@ -295,9 +310,10 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             if self.rtt_probe.is_none() && !self.ts_on {
                 self.rtt_probe = Some((seq, now));
             }
-            // An answer within the delayed-ACK time of the data it answers: interactive.
+            // An answer within the delayed-ACK time of the data it answers: interactive (not
+            // before any data has arrived, as Linux's `ato` is 0 until then).
             if let (Some(at), Some(delay)) = (self.last_data_in, cx.cfg.delayed_ack) {
-                self.pingpong |= len > 0 && now.saturating_since(at) < delay;
+                self.pingpong |= len > 0 && self.data_seen && now.saturating_since(at) < delay;
             }
         }
         let repr = self.header(flags, seq);
@@ -318,7 +334,105 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
         }
     }
 
-    pub(super) fn probe_segment(&mut self, probe: Probe, now: Instant) -> Outgoing {
+    /// Whether a data segment of `len` bytes from `seq` carries PSH under Linux's rule (see
+    /// [`TcpConfig::linux_push`]), when it is not a TSO packet of its own: the segment belongs to a
+    /// unit, the packet Linux's `tcp_write_xmit` would send, sized here from the congestion window,
+    /// the flight and the pacing rate, out of `available` bytes and a window of `usable`. The last
+    /// segment of a unit of several carries PSH (GSO leaves Linux's on the last); otherwise a
+    /// segment does when a write ended in it.
+    fn linux_push(
+        &mut self,
+        (seq, len): (Seq, usize),
+        mss: u32,
+        available: usize,
+        usable: u32,
+        min_segs: u32,
+    ) -> bool {
+        if len == 0 {
+            return false;
+        }
+        let (start, end) = self.unit;
+        if seq < start || seq >= end {
+            let retransmitting = seq < self.snd_max;
+            let bytes = self.unit_bytes(mss, available, usable, retransmitting, min_segs);
+            self.unit = (seq, seq + bytes);
+        }
+        let (start, end) = self.unit;
+        (seq + len as u32 == end && end - start > mss) || self.push_mark_in(seq, len)
+    }
+
+    /// Whether a write ended within `(seq, seq + len]`.
+    fn push_mark_in(&self, seq: Seq, len: usize) -> bool {
+        let i = self.push_marks.partition_point(|&m| m <= seq);
+        self.push_marks
+            .get(i)
+            .is_some_and(|&m| m <= seq + len as u32)
+    }
+
+    /// The bytes of the packet Linux would send next (`tcp_write_xmit`): as many segments as the
+    /// congestion window leaves, but no more than half the window at once (`tcp_cwnd_test`) nor
+    /// than the pacing rate allows per millisecond (`tcp_tso_autosize`), within the window and the
+    /// data; a last partial segment that Nagle or silly window avoidance will hold is left out (as
+    /// `tcp_mss_split_point` leaves it).
+    fn unit_bytes(
+        &self,
+        mss: u32,
+        available: usize,
+        usable: u32,
+        retransmitting: bool,
+        min_segs: u32,
+    ) -> u32 {
+        let cwnd = (self.cc.cwnd / mss).max(1);
+        let flight = self.pipe().div_ceil(mss);
+        let quota = (cwnd / 2)
+            .max(1)
+            .min(cwnd.saturating_sub(flight).max(1))
+            .min(self.autosize_segments(mss, min_segs));
+        let bytes = (quota * mss).min(usable).min(available as u32);
+        let partial = bytes % mss;
+        let held = !(retransmitting || self.nodelay && bytes as usize == available)
+            && (self.max_snd_wnd == 0 || partial < self.max_snd_wnd / 2);
+        if bytes > mss && partial != 0 && held {
+            bytes - partial
+        } else {
+            bytes
+        }
+    }
+
+    /// Segments per packet at the pacing rate (Linux's `tcp_tso_autosize` over the rate
+    /// `tcp_update_pacing_rate` sets): what the rate sends in about a millisecond (1/1024 s), plus
+    /// up to 64 KiB on a path whose least RTT is below a few milliseconds, at most 64 KiB, and at
+    /// least `min_segs` segments. The rate is the window per smoothed RTT, doubled in slow start
+    /// (below half ssthresh), 1.2 times after.
+    fn autosize_segments(&self, mss: u32, min_segs: u32) -> u32 {
+        const GSO_MAX: u64 = 65536;
+        let Some(srtt) = self.srtt else {
+            return ((GSO_MAX / u64::from(mss)) as u32).max(min_segs);
+        };
+        let percent: u64 = if self.cc.cwnd < self.cc.ssthresh / 2 {
+            200
+        } else {
+            120
+        };
+        let window = u64::from(self.cc.cwnd.max(self.snd_nxt - self.snd_una));
+        let micros = (srtt.as_micros() as u64).max(1);
+        let rate = window * percent * 10_000 / micros;
+        let mut bytes = rate >> 10;
+        if let Some(min_rtt) = self.min_rtt {
+            let shift = min_rtt.as_micros() as u64 >> 9;
+            if shift < 32 {
+                bytes += GSO_MAX >> shift;
+            }
+        }
+        ((bytes.min(GSO_MAX) / u64::from(mss)) as u32).max(min_segs)
+    }
+
+    pub(super) fn probe_segment(
+        &mut self,
+        probe: Probe,
+        now: Instant,
+        linux_push: bool,
+    ) -> Outgoing {
         match probe {
             Probe::Window => {
                 // What the window takes, or one byte past a closed window (RFC 9293 §3.8.6.1).
@@ -332,7 +446,15 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
                     self.snd_nxt = self.snd_nxt + len as u32;
                     self.snd_max = self.snd_max.max(self.snd_nxt);
                     self.timers.arm_once(Timer::Retransmit, now + self.rto);
-                    let repr = self.header(Flags::ACK, self.snd_nxt - len as u32);
+                    // Linux's probe of a small open window (`tcp_write_wakeup`), cut from a larger
+                    // buffer, carries PSH; the byte past a closed window is the stack's own (Linux
+                    // probes a closed window with no data): PSH if a write ended there.
+                    let mut flags = Flags::ACK;
+                    let seq = self.snd_nxt - len as u32;
+                    if linux_push && (usable > 0 || self.push_mark_in(seq, len)) {
+                        flags = flags | Flags::PSH;
+                    }
+                    let repr = self.header(flags, seq);
                     self.timers.clear(Timer::Persist);
                     return self.finish(repr, offset, len, None);
                 }

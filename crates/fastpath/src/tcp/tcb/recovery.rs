@@ -91,6 +91,9 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             self.snd_nxt = ack;
         }
         self.scoreboard.ack(ack);
+        while self.push_marks.front().is_some_and(|&m| m <= ack) {
+            self.push_marks.pop_front();
+        }
         self.retries = 0;
         if self.chronos.kind != Chrono::Idle {
             // Room in the send buffer ends a wait for it; nothing left ends being busy.
@@ -197,6 +200,8 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             self.activity.min_rtt = Some(sample);
         }
         self.srtt = Some(Duration::from_nanos(srtt));
+        let sample = Duration::from_nanos(r);
+        self.min_rtt = Some(self.min_rtt.map_or(sample, |m| m.min(sample)));
         self.rttvar = Duration::from_nanos(rttvar);
         // The variance term's floor: the clock's granularity (RFC 6298 §2.3), or `min_rto` as Linux.
         let floor = if cx.cfg.rto_min_on_variance {

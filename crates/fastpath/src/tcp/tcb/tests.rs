@@ -303,5 +303,6 @@ mod loss;
 mod open;
 mod options;
 mod pmtu;
+mod push;
 mod timeouts;
 mod window;

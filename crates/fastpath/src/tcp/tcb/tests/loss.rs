@@ -172,6 +172,7 @@ fn sack_recovery_retransmits_only_the_holes() {
 fn sack_recovery_repairs_a_hole_found_later_in_the_window() {
     let cfg = TcpConfig {
         sack: true,
+        linux_push: false,
         ..plain()
     };
     let peer = TcpOptions {
