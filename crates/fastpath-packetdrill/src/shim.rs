@@ -896,7 +896,14 @@ impl Shim {
             let options = entry.options();
             let (v6, bound, nodelay, nonblock) = match entry.sock {
                 Sock::Fresh { v6, bound } => (v6, bound, entry.nodelay, entry.nonblock || dontwait),
-                Sock::Stream { .. } => return Ok(None),
+                Sock::Stream { stream, .. } => {
+                    let connecting = matches!(s.stack.tcp(stream).state(), Ok(TcpState::SynSent));
+                    return if connecting {
+                        Err(libc::EALREADY)
+                    } else {
+                        Ok(None)
+                    };
+                }
                 Sock::Listener(_) => return Err(libc::EPIPE),
             };
             let addr = to.ok_or(libc::EDESTADDRREQ)?;
@@ -962,10 +969,18 @@ impl Shim {
         self.blocking(fd, None, None, |s| {
             let stream = match s.stream(fd) {
                 Ok(st) => st,
+                // Linux's `sk_stream_wait_connect`: a socket never connected is a broken pipe.
+                Err(libc::ENOTCONN) if matches!(s.fds.get(&fd), Some(e) if matches!(e.sock, Sock::Fresh { .. })) => {
+                    return Try::Done(Err(libc::EPIPE))
+                }
                 Err(e) => return Try::Done(Err(e)),
             };
             if let Ok(Some(e)) = s.stack.tcp(stream).take_error() {
                 return Try::Done(Err(errno_of(&e)));
+            }
+            // A connection being made takes no data yet (Linux waits for it, or says EAGAIN).
+            if matches!(s.stack.tcp(stream).state(), Ok(TcpState::SynSent)) {
+                return Try::Wait(libc::EAGAIN);
             }
             let nonblock = s.fds.get(&fd).is_some_and(|e| e.nonblock);
             match s.stack.tcp(stream).write_all_possible(&buf[done..]) {

@@ -460,6 +460,61 @@ impl Scoreboard {
     }
 }
 
+/// Where the application's latest writes ended, ascending, above SND.UNA: Linux's push marks (see
+/// `TcpConfig::linux_push`). A fixed ring of [`PUSH_MARKS`]: a writer of many small writes in flight
+/// loses the oldest marks (their segments were sent with their PSH already; only a retransmission
+/// of them goes without), and no number of writes makes it grow.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct PushMarks {
+    marks: [Seq; PUSH_MARKS],
+    head: u8,
+    len: u8,
+}
+
+/// Push marks kept at most.
+pub(crate) const PUSH_MARKS: usize = 32;
+
+impl PushMarks {
+    fn at(&self, i: usize) -> Seq {
+        self.marks[(self.head as usize + i) & (PUSH_MARKS - 1)]
+    }
+
+    /// The latest mark, to move.
+    pub(crate) fn last_mut(&mut self) -> Option<&mut Seq> {
+        let len = self.len as usize;
+        (len > 0).then(|| &mut self.marks[(self.head as usize + len - 1) & (PUSH_MARKS - 1)])
+    }
+
+    /// Adds a mark above the others, forgetting the oldest when full.
+    pub(crate) fn push(&mut self, mark: Seq) {
+        if self.len as usize == PUSH_MARKS {
+            self.head = ((self.head as usize + 1) & (PUSH_MARKS - 1)) as u8;
+            self.len -= 1;
+        }
+        self.marks[(self.head as usize + self.len as usize) & (PUSH_MARKS - 1)] = mark;
+        self.len += 1;
+    }
+
+    /// Forgets the marks at or below `ack`.
+    pub(crate) fn trim(&mut self, ack: Seq) {
+        while self.len > 0 && self.at(0) <= ack {
+            self.head = ((self.head as usize + 1) & (PUSH_MARKS - 1)) as u8;
+            self.len -= 1;
+        }
+    }
+
+    /// Whether a mark lies in `(seq, seq + len]`.
+    pub(crate) fn any_in(&self, seq: Seq, len: u32) -> bool {
+        for i in 0..self.len as usize {
+            let m = self.at(i);
+            if m > seq {
+                return m <= seq + len;
+            }
+        }
+        false
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -474,6 +529,25 @@ mod tests {
         let mut b = pool.alloc(bytes.len());
         b.extend_from_slice(bytes);
         b
+    }
+
+    #[test]
+    fn push_marks_are_a_bounded_ring() {
+        let mut m = PushMarks::default();
+        for i in 1..=40u32 {
+            m.push(Seq(i * 10));
+        }
+        // The 8 oldest were forgotten: 80 and below are gone, 90 to 400 stay.
+        assert!(!m.any_in(Seq(70), 10));
+        assert!(m.any_in(Seq(85), 5));
+        assert!(!m.any_in(Seq(91), 8));
+        *m.last_mut().unwrap() = Seq(405);
+        assert!(m.any_in(Seq(400), 5));
+        m.trim(Seq(395));
+        assert!(!m.any_in(Seq(385), 10));
+        assert!(m.any_in(Seq(400), 5));
+        m.trim(Seq(405));
+        assert!(m.last_mut().is_none());
     }
 
     #[test]

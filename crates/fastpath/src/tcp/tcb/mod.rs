@@ -6,12 +6,11 @@
 //! allow, a retransmission) and [`Tcb::next_segment`] says what the next segment to send is, so that the
 //! stack builds every outgoing segment in one place.
 
-use std::collections::VecDeque;
 use std::io;
 use std::net::Ipv4Addr;
 use std::time::Duration;
 
-use super::buffers::{OutOfOrder, ReceiveQueue, Scoreboard, SendBuffer};
+use super::buffers::{OutOfOrder, PushMarks, ReceiveQueue, Scoreboard, SendBuffer};
 use super::congestion::Congestion;
 use super::seq::Seq;
 use crate::addr::IpAddress;
@@ -243,19 +242,21 @@ pub(crate) enum Chrono {
     SndbufLimited,
 }
 
-/// Time spent in each [`Chrono`] kind but the current one, and the current one with its start.
+/// Time spent in each [`Chrono`] kind but the current one, and the current one with its start, in
+/// microseconds (integers: a switch happens at most a few times per exchange, on the fast path).
 #[derive(Clone, Copy, Debug, Default)]
 struct Chronos {
     kind: Chrono,
-    since: Instant,
-    busy: Duration,
-    rwnd_limited: Duration,
-    sndbuf_limited: Duration,
+    since: u64,
+    busy: u64,
+    rwnd_limited: u64,
+    sndbuf_limited: u64,
 }
 
 impl Chronos {
     fn switch(&mut self, to: Chrono, now: Instant) {
-        let spent = now.saturating_since(self.since);
+        let now = now.total_micros();
+        let spent = now.saturating_sub(self.since);
         match self.kind {
             Chrono::Idle => {}
             Chrono::Busy => self.busy += spent,
@@ -274,9 +275,9 @@ impl Chronos {
             c.switch(c.kind, now);
         }
         (
-            c.busy + c.rwnd_limited + c.sndbuf_limited,
-            c.rwnd_limited,
-            c.sndbuf_limited,
+            Duration::from_micros(c.busy + c.rwnd_limited + c.sndbuf_limited),
+            Duration::from_micros(c.rwnd_limited),
+            Duration::from_micros(c.sndbuf_limited),
         )
     }
 }
@@ -296,7 +297,8 @@ struct Activity {
     last_data_sent: Option<Instant>,
     last_data_received: Option<Instant>,
     last_ack_received: Option<Instant>,
-    min_rtt: Option<Duration>,
+    /// The least RTT sample, nanoseconds (0: none yet).
+    min_rtt: u64,
 }
 
 /// What the stack passes into the block's methods.
@@ -373,7 +375,7 @@ pub(crate) struct Tcb<A: IpAddress = Ipv4Addr> {
     fin_queued: bool,
     /// Where the application's writes ended, ascending, above SND.UNA: Linux's push marks (see
     /// [`TcpConfig::linux_push`]).
-    push_marks: VecDeque<Seq>,
+    push_marks: PushMarks,
     /// The sequence range of the transmission unit the data segments being sent belong to (the TSO
     /// packet Linux would send), for the PSH flag of its last segment.
     unit: (Seq, Seq),
@@ -416,8 +418,6 @@ pub(crate) struct Tcb<A: IpAddress = Ipv4Addr> {
     // Retransmission (RFC 6298).
     rto: Duration,
     srtt: Option<Duration>,
-    /// The least RTT sample, for the size of Linux's transmission units.
-    min_rtt: Option<Duration>,
     rttvar: Duration,
     /// Karn: a sequence number being timed and when it was sent (without timestamps).
     rtt_probe: Option<(Seq, Instant)>,
@@ -528,7 +528,7 @@ impl<A: IpAddress> Tcb<A> {
             tx: SendBuffer::new(cfg.send_buffer),
             tx_seq: iss + 1,
             fin_queued: false,
-            push_marks: VecDeque::new(),
+            push_marks: PushMarks::default(),
             unit: (iss, iss),
             mss,
             local_mss,
@@ -553,7 +553,6 @@ impl<A: IpAddress> Tcb<A> {
             last_ack_sent: Seq(0),
             rto: cfg.initial_rto,
             srtt: None,
-            min_rtt: None,
             rttvar: Duration::ZERO,
             rtt_probe: None,
             retries: 0,
@@ -724,7 +723,7 @@ impl<A: IpAddress> Tcb<A> {
             ssthresh: self.cc.ssthresh,
             srtt: self.srtt,
             rttvar: self.rttvar,
-            min_rtt: a.min_rtt,
+            min_rtt: (a.min_rtt > 0).then(|| Duration::from_nanos(a.min_rtt)),
             rto: self.rto,
             backoff: self.retries,
             probes: self.persist_backoff.max(self.keepalive_probes),
@@ -837,6 +836,11 @@ impl<A: IpAddress> Tcb<A> {
         if took < wanted {
             self.chrono_start(Chrono::SndbufLimited, now);
         }
+    }
+
+    /// The least RTT measured, if any.
+    pub(crate) fn min_rtt(&self) -> Option<Duration> {
+        (self.activity.min_rtt > 0).then(|| Duration::from_nanos(self.activity.min_rtt))
     }
 
     /// Bytes written and not sent yet.
@@ -1005,13 +1009,13 @@ impl<A: IpAddress> Tcb<A> {
             return;
         }
         let end = self.tx_seq + self.tx.len() as u32;
-        if let Some(last) = self.push_marks.back_mut() {
+        if let Some(last) = self.push_marks.last_mut() {
             if *last > self.snd_max {
                 *last = end;
                 return;
             }
         }
-        self.push_marks.push_back(end);
+        self.push_marks.push(end);
     }
 
     fn check_writable(&mut self) -> io::Result<()> {

@@ -312,8 +312,10 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             }
             // An answer within the delayed-ACK time of the data it answers: interactive (not
             // before any data has arrived, as Linux's `ato` is 0 until then).
-            if let (Some(at), Some(delay)) = (self.last_data_in, cx.cfg.delayed_ack) {
-                self.pingpong |= len > 0 && self.data_seen && now.saturating_since(at) < delay;
+            if !self.pingpong && len > 0 && self.data_seen {
+                if let (Some(at), Some(delay)) = (self.last_data_in, cx.cfg.delayed_ack) {
+                    self.pingpong = at + delay > now;
+                }
             }
         }
         let repr = self.header(flags, seq);
@@ -351,6 +353,12 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
         if len == 0 {
             return false;
         }
+        if available <= mss as usize {
+            // All there is fits one segment: a unit of one (the request/response case, without the
+            // arithmetic of the packet's size).
+            self.unit = (seq, seq + len as u32);
+            return self.push_mark_in(seq, len);
+        }
         let (start, end) = self.unit;
         if seq < start || seq >= end {
             let retransmitting = seq < self.snd_max;
@@ -363,10 +371,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
 
     /// Whether a write ended within `(seq, seq + len]`.
     fn push_mark_in(&self, seq: Seq, len: usize) -> bool {
-        let i = self.push_marks.partition_point(|&m| m <= seq);
-        self.push_marks
-            .get(i)
-            .is_some_and(|&m| m <= seq + len as u32)
+        self.push_marks.any_in(seq, len as u32)
     }
 
     /// The bytes of the packet Linux would send next (`tcp_write_xmit`): as many segments as the
@@ -418,7 +423,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
         let micros = (srtt.as_micros() as u64).max(1);
         let rate = window * percent * 10_000 / micros;
         let mut bytes = rate >> 10;
-        if let Some(min_rtt) = self.min_rtt {
+        if let Some(min_rtt) = self.min_rtt() {
             let shift = min_rtt.as_micros() as u64 >> 9;
             if shift < 32 {
                 bytes += GSO_MAX >> shift;

@@ -91,9 +91,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             self.snd_nxt = ack;
         }
         self.scoreboard.ack(ack);
-        while self.push_marks.front().is_some_and(|&m| m <= ack) {
-            self.push_marks.pop_front();
-        }
+        self.push_marks.trim(ack);
         self.retries = 0;
         if self.chronos.kind != Chrono::Idle {
             // Room in the send buffer ends a wait for it; nothing left ends being busy.
@@ -195,13 +193,10 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
                 ((srtt * 7 + r) / 8, rttvar)
             }
         };
-        let sample = Duration::from_nanos(r);
-        if self.activity.min_rtt.is_none_or(|m| sample < m) {
-            self.activity.min_rtt = Some(sample);
+        if self.activity.min_rtt == 0 || r < self.activity.min_rtt {
+            self.activity.min_rtt = r;
         }
         self.srtt = Some(Duration::from_nanos(srtt));
-        let sample = Duration::from_nanos(r);
-        self.min_rtt = Some(self.min_rtt.map_or(sample, |m| m.min(sample)));
         self.rttvar = Duration::from_nanos(rttvar);
         // The variance term's floor: the clock's granularity (RFC 6298 §2.3), or `min_rto` as Linux.
         let floor = if cx.cfg.rto_min_on_variance {
