@@ -864,7 +864,8 @@ impl io::Write for TcpStreamRef<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Instant, StackConfig};
+    use crate::config::StackConfig;
+    use crate::time::Instant;
 
     #[test]
     fn socket_options_reach_the_syn_and_a_listeners_connections() {
