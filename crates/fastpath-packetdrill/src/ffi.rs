@@ -454,8 +454,27 @@ unsafe extern "C" fn pd_recvmsg(
         let got = unsafe { shim(ud) }?.read(fd, &mut tmp)?;
         // SAFETY: as above.
         unsafe { scatter(&tmp[..got], iov) };
-        m.msg_controllen = 0;
         m.msg_flags = 0;
+        // SAFETY: see above.
+        let inq = unsafe { shim(ud) }?.inq_hint(fd)?;
+        // SAFETY: CMSG_SPACE only computes a size.
+        let space = unsafe { libc::CMSG_SPACE(std::mem::size_of::<c_int>() as u32) } as usize;
+        match inq {
+            Some(hint) if !m.msg_control.is_null() && m.msg_controllen >= space => {
+                // SAFETY: `msg_control` holds `msg_controllen` writable bytes, enough for one
+                // control message with an int (checked above), as for recvmsg(2); the CMSG macros
+                // stay within it.
+                unsafe {
+                    let c = libc::CMSG_FIRSTHDR(m);
+                    (*c).cmsg_level = libc::SOL_TCP;
+                    (*c).cmsg_type = crate::shim::TCP_INQ;
+                    (*c).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<c_int>() as u32) as _;
+                    std::ptr::write_unaligned(libc::CMSG_DATA(c) as *mut c_int, hint);
+                }
+                m.msg_controllen = space as _;
+            }
+            _ => m.msg_controllen = 0,
+        }
         ssize(got)
     })
 }

@@ -153,6 +153,8 @@ struct Fd {
     /// set them (then they are applied to the stack's socket).
     sndbuf: i32,
     rcvbuf: i32,
+    /// `TCP_INQ`: `recvmsg` reports the bytes left to read.
+    inq: bool,
     /// `TCP_FASTOPEN`'s queue length, applied when it listens.
     fast_open: Option<usize>,
     sndbuf_set: bool,
@@ -323,6 +325,7 @@ impl State {
                 read_shut: false,
                 sndbuf: 2 * 16384,
                 rcvbuf: 2 * 131072,
+                inq: false,
                 fast_open: None,
                 sndbuf_set: false,
                 rcvbuf_set: false,
@@ -946,6 +949,29 @@ impl Shim {
         }
     }
 
+    /// With `TCP_INQ` on, what `recvmsg`'s `TCP_CM_INQ` control message says after a read: the
+    /// bytes left to read, or 1 when none are left and the peer's FIN has come (Linux's
+    /// `tcp_inq_hint`); `None` with it off.
+    pub fn inq_hint(&self, fd: i32) -> Result<Option<i32>, Errno> {
+        self.with(|s| {
+            if !s.fd(fd)?.inq {
+                return Ok(None);
+            }
+            let stream = s.stream(fd)?;
+            let mut t = s.stack.tcp(stream);
+            let left = t.available().unwrap_or(0);
+            let fin = matches!(
+                t.state(),
+                Ok(TcpState::CloseWait
+                    | TcpState::LastAck
+                    | TcpState::Closing
+                    | TcpState::TimeWait)
+            );
+            let hint = if left == 0 && fin { 1 } else { left };
+            Ok(Some(i32::try_from(hint).unwrap_or(i32::MAX)))
+        })
+    }
+
     /// `read(fd, buf)`: `Ok(0)` at the end of the stream.
     pub fn read(&self, fd: i32, buf: &mut [u8]) -> Result<usize, Errno> {
         self.blocking(fd, None, None, |s| {
@@ -1086,6 +1112,7 @@ impl Shim {
                 (libc::SOL_SOCKET, libc::SO_TYPE) => Ok(libc::SOCK_STREAM),
                 (libc::SOL_SOCKET, libc::SO_REUSEADDR) => Ok(i32::from(reuse)),
                 (libc::IPPROTO_TCP, libc::TCP_NODELAY) => Ok(i32::from(nodelay)),
+                (libc::IPPROTO_TCP, TCP_INQ) => Ok(i32::from(entry.inq)),
                 (libc::SOL_SOCKET, libc::SO_ERROR) => match *sock {
                     Sock::Stream { stream, .. } => match s.stack.tcp(stream).take_error() {
                         Ok(Some(e)) => Ok(errno_of(&e)),
@@ -1204,6 +1231,10 @@ impl Shim {
                 // Accepted, as Linux does, but `MSG_ZEROCOPY` sends are copied and no completion
                 // is queued: scripts that read the error queue fail there.
                 (libc::SOL_SOCKET, libc::SO_ZEROCOPY) => Ok(()),
+                (libc::IPPROTO_TCP, TCP_INQ) => {
+                    entry.inq = on;
+                    Ok(())
+                }
                 (libc::IPPROTO_TCP, libc::TCP_NODELAY) => {
                     entry.nodelay = on;
                     if let Sock::Stream { stream, .. } = entry.sock {
@@ -1331,6 +1362,9 @@ pub fn parse_fast_open_key(text: &str) -> Option<[u8; 16]> {
     }
     words.next().is_none().then_some(key)
 }
+
+/// Linux's `TCP_INQ` option number, and its control message's type (`TCP_CM_INQ`), `linux/tcp.h`.
+pub const TCP_INQ: i32 = 36;
 
 /// Linux's `TCP_CC_INFO` option number (`linux/tcp.h`).
 pub const TCP_CC_INFO: i32 = 26;

@@ -411,3 +411,39 @@ fn options_set_before_connect_reach_the_connection() {
     sh.netdev_send(&synack.bytes());
     assert_eq!(sh.write(fd, &[1; 10_000]), Ok(6000));
 }
+
+/// `TCP_INQ`: after a read, the bytes left; 1 once none are left and the peer's FIN has come (as
+/// Linux's `tcp_inq_hint`); nothing with the option off.
+#[test]
+fn tcp_inq_reports_what_is_left_to_read() {
+    let sh = shim();
+    let lfd = listening(&sh);
+    let mut syn = Seg::new(1000);
+    syn.syn = true;
+    sh.netdev_send(&syn.bytes());
+    let (p, _) = sh.netdev_receive().expect("SYN-ACK");
+    let iss = parse(&p).seq;
+    let mut ack = Seg::new(1001);
+    ack.ack = Some(iss.wrapping_add(1));
+    sh.netdev_send(&ack.bytes());
+    let (fd, _) = sh.accept(lfd).unwrap();
+    assert_eq!(sh.inq_hint(fd).unwrap(), None, "off by default");
+    sh.setsockopt(
+        fd,
+        libc::IPPROTO_TCP,
+        fastpath_packetdrill::shim::TCP_INQ,
+        1,
+    )
+    .unwrap();
+    let mut data = Seg::new(1001);
+    data.ack = Some(iss.wrapping_add(1));
+    data.data = vec![5; 300];
+    data.fin = true;
+    sh.netdev_send(&data.bytes());
+    let mut buf = [0u8; 100];
+    assert_eq!(sh.read(fd, &mut buf).unwrap(), 100);
+    assert_eq!(sh.inq_hint(fd).unwrap(), Some(200));
+    let mut rest = [0u8; 500];
+    assert_eq!(sh.read(fd, &mut rest).unwrap(), 200);
+    assert_eq!(sh.inq_hint(fd).unwrap(), Some(1), "the FIN counts as one");
+}
