@@ -155,6 +155,11 @@ struct Fd {
     rcvbuf: i32,
     /// `TCP_INQ`: `recvmsg` reports the bytes left to read.
     inq: bool,
+    /// `TCP_FASTOPEN_CONNECT`: `connect` with a cookie in hand returns at once, and the first write
+    /// opens the connection with its data in the SYN.
+    fast_open_connect: bool,
+    /// Such a `connect` made, to this address: the connection waits for the first write.
+    deferred_to: Option<SocketAddr>,
     /// `TCP_FASTOPEN`'s queue length, applied when it listens.
     fast_open: Option<usize>,
     sndbuf_set: bool,
@@ -326,6 +331,8 @@ impl State {
                 sndbuf: 2 * 16384,
                 rcvbuf: 2 * 131072,
                 inq: false,
+                fast_open_connect: false,
+                deferred_to: None,
                 fast_open: None,
                 sndbuf_set: false,
                 rcvbuf_set: false,
@@ -402,6 +409,8 @@ impl State {
         };
         let mut r: i16 = 0;
         match entry.sock {
+            // A deferred Fast Open connect is writable: the write opens it.
+            Sock::Fresh { .. } if entry.deferred_to.is_some() => r |= libc::POLLOUT,
             Sock::Fresh { .. } => r |= libc::POLLOUT | libc::POLLHUP,
             Sock::Listener(l) => {
                 if self.stack.tcp_listener(l).readable() {
@@ -806,6 +815,7 @@ impl Shim {
                     }
                     let nodelay = entry.nodelay;
                     let options = entry.options();
+                    let fast_open = entry.fast_open_connect;
                     // An IPv6 socket reaches an IPv4 peer by its v4-mapped address, over IPv4.
                     let remote = unmap(addr);
                     let local = bound
@@ -813,10 +823,21 @@ impl Shim {
                         .filter(|l| l.is_ipv6() == remote.is_ipv6() || !l.ip().is_unspecified())
                         .unwrap_or_else(|| sockaddr_any(remote.is_ipv6()));
                     s.sysctls();
-                    let stream = s
-                        .stack
-                        .tcp_connect_with(local, remote, options)
-                        .map_err(|e| errno_of(&e))?;
+                    if fast_open && s.stack.tcp_fast_open_ready(remote) {
+                        // Linux's TCP_FASTOPEN_CONNECT with a cookie: connected, as far as the
+                        // application knows; the first write sends the SYN with its data.
+                        s.fd(fd)?.deferred_to = Some(addr);
+                        return Ok(None);
+                    }
+                    let stream = if fast_open {
+                        // No cookie yet: the SYN asks for one.
+                        s.stack
+                            .tcp_connect_fast_open(remote, options, &[])
+                            .map(|(stream, _)| stream)
+                    } else {
+                        s.stack.tcp_connect_with(local, remote, options)
+                    }
+                    .map_err(|e| errno_of(&e))?;
                     if nodelay {
                         let _ = s.stack.tcp(stream).set_nodelay(true);
                     }
@@ -826,11 +847,11 @@ impl Shim {
                     };
                     // The options the SYN does not depend on.
                     s.apply_options(fd)?;
-                    Ok(true)
+                    Ok(Some(true))
                 }
                 Sock::Stream { connecting, .. } => {
                     if connecting {
-                        Ok(false)
+                        Ok(Some(false))
                     } else {
                         Err(libc::EISCONN)
                     }
@@ -838,7 +859,11 @@ impl Shim {
                 Sock::Listener(_) => Err(libc::EISCONN),
             }
         })?;
-        self.finish_connect(fd, started)
+        match started {
+            // A deferred Fast Open connect.
+            None => Ok(()),
+            Some(started) => self.finish_connect(fd, started),
+        }
     }
 
     /// The rest of `connect`: waits (if blocking) for the handshake's outcome.
@@ -939,6 +964,14 @@ impl Shim {
             Some((n, true)) if n > 0 => Ok(n),
             Some((_, true)) => Err(libc::EINPROGRESS),
             Some((n, false)) => {
+                // The caller waits to write the rest: Linux's pending writer (whose ACK of the
+                // SYN-ACK rides on that data, as Linux's does when there is some).
+                if n < buf.len() {
+                    self.with(|s| {
+                        let stream = s.stream(fd)?;
+                        s.stack.tcp(stream).expect_write().map_err(|e| errno_of(&e))
+                    })?;
+                }
                 self.finish_connect(fd, true)?;
                 if n == buf.len() {
                     Ok(n)
@@ -977,6 +1010,10 @@ impl Shim {
         self.blocking(fd, None, None, |s| {
             let stream = match s.stream(fd) {
                 Ok(st) => st,
+                // A deferred Fast Open connect has nothing to read yet.
+                Err(_) if s.fds.get(&fd).is_some_and(|e| e.deferred_to.is_some()) => {
+                    return Try::Wait(libc::EAGAIN)
+                }
                 Err(e) => return Try::Done(Err(e)),
             };
             let read_shut = s.fds.get(&fd).is_some_and(|e| e.read_shut);
@@ -991,6 +1028,11 @@ impl Shim {
 
     /// `write(fd, buf)`: a blocking descriptor waits until all of `buf` is queued.
     pub fn write(&self, fd: i32, buf: &[u8]) -> Result<usize, Errno> {
+        // A deferred Fast Open connect: this write opens the connection.
+        let deferred = self.with(|s| Ok::<_, Errno>(s.fd(fd)?.deferred_to.take()))?;
+        if let Some(to) = deferred {
+            return self.send_fast_open(fd, buf, Some(to), false);
+        }
         let mut done = 0;
         self.blocking(fd, None, None, |s| {
             let stream = match s.stream(fd) {
@@ -1233,6 +1275,17 @@ impl Shim {
                 (libc::SOL_SOCKET, libc::SO_ZEROCOPY) => Ok(()),
                 (libc::IPPROTO_TCP, TCP_INQ) => {
                     entry.inq = on;
+                    Ok(())
+                }
+                (libc::IPPROTO_TCP, libc::TCP_FASTOPEN_CONNECT) => {
+                    if !matches!(entry.sock, Sock::Fresh { .. }) {
+                        return Err(libc::EISCONN);
+                    }
+                    entry.fast_open_connect = on;
+                    s.sysctls();
+                    if on && !s.stack.config().tcp.fast_open.client {
+                        return Err(libc::EOPNOTSUPP);
+                    }
                     Ok(())
                 }
                 (libc::IPPROTO_TCP, libc::TCP_NODELAY) => {

@@ -211,6 +211,22 @@ impl Stack {
         Ok((stream, n))
     }
 
+    /// Whether a Fast Open connect to `remote` would carry data in its SYN now: the client side is
+    /// on and the stack holds a cookie from that server (or sends data without one).
+    pub fn tcp_fast_open_ready(&self, remote: SocketAddr) -> bool {
+        let cfg = &self.config().tcp.fast_open;
+        if !cfg.client {
+            return false;
+        }
+        if cfg.client_without_cookie {
+            return true;
+        }
+        match remote {
+            SocketAddr::V4(r) => self.tcp.fast_open_cookie_held(*r.ip()),
+            SocketAddr::V6(r) => self.tcp6.fast_open_cookie_held(*r.ip()),
+        }
+    }
+
     /// A connection handle for calls: `stack.tcp(s).read(..)`.
     pub fn tcp(&mut self, stream: TcpStream) -> TcpStreamRef<'_> {
         TcpStreamRef {
@@ -735,6 +751,16 @@ impl TcpStreamRef<'_> {
     /// Bytes ready to read.
     pub fn available(&mut self) -> io::Result<usize> {
         Ok(with_tcb!(self, t => t.rx.bytes))
+    }
+
+    /// Says that the application will write as soon as the connection being made is established
+    /// (it waits to: Linux's writer blocked in `connect`). The handshake's ACK then waits to ride on
+    /// that data rather than going alone, and the connection counts as interactive from the
+    /// SYN-ACK on (its later ACKs wait to ride on answers), as Linux's `tcp_rcv_synsent_state_process`
+    /// treats a pending write.
+    pub fn expect_write(&mut self) -> io::Result<()> {
+        with_tcb!(self, t => t.expect_write());
+        Ok(())
     }
 
     /// Turns Nagle's algorithm off (`TCP_NODELAY`) or on.

@@ -341,6 +341,11 @@ impl<N: Network> Tcp<N> {
         Ok((index, generation))
     }
 
+    /// Whether the client holds a Fast Open cookie from `server`.
+    pub(crate) fn fast_open_cookie_held(&self, server: N::Addr) -> bool {
+        self.fast_open_cache.get(server).cookie.is_some()
+    }
+
     /// Opens a connection from `local` (address or port may be unspecified) to `remote`: the SYN is
     /// sent at once; returns its slot and generation.
     pub(crate) fn connect(

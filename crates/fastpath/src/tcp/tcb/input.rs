@@ -575,6 +575,20 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
                 let rtt = cx.now.saturating_since(sent);
                 self.rtt_sample(cx.now, rtt.as_millis() as u32, cx);
             }
+            if std::mem::take(&mut self.write_pending) {
+                // A writer waits (Linux's `sk_write_pending`): the ACK rides on its data, a
+                // delayed ACK should it not come; quick-ACK mode with the delayed-ACK clock started,
+                // so that answering at once makes the connection interactive.
+                self.ack_now = false;
+                if let Some(delay) = cx.cfg.delayed_ack {
+                    self.timers.arm_once(Timer::DelayedAck, cx.now + delay);
+                } else {
+                    self.ack_now = true;
+                }
+                self.data_seen = true;
+                self.last_data_in = Some(cx.now);
+                self.quick_acks = QUICK_ACKS as u8;
+            }
             if tried_fast_open {
                 self.syn_fast_open = seg.options.fast_open.filter(|o| !o.cookie().is_empty());
                 return Verdict::FastOpenLearned;

@@ -354,6 +354,8 @@ pub(crate) struct Tcb<A: IpAddress = Ipv4Addr> {
     pingpong: bool,
     /// Data has arrived: the first starts quick-ACK mode.
     data_seen: bool,
+    /// The application waits to write once the connection is established (`expect_write`).
+    write_pending: bool,
     pub(crate) error: Option<io::ErrorKind>,
 
     // Send sequence space (RFC 9293 §3.3.1).
@@ -515,6 +517,7 @@ impl<A: IpAddress> Tcb<A> {
             last_data_in: None,
             pingpong: false,
             data_seen: false,
+            write_pending: false,
             error: None,
             iss,
             snd_una: iss,
@@ -836,6 +839,11 @@ impl<A: IpAddress> Tcb<A> {
         if took < wanted {
             self.chrono_start(Chrono::SndbufLimited, now);
         }
+    }
+
+    /// See [`TcpStreamRef::expect_write`](crate::TcpStreamRef::expect_write).
+    pub(crate) fn expect_write(&mut self) {
+        self.write_pending = self.state == State::SynSent;
     }
 
     /// The least RTT measured, if any.

@@ -307,3 +307,26 @@ fn fast_open_client_resends_data_the_syn_ack_did_not_acknowledge() {
     send!(h, out(ACK | PSH, ISS + 1, IRS + 6, 65535 - 5), 100);
     assert_eq!(h.counters.retrans_segs, 1, "counted as a retransmission");
 }
+
+/// A writer waiting for the connection (`expect_write`, Linux's pending writer): the SYN-ACK's ACK
+/// is not sent alone but rides on the data written next, and the connection is interactive from then
+/// on: the peer's answer is acknowledged by the delayed-ACK rule, not at once.
+#[test]
+fn a_waiting_writer_carries_the_handshakes_ack() {
+    let cfg = TcpConfig {
+        quick_ack: true,
+        ..plain()
+    };
+    let mut h = Harness::connect(cfg);
+    h.send().expect("SYN");
+    h.tcb.expect_write();
+    let mut syn_ack = seg(SYN | ACK, IRS, ISS + 1, 8192);
+    syn_ack.options = mss_only();
+    recv!(h, syn_ack);
+    assert_eq!(h.tcb.state, State::Established);
+    send!(h, None);
+    h.write(100);
+    send!(h, out(ACK | PSH, ISS + 1, IRS + 1, 65535), 100);
+    recv!(h, seg(ACK | PSH, IRS + 1, ISS + 101, 8192), &[0; 50]);
+    send!(h, None);
+}
