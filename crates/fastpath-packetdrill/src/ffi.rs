@@ -829,28 +829,63 @@ unsafe extern "C" fn pd_gettimeofday(ud: *mut c_void, tv: *mut timeval, _tz: *mu
     })
 }
 
-unsafe extern "C" fn pd_epoll_create(_ud: *mut c_void, _size: c_int) -> c_int {
-    guard(|| Err::<c_int, _>(libc::ENOSYS))
+unsafe extern "C" fn pd_epoll_create(ud: *mut c_void, size: c_int) -> c_int {
+    // SAFETY: see above.
+    guard(|| unsafe { shim(ud) }?.epoll_create(size))
 }
 
 unsafe extern "C" fn pd_epoll_ctl(
-    _ud: *mut c_void,
-    _epfd: c_int,
-    _op: c_int,
-    _fd: c_int,
-    _ev: *mut c_void,
+    ud: *mut c_void,
+    epfd: c_int,
+    op: c_int,
+    fd: c_int,
+    ev: *mut c_void,
 ) -> c_int {
-    guard(|| Err::<c_int, _>(libc::ENOSYS))
+    guard(|| {
+        let (events, data) = if op == libc::EPOLL_CTL_DEL {
+            (0, 0)
+        } else if ev.is_null() {
+            return Err(libc::EFAULT);
+        } else {
+            // SAFETY: `ev` points to a `struct epoll_event`, as for epoll_ctl(2);
+            // `read_unaligned`, as the structure is packed on x86-64.
+            let e = unsafe { std::ptr::read_unaligned(ev as *const libc::epoll_event) };
+            (e.events, e.u64)
+        };
+        // SAFETY: see above.
+        unsafe { shim(ud) }?
+            .epoll_ctl(epfd, op, fd, events, data)
+            .map(|()| 0)
+    })
 }
 
 unsafe extern "C" fn pd_epoll_wait(
-    _ud: *mut c_void,
-    _epfd: c_int,
-    _ev: *mut c_void,
-    _max: c_int,
-    _timeout: c_int,
+    ud: *mut c_void,
+    epfd: c_int,
+    ev: *mut c_void,
+    max: c_int,
+    timeout: c_int,
 ) -> c_int {
-    guard(|| Err::<c_int, _>(libc::ENOSYS))
+    guard(|| {
+        let max = usize::try_from(max)
+            .ok()
+            .filter(|&m| m > 0)
+            .ok_or(libc::EINVAL)?;
+        if ev.is_null() {
+            return Err(libc::EFAULT);
+        }
+        // SAFETY: see above.
+        let ready = unsafe { shim(ud) }?.epoll_wait(epfd, max, timeout)?;
+        let out = ev as *mut libc::epoll_event;
+        for (k, &(events, data)) in ready.iter().enumerate() {
+            // SAFETY: `ev` holds `max` entries, as for epoll_wait(2), and `k < max`;
+            // `write_unaligned`, as the structure is packed on x86-64.
+            unsafe {
+                std::ptr::write_unaligned(out.add(k), libc::epoll_event { events, u64: data })
+            };
+        }
+        c_int::try_from(ready.len()).map_err(|_| libc::EOVERFLOW)
+    })
 }
 
 unsafe extern "C" fn pd_pipe(_ud: *mut c_void, _fds: *mut c_int) -> c_int {

@@ -182,6 +182,8 @@ struct State {
     /// Bumped whenever the stack was polled or a descriptor changed: waiters compare it.
     generation: u64,
     fds: BTreeMap<i32, Fd>,
+    /// epoll instances, by their descriptor.
+    epolls: BTreeMap<i32, Epoll>,
     /// Packets the stack sent, with the virtual time they left.
     out: VecDeque<(Vec<u8>, u64)>,
     /// Calls blocked right now (on another thread).
@@ -402,6 +404,53 @@ impl State {
         }
     }
 
+    /// The events epoll instance `epfd` reports now (see [`Shim::epoll_wait`]).
+    fn epoll_ready(&mut self, epfd: i32, max: usize) -> Vec<(u32, u64)> {
+        let fds: Vec<(i32, Interest)> = match self.epolls.get(&epfd) {
+            Some(ep) => ep.interest.iter().map(|(&fd, &i)| (fd, i)).collect(),
+            None => return Vec::new(),
+        };
+        let mut out = Vec::new();
+        for (fd, mut i) in fds {
+            if out.len() >= max {
+                break;
+            }
+            if i.events & EPOLLONESHOT != 0 && !i.armed && i.last_in == u64::MAX {
+                continue;
+            }
+            let wanted = (i.events as i16) | libc::POLLERR | libc::POLLHUP;
+            let mask = (self.revents(fd, i.events as i16) & wanted) as u16 as u32;
+            let (received, acked) = match self.fds.get(&fd).map(|e| &e.sock) {
+                Some(&Sock::Stream { stream, .. }) => self
+                    .stack
+                    .tcp(stream)
+                    .info()
+                    .map_or((0, 0), |x| (x.bytes_received, x.bytes_acked)),
+                _ => (0, 0),
+            };
+            let report = if i.events & EPOLLET != 0 {
+                let happened = i.armed || received > i.last_in || acked > i.last_acked;
+                happened && mask != 0
+            } else {
+                mask != 0
+            };
+            if !report {
+                continue;
+            }
+            out.push((mask, i.data));
+            i.armed = false;
+            i.last_in = received;
+            i.last_acked = acked;
+            if i.events & EPOLLONESHOT != 0 {
+                i.last_in = u64::MAX;
+            }
+            if let Some(ep) = self.epolls.get_mut(&epfd) {
+                ep.interest.insert(fd, i);
+            }
+        }
+        out
+    }
+
     /// What `poll` reports for `fd`.
     fn revents(&mut self, fd: i32, events: i16) -> i16 {
         let Ok(entry) = self.fd(fd) else {
@@ -499,6 +548,7 @@ impl Shim {
             now: CLOCK_START_MICROS,
             generation: 0,
             fds: BTreeMap::new(),
+            epolls: BTreeMap::new(),
             out: VecDeque::new(),
             waiting: 0,
             input: 0,
@@ -922,6 +972,8 @@ impl Shim {
         let sent = self.with(|s| {
             let entry = s.fd(fd)?;
             let options = entry.options();
+            // A deferred Fast Open connect is made now.
+            entry.deferred_to = None;
             let (v6, bound, nodelay, nonblock) = match entry.sock {
                 Sock::Fresh { v6, bound } => (v6, bound, entry.nodelay, entry.nonblock || dontwait),
                 Sock::Stream { stream, .. } => {
@@ -1076,7 +1128,14 @@ impl Shim {
     /// `close(fd)`.
     pub fn close(&self, fd: i32) -> Result<(), Errno> {
         self.with(|s| {
+            if s.epolls.remove(&fd).is_some() {
+                return Ok(());
+            }
             let entry = s.fds.remove(&fd).ok_or(libc::EBADF)?;
+            // A closed descriptor leaves every interest list (Linux: once its last reference goes).
+            for ep in s.epolls.values_mut() {
+                ep.interest.remove(&fd);
+            }
             match entry.sock {
                 Sock::Fresh { .. } => {}
                 Sock::Listener(l) => s.stack.tcp_listener(l).close(),
@@ -1341,6 +1400,99 @@ impl Shim {
         Ok(n)
     }
 
+    /// `epoll_create`: a new epoll instance.
+    pub fn epoll_create(&self, size: i32) -> Result<i32, Errno> {
+        if size <= 0 {
+            return Err(libc::EINVAL);
+        }
+        self.with(|s| {
+            let placeholder = OwnedFd::from(
+                std::fs::File::open("/dev/null")
+                    .map_err(|e| e.raw_os_error().unwrap_or(libc::EMFILE))?,
+            );
+            let n = placeholder.as_raw_fd();
+            let ep = Epoll {
+                _placeholder: placeholder,
+                interest: BTreeMap::new(),
+            };
+            s.epolls.insert(n, ep);
+            Ok(n)
+        })
+    }
+
+    /// `epoll_ctl(epfd, op, fd, events, data)`.
+    pub fn epoll_ctl(
+        &self,
+        epfd: i32,
+        op: i32,
+        fd: i32,
+        events: u32,
+        data: u64,
+    ) -> Result<(), Errno> {
+        self.with(|s| {
+            if !s.fds.contains_key(&fd) {
+                return Err(libc::EBADF);
+            }
+            let ep = s.epolls.get_mut(&epfd).ok_or(libc::EINVAL)?;
+            let fresh = Interest {
+                events,
+                data,
+                armed: true,
+                last_in: 0,
+                last_acked: 0,
+            };
+            match op {
+                libc::EPOLL_CTL_ADD if ep.interest.contains_key(&fd) => Err(libc::EEXIST),
+                libc::EPOLL_CTL_ADD => {
+                    ep.interest.insert(fd, fresh);
+                    Ok(())
+                }
+                libc::EPOLL_CTL_MOD => {
+                    let i = ep.interest.get_mut(&fd).ok_or(libc::ENOENT)?;
+                    *i = fresh;
+                    Ok(())
+                }
+                libc::EPOLL_CTL_DEL => ep.interest.remove(&fd).map(|_| ()).ok_or(libc::ENOENT),
+                _ => Err(libc::EINVAL),
+            }
+        })
+    }
+
+    /// `epoll_wait(epfd, max, timeout_ms)`: the ready descriptors' events and data, at most `max`,
+    /// waiting in virtual time. Level-triggered, an interest reports while its descriptor is ready;
+    /// edge-triggered (`EPOLLET`), when something happened since the last report (data arrived,
+    /// data sent was acknowledged, or the interest was just added or changed), with the whole
+    /// ready mask as Linux reports it; `EPOLLONESHOT` disarms it after one report.
+    pub fn epoll_wait(
+        &self,
+        epfd: i32,
+        max: usize,
+        timeout_ms: i32,
+    ) -> Result<Vec<(u32, u64)>, Errno> {
+        let mut g = self.lock();
+        if !g.epolls.contains_key(&epfd) {
+            return Err(libc::EINVAL);
+        }
+        let deadline = u64::try_from(timeout_ms).ok().map(|ms| g.now + ms * 1000);
+        g.waiting += 1;
+        let mut waited = false;
+        let out = loop {
+            g.tried = g.input;
+            g.step();
+            let out = g.epoll_ready(epfd, max);
+            if !out.is_empty() || deadline.is_some_and(|d| g.now >= d) {
+                break out;
+            }
+            g = self.wait(g, deadline);
+            waited = true;
+        };
+        g.waiting -= 1;
+        if waited {
+            COMPLETED_AT.set(Some(g.now));
+        }
+        Ok(out)
+    }
+
     /// `ioctl(FIONREAD)` (`SIOCINQ`): bytes ready to read; `ioctl(TIOCOUTQ)` (`SIOCOUTQ`): bytes
     /// not yet acknowledged (the stack reports whether any are, not how many, when it cannot say).
     pub fn ioctl_int(&self, fd: i32, request: u64) -> Result<i32, Errno> {
@@ -1388,6 +1540,30 @@ impl Shim {
         self.lock().now
     }
 }
+
+/// An epoll instance: the descriptors it watches.
+#[derive(Debug)]
+struct Epoll {
+    /// A real descriptor (on `/dev/null`) whose number is the instance's.
+    _placeholder: OwnedFd,
+    interest: BTreeMap<i32, Interest>,
+}
+
+/// One descriptor an epoll instance watches.
+#[derive(Clone, Copy, Debug)]
+struct Interest {
+    events: u32,
+    data: u64,
+    /// Just added or changed: the next wait reports what is ready.
+    armed: bool,
+    /// Bytes received and acknowledged at the last report (edge-triggered); `last_in` is
+    /// `u64::MAX` once a one-shot interest has reported.
+    last_in: u64,
+    last_acked: u64,
+}
+
+const EPOLLET: u32 = 1 << 31;
+const EPOLLONESHOT: u32 = 1 << 30;
 
 /// Linux's `net.ipv4.tcp_fastopen` bits as fastpath's settings: 0x1 client, 0x2 server, 0x4 client
 /// without a cookie, 0x200 server without a cookie, 0x400 every listener with the queue length in

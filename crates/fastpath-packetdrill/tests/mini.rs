@@ -447,3 +447,49 @@ fn tcp_inq_reports_what_is_left_to_read() {
     assert_eq!(sh.read(fd, &mut rest).unwrap(), 200);
     assert_eq!(sh.inq_hint(fd).unwrap(), Some(1), "the FIN counts as one");
 }
+
+/// epoll, edge-triggered: a report when added, then only when something happens (data arrives),
+/// with the whole ready mask; level-triggered, every wait while ready; the instance closes.
+#[test]
+fn epoll_reports_edges_and_levels() {
+    let sh = shim();
+    let lfd = listening(&sh);
+    let mut syn = Seg::new(1000);
+    syn.syn = true;
+    sh.netdev_send(&syn.bytes());
+    let (p, _) = sh.netdev_receive().expect("SYN-ACK");
+    let iss = parse(&p).seq;
+    let mut ack = Seg::new(1001);
+    ack.ack = Some(iss.wrapping_add(1));
+    sh.netdev_send(&ack.bytes());
+    let (fd, _) = sh.accept(lfd).unwrap();
+    let (inn, out, et) = (
+        libc::EPOLLIN as u32,
+        libc::EPOLLOUT as u32,
+        libc::EPOLLET as u32,
+    );
+    let ep = sh.epoll_create(1).unwrap();
+    sh.epoll_ctl(ep, libc::EPOLL_CTL_ADD, fd, inn | out | et, 7)
+        .unwrap();
+    assert_eq!(
+        sh.epoll_ctl(ep, libc::EPOLL_CTL_ADD, fd, inn, 7),
+        Err(libc::EEXIST)
+    );
+    assert_eq!(sh.epoll_wait(ep, 4, 0).unwrap(), [(out, 7)]);
+    assert_eq!(sh.epoll_wait(ep, 4, 0).unwrap(), []);
+    let mut data = Seg::new(1001);
+    data.ack = Some(iss.wrapping_add(1));
+    data.data = vec![1; 100];
+    sh.netdev_send(&data.bytes());
+    assert_eq!(sh.epoll_wait(ep, 4, 0).unwrap(), [(inn | out, 7)]);
+    assert_eq!(sh.epoll_wait(ep, 4, 0).unwrap(), [], "no new data");
+    sh.epoll_ctl(ep, libc::EPOLL_CTL_MOD, fd, inn, 9).unwrap();
+    assert_eq!(sh.epoll_wait(ep, 4, 0).unwrap(), [(inn, 9)]);
+    assert_eq!(
+        sh.epoll_wait(ep, 4, 0).unwrap(),
+        [(inn, 9)],
+        "level-triggered"
+    );
+    sh.close(ep).unwrap();
+    assert_eq!(sh.epoll_wait(ep, 4, 0), Err(libc::EINVAL));
+}
