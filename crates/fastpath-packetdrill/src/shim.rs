@@ -1016,19 +1016,24 @@ impl Shim {
             Some((n, true)) if n > 0 => Ok(n),
             Some((_, true)) => Err(libc::EINPROGRESS),
             Some((n, false)) => {
-                // The caller waits to write the rest: Linux's pending writer (whose ACK of the
-                // SYN-ACK rides on that data, as Linux's does when there is some).
+                // The caller waits to write the rest: Linux's pending writer, whose ACK of the
+                // SYN-ACK rides on that data. The data is queued now, so that it leaves as the
+                // SYN-ACK arrives, whichever thread carries the SYN-ACK in (the blocked call's
+                // thread may wake later in real time).
+                let mut queued = n;
                 if n < buf.len() {
-                    self.with(|s| {
+                    queued += self.with(|s| {
                         let stream = s.stream(fd)?;
-                        s.stack.tcp(stream).expect_write().map_err(|e| errno_of(&e))
+                        let mut t = s.stack.tcp(stream);
+                        t.expect_write().map_err(|e| errno_of(&e))?;
+                        Ok::<usize, Errno>(t.write_all_possible(&buf[n..]).unwrap_or(0))
                     })?;
                 }
                 self.finish_connect(fd, true)?;
-                if n == buf.len() {
-                    Ok(n)
+                if queued == buf.len() {
+                    Ok(queued)
                 } else {
-                    self.write(fd, &buf[n..]).map(|m| n + m)
+                    self.write(fd, &buf[queued..]).map(|m| queued + m)
                 }
             }
         }
