@@ -61,14 +61,15 @@ EOF
 awk -F'\t' '
     function reason(e) {
         if (e ~ /TCP_FASTOPEN_CONNECT|TCP_FASTOPEN_KEY/) return "Fast Open socket option not supported (TCP_FASTOPEN_CONNECT, TCP_FASTOPEN_KEY)"
-        if (e ~ /epoll/) return "epoll is not in the shim"
+        if (e ~ /epoll_create.*Function not implemented/) return "epoll is not in the shim"
         if (e ~ /setsockopt call.*Protocol not available/) return "socket option not supported"
         if (e ~ /getsockopt call.*Protocol not available/) return "socket option not supported"
         if (e ~ /can.t find getsockopt/) return "TCP_INFO not available to the script"
         if (e ~ /tcp_psh/) return "PSH not set as Linux sets it"
         if (e ~ /tcp_ece|tcp_cwr|ect0|ecn/) return "ECN (RFC 3168) not implemented"
-        if (e ~ /msg_flags 0x00002000|MSG_ERRQUEUE|zerocopy/) return "zero-copy completions not implemented"
-        if (e ~ /nstat/) return "reads the kernel counters (nstat), which fastpath does not feed"
+        if (e ~ /msg_flags 0x00002000|MSG_ERRQUEUE|zerocopy|events does not match script: expected: 0xc/) return "zero-copy completions not implemented"
+        if (e ~ /nstat|\/proc\/net\/tcp/) return "reads kernel counters or tables (nstat, /proc/net/tcp)"
+        if (e ~ /poll call/) return "poll reports other events"
         if (e ~ /timing error/) return "timing differs (loss recovery: RACK-TLP, PRR or the RTO)"
         if (e ~ /Python|assert/) return "a TCP_INFO figure differs"
         if (e ~ /packet of 1 bytes/) return "fastpath sent nothing where Linux sends"
