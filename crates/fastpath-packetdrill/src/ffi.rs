@@ -524,13 +524,12 @@ unsafe extern "C" fn pd_sendto(
         if !addr.is_null() && c_int::from(unsafe { (*addr).sa_family }) == libc::AF_UNSPEC {
             return Err(libc::EOPNOTSUPP);
         }
-        // SAFETY: packetdrill passes a socket address of `len` bytes (null: none).
         let to = if addr.is_null() {
             None
         } else {
+            // SAFETY: packetdrill passes a socket address of `len` bytes.
             Some(unsafe { read_sockaddr(addr, len) }?)
         };
-        // SAFETY: see above.
         let dontwait = flags & libc::MSG_DONTWAIT != 0;
         // SAFETY: see above.
         ssize(unsafe { shim(ud) }?.send_fast_open(fd, data, to, dontwait)?)
@@ -570,7 +569,6 @@ unsafe extern "C" fn pd_sendmsg(
             let to = (!name.is_null())
                 .then(|| unsafe { read_sockaddr(name, m.msg_namelen) })
                 .transpose()?;
-            // SAFETY: see above.
             let dontwait = flags & libc::MSG_DONTWAIT != 0;
             // SAFETY: see above.
             return ssize(unsafe { shim(ud) }?.send_fast_open(fd, &data, to, dontwait)?);

@@ -415,7 +415,7 @@ impl State {
             if out.len() >= max {
                 break;
             }
-            if i.events & EPOLLONESHOT != 0 && !i.armed && i.last_in == u64::MAX {
+            if i.fired {
                 continue;
             }
             let wanted = (i.events as i16) | libc::POLLERR | libc::POLLHUP;
@@ -441,9 +441,7 @@ impl State {
             i.armed = false;
             i.last_in = received;
             i.last_acked = acked;
-            if i.events & EPOLLONESHOT != 0 {
-                i.last_in = u64::MAX;
-            }
+            i.fired = i.events & EPOLLONESHOT != 0;
             if let Some(ep) = self.epolls.get_mut(&epfd) {
                 ep.interest.insert(fd, i);
             }
@@ -1378,13 +1376,7 @@ impl Shim {
     /// `poll(fds, timeout_ms)`: fills each entry's `revents` (third field); returns how many are
     /// ready. A negative timeout waits without end; the timeout runs in virtual time.
     pub fn poll(&self, fds: &mut [(i32, i16, i16)], timeout_ms: i32) -> Result<usize, Errno> {
-        let mut g = self.lock();
-        let deadline = u64::try_from(timeout_ms).ok().map(|ms| g.now + ms * 1000);
-        g.waiting += 1;
-        let mut waited = false;
-        let n = loop {
-            g.tried = g.input;
-            g.step();
+        Ok(self.wait_ready(timeout_ms, |g| {
             let mut n = 0;
             for (fd, events, revents) in fds.iter_mut() {
                 *revents = g.revents(*fd, *events);
@@ -1392,8 +1384,28 @@ impl Shim {
                     n += 1;
                 }
             }
-            if n > 0 || deadline.is_some_and(|d| g.now >= d) {
-                break n;
+            n
+        }))
+    }
+
+    /// Runs the stack and asks `ready` until it finds something (a non-zero count, a non-empty
+    /// list) or `timeout_ms` of virtual time have passed (negative: no limit), as `poll` and
+    /// `epoll_wait` wait; returns its last answer.
+    fn wait_ready<T: Default + PartialEq>(
+        &self,
+        timeout_ms: i32,
+        mut ready: impl FnMut(&mut State) -> T,
+    ) -> T {
+        let mut g = self.lock();
+        let deadline = u64::try_from(timeout_ms).ok().map(|ms| g.now + ms * 1000);
+        g.waiting += 1;
+        let mut waited = false;
+        let found = loop {
+            g.tried = g.input;
+            g.step();
+            let found = ready(&mut g);
+            if found != T::default() || deadline.is_some_and(|d| g.now >= d) {
+                break found;
             }
             g = self.wait(g, deadline);
             waited = true;
@@ -1402,7 +1414,7 @@ impl Shim {
         if waited {
             COMPLETED_AT.set(Some(g.now));
         }
-        Ok(n)
+        found
     }
 
     /// `epoll_create`: a new epoll instance.
@@ -1443,6 +1455,7 @@ impl Shim {
                 events,
                 data,
                 armed: true,
+                fired: false,
                 last_in: 0,
                 last_acked: 0,
             };
@@ -1474,28 +1487,10 @@ impl Shim {
         max: usize,
         timeout_ms: i32,
     ) -> Result<Vec<(u32, u64)>, Errno> {
-        let mut g = self.lock();
-        if !g.epolls.contains_key(&epfd) {
+        if !self.with(|s| Ok::<_, Errno>(s.epolls.contains_key(&epfd)))? {
             return Err(libc::EINVAL);
         }
-        let deadline = u64::try_from(timeout_ms).ok().map(|ms| g.now + ms * 1000);
-        g.waiting += 1;
-        let mut waited = false;
-        let out = loop {
-            g.tried = g.input;
-            g.step();
-            let out = g.epoll_ready(epfd, max);
-            if !out.is_empty() || deadline.is_some_and(|d| g.now >= d) {
-                break out;
-            }
-            g = self.wait(g, deadline);
-            waited = true;
-        };
-        g.waiting -= 1;
-        if waited {
-            COMPLETED_AT.set(Some(g.now));
-        }
-        Ok(out)
+        Ok(self.wait_ready(timeout_ms, |g| g.epoll_ready(epfd, max)))
     }
 
     /// `ioctl(FIONREAD)` (`SIOCINQ`): bytes ready to read; `ioctl(TIOCOUTQ)` (`SIOCOUTQ`): bytes
@@ -1561,8 +1556,9 @@ struct Interest {
     data: u64,
     /// Just added or changed: the next wait reports what is ready.
     armed: bool,
-    /// Bytes received and acknowledged at the last report (edge-triggered); `last_in` is
-    /// `u64::MAX` once a one-shot interest has reported.
+    /// A one-shot interest that has reported: silent until changed.
+    fired: bool,
+    /// Bytes received and acknowledged at the last report (edge-triggered).
     last_in: u64,
     last_acked: u64,
 }

@@ -585,7 +585,6 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
                 } else {
                     self.ack_now = true;
                 }
-                self.data_seen = true;
                 self.last_data_in = Some(cx.now);
                 self.quick_acks = QUICK_ACKS as u8;
             }

@@ -346,14 +346,14 @@ pub(crate) struct Tcb<A: IpAddress = Ipv4Addr> {
     pub(crate) syn_data: u32,
     /// ACKs left to send at once in quick-ACK mode (`TcpConfig::quick_ack`).
     quick_acks: u8,
-    /// When in-order data last arrived: a silence longer than the RTO restarts quick-ACK mode.
+    /// When in-order data last arrived (none yet: the first starts quick-ACK mode, and nothing sent
+    /// before it makes the connection interactive); a silence longer than the RTO restarts quick-ACK
+    /// mode.
     last_data_in: Option<Instant>,
     /// Interactive (Linux's "pingpong" mode): we sent data within the delayed-ACK time of the last
     /// data received, so ACKs wait to ride on our answers, quick-ACK mode or not. The delayed-ACK
     /// timer firing ends it.
     pingpong: bool,
-    /// Data has arrived: the first starts quick-ACK mode.
-    data_seen: bool,
     /// The application waits to write once the connection is established (`expect_write`).
     write_pending: bool,
     pub(crate) error: Option<io::ErrorKind>,
@@ -516,7 +516,6 @@ impl<A: IpAddress> Tcb<A> {
             quick_acks: 0,
             last_data_in: None,
             pingpong: false,
-            data_seen: false,
             write_pending: false,
             error: None,
             iss,

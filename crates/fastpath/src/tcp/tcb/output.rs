@@ -312,7 +312,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             }
             // An answer within the delayed-ACK time of the data it answers: interactive (not
             // before any data has arrived, as Linux's `ato` is 0 until then).
-            if !self.pingpong && len > 0 && self.data_seen {
+            if !self.pingpong && len > 0 {
                 if let (Some(at), Some(delay)) = (self.last_data_in, cx.cfg.delayed_ack) {
                     self.pingpong = at + delay > now;
                 }

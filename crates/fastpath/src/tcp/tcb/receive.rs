@@ -15,11 +15,10 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             // sent at once, one per segment, of up to 16 (or half the window in segments), so that
             // a sender in slow start (or restarting after idle) is not held back by the delayed-ACK
             // timer.
-            let idle = !self.data_seen
-                || self
-                    .last_data_in
-                    .is_none_or(|at| cx.now.saturating_since(at) > self.rto);
-            self.data_seen = true;
+            // No data before (the first starts it), or a silence longer than the RTO.
+            let idle = self
+                .last_data_in
+                .is_none_or(|at| cx.now.saturating_since(at) > self.rto);
             if idle {
                 let half_window = self.rx_capacity as u32 / (2 * self.mss.max(1));
                 self.quick_acks = half_window.clamp(2, QUICK_ACKS) as u8;
