@@ -60,6 +60,20 @@ pub enum CongestionAlgorithm {
     Cubic,
 }
 
+/// How a TCP sender decides a segment is lost before its retransmission timer says so.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum LossDetection {
+    /// RFC 6675 (and RFC 5681's three duplicate ACKs, RFC 6582's NewReno without SACK): a segment
+    /// is lost once DupThresh (3) segments above it are SACKed.
+    DupAck,
+    /// RACK-TLP (RFC 8985), as Linux's default: with SACK, a segment is lost once one sent after it
+    /// is delivered and a reordering window has passed, and a tail loss probe two round trips after
+    /// the last transmission finds a lost tail; without SACK the duplicate-ACK rules apply. The
+    /// tail loss probe has its own switch, [`TcpConfig::tail_loss_probe`].
+    #[default]
+    Rack,
+}
+
 /// TCP's switches and timers.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TcpConfig {
@@ -165,6 +179,18 @@ pub struct TcpConfig {
     /// The fewest segments per packet in `linux_push`'s model of Linux's packets, whatever the
     /// pacing rate (Linux's `net.ipv4.tcp_min_tso_segs`, 2).
     pub min_tso_segments: u32,
+    /// Loss detection (RFC 8985's RACK, the default, or RFC 6675's duplicate-ACK rule).
+    pub loss_detection: LossDetection,
+    /// The tail loss probe (RFC 8985 §7) with RACK: two smoothed RTTs after the last transmission
+    /// with nothing acknowledged, one segment goes (new data, else the last segment again) so
+    /// that a lost tail is repaired by SACK recovery rather than by the retransmission timeout.
+    pub tail_loss_probe: bool,
+    /// Proportional rate reduction (RFC 6937) sizes what recovery sends on each ACK, rather than
+    /// RFC 6675's "pipe below cwnd" with cwnd halved at once.
+    pub prr: bool,
+    /// D-SACK (RFC 2883): a duplicate segment is reported as the first SACK block of the ACK it
+    /// draws, and D-SACKs received widen RACK's reordering window.
+    pub dsack: bool,
 }
 
 /// TCP Fast Open (RFC 7413): a client that holds a cookie from an earlier connection to a server
@@ -237,6 +263,10 @@ impl Default for TcpConfig {
             quick_ack: true,
             linux_push: true,
             min_tso_segments: 2,
+            loss_detection: LossDetection::Rack,
+            tail_loss_probe: true,
+            prr: true,
+            dsack: true,
         }
     }
 }
@@ -466,6 +496,10 @@ impl StackConfig {
             tcp: TcpConfig {
                 header_prediction: false,
                 segmentation_offload: false,
+                loss_detection: LossDetection::DupAck,
+                tail_loss_probe: false,
+                prr: false,
+                dsack: false,
                 ..TcpConfig::default()
             },
             ..StackConfig::default()

@@ -456,8 +456,23 @@ pub struct TcpCounters {
     pub predicted_acks: u64,
     /// Segments handled by header prediction as in-order data.
     pub predicted_data: u64,
-    /// Loss recoveries entered by duplicate ACKs or SACK (fast retransmit).
+    /// Loss recoveries entered before the retransmission timer: by duplicate ACKs, RFC 6675's
+    /// SACK rule or RACK.
     pub fast_recoveries: u64,
+    /// Segments RACK (RFC 8985) marked lost: a segment sent after them was delivered and the
+    /// reordering window passed.
+    pub rack_lost: u64,
+    /// RACK reordering timer expiries (a look for losses once a reordering window ran out).
+    pub rack_reorder_timeouts: u64,
+    /// Tail loss probes sent (RFC 8985 §7).
+    pub loss_probes: u64,
+    /// Tail loss probes that repaired a loss (their ACK went past them without a D-SACK: the window
+    /// was reduced, as for a recovery).
+    pub loss_probe_recoveries: u64,
+    /// D-SACK blocks sent, each reporting a duplicate segment (RFC 2883).
+    pub dsacks_sent: u64,
+    /// D-SACK blocks received: a segment of ours arrived twice.
+    pub dsacks_received: u64,
     /// Retransmission timer expiries.
     pub timeouts: u64,
     /// SYN-ACKs sent as SYN cookies.
@@ -659,6 +674,15 @@ impl fmt::Display for Counters {
             (tcp.predicted_acks, "acks by header prediction"),
             (tcp.predicted_data, "data segments by header prediction"),
             (tcp.fast_recoveries, "fast recoveries"),
+            (tcp.rack_lost, "segments marked lost by rack"),
+            (tcp.rack_reorder_timeouts, "rack reordering timeouts"),
+            (tcp.loss_probes, "tail loss probes sent"),
+            (
+                tcp.loss_probe_recoveries,
+                "tail loss probes that repaired a loss",
+            ),
+            (tcp.dsacks_sent, "d-sack blocks sent"),
+            (tcp.dsacks_received, "d-sack blocks received"),
             (tcp.timeouts, "retransmission timeouts"),
             (tcp.syn_cookies_sent, "syn cookies sent"),
             (tcp.syn_cookies_ok, "connections from syn cookies"),

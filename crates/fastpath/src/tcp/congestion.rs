@@ -149,6 +149,71 @@ impl Congestion {
     }
 }
 
+/// Proportional rate reduction (RFC 6937, as Linux's `tcp_cwnd_reduction`): how much recovery
+/// may send on each ACK. Rather than halving the window at once (a burst, or a silence while the
+/// flight drains below it), recovery sends in proportion to what the ACKs deliver, ssthresh for
+/// every window's worth, so that the flight arrives at ssthresh as recovery ends; when losses have
+/// taken the flight below ssthresh, slow start brings it back up, by at most what each ACK
+/// delivered plus one segment (PRR-SSRB). The first ACK of a recovery may always send one segment:
+/// the fast retransmission.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Prr {
+    /// The congestion window when recovery began (Linux's `prior_cwnd`; RFC 6937's RecoverFS).
+    prior_cwnd: u32,
+    /// Bytes delivered to the receiver since recovery began (`prr_delivered`).
+    delivered: u32,
+    /// Bytes sent since recovery began (`prr_out`).
+    pub(crate) out: u32,
+}
+
+impl Prr {
+    /// Recovery begins with the congestion window at `cwnd`.
+    pub(crate) fn start(cwnd: u32) -> Prr {
+        Prr {
+            prior_cwnd: cwnd.max(1),
+            delivered: 0,
+            out: 0,
+        }
+    }
+
+    /// An ACK in recovery delivered `delivered` bytes (newly acknowledged or SACKed) with `pipe`
+    /// bytes left in flight: the congestion window it leaves (`pipe` plus what may go now).
+    /// `una_advanced` and `newly_lost` choose PRR-SSRB's extra segment as Linux does (only for an
+    /// ACK that moved SND.UNA and found no new loss).
+    pub(crate) fn on_ack(
+        &mut self,
+        delivered: u32,
+        pipe: u32,
+        ssthresh: u32,
+        mss: u32,
+        una_advanced: bool,
+        newly_lost: bool,
+    ) -> Option<u32> {
+        if delivered == 0 {
+            return None;
+        }
+        self.delivered = self.delivered.saturating_add(delivered);
+        let send = if pipe > ssthresh {
+            // Proportional: ssthresh / RecoverFS of what was delivered, less what went.
+            // Whole segments, as Linux counts packets.
+            let allowed = (u64::from(ssthresh) * u64::from(self.delivered))
+                .div_ceil(u64::from(self.prior_cwnd))
+                .next_multiple_of(u64::from(mss.max(1)));
+            (allowed.min(u64::from(u32::MAX)) as u32).saturating_sub(self.out)
+        } else {
+            // Slow-start reduction bound.
+            let mut limit = self.delivered.saturating_sub(self.out).max(delivered);
+            if una_advanced && !newly_lost {
+                limit += mss;
+            }
+            limit.min(ssthresh - pipe)
+        };
+        // The fast retransmission goes whatever the figures say.
+        let send = if self.out == 0 { send.max(mss) } else { send };
+        Some(pipe + send)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -214,5 +279,40 @@ mod tests {
             }
         }
         assert!(cc.cwnd > 40 * MSS, "cwnd {}", cc.cwnd);
+    }
+
+    #[test]
+    fn prr_sends_in_proportion_then_slow_starts_back_to_ssthresh() {
+        // Twenty segments in flight, one lost, ssthresh ten (NewReno's half).
+        let mut prr = Prr::start(20 * MSS);
+        // The ACK that starts recovery SACKs one segment: the fast retransmission may go.
+        assert_eq!(
+            prr.on_ack(MSS, 18 * MSS, 10 * MSS, MSS, false, false),
+            Some(19 * MSS)
+        );
+        prr.out += MSS;
+        // Each two segments delivered let one go (ssthresh / RecoverFS = 1/2).
+        assert_eq!(
+            prr.on_ack(MSS, 18 * MSS, 10 * MSS, MSS, false, false),
+            Some(18 * MSS)
+        );
+        assert_eq!(
+            prr.on_ack(MSS, 17 * MSS, 10 * MSS, MSS, false, false),
+            Some(18 * MSS)
+        );
+        prr.out += MSS;
+        // Below ssthresh: what was delivered and not yet matched, plus a segment if SND.UNA moved.
+        let mut prr = Prr::start(20 * MSS);
+        prr.out = 2 * MSS;
+        assert_eq!(
+            prr.on_ack(2 * MSS, 5 * MSS, 10 * MSS, MSS, true, false),
+            Some(8 * MSS)
+        );
+        assert_eq!(
+            prr.on_ack(MSS, 9 * MSS, 10 * MSS, MSS, true, false),
+            Some(10 * MSS)
+        );
+        // Nothing delivered: the window stays.
+        assert_eq!(prr.on_ack(0, 9 * MSS, 10 * MSS, MSS, true, false), None);
     }
 }

@@ -26,6 +26,7 @@ mod input;
 mod isn;
 mod listen;
 mod output;
+mod rack;
 pub mod seq;
 mod table;
 mod tcb;

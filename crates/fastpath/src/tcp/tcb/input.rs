@@ -305,6 +305,10 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             return Err(Verdict::Continue);
         }
         if !flags.contains(Flags::RST) {
+            if occupies > 0 && seq < self.rcv_nxt {
+                // Old data again: reported as a D-SACK (RFC 2883 §4), up to RCV.NXT.
+                self.note_duplicate(seq, (seq + occupies).min(self.rcv_nxt), cx);
+            }
             self.invalid_ack(seg, seg_len, cx);
         }
         cx.drops.add(DropReason::TcpOutOfWindow);
@@ -423,6 +427,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             }
             // Trim what we already have, and what lies past the window.
             if seq < self.rcv_nxt {
+                self.note_duplicate(seq, self.rcv_nxt, cx);
                 let skip = self.rcv_nxt - seq;
                 payload.pull_front(skip as usize);
                 seg_len -= skip;

@@ -11,7 +11,8 @@ use std::net::Ipv4Addr;
 use std::time::Duration;
 
 use super::buffers::{OutOfOrder, PushMarks, ReceiveQueue, Scoreboard, SendBuffer};
-use super::congestion::Congestion;
+use super::congestion::{Congestion, Prr};
+use super::rack::{Rack, SentLog};
 use super::seq::Seq;
 use crate::addr::IpAddress;
 use crate::buf::{BufferPool, PacketBuf};
@@ -407,6 +408,8 @@ pub(crate) struct Tcb<A: IpAddress = Ipv4Addr> {
     ooo: OutOfOrder,
     /// A FIN that arrived ahead of missing data.
     ooo_fin: Option<Seq>,
+    /// A duplicate segment to report as the next ACK's first SACK block (RFC 2883 D-SACK).
+    dsack: Option<(Seq, Seq)>,
     pub(crate) fin_received: bool,
 
     // Options in use.
@@ -445,6 +448,12 @@ pub(crate) struct Tcb<A: IpAddress = Ipv4Addr> {
     /// The next sequence number to retransmit in recovery, and how far retransmission may go.
     rexmit_next: Seq,
     rexmit_limit: Seq,
+    /// What is in flight and when each segment was last sent, for RACK (empty when RACK is off).
+    sent_log: SentLog,
+    /// RACK-TLP's state (RFC 8985).
+    rack: Rack,
+    /// Proportional rate reduction's counts in the current recovery (RFC 6937).
+    prr: Prr,
     pub(crate) cc: Congestion,
 
     pub(crate) nodelay: bool,
@@ -546,6 +555,7 @@ impl<A: IpAddress> Tcb<A> {
             rx_capacity: cfg.recv_buffer,
             ooo: OutOfOrder::default(),
             ooo_fin: None,
+            dsack: None,
             fin_received: false,
             ts_on: false,
             ts_recent: 0,
@@ -570,6 +580,9 @@ impl<A: IpAddress> Tcb<A> {
             scoreboard: Scoreboard::default(),
             rexmit_next: iss,
             rexmit_limit: iss,
+            sent_log: SentLog::default(),
+            rack: Rack::default(),
+            prr: Prr::default(),
             cc: Congestion::limited(cfg.congestion, mss, cfg.slow_start_ack_limit),
             nodelay: false,
             no_checksum: false,
@@ -693,6 +706,8 @@ impl<A: IpAddress> Tcb<A> {
         let sacked = self.scoreboard.sacked_bytes();
         if self.loss_until.is_some() {
             flight.saturating_sub(sacked)
+        } else if self.recover.is_some() && !self.sent_log.is_empty() {
+            self.sent_log.lost_bytes()
         } else if self.recover.is_some() {
             match self.scoreboard.high().filter(|_| self.sack_on) {
                 Some(high) => self.scoreboard.holes_between(self.snd_una, high),

@@ -60,6 +60,8 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             && !self.ack_now
             && self.probe.is_none()
             && self.recover.is_none()
+            && !self.rack.probe_due
+            && self.sent_log.lost_bytes() == 0
             && self.snd_nxt == self.snd_max
             && !self.fin_queued
             && self.tx.len() == (self.snd_nxt - self.tx_seq) as usize
@@ -187,10 +189,46 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             return None;
         }
         let now = cx.now;
-        let wnd = self.snd_wnd.min(self.cc.cwnd);
+        let mut wnd = self.snd_wnd.min(self.cc.cwnd);
+
+        // The tail loss probe (RFC 8985 §7.3): a segment of new data if the peer's window takes
+        // it, whatever the congestion window; else the last segment again.
+        let probing = std::mem::take(&mut self.rack.probe_due);
+        if probing {
+            let unsent = (self.tx_seq + self.tx.len() as u32).diff(self.snd_nxt);
+            let room = (self.snd_una + self.snd_wnd).diff(self.snd_nxt);
+            let new_data = self.snd_nxt == self.snd_max
+                && unsent > 0
+                && room >= unsent.min(self.segment_limit() as i32);
+            if new_data {
+                wnd = self.snd_wnd;
+            } else if let Some(last) = self.sent_log.last() {
+                let len = (last.end - last.start) as usize;
+                if let Some(out) = self.resend(last.start, len, cx) {
+                    self.probe_sent(true, cx);
+                    return Some(out);
+                }
+            }
+        }
+
+        // RACK: resend what it marked lost, first the lowest, while the pipe has room (the first
+        // retransmission of a recovery whatever the pipe).
+        if !self.sent_log.is_empty() && self.sent_log.lost_bytes() > 0 {
+            if let Some(lost) = self.sent_log.first_lost() {
+                if self.pipe() < self.cc.cwnd || self.prr.out == 0 {
+                    let len = (lost.end - lost.start).min(self.segment_limit()) as usize;
+                    if let Some(out) = self.resend(lost.start, len, cx) {
+                        return Some(out);
+                    }
+                }
+            }
+        }
 
         // Loss recovery: resend the next hole while the pipe has room (RFC 6675 §5, RFC 6582).
-        if self.recover.is_some() && self.rexmit_next < self.rexmit_limit {
+        if self.recover.is_some()
+            && self.rexmit_next < self.rexmit_limit
+            && self.sent_log.is_empty()
+        {
             let start = match self.scoreboard.skip(self.rexmit_next) {
                 Some(end) => end,
                 None => self.rexmit_next,
@@ -208,23 +246,10 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
                     .min(self.snd_max);
                 let len = (hole_end - start).min(self.segment_limit()) as usize;
                 let data_end = self.tx_seq + self.tx.len() as u32;
-                let len = len.min((data_end - start.min(data_end)) as usize);
-                self.rexmit_next = start + len.max(1) as u32;
-                let fin = self.fin_queued && start + len as u32 == self.fin_seq();
-                if len > 0 || fin {
-                    cx.counters.retrans_segs += 1;
-                    self.retransmits += 1;
-                    self.activity.bytes_retransmitted += len as u64;
-                    let mut flags = Flags::ACK;
-                    if fin {
-                        flags = flags | Flags::FIN;
-                    }
-                    if cx.cfg.linux_push && self.push_mark_in(start, len) {
-                        flags = flags | Flags::PSH;
-                    }
-                    let repr = self.header(flags, start);
-                    let offset = (start - self.tx_seq) as usize;
-                    return Some(self.finish(repr, offset, len, None));
+                self.rexmit_next =
+                    start + len.min((data_end - start.min(data_end)) as usize).max(1) as u32;
+                if let Some(out) = self.resend(start, len, cx) {
+                    return Some(out);
                 }
             } else {
                 self.rexmit_next = self.rexmit_limit;
@@ -254,6 +279,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
         };
         let limit = self.segment_limit();
         let max_seg = match tso_max {
+            _ if probing => limit,
             Some(m) if cx.cfg.segmentation_offload => (m as u32 / limit).max(1) * limit,
             _ => limit,
         };
@@ -272,6 +298,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
         let nothing_out = self.snd_una.max(self.tx_seq) == self.snd_nxt;
         let send = full
             || fin
+            || probing
             || retransmitting
             || (all && (self.nodelay || nothing_out))
             || (self.max_snd_wnd > 0 && len as u32 >= self.max_snd_wnd / 2);
@@ -319,11 +346,67 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             }
         }
         let repr = self.header(flags, seq);
-        self.snd_nxt = seq + len as u32 + fin as u32;
-        self.snd_max = self.snd_max.max(self.snd_nxt);
+        let end = seq + len as u32 + fin as u32;
+        if self.rack_on(cx.cfg) {
+            // RACK's record: a retransmission after a timeout, new data, or part of each.
+            let old_end = end.min(self.snd_max);
+            if seq < old_end {
+                self.sent_log.resent(seq, old_end, now);
+            }
+            if end > self.snd_max {
+                self.sent_log.sent(seq.max(self.snd_max), end, now, limit);
+            }
+        }
+        if self.recover.is_some() {
+            self.prr.out += len as u32;
+        }
+        self.snd_nxt = end;
+        self.snd_max = self.snd_max.max(end);
         self.timers.arm_once(Timer::Retransmit, now + self.rto);
+        if probing {
+            self.probe_sent(false, cx);
+        } else if !retransmitting && self.rack_on(cx.cfg) {
+            self.schedule_probe(cx);
+        }
         let segment_size = (len as u32 > limit).then_some(limit as u16);
         Some(self.finish(repr, offset, len, segment_size))
+    }
+
+    /// Sends `[start, start + len)` again (with the FIN if it ends there), for loss recovery or a
+    /// tail loss probe; None when nothing of it is left to send.
+    fn resend(&mut self, start: Seq, len: usize, cx: &mut Cx) -> Option<Outgoing> {
+        let data_end = self.tx_seq + self.tx.len() as u32;
+        let len = len.min((data_end - start.min(data_end)) as usize);
+        let fin = self.fin_queued && start + len as u32 == self.fin_seq();
+        if len == 0 && !fin {
+            return None;
+        }
+        cx.counters.retrans_segs += 1;
+        self.retransmits += 1;
+        self.activity.bytes_retransmitted += len as u64;
+        let mut flags = Flags::ACK;
+        if fin {
+            flags = flags | Flags::FIN;
+        }
+        if cx.cfg.linux_push && self.push_mark_in(start, len) {
+            flags = flags | Flags::PSH;
+        }
+        if !self.sent_log.is_empty() {
+            self.sent_log
+                .resent(start, start + len as u32 + fin as u32, cx.now);
+        }
+        self.prr.out += len as u32;
+        let repr = self.header(flags, start);
+        let offset = (start - self.tx_seq) as usize;
+        Some(self.finish(repr, offset, len, None))
+    }
+
+    /// A tail loss probe went: its end is remembered for its ACK, and the retransmission timer
+    /// starts again from now (Linux's `tcp_send_loss_probe`).
+    fn probe_sent(&mut self, retransmitted: bool, cx: &mut Cx) {
+        cx.counters.loss_probes += 1;
+        self.rack.probe_high = Some((self.snd_max, retransmitted));
+        self.timers.set(Timer::Retransmit, cx.now + self.rto);
     }
 
     /// Data waits and nothing goes: when the peer's window (not the congestion window) is what
@@ -506,9 +589,15 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             if self.ts_on {
                 repr.options.timestamps = Some((0, self.ts_recent));
             }
-            if self.sack_on && !self.ooo.is_empty() {
+            if self.sack_on && (!self.ooo.is_empty() || self.dsack.is_some()) {
                 let max = if self.ts_on { 3 } else { MAX_SACK_BLOCKS };
-                let n = self.ooo.sack_blocks(&mut repr.options.sack, max);
+                // A D-SACK first (RFC 2883 §4), once.
+                let mut n = 0;
+                if let Some((l, r)) = self.dsack.take() {
+                    repr.options.sack[0] = (l.0, r.0);
+                    n = 1;
+                }
+                n += self.ooo.sack_blocks(&mut repr.options.sack[n..], max - n);
                 repr.options.sack_count = n as u8;
             }
             self.last_ack_sent = self.rcv_nxt;

@@ -79,9 +79,13 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
                 self.data_arrived(len, cx);
             }
         } else {
-            if !self.ooo.insert(start, payload, cx.max_ooo, cx.pool) && self.ooo.len() >= cx.max_ooo
-            {
-                cx.drops.add(DropReason::TcpOutOfOrderFull);
+            if !self.ooo.insert(start, payload, cx.max_ooo, cx.pool) {
+                if self.ooo.len() >= cx.max_ooo {
+                    cx.drops.add(DropReason::TcpOutOfOrderFull);
+                } else {
+                    // Held already: a duplicate.
+                    self.note_duplicate(start, start + len, cx);
+                }
             }
             if fin {
                 self.ooo_fin = Some(start + len);
@@ -91,6 +95,17 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             self.ack_now = true;
             self.ack_immediately = true;
         }
+    }
+
+    /// Data we already had arrived again: the next ACK goes at once and reports `[left, right)` as
+    /// its first SACK block, a D-SACK (RFC 2883), so that the sender learns its retransmission was
+    /// needless (and the path reorders or duplicates).
+    pub(super) fn note_duplicate(&mut self, left: Seq, right: Seq, cx: &mut Cx) {
+        if self.sack_on && cx.cfg.dsack && left < right {
+            self.dsack = Some((left, right));
+            cx.counters.dsacks_sent += 1;
+        }
+        self.ack_now = true;
     }
 
     /// The data of a SYN taken by TCP Fast Open (RFC 7413 §4.2.2): in order, right after the SYN.
@@ -137,5 +152,6 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
         self.tx.release();
         self.ooo.release(cx.pool);
         self.scoreboard = Scoreboard::default();
+        self.sent_log.release();
     }
 }

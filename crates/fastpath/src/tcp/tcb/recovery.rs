@@ -1,7 +1,9 @@
-//! Acknowledgments: RTT, SACK, duplicate ACKs, fast retransmit and recovery, the retransmission
-//! timeout.
+//! Acknowledgments: RTT, SACK and D-SACK, loss detection (RACK-TLP or duplicate ACKs), fast
+//! retransmit and recovery with proportional rate reduction, the retransmission timeout.
 
 use super::*;
+use crate::config::LossDetection;
+use crate::tcp::rack::{self, RackTimer, Sent};
 
 impl<A: crate::addr::IpAddress> Tcb<A> {
     /// The ACK field of an acceptable segment (RFC 9293 §3.10.7.4 fifth step): new data
@@ -22,19 +24,52 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             return false;
         }
         self.take_timestamp(seg);
-        self.process_sack(seg);
-        if ack > self.snd_una {
-            self.ack_advance(ack, seg, cx);
-        } else if ack == self.snd_una
+        let una_before = self.snd_una;
+        let sacked_before = self.scoreboard.sacked_bytes();
+        let lost_before = self.sent_log.lost_bytes();
+        let dsack = self.process_sack(seg, cx);
+        let sacked_after = self.scoreboard.sacked_bytes();
+        let duplicate = ack == self.snd_una
             && seg_len == 0
             && !seg.flags.contains(Flags::FIN)
             && (seg.window as u32) << self.snd_shift == self.snd_wnd
-            && self.snd_max > self.snd_una
-        {
-            self.duplicate_ack(cx);
+            && self.snd_max > self.snd_una;
+        if ack > self.snd_una {
+            self.ack_advance(ack, seg, cx);
+        } else {
+            if duplicate {
+                self.duplicate_ack(cx);
+            }
+            if self.rack_on(cx.cfg) {
+                self.rack_detect(cx);
+            }
         }
-        if self.recover.is_some() && self.sack_on {
+        if self.recover.is_some() && self.sack_on && !self.rack_on(cx.cfg) {
             self.mark_lost();
+        }
+        let una_advanced = self.snd_una > una_before;
+        if self.rack.probe_high.is_some() {
+            let not_dup = una_advanced || seg_len > 0 || !duplicate;
+            self.probe_acked(ack, dsack, not_dup || sacked_after > sacked_before, cx);
+        }
+        if self.recover.is_some() && cx.cfg.prr {
+            // Delivered: newly acknowledged bytes not SACKed before, and newly SACKed ones.
+            let delivered = (i64::from(self.snd_una - una_before) + i64::from(sacked_after)
+                - i64::from(sacked_before))
+            .max(0) as u32;
+            let newly_lost = self.sent_log.lost_bytes() > lost_before;
+            let (pipe, ssthresh) = (self.pipe(), self.cc.ssthresh);
+            let sized = self.prr.on_ack(
+                delivered,
+                pipe,
+                ssthresh,
+                self.mss,
+                una_advanced,
+                newly_lost,
+            );
+            if let Some(cwnd) = sized {
+                self.cc.cwnd = cwnd;
+            }
         }
         // Window update (RFC 9293 §3.10.7.4, SND.WL1/WL2 rule).
         if self.snd_wl1 < seq || (self.snd_wl1 == seq && self.snd_wl2 <= ack) {
@@ -47,18 +82,188 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
         true
     }
 
-    /// Records SACK blocks about data we sent (RFC 2018 §3, RFC 6675).
-    pub(super) fn process_sack(&mut self, seg: &TcpRepr) {
-        if !self.sack_on {
-            return;
+    /// Records SACK blocks about data we sent (RFC 2018 §3, RFC 6675), and hands RACK the
+    /// segments they deliver. Returns true when the first block is a D-SACK (RFC 2883 §4: below the
+    /// cumulative ACK, or inside the second block): a segment of ours arrived twice.
+    pub(super) fn process_sack(&mut self, seg: &TcpRepr, cx: &mut Cx) -> bool {
+        let blocks = seg.options.sack_blocks();
+        if !self.sack_on || blocks.is_empty() {
+            return false;
         }
-        for &(l, r) in seg.options.sack_blocks() {
-            let (l, r) = (Seq(l), Seq(r));
-            // Ignore blocks below snd_una (D-SACK) or outside what was sent.
-            if l < r && l >= self.snd_una && r <= self.snd_max {
-                self.scoreboard.add(l, r);
+        let dsack = match blocks {
+            [(l, r), rest @ ..] => {
+                Seq(*r) <= Seq(seg.ack)
+                    || rest
+                        .first()
+                        .is_some_and(|&(l2, r2)| Seq(*l) >= Seq(l2) && Seq(*r) <= Seq(r2))
+            }
+            [] => false,
+        };
+        if dsack {
+            cx.counters.dsacks_received += 1;
+            if cx.cfg.dsack {
+                self.rack.dsack(self.snd_una, self.snd_max);
             }
         }
+        let rack = self.rack_on(cx.cfg);
+        for &(l, r) in &blocks[dsack as usize..] {
+            let (l, r) = (Seq(l), Seq(r));
+            // Ignore blocks outside what was sent.
+            if l < r && l >= self.snd_una && r <= self.snd_max {
+                self.scoreboard.add(l, r);
+                if rack {
+                    let (now, min_rtt) = (cx.now, self.min_rtt().unwrap_or_default());
+                    let echoed = self.echoed(seg);
+                    let (log, state) = (&mut self.sent_log, &mut self.rack);
+                    log.sacked(l, r, |s| {
+                        state.delivered(s, now, min_rtt, |at| echo_before(echoed, at))
+                    });
+                }
+            }
+        }
+        dsack
+    }
+
+    /// Whether RACK runs on this connection: chosen, and SACK in use (without SACK it has nothing
+    /// to see deliveries by; the duplicate-ACK rules apply).
+    pub(super) fn rack_on(&self, cfg: &TcpConfig) -> bool {
+        self.sack_on && cfg.loss_detection == LossDetection::Rack
+    }
+
+    /// The ACK's timestamp echo on our clock, for RACK's check of a retransmission's delivery.
+    fn echoed(&self, seg: &TcpRepr) -> Option<u32> {
+        seg.options
+            .timestamps
+            .filter(|_| self.ts_on)
+            .map(|(_, ecr)| ecr.wrapping_sub(self.ts_offset))
+    }
+
+    /// RACK's loss detection (RFC 8985 §6.2) after an ACK or its reordering timer: marks what it
+    /// finds lost (entering recovery for it) and runs the reordering timer for what may still be
+    /// reordered.
+    pub(super) fn rack_detect(&mut self, cx: &mut Cx) {
+        if self.loss_until.is_some() && self.snd_nxt < self.snd_max {
+            // Sending everything again after a timeout: nothing to compare yet.
+            return;
+        }
+        let min_rtt = self.min_rtt().unwrap_or_default();
+        let srtt = self.srtt.unwrap_or(self.rto);
+        let sacked_segments = self.scoreboard.sacked_bytes() / self.mss.max(1);
+        let recovering = self.recover.is_some() || self.loss_until.is_some();
+        let reo_wnd = self
+            .rack
+            .reo_wnd(recovering, sacked_segments, min_rtt, srtt);
+        let (marked, timeout) = self.sent_log.detect_loss(&self.rack, reo_wnd, cx.now);
+        if marked > 0 {
+            cx.counters.rack_lost += u64::from(marked);
+            if !recovering {
+                self.enter_recovery(cx);
+            }
+        }
+        match timeout {
+            Some(at) => {
+                self.cancel_probe();
+                self.rack.timer = RackTimer::Reorder;
+                self.timers.set(Timer::Rack, at);
+            }
+            None if self.rack.timer == RackTimer::Reorder => self.timers.clear(Timer::Rack),
+            None => {}
+        }
+    }
+
+    /// `Timer::Rack` fired.
+    pub(super) fn rack_timeout(&mut self, cx: &mut Cx) {
+        match self.rack.timer {
+            RackTimer::Reorder => {
+                cx.counters.rack_reorder_timeouts += 1;
+                self.rack_detect(cx);
+            }
+            RackTimer::Probe => {
+                // The probe took the retransmission timer's place (as in Linux, where they share
+                // one): the RTO runs again from its old deadline unless a probe goes.
+                let rto_at = self.rack.rto_at.max(cx.now);
+                self.timers.set(Timer::Retransmit, rto_at);
+                if self.rack.probe_high.is_none() && self.snd_una != self.snd_max {
+                    self.rack.probe_due = true;
+                }
+            }
+        }
+    }
+
+    /// Schedules the tail loss probe (RFC 8985 §7.2, as Linux's `tcp_schedule_loss_probe`) after
+    /// new data went or an ACK left data in flight: with SACK, outside recovery and disorder, no
+    /// probe in flight. It takes the place of the retransmission timer, at most as late.
+    pub(super) fn schedule_probe(&mut self, cx: &Cx) {
+        if !cx.cfg.tail_loss_probe
+            || !self.rack_on(cx.cfg)
+            || self.snd_una == self.snd_max
+            || self.recover.is_some()
+            || self.loss_until.is_some()
+            || self.rack.probe_high.is_some()
+            || !self.scoreboard.ranges.is_empty()
+            || !self.state.sends_data()
+            || (self.timers.is_set(Timer::Rack) && self.rack.timer == RackTimer::Reorder)
+        {
+            return;
+        }
+        let one_segment = self.snd_max - self.snd_una <= self.mss;
+        let pto = rack::probe_timeout(self.srtt, one_segment, cx.cfg.min_rto);
+        let rto_at = match self.timers.get(Timer::Retransmit) {
+            Some(at) => at,
+            None if self.timers.is_set(Timer::Rack) => self.rack.rto_at,
+            None => cx.now + self.rto,
+        };
+        self.rack.rto_at = rto_at;
+        self.rack.timer = RackTimer::Probe;
+        self.timers.clear(Timer::Retransmit);
+        self.timers.set(Timer::Rack, (cx.now + pto).min(rto_at));
+    }
+
+    /// A pending probe gives the retransmission timer back.
+    pub(super) fn cancel_probe(&mut self) {
+        if self.rack.timer == RackTimer::Probe && self.timers.is_set(Timer::Rack) {
+            self.timers.clear(Timer::Rack);
+            self.timers.arm_once(Timer::Retransmit, self.rack.rto_at);
+        }
+        self.rack.probe_due = false;
+    }
+
+    /// An ACK at or past a retransmitted probe's end (RFC 8985 §7.4, as Linux's
+    /// `tcp_process_tlp_ack`): past it without a D-SACK, the probe repaired a loss and the window
+    /// is reduced as for one; a D-SACK, or a duplicate ACK at its end, says original and probe both
+    /// arrived.
+    fn probe_acked(&mut self, ack: Seq, dsack: bool, new_info: bool, cx: &mut Cx) {
+        let Some((high, retransmitted)) = self.rack.probe_high else {
+            return;
+        };
+        if ack < high {
+            return;
+        }
+        if !retransmitted || dsack {
+            self.rack.probe_high = None;
+        } else if ack > high {
+            self.rack.probe_high = None;
+            cx.counters.loss_probe_recoveries += 1;
+            let flight = self.snd_max - self.snd_una;
+            self.cc.on_loss(flight, self.mss);
+        } else if !new_info {
+            self.rack.probe_high = None;
+        }
+    }
+
+    /// Loss found before the retransmission timer: recovery begins (RFC 5681 §3.2, RFC 6675 §5,
+    /// RFC 6937 §3; RFC 6582: not twice for one window).
+    fn enter_recovery(&mut self, cx: &mut Cx) {
+        cx.counters.fast_recoveries += 1;
+        let flight = self.snd_max - self.snd_una;
+        self.prr = Prr::start(self.cc.cwnd);
+        self.cc.on_loss(flight, self.mss);
+        self.recover = Some(self.snd_max);
+        self.rexmit_next = self.snd_una;
+        // The first hole at least; with SACK, what IsLost() then marks (`mark_lost`).
+        self.rexmit_limit = self.snd_una + self.mss;
+        self.rtt_probe = None;
+        self.cancel_probe();
     }
 
     /// `ack` acknowledges new data (RFC 9293 §3.10.7.4, RFC 6298 §5, RFC 5681, RFC 6582).
@@ -79,6 +284,14 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             let n = (ack - self.tx_seq).min(self.tx.len() as u32);
             self.tx.consume(n as usize);
             self.tx_seq = self.tx_seq + n;
+        }
+        if self.rack_on(cx.cfg) {
+            let (now, min_rtt) = (cx.now, self.min_rtt().unwrap_or_default());
+            let echoed = self.echoed(seg);
+            let (log, state) = (&mut self.sent_log, &mut self.rack);
+            log.acked(ack, |s: &Sent| {
+                state.delivered(s, now, min_rtt, |at| echo_before(echoed, at))
+            });
         }
         self.activity.bytes_acked += u64::from(acked);
         self.activity.delivered += u64::from(acked.div_ceil(self.mss.max(1)));
@@ -108,11 +321,18 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
         }
         match self.recover {
             Some(point) if ack >= point => {
-                // Full acknowledgment: recovery ends (RFC 6582 §3.2 step 3).
+                // Full acknowledgment: recovery ends (RFC 6582 §3.2 step 3), the window at
+                // ssthresh with PRR (RFC 6937 §3, as Linux's `tcp_end_cwnd_reduction`), else at
+                // most one segment more than the flight.
                 self.recover = None;
                 self.dupacks = 0;
                 let flight = self.snd_max - self.snd_una;
-                self.cc.cwnd = self.cc.ssthresh.min(flight.max(self.mss) + self.mss);
+                self.cc.cwnd = if cx.cfg.prr {
+                    self.cc.ssthresh
+                } else {
+                    self.cc.ssthresh.min(flight.max(self.mss) + self.mss)
+                };
+                self.rack.recovery_ended();
             }
             Some(_) => {
                 // Partial acknowledgment: the next hole is lost too; retransmit it.
@@ -135,24 +355,30 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
                 self.cc.on_ack(acked, self.mss, cx.now, srtt);
             }
         }
+        if self.rack_on(cx.cfg) {
+            if self.snd_una == self.snd_max {
+                self.timers.clear(Timer::Rack);
+                self.rack.probe_due = false;
+            } else {
+                self.rack_detect(cx);
+                if self.rack.timer == RackTimer::Probe {
+                    self.timers.clear(Timer::Rack);
+                }
+                self.schedule_probe(cx);
+            }
+        }
     }
 
     pub(super) fn duplicate_ack(&mut self, cx: &mut Cx) {
         self.dupacks += 1;
-        if self.recover.is_some() {
+        if self.recover.is_some() || self.rack_on(cx.cfg) {
+            // In recovery already, or RACK decides what is lost.
             return;
         }
         let sack_says_lost = self.sack_on && self.scoreboard.sacked_bytes() >= 3 * self.mss;
         if self.dupacks >= DUPTHRESH || sack_says_lost {
-            // Fast retransmit (RFC 5681 §3.2; RFC 6582: not twice for one window).
-            cx.counters.fast_recoveries += 1;
-            let flight = self.snd_max - self.snd_una;
-            self.cc.on_loss(flight, self.mss);
-            self.recover = Some(self.snd_max);
-            self.rexmit_next = self.snd_una;
-            // The first hole at least; with SACK, what IsLost() then marks (`mark_lost`).
-            self.rexmit_limit = self.snd_una + self.mss;
-            self.rtt_probe = None;
+            // Fast retransmit (RFC 5681 §3.2).
+            self.enter_recovery(cx);
         }
     }
 
@@ -215,6 +441,13 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
         if self.recover.is_none() {
             return self.snd_nxt - self.snd_una;
         }
+        if !self.sent_log.is_empty() {
+            // RACK: what is neither SACKed nor marked lost (a lost segment sent again is in
+            // flight again), as Linux's `tcp_packets_in_flight`.
+            return flight
+                .saturating_sub(self.scoreboard.sacked_bytes())
+                .saturating_sub(self.sent_log.lost_bytes());
+        }
         if self.sack_on && !self.scoreboard.ranges.is_empty() {
             let high = self.scoreboard.high().unwrap_or(self.snd_una);
             let lost = self
@@ -268,6 +501,16 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
         self.dupacks = 0;
         self.scoreboard.clear();
         self.rtt_probe = None;
+        self.sent_log.reset_marks();
+        self.rack.probe_high = None;
+        self.rack.probe_due = false;
+        self.timers.clear(Timer::Rack);
         Verdict::Continue
     }
+}
+
+/// Whether an ACK echoing `echoed` (on our timestamp clock) answers a segment sent before `at`, so
+/// that it may acknowledge the original of a retransmission sent at `at` (RFC 8985 §6.2 step 2).
+fn echo_before(echoed: Option<u32>, at: Instant) -> bool {
+    echoed.is_some_and(|e| (e.wrapping_sub(ts_clock(at)) as i32) < 0)
 }

@@ -5,6 +5,7 @@ use std::net::{Ipv4Addr, SocketAddrV4};
 
 use super::*;
 use crate::buf::BufferMode;
+use crate::config::LossDetection;
 use crate::link::LinkCapabilities;
 use crate::route::InterfaceId;
 use crate::tcp::congestion::CongestionAlgorithm;
@@ -23,8 +24,8 @@ const FIN: Flags = Flags::FIN;
 const RST: Flags = Flags::RST;
 const PSH: Flags = Flags::PSH;
 
-/// No options beyond the MSS, NewReno: every figure in a test can be worked out by hand.
-/// The tests' configuration: no options, NewReno, and the RTO floored as a whole (RFC 6298), so that
+/// The tests' configuration: no options, NewReno, RFC 6675 loss detection without PRR (RACK-TLP
+/// and PRR have their tests in `rack.rs`), and the RTO floored as a whole (RFC 6298), so that
 /// the timers of a connection whose only RTT sample is the handshake's start at exactly 200 ms (the
 /// Linux floor on the variance term, the default, has its own test in `loss.rs`), and the delayed-ACK
 /// rule from the first segment (quick-ACK mode has its own test in `window.rs`).
@@ -36,6 +37,10 @@ pub(crate) fn plain() -> TcpConfig {
         congestion: CongestionAlgorithm::NewReno,
         rto_min_on_variance: false,
         quick_ack: false,
+        loss_detection: LossDetection::DupAck,
+        tail_loss_probe: false,
+        prr: false,
+        dsack: false,
         ..TcpConfig::default()
     }
 }
@@ -304,5 +309,6 @@ mod open;
 mod options;
 mod pmtu;
 mod push;
+mod rack;
 mod timeouts;
 mod window;

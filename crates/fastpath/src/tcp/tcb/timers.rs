@@ -17,15 +17,17 @@ pub(crate) enum Timer {
     KeepAlive,
     /// The end of the connection: 2 MSL in TIME-WAIT, the FIN-WAIT-2 timeout of an orphan.
     Close,
+    /// RACK's reordering timer or the tail loss probe (RFC 8985 §6.3, §7; which one: `Rack::timer`).
+    Rack,
 }
 
 impl Timer {
-    const COUNT: usize = 5;
+    const COUNT: usize = 6;
 }
 
 /// The deadline of each [`Timer`] in microseconds, [`NOT_RUNNING`] when it does not run. Plain
 /// integers rather than `Option<Instant>`s, so that the earliest of them (asked after every segment
-/// in and out) is five comparisons without a branch.
+/// in and out) is six comparisons without a branch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Timers([u64; Timer::COUNT]);
 
@@ -107,6 +109,9 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
         }
         if self.timers.take_due(Timer::Retransmit, now) {
             return self.retransmit_timeout(cx);
+        }
+        if self.timers.take_due(Timer::Rack, now) {
+            self.rack_timeout(cx);
         }
         if self.timers.take_due(Timer::Persist, now) {
             self.persist_backoff += 1;
