@@ -300,7 +300,6 @@ mod tests {
             prr.on_ack(MSS, 17 * MSS, 10 * MSS, MSS, false, false),
             Some(18 * MSS)
         );
-        prr.out += MSS;
         // Below ssthresh: what was delivered and not yet matched, plus a segment if SND.UNA moved.
         let mut prr = Prr::start(20 * MSS);
         prr.out = 2 * MSS;
