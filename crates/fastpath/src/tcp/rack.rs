@@ -285,6 +285,8 @@ pub(crate) struct Rack {
     reo_persist: u8,
     /// No second widening until the ACK passes this (one per round trip).
     dsack_round: Option<Seq>,
+    /// Segments reported duplicated by D-SACKs so far.
+    dsack_dups: u64,
     /// What `Timer::Rack` is running for.
     pub(crate) timer: RackTimer,
     /// The end of the tail loss probe in flight (TLP.end_seq), and whether it was a retransmission.
@@ -345,9 +347,23 @@ impl Rack {
         (min_rtt / 4 * u32::from(self.reo_steps.max(1))).min(srtt)
     }
 
-    /// A D-SACK arrived (RFC 8985 §6.2 step 4): the window widens by a step, at most once per
-    /// round trip, and stays widened for the next sixteen recoveries.
-    pub(crate) fn dsack(&mut self, una: Seq, snd_max: Seq) {
+    /// A D-SACK for `segments` segments arrived (RFC 8985 §6.2 step 4), `retransmitted` segments
+    /// sent again so far: the window widens by a step, at most once per round trip, and stays
+    /// widened for the next sixteen recoveries. As Linux (`tcp_dsack_seen`), only on a path seen to
+    /// reorder, and not for duplicates the sender did not make (more duplicates reported than
+    /// segments ever sent again: the network copies packets) nor for a tail loss probe's.
+    pub(crate) fn dsack(
+        &mut self,
+        una: Seq,
+        snd_max: Seq,
+        segments: u32,
+        retransmitted: u64,
+        of_probe: bool,
+    ) {
+        self.dsack_dups += u64::from(segments.max(1));
+        if self.dsack_dups > retransmitted || !self.reordering_seen || of_probe {
+            return;
+        }
         if self.dsack_round.is_some_and(|end| una < end) {
             return;
         }
@@ -512,18 +528,24 @@ mod tests {
             rack.reo_wnd(true, 5, min_rtt, srtt),
             Duration::from_millis(2)
         );
-        rack.dsack(Seq(0), Seq(10 * MSS));
+        // Not for duplicates the network made (more than were ever sent again).
+        rack.dsack(Seq(0), Seq(10 * MSS), 1, 0, false);
+        assert_eq!(
+            rack.reo_wnd(true, 5, min_rtt, srtt),
+            Duration::from_millis(2)
+        );
+        rack.dsack(Seq(0), Seq(10 * MSS), 1, 5, false);
         assert_eq!(
             rack.reo_wnd(true, 5, min_rtt, srtt),
             Duration::from_millis(4)
         );
         // Once per round trip.
-        rack.dsack(Seq(5 * MSS), Seq(12 * MSS));
+        rack.dsack(Seq(5 * MSS), Seq(12 * MSS), 1, 5, false);
         assert_eq!(
             rack.reo_wnd(true, 5, min_rtt, srtt),
             Duration::from_millis(4)
         );
-        rack.dsack(Seq(10 * MSS), Seq(12 * MSS));
+        rack.dsack(Seq(10 * MSS), Seq(12 * MSS), 1, 5, false);
         assert_eq!(
             rack.reo_wnd(true, 5, min_rtt, srtt),
             Duration::from_millis(6)

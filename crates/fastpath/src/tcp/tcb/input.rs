@@ -578,7 +578,8 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
                 self.rtt_from_echo(ecr, cx);
             } else if let Some((_, sent)) = self.rtt_probe.take() {
                 let rtt = cx.now.saturating_since(sent);
-                self.rtt_sample(cx.now, rtt.as_millis() as u32, cx);
+                let ms = (rtt.as_millis() as u64).max(1);
+                self.rtt_sample(ms * 1000, ms * 1000, cx);
             }
             if std::mem::take(&mut self.write_pending) {
                 // A writer waits (Linux's `sk_write_pending`): the ACK rides on its data, a

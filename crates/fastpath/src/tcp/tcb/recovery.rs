@@ -48,9 +48,10 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             self.mark_lost();
         }
         let una_advanced = self.snd_una > una_before;
-        if self.rack.probe_high.is_some() {
-            let not_dup = una_advanced || seg_len > 0 || !duplicate;
-            self.probe_acked(ack, dsack, not_dup || sacked_after > sacked_before, cx);
+        if self.rack.probe_high.is_some() && !una_advanced {
+            // (An ACK that moves SND.UNA was seen by `ack_advance`.)
+            let new_info = seg_len > 0 || !duplicate || sacked_after > sacked_before;
+            self.probe_acked(ack, dsack, new_info, cx);
         }
         if self.recover.is_some() && cx.cfg.prr {
             // Delivered: newly acknowledged bytes not SACKed before, and newly SACKed ones.
@@ -90,6 +91,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
         if !self.sack_on || blocks.is_empty() {
             return false;
         }
+        let (first_left, first_right) = (Seq(blocks[0].0), Seq(blocks[0].1));
         let dsack = match blocks {
             [(l, r), rest @ ..] => {
                 Seq(*r) <= Seq(seg.ack)
@@ -101,8 +103,14 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
         };
         if dsack {
             cx.counters.dsacks_received += 1;
-            if cx.cfg.dsack {
-                self.rack.dsack(self.snd_una, self.snd_max);
+            if cx.cfg.dsack && first_left < first_right {
+                let segments = (first_right - first_left).div_ceil(self.mss.max(1));
+                let of_probe = self
+                    .rack
+                    .probe_high
+                    .is_some_and(|(high, _)| high == first_right);
+                let (una, max, resent) = (self.snd_una, self.snd_max, self.retransmits);
+                self.rack.dsack(una, max, segments, resent, of_probe);
             }
         }
         let rack = self.rack_on(cx.cfg);
@@ -269,14 +277,39 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
     /// `ack` acknowledges new data (RFC 9293 §3.10.7.4, RFC 6298 §5, RFC 5681, RFC 6582).
     pub(super) fn ack_advance(&mut self, ack: Seq, seg: &TcpRepr, cx: &mut Cx) {
         let acked = ack - self.snd_una;
-        // RTT: from the echoed timestamp, else from the timed segment if it was not retransmitted.
-        if let Some((_, ecr)) = seg.options.timestamps.filter(|_| self.ts_on) {
+        // RACK's record: what this ACK delivered, and from when (to the microsecond) the segments
+        // it covers were sent, if none of them was sent twice.
+        let mut sent_at = None;
+        if self.rack_on(cx.cfg) {
+            let (now, min_rtt) = (cx.now, self.min_rtt().unwrap_or_default());
+            let echoed = self.echoed(seg);
+            let (log, state) = (&mut self.sent_log, &mut self.rack);
+            let mut span: Option<(Instant, Instant)> = None;
+            let mut resent = false;
+            log.acked(ack, |s: &Sent| {
+                if s.retransmitted() {
+                    resent = true;
+                } else {
+                    span = Some(span.map_or((s.at, s.at), |(o, n)| (o.min(s.at), n.max(s.at))));
+                }
+                state.delivered(s, now, min_rtt, |at| echo_before(echoed, at))
+            });
+            sent_at = span.filter(|_| !resent);
+        }
+        // RTT (Karn: never from a retransmission): from the record, as Linux measures it (the
+        // oldest segment covered for the smoothed RTT, the newest for the least); else from the
+        // echoed timestamp, else from the timed segment.
+        if let Some((oldest, newest)) = sent_at {
+            let since = |t: Instant| cx.now.saturating_since(t).as_micros() as u64;
+            self.rtt_sample(since(oldest), since(newest), cx);
+        } else if let Some((_, ecr)) = seg.options.timestamps.filter(|_| self.ts_on) {
             self.rtt_from_echo(ecr, cx);
         } else if let Some((probe, sent)) = self.rtt_probe {
             if ack > probe {
                 self.rtt_probe = None;
                 let rtt = cx.now.saturating_since(sent);
-                self.rtt_sample(cx.now, rtt.as_millis() as u32, cx);
+                let ms = (rtt.as_millis() as u64).max(1);
+                self.rtt_sample(ms * 1000, ms * 1000, cx);
             }
         }
         // Drop acknowledged bytes (a SYN or FIN takes one sequence number but no buffer byte).
@@ -284,14 +317,6 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             let n = (ack - self.tx_seq).min(self.tx.len() as u32);
             self.tx.consume(n as usize);
             self.tx_seq = self.tx_seq + n;
-        }
-        if self.rack_on(cx.cfg) {
-            let (now, min_rtt) = (cx.now, self.min_rtt().unwrap_or_default());
-            let echoed = self.echoed(seg);
-            let (log, state) = (&mut self.sent_log, &mut self.rack);
-            log.acked(ack, |s: &Sent| {
-                state.delivered(s, now, min_rtt, |at| echo_before(echoed, at))
-            });
         }
         self.activity.bytes_acked += u64::from(acked);
         self.activity.delivered += u64::from(acked.div_ceil(self.mss.max(1)));
@@ -355,6 +380,11 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
                 self.cc.on_ack(acked, self.mss, cx.now, srtt);
             }
         }
+        if self.rack.probe_high.is_some() {
+            // A D-SACK of the probe says it arrived twice (no loss).
+            let dsack = seg.options.sack_blocks().first().is_some_and(|&(_, r)| Seq(r) <= ack);
+            self.probe_acked(ack, dsack, true, cx);
+        }
         if self.rack_on(cx.cfg) {
             if self.snd_una == self.snd_max {
                 self.timers.clear(Timer::Rack);
@@ -400,17 +430,21 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
     pub(super) fn rtt_from_echo(&mut self, ecr: u32, cx: &mut Cx) {
         let rtt_ms = ts_clock(cx.now).wrapping_sub(ecr.wrapping_sub(self.ts_offset));
         if rtt_ms < 60_000 {
-            self.rtt_sample(cx.now, rtt_ms, cx);
+            let us = u64::from(rtt_ms.max(1)) * 1000;
+            self.rtt_sample(us, us, cx);
         }
     }
 
-    pub(super) fn rtt_sample(&mut self, _now: Instant, rtt_ms: u32, cx: &mut Cx) {
+    /// `rtt_us` for the smoothed RTT, `min_us` for the least (Linux's `seq_rtt` and `ca_rtt`: from
+    /// the oldest and the newest segment an ACK covers), in microseconds.
+    pub(super) fn rtt_sample(&mut self, rtt_us: u64, min_us: u64, cx: &mut Cx) {
         // In nanoseconds as integers: `Duration`'s own multiplications and divisions carry between
         // seconds and nanoseconds at every step, which cost more than the rest of an ACK's
         // processing. The results are the same (both round down; a sample is below 50 days, so
         // nothing here comes near `u64`'s limit).
         let nanos = |d: Duration| d.as_nanos() as u64;
-        let r = u64::from(rtt_ms.max(1)) * 1_000_000;
+        let r = rtt_us.max(1) * 1000;
+        let least = min_us.clamp(1, rtt_us.max(1)) * 1000;
         let (srtt, rttvar) = match self.srtt {
             None => (r, r / 2),
             Some(srtt) => {
@@ -419,8 +453,8 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
                 ((srtt * 7 + r) / 8, rttvar)
             }
         };
-        if self.activity.min_rtt == 0 || r < self.activity.min_rtt {
-            self.activity.min_rtt = r;
+        if self.activity.min_rtt == 0 || least < self.activity.min_rtt {
+            self.activity.min_rtt = least;
         }
         self.srtt = Some(Duration::from_nanos(srtt));
         self.rttvar = Duration::from_nanos(rttvar);
