@@ -70,7 +70,7 @@ awk -F'\t' '
         if (e ~ /msg_flags 0x00002000|MSG_ERRQUEUE|zerocopy|events does not match script: expected: 0xc/) return "zero-copy completions not implemented"
         if (e ~ /nstat|\/proc\/net\/tcp/) return "reads kernel counters or tables (nstat, /proc/net/tcp)"
         if (e ~ /poll call/) return "poll reports other events"
-        if (e ~ /timing error/) return "timing differs (loss recovery: RACK-TLP, PRR or the RTO)"
+        if (e ~ /timing error/) return "timing differs (a timer: RTO, probe, wake-up)"
         if (e ~ /Python|assert/) return "a TCP_INFO figure differs"
         if (e ~ /packet of 1 bytes/) return "fastpath sent nothing where Linux sends"
         if (e ~ /tcp_ack_seq|tcp_seq|payload|total_length|data_offset|option/) return "a segment differs"

@@ -54,11 +54,19 @@ impl Instant {
     }
 }
 
+/// `d` in whole microseconds, without `Duration::as_micros`'s 128-bit division (a library call, on
+/// every timer set), saturating past `u64`'s.
+fn micros(d: Duration) -> u64 {
+    d.as_secs()
+        .saturating_mul(1_000_000)
+        .saturating_add(u64::from(d.subsec_micros()))
+}
+
 impl Add<Duration> for Instant {
     type Output = Instant;
     fn add(self, d: Duration) -> Instant {
         Instant {
-            micros: self.micros.saturating_add(d.as_micros() as u64),
+            micros: self.micros.saturating_add(micros(d)),
         }
     }
 }
@@ -67,7 +75,7 @@ impl Sub<Duration> for Instant {
     type Output = Instant;
     fn sub(self, d: Duration) -> Instant {
         Instant {
-            micros: self.micros.saturating_sub(d.as_micros() as u64),
+            micros: self.micros.saturating_sub(micros(d)),
         }
     }
 }

@@ -313,8 +313,11 @@ impl Rack {
         min_rtt: Duration,
         echo_before: impl Fn(Instant) -> bool,
     ) {
-        let rtt = now.saturating_since(seg.at);
-        if seg.retransmitted() && (rtt < min_rtt || echo_before(seg.at)) {
+        let rtt_us = now.total_micros().saturating_sub(seg.at.total_micros());
+        if seg.retransmitted()
+            && (rtt_us < min_rtt.as_secs() * 1_000_000 + u64::from(min_rtt.subsec_micros())
+                || echo_before(seg.at))
+        {
             return;
         }
         if self.latest.is_none() {
@@ -324,7 +327,7 @@ impl Rack {
             self.reordering_seen = true;
         }
         self.fack = self.fack.max(seg.end);
-        self.rtt = rtt;
+        self.rtt = Duration::from_micros(rtt_us);
         match self.latest {
             Some((at, end)) if !sent_after(seg.at, seg.end, at, end) => {}
             _ => self.latest = Some((seg.at, seg.end)),

@@ -216,6 +216,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
         }
         let one_segment = self.snd_max - self.snd_una <= self.mss;
         let pto = rack::probe_timeout(self.srtt, one_segment, cx.cfg.min_rto);
+        let probe_at = cx.now + pto;
         let rto_at = match self.timers.get(Timer::Retransmit) {
             Some(at) => at,
             None if self.timers.is_set(Timer::Rack) => self.rack.rto_at,
@@ -224,7 +225,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
         self.rack.rto_at = rto_at;
         self.rack.timer = RackTimer::Probe;
         self.timers.clear(Timer::Retransmit);
-        self.timers.set(Timer::Rack, (cx.now + pto).min(rto_at));
+        self.timers.set(Timer::Rack, probe_at.min(rto_at));
     }
 
     /// A pending probe gives the retransmission timer back.
@@ -280,7 +281,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
         // RACK's record: what this ACK delivered, and from when (to the microsecond) the segments
         // it covers were sent, if none of them was sent twice.
         let mut sent_at = None;
-        if self.rack_on(cx.cfg) {
+        if self.rack_on(cx.cfg) && !self.sent_log.is_empty() {
             let (now, min_rtt) = (cx.now, self.min_rtt().unwrap_or_default());
             let echoed = self.echoed(seg);
             let (log, state) = (&mut self.sent_log, &mut self.rack);
@@ -300,7 +301,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
         // oldest segment covered for the smoothed RTT, the newest for the least); else from the
         // echoed timestamp, else from the timed segment.
         if let Some((oldest, newest)) = sent_at {
-            let since = |t: Instant| cx.now.saturating_since(t).as_micros() as u64;
+            let since = |t: Instant| cx.now.total_micros().saturating_sub(t.total_micros());
             self.rtt_sample(since(oldest), since(newest), cx);
         } else if let Some((_, ecr)) = seg.options.timestamps.filter(|_| self.ts_on) {
             self.rtt_from_echo(ecr, cx);
@@ -382,7 +383,11 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
         }
         if self.rack.probe_high.is_some() {
             // A D-SACK of the probe says it arrived twice (no loss).
-            let dsack = seg.options.sack_blocks().first().is_some_and(|&(_, r)| Seq(r) <= ack);
+            let dsack = seg
+                .options
+                .sack_blocks()
+                .first()
+                .is_some_and(|&(_, r)| Seq(r) <= ack);
             self.probe_acked(ack, dsack, true, cx);
         }
         if self.rack_on(cx.cfg) {
