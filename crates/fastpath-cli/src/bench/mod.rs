@@ -7,6 +7,7 @@ pub mod checksum;
 pub mod common;
 pub mod demux;
 pub mod figures;
+pub mod loss;
 pub mod mtu;
 pub mod peers;
 pub mod sweep;
@@ -36,6 +37,10 @@ enum Experiment {
     Checksum(checksum::ChecksumArgs),
     /// Bulk UDP and TCP by MTU with and without fusing, offload and zero copy.
     Mtu(mtu::MtuArgs),
+    /// TCP bulk over the in-memory pair clean and impaired (loss, duplication, reordering,
+    /// corruption), RACK-TLP against RFC 6675: time against the clean transfer, and how losses
+    /// were repaired.
+    Loss(loss::LossArgs),
     /// Request/response over 40 message sizes: time by operation and by layer, and checksum throughput.
     Sweep(sweep::SweepArgs),
     /// Lookup time of every demultiplexing strategy as the number of bound sockets grows.
@@ -64,6 +69,7 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
         Experiment::Udp(a) => udp::run(a),
         Experiment::Checksum(a) => checksum::run(a),
         Experiment::Mtu(a) => mtu::run(a),
+        Experiment::Loss(a) => loss::run(a),
         Experiment::Sweep(a) => sweep::run(a),
         Experiment::Demux(a) => demux::run(a),
         Experiment::All(a) => all::run(a),

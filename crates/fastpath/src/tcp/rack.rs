@@ -295,6 +295,8 @@ pub(crate) struct Rack {
     pub(crate) probe_due: bool,
     /// When the retransmission timer would fire, while the probe timer stands in for it.
     pub(crate) rto_at: Instant,
+    /// The smoothed RTT in microseconds, kept with it for the probe timeout.
+    pub(crate) srtt_us: Option<u64>,
 }
 
 /// Recoveries a widened reordering window lasts (Linux's `TCP_RACK_RECOVERY_THRESH`).
@@ -310,14 +312,11 @@ impl Rack {
         &mut self,
         seg: &Sent,
         now: Instant,
-        min_rtt: Duration,
+        min_rtt_us: u64,
         echo_before: impl Fn(Instant) -> bool,
     ) {
         let rtt_us = now.total_micros().saturating_sub(seg.at.total_micros());
-        if seg.retransmitted()
-            && (rtt_us < min_rtt.as_secs() * 1_000_000 + u64::from(min_rtt.subsec_micros())
-                || echo_before(seg.at))
-        {
+        if seg.retransmitted() && (rtt_us < min_rtt_us || echo_before(seg.at)) {
             return;
         }
         if self.latest.is_none() {
@@ -389,15 +388,12 @@ impl Rack {
 /// The probe timeout (RFC 8985 §7.2, as Linux's `tcp_schedule_loss_probe`): two smoothed RTTs,
 /// plus the worst delayed ACK when one segment is in flight (its ACK may wait for the delayed-ACK
 /// timer), else plus 2 ms; one second with no RTT measured.
-pub(crate) fn probe_timeout(
-    srtt: Option<Duration>,
-    one_segment: bool,
-    ack_delay: Duration,
-) -> Duration {
-    match srtt {
-        Some(srtt) if one_segment => srtt * 2 + ack_delay,
-        Some(srtt) => srtt * 2 + Duration::from_millis(2),
-        None => Duration::from_secs(1),
+/// In microseconds (it is worked out for every transmission of new data).
+pub(crate) fn probe_timeout(srtt_us: Option<u64>, one_segment: bool, ack_delay_us: u64) -> u64 {
+    match srtt_us {
+        Some(srtt) if one_segment => 2 * srtt + ack_delay_us,
+        Some(srtt) => 2 * srtt + 2_000,
+        None => 1_000_000,
     }
 }
 
@@ -420,7 +416,7 @@ mod tests {
         let mut got = Vec::new();
         log.sacked(Seq(MSS), Seq((n + 1) * MSS), |s| got.push(*s));
         for s in &got {
-            rack.delivered(s, now, Duration::from_millis(10), |_| false);
+            rack.delivered(s, now, 10_000, |_| false);
         }
         (log, rack)
     }
@@ -477,14 +473,14 @@ mod tests {
         let mut got = Vec::new();
         log.sacked(Seq(MSS), Seq(4 * MSS), |s| got.push(*s));
         for s in &got {
-            rack.delivered(s, ms(10), min_rtt, |_| false);
+            rack.delivered(s, ms(10), min_rtt.as_micros() as u64, |_| false);
         }
         assert_eq!(log.detect_loss(&rack, Duration::ZERO, ms(22)), (0, None));
         // Segment 4 SACKed at 31 ms: the retransmission, sent before it, is lost.
         let mut got = Vec::new();
         log.sacked(Seq(4 * MSS), Seq(5 * MSS), |s| got.push(*s));
         for s in &got {
-            rack.delivered(s, ms(31), min_rtt, |_| false);
+            rack.delivered(s, ms(31), min_rtt.as_micros() as u64, |_| false);
         }
         assert_eq!(log.detect_loss(&rack, Duration::ZERO, ms(31)), (1, None));
         assert_eq!(
@@ -502,12 +498,12 @@ mod tests {
         let mut got = Vec::new();
         log.acked(Seq(MSS), |s| got.push(*s));
         // Acknowledged 1 ms after the retransmission with a 10 ms least RTT: the original's ACK.
-        rack.delivered(&got[0], ms(51), Duration::from_millis(10), |_| false);
+        rack.delivered(&got[0], ms(51), 10_000, |_| false);
         assert_eq!(rack.latest, None);
         // Or the echo predates it.
-        rack.delivered(&got[0], ms(70), Duration::from_millis(10), |at| at > ms(40));
+        rack.delivered(&got[0], ms(70), 10_000, |at| at > ms(40));
         assert_eq!(rack.latest, None);
-        rack.delivered(&got[0], ms(70), Duration::from_millis(10), |_| false);
+        rack.delivered(&got[0], ms(70), 10_000, |_| false);
         assert_eq!(rack.latest, Some((ms(50), Seq(MSS))));
     }
 
@@ -522,10 +518,12 @@ mod tests {
             at: ms(at),
             flags: 0,
         };
-        rack.delivered(&seg(2 * MSS, 0), ms(10), min_rtt, |_| false);
+        rack.delivered(&seg(2 * MSS, 0), ms(10), min_rtt.as_micros() as u64, |_| {
+            false
+        });
         assert!(!rack.reordering_seen);
         // Segment 1, never sent again, delivered after segment 2.
-        rack.delivered(&seg(MSS, 0), ms(11), min_rtt, |_| false);
+        rack.delivered(&seg(MSS, 0), ms(11), min_rtt.as_micros() as u64, |_| false);
         assert!(rack.reordering_seen);
         assert_eq!(
             rack.reo_wnd(true, 5, min_rtt, srtt),
@@ -585,9 +583,8 @@ mod tests {
 
     #[test]
     fn the_probe_timeout_is_two_rtts_and_a_delayed_ack_for_one_segment() {
-        let d = Duration::from_millis;
-        assert_eq!(probe_timeout(Some(d(10)), false, d(200)), d(22));
-        assert_eq!(probe_timeout(Some(d(10)), true, d(200)), d(220));
-        assert_eq!(probe_timeout(None, false, d(200)), d(1000));
+        assert_eq!(probe_timeout(Some(10_000), false, 200_000), 22_000);
+        assert_eq!(probe_timeout(Some(10_000), true, 200_000), 220_000);
+        assert_eq!(probe_timeout(None, false, 200_000), 1_000_000);
     }
 }

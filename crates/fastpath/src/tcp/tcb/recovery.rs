@@ -120,7 +120,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             if l < r && l >= self.snd_una && r <= self.snd_max {
                 self.scoreboard.add(l, r);
                 if rack {
-                    let (now, min_rtt) = (cx.now, self.min_rtt().unwrap_or_default());
+                    let (now, min_rtt) = (cx.now, self.activity.min_rtt / 1000);
                     let echoed = self.echoed(seg);
                     let (log, state) = (&mut self.sent_log, &mut self.rack);
                     log.sacked(l, r, |s| {
@@ -215,8 +215,10 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             return;
         }
         let one_segment = self.snd_max - self.snd_una <= self.mss;
-        let pto = rack::probe_timeout(self.srtt, one_segment, cx.cfg.min_rto);
-        let probe_at = cx.now + pto;
+        let ack_delay = cx.cfg.min_rto;
+        let ack_delay_us = ack_delay.as_secs() * 1_000_000 + u64::from(ack_delay.subsec_micros());
+        let pto = rack::probe_timeout(self.rack.srtt_us, one_segment, ack_delay_us);
+        let probe_at = Instant::from_micros(cx.now.total_micros() + pto);
         let rto_at = match self.timers.get(Timer::Retransmit) {
             Some(at) => at,
             None if self.timers.is_set(Timer::Rack) => self.rack.rto_at,
@@ -282,7 +284,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
         // it covers were sent, if none of them was sent twice.
         let mut sent_at = None;
         if self.rack_on(cx.cfg) && !self.sent_log.is_empty() {
-            let (now, min_rtt) = (cx.now, self.min_rtt().unwrap_or_default());
+            let (now, min_rtt) = (cx.now, self.activity.min_rtt / 1000);
             let echoed = self.echoed(seg);
             let (log, state) = (&mut self.sent_log, &mut self.rack);
             let mut span: Option<(Instant, Instant)> = None;
@@ -462,6 +464,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             self.activity.min_rtt = least;
         }
         self.srtt = Some(Duration::from_nanos(srtt));
+        self.rack.srtt_us = Some(srtt / 1000);
         self.rttvar = Duration::from_nanos(rttvar);
         // The variance term's floor: the clock's granularity (RFC 6298 §2.3), or `min_rto` as Linux.
         let floor = if cx.cfg.rto_min_on_variance {

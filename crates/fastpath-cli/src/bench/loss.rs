@@ -1,0 +1,286 @@
+//! `fastpath bench loss`: a bulk TCP transfer between two stacks over the in-memory pair, clean and
+//! impaired (loss, duplication, reordering and corruption, each at `--rate` in each direction), with
+//! each loss detection (RACK-TLP, the default, and RFC 6675's duplicate-ACK rule): the time against
+//! the clean transfer's in the same round, and the sender's counters that show how losses were
+//! repaired (RACK's marks and reordering timeouts, tail loss probes, recoveries, retransmission
+//! timeouts). Rounds interleave the four runs; medians are quoted.
+
+use std::net::{Ipv4Addr, SocketAddrV4};
+use std::time::{Duration, Instant as WallClock};
+
+use clap::Args;
+use fastpath::link::{Impairments, LinkCapabilities, PairEnd};
+use fastpath::{Instant, Ipv4Cidr, LossDetection, Stack, StackConfig};
+use serde::Serialize;
+
+use super::common;
+use crate::bench::common::outln;
+
+/// Options of `fastpath bench loss`.
+#[derive(Args, Debug)]
+pub struct LossArgs {
+    /// MiB per transfer [default: 100; with --quick: 8].
+    #[arg(long, value_parser = common::count(1, 1 << 20))]
+    mib: Option<usize>,
+    /// Rounds; the median is quoted [default: 3; with --quick: 1].
+    #[arg(long, value_parser = common::count(1, 1000))]
+    rounds: Option<usize>,
+    /// Probability of each impairment (loss, duplication, reordering, corruption) per packet, in
+    /// each direction.
+    #[arg(long, default_value_t = 0.01, value_parser = parse_rate)]
+    rate: f64,
+    /// A short run (one round of 8 MiB) for tests and CI; explicit options win over it.
+    #[arg(long)]
+    quick: bool,
+    /// Write the rows as JSON to this path (`-`: standard output, the tables then go to standard
+    /// error). The path is opened before anything is measured.
+    #[arg(long)]
+    json: Option<String>,
+}
+
+fn parse_rate(s: &str) -> Result<f64, String> {
+    let r: f64 = s.parse().map_err(|e| format!("{s}: {e}"))?;
+    if (0.0..=0.2).contains(&r) {
+        Ok(r)
+    } else {
+        Err(format!("{s}: a probability from 0 to 0.2"))
+    }
+}
+
+/// One configuration's medians.
+#[derive(Clone, Debug, Serialize)]
+pub struct LossRow {
+    /// `rack` (RACK-TLP with PRR, the default) or `dupack` (RFC 6675, no tail loss probe, no PRR).
+    pub detection: String,
+    /// The impairments' probability (0: clean).
+    pub rate: f64,
+    /// MiB transferred.
+    pub mib: usize,
+    /// Seconds (median).
+    pub seconds: f64,
+    /// Against the clean transfer with the same detection, in the same rounds (median of the
+    /// per-round ratios).
+    pub ratio_to_clean: f64,
+    /// The sender's counters (medians): segments sent and retransmitted.
+    pub segments: f64,
+    pub retransmitted: f64,
+    /// Recoveries entered before the retransmission timer.
+    pub recoveries: f64,
+    /// Segments RACK marked lost, and its reordering timer's expiries.
+    pub rack_lost: f64,
+    pub rack_reorder_timeouts: f64,
+    /// Tail loss probes, and those that repaired a loss.
+    pub loss_probes: f64,
+    pub loss_probe_recoveries: f64,
+    /// Retransmission timeouts.
+    pub timeouts: f64,
+    /// D-SACK blocks the sender received.
+    pub dsacks: f64,
+}
+
+/// The sender's counters after one transfer, in [`LossRow`]'s order from `segments`.
+type Counts = [f64; 9];
+
+/// A bulk transfer of `bytes` from one stack to another over a pair impaired at `rate`.
+fn transfer(
+    detection: LossDetection,
+    rate: f64,
+    bytes: u64,
+    seed: u64,
+) -> Result<(f64, Counts), String> {
+    let mut config = StackConfig::default();
+    if detection == LossDetection::DupAck {
+        config.tcp.loss_detection = LossDetection::DupAck;
+        config.tcp.tail_loss_probe = false;
+        config.tcp.prr = false;
+    }
+    let impair = Impairments {
+        loss: rate,
+        duplicate: rate,
+        reorder: rate,
+        corrupt: rate,
+        seed,
+    };
+    let (ea, eb) = PairEnd::pair(LinkCapabilities::plain(1500), 1 << 16, impair);
+    let (ia, ib) = (Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2));
+    let mut a = Stack::new(config.clone());
+    a.add_interface("pair0", ea, Ipv4Cidr::new(ia, 24));
+    let mut b = Stack::new(config);
+    b.add_interface("pair0", eb, Ipv4Cidr::new(ib, 24));
+    let now = Instant::now();
+    a.poll(now);
+    b.poll(now);
+    let l = b
+        .tcp_listen(SocketAddrV4::new(ib, 5001), 4)
+        .map_err(|e| e.to_string())?;
+    let c = a
+        .tcp_connect(SocketAddrV4::new(ib, 5001))
+        .map_err(|e| e.to_string())?;
+    let deadline = WallClock::now() + Duration::from_secs(600);
+    let s = loop {
+        a.poll(Instant::now());
+        b.poll(Instant::now());
+        if let Ok((s, _)) = b.tcp_listener(l).accept() {
+            break s;
+        }
+        if WallClock::now() > deadline {
+            return Err("pair handshake did not finish".into());
+        }
+    };
+    let start = WallClock::now();
+    let (mut sent, mut got) = (0u64, 0u64);
+    while got < bytes {
+        while sent < bytes {
+            let max = (bytes - sent).min(1 << 20) as usize;
+            match a.tcp(c).write_with(max, |buf| buf.len()) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => sent += n as u64,
+            }
+        }
+        a.poll(Instant::now());
+        b.poll(Instant::now());
+        while let Ok(n) = b.tcp(s).read_with(|d| d.len()) {
+            if n == 0 {
+                break;
+            }
+            got += n as u64;
+        }
+        if WallClock::now() > deadline {
+            return Err(format!("transfer stalled at {got} of {bytes} bytes"));
+        }
+    }
+    let seconds = start.elapsed().as_secs_f64();
+    let t = &a.counters().tcp;
+    let counts = [
+        t.out_segs,
+        t.retrans_segs,
+        t.fast_recoveries,
+        t.rack_lost,
+        t.rack_reorder_timeouts,
+        t.loss_probes,
+        t.loss_probe_recoveries,
+        t.timeouts,
+        t.dsacks_received,
+    ]
+    .map(|n| n as f64);
+    Ok((seconds, counts))
+}
+
+/// Runs the experiment and returns its rows.
+pub fn measure(args: &LossArgs) -> Result<Vec<LossRow>, String> {
+    let (rounds, mib) = if args.quick { (1, 8) } else { (3, 100) };
+    let (rounds, mib) = (args.rounds.unwrap_or(rounds), args.mib.unwrap_or(mib));
+    let bytes = (mib as u64) << 20;
+    let configs = [
+        (LossDetection::Rack, "rack"),
+        (LossDetection::DupAck, "dupack"),
+    ];
+    // Per configuration: clean seconds, impaired seconds and counts, per round.
+    let mut clean = vec![Vec::new(); configs.len()];
+    let mut impaired: Vec<Vec<(f64, Counts)>> = vec![Vec::new(); configs.len()];
+    let bar = common::progress((rounds * configs.len() * 2) as u64, "transfers");
+    for round in 0..rounds {
+        for (i, &(detection, _)) in configs.iter().enumerate() {
+            let seed = round as u64 + 1;
+            clean[i].push(transfer(detection, 0.0, bytes, seed)?);
+            bar.inc(1);
+            impaired[i].push(transfer(detection, args.rate, bytes, seed)?);
+            bar.inc(1);
+        }
+    }
+    bar.finish_and_clear();
+    let mut rows = Vec::new();
+    for (i, &(_, name)) in configs.iter().enumerate() {
+        for (rate, runs) in [(0.0, &clean[i]), (args.rate, &impaired[i])] {
+            let seconds: Vec<f64> = runs.iter().map(|r| r.0).collect();
+            let ratios: Vec<f64> = runs.iter().zip(&clean[i]).map(|(r, c)| r.0 / c.0).collect();
+            let count = |k: usize| common::median(&runs.iter().map(|r| r.1[k]).collect::<Vec<_>>());
+            rows.push(LossRow {
+                detection: name.to_string(),
+                rate,
+                mib,
+                seconds: common::median(&seconds),
+                ratio_to_clean: common::median(&ratios),
+                segments: count(0),
+                retransmitted: count(1),
+                recoveries: count(2),
+                rack_lost: count(3),
+                rack_reorder_timeouts: count(4),
+                loss_probes: count(5),
+                loss_probe_recoveries: count(6),
+                timeouts: count(7),
+                dsacks: count(8),
+            });
+        }
+    }
+    Ok(rows)
+}
+
+/// `fastpath bench loss`.
+pub fn run(args: &LossArgs) -> Result<(), String> {
+    let json = common::JsonOut::open(args.json.as_deref())?;
+    let rows = measure(args)?;
+    common::header(&format!(
+        "TCP bulk over the in-memory pair, clean and impaired ({} of loss, duplication, reordering \
+         and corruption each way); {}",
+        args.rate,
+        common::machine()
+    ));
+    outln!(
+        "{:<8} {:>6} {:>9} {:>8} {:>9} {:>8} {:>7} {:>8} {:>9} {:>6} {:>8} {:>7}",
+        "loss",
+        "rate",
+        "seconds",
+        "x clean",
+        "segments",
+        "resent",
+        "recov",
+        "rack",
+        "reo.tmo",
+        "tlp",
+        "tlp.rep",
+        "rto"
+    );
+    for r in &rows {
+        outln!(
+            "{:<8} {:>6} {:>9.3} {:>8.1} {:>9.0} {:>8.0} {:>7.0} {:>8.0} {:>9.0} {:>6.0} {:>8.0} {:>7.0}",
+            r.detection,
+            r.rate,
+            r.seconds,
+            r.ratio_to_clean,
+            r.segments,
+            r.retransmitted,
+            r.recoveries,
+            r.rack_lost,
+            r.rack_reorder_timeouts,
+            r.loss_probes,
+            r.loss_probe_recoveries,
+            r.timeouts
+        );
+    }
+    if let Some(json) = json {
+        json.write(&rows)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_impaired_transfer_arrives_and_its_repairs_are_counted() {
+        let (_, clean) = transfer(LossDetection::Rack, 0.0, 1 << 20, 1).unwrap();
+        assert_eq!(clean[1], 0.0, "nothing resent on a clean pair");
+        let (_, counts) = transfer(LossDetection::Rack, 0.02, 4 << 20, 1).unwrap();
+        assert!(counts[1] > 0.0, "losses were repaired: {counts:?}");
+        assert!(counts[3] > 0.0, "by RACK: {counts:?}");
+        let (_, counts) = transfer(LossDetection::DupAck, 0.02, 4 << 20, 1).unwrap();
+        assert_eq!(
+            (counts[3], counts[5]),
+            (0.0, 0.0),
+            "no RACK, no probes: {counts:?}"
+        );
+        assert!(counts[2] > 0.0, "recoveries by duplicate ACKs: {counts:?}");
+    }
+}
