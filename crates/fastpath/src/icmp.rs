@@ -1,5 +1,6 @@
 //! ICMPv4: echo, the errors this host sends (port and protocol unreachable, reassembly time exceeded),
-//! the errors it acts on (unreachables reported to connected sockets), and the output rate limit.
+//! the errors it acts on (unreachables reported to connected sockets), and the limits on the errors
+//! it sends ([`ErrorLimit`]: a global budget and one per destination; echo replies are not limited).
 //!
 //! `Icmp` is called with a narrow context (`IcmpCx`) and returns what must be sent
 //! (`IcmpOut`, for the stack to hand to IPv4) or reported to a transport (`IcmpInput::Report`):
@@ -11,9 +12,10 @@ use std::net::Ipv4Addr;
 
 use crate::buf::{BufferPool, PacketBuf};
 use crate::config::Limits;
-use crate::ip::RateLimit;
+use crate::ip::ErrorLimit;
 use crate::ipv4::{Delivery, Ipv4, NextHop, LOOPBACK};
 use crate::reassembly::Ipv4Expired;
+use crate::secret::SecretKey;
 use crate::stats::{DropReason, Drops, IcmpCounters};
 use crate::time::Instant;
 use crate::wire::icmpv4::{self, DstUnreachable, TimeExceeded};
@@ -77,10 +79,11 @@ pub(crate) enum IcmpInput {
     },
 }
 
-/// The ICMP layer: the output rate limit and the echo replies waiting for the application.
+/// The ICMP layer: the limits on the errors it sends and the echo replies waiting for the
+/// application.
 #[derive(Debug)]
 pub(crate) struct Icmp {
-    limit: RateLimit,
+    limit: ErrorLimit,
     replies: VecDeque<EchoReply>,
     replies_max: usize,
 }
@@ -107,9 +110,10 @@ fn unicast_source(src: Ipv4Addr) -> bool {
 }
 
 impl Icmp {
-    pub(crate) fn new(limits: &Limits) -> Icmp {
+    /// The layer, its per-destination error limit keyed by `key`.
+    pub(crate) fn new(limits: &Limits, key: SecretKey) -> Icmp {
         Icmp {
-            limit: RateLimit::new(limits.icmp_rate_per_sec, limits.icmp_burst),
+            limit: ErrorLimit::new(limits, key),
             replies: VecDeque::new(),
             replies_max: limits.echo_reply_queue,
         }
@@ -164,7 +168,7 @@ impl Icmp {
                     seq_no,
                     data,
                 };
-                match self.output(cx, ip.src_addr, Some(ip.dst_addr), &reply, true) {
+                match self.output(cx, ip.src_addr, Some(ip.dst_addr), &reply, false) {
                     Ok(out) => {
                         cx.counters.out_echo_reps += 1;
                         IcmpInput::Send(out)
@@ -272,20 +276,16 @@ impl Icmp {
         }
     }
 
-    /// An ICMP message to `dst` from `src` (or the route's source), ready for IPv4. Rate-limited
-    /// messages (replies and errors) may be suppressed, counted.
+    /// An ICMP message to `dst` from `src` (or the route's source), ready for IPv4. An `error` may be
+    /// held back by the limits ([`ErrorLimit`]), counted.
     pub(crate) fn output(
         &mut self,
         cx: &mut IcmpCx,
         dst: Ipv4Addr,
         src: Option<Ipv4Addr>,
         repr: &Icmpv4Repr<'_>,
-        rate_limited: bool,
+        error: bool,
     ) -> Result<IcmpOut, DropReason> {
-        if rate_limited && !self.limit.allow(cx.now) {
-            cx.drops.add(DropReason::IcmpRateLimited);
-            return Err(DropReason::IcmpRateLimited);
-        }
         let hop = match cx.ip.route(dst) {
             Ok(hop) => hop,
             Err(reason) => {
@@ -293,6 +293,13 @@ impl Icmp {
                 return Err(reason);
             }
         };
+        if error {
+            let reasons = (DropReason::IcmpRateLimited, DropReason::IcmpPeerRateLimited);
+            if let Err(reason) = self.limit.allow(&dst.octets(), hop.iface, cx.now, reasons) {
+                cx.drops.add(reason);
+                return Err(reason);
+            }
+        }
         // The address the message answers, if it is ours and may leave on the route's interface
         // (127/8 never leaves the host); else the route's.
         let src = src

@@ -101,8 +101,12 @@ drop_reasons! {
     IcmpBroadcastEcho => "icmp: broadcast echo request",
     /// ICMP: an echo reply nobody was waiting for, or the reply queue was full.
     IcmpEchoReplyDropped => "icmp: echo reply dropped",
-    /// ICMP output: suppressed by the rate limit.
-    IcmpRateLimited => "icmp: output rate-limited",
+    /// ICMP output: an error held back by the global budget (`Limits::icmp_rate_per_sec`,
+    /// `icmp_burst`; Linux's `RateLimitGlobal`).
+    IcmpRateLimited => "icmp: error rate-limited (all destinations)",
+    /// ICMP output: an error held back by its destination's own budget (`Limits::icmp_peer_interval`,
+    /// `icmp_peer_burst`; Linux's `RateLimitHost`).
+    IcmpPeerRateLimited => "icmp: error rate-limited (its destination)",
     /// ICMP: a "fragmentation needed" while `path_mtu_discovery` is off (nothing is sent with DF).
     IcmpFragNeededIgnored => "icmp: frag needed, path mtu discovery off",
     /// Path MTU: a "fragmentation needed" quoting a datagram of no socket or connection of ours.
@@ -161,8 +165,12 @@ drop_reasons! {
     Icmpv6ListenerDiscovery => "icmpv6: multicast listener discovery ignored",
     /// ICMPv6: an echo reply nobody was waiting for.
     Icmpv6EchoReplyDropped => "icmpv6: echo reply dropped",
-    /// ICMPv6 output: suppressed by the rate limit.
-    Icmpv6RateLimited => "icmpv6: output rate-limited",
+    /// ICMPv6 output: an error held back by the global budget (`Limits::icmp_rate_per_sec`,
+    /// `icmp_burst`).
+    Icmpv6RateLimited => "icmpv6: error rate-limited (all destinations)",
+    /// ICMPv6 output: an error held back by its destination's own budget
+    /// (`Limits::icmp_peer_interval`, `icmp_peer_burst`).
+    Icmpv6PeerRateLimited => "icmpv6: error rate-limited (its destination)",
     /// TCP: shorter than its header.
     TcpTruncated => "tcp: truncated",
     /// TCP: data offset below 5 words or past the segment, or malformed options.

@@ -253,7 +253,7 @@ impl Stack {
         let secret = config.secret.unwrap_or_else(SecretKey::random);
         let tcp = Tcp::new(&config, secret.derive("tcp4"));
         let tcp6 = Tcp::new(&config, secret.derive("tcp6"));
-        let icmp = Icmp::new(&config.limits);
+        let icmp = Icmp::new(&config.limits, secret.derive("icmp4"));
         let lo = Loopback::new(65535, config.limits.loopback_queue);
         let lo_caps = lo.capabilities();
         let mut stack = Stack {
@@ -271,7 +271,7 @@ impl Stack {
             tcp6,
             icmp,
             ip6: Ipv6::new(&config, secret.derive("ipv6")),
-            icmp6: Icmpv6::new(&config.limits),
+            icmp6: Icmpv6::new(&config.limits, secret.derive("icmp6")),
             counters: Counters::default(),
             now: Instant::ZERO,
             rx_batch: Vec::with_capacity(config.rx_batch),

@@ -568,22 +568,51 @@ fn a_connected_ipv6_socket_learns_of_a_closed_port() {
     assert_eq!(e.kind(), std::io::ErrorKind::ConnectionRefused);
 }
 
+/// Echo replies are not rate-limited (as in Linux, where only ICMPv6 errors are): a flood of pings
+/// from one peer is answered in full at one instant. Errors are: port unreachables for a flood of
+/// UDP to a closed port go to the flooding peer as far as its own budget goes (`icmp_peer_burst`),
+/// counted, while another peer's pings are all answered and its errors still go out.
 #[test]
-fn a_flood_of_pings_is_rate_limited() {
+fn pings_are_all_answered_and_errors_limited_per_destination() {
+    const OTHER: &str = "2001:db8::3";
     let mut h = Host::new();
     let mut replies = 0;
-    for i in 0..1000 {
+    for i in 0..3000 {
         replies += h.exchange(&echo_request(PEER, US, 1, i, b"")).len();
     }
     let c = h.b.counters();
-    assert_eq!(c.icmp6.in_echos, 1000);
-    // Time stands still: the bucket's burst and no more.
-    let burst = StackConfig::default().limits.icmp_burst as usize;
-    assert_eq!(replies, burst, "replies at one instant");
+    assert_eq!(c.icmp6.in_echos, 3000);
+    assert_eq!(replies, 3000, "replies at one instant");
+    assert_eq!(c.icmp6.out_echo_reps, 3000);
+    let limits = h.b.config().limits.clone();
+    let mut errors = 0;
+    for _ in 0..500 {
+        errors += h.exchange(&udp6(PEER, US, 5000, 10, b"x", false)).len();
+    }
+    assert_eq!(errors, limits.icmp_peer_burst as usize);
     assert_eq!(
-        h.drops(DropReason::Icmpv6RateLimited),
-        1000 - replies as u64
+        h.drops(DropReason::Icmpv6PeerRateLimited),
+        500 - u64::from(limits.icmp_peer_burst)
     );
+    assert_eq!(h.drops(DropReason::Icmpv6RateLimited), 0);
+    for i in 0..100 {
+        let out = h.exchange(&echo_request(OTHER, US, 2, i, b"hi"));
+        assert_eq!(out.len(), 1);
+        let (ip, kind, _) = read_icmp6(&out[0]);
+        assert_eq!(ip.destination, a6(OTHER).octets());
+        assert!(matches!(kind, etherparse::Icmpv6Type::EchoReply(_)));
+    }
+    let out = h.exchange(&udp6(OTHER, US, 5000, 10, b"x", false));
+    assert_eq!(out.len(), 1, "the other peer's error goes out");
+    let (ip, kind, _) = read_icmp6(&out[0]);
+    assert_eq!(ip.destination, a6(OTHER).octets());
+    assert!(matches!(
+        kind,
+        etherparse::Icmpv6Type::DestinationUnreachable(_)
+    ));
+    assert!(h
+        .exchange(&udp6(PEER, US, 5000, 10, b"x", false))
+        .is_empty());
 }
 
 #[test]
