@@ -19,6 +19,7 @@ use crate::secret::SecretKey;
 use crate::stats::{DropReason, Drops, IcmpCounters};
 use crate::time::Instant;
 use crate::wire::icmpv4::{self, DstUnreachable, TimeExceeded};
+use crate::wire::ipv4opt::{self, Found, Options};
 use crate::wire::{Icmpv4Packet, Icmpv4Repr, IpProtocol, Ipv4Repr, WireError};
 
 /// An echo reply received for a request this host sent.
@@ -51,6 +52,8 @@ pub(crate) struct IcmpOut {
     pub(crate) hop: NextHop,
     pub(crate) src: Ipv4Addr,
     pub(crate) dst: Ipv4Addr,
+    /// IP options for the header: an echo reply's record route and timestamp (usually none).
+    pub(crate) options: Options,
 }
 
 /// What an arriving ICMP message asks of the stack.
@@ -104,6 +107,16 @@ fn quote(ip: &Ipv4Repr, payload: &[u8]) -> ([u8; 28], usize) {
     (q, 20 + n)
 }
 
+/// Milliseconds since midnight UT, as timestamps carry them (RFC 791 §3.1, RFC 792); from a clock
+/// that says it is before 1970, any value with the high-order bit set, as RFC 791 allows for a time
+/// not relative to midnight UT.
+pub(crate) fn ms_since_midnight_ut() -> u32 {
+    match std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
+        Ok(d) => (d.as_millis() % 86_400_000) as u32,
+        Err(_) => 0x8000_0000,
+    }
+}
+
 /// RFC 1122 §3.2.2: no error to a source that is not a unicast host.
 fn unicast_source(src: Ipv4Addr) -> bool {
     !(src.is_unspecified() || src.is_broadcast() || src.is_multicast())
@@ -119,16 +132,18 @@ impl Icmp {
         }
     }
 
-    /// Input: one ICMP message (the IP payload in `buf`), addressed as `delivery`.
+    /// Input: one ICMP message (the IP payload in `buf`), addressed as `delivery`, and the IP
+    /// options that an echo reply reflects (checked by IPv4: the area and what it found), if any.
     pub(crate) fn input(
         &mut self,
         cx: &mut IcmpCx,
         buf: PacketBuf,
         ip: &Ipv4Repr,
         delivery: Delivery,
+        options: Option<(&Options, Found)>,
     ) -> IcmpInput {
         cx.counters.in_msgs += 1;
-        let outcome = self.parse_and_act(cx, &buf, ip, delivery);
+        let outcome = self.parse_and_act(cx, &buf, ip, delivery, options);
         cx.pool.free(buf);
         outcome
     }
@@ -139,6 +154,7 @@ impl Icmp {
         buf: &PacketBuf,
         ip: &Ipv4Repr,
         delivery: Delivery,
+        options: Option<(&Options, Found)>,
     ) -> IcmpInput {
         let drop = |cx: &mut IcmpCx, reason| {
             cx.drops.add(reason);
@@ -168,8 +184,22 @@ impl Icmp {
                     seq_no,
                     data,
                 };
+                // Record route and timestamp come back, with this host's entries (RFC 1122
+                // §3.2.2.6); the reply comes from the address the request was sent to.
+                let reply_options = match options {
+                    Some((area, found)) => {
+                        let own = |a| cx.ip.is_own_address(a);
+                        let time = ms_since_midnight_ut();
+                        match ipv4opt::echo(area.as_slice(), found, ip.dst_addr, time, own) {
+                            Some(o) => o,
+                            None => return drop(cx, DropReason::IcmpEchoOptions),
+                        }
+                    }
+                    None => Options::NONE,
+                };
                 match self.output(cx, ip.src_addr, Some(ip.dst_addr), &reply, false) {
-                    Ok(out) => {
+                    Ok(mut out) => {
+                        out.options = reply_options;
                         cx.counters.out_echo_reps += 1;
                         IcmpInput::Send(out)
                     }
@@ -273,6 +303,10 @@ impl Icmp {
                 cx.counters.in_time_excds += 1;
                 IcmpInput::Done
             }
+            Icmpv4Repr::ParamProblem { .. } => {
+                cx.counters.in_parm_probs += 1;
+                IcmpInput::Done
+            }
         }
     }
 
@@ -309,7 +343,13 @@ impl Icmp {
         let mut buf = cx.pool.alloc(len);
         repr.emit(buf.extend(len));
         cx.counters.out_msgs += 1;
-        Ok(IcmpOut { buf, hop, src, dst })
+        Ok(IcmpOut {
+            buf,
+            hop,
+            src,
+            dst,
+            options: Options::NONE,
+        })
     }
 
     /// A destination unreachable about the datagram `ip` whose payload starts with `payload`, unless
@@ -364,6 +404,37 @@ impl Icmp {
         };
         let out = self.output(cx, src, Some(dst), &repr, true).ok()?;
         cx.counters.out_time_excds += 1;
+        Some(out)
+    }
+
+    /// A parameter problem (code 0) about `packet`, a datagram as it arrived (header included) whose
+    /// header `ip` describes, pointing at the byte at fault in its header: unless it came from a
+    /// source that is not a unicast host, or is a fragment other than the first, or an ICMP error
+    /// (RFC 1122 §3.2.2: no error about either). The quote is its header, options included, and its
+    /// first 8 payload bytes.
+    pub(crate) fn param_problem(
+        &mut self,
+        cx: &mut IcmpCx,
+        ip: &Ipv4Repr,
+        packet: &[u8],
+        pointer: u8,
+    ) -> Option<IcmpOut> {
+        if !unicast_source(ip.src_addr) || ip.frag_offset != 0 {
+            return None;
+        }
+        let header_len = usize::from(packet.first()? & 0x0f) * 4;
+        if ip.protocol == IpProtocol::Icmp
+            && !matches!(packet.get(header_len), Some(0 | 8 | 13..=18))
+        {
+            return None;
+        }
+        let quoted = (header_len + 8).min(header_len + ip.payload_len);
+        let data = packet.get(..quoted.min(packet.len()))?;
+        let repr = Icmpv4Repr::ParamProblem { pointer, data };
+        let out = self
+            .output(cx, ip.src_addr, Some(ip.dst_addr), &repr, true)
+            .ok()?;
+        cx.counters.out_parm_probs += 1;
         Some(out)
     }
 

@@ -47,6 +47,10 @@ drop_reasons! {
     /// IPv4: destination is none of ours (this host does not forward), or a loopback address on
     /// another interface than loopback.
     Ipv4NotForUs => "ipv4: not for this host",
+    /// IPv4: malformed options (RFC 1122 §3.2.1.8: an option length that cannot be, a record
+    /// route, source route or timestamp pointer out of range, a timestamp overflow count that would
+    /// overflow), answered with an ICMP parameter problem.
+    Ipv4BadOptions => "ipv4: bad options",
     /// IPv4: protocol this stack does not speak.
     Ipv4UnknownProtocol => "ipv4: unknown protocol",
     /// IPv4 output: no route to the destination.
@@ -99,6 +103,9 @@ drop_reasons! {
     IcmpUnhandled => "icmp: unhandled type",
     /// ICMP: an echo request sent to a broadcast address (ignored, RFC 1122 §3.2.2.6).
     IcmpBroadcastEcho => "icmp: broadcast echo request",
+    /// ICMP: an echo request whose record route or timestamp option has room for part of an entry
+    /// only, so that the reply's cannot be filled in (Linux sends no reply either).
+    IcmpEchoOptions => "icmp: echo request options cannot be echoed",
     /// ICMP: an echo reply nobody was waiting for, or the reply queue was full.
     IcmpEchoReplyDropped => "icmp: echo reply dropped",
     /// ICMP output: an error held back by the global budget (`Limits::icmp_rate_per_sec`,
@@ -415,6 +422,8 @@ pub struct IcmpCounters {
     pub in_dest_unreachs: u64,
     /// Time exceeded messages received.
     pub in_time_excds: u64,
+    /// Parameter problem messages received.
+    pub in_parm_probs: u64,
     /// Messages sent.
     pub out_msgs: u64,
     /// Echo requests sent.
@@ -425,6 +434,8 @@ pub struct IcmpCounters {
     pub out_dest_unreachs: u64,
     /// Time exceeded messages sent.
     pub out_time_excds: u64,
+    /// Parameter problem messages sent.
+    pub out_parm_probs: u64,
 }
 
 /// TCP counters (RFC 4022 names in spirit, plus the fast paths).
@@ -581,11 +592,13 @@ impl fmt::Display for Counters {
             (icmp.in_echo_reps, "echo replies received"),
             (icmp.in_dest_unreachs, "destination unreachable received"),
             (icmp.in_time_excds, "time exceeded received"),
+            (icmp.in_parm_probs, "parameter problems received"),
             (icmp.out_msgs, "messages sent"),
             (icmp.out_echos, "echo requests sent"),
             (icmp.out_echo_reps, "echo replies sent"),
             (icmp.out_dest_unreachs, "destination unreachable sent"),
             (icmp.out_time_excds, "time exceeded sent"),
+            (icmp.out_parm_probs, "parameter problems sent"),
         ] {
             if n > 0 {
                 writeln!(f, "    {n} {what}")?;

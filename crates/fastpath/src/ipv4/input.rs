@@ -1,7 +1,8 @@
 //! IPv4 input: validation, header prediction, reassembly.
 //!
-//! Input reads straight down: parse, verify the header checksum, check the addresses, and return the
-//! payload; each failure leaves early and is counted. The test for "is this a fragment?" is one load
+//! Input reads straight down: parse, verify the header checksum, check the addresses and the options
+//! (RFC 1122 §3.2.1.8; only a header longer than 20 bytes has any), and return the payload; each
+//! failure leaves early and is counted. The test for "is this a fragment?" is one load
 //! and a mask, so datagrams that are not fragments never touch the reassembly table (Kay & Pasquale,
 //! paper 004: the defragmentation queue check).
 
@@ -13,10 +14,33 @@ use crate::checksum;
 use crate::reassembly::{Ipv4Expired, Ipv4FragmentKey, Outcome};
 use crate::route::InterfaceId;
 use crate::stats::{DropReason, IpCounters};
+use crate::wire::ipv4opt::{self, Found, Options};
 use crate::wire::{IpProtocol, Ipv4Packet, Ipv4Repr, WireError};
 
 /// A datagram IPv4 accepted: its payload (the buffer's window), its header, and how it was addressed.
 pub(crate) type Accepted = (PacketBuf, Ipv4Repr, Delivery);
+
+/// What IPv4 input made of a packet.
+#[derive(Debug)]
+pub(crate) enum Input4 {
+    /// Nothing to hand on: dropped (counted), or held for reassembly.
+    Nothing,
+    /// A datagram for its protocol.
+    Deliver(Accepted),
+    /// A datagram for its protocol whose header has a record route or timestamp option: its
+    /// options area (checked) and where those are, for ICMP to echo (RFC 1122 §3.2.2.6). A
+    /// reassembled datagram is delivered without its first fragment's options.
+    WithOptions(Accepted, Options, Found),
+    /// A packet whose options are malformed (RFC 1122 §3.2.1.8), as it came, header included; how
+    /// it was addressed, and the offset in its header of the byte at fault, for an ICMP parameter
+    /// problem. Not yet counted: the drop is the stack's to count, once it has answered.
+    BadOptions {
+        packet: PacketBuf,
+        repr: Ipv4Repr,
+        delivery: Delivery,
+        pointer: u8,
+    },
+}
 
 impl Ipv4 {
     /// Header prediction's side of input (`input_header_prediction`): when `buf` (from `iface`) is a
@@ -44,8 +68,8 @@ impl Ipv4 {
         Some(repr)
     }
 
-    /// Input: one packet from `iface`. Returns the datagram for a transport, or `None` when the packet
-    /// was dropped (counted) or held for reassembly. The host model is weak (RFC 1122 §3.3.4.2): the
+    /// Input: one packet from `iface`. Returns the datagram for a transport, or nothing when the
+    /// packet was dropped (counted) or held for reassembly, or a packet with malformed options. The host model is weak (RFC 1122 §3.3.4.2): the
     /// arriving interface does not restrict which of the host's addresses the packet may be for.
     #[inline(never)]
     pub(crate) fn input(
@@ -53,7 +77,7 @@ impl Ipv4 {
         cx: &mut IpCx,
         iface: InterfaceId,
         mut buf: PacketBuf,
-    ) -> Option<Accepted> {
+    ) -> Input4 {
         layer!(Receive, Ip);
         cx.counters.in_receives += 1;
         cx.counters.in_unpredicted += 1;
@@ -63,14 +87,36 @@ impl Ipv4 {
                 Err(reason) => {
                     cx.drops.add(reason);
                     cx.pool.free(buf);
-                    return None;
+                    return Input4::Nothing;
                 }
             };
+        let mut options = None;
+        if header_len > 20 {
+            match ipv4opt::check(&buf.data()[20..header_len]) {
+                Ok(found) if found.record_route.is_some() || found.timestamp.is_some() => {
+                    options = Options::from_slice(&buf.data()[20..header_len]).map(|o| (o, found));
+                }
+                Ok(_) => {}
+                Err(pointer) => {
+                    return Input4::BadOptions {
+                        packet: buf,
+                        repr,
+                        delivery,
+                        pointer,
+                    };
+                }
+            }
+        }
         if !fragment {
             buf.truncate(header_len + repr.payload_len);
             buf.pull_front(header_len);
             cx.counters.in_delivers += 1;
-            return Some((buf, repr, delivery));
+            return match options {
+                Some((options, found)) => {
+                    Input4::WithOptions((buf, repr, delivery), options, found)
+                }
+                None => Input4::Deliver((buf, repr, delivery)),
+            };
         }
         cx.counters.reasm_reqds += 1;
         let key = Ipv4FragmentKey {
@@ -95,10 +141,10 @@ impl Ipv4 {
             cx.drops,
         );
         match outcome {
-            Outcome::Held => None,
+            Outcome::Held => Input4::Nothing,
             Outcome::Dropped(reason) => {
                 cx.drops.add(reason);
-                None
+                Input4::Nothing
             }
             Outcome::Complete(payload) => {
                 cx.counters.reasm_oks += 1;
@@ -106,7 +152,7 @@ impl Ipv4 {
                 repr.more_frags = false;
                 repr.frag_offset = 0;
                 cx.counters.in_delivers += 1;
-                Some((payload, repr, delivery))
+                Input4::Deliver((payload, repr, delivery))
             }
         }
     }

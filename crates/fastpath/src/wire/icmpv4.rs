@@ -43,6 +43,8 @@ pub enum Message {
     EchoRequest,
     /// Time exceeded, type 11.
     TimeExceeded,
+    /// Parameter problem, type 12.
+    ParamProblem,
     /// Any other type.
     Unknown(u8),
 }
@@ -54,6 +56,7 @@ impl From<u8> for Message {
             3 => Message::DstUnreachable,
             8 => Message::EchoRequest,
             11 => Message::TimeExceeded,
+            12 => Message::ParamProblem,
             other => Message::Unknown(other),
         }
     }
@@ -66,6 +69,7 @@ impl From<Message> for u8 {
             Message::DstUnreachable => 3,
             Message::EchoRequest => 8,
             Message::TimeExceeded => 11,
+            Message::ParamProblem => 12,
             Message::Unknown(other) => other,
         }
     }
@@ -302,6 +306,14 @@ pub enum Icmpv4Repr<'a> {
         /// The quoted datagram: its IP header and at least its first 8 payload bytes (see [`parse_quoted`]).
         data: &'a [u8],
     },
+    /// Parameter problem (code 0: the pointer names the byte at fault).
+    ParamProblem {
+        /// The offset of the byte at fault in the quoted datagram's header.
+        pointer: u8,
+        /// The quoted datagram: its IP header, options included, and at least its first 8 payload
+        /// bytes.
+        data: &'a [u8],
+    },
 }
 
 impl<'a> Icmpv4Repr<'a> {
@@ -309,7 +321,7 @@ impl<'a> Icmpv4Repr<'a> {
     ///
     /// Errors: [`WireError::Truncated`] if shorter than the header, [`WireError::BadChecksum`] if the checksum
     /// over the whole buffer fails, [`WireError::Unrecognized`] for any type but echo request/reply, destination
-    /// unreachable and time exceeded. The code of an echo message is ignored (RFC 792 says 0; Linux accepts
+    /// unreachable, time exceeded and parameter problem. The code of an echo message is ignored (RFC 792 says 0; Linux accepts
     /// any). The data of an error is returned as is; [`parse_quoted`] checks it.
     pub fn parse<T: AsRef<[u8]> + ?Sized>(packet: &Icmpv4Packet<&'a T>) -> Result<Icmpv4Repr<'a>> {
         let buffer: &'a [u8] = <T as AsRef<[u8]>>::as_ref(packet.buffer);
@@ -346,6 +358,10 @@ impl<'a> Icmpv4Repr<'a> {
                 reason: TimeExceeded::from(packet.code()),
                 data,
             },
+            Message::ParamProblem => Icmpv4Repr::ParamProblem {
+                pointer: buffer[4],
+                data,
+            },
             Message::Unknown(_) => return Err(WireError::Unrecognized),
         };
         Ok(repr)
@@ -357,7 +373,8 @@ impl<'a> Icmpv4Repr<'a> {
             Icmpv4Repr::EchoRequest { data, .. }
             | Icmpv4Repr::EchoReply { data, .. }
             | Icmpv4Repr::DstUnreachable { data, .. }
-            | Icmpv4Repr::TimeExceeded { data, .. } => data,
+            | Icmpv4Repr::TimeExceeded { data, .. }
+            | Icmpv4Repr::ParamProblem { data, .. } => data,
         }
     }
 
@@ -411,6 +428,13 @@ impl<'a> Icmpv4Repr<'a> {
                 packet.set_code(u8::from(reason));
                 packet.clear_unused();
                 packet.set_next_hop_mtu(0);
+            }
+            Icmpv4Repr::ParamProblem { pointer, .. } => {
+                packet.set_msg_type(Message::ParamProblem);
+                packet.set_code(0);
+                packet.clear_unused();
+                packet.set_next_hop_mtu(0);
+                packet.buffer[4] = pointer;
             }
         }
         packet.data_mut().copy_from_slice(self.data());
@@ -726,6 +750,30 @@ mod tests {
         let mut bytes = icmp(&ECHO_REQUEST).to_vec();
         bytes[2..4].fill(0);
         assert_eq!(parse(&bytes), Err(WireError::BadChecksum));
+    }
+
+    #[test]
+    fn param_problem_both_ways() {
+        let quote = [0x46u8; 32];
+        let repr = Icmpv4Repr::ParamProblem {
+            pointer: 22,
+            data: &quote,
+        };
+        let mut bytes = vec![0xa5u8; repr.buffer_len()];
+        repr.emit(&mut bytes);
+        assert_eq!(bytes[..8], [12, 0, bytes[2], bytes[3], 22, 0, 0, 0]);
+        assert_eq!(parse(&bytes), Ok(repr));
+        let ours = etherparse::Icmpv4Slice::from_slice(&bytes).unwrap();
+        assert_eq!(
+            ours.icmp_type(),
+            etherparse::Icmpv4Type::ParameterProblem(
+                etherparse::icmpv4::ParameterProblemHeader::PointerIndicatesError(22)
+            )
+        );
+        assert_eq!(
+            ours.icmp_type().calc_checksum(ours.payload()),
+            ours.checksum()
+        );
     }
 
     #[test]
