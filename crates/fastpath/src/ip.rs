@@ -106,8 +106,10 @@ impl RateLimit {
     }
 }
 
-/// Slots of a [`PeerLimit`]: a power of two, so that picking one is a shift.
+/// Slots of a [`PeerLimit`]: sets of [`PEER_WAYS`], a power of two of them, so that picking one is
+/// a shift.
 const PEER_SLOTS: usize = 256;
+const PEER_WAYS: usize = 2;
 
 /// One destination's token bucket in a [`PeerLimit`].
 #[derive(Clone, Copy, Debug)]
@@ -116,15 +118,21 @@ struct PeerSlot {
     tag: u64,
     /// Credit, in microseconds: one message costs `interval`.
     credit: u64,
+    /// When credit was last added.
     last: Instant,
+    /// The table's count of lookups when this slot was last looked up: the least recently used
+    /// slot of a full set makes room.
+    used: u64,
 }
 
 /// A token bucket per destination host, as Linux keeps in its `inet_peer` entries for ICMP errors
 /// (`inet_peer_xrlim_allow`): one message per `interval`, `burst` saved up. The buckets live in a
-/// fixed table of [`PEER_SLOTS`] slots, picked by SipHash-2-4 of the destination's address under a
-/// key of the stack's, so a flood from many (spoofed) sources never grows it and no one outside
-/// knows which destinations share a slot. A destination that finds its slot taken by another takes it
-/// over with a full bucket: what that lets through is still held by the global budget.
+/// fixed table of [`PEER_SLOTS`] slots in sets of [`PEER_WAYS`], the set picked by SipHash-2-4 of the
+/// destination's address under a key of the stack's, so a flood from many (spoofed) sources never
+/// grows it and no one outside knows which destinations share a set. A destination that finds its
+/// set full takes over the slot that was used least recently, with a full bucket: a host that keeps
+/// drawing errors keeps its slot, and what a takeover lets through is still held by the global
+/// budget.
 #[derive(Debug)]
 pub(crate) struct PeerLimit {
     key: SecretKey,
@@ -132,6 +140,7 @@ pub(crate) struct PeerLimit {
     interval: u64,
     burst: u64,
     slots: Box<[PeerSlot; PEER_SLOTS]>,
+    lookups: u64,
 }
 
 impl PeerLimit {
@@ -140,12 +149,14 @@ impl PeerLimit {
             tag: 0,
             credit: 0,
             last: Instant::ZERO,
+            used: 0,
         };
         PeerLimit {
             key,
             interval: u64::try_from(interval.as_micros()).unwrap_or(u64::MAX),
             burst: u64::from(burst.max(1)),
             slots: Box::new([empty; PEER_SLOTS]),
+            lookups: 0,
         }
     }
 
@@ -156,8 +167,17 @@ impl PeerLimit {
         }
         let full = self.interval.saturating_mul(self.burst);
         let hash = self.key.prf(peer);
-        let slot = &mut self.slots[(hash >> (64 - PEER_SLOTS.trailing_zeros())) as usize];
+        let sets = PEER_SLOTS / PEER_WAYS;
+        let first = (hash >> (64 - sets.trailing_zeros())) as usize * PEER_WAYS;
+        let set = &mut self.slots[first..first + PEER_WAYS];
         let tag = hash | 1;
+        let way = match set.iter().position(|s| s.tag == tag) {
+            Some(way) => way,
+            None => (0..PEER_WAYS).min_by_key(|&w| set[w].used).unwrap_or(0),
+        };
+        self.lookups += 1;
+        let slot = &mut set[way];
+        slot.used = self.lookups;
         if slot.tag == tag {
             let elapsed = now.total_micros().saturating_sub(slot.last.total_micros());
             slot.credit = slot.credit.saturating_add(elapsed).min(full);
@@ -167,6 +187,7 @@ impl PeerLimit {
                 tag,
                 credit: full,
                 last: now,
+                used: self.lookups,
             };
         }
         if slot.credit >= self.interval {
@@ -262,17 +283,21 @@ mod tests {
     }
 
     /// A flood of errors to many (spoofed) destinations neither grows the table nor keeps one host
-    /// that draws no errors from getting its own: its slot is taken over with a full bucket.
+    /// that draws no errors from getting its own (a slot is taken over with a full bucket); a host
+    /// that keeps drawing errors through the flood keeps its slot, and its limit.
     #[test]
     fn peer_limit_table_is_bounded_and_a_flood_does_not_starve_others() {
         let mut p = PeerLimit::new(SecretKey::from_bytes([9; 16]), Duration::from_secs(1), 6);
-        let t0 = Instant::from_secs(1);
+        let flooder = [10, 0, 0, 1];
+        let mut t = Instant::from_secs(1);
+        assert_eq!((0..6).filter(|_| p.allow(&flooder, t)).count(), 6);
         for i in 0..100_000u32 {
-            let _ = p.allow(&i.to_be_bytes(), t0);
-            let _ = p.allow(&i.to_be_bytes(), t0);
+            t = t + Duration::from_micros(1);
+            let _ = p.allow(&(i | 0x8000_0000).to_be_bytes(), t);
+            assert!(!p.allow(&flooder, t), "after {i}");
         }
         assert_eq!(p.slots.len(), PEER_SLOTS);
-        assert!(p.allow(&[192, 0, 2, 7], t0));
+        assert!(p.allow(&[192, 0, 2, 7], t));
     }
 
     /// Errors held back by a destination's own bucket take nothing from the global budget; the
