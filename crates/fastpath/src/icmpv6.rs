@@ -262,12 +262,16 @@ impl Icmpv6 {
             return None;
         }
         // Is the packet an ICMPv6 error or redirect? Its chain may be one IPv6 refused, so skip the
-        // extension headers by length alone; a type that cannot be read counts as an error.
+        // extension headers by length alone; a type that cannot be read counts as an error, unless
+        // it is in a later fragment (RFC 8200 §4.5, RFC 7112 §5: a first fragment without its
+        // upper-layer header is answered, whatever that header is), as Linux decides.
         let rest = packet.get(IPV6_HEADER_LEN..).unwrap_or(&[]);
         let first = IpProtocol::from(packet.get(6).copied().unwrap_or(59));
-        if let Some((IpProtocol::Icmpv6, at)) = ipv6ext::skip(rest, first) {
+        if let Some((IpProtocol::Icmpv6, at, fragment)) = ipv6ext::skip_noting_fragment(rest, first)
+        {
             match rest.get(at) {
                 Some(&t) if !Icmpv6Repr::is_error(t) && t != kind::REDIRECT => {}
+                None if fragment => {}
                 _ => return None,
             }
         }

@@ -1344,3 +1344,43 @@ fn tcp_over_ipv6_takes_the_predicted_path_with_the_general_paths_result() {
     assert_eq!(fa, ga);
     assert_eq!(fb, gb);
 }
+
+/// A first fragment that holds only a destination options header (RFC 7112 §5: the upper-layer
+/// header is in a later fragment) is dropped and answered with a parameter problem, code 3, pointer
+/// 0, quoting it (RFC 8200 §4.5), whatever the upper layer: ICMPv6 too, whose type (in a later
+/// fragment) cannot show it to be an error, as Linux decides. One whose ICMPv6 type is there and
+/// names an error is not answered.
+#[test]
+fn a_first_fragment_with_only_destination_options_gets_code_3() {
+    for upper in [58u8, 17, 6] {
+        let mut h = Host::new();
+        let mut p = vec![60, 0, 0, 1, 0, 0, 0, 9];
+        p.extend_from_slice(&[upper, 0, 1, 4, 0, 0, 0, 0]);
+        let packet = ipv6(PEER, US, 44, &p);
+        let out = h.exchange(&packet);
+        assert_eq!(
+            h.drops(DropReason::Ipv6IncompleteChain),
+            1,
+            "next header {upper}"
+        );
+        assert_eq!(out.len(), 1, "next header {upper}");
+        let (ip, kind, quote) = read_icmp6(&out[0]);
+        assert_eq!(ip.destination, a6(PEER).octets());
+        assert_eq!(
+            kind,
+            etherparse::Icmpv6Type::ParameterProblem(etherparse::icmpv6::ParameterProblemHeader {
+                code:
+                    etherparse::icmpv6::ParameterProblemCode::Ipv6FirstFragmentIncompleteHeaderChain,
+                pointer: 0,
+            }),
+            "next header {upper}"
+        );
+        assert_eq!(quote, packet);
+    }
+    // The ICMPv6 type is in the first fragment, and it is an error's (destination unreachable).
+    let mut h = Host::new();
+    let mut p = vec![60, 0, 0, 1, 0, 0, 0, 9];
+    p.extend_from_slice(&[58, 0, 1, 4, 0, 0, 0, 0, 1, 4]);
+    assert!(h.exchange(&ipv6(PEER, US, 44, &p)).is_empty());
+    assert_eq!(h.drops(DropReason::Ipv6IncompleteChain), 1);
+}
