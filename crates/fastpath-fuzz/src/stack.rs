@@ -226,7 +226,9 @@ impl Host {
             + c.icmp.in_echo_reps
             + c.icmp.in_dest_unreachs
             + c.icmp.in_time_excds
-            + c.icmp.in_parm_probs;
+            + c.icmp.in_parm_probs
+            + c.icmp.in_timestamps
+            + c.icmp.in_timestamp_reps;
         assert!(
             icmp_seen >= c.icmp.in_msgs
                 && icmp_seen
@@ -239,6 +241,7 @@ impl Host {
         // Errors meet the global limit: a burst, then the rate. Echo replies are not limited, but
         // answer one request each.
         assert!(c.icmp.out_echo_reps <= c.icmp.in_echos, "{c}");
+        assert!(c.icmp.out_timestamp_reps <= c.icmp.in_timestamps, "{c}");
         let sent = c.icmp.out_dest_unreachs + c.icmp.out_time_excds + c.icmp.out_parm_probs;
         let allowed = u64::from(limits.icmp_burst)
             + s.now().total_micros() * u64::from(limits.icmp_rate_per_sec) / 1_000_000;
@@ -258,10 +261,11 @@ impl Host {
 fn check_output(iface: usize, p: &[u8]) {
     let packet =
         Ipv4Packet::new_checked(p).unwrap_or_else(|e| panic!("sent a bad packet ({e}): {p:02x?}"));
-    // Options only on an echo reply, which echoes a request's record route and timestamp.
+    // Options only on an echo or timestamp reply, which echoes a request's record route and
+    // timestamp.
     let header_len = packet.header_len();
     assert!(
-        header_len == 20 || (p[9] == 1 && p.get(header_len) == Some(&0)),
+        header_len == 20 || (p[9] == 1 && matches!(p.get(header_len), Some(0 | 14))),
         "options sent: {p:02x?}"
     );
     assert_eq!(

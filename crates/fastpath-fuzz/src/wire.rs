@@ -177,7 +177,7 @@ pub fn icmpv4(data: &[u8]) {
         Err(WireError::Truncated)
     } else if reference_sum(data) != 0xffff {
         Err(WireError::BadChecksum)
-    } else if !matches!(data[0], 0 | 3 | 8 | 11 | 12) {
+    } else if !matches!(data[0], 0 | 3 | 8 | 11 | 12 | 13 | 14) {
         Err(WireError::Unrecognized)
     } else {
         Ok(())
@@ -214,6 +214,21 @@ pub fn icmpv4(data: &[u8]) {
             data: d,
         } => {
             assert_eq!(data[0] == 8, matches!(repr, Icmpv4Repr::EchoRequest { .. }));
+            assert_eq!((ident, seq_no), (be16(data, 4), be16(data, 6)));
+            assert_eq!(d, &data[8..]);
+        }
+        Icmpv4Repr::Timestamp {
+            ident,
+            seq_no,
+            data: d,
+        }
+        | Icmpv4Repr::TimestampReply {
+            ident,
+            seq_no,
+            data: d,
+        } => {
+            assert_eq!(data[0] == 13, matches!(repr, Icmpv4Repr::Timestamp { .. }));
+            assert!(matches!(data[0], 13 | 14));
             assert_eq!((ident, seq_no), (be16(data, 4), be16(data, 6)));
             assert_eq!(d, &data[8..]);
         }

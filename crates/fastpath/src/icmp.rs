@@ -1,4 +1,4 @@
-//! ICMPv4: echo, the errors this host sends (port and protocol unreachable, reassembly time exceeded),
+//! ICMPv4: echo and timestamp, the errors this host sends (port and protocol unreachable, reassembly time exceeded),
 //! the errors it acts on (unreachables reported to connected sockets), and the limits on the errors
 //! it sends ([`ErrorLimit`]: a global budget and one per destination; echo replies are not limited).
 //!
@@ -117,6 +117,27 @@ pub(crate) fn ms_since_midnight_ut() -> u32 {
     }
 }
 
+/// The options of the reply to a request (echo or timestamp) that came in `ip` with `options`:
+/// its record route and timestamp, with this host's entries (RFC 1122 §3.2.2.6; the reply comes
+/// from the address the request was sent to). `None` when they cannot be echoed.
+fn reply_options(
+    cx: &IcmpCx,
+    ip: &Ipv4Repr,
+    options: Option<(&Options, Found)>,
+) -> Option<Options> {
+    let Some((area, found)) = options else {
+        return Some(Options::NONE);
+    };
+    let own = |a| cx.ip.is_own_address(a);
+    ipv4opt::echo(
+        area.as_slice(),
+        found,
+        ip.dst_addr,
+        ms_since_midnight_ut(),
+        own,
+    )
+}
+
 /// RFC 1122 §3.2.2: no error to a source that is not a unicast host.
 fn unicast_source(src: Ipv4Addr) -> bool {
     !(src.is_unspecified() || src.is_broadcast() || src.is_multicast())
@@ -184,18 +205,8 @@ impl Icmp {
                     seq_no,
                     data,
                 };
-                // Record route and timestamp come back, with this host's entries (RFC 1122
-                // §3.2.2.6); the reply comes from the address the request was sent to.
-                let reply_options = match options {
-                    Some((area, found)) => {
-                        let own = |a| cx.ip.is_own_address(a);
-                        let time = ms_since_midnight_ut();
-                        match ipv4opt::echo(area.as_slice(), found, ip.dst_addr, time, own) {
-                            Some(o) => o,
-                            None => return drop(cx, DropReason::IcmpEchoOptions),
-                        }
-                    }
-                    None => Options::NONE,
+                let Some(reply_options) = reply_options(cx, ip, options) else {
+                    return drop(cx, DropReason::IcmpEchoOptions);
                 };
                 match self.output(cx, ip.src_addr, Some(ip.dst_addr), &reply, false) {
                     Ok(mut out) => {
@@ -305,6 +316,47 @@ impl Icmp {
             }
             Icmpv4Repr::ParamProblem { .. } => {
                 cx.counters.in_parm_probs += 1;
+                IcmpInput::Done
+            }
+            // RFC 792: the request's originate timestamp, and the times it was received and the
+            // reply sent (one reading, as Linux gives); not to a broadcast, as echo (Linux's
+            // `icmp_echo_ignore_broadcasts` covers both); not rate-limited, as echo.
+            Icmpv4Repr::Timestamp {
+                ident,
+                seq_no,
+                data,
+            } => {
+                cx.counters.in_timestamps += 1;
+                if delivery == Delivery::Broadcast {
+                    return drop(cx, DropReason::IcmpBroadcastEcho);
+                }
+                let Some(originate) = data.get(..4) else {
+                    return drop(cx, DropReason::IcmpTruncated);
+                };
+                let now = ms_since_midnight_ut().to_be_bytes();
+                let mut times = [0u8; 12];
+                times[..4].copy_from_slice(originate);
+                times[4..8].copy_from_slice(&now);
+                times[8..].copy_from_slice(&now);
+                let reply = Icmpv4Repr::TimestampReply {
+                    ident,
+                    seq_no,
+                    data: &times,
+                };
+                let Some(reply_options) = reply_options(cx, ip, options) else {
+                    return drop(cx, DropReason::IcmpEchoOptions);
+                };
+                match self.output(cx, ip.src_addr, Some(ip.dst_addr), &reply, false) {
+                    Ok(mut out) => {
+                        out.options = reply_options;
+                        cx.counters.out_timestamp_reps += 1;
+                        IcmpInput::Send(out)
+                    }
+                    Err(_) => IcmpInput::Done,
+                }
+            }
+            Icmpv4Repr::TimestampReply { .. } => {
+                cx.counters.in_timestamp_reps += 1;
                 IcmpInput::Done
             }
         }

@@ -101,9 +101,10 @@ drop_reasons! {
     IcmpBadChecksum => "icmp: bad checksum",
     /// ICMP: a type this stack does not handle, or a malformed error message.
     IcmpUnhandled => "icmp: unhandled type",
-    /// ICMP: an echo request sent to a broadcast address (ignored, RFC 1122 §3.2.2.6).
+    /// ICMP: an echo or timestamp request sent to a broadcast address (ignored, RFC 1122 §3.2.2.6,
+    /// as Linux's `icmp_echo_ignore_broadcasts`).
     IcmpBroadcastEcho => "icmp: broadcast echo request",
-    /// ICMP: an echo request whose record route or timestamp option has room for part of an entry
+    /// ICMP: an echo or timestamp request whose record route or timestamp option has room for part of an entry
     /// only, so that the reply's cannot be filled in (Linux sends no reply either).
     IcmpEchoOptions => "icmp: echo request options cannot be echoed",
     /// ICMP: an echo reply nobody was waiting for, or the reply queue was full.
@@ -424,6 +425,10 @@ pub struct IcmpCounters {
     pub in_time_excds: u64,
     /// Parameter problem messages received.
     pub in_parm_probs: u64,
+    /// Timestamp requests received.
+    pub in_timestamps: u64,
+    /// Timestamp replies received.
+    pub in_timestamp_reps: u64,
     /// Messages sent.
     pub out_msgs: u64,
     /// Echo requests sent.
@@ -436,6 +441,8 @@ pub struct IcmpCounters {
     pub out_time_excds: u64,
     /// Parameter problem messages sent.
     pub out_parm_probs: u64,
+    /// Timestamp replies sent.
+    pub out_timestamp_reps: u64,
 }
 
 /// TCP counters (RFC 4022 names in spirit, plus the fast paths).
@@ -593,12 +600,15 @@ impl fmt::Display for Counters {
             (icmp.in_dest_unreachs, "destination unreachable received"),
             (icmp.in_time_excds, "time exceeded received"),
             (icmp.in_parm_probs, "parameter problems received"),
+            (icmp.in_timestamps, "timestamp requests received"),
+            (icmp.in_timestamp_reps, "timestamp replies received"),
             (icmp.out_msgs, "messages sent"),
             (icmp.out_echos, "echo requests sent"),
             (icmp.out_echo_reps, "echo replies sent"),
             (icmp.out_dest_unreachs, "destination unreachable sent"),
             (icmp.out_time_excds, "time exceeded sent"),
             (icmp.out_parm_probs, "parameter problems sent"),
+            (icmp.out_timestamp_reps, "timestamp replies sent"),
         ] {
             if n > 0 {
                 writeln!(f, "    {n} {what}")?;

@@ -2,7 +2,8 @@
 //! on a raw in-memory pair: malformed options draw a parameter problem pointing at the byte at fault
 //! (as Linux's `ip_options_compile` names it) and are counted; unknown options are skipped; record
 //! route and timestamp options in an echo request come back in the reply with this host's entries
-//! (RFC 1122 §3.2.2.6). Every reply is read back with `etherparse`, an independent parser.
+//! (RFC 1122 §3.2.2.6); timestamp requests are answered (RFC 792), options echoed too. Every reply
+//! is read back with `etherparse`, an independent parser.
 
 use std::net::Ipv4Addr;
 
@@ -229,6 +230,57 @@ fn an_option_with_room_for_part_of_an_entry_gets_no_reply() {
     let out = exchange(&mut b, &mut raw, &with_options(&echo_request(1, b""), &rr));
     assert!(out.is_empty());
     assert_eq!(b.counters().drops.get(DropReason::IcmpEchoOptions), 1);
+}
+
+/// A timestamp request (type 13) is answered with a timestamp reply (type 14): identifier and
+/// sequence number copied, the originate timestamp copied, the receive and transmit timestamps this
+/// host's time (milliseconds since midnight UT), the reply 20 bytes whatever the request's length (as
+/// Linux sends); with a record route, that comes back too. To a broadcast, or shorter than an
+/// originate timestamp, it is not answered (counted).
+#[test]
+fn timestamp_requests_are_answered() {
+    let (mut b, mut raw) = host();
+    let request = |data: &[u8]| {
+        let mut m = vec![13, 0, 0, 0, 0x0b, 0xad, 0, 3];
+        m.extend_from_slice(data);
+        let sum = fastpath::checksum::rfc1071(&m);
+        m[2..4].copy_from_slice(&(!sum).to_be_bytes());
+        m
+    };
+    let originate = 0x0123_4567u32;
+    let mut data = originate.to_be_bytes().to_vec();
+    data.extend_from_slice(&[0xee; 12]);
+    let before = ms_since_midnight();
+    let out = exchange(&mut b, &mut raw, &ip_packet(A, B, 1, &request(&data)));
+    let after = ms_since_midnight();
+    assert_eq!(out.len(), 1);
+    let (ip, kind, _) = read_icmp(&out[0]);
+    assert_eq!((ip.source, ip.destination), (B.octets(), A.octets()));
+    let etherparse::Icmpv4Type::TimestampReply(t) = kind else {
+        panic!("not a timestamp reply: {kind:?}");
+    };
+    assert_eq!((t.id, t.seq), (0x0bad, 3));
+    assert_eq!(t.originate_timestamp, originate);
+    assert!(in_range(t.receive_timestamp, before, after));
+    assert_eq!(t.transmit_timestamp, t.receive_timestamp);
+    assert_eq!(out[0].len(), 20 + 20);
+    let c = b.counters();
+    assert_eq!((c.icmp.in_timestamps, c.icmp.out_timestamp_reps), (1, 1));
+
+    // With a record route.
+    let rr = [7, 7, 4, 0, 0, 0, 0, 0];
+    let p = with_options(&ip_packet(A, B, 1, &request(&data[..12])), &rr);
+    let out = exchange(&mut b, &mut raw, &p);
+    assert_eq!(out.len(), 1);
+    let (ip, _, _) = read_icmp(&out[0]);
+    assert_eq!(ip.options.as_slice(), &[7, 7, 8, 10, 0, 0, 2, 0]);
+
+    // Too short, and to a broadcast.
+    assert!(exchange(&mut b, &mut raw, &ip_packet(A, B, 1, &request(&[1, 2]))).is_empty());
+    assert_eq!(b.counters().drops.get(DropReason::IcmpTruncated), 1);
+    let bc = Ipv4Addr::new(10, 0, 0, 255);
+    assert!(exchange(&mut b, &mut raw, &ip_packet(A, bc, 1, &request(&data))).is_empty());
+    assert_eq!(b.counters().drops.get(DropReason::IcmpBroadcastEcho), 1);
 }
 
 fn ms_since_midnight() -> u32 {
