@@ -69,8 +69,9 @@ impl Ipv4 {
     }
 
     /// Input: one packet from `iface`. Returns the datagram for a transport, or nothing when the
-    /// packet was dropped (counted) or held for reassembly, or a packet with malformed options. The host model is weak (RFC 1122 §3.3.4.2): the
-    /// arriving interface does not restrict which of the host's addresses the packet may be for.
+    /// packet was dropped (counted) or held for reassembly, or a packet with malformed options. The
+    /// host model is weak (RFC 1122 §3.3.4.2): the arriving interface does not restrict which of the
+    /// host's addresses the packet may be for.
     #[inline(never)]
     pub(crate) fn input(
         &mut self,
@@ -81,7 +82,7 @@ impl Ipv4 {
         layer!(Receive, Ip);
         cx.counters.in_receives += 1;
         cx.counters.in_unpredicted += 1;
-        let (mut repr, header_len, delivery, fragment) =
+        let (repr, header_len, delivery, fragment) =
             match self.check(cx.counters, iface, buf.data()) {
                 Ok(checked) => checked,
                 Err(reason) => {
@@ -90,34 +91,67 @@ impl Ipv4 {
                     return Input4::Nothing;
                 }
             };
-        let mut options = None;
         if header_len > 20 {
-            match ipv4opt::check(&buf.data()[20..header_len]) {
-                Ok(found) if found.record_route.is_some() || found.timestamp.is_some() => {
-                    options = Options::from_slice(&buf.data()[20..header_len]).map(|o| (o, found));
-                }
-                Ok(_) => {}
-                Err(pointer) => {
-                    return Input4::BadOptions {
-                        packet: buf,
-                        repr,
-                        delivery,
-                        pointer,
-                    };
-                }
-            }
+            return self.input_with_options(cx, buf, repr, header_len, delivery, fragment);
         }
         if !fragment {
             buf.truncate(header_len + repr.payload_len);
             buf.pull_front(header_len);
             cx.counters.in_delivers += 1;
-            return match options {
-                Some((options, found)) => {
-                    Input4::WithOptions((buf, repr, delivery), options, found)
-                }
-                None => Input4::Deliver((buf, repr, delivery)),
-            };
+            return Input4::Deliver((buf, repr, delivery));
         }
+        self.reassemble(cx, buf, repr, header_len, delivery)
+    }
+
+    /// The rest of [`Self::input`] for a header with options: they are checked (RFC 1122 §3.2.1.8)
+    /// and, for a datagram that is not a fragment, handed on when an echo reply would reflect them.
+    #[cold]
+    #[inline(never)]
+    fn input_with_options(
+        &mut self,
+        cx: &mut IpCx,
+        mut buf: PacketBuf,
+        repr: Ipv4Repr,
+        header_len: usize,
+        delivery: Delivery,
+        fragment: bool,
+    ) -> Input4 {
+        let area = &buf.data()[20..header_len];
+        let found = match ipv4opt::check(area) {
+            Ok(found) => found,
+            Err(pointer) => {
+                return Input4::BadOptions {
+                    packet: buf,
+                    repr,
+                    delivery,
+                    pointer,
+                }
+            }
+        };
+        if fragment {
+            return self.reassemble(cx, buf, repr, header_len, delivery);
+        }
+        let reflected = found.record_route.is_some() || found.timestamp.is_some();
+        let options = Options::from_slice(area).filter(|_| reflected);
+        buf.truncate(header_len + repr.payload_len);
+        buf.pull_front(header_len);
+        cx.counters.in_delivers += 1;
+        match options {
+            Some(options) => Input4::WithOptions((buf, repr, delivery), options, found),
+            None => Input4::Deliver((buf, repr, delivery)),
+        }
+    }
+
+    /// A fragment into the reassembly table; the datagram it completes, if it does.
+    #[inline]
+    fn reassemble(
+        &mut self,
+        cx: &mut IpCx,
+        mut buf: PacketBuf,
+        mut repr: Ipv4Repr,
+        header_len: usize,
+        delivery: Delivery,
+    ) -> Input4 {
         cx.counters.reasm_reqds += 1;
         let key = Ipv4FragmentKey {
             src: repr.src_addr,
