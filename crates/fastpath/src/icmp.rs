@@ -1,6 +1,8 @@
-//! ICMPv4: echo and timestamp, the errors this host sends (port and protocol unreachable, reassembly time exceeded),
-//! the errors it acts on (unreachables reported to connected sockets), and the limits on the errors
-//! it sends ([`ErrorLimit`]: a global budget and one per destination; echo replies are not limited).
+//! ICMPv4: echo and timestamp (reflecting record route and timestamp options), the errors this host
+//! sends (port and protocol unreachable, reassembly time exceeded, parameter problem about bad
+//! options), the errors it acts on (unreachables reported to connected sockets), and the limits on
+//! the errors it sends ([`ErrorLimit`]: a global budget and one per destination; replies to echo and
+//! timestamp requests are not limited).
 //!
 //! `Icmp` is called with a narrow context (`IcmpCx`) and returns what must be sent
 //! (`IcmpOut`, for the stack to hand to IPv4) or reported to a transport (`IcmpInput::Report`):
@@ -110,7 +112,7 @@ fn quote(ip: &Ipv4Repr, payload: &[u8]) -> ([u8; 28], usize) {
 /// Milliseconds since midnight UT, as timestamps carry them (RFC 791 §3.1, RFC 792); from a clock
 /// that says it is before 1970, any value with the high-order bit set, as RFC 791 allows for a time
 /// not relative to midnight UT.
-pub(crate) fn ms_since_midnight_ut() -> u32 {
+fn ms_since_midnight_ut() -> u32 {
     match std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
         Ok(d) => (d.as_millis() % 86_400_000) as u32,
         Err(_) => 0x8000_0000,

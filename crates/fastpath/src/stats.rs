@@ -104,9 +104,9 @@ drop_reasons! {
     /// ICMP: an echo or timestamp request sent to a broadcast address (ignored, RFC 1122 §3.2.2.6,
     /// as Linux's `icmp_echo_ignore_broadcasts`).
     IcmpBroadcastEcho => "icmp: broadcast echo request",
-    /// ICMP: an echo or timestamp request whose record route or timestamp option has room for part of an entry
-    /// only, so that the reply's cannot be filled in (Linux sends no reply either).
-    IcmpEchoOptions => "icmp: echo request options cannot be echoed",
+    /// ICMP: an echo or timestamp request whose record route or timestamp option has room for part
+    /// of an entry only, so that the reply's cannot be filled in (Linux sends no reply either).
+    IcmpEchoOptions => "icmp: request options cannot be echoed",
     /// ICMP: an echo reply nobody was waiting for, or the reply queue was full.
     IcmpEchoReplyDropped => "icmp: echo reply dropped",
     /// ICMP output: an error held back by the global budget (`Limits::icmp_rate_per_sec`,
