@@ -28,8 +28,8 @@ pub(crate) enum Input4 {
     /// A datagram for its protocol.
     Deliver(Accepted),
     /// A datagram for its protocol whose header has a record route or timestamp option: its
-    /// options area (checked) and where those are, for ICMP to echo (RFC 1122 §3.2.2.6). A
-    /// reassembled datagram is delivered without its first fragment's options.
+    /// options area (checked) and where those are, for ICMP to echo (RFC 1122 §3.2.2.6); a
+    /// reassembled datagram's are its first fragment's.
     WithOptions(Accepted, Options, Found),
     /// A packet whose options are malformed (RFC 1122 §3.2.1.8), as it came, header included; how
     /// it was addressed, and the offset in its header of the byte at fault, for an ICMP parameter
@@ -40,6 +40,16 @@ pub(crate) enum Input4 {
         delivery: Delivery,
         pointer: u8,
     },
+}
+
+/// An options area that passes the checks and holds what an echo reply reflects (record route,
+/// timestamp): the area and where those are.
+fn reflected(area: &[u8]) -> Option<(Options, Found)> {
+    let found = ipv4opt::check(area).ok()?;
+    if found.record_route.is_none() && found.timestamp.is_none() {
+        return None;
+    }
+    Some((Options::from_slice(area)?, found))
 }
 
 impl Ipv4 {
@@ -131,8 +141,8 @@ impl Ipv4 {
         if fragment {
             return self.reassemble(cx, buf, repr, header_len, delivery);
         }
-        let reflected = found.record_route.is_some() || found.timestamp.is_some();
-        let options = Options::from_slice(area).filter(|_| reflected);
+        let reflects = found.record_route.is_some() || found.timestamp.is_some();
+        let options = Options::from_slice(area).filter(|_| reflects);
         buf.truncate(header_len + repr.payload_len);
         buf.pull_front(header_len);
         cx.counters.in_delivers += 1;
@@ -180,13 +190,21 @@ impl Ipv4 {
                 cx.drops.add(reason);
                 Input4::Nothing
             }
-            Outcome::Complete(payload) => {
+            Outcome::Complete(done) => {
                 cx.counters.reasm_oks += 1;
+                // The first fragment's options (checked as it arrived) are the datagram's.
+                let options = reflected(done.first_header().get(20..).unwrap_or(&[]));
+                let payload = done.payload;
                 repr.payload_len = payload.len();
                 repr.more_frags = false;
                 repr.frag_offset = 0;
                 cx.counters.in_delivers += 1;
-                Input4::Deliver((payload, repr, delivery))
+                match options {
+                    Some((options, found)) => {
+                        Input4::WithOptions((payload, repr, delivery), options, found)
+                    }
+                    None => Input4::Deliver((payload, repr, delivery)),
+                }
             }
         }
     }

@@ -298,3 +298,41 @@ fn in_range(time: u32, before: u32, after: u32) -> bool {
         time >= before || time <= after
     }
 }
+
+/// A fragmented echo request: the reply carries back the first fragment's record route (the later
+/// fragments carry none: RFC 791 does not copy it), as Linux answers.
+#[test]
+fn a_reassembled_echo_request_has_its_first_fragments_options_echoed() {
+    let (mut b, mut raw) = host();
+    let whole = echo_request(5, &payload(2000, 5));
+    let icmp = &whole[20..];
+    let rr = [7, 11, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+    let cut = (1480 - rr.len()) & !7;
+    let mut first = with_options(&ip_packet(A, B, 1, &icmp[..cut]), &rr);
+    let mut second = ip_packet(A, B, 1, &icmp[cut..]);
+    for (p, field) in [(&mut first, 0x2000u16), (&mut second, (cut / 8) as u16)] {
+        p[4..6].copy_from_slice(&0x4242u16.to_be_bytes());
+        p[6..8].copy_from_slice(&field.to_be_bytes());
+        let header_len = usize::from(p[0] & 0xf) * 4;
+        p[10..12].fill(0);
+        let sum = fastpath::checksum::rfc1071(&p[..header_len]);
+        p[10..12].copy_from_slice(&(!sum).to_be_bytes());
+    }
+    inject(&mut raw, &second);
+    inject(&mut raw, &first);
+    while b.poll(T0) > 0 {}
+    let out = capture(&mut raw);
+    assert_eq!(b.counters().ip.reasm_oks, 1);
+    assert_eq!(b.counters().icmp.out_echo_reps, 1);
+    // The reply is fragmented too: its first fragment has the options.
+    assert!(out.len() >= 2, "{} packets", out.len());
+    let first_out = out.iter().find(|p| p[6] & 0x1f == 0 && p[7] == 0).unwrap();
+    let header_len = usize::from(first_out[0] & 0xf) * 4;
+    assert_eq!(
+        first_out[20..header_len],
+        [7, 11, 12, 10, 0, 0, 2, 10, 0, 0, 2, 0]
+    );
+    for p in out.iter().filter(|p| !std::ptr::eq(*p, first_out)) {
+        assert_eq!(p[0], 0x45, "options in a later fragment");
+    }
+}
