@@ -8,7 +8,8 @@ use std::time::Duration;
 use fastpath::buf::{BufferMode, BufferPool, PacketBuf};
 use fastpath::config::Limits;
 use fastpath::reassembly::{
-    FragmentKey, Ipv4FragmentKey, Ipv6FragmentKey, Ipv6Reassembled, Outcome, ReassemblyTable,
+    FragmentKey, Ipv4FragmentKey, Ipv4Reassembled, Ipv6FragmentKey, Ipv6Reassembled, Outcome,
+    ReassemblyTable,
 };
 use fastpath::stats::Drops;
 use fastpath::{DropReason, Instant};
@@ -103,9 +104,14 @@ impl Family for V4 {
     fn header_cost(_: usize) -> usize {
         0
     }
-    fn completed(_: &Ipv4FragmentKey, hlen: usize, d: PacketBuf) -> PacketBuf {
-        assert!(hlen + d.len() <= 65535, "completed past 65535 bytes");
-        d
+    fn completed(_: &Ipv4FragmentKey, hlen: usize, d: Ipv4Reassembled) -> PacketBuf {
+        assert!(
+            hlen + d.payload.len() <= 65535,
+            "completed past 65535 bytes"
+        );
+        let h = d.first_header().len();
+        assert!((20..=60).contains(&h), "a {h}-byte first header");
+        d.payload
     }
 }
 

@@ -88,6 +88,8 @@ fn small_limits() -> Limits {
         udp_intercept_queue_bytes: 4 * 2048,
         icmp_rate_per_sec: 5,
         icmp_burst: 3,
+        icmp_peer_interval: Duration::from_millis(500),
+        icmp_peer_burst: 2,
         pool_free_buffers: 4,
         pool_free_bytes: 4 * 2048,
         loopback_queue: 4,
@@ -204,6 +206,7 @@ impl Host {
             DropReason::Ipv4BadSource,
             DropReason::Ipv4OwnSource,
             DropReason::Ipv4NotForUs,
+            DropReason::Ipv4BadOptions,
         ]
         .iter()
         .map(|&r| c.drops.get(r))
@@ -222,17 +225,27 @@ impl Host {
             + c.icmp.in_echos
             + c.icmp.in_echo_reps
             + c.icmp.in_dest_unreachs
-            + c.icmp.in_time_excds;
+            + c.icmp.in_time_excds
+            + c.icmp.in_parm_probs
+            + c.icmp.in_timestamps
+            + c.icmp.in_timestamp_reps;
         assert!(
             icmp_seen >= c.icmp.in_msgs
-                && icmp_seen <= c.icmp.in_msgs + c.icmp.in_dest_unreachs + c.icmp.in_time_excds,
+                && icmp_seen
+                    <= c.icmp.in_msgs
+                        + c.icmp.in_dest_unreachs
+                        + c.icmp.in_time_excds
+                        + c.icmp.in_parm_probs,
             "{c}"
         );
-        // The rate limit: a burst, then the rate.
-        let sent = c.icmp.out_echo_reps + c.icmp.out_dest_unreachs + c.icmp.out_time_excds;
+        // Errors meet the global limit: a burst, then the rate. Echo replies are not limited, but
+        // answer one request each.
+        assert!(c.icmp.out_echo_reps <= c.icmp.in_echos, "{c}");
+        assert!(c.icmp.out_timestamp_reps <= c.icmp.in_timestamps, "{c}");
+        let sent = c.icmp.out_dest_unreachs + c.icmp.out_time_excds + c.icmp.out_parm_probs;
         let allowed = u64::from(limits.icmp_burst)
             + s.now().total_micros() * u64::from(limits.icmp_rate_per_sec) / 1_000_000;
-        assert!(sent <= allowed, "{sent} ICMP messages by {:?}", s.now());
+        assert!(sent <= allowed, "{sent} ICMP errors by {:?}", s.now());
         for i in 0..self.sockets.len() {
             let (_, queued) = self.stack.udp(self.sockets[i]).queued().expect("open");
             assert!(queued <= limits.udp_rx_queue_bytes, "{queued} bytes queued");
@@ -248,14 +261,20 @@ impl Host {
 fn check_output(iface: usize, p: &[u8]) {
     let packet =
         Ipv4Packet::new_checked(p).unwrap_or_else(|e| panic!("sent a bad packet ({e}): {p:02x?}"));
-    assert_eq!(packet.header_len(), 20, "options sent");
+    // Options only on an echo or timestamp reply, which echoes a request's record route and
+    // timestamp.
+    let header_len = packet.header_len();
+    assert!(
+        header_len == 20 || (p[9] == 1 && matches!(p.get(header_len), Some(0 | 14))),
+        "options sent: {p:02x?}"
+    );
     assert_eq!(
         usize::from(packet.total_len()),
         p.len(),
         "sent with padding"
     );
     assert_eq!(
-        reference_sum(&p[..20]),
+        reference_sum(&p[..header_len]),
         0xffff,
         "sent a bad header checksum"
     );
@@ -298,7 +317,7 @@ fn check_output(iface: usize, p: &[u8]) {
                 "ICMP to a broadcast address {dst}"
             );
             assert_eq!(reference_sum(payload), 0xffff, "sent a bad ICMP checksum");
-            if matches!(payload[0], 3 | 11) {
+            if matches!(payload[0], 3 | 11 | 12) {
                 let q = &payload[8..];
                 let (quoted, head) = match icmpv4::parse_quoted(q) {
                     Ok(parsed) => parsed,

@@ -177,7 +177,7 @@ pub fn icmpv4(data: &[u8]) {
         Err(WireError::Truncated)
     } else if reference_sum(data) != 0xffff {
         Err(WireError::BadChecksum)
-    } else if !matches!(data[0], 0 | 3 | 8 | 11) {
+    } else if !matches!(data[0], 0 | 3 | 8 | 11 | 12 | 13 | 14) {
         Err(WireError::Unrecognized)
     } else {
         Ok(())
@@ -217,6 +217,21 @@ pub fn icmpv4(data: &[u8]) {
             assert_eq!((ident, seq_no), (be16(data, 4), be16(data, 6)));
             assert_eq!(d, &data[8..]);
         }
+        Icmpv4Repr::Timestamp {
+            ident,
+            seq_no,
+            data: d,
+        }
+        | Icmpv4Repr::TimestampReply {
+            ident,
+            seq_no,
+            data: d,
+        } => {
+            assert_eq!(data[0] == 13, matches!(repr, Icmpv4Repr::Timestamp { .. }));
+            assert!(matches!(data[0], 13 | 14));
+            assert_eq!((ident, seq_no), (be16(data, 4), be16(data, 6)));
+            assert_eq!(d, &data[8..]);
+        }
         Icmpv4Repr::DstUnreachable {
             reason,
             next_hop_mtu,
@@ -227,6 +242,12 @@ pub fn icmpv4(data: &[u8]) {
             assert_eq!(u8::from(reason), data[1]);
             let mtu = if data[1] == 4 { be16(data, 6) } else { 0 };
             assert_eq!(next_hop_mtu, mtu);
+            assert_eq!(d, &data[8..]);
+            icmp_quoted(d);
+        }
+        Icmpv4Repr::ParamProblem { pointer, data: d } => {
+            assert_eq!(data[0], 12);
+            assert_eq!(pointer, data[4]);
             assert_eq!(d, &data[8..]);
             icmp_quoted(d);
         }

@@ -295,10 +295,21 @@ pub struct Limits {
     /// buffers as `udp_rx_queue_bytes` counts them: the one queue holds every intercepted flow's
     /// datagrams until the application reads them.
     pub udp_intercept_queue_bytes: usize,
-    /// ICMP messages the stack sends per second (echo replies and errors), at most.
+    /// ICMP and ICMPv6 error messages (destination unreachable, time exceeded, parameter problem) each
+    /// of the two sends per second to all destinations together, at most (Linux's
+    /// `icmp_msgs_per_sec`). Echo replies are not limited: each answers one request and is no
+    /// larger than it.
     pub icmp_rate_per_sec: u32,
-    /// ICMP messages that may be sent in a burst above the rate.
+    /// ICMP error messages that may be sent in a burst above `icmp_rate_per_sec` (Linux's
+    /// `icmp_msgs_burst`).
     pub icmp_burst: u32,
+    /// Time an ICMP error to one destination host costs (Linux's `icmp_ratelimit`, 1000 ms): after
+    /// a burst of `icmp_peer_burst`, a host is sent one error per interval, whatever others are sent.
+    /// Errors over the loopback interface are only held by `icmp_rate_per_sec`. Zero turns the
+    /// per-destination limit off.
+    pub icmp_peer_interval: Duration,
+    /// ICMP errors one destination may be sent in a burst (Linux's fixed 6).
+    pub icmp_peer_burst: u32,
     /// Free buffers the pool keeps per size class, for reuse (see `pool_free_bytes`).
     pub pool_free_buffers: usize,
     /// Bytes of free buffers the pool keeps per size class: when a burst of traffic (a thousand
@@ -353,7 +364,9 @@ impl Default for Limits {
             udp_rx_queue_bytes: 512 << 10,
             udp_intercept_queue_bytes: 4 << 20,
             icmp_rate_per_sec: 1000,
-            icmp_burst: 100,
+            icmp_burst: 50,
+            icmp_peer_interval: Duration::from_secs(1),
+            icmp_peer_burst: 6,
             pool_free_buffers: 1024,
             pool_free_bytes: 8 << 20,
             loopback_queue: 4096,

@@ -1,5 +1,8 @@
-//! ICMPv4: echo, the errors this host sends (port and protocol unreachable, reassembly time exceeded),
-//! the errors it acts on (unreachables reported to connected sockets), and the output rate limit.
+//! ICMPv4: echo and timestamp (reflecting record route and timestamp options), the errors this host
+//! sends (port and protocol unreachable, reassembly time exceeded, parameter problem about bad
+//! options), the errors it acts on (unreachables reported to connected sockets), and the limits on
+//! the errors it sends ([`ErrorLimit`]: a global budget and one per destination; replies to echo and
+//! timestamp requests are not limited).
 //!
 //! `Icmp` is called with a narrow context (`IcmpCx`) and returns what must be sent
 //! (`IcmpOut`, for the stack to hand to IPv4) or reported to a transport (`IcmpInput::Report`):
@@ -11,12 +14,14 @@ use std::net::Ipv4Addr;
 
 use crate::buf::{BufferPool, PacketBuf};
 use crate::config::Limits;
-use crate::ip::RateLimit;
+use crate::ip::ErrorLimit;
 use crate::ipv4::{Delivery, Ipv4, NextHop, LOOPBACK};
 use crate::reassembly::Ipv4Expired;
+use crate::secret::SecretKey;
 use crate::stats::{DropReason, Drops, IcmpCounters};
 use crate::time::Instant;
 use crate::wire::icmpv4::{self, DstUnreachable, TimeExceeded};
+use crate::wire::ipv4opt::{self, Found, Options};
 use crate::wire::{Icmpv4Packet, Icmpv4Repr, IpProtocol, Ipv4Repr, WireError};
 
 /// An echo reply received for a request this host sent.
@@ -49,6 +54,8 @@ pub(crate) struct IcmpOut {
     pub(crate) hop: NextHop,
     pub(crate) src: Ipv4Addr,
     pub(crate) dst: Ipv4Addr,
+    /// IP options for the header: an echo reply's record route and timestamp (usually none).
+    pub(crate) options: Options,
 }
 
 /// What an arriving ICMP message asks of the stack.
@@ -77,10 +84,11 @@ pub(crate) enum IcmpInput {
     },
 }
 
-/// The ICMP layer: the output rate limit and the echo replies waiting for the application.
+/// The ICMP layer: the limits on the errors it sends and the echo replies waiting for the
+/// application.
 #[derive(Debug)]
 pub(crate) struct Icmp {
-    limit: RateLimit,
+    limit: ErrorLimit,
     replies: VecDeque<EchoReply>,
     replies_max: usize,
 }
@@ -101,30 +109,64 @@ fn quote(ip: &Ipv4Repr, payload: &[u8]) -> ([u8; 28], usize) {
     (q, 20 + n)
 }
 
+/// Milliseconds since midnight UT, as timestamps carry them (RFC 791 §3.1, RFC 792); from a clock
+/// that says it is before 1970, any value with the high-order bit set, as RFC 791 allows for a time
+/// not relative to midnight UT.
+fn ms_since_midnight_ut() -> u32 {
+    match std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
+        Ok(d) => (d.as_millis() % 86_400_000) as u32,
+        Err(_) => 0x8000_0000,
+    }
+}
+
+/// The options of the reply to a request (echo or timestamp) that came in `ip` with `options`:
+/// its record route and timestamp, with this host's entries (RFC 1122 §3.2.2.6; the reply comes
+/// from the address the request was sent to). `None` when they cannot be echoed.
+fn reply_options(
+    cx: &IcmpCx,
+    ip: &Ipv4Repr,
+    options: Option<(&Options, Found)>,
+) -> Option<Options> {
+    let Some((area, found)) = options else {
+        return Some(Options::NONE);
+    };
+    let own = |a| cx.ip.is_own_address(a);
+    ipv4opt::echo(
+        area.as_slice(),
+        found,
+        ip.dst_addr,
+        ms_since_midnight_ut(),
+        own,
+    )
+}
+
 /// RFC 1122 §3.2.2: no error to a source that is not a unicast host.
 fn unicast_source(src: Ipv4Addr) -> bool {
     !(src.is_unspecified() || src.is_broadcast() || src.is_multicast())
 }
 
 impl Icmp {
-    pub(crate) fn new(limits: &Limits) -> Icmp {
+    /// The layer, its per-destination error limit keyed by `key`.
+    pub(crate) fn new(limits: &Limits, key: SecretKey) -> Icmp {
         Icmp {
-            limit: RateLimit::new(limits.icmp_rate_per_sec, limits.icmp_burst),
+            limit: ErrorLimit::new(limits, key),
             replies: VecDeque::new(),
             replies_max: limits.echo_reply_queue,
         }
     }
 
-    /// Input: one ICMP message (the IP payload in `buf`), addressed as `delivery`.
+    /// Input: one ICMP message (the IP payload in `buf`), addressed as `delivery`, and the IP
+    /// options that an echo reply reflects (checked by IPv4: the area and what it found), if any.
     pub(crate) fn input(
         &mut self,
         cx: &mut IcmpCx,
         buf: PacketBuf,
         ip: &Ipv4Repr,
         delivery: Delivery,
+        options: Option<(&Options, Found)>,
     ) -> IcmpInput {
         cx.counters.in_msgs += 1;
-        let outcome = self.parse_and_act(cx, &buf, ip, delivery);
+        let outcome = self.parse_and_act(cx, &buf, ip, delivery, options);
         cx.pool.free(buf);
         outcome
     }
@@ -135,6 +177,7 @@ impl Icmp {
         buf: &PacketBuf,
         ip: &Ipv4Repr,
         delivery: Delivery,
+        options: Option<(&Options, Found)>,
     ) -> IcmpInput {
         let drop = |cx: &mut IcmpCx, reason| {
             cx.drops.add(reason);
@@ -164,8 +207,12 @@ impl Icmp {
                     seq_no,
                     data,
                 };
-                match self.output(cx, ip.src_addr, Some(ip.dst_addr), &reply, true) {
-                    Ok(out) => {
+                let Some(reply_options) = reply_options(cx, ip, options) else {
+                    return drop(cx, DropReason::IcmpEchoOptions);
+                };
+                match self.output(cx, ip.src_addr, Some(ip.dst_addr), &reply, false) {
+                    Ok(mut out) => {
+                        out.options = reply_options;
                         cx.counters.out_echo_reps += 1;
                         IcmpInput::Send(out)
                     }
@@ -269,23 +316,64 @@ impl Icmp {
                 cx.counters.in_time_excds += 1;
                 IcmpInput::Done
             }
+            Icmpv4Repr::ParamProblem { .. } => {
+                cx.counters.in_parm_probs += 1;
+                IcmpInput::Done
+            }
+            // RFC 792: the request's originate timestamp, and the times it was received and the
+            // reply sent (one reading, as Linux gives); not to a broadcast, as echo (Linux's
+            // `icmp_echo_ignore_broadcasts` covers both); not rate-limited, as echo.
+            Icmpv4Repr::Timestamp {
+                ident,
+                seq_no,
+                data,
+            } => {
+                cx.counters.in_timestamps += 1;
+                if delivery == Delivery::Broadcast {
+                    return drop(cx, DropReason::IcmpBroadcastEcho);
+                }
+                let Some(originate) = data.get(..4) else {
+                    return drop(cx, DropReason::IcmpTruncated);
+                };
+                let now = ms_since_midnight_ut().to_be_bytes();
+                let mut times = [0u8; 12];
+                times[..4].copy_from_slice(originate);
+                times[4..8].copy_from_slice(&now);
+                times[8..].copy_from_slice(&now);
+                let reply = Icmpv4Repr::TimestampReply {
+                    ident,
+                    seq_no,
+                    data: &times,
+                };
+                let Some(reply_options) = reply_options(cx, ip, options) else {
+                    return drop(cx, DropReason::IcmpEchoOptions);
+                };
+                match self.output(cx, ip.src_addr, Some(ip.dst_addr), &reply, false) {
+                    Ok(mut out) => {
+                        out.options = reply_options;
+                        cx.counters.out_timestamp_reps += 1;
+                        IcmpInput::Send(out)
+                    }
+                    Err(_) => IcmpInput::Done,
+                }
+            }
+            Icmpv4Repr::TimestampReply { .. } => {
+                cx.counters.in_timestamp_reps += 1;
+                IcmpInput::Done
+            }
         }
     }
 
-    /// An ICMP message to `dst` from `src` (or the route's source), ready for IPv4. Rate-limited
-    /// messages (replies and errors) may be suppressed, counted.
+    /// An ICMP message to `dst` from `src` (or the route's source), ready for IPv4. An `error` may be
+    /// held back by the limits ([`ErrorLimit`]), counted.
     pub(crate) fn output(
         &mut self,
         cx: &mut IcmpCx,
         dst: Ipv4Addr,
         src: Option<Ipv4Addr>,
         repr: &Icmpv4Repr<'_>,
-        rate_limited: bool,
+        error: bool,
     ) -> Result<IcmpOut, DropReason> {
-        if rate_limited && !self.limit.allow(cx.now) {
-            cx.drops.add(DropReason::IcmpRateLimited);
-            return Err(DropReason::IcmpRateLimited);
-        }
         let hop = match cx.ip.route(dst) {
             Ok(hop) => hop,
             Err(reason) => {
@@ -293,6 +381,13 @@ impl Icmp {
                 return Err(reason);
             }
         };
+        if error {
+            let reasons = (DropReason::IcmpRateLimited, DropReason::IcmpPeerRateLimited);
+            if let Err(reason) = self.limit.allow(&dst.octets(), hop.iface, cx.now, reasons) {
+                cx.drops.add(reason);
+                return Err(reason);
+            }
+        }
         // The address the message answers, if it is ours and may leave on the route's interface
         // (127/8 never leaves the host); else the route's.
         let src = src
@@ -302,7 +397,13 @@ impl Icmp {
         let mut buf = cx.pool.alloc(len);
         repr.emit(buf.extend(len));
         cx.counters.out_msgs += 1;
-        Ok(IcmpOut { buf, hop, src, dst })
+        Ok(IcmpOut {
+            buf,
+            hop,
+            src,
+            dst,
+            options: Options::NONE,
+        })
     }
 
     /// A destination unreachable about the datagram `ip` whose payload starts with `payload`, unless
@@ -357,6 +458,37 @@ impl Icmp {
         };
         let out = self.output(cx, src, Some(dst), &repr, true).ok()?;
         cx.counters.out_time_excds += 1;
+        Some(out)
+    }
+
+    /// A parameter problem (code 0) about `packet`, a datagram as it arrived (header included) whose
+    /// header `ip` describes, pointing at the byte at fault in its header: unless it came from a
+    /// source that is not a unicast host, or is a fragment other than the first, or an ICMP error
+    /// (RFC 1122 §3.2.2: no error about either). The quote is its header, options included, and its
+    /// first 8 payload bytes.
+    pub(crate) fn param_problem(
+        &mut self,
+        cx: &mut IcmpCx,
+        ip: &Ipv4Repr,
+        packet: &[u8],
+        pointer: u8,
+    ) -> Option<IcmpOut> {
+        if !unicast_source(ip.src_addr) || ip.frag_offset != 0 {
+            return None;
+        }
+        let header_len = usize::from(packet.first()? & 0x0f) * 4;
+        if ip.protocol == IpProtocol::Icmp
+            && !matches!(packet.get(header_len), Some(0 | 8 | 13..=18))
+        {
+            return None;
+        }
+        let quoted = (header_len + 8).min(header_len + ip.payload_len);
+        let data = packet.get(..quoted.min(packet.len()))?;
+        let repr = Icmpv4Repr::ParamProblem { pointer, data };
+        let out = self
+            .output(cx, ip.src_addr, Some(ip.dst_addr), &repr, true)
+            .ok()?;
+        cx.counters.out_parm_probs += 1;
         Some(out)
     }
 

@@ -1,6 +1,7 @@
 //! ICMPv6 (RFC 4443): echo, the errors this host sends (destination unreachable, parameter problem,
 //! time exceeded), the errors it acts on (reported to transports; packet too big for path MTU
-//! discovery), the discovery messages it drops by name, and the output rate limit ICMPv4 has too.
+//! discovery), the discovery messages it drops by name, and the limits on the errors it sends that
+//! ICMPv4 has too (a global budget and one per destination; echo replies are not limited).
 //!
 //! The sibling of `icmp.rs`: `Icmpv6` is called with a narrow context (`Icmp6Cx`) and returns what must
 //! be sent (`Icmp6Out`, for the stack to hand to IPv6) or reported (`Icmp6Input::Report`).
@@ -10,8 +11,9 @@ use std::net::Ipv6Addr;
 
 use crate::buf::{BufferPool, PacketBuf};
 use crate::config::Limits;
-use crate::ip::{Delivery, RateLimit};
+use crate::ip::{Delivery, ErrorLimit};
 use crate::ipv6::{Ipv6, NextHop6};
+use crate::secret::SecretKey;
 use crate::stats::{DropReason, Drops, Icmp6Counters};
 use crate::time::Instant;
 use crate::wire::icmpv6::{self, kind, unreachable, Icmpv6Repr, Quoted, MAX_QUOTE};
@@ -67,16 +69,17 @@ pub(crate) enum Icmp6Error {
     TimeExceeded(u8),
 }
 
-/// The ICMPv6 layer: the output rate limit.
+/// The ICMPv6 layer: the limits on the errors it sends.
 #[derive(Debug)]
 pub(crate) struct Icmpv6 {
-    limit: RateLimit,
+    limit: ErrorLimit,
 }
 
 impl Icmpv6 {
-    pub(crate) fn new(limits: &Limits) -> Icmpv6 {
+    /// The layer, its per-destination error limit keyed by `key`.
+    pub(crate) fn new(limits: &Limits, key: SecretKey) -> Icmpv6 {
         Icmpv6 {
-            limit: RateLimit::new(limits.icmp_rate_per_sec, limits.icmp_burst),
+            limit: ErrorLimit::new(limits, key),
         }
     }
 
@@ -124,7 +127,7 @@ impl Icmpv6 {
                     seq_no,
                     data,
                 };
-                match self.output(cx, ip.src_addr, src, &reply, true) {
+                match self.output(cx, ip.src_addr, src, &reply, false) {
                     Ok(out) => {
                         cx.counters.out_echo_reps += 1;
                         Icmp6Input::Send(out)
@@ -189,20 +192,16 @@ impl Icmpv6 {
         }
     }
 
-    /// An ICMPv6 message to `dst` from `src` (or the route's source), ready for IPv6. Rate-limited
-    /// messages (replies and errors) may be suppressed, counted.
+    /// An ICMPv6 message to `dst` from `src` (or the route's source), ready for IPv6. An `error` may be
+    /// held back by the limits ([`ErrorLimit`]), counted.
     pub(crate) fn output(
         &mut self,
         cx: &mut Icmp6Cx,
         dst: Ipv6Addr,
         src: Option<Ipv6Addr>,
         repr: &Icmpv6Repr<'_>,
-        rate_limited: bool,
+        error: bool,
     ) -> Result<Icmp6Out, DropReason> {
-        if rate_limited && !self.limit.allow(cx.now) {
-            cx.drops.add(DropReason::Icmpv6RateLimited);
-            return Err(DropReason::Icmpv6RateLimited);
-        }
         // Sized by the path MTU: IPv6 routers do not fragment (RFC 8201).
         let hop = match cx.ip.route(dst) {
             Ok(hop) => cx.ip.along_path(hop, dst, cx.now),
@@ -211,6 +210,16 @@ impl Icmpv6 {
                 return Err(reason);
             }
         };
+        if error {
+            let reasons = (
+                DropReason::Icmpv6RateLimited,
+                DropReason::Icmpv6PeerRateLimited,
+            );
+            if let Err(reason) = self.limit.allow(&dst.octets(), hop.iface, cx.now, reasons) {
+                cx.drops.add(reason);
+                return Err(reason);
+            }
+        }
         // The address the message answers, if it is ours and may leave on the route's interface
         // (`::1` never leaves the host); else the route's.
         let src = src
@@ -253,12 +262,16 @@ impl Icmpv6 {
             return None;
         }
         // Is the packet an ICMPv6 error or redirect? Its chain may be one IPv6 refused, so skip the
-        // extension headers by length alone; a type that cannot be read counts as an error.
+        // extension headers by length alone; a type that cannot be read counts as an error, unless
+        // it is in a later fragment (RFC 8200 §4.5, RFC 7112 §5: a first fragment without its
+        // upper-layer header is answered, whatever that header is), as Linux decides.
         let rest = packet.get(IPV6_HEADER_LEN..).unwrap_or(&[]);
         let first = IpProtocol::from(packet.get(6).copied().unwrap_or(59));
-        if let Some((IpProtocol::Icmpv6, at)) = ipv6ext::skip(rest, first) {
+        if let Some((IpProtocol::Icmpv6, at, fragment)) = ipv6ext::skip_noting_fragment(rest, first)
+        {
             match rest.get(at) {
                 Some(&t) if !Icmpv6Repr::is_error(t) && t != kind::REDIRECT => {}
+                None if fragment => {}
                 _ => return None,
             }
         }

@@ -109,12 +109,12 @@ pub struct Ipv4FragmentKey {
 
 /// IPv4: the header given with a fragment is its IP header (20 to 60 bytes), all of which counts
 /// toward the total length; a time exceeded quotes the first fragment's header and 8 bytes of its
-/// payload (RFC 792); a completed datagram is its payload alone, and the caller keeps the header of
-/// the fragment that completed it.
+/// payload (RFC 792); a completed datagram is its payload and the first fragment's header
+/// ([`Ipv4Reassembled`]: the options an echo reply reflects are the first fragment's).
 impl FragmentKey for Ipv4FragmentKey {
     type Quote = [u8; 68];
     type Header = ([u8; 60], usize);
-    type Datagram = PacketBuf;
+    type Datagram = Ipv4Reassembled;
     const EMPTY_QUOTE: [u8; 68] = [0; 68];
     const QUOTED_PAYLOAD: usize = 8;
     const MIN_HEADER_LEN: usize = 20;
@@ -138,8 +138,23 @@ impl FragmentKey for Ipv4FragmentKey {
     fn header_cost(_: &([u8; 60], usize)) -> usize {
         0
     }
-    fn complete(_: ([u8; 60], usize), payload: PacketBuf) -> PacketBuf {
-        payload
+    fn complete(first: ([u8; 60], usize), payload: PacketBuf) -> Ipv4Reassembled {
+        Ipv4Reassembled { payload, first }
+    }
+}
+
+/// A reassembled IPv4 datagram: its payload, and the header its first fragment arrived with.
+#[derive(Debug)]
+pub struct Ipv4Reassembled {
+    /// The datagram's payload.
+    pub payload: PacketBuf,
+    first: ([u8; 60], usize),
+}
+
+impl Ipv4Reassembled {
+    /// The first fragment's header, options included (20 to 60 bytes).
+    pub fn first_header(&self) -> &[u8] {
+        &self.first.0[..self.first.1]
     }
 }
 
@@ -242,9 +257,9 @@ pub type Ipv4Expired = Expired<Ipv4FragmentKey>;
 pub type Ipv6Expired = Expired<Ipv6FragmentKey>;
 
 /// What the table did with a fragment. `D` is the family's completed datagram
-/// ([`FragmentKey::Datagram`]): IPv4's payload buffer, or an [`Ipv6Reassembled`].
+/// ([`FragmentKey::Datagram`]): an [`Ipv4Reassembled`] or an [`Ipv6Reassembled`].
 #[derive(Debug)]
-pub enum Outcome<D = PacketBuf> {
+pub enum Outcome<D = Ipv4Reassembled> {
     /// Held; the datagram is not complete yet.
     Held,
     /// The datagram is complete: its payload, in a fresh buffer.
@@ -634,7 +649,10 @@ mod tests {
         assert!(matches!(t.frag(1, 16, true, &d[16..32], 0), Outcome::Held));
         assert!(matches!(t.frag(1, 32, false, &d[32..], 0), Outcome::Held));
         match t.frag(1, 0, true, &d[..16], 0) {
-            Outcome::Complete(buf) => assert_eq!(buf.data(), &d[..]),
+            Outcome::Complete(done) => {
+                assert_eq!(done.payload.data(), &d[..]);
+                assert_eq!(done.first_header(), &[0x45; 20]);
+            }
             o => panic!("{o:?}"),
         }
         assert!(t.table.is_empty());
@@ -675,7 +693,9 @@ mod tests {
             Outcome::Dropped(DropReason::FragmentTooBig)
         ));
         t.frag(2, 0, true, &data(16), 0);
-        assert!(matches!(t.frag(2, 16, false, &data(8), 0), Outcome::Complete(b) if b.len() == 24));
+        assert!(
+            matches!(t.frag(2, 16, false, &data(8), 0), Outcome::Complete(b) if b.payload.len() == 24)
+        );
     }
 
     #[test]

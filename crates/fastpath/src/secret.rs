@@ -1,6 +1,7 @@
 //! The per-stack secret and the keyed pseudo-random function behind every value an off-path attacker
 //! must not predict: TCP's initial sequence numbers (RFC 6528 §3 asks for a keyed PRF), SYN cookies,
-//! and the IPv4 and IPv6 identification fields (RFC 7739 §5).
+//! the IPv4 and IPv6 identification fields (RFC 7739 §5), and which destinations share a bucket of
+//! the ICMP error limit.
 //!
 //! The function is SipHash-2-4 (Aumasson and Bernstein, 2012) with a 128-bit key drawn from the
 //! operating system's random source, as netstack3 and Linux use for the same values. Each use derives

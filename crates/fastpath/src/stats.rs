@@ -47,6 +47,10 @@ drop_reasons! {
     /// IPv4: destination is none of ours (this host does not forward), or a loopback address on
     /// another interface than loopback.
     Ipv4NotForUs => "ipv4: not for this host",
+    /// IPv4: malformed options (RFC 1122 §3.2.1.8: an option length that cannot be, a record
+    /// route, source route or timestamp pointer out of range, a timestamp overflow count that would
+    /// overflow), answered with an ICMP parameter problem.
+    Ipv4BadOptions => "ipv4: bad options",
     /// IPv4: protocol this stack does not speak.
     Ipv4UnknownProtocol => "ipv4: unknown protocol",
     /// IPv4 output: no route to the destination.
@@ -97,12 +101,20 @@ drop_reasons! {
     IcmpBadChecksum => "icmp: bad checksum",
     /// ICMP: a type this stack does not handle, or a malformed error message.
     IcmpUnhandled => "icmp: unhandled type",
-    /// ICMP: an echo request sent to a broadcast address (ignored, RFC 1122 §3.2.2.6).
+    /// ICMP: an echo or timestamp request sent to a broadcast address (ignored, RFC 1122 §3.2.2.6,
+    /// as Linux's `icmp_echo_ignore_broadcasts`).
     IcmpBroadcastEcho => "icmp: broadcast echo request",
+    /// ICMP: an echo or timestamp request whose record route or timestamp option has room for part
+    /// of an entry only, so that the reply's cannot be filled in (Linux sends no reply either).
+    IcmpEchoOptions => "icmp: request options cannot be echoed",
     /// ICMP: an echo reply nobody was waiting for, or the reply queue was full.
     IcmpEchoReplyDropped => "icmp: echo reply dropped",
-    /// ICMP output: suppressed by the rate limit.
-    IcmpRateLimited => "icmp: output rate-limited",
+    /// ICMP output: an error held back by the global budget (`Limits::icmp_rate_per_sec`,
+    /// `icmp_burst`; Linux's `RateLimitGlobal`).
+    IcmpRateLimited => "icmp: error rate-limited (all destinations)",
+    /// ICMP output: an error held back by its destination's own budget (`Limits::icmp_peer_interval`,
+    /// `icmp_peer_burst`; Linux's `RateLimitHost`).
+    IcmpPeerRateLimited => "icmp: error rate-limited (its destination)",
     /// ICMP: a "fragmentation needed" while `path_mtu_discovery` is off (nothing is sent with DF).
     IcmpFragNeededIgnored => "icmp: frag needed, path mtu discovery off",
     /// Path MTU: a "fragmentation needed" quoting a datagram of no socket or connection of ours.
@@ -161,8 +173,12 @@ drop_reasons! {
     Icmpv6ListenerDiscovery => "icmpv6: multicast listener discovery ignored",
     /// ICMPv6: an echo reply nobody was waiting for.
     Icmpv6EchoReplyDropped => "icmpv6: echo reply dropped",
-    /// ICMPv6 output: suppressed by the rate limit.
-    Icmpv6RateLimited => "icmpv6: output rate-limited",
+    /// ICMPv6 output: an error held back by the global budget (`Limits::icmp_rate_per_sec`,
+    /// `icmp_burst`).
+    Icmpv6RateLimited => "icmpv6: error rate-limited (all destinations)",
+    /// ICMPv6 output: an error held back by its destination's own budget
+    /// (`Limits::icmp_peer_interval`, `icmp_peer_burst`).
+    Icmpv6PeerRateLimited => "icmpv6: error rate-limited (its destination)",
     /// TCP: shorter than its header.
     TcpTruncated => "tcp: truncated",
     /// TCP: data offset below 5 words or past the segment, or malformed options.
@@ -407,6 +423,12 @@ pub struct IcmpCounters {
     pub in_dest_unreachs: u64,
     /// Time exceeded messages received.
     pub in_time_excds: u64,
+    /// Parameter problem messages received.
+    pub in_parm_probs: u64,
+    /// Timestamp requests received.
+    pub in_timestamps: u64,
+    /// Timestamp replies received.
+    pub in_timestamp_reps: u64,
     /// Messages sent.
     pub out_msgs: u64,
     /// Echo requests sent.
@@ -417,6 +439,10 @@ pub struct IcmpCounters {
     pub out_dest_unreachs: u64,
     /// Time exceeded messages sent.
     pub out_time_excds: u64,
+    /// Parameter problem messages sent.
+    pub out_parm_probs: u64,
+    /// Timestamp replies sent.
+    pub out_timestamp_reps: u64,
 }
 
 /// TCP counters (RFC 4022 names in spirit, plus the fast paths).
@@ -588,11 +614,16 @@ impl fmt::Display for Counters {
             (icmp.in_echo_reps, "echo replies received"),
             (icmp.in_dest_unreachs, "destination unreachable received"),
             (icmp.in_time_excds, "time exceeded received"),
+            (icmp.in_parm_probs, "parameter problems received"),
+            (icmp.in_timestamps, "timestamp requests received"),
+            (icmp.in_timestamp_reps, "timestamp replies received"),
             (icmp.out_msgs, "messages sent"),
             (icmp.out_echos, "echo requests sent"),
             (icmp.out_echo_reps, "echo replies sent"),
             (icmp.out_dest_unreachs, "destination unreachable sent"),
             (icmp.out_time_excds, "time exceeded sent"),
+            (icmp.out_parm_probs, "parameter problems sent"),
+            (icmp.out_timestamp_reps, "timestamp replies sent"),
         ] {
             if n > 0 {
                 writeln!(f, "    {n} {what}")?;

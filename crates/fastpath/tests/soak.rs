@@ -492,7 +492,9 @@ fn millions_of_datagrams_leave_nothing_behind_and_add_up() {
         // Nothing else was dropped at the receiver.
         let named = timeouts + evicted;
         assert_eq!(
-            rc.drops.total() - rc.drops.get(DropReason::IcmpRateLimited),
+            rc.drops.total()
+                - rc.drops.get(DropReason::IcmpRateLimited)
+                - rc.drops.get(DropReason::IcmpPeerRateLimited),
             named,
             "{name}:\n{rc}"
         );

@@ -199,7 +199,7 @@ impl Stack {
     /// Tells the application at `app` that the intercepted destination `dst` refused its datagram
     /// of `len` bytes: an ICMP port unreachable (ICMPv6 destination unreachable, port) quoting the
     /// datagram's headers, so its socket sees `ConnectionRefused` as it would from the destination
-    /// itself. Sent from the host's address on the route, under the ICMP rate limit. Needs
+    /// itself. Sent from the host's address on the route, under the ICMP error limits. Needs
     /// interception of UDP on.
     pub fn udp_intercepted_unreachable(
         &mut self,

@@ -1,7 +1,8 @@
 //! IPv4 input: validation, header prediction, reassembly.
 //!
-//! Input reads straight down: parse, verify the header checksum, check the addresses, and return the
-//! payload; each failure leaves early and is counted. The test for "is this a fragment?" is one load
+//! Input reads straight down: parse, verify the header checksum, check the addresses and the options
+//! (RFC 1122 §3.2.1.8; only a header longer than 20 bytes has any), and return the payload; each
+//! failure leaves early and is counted. The test for "is this a fragment?" is one load
 //! and a mask, so datagrams that are not fragments never touch the reassembly table (Kay & Pasquale,
 //! paper 004: the defragmentation queue check).
 
@@ -13,10 +14,43 @@ use crate::checksum;
 use crate::reassembly::{Ipv4Expired, Ipv4FragmentKey, Outcome};
 use crate::route::InterfaceId;
 use crate::stats::{DropReason, IpCounters};
+use crate::wire::ipv4opt::{self, Found, Options};
 use crate::wire::{IpProtocol, Ipv4Packet, Ipv4Repr, WireError};
 
 /// A datagram IPv4 accepted: its payload (the buffer's window), its header, and how it was addressed.
 pub(crate) type Accepted = (PacketBuf, Ipv4Repr, Delivery);
+
+/// What IPv4 input made of a packet.
+#[derive(Debug)]
+pub(crate) enum Input4 {
+    /// Nothing to hand on: dropped (counted), or held for reassembly.
+    Nothing,
+    /// A datagram for its protocol.
+    Deliver(Accepted),
+    /// A datagram for its protocol whose header has a record route or timestamp option: its
+    /// options area (checked) and where those are, for ICMP to echo (RFC 1122 §3.2.2.6); a
+    /// reassembled datagram's are its first fragment's.
+    WithOptions(Accepted, Options, Found),
+    /// A packet whose options are malformed (RFC 1122 §3.2.1.8), as it came, header included; how
+    /// it was addressed, and the offset in its header of the byte at fault, for an ICMP parameter
+    /// problem. Not yet counted: the drop is the stack's to count, once it has answered.
+    BadOptions {
+        packet: PacketBuf,
+        repr: Ipv4Repr,
+        delivery: Delivery,
+        pointer: u8,
+    },
+}
+
+/// An options area that passes the checks and holds what an echo reply reflects (record route,
+/// timestamp): the area and where those are.
+fn reflected(area: &[u8]) -> Option<(Options, Found)> {
+    let found = ipv4opt::check(area).ok()?;
+    if found.record_route.is_none() && found.timestamp.is_none() {
+        return None;
+    }
+    Some((Options::from_slice(area)?, found))
+}
 
 impl Ipv4 {
     /// Header prediction's side of input (`input_header_prediction`): when `buf` (from `iface`) is a
@@ -44,34 +78,90 @@ impl Ipv4 {
         Some(repr)
     }
 
-    /// Input: one packet from `iface`. Returns the datagram for a transport, or `None` when the packet
-    /// was dropped (counted) or held for reassembly. The host model is weak (RFC 1122 §3.3.4.2): the
-    /// arriving interface does not restrict which of the host's addresses the packet may be for.
+    /// Input: one packet from `iface`. Returns the datagram for a transport, or nothing when the
+    /// packet was dropped (counted) or held for reassembly, or a packet with malformed options. The
+    /// host model is weak (RFC 1122 §3.3.4.2): the arriving interface does not restrict which of the
+    /// host's addresses the packet may be for.
     #[inline(never)]
     pub(crate) fn input(
         &mut self,
         cx: &mut IpCx,
         iface: InterfaceId,
         mut buf: PacketBuf,
-    ) -> Option<Accepted> {
+    ) -> Input4 {
         layer!(Receive, Ip);
         cx.counters.in_receives += 1;
         cx.counters.in_unpredicted += 1;
-        let (mut repr, header_len, delivery, fragment) =
+        let (repr, header_len, delivery, fragment) =
             match self.check(cx.counters, iface, buf.data()) {
                 Ok(checked) => checked,
                 Err(reason) => {
                     cx.drops.add(reason);
                     cx.pool.free(buf);
-                    return None;
+                    return Input4::Nothing;
                 }
             };
+        if header_len > 20 {
+            return self.input_with_options(cx, buf, repr, header_len, delivery, fragment);
+        }
         if !fragment {
             buf.truncate(header_len + repr.payload_len);
             buf.pull_front(header_len);
             cx.counters.in_delivers += 1;
-            return Some((buf, repr, delivery));
+            return Input4::Deliver((buf, repr, delivery));
         }
+        self.reassemble(cx, buf, repr, header_len, delivery)
+    }
+
+    /// The rest of [`Self::input`] for a header with options: they are checked (RFC 1122 §3.2.1.8)
+    /// and, for a datagram that is not a fragment, handed on when an echo reply would reflect them.
+    #[cold]
+    #[inline(never)]
+    fn input_with_options(
+        &mut self,
+        cx: &mut IpCx,
+        mut buf: PacketBuf,
+        repr: Ipv4Repr,
+        header_len: usize,
+        delivery: Delivery,
+        fragment: bool,
+    ) -> Input4 {
+        let area = &buf.data()[20..header_len];
+        let found = match ipv4opt::check(area) {
+            Ok(found) => found,
+            Err(pointer) => {
+                return Input4::BadOptions {
+                    packet: buf,
+                    repr,
+                    delivery,
+                    pointer,
+                }
+            }
+        };
+        if fragment {
+            return self.reassemble(cx, buf, repr, header_len, delivery);
+        }
+        let reflects = found.record_route.is_some() || found.timestamp.is_some();
+        let options = Options::from_slice(area).filter(|_| reflects);
+        buf.truncate(header_len + repr.payload_len);
+        buf.pull_front(header_len);
+        cx.counters.in_delivers += 1;
+        match options {
+            Some(options) => Input4::WithOptions((buf, repr, delivery), options, found),
+            None => Input4::Deliver((buf, repr, delivery)),
+        }
+    }
+
+    /// A fragment into the reassembly table; the datagram it completes, if it does.
+    #[inline]
+    fn reassemble(
+        &mut self,
+        cx: &mut IpCx,
+        mut buf: PacketBuf,
+        mut repr: Ipv4Repr,
+        header_len: usize,
+        delivery: Delivery,
+    ) -> Input4 {
         cx.counters.reasm_reqds += 1;
         let key = Ipv4FragmentKey {
             src: repr.src_addr,
@@ -95,18 +185,26 @@ impl Ipv4 {
             cx.drops,
         );
         match outcome {
-            Outcome::Held => None,
+            Outcome::Held => Input4::Nothing,
             Outcome::Dropped(reason) => {
                 cx.drops.add(reason);
-                None
+                Input4::Nothing
             }
-            Outcome::Complete(payload) => {
+            Outcome::Complete(done) => {
                 cx.counters.reasm_oks += 1;
+                // The first fragment's options (checked as it arrived) are the datagram's.
+                let options = reflected(done.first_header().get(20..).unwrap_or(&[]));
+                let payload = done.payload;
                 repr.payload_len = payload.len();
                 repr.more_frags = false;
                 repr.frag_offset = 0;
                 cx.counters.in_delivers += 1;
-                Some((payload, repr, delivery))
+                match options {
+                    Some((options, found)) => {
+                        Input4::WithOptions((payload, repr, delivery), options, found)
+                    }
+                    None => Input4::Deliver((payload, repr, delivery)),
+                }
             }
         }
     }

@@ -24,6 +24,7 @@ use crate::stats::{Drops, IpCounters, PathMtuCounters};
 use crate::time::Instant;
 use ident::IdentTable;
 
+pub(crate) use input::Input4;
 pub(crate) use output::HeaderTemplate;
 
 pub use crate::ip::LOOPBACK;

@@ -90,7 +90,27 @@ impl Ipv4 {
             let template = HeaderTemplate::new(self, src, dst, protocol, dont_frag);
             return self.output_templated(cx, out, buf, hop.iface, &template);
         }
-        self.output_general(cx, out, buf, hop, (src, dst, protocol, dont_frag));
+        self.output_general(cx, out, buf, hop, (src, dst, protocol, dont_frag), &[]);
+    }
+
+    /// [`Self::output`] with `options` (an options area, a multiple of 4 bytes, at most 40) in the
+    /// header, without DF: an echo reply's (RFC 1122 §3.2.2.6). Fragments but the first go without
+    /// them: record route and timestamp are not copied into fragments (RFC 791 §3.1).
+    #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn output_with_options(
+        &mut self,
+        cx: &mut IpCx,
+        out: &mut impl Transmit,
+        buf: PacketBuf,
+        hop: &NextHop,
+        src: Ipv4Addr,
+        dst: Ipv4Addr,
+        protocol: IpProtocol,
+        options: &[u8],
+    ) {
+        layer!(Send, Ip);
+        self.output_general(cx, out, buf, hop, (src, dst, protocol, false), options);
     }
 
     /// Output with a template a transport prepared (and may keep): the template's one store when
@@ -110,7 +130,7 @@ impl Ipv4 {
         if self.cfg.output_header_template && fits {
             return self.output_templated(cx, out, buf, hop.iface, template);
         }
-        self.output_general(cx, out, buf, hop, template.addresses());
+        self.output_general(cx, out, buf, hop, template.addresses(), &[]);
     }
 
     /// Output of a datagram that fits its link's MTU, from `template`: the length, identification and
@@ -158,7 +178,8 @@ impl Ipv4 {
         }
     }
 
-    /// [`Self::output`] without the header template, or for a datagram to fragment.
+    /// [`Self::output`] without the header template, or for a datagram to fragment, or with
+    /// `options` in the header (of the first fragment only: they are none that are copied).
     #[inline(never)]
     fn output_general(
         &mut self,
@@ -167,6 +188,7 @@ impl Ipv4 {
         mut buf: PacketBuf,
         hop: &NextHop,
         (src, dst, protocol, dont_frag): (Ipv4Addr, Ipv4Addr, IpProtocol, bool),
+        options: &[u8],
     ) {
         cx.counters.out_requests += 1;
         cx.counters.out_untemplated += 1;
@@ -183,8 +205,9 @@ impl Ipv4 {
             more_frags: false,
             frag_offset: 0,
         };
-        if 20 + buf.len() <= hop.caps.mtu || buf.meta.gso_size() > 0 {
-            self.emit_header(cx, &mut buf, &repr);
+        let header_len = 20 + options.len();
+        if header_len + buf.len() <= hop.caps.mtu || buf.meta.gso_size() > 0 {
+            self.emit_header(cx, &mut buf, &repr, options);
             return self.send(cx, out, hop.iface, buf);
         }
 
@@ -196,14 +219,16 @@ impl Ipv4 {
             "offload across fragments"
         );
         let max = (hop.caps.mtu.saturating_sub(20)) & !7;
-        if max == 0 {
+        let first_max = (hop.caps.mtu.saturating_sub(header_len)) & !7;
+        if first_max == 0 {
             cx.drops.add(DropReason::Ipv4NoRoute);
             return cx.pool.free(buf);
         }
         let total = buf.len();
         let mut offset = 0;
         while offset < total {
-            let len = max.min(total - offset);
+            let first = offset == 0;
+            let len = if first { first_max } else { max }.min(total - offset);
             let mut frag = cx.pool.alloc(len);
             {
                 timed!(Copy);
@@ -212,7 +237,7 @@ impl Ipv4 {
             repr.payload_len = len;
             repr.frag_offset = offset as u16;
             repr.more_frags = offset + len < total;
-            self.emit_header(cx, &mut frag, &repr);
+            self.emit_header(cx, &mut frag, &repr, if first { options } else { &[] });
             cx.counters.frag_creates += 1;
             self.send(cx, out, hop.iface, frag);
             offset += len;
@@ -221,10 +246,18 @@ impl Ipv4 {
         cx.pool.free(buf);
     }
 
+    /// Prepends the header `repr` says, with `options` after its first 20 bytes.
     #[inline]
-    fn emit_header(&self, cx: &mut IpCx, buf: &mut PacketBuf, repr: &Ipv4Repr) {
-        let header = buf.push_front(20);
+    fn emit_header(&self, cx: &mut IpCx, buf: &mut PacketBuf, repr: &Ipv4Repr, options: &[u8]) {
+        let header_len = 20 + options.len();
+        let header = buf.push_front(header_len);
         repr.emit(header);
+        if !options.is_empty() {
+            header[0] = 0x40 | (header_len / 4) as u8;
+            let total = (header_len + repr.payload_len) as u16;
+            header[2..4].copy_from_slice(&total.to_be_bytes());
+            header[20..].copy_from_slice(options);
+        }
         let sum = self.cfg.header_sum(cx.counters, header);
         header[10..12].copy_from_slice(&(!sum).to_be_bytes());
     }

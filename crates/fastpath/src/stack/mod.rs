@@ -14,7 +14,7 @@ use crate::buf::{BufferDepot, BufferPool, PacketBuf, PoolStats};
 use crate::config::StackConfig;
 use crate::icmp::{EchoReply, Icmp, IcmpCx, IcmpInput, IcmpOut};
 use crate::icmpv6::Icmpv6;
-use crate::ipv4::{Delivery, IpCx, Ipv4, NextHop};
+use crate::ipv4::{Delivery, Input4, IpCx, Ipv4, NextHop};
 use crate::ipv6::Ipv6;
 use crate::link::{Link, LinkCapabilities, Loopback, StackLink};
 use crate::reassembly::Ipv4Expired;
@@ -27,6 +27,7 @@ use crate::transport::network::Network;
 use crate::transport::ports::Ports;
 use crate::udp::{Payload, RecvCx, Table, Udp, UdpCx, UdpFamily, UdpOptions, UdpSocket};
 use crate::wire::icmpv4::DstUnreachable;
+use crate::wire::ipv4opt::{Found, Options};
 use crate::wire::{IpProtocol, Ipv4Repr};
 use devices::Device;
 pub(crate) use devices::Devices;
@@ -253,7 +254,7 @@ impl Stack {
         let secret = config.secret.unwrap_or_else(SecretKey::random);
         let tcp = Tcp::new(&config, secret.derive("tcp4"));
         let tcp6 = Tcp::new(&config, secret.derive("tcp6"));
-        let icmp = Icmp::new(&config.limits);
+        let icmp = Icmp::new(&config.limits, secret.derive("icmp4"));
         let lo = Loopback::new(65535, config.limits.loopback_queue);
         let lo_caps = lo.capabilities();
         let mut stack = Stack {
@@ -271,7 +272,7 @@ impl Stack {
             tcp6,
             icmp,
             ip6: Ipv6::new(&config, secret.derive("ipv6")),
-            icmp6: Icmpv6::new(&config.limits),
+            icmp6: Icmpv6::new(&config.limits, secret.derive("icmp6")),
             counters: Counters::default(),
             now: Instant::ZERO,
             rx_batch: Vec::with_capacity(config.rx_batch),
@@ -565,9 +566,37 @@ impl Stack {
             return self.tcp_input(packet, &repr, Delivery::Unicast);
         }
         let (ip, mut cx, _) = ip_cx!(self);
-        if let Some((buf, repr, delivery)) = ip.input(&mut cx, iface, packet) {
-            self.deliver(buf, &repr, delivery);
+        match ip.input(&mut cx, iface, packet) {
+            Input4::Nothing => {}
+            Input4::Deliver((buf, repr, delivery)) => self.deliver(buf, &repr, delivery),
+            Input4::WithOptions((buf, repr, delivery), options, found) => {
+                if repr.protocol == IpProtocol::Icmp && delivery != Delivery::Intercepted {
+                    self.icmp_input(buf, &repr, delivery, Some((&options, found)));
+                } else {
+                    self.deliver(buf, &repr, delivery);
+                }
+            }
+            Input4::BadOptions {
+                packet,
+                repr,
+                delivery,
+                pointer,
+            } => self.bad_options(packet, &repr, delivery, pointer),
         }
+    }
+
+    /// A packet whose options are malformed: dropped, counted, and answered with a parameter
+    /// problem when it was sent to this host's unicast address (RFC 1122 §3.2.1.8, as Linux does).
+    #[cold]
+    #[inline(never)]
+    fn bad_options(&mut self, packet: PacketBuf, repr: &Ipv4Repr, delivery: Delivery, pointer: u8) {
+        if delivery == Delivery::Unicast {
+            let (icmp, mut cx) = icmp_cx!(self);
+            if let Some(out) = icmp.param_problem(&mut cx, repr, packet.data(), pointer) {
+                self.icmp_send(out);
+            }
+        }
+        self.drop_packet(packet, DropReason::Ipv4BadOptions);
     }
 
     /// Hands a datagram IPv4 accepted to its protocol.
@@ -577,7 +606,7 @@ impl Stack {
             IpProtocol::Udp => self.udp_input(buf, repr, delivery),
             IpProtocol::Tcp => self.tcp_input(buf, repr, delivery),
             IpProtocol::Icmp if delivery != Delivery::Intercepted => {
-                self.icmp_input(buf, repr, delivery)
+                self.icmp_input(buf, repr, delivery, None)
             }
             _ => self.unknown_protocol(buf, repr, delivery),
         }
@@ -839,10 +868,17 @@ impl Stack {
         );
     }
 
-    /// Input: one ICMP message; what it asks for is sent, or reported to the transport it is about.
-    pub(crate) fn icmp_input(&mut self, buf: PacketBuf, ip: &Ipv4Repr, delivery: Delivery) {
+    /// Input: one ICMP message, with the IP options an echo reply reflects; what it asks for is sent,
+    /// or reported to the transport it is about.
+    pub(crate) fn icmp_input(
+        &mut self,
+        buf: PacketBuf,
+        ip: &Ipv4Repr,
+        delivery: Delivery,
+        options: Option<(&Options, Found)>,
+    ) {
         let (icmp, mut cx) = icmp_cx!(self);
-        match icmp.input(&mut cx, buf, ip, delivery) {
+        match icmp.input(&mut cx, buf, ip, delivery, options) {
             IcmpInput::Done => {}
             IcmpInput::Send(out) => self.icmp_send(out),
             IcmpInput::Report {
@@ -874,7 +910,21 @@ impl Stack {
     }
 
     fn icmp_send(&mut self, out: IcmpOut) {
-        self.ipv4_output(out.buf, &out.hop, out.src, out.dst, IpProtocol::Icmp);
+        if out.options.is_empty() {
+            return self.ipv4_output(out.buf, &out.hop, out.src, out.dst, IpProtocol::Icmp);
+        }
+        let (ip, mut cx, devices) = ip_cx!(self);
+        let options = out.options.as_slice();
+        ip.output_with_options(
+            &mut cx,
+            devices,
+            out.buf,
+            &out.hop,
+            out.src,
+            out.dst,
+            IpProtocol::Icmp,
+            options,
+        );
     }
 
     /// Sends a destination unreachable about the datagram `ip` whose payload starts with `payload`

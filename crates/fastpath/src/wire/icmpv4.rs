@@ -1,4 +1,5 @@
-//! ICMP for IPv4 (RFC 792): echo, destination unreachable (with RFC 1191's next-hop MTU) and time exceeded.
+//! ICMP for IPv4 (RFC 792): echo, destination unreachable (with RFC 1191's next-hop MTU), time exceeded,
+//! parameter problem and timestamp.
 //!
 //! [`Icmpv4Packet`] reads and writes the 8-byte header in place; [`Icmpv4Repr`] is the message it carries.
 //! ICMP is rare and small, so unlike IP and UDP, [`Icmpv4Repr::parse`] verifies the checksum and
@@ -43,6 +44,12 @@ pub enum Message {
     EchoRequest,
     /// Time exceeded, type 11.
     TimeExceeded,
+    /// Parameter problem, type 12.
+    ParamProblem,
+    /// Timestamp, type 13.
+    Timestamp,
+    /// Timestamp reply, type 14.
+    TimestampReply,
     /// Any other type.
     Unknown(u8),
 }
@@ -54,6 +61,9 @@ impl From<u8> for Message {
             3 => Message::DstUnreachable,
             8 => Message::EchoRequest,
             11 => Message::TimeExceeded,
+            12 => Message::ParamProblem,
+            13 => Message::Timestamp,
+            14 => Message::TimestampReply,
             other => Message::Unknown(other),
         }
     }
@@ -66,6 +76,9 @@ impl From<Message> for u8 {
             Message::DstUnreachable => 3,
             Message::EchoRequest => 8,
             Message::TimeExceeded => 11,
+            Message::ParamProblem => 12,
+            Message::Timestamp => 13,
+            Message::TimestampReply => 14,
             Message::Unknown(other) => other,
         }
     }
@@ -302,6 +315,34 @@ pub enum Icmpv4Repr<'a> {
         /// The quoted datagram: its IP header and at least its first 8 payload bytes (see [`parse_quoted`]).
         data: &'a [u8],
     },
+    /// Timestamp request: identifier and sequence number as an echo's; the data holds the
+    /// originate, receive and transmit timestamps (RFC 792: 12 bytes), as sent.
+    Timestamp {
+        /// Identifier, chosen by the sender to match replies.
+        ident: u16,
+        /// Sequence number.
+        seq_no: u16,
+        /// The timestamps, as sent.
+        data: &'a [u8],
+    },
+    /// Timestamp reply: the request's originate timestamp, then when it was received and when the
+    /// reply was sent (milliseconds since midnight UT).
+    TimestampReply {
+        /// Identifier, copied from the request.
+        ident: u16,
+        /// Sequence number, copied from the request.
+        seq_no: u16,
+        /// The three timestamps.
+        data: &'a [u8],
+    },
+    /// Parameter problem (code 0: the pointer names the byte at fault).
+    ParamProblem {
+        /// The offset of the byte at fault in the quoted datagram's header.
+        pointer: u8,
+        /// The quoted datagram: its IP header, options included, and at least its first 8 payload
+        /// bytes.
+        data: &'a [u8],
+    },
 }
 
 impl<'a> Icmpv4Repr<'a> {
@@ -309,7 +350,7 @@ impl<'a> Icmpv4Repr<'a> {
     ///
     /// Errors: [`WireError::Truncated`] if shorter than the header, [`WireError::BadChecksum`] if the checksum
     /// over the whole buffer fails, [`WireError::Unrecognized`] for any type but echo request/reply, destination
-    /// unreachable and time exceeded. The code of an echo message is ignored (RFC 792 says 0; Linux accepts
+    /// unreachable, time exceeded, parameter problem and timestamp request/reply. The code of an echo message is ignored (RFC 792 says 0; Linux accepts
     /// any). The data of an error is returned as is; [`parse_quoted`] checks it.
     pub fn parse<T: AsRef<[u8]> + ?Sized>(packet: &Icmpv4Packet<&'a T>) -> Result<Icmpv4Repr<'a>> {
         let buffer: &'a [u8] = <T as AsRef<[u8]>>::as_ref(packet.buffer);
@@ -346,6 +387,20 @@ impl<'a> Icmpv4Repr<'a> {
                 reason: TimeExceeded::from(packet.code()),
                 data,
             },
+            Message::Timestamp => Icmpv4Repr::Timestamp {
+                ident: packet.echo_ident(),
+                seq_no: packet.echo_seq_no(),
+                data,
+            },
+            Message::TimestampReply => Icmpv4Repr::TimestampReply {
+                ident: packet.echo_ident(),
+                seq_no: packet.echo_seq_no(),
+                data,
+            },
+            Message::ParamProblem => Icmpv4Repr::ParamProblem {
+                pointer: buffer[4],
+                data,
+            },
             Message::Unknown(_) => return Err(WireError::Unrecognized),
         };
         Ok(repr)
@@ -357,7 +412,10 @@ impl<'a> Icmpv4Repr<'a> {
             Icmpv4Repr::EchoRequest { data, .. }
             | Icmpv4Repr::EchoReply { data, .. }
             | Icmpv4Repr::DstUnreachable { data, .. }
-            | Icmpv4Repr::TimeExceeded { data, .. } => data,
+            | Icmpv4Repr::TimeExceeded { data, .. }
+            | Icmpv4Repr::ParamProblem { data, .. }
+            | Icmpv4Repr::Timestamp { data, .. }
+            | Icmpv4Repr::TimestampReply { data, .. } => data,
         }
     }
 
@@ -381,12 +439,14 @@ impl<'a> Icmpv4Repr<'a> {
         let mut packet = Icmpv4Packet::new_unchecked(&mut buffer[..len]);
         match *self {
             Icmpv4Repr::EchoRequest { ident, seq_no, .. }
-            | Icmpv4Repr::EchoReply { ident, seq_no, .. } => {
-                let request = matches!(self, Icmpv4Repr::EchoRequest { .. });
-                packet.set_msg_type(if request {
-                    Message::EchoRequest
-                } else {
-                    Message::EchoReply
+            | Icmpv4Repr::EchoReply { ident, seq_no, .. }
+            | Icmpv4Repr::Timestamp { ident, seq_no, .. }
+            | Icmpv4Repr::TimestampReply { ident, seq_no, .. } => {
+                packet.set_msg_type(match self {
+                    Icmpv4Repr::EchoRequest { .. } => Message::EchoRequest,
+                    Icmpv4Repr::EchoReply { .. } => Message::EchoReply,
+                    Icmpv4Repr::Timestamp { .. } => Message::Timestamp,
+                    _ => Message::TimestampReply,
                 });
                 packet.set_code(0);
                 packet.set_echo_ident(ident);
@@ -411,6 +471,13 @@ impl<'a> Icmpv4Repr<'a> {
                 packet.set_code(u8::from(reason));
                 packet.clear_unused();
                 packet.set_next_hop_mtu(0);
+            }
+            Icmpv4Repr::ParamProblem { pointer, .. } => {
+                packet.set_msg_type(Message::ParamProblem);
+                packet.set_code(0);
+                packet.clear_unused();
+                packet.set_next_hop_mtu(0);
+                packet.buffer[4] = pointer;
             }
         }
         packet.data_mut().copy_from_slice(self.data());
@@ -637,7 +704,8 @@ mod tests {
         assert_eq!(DstUnreachable::from(4), DstUnreachable::FragRequired);
         assert_eq!(DstUnreachable::from(5), DstUnreachable::Other(5));
         assert_eq!(TimeExceeded::from(1), TimeExceeded::FragReassembly);
-        assert_eq!(Message::from(13), Message::Unknown(13));
+        assert_eq!(Message::from(13), Message::Timestamp);
+        assert_eq!(Message::from(15), Message::Unknown(15));
     }
 
     #[test]
@@ -729,8 +797,79 @@ mod tests {
     }
 
     #[test]
+    fn timestamp_both_ways() {
+        let times = [0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3];
+        for (repr, msg_type) in [
+            (
+                Icmpv4Repr::Timestamp {
+                    ident: 7,
+                    seq_no: 9,
+                    data: &times,
+                },
+                13,
+            ),
+            (
+                Icmpv4Repr::TimestampReply {
+                    ident: 7,
+                    seq_no: 9,
+                    data: &times,
+                },
+                14,
+            ),
+        ] {
+            let mut bytes = vec![0xa5u8; repr.buffer_len()];
+            repr.emit(&mut bytes);
+            assert_eq!(bytes[..2], [msg_type, 0]);
+            assert_eq!(bytes[4..8], [0, 7, 0, 9]);
+            assert_eq!(parse(&bytes), Ok(repr));
+            let theirs = etherparse::Icmpv4Slice::from_slice(&bytes).unwrap();
+            let header = etherparse::icmpv4::TimestampMessage {
+                id: 7,
+                seq: 9,
+                originate_timestamp: 1,
+                receive_timestamp: 2,
+                transmit_timestamp: 3,
+            };
+            let want = if msg_type == 13 {
+                etherparse::Icmpv4Type::TimestampRequest(header)
+            } else {
+                etherparse::Icmpv4Type::TimestampReply(header)
+            };
+            assert_eq!(theirs.icmp_type(), want);
+            assert_eq!(
+                theirs.icmp_type().calc_checksum(theirs.payload()),
+                theirs.checksum()
+            );
+        }
+    }
+
+    #[test]
+    fn param_problem_both_ways() {
+        let quote = [0x46u8; 32];
+        let repr = Icmpv4Repr::ParamProblem {
+            pointer: 22,
+            data: &quote,
+        };
+        let mut bytes = vec![0xa5u8; repr.buffer_len()];
+        repr.emit(&mut bytes);
+        assert_eq!(bytes[..8], [12, 0, bytes[2], bytes[3], 22, 0, 0, 0]);
+        assert_eq!(parse(&bytes), Ok(repr));
+        let ours = etherparse::Icmpv4Slice::from_slice(&bytes).unwrap();
+        assert_eq!(
+            ours.icmp_type(),
+            etherparse::Icmpv4Type::ParameterProblem(
+                etherparse::icmpv4::ParameterProblemHeader::PointerIndicatesError(22)
+            )
+        );
+        assert_eq!(
+            ours.icmp_type().calc_checksum(ours.payload()),
+            ours.checksum()
+        );
+    }
+
+    #[test]
     fn unknown_types_are_unrecognized() {
-        for msg_type in [4u8, 5, 13, 14, 42, 255] {
+        for msg_type in [4u8, 5, 15, 16, 42, 255] {
             let mut bytes = icmp(&ECHO_REQUEST).to_vec();
             bytes[0] = msg_type;
             Icmpv4Packet::new_unchecked(&mut bytes[..]).fill_checksum();

@@ -294,7 +294,17 @@ fn options(header: &[u8], at: u32) -> Result<(), ChainError> {
 /// deciding whether a packet is an ICMPv6 error (never answered with another) even when its chain is
 /// one this host refuses.
 pub fn skip(payload: &[u8], first: IpProtocol) -> Option<(IpProtocol, usize)> {
-    let (mut next, mut offset) = (first, 0);
+    skip_noting_fragment(payload, first).map(|(upper, at, _)| (upper, at))
+}
+
+/// [`skip`], and whether a first fragment's Fragment header was passed with a nonzero offset and
+/// flags field (its More Fragments bit set: not an atomic fragment), as Linux's `ipv6_skip_exthdr`
+/// reports it: then an upper-layer header that is not in the bytes is in a later fragment.
+pub fn skip_noting_fragment(
+    payload: &[u8],
+    first: IpProtocol,
+) -> Option<(IpProtocol, usize, bool)> {
+    let (mut next, mut offset, mut fragment) = (first, 0, false);
     for _ in 0..2 * MAX_HEADERS {
         match next {
             IpProtocol::HopByHop | IpProtocol::Ipv6Opts | IpProtocol::Ipv6Route => {
@@ -307,10 +317,11 @@ pub fn skip(payload: &[u8], first: IpProtocol) -> Option<(IpProtocol, usize)> {
                 if read_u16(h, 2) & 0xfff8 != 0 {
                     return None;
                 }
+                fragment |= read_u16(h, 2) != 0;
                 next = IpProtocol::from(h[0]);
                 offset += 8;
             }
-            upper => return (offset <= payload.len()).then_some((upper, offset)),
+            upper => return (offset <= payload.len()).then_some((upper, offset, fragment)),
         }
     }
     None
@@ -523,6 +534,23 @@ mod tests {
             Some((IpProtocol::Icmpv6, 16))
         );
         assert_eq!(skip(&p[..10], IpProtocol::HopByHop), None);
+    }
+
+    /// A first fragment (More Fragments set) is noted; an atomic fragment is not.
+    #[test]
+    fn skip_notes_a_first_fragment() {
+        let first = [60, 0, 0, 1, 0, 0, 0, 5, 58, 0, 1, 4, 0, 0, 0, 0];
+        assert_eq!(
+            skip_noting_fragment(&first, IpProtocol::Ipv6Frag),
+            Some((IpProtocol::Icmpv6, 16, true))
+        );
+        let atomic = [60, 0, 0, 0, 0, 0, 0, 5, 58, 0, 1, 4, 0, 0, 0, 0];
+        assert_eq!(
+            skip_noting_fragment(&atomic, IpProtocol::Ipv6Frag),
+            Some((IpProtocol::Icmpv6, 16, false))
+        );
+        let later = [60, 0, 0, 9, 0, 0, 0, 5, 58, 0, 1, 4, 0, 0, 0, 0];
+        assert_eq!(skip_noting_fragment(&later, IpProtocol::Ipv6Frag), None);
     }
 
     proptest! {

@@ -16,6 +16,7 @@
 pub mod icmpv4;
 pub mod icmpv6;
 pub mod ipv4;
+pub mod ipv4opt;
 pub mod ipv6;
 pub mod ipv6ext;
 pub mod tcp;

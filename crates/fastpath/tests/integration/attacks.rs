@@ -7,7 +7,8 @@
 //!   sources, not for us, unknown protocol.
 //! - UDP: length field larger or smaller than the IP payload, truncated, zero checksum (allowed: "none"),
 //!   a corrupted datagram to a closed port (no port unreachable).
-//! - ICMP: truncated, bad or zero checksum (not allowed), unknown type, ping flood (rate limit, smurf),
+//! - ICMP: truncated, bad or zero checksum (not allowed), unknown type, ping flood (answered; smurf
+//!   ignored), error floods (limited per destination and in all),
 //!   echo reply flood, no error about broadcasts or errors, no 127/8 source on a link.
 //! - Fragments: teardrop, ping of death, tiny first fragments, too many fragments, floods of
 //!   never-completed sets against the datagram and byte caps (oldest evicted, timeouts fire).
@@ -453,54 +454,93 @@ fn a_zero_icmp_checksum_is_not_allowed() {
     assert_eq!(t.sent().len(), 1, "no reply to a valid zero checksum");
 }
 
-/// A ping flood: echo replies and port unreachables share the ICMP rate limit (`icmp_burst` at once,
-/// then `icmp_rate_per_sec`), the rest counted as rate-limited; echo requests to a broadcast are
-/// ignored (no smurf amplification); and the stack keeps serving UDP throughout.
+/// A third host on B's link.
+const C: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 3);
+
+/// A ping flood is answered in full (echo replies are not rate-limited, as in Linux: each answers one
+/// request and is no larger than it); echo requests to a broadcast are ignored (no smurf
+/// amplification); and the stack keeps serving UDP throughout.
 #[test]
-fn ping_flood_is_rate_limited() {
-    let mut config = StackConfig::default();
-    config.limits.icmp_rate_per_sec = 10;
-    config.limits.icmp_burst = 5;
-    let mut t = Target::with(config, 1500);
-    for seq in 0..100 {
+fn a_ping_flood_is_answered_but_never_a_broadcast_one() {
+    let mut t = Target::new();
+    for seq in 0..2000 {
         t.inject(&echo_request(B, seq));
     }
     t.poll(T0);
     let replies = t.sent();
-    assert_eq!(replies.len(), 5, "the burst");
+    assert_eq!(replies.len(), 2000);
     assert!(replies.iter().all(|r| r[20] == 0), "echo replies");
-    assert_eq!(t.drops(DropReason::IcmpRateLimited), 95);
-    // The bucket is empty: port unreachables are limited too.
-    for _ in 0..20 {
-        t.inject(&udp_packet(sa(A, 1000), sa(B, 4444), b"closed"));
-    }
-    t.poll(T0);
-    assert!(t.sent().is_empty());
-    assert_eq!(t.drops(DropReason::IcmpRateLimited), 115);
-    assert_eq!(t.drops(DropReason::UdpNoSocket), 20);
-    t.still_serves(T0);
-    // 300 ms buys 3 messages at 10 a second; a second buys no more than the burst.
-    let t1 = T0 + Duration::from_millis(300);
-    for seq in 0..50 {
-        t.inject(&echo_request(B, seq));
-    }
-    t.poll(t1);
-    assert_eq!(t.sent().len(), 3);
-    for seq in 0..50 {
-        t.inject(&echo_request(B, seq));
-    }
-    t.poll(t1 + Duration::from_secs(10));
-    assert_eq!(t.sent().len(), 5);
+    assert_eq!(t.drops(DropReason::IcmpRateLimited), 0);
+    assert_eq!(t.drops(DropReason::IcmpPeerRateLimited), 0);
     let c = t.b.counters();
-    assert_eq!(c.icmp.out_echo_reps, 13);
-    assert_eq!(c.icmp.in_echos, 200);
+    assert_eq!(c.icmp.out_echo_reps, 2000);
+    t.still_serves(T0);
     // Smurf: a broadcast echo request is not answered at all.
-    let t2 = t1 + Duration::from_secs(20);
     t.inject(&echo_request(B_BROADCAST, 1));
     t.inject(&echo_request(Ipv4Addr::BROADCAST, 2));
-    t.poll(t2);
+    t.poll(T0);
     assert!(t.sent().is_empty());
     assert_eq!(t.drops(DropReason::IcmpBroadcastEcho), 2);
+    t.still_serves(T0);
+}
+
+/// Port unreachables for a flood of UDP to a closed port from A are held to A's own budget
+/// (`icmp_peer_burst` at once, then one per `icmp_peer_interval`, Linux's `icmp_ratelimit`), counted;
+/// meanwhile C's pings are all answered and C's errors still go out. Errors to all hosts together are
+/// held to the global budget (`icmp_burst`, then `icmp_rate_per_sec`).
+#[test]
+fn errors_are_limited_per_destination_and_in_all() {
+    let mut t = Target::new();
+    let limits = t.b.config().limits.clone();
+    let peer_burst = limits.icmp_peer_burst as usize;
+    let closed = |src| udp_packet(sa(src, 1000), sa(B, 4444), b"closed");
+    let is_port_unreachable = |p: &Vec<u8>| p[9] == 1 && p[20] == 3 && p[21] == 3;
+    for _ in 0..1000 {
+        t.inject(&closed(A));
+    }
+    t.poll(T0);
+    let sent = t.sent();
+    assert_eq!(sent.len(), peer_burst);
+    assert!(sent
+        .iter()
+        .all(|p| is_port_unreachable(p) && p[16..20] == A.octets()));
+    assert_eq!(
+        t.drops(DropReason::IcmpPeerRateLimited),
+        1000 - peer_burst as u64
+    );
+    assert_eq!(t.drops(DropReason::UdpNoSocket), 1000);
+    // C: every ping answered, and its own errors sent.
+    for seq in 0..100 {
+        let [hi, lo] = u16::to_be_bytes(seq);
+        t.inject(&ip_packet(C, B, 1, &icmp(8, [0, 9, hi, lo], b"ping")));
+    }
+    t.inject(&closed(C));
+    t.inject(&closed(A));
+    t.poll(T0);
+    let sent = t.sent();
+    let (to_c, to_a): (Vec<_>, Vec<_>) = sent.into_iter().partition(|p| p[16..20] == C.octets());
+    assert_eq!(to_a.len(), 0, "A's budget is spent");
+    assert_eq!(to_c.iter().filter(|p| p[20] == 0).count(), 100);
+    assert_eq!(to_c.iter().filter(|p| is_port_unreachable(p)).count(), 1);
+    // A second buys A one more.
+    let t1 = T0 + limits.icmp_peer_interval;
+    for _ in 0..10 {
+        t.inject(&closed(A));
+    }
+    t.poll(t1);
+    assert_eq!(t.sent().len(), 1);
+    assert_eq!(t.drops(DropReason::IcmpRateLimited), 0);
+    // Errors to many hosts at once meet the global budget: the burst, then the rate.
+    let t2 = t1 + Duration::from_secs(10);
+    for host in 10..210u8 {
+        t.inject(&closed(Ipv4Addr::new(10, 0, 0, host)));
+    }
+    t.poll(t2);
+    assert_eq!(t.sent().len(), limits.icmp_burst as usize);
+    assert_eq!(
+        t.drops(DropReason::IcmpRateLimited),
+        200 - u64::from(limits.icmp_burst)
+    );
     t.still_serves(t2);
 }
 
@@ -668,7 +708,8 @@ fn too_many_fragments() {
 
 /// A flood of first fragments that never complete: at most `reassembly_datagrams` are held, the
 /// oldest are evicted (the newest still completes, the oldest does not), and the rest time out after
-/// `reassembly_timeout`, with a time exceeded for each.
+/// `reassembly_timeout`, each with a time exceeded as far as the source's budget of errors goes
+/// (`icmp_peer_burst`; the rest counted).
 #[test]
 fn a_flood_of_incomplete_fragments_evicts_the_oldest_and_times_out() {
     let mut config = StackConfig::default();
@@ -700,8 +741,11 @@ fn a_flood_of_incomplete_fragments_evicts_the_oldest_and_times_out() {
     t.poll(later);
     assert_eq!(t.b.reassembly_stats(), (0, 0));
     assert_eq!(t.drops(DropReason::ReassemblyTimeout), 16);
-    // One of the 16 (ident 0's last fragment) had no first fragment: nothing to quote.
-    assert_eq!(t.b.counters().icmp.out_time_excds, 15);
+    // One of the 16 (ident 0's last fragment) had no first fragment: nothing to quote. Of the 15
+    // others, A is sent its burst.
+    let burst = u64::from(t.b.config().limits.icmp_peer_burst);
+    assert_eq!(t.b.counters().icmp.out_time_excds, burst);
+    assert_eq!(t.drops(DropReason::IcmpPeerRateLimited), 15 - burst);
     t.still_serves(later);
 }
 

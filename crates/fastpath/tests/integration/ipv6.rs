@@ -568,22 +568,51 @@ fn a_connected_ipv6_socket_learns_of_a_closed_port() {
     assert_eq!(e.kind(), std::io::ErrorKind::ConnectionRefused);
 }
 
+/// Echo replies are not rate-limited (as in Linux, where only ICMPv6 errors are): a flood of pings
+/// from one peer is answered in full at one instant. Errors are: port unreachables for a flood of
+/// UDP to a closed port go to the flooding peer as far as its own budget goes (`icmp_peer_burst`),
+/// counted, while another peer's pings are all answered and its errors still go out.
 #[test]
-fn a_flood_of_pings_is_rate_limited() {
+fn pings_are_all_answered_and_errors_limited_per_destination() {
+    const OTHER: &str = "2001:db8::3";
     let mut h = Host::new();
     let mut replies = 0;
-    for i in 0..1000 {
+    for i in 0..3000 {
         replies += h.exchange(&echo_request(PEER, US, 1, i, b"")).len();
     }
     let c = h.b.counters();
-    assert_eq!(c.icmp6.in_echos, 1000);
-    // Time stands still: the bucket's burst and no more.
-    let burst = StackConfig::default().limits.icmp_burst as usize;
-    assert_eq!(replies, burst, "replies at one instant");
+    assert_eq!(c.icmp6.in_echos, 3000);
+    assert_eq!(replies, 3000, "replies at one instant");
+    assert_eq!(c.icmp6.out_echo_reps, 3000);
+    let limits = h.b.config().limits.clone();
+    let mut errors = 0;
+    for _ in 0..500 {
+        errors += h.exchange(&udp6(PEER, US, 5000, 10, b"x", false)).len();
+    }
+    assert_eq!(errors, limits.icmp_peer_burst as usize);
     assert_eq!(
-        h.drops(DropReason::Icmpv6RateLimited),
-        1000 - replies as u64
+        h.drops(DropReason::Icmpv6PeerRateLimited),
+        500 - u64::from(limits.icmp_peer_burst)
     );
+    assert_eq!(h.drops(DropReason::Icmpv6RateLimited), 0);
+    for i in 0..100 {
+        let out = h.exchange(&echo_request(OTHER, US, 2, i, b"hi"));
+        assert_eq!(out.len(), 1);
+        let (ip, kind, _) = read_icmp6(&out[0]);
+        assert_eq!(ip.destination, a6(OTHER).octets());
+        assert!(matches!(kind, etherparse::Icmpv6Type::EchoReply(_)));
+    }
+    let out = h.exchange(&udp6(OTHER, US, 5000, 10, b"x", false));
+    assert_eq!(out.len(), 1, "the other peer's error goes out");
+    let (ip, kind, _) = read_icmp6(&out[0]);
+    assert_eq!(ip.destination, a6(OTHER).octets());
+    assert!(matches!(
+        kind,
+        etherparse::Icmpv6Type::DestinationUnreachable(_)
+    ));
+    assert!(h
+        .exchange(&udp6(PEER, US, 5000, 10, b"x", false))
+        .is_empty());
 }
 
 #[test]
@@ -1314,4 +1343,44 @@ fn tcp_over_ipv6_takes_the_predicted_path_with_the_general_paths_result() {
     gb.ip6.in_unpredicted = 0;
     assert_eq!(fa, ga);
     assert_eq!(fb, gb);
+}
+
+/// A first fragment that holds only a destination options header (RFC 7112 §5: the upper-layer
+/// header is in a later fragment) is dropped and answered with a parameter problem, code 3, pointer
+/// 0, quoting it (RFC 8200 §4.5), whatever the upper layer: ICMPv6 too, whose type (in a later
+/// fragment) cannot show it to be an error, as Linux decides. One whose ICMPv6 type is there and
+/// names an error is not answered.
+#[test]
+fn a_first_fragment_with_only_destination_options_gets_code_3() {
+    for upper in [58u8, 17, 6] {
+        let mut h = Host::new();
+        let mut p = vec![60, 0, 0, 1, 0, 0, 0, 9];
+        p.extend_from_slice(&[upper, 0, 1, 4, 0, 0, 0, 0]);
+        let packet = ipv6(PEER, US, 44, &p);
+        let out = h.exchange(&packet);
+        assert_eq!(
+            h.drops(DropReason::Ipv6IncompleteChain),
+            1,
+            "next header {upper}"
+        );
+        assert_eq!(out.len(), 1, "next header {upper}");
+        let (ip, kind, quote) = read_icmp6(&out[0]);
+        assert_eq!(ip.destination, a6(PEER).octets());
+        assert_eq!(
+            kind,
+            etherparse::Icmpv6Type::ParameterProblem(etherparse::icmpv6::ParameterProblemHeader {
+                code:
+                    etherparse::icmpv6::ParameterProblemCode::Ipv6FirstFragmentIncompleteHeaderChain,
+                pointer: 0,
+            }),
+            "next header {upper}"
+        );
+        assert_eq!(quote, packet);
+    }
+    // The ICMPv6 type is in the first fragment, and it is an error's (destination unreachable).
+    let mut h = Host::new();
+    let mut p = vec![60, 0, 0, 1, 0, 0, 0, 9];
+    p.extend_from_slice(&[58, 0, 1, 4, 0, 0, 0, 0, 1, 4]);
+    assert!(h.exchange(&ipv6(PEER, US, 44, &p)).is_empty());
+    assert_eq!(h.drops(DropReason::Ipv6IncompleteChain), 1);
 }

@@ -10,6 +10,7 @@ mod demux_equivalence;
 mod emitted_packets;
 mod exchange;
 mod intercept;
+mod ipv4_options;
 mod ipv6;
 mod layers;
 mod library_api;

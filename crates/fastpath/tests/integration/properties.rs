@@ -94,6 +94,7 @@ proptest! {
             buf.extend_from_slice(&body);
             match table.insert(key, offset, more, &[0x45; 20], buf, Instant::ZERO, &mut pool, &mut drops) {
                 Outcome::Complete(d) => {
+                    let d = d.payload;
                     let expect: Vec<u8> = (0..d.len()).map(|k| (k + ident as usize) as u8).collect();
                     prop_assert_eq!(d.data(), &expect[..]);
                     pool.free(d);
