@@ -191,6 +191,12 @@ pub struct TcpConfig {
     /// D-SACK (RFC 2883): a duplicate segment is reported as the first SACK block of the ACK it
     /// draws, and D-SACKs received widen RACK's reordering window.
     pub dsack: bool,
+    /// Limited transmit (RFC 3042), as Linux counts what is in flight: before recovery, a segment
+    /// SACKed (or, without SACK, one per duplicate ACK) has left the network, so each duplicate ACK
+    /// lets a new segment go within the congestion window, and the receiver's answers to it keep
+    /// the ACK clock going (and show a loss by RACK or a third duplicate ACK) where the window would
+    /// otherwise stop everything.
+    pub limited_transmit: bool,
 }
 
 /// TCP Fast Open (RFC 7413): a client that holds a cookie from an earlier connection to a server
@@ -267,6 +273,7 @@ impl Default for TcpConfig {
             tail_loss_probe: true,
             prr: true,
             dsack: true,
+            limited_transmit: true,
         }
     }
 }
@@ -513,6 +520,7 @@ impl StackConfig {
                 tail_loss_probe: false,
                 prr: false,
                 dsack: false,
+                limited_transmit: false,
                 ..TcpConfig::default()
             },
             ..StackConfig::default()

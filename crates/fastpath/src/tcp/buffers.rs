@@ -403,6 +403,15 @@ impl Scoreboard {
         self.ranges.iter().map(|&(l, r)| r - l).sum()
     }
 
+    /// Bytes SACKed below `seq`.
+    pub(crate) fn sacked_below(&self, seq: Seq) -> u32 {
+        self.ranges
+            .iter()
+            .filter(|&&(l, _)| l < seq)
+            .map(|&(l, r)| r.min(seq) - l)
+            .sum()
+    }
+
     /// The highest SACKed sequence number.
     pub(crate) fn high(&self) -> Option<Seq> {
         self.ranges.last().map(|&(_, r)| r)

@@ -268,8 +268,21 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             // Nothing to send (the common answer after the last segment went): no window to work out.
             return None;
         }
-        let in_flight = self.pipe();
         let usable = if self.recover.is_some() {
+            self.cc
+                .cwnd
+                .saturating_sub(self.pipe())
+                .min((self.snd_una + self.snd_wnd).diff(self.snd_nxt).max(0) as u32)
+        } else if cx.cfg.limited_transmit
+            && (self.dupacks > 0 || !self.scoreboard.ranges.is_empty())
+        {
+            // Limited transmit (RFC 3042): what the peer holds out of order has left the network.
+            let left = if self.sack_on {
+                self.scoreboard.sacked_bytes()
+            } else {
+                self.dupacks * self.mss
+            };
+            let in_flight = (self.snd_nxt - self.snd_una).saturating_sub(left);
             self.cc
                 .cwnd
                 .saturating_sub(in_flight)

@@ -331,6 +331,18 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
         if self.snd_nxt < ack {
             self.snd_nxt = ack;
         }
+        // Bytes SACKed before and acknowledged now were delivered then: they do not grow the window
+        // again (Linux counts each delivery once).
+        let sacked_below = if !self.scoreboard.ranges.is_empty() {
+            self.scoreboard.sacked_below(ack)
+        } else if !self.sack_on && self.dupacks > 0 {
+            // Without SACK each duplicate ACK stood for a segment delivered, as Linux counts them
+            // (`tcp_add_reno_sack`): all but one of the segments acknowledged now were.
+            let segments = acked.div_ceil(self.mss.max(1));
+            self.dupacks.min(segments.saturating_sub(1)) * self.mss
+        } else {
+            0
+        };
         self.scoreboard.ack(ack);
         self.push_marks.trim(ack);
         self.retries = 0;
@@ -380,7 +392,8 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             None => {
                 self.dupacks = 0;
                 let srtt = self.srtt.unwrap_or(self.rto);
-                self.cc.on_ack(acked, self.mss, cx.now, srtt);
+                self.cc
+                    .on_ack(acked.saturating_sub(sacked_below), self.mss, cx.now, srtt);
             }
         }
         if self.rack.probe_high.is_some() {

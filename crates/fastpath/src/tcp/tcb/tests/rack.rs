@@ -88,7 +88,16 @@ fn one_segment_sacked_marks_the_hole_lost_after_a_quarter_of_the_least_rtt() {
 /// below; the retransmission, lost too, is found when a segment sent after it is SACKed.
 #[test]
 fn prr_paces_recovery_and_rack_finds_a_lost_retransmission() {
-    let mut h = established();
+    // Without limited transmit, so that nothing new goes before recovery.
+    let cfg = TcpConfig {
+        limited_transmit: false,
+        ..rack()
+    };
+    let peer = TcpOptions {
+        sack_permitted: true,
+        ..TcpOptions::default()
+    };
+    let mut h = Harness::established_with(cfg, peer);
     h.write(20 * MSS as usize);
     assert_eq!(sent(&mut h).len(), 10);
     let mut out = Vec::new();
@@ -251,4 +260,25 @@ fn a_dsack_for_a_segment_never_sent_twice_leaves_the_reordering_window() {
     let min_rtt = h.tcb.info().min_rtt.unwrap();
     let reo = h.tcb.rack.reo_wnd(false, 1, min_rtt, min_rtt);
     assert_eq!(reo, min_rtt / 4);
+}
+
+/// Limited transmit (RFC 3042) as Linux counts the flight: each duplicate ACK's SACKed segment has
+/// left the network, so one new segment goes for it; the ACK that then covers them grows the window
+/// only by what it newly delivered (packetdrill's limited-transmit-sack).
+#[test]
+fn each_duplicate_ack_lets_a_new_segment_go_and_delivery_is_counted_once() {
+    let mut h = established();
+    h.write(15 * MSS as usize);
+    assert_eq!(sent(&mut h).len(), 10);
+    h.advance(us(1000));
+    sack(&mut h, S, &[(m(1), m(2))]);
+    assert_eq!(sent(&mut h), [(m(10), MSS as usize)]);
+    sack(&mut h, S, &[(m(1), m(3))]);
+    assert_eq!(sent(&mut h), [(m(11), MSS as usize)]);
+    // Reordering after all: the ACK of three segments delivers one not SACKed before.
+    recv!(h, seg(ACK, R, m(3), 65535));
+    assert_eq!(h.tcb.info().cwnd, 11 * MSS);
+    // Nine in flight (3..12) under a window of eleven: two more.
+    assert_eq!(sent(&mut h), [(m(12), MSS as usize), (m(13), MSS as usize)]);
+    assert_eq!(h.counters.retrans_segs, 0);
 }
