@@ -197,6 +197,12 @@ pub struct TcpConfig {
     /// the ACK clock going (and show a loss by RACK or a third duplicate ACK) where the window would
     /// otherwise stop everything.
     pub limited_transmit: bool,
+    /// Grow the congestion window only while it is used (Linux's `tcp_is_cwnd_limited`, in the
+    /// spirit of RFC 7661): when sending was held back by the window in the current round trip, or
+    /// in slow start while the window is below twice the most in flight. An application-limited
+    /// sender (request/response, a trickle) keeps the window it has used instead of growing it
+    /// without bound on ACKs that never tested it.
+    pub cwnd_validation: bool,
 }
 
 /// TCP Fast Open (RFC 7413): a client that holds a cookie from an earlier connection to a server
@@ -274,6 +280,7 @@ impl Default for TcpConfig {
             prr: true,
             dsack: true,
             limited_transmit: true,
+            cwnd_validation: true,
         }
     }
 }
@@ -521,6 +528,7 @@ impl StackConfig {
                 prr: false,
                 dsack: false,
                 limited_transmit: false,
+                cwnd_validation: false,
                 ..TcpConfig::default()
             },
             ..StackConfig::default()

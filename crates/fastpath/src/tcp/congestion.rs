@@ -34,6 +34,12 @@ pub(crate) struct Congestion {
     epoch: Option<Instant>,
     /// The Reno-friendly estimate (RFC 9438 §4.3).
     w_est: f64,
+    /// How fully the window is used, as Linux tracks it (`tcp_cwnd_validate`): whether sending was
+    /// held back by it in the current window, else the most bytes in flight; the current window ends
+    /// when the cumulative ACK passes `usage_end`.
+    limited: bool,
+    max_out: u32,
+    usage_end: u32,
 }
 
 impl Congestion {
@@ -49,7 +55,31 @@ impl Congestion {
             k: 0.0,
             epoch: None,
             w_est: 0.0,
+            limited: false,
+            max_out: 0,
+            usage_end: 0,
         }
+    }
+
+    /// After a transmission (or a transmission the window held back): `out` bytes in flight, the
+    /// send at `nxt`, the cumulative ACK at `una`, `limited` when the window is full.
+    pub(crate) fn note_usage(&mut self, una: u32, nxt: u32, out: u32, limited: bool) {
+        if una.wrapping_sub(self.usage_end) as i32 >= 0
+            || limited
+            || (!self.limited && out > self.max_out)
+        {
+            self.limited = limited;
+            self.max_out = out;
+            self.usage_end = nxt;
+        }
+    }
+
+    /// Whether the window is used enough to grow (Linux's `tcp_is_cwnd_limited`): held back in the
+    /// current window, or in slow start below twice the most in flight. A sender the application
+    /// or the peer's window limits keeps its window rather than growing it on ACKs of a flight that
+    /// never filled it (RFC 7661's concern, Linux's rule).
+    pub(crate) fn is_cwnd_limited(&self) -> bool {
+        self.limited || (self.cwnd < self.ssthresh && self.cwnd < self.max_out.saturating_mul(2))
     }
 
     /// [`Congestion::new`], slow start growing at most `limit` MSS per ACK when given.

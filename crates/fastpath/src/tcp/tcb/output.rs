@@ -301,6 +301,9 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
         let fin = self.fin_queued && all && self.snd_nxt + len as u32 == self.fin_seq();
         if len == 0 && !fin {
             self.note_window_limit(available, usable, now);
+            if cx.cfg.cwnd_validation {
+                self.note_usage();
+            }
             return None;
         }
         // Sender-side silly window avoidance and Nagle (RFC 9293 §3.8.6.2.1, RFC 1122 §4.2.3.4).
@@ -317,6 +320,9 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             || (self.max_snd_wnd > 0 && len as u32 >= self.max_snd_wnd / 2);
         if !send {
             self.note_window_limit(available, usable, now);
+            if cx.cfg.cwnd_validation {
+                self.note_usage();
+            }
             return None;
         }
         if self.chronos.kind == Chrono::RwndLimited {
@@ -375,6 +381,9 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
         }
         self.snd_nxt = end;
         self.snd_max = self.snd_max.max(end);
+        if cx.cfg.cwnd_validation {
+            self.note_usage();
+        }
         self.timers.arm_once(Timer::Retransmit, now + self.rto);
         if probing {
             self.probe_sent(false, cx);
@@ -383,6 +392,15 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
         }
         let segment_size = (len as u32 > limit).then_some(limit as u16);
         Some(self.finish(repr, offset, len, segment_size))
+    }
+
+    /// How fully the congestion window is used after a transmission, or after one it held back
+    /// (Linux's `tcp_cwnd_validate`: the window is full when what is in flight reaches it).
+    fn note_usage(&mut self) {
+        let out = self.snd_nxt - self.snd_una;
+        let limited = out >= self.cc.cwnd;
+        self.cc
+            .note_usage(self.snd_una.0, self.snd_nxt.0, out, limited);
     }
 
     /// Sends `[start, start + len)` again (with the FIN if it ends there), for loss recovery or a

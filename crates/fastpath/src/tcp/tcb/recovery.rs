@@ -391,9 +391,11 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             }
             None => {
                 self.dupacks = 0;
-                let srtt = self.srtt.unwrap_or(self.rto);
-                self.cc
-                    .on_ack(acked.saturating_sub(sacked_below), self.mss, cx.now, srtt);
+                if !cx.cfg.cwnd_validation || self.cc.is_cwnd_limited() {
+                    let srtt = self.srtt.unwrap_or(self.rto);
+                    self.cc
+                        .on_ack(acked.saturating_sub(sacked_below), self.mss, cx.now, srtt);
+                }
             }
         }
         if self.rack.probe_high.is_some() {

@@ -247,3 +247,32 @@ fn karn_no_sample_from_a_retransmitted_segment() {
     recv!(h, seg(ACK, R, S + 100, 65535));
     assert_eq!(h.tcb.info().srtt, before);
 }
+
+/// The window grows only while it is used (Linux's `tcp_is_cwnd_limited`): ACKs of an
+/// application-limited flight leave it; ACKs of a flight that filled it grow it.
+#[test]
+fn the_congestion_window_grows_only_when_it_was_used() {
+    for validation in [true, false] {
+        let cfg = TcpConfig {
+            cwnd_validation: validation,
+            ..plain()
+        };
+        let mut h = Harness::established_with(cfg, TcpOptions::default());
+        for i in 1..=5u32 {
+            h.write(100);
+            h.send_all();
+            h.advance(Duration::from_millis(10));
+            recv!(h, seg(ACK, R, S + 100 * i, 65535));
+        }
+        let expected = if validation { 10 * MSS } else { 10 * MSS + 500 };
+        assert_eq!(h.tcb.info().cwnd, expected, "validation {validation}");
+    }
+    let cfg = TcpConfig {
+        linux_push: false,
+        ..plain()
+    };
+    let mut h = Harness::established_with(cfg, TcpOptions::default());
+    send_segments(&mut h, 10);
+    recv!(h, seg(ACK, R, S + 10 * MSS, 65535));
+    assert_eq!(h.tcb.info().cwnd, 20 * MSS);
+}
