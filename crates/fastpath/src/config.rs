@@ -203,6 +203,11 @@ pub struct TcpConfig {
     /// sender (request/response, a trickle) keeps the window it has used instead of growing it
     /// without bound on ACKs that never tested it.
     pub cwnd_validation: bool,
+    /// Probe a closed window as Linux does (`tcp_xmit_probe_skb`): a segment with the sequence
+    /// number before SND.UNA and no data, which the peer answers with an ACK carrying its window,
+    /// and data follows as soon as a window opens. Off: RFC 9293 §3.8.6.1's probe of one new byte
+    /// past the closed window.
+    pub window_probe_without_data: bool,
 }
 
 /// TCP Fast Open (RFC 7413): a client that holds a cookie from an earlier connection to a server
@@ -281,6 +286,7 @@ impl Default for TcpConfig {
             dsack: true,
             limited_transmit: true,
             cwnd_validation: true,
+            window_probe_without_data: true,
         }
     }
 }
@@ -529,6 +535,7 @@ impl StackConfig {
                 dsack: false,
                 limited_transmit: false,
                 cwnd_validation: false,
+                window_probe_without_data: false,
                 ..TcpConfig::default()
             },
             ..StackConfig::default()

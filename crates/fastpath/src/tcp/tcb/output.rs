@@ -90,7 +90,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             return Some(out);
         }
         if let Some(probe) = self.probe.take() {
-            return Some(self.probe_segment(probe, now, cx.cfg.linux_push));
+            return Some(self.probe_segment(probe, now, cx.cfg));
         }
         if self.ack_now && self.state != State::SynSent {
             let repr = self.header(Flags::ACK, self.snd_nxt);
@@ -550,14 +550,20 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
         &mut self,
         probe: Probe,
         now: Instant,
-        linux_push: bool,
+        cfg: &TcpConfig,
     ) -> Outgoing {
+        let linux_push = cfg.linux_push;
         match probe {
             Probe::Window => {
                 // What the window takes, or one byte past a closed window (RFC 9293 §3.8.6.1).
                 let offset = (self.snd_nxt - self.tx_seq) as usize;
                 let available = self.tx.len().saturating_sub(offset);
                 let usable = (self.snd_una + self.snd_wnd).diff(self.snd_nxt).max(0) as usize;
+                if usable == 0 && cfg.window_probe_without_data {
+                    // Linux's probe of a closed window: an old sequence number, no data.
+                    let repr = self.header(Flags::ACK, self.snd_una - 1);
+                    return self.finish(repr, 0, 0, None);
+                }
                 let len = available
                     .min(usable.max(1))
                     .min(self.segment_limit() as usize);

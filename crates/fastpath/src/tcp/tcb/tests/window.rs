@@ -187,7 +187,11 @@ fn nagle_holds_a_small_segment_while_data_is_unacknowledged() {
 
 #[test]
 fn a_closed_peer_window_is_probed_with_one_byte_with_backoff() {
-    let mut h = Harness::established();
+    let cfg = TcpConfig {
+        window_probe_without_data: false,
+        ..plain()
+    };
+    let mut h = Harness::established_with(cfg, TcpOptions::default());
     let t0 = h.now;
     recv!(h, seg(ACK, R, S, 0));
     assert_eq!(h.tcb.info().snd_wnd, 0);
@@ -213,6 +217,31 @@ fn a_closed_peer_window_is_probed_with_one_byte_with_backoff() {
     // The window opens: everything goes.
     recv!(h, seg(ACK, R, S + 1, 65535));
     send!(h, out(ACK | PSH, S + 1, R, 65535), 99);
+}
+
+/// Linux's probe of a closed window: the sequence number before SND.UNA and no data, backing off
+/// with the persist timer; when the window opens, the data goes at once.
+#[test]
+fn a_closed_peer_window_is_probed_with_an_old_sequence_number_as_linux() {
+    let mut h = Harness::established();
+    let t0 = h.now;
+    recv!(h, seg(ACK, R, S, 0));
+    h.write(100);
+    send!(h, None);
+    assert_eq!(h.tcb.deadline(), Some(t0 + Duration::from_millis(200)));
+    h.fire();
+    send!(h, out(ACK, S - 1, R, 65535), 0);
+    send!(h, None);
+    // Nothing outstanding: no retransmission timer, the persist timer backs off (400 ms).
+    assert_eq!(h.tcb.deadline(), Some(t0 + Duration::from_millis(600)));
+    h.fire();
+    send!(h, out(ACK, S - 1, R, 65535), 0);
+    send!(h, None);
+    assert_eq!(h.tcb.deadline(), Some(t0 + Duration::from_millis(1400)));
+    recv!(h, seg(ACK, R, S, 0));
+    assert_eq!(h.tcb.retries, 0);
+    recv!(h, seg(ACK, R, S, 65535));
+    send!(h, out(ACK | PSH, S, R, 65535), 100);
 }
 
 /// A request/response exchange: each segment carries data and the ACK of the last one the other way.
