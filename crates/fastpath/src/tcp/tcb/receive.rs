@@ -100,10 +100,18 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
     /// Data we already had arrived again: the next ACK goes at once and reports `[left, right)` as
     /// its first SACK block, a D-SACK (RFC 2883), so that the sender learns its retransmission was
     /// needless (and the path reorders or duplicates).
+    /// As Linux (`tcp_enter_quickack_mode` for a retransmission received), the ACKs after it go
+    /// at once too, up to 16 segments: the sender is recovering a loss, and a delayed ACK would
+    /// hold its clock back (and, under RACK, stretch the RTT it measures its reordering window by).
     pub(super) fn note_duplicate(&mut self, left: Seq, right: Seq, cx: &mut Cx) {
         if self.sack_on && cx.cfg.dsack && left < right {
             self.dsack = Some((left, right));
             cx.counters.dsacks_sent += 1;
+        }
+        if cx.cfg.quick_ack {
+            let half_window = self.rx_capacity as u32 / (2 * self.mss.max(1));
+            self.quick_acks = self.quick_acks.max(half_window.clamp(2, QUICK_ACKS) as u8);
+            self.pingpong = false;
         }
         self.ack_now = true;
     }

@@ -282,3 +282,35 @@ fn each_duplicate_ack_lets_a_new_segment_go_and_delivery_is_counted_once() {
     assert_eq!(sent(&mut h), [(m(12), MSS as usize), (m(13), MSS as usize)]);
     assert_eq!(h.counters.retrans_segs, 0);
 }
+
+/// A duplicate segment (a retransmission the receiver had) starts quick-ACK mode again, as
+/// Linux's `tcp_enter_quickack_mode`: the ACKs after it go at once, not after the delayed-ACK time.
+#[test]
+fn a_duplicate_segment_starts_quick_acks_again() {
+    let cfg = TcpConfig {
+        quick_ack: true,
+        ..rack()
+    };
+    let peer = TcpOptions {
+        sack_permitted: true,
+        ..TcpOptions::default()
+    };
+    let mut h = Harness::established_with(cfg, peer);
+    let data = [1u8; 100];
+    let mut seq = R;
+    // The quick ACKs of the connection's start, used up.
+    for _ in 0..QUICK_ACKS {
+        recv!(h, seg(ACK, seq, S, 65535), &data);
+        seq += 100;
+        assert!(h.send().is_some(), "a quick ACK");
+    }
+    recv!(h, seg(ACK, seq, S, 65535), &data);
+    seq += 100;
+    assert!(h.send().is_none(), "delayed now");
+    // A duplicate: answered at once with its D-SACK, and so is the next segment.
+    recv!(h, seg(ACK, seq - 100, S, 65535), &data);
+    assert!(h.send().is_some());
+    recv!(h, seg(ACK, seq, S, 65535), &data);
+    let (ack, _) = h.send().expect("a quick ACK again");
+    assert_eq!(ack.ack, seq + 100);
+}
