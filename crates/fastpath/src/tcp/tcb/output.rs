@@ -395,10 +395,11 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
     }
 
     /// How fully the congestion window is used after a transmission, or after one it held back
-    /// (Linux's `tcp_cwnd_validate`: the window is full when what is in flight reaches it).
+    /// (Linux's `tcp_cwnd_validate`: the window is full when what is in flight reaches it, in
+    /// segments as Linux counts: when less than a full segment's room is left).
     fn note_usage(&mut self) {
         let out = self.snd_nxt - self.snd_una;
-        let limited = out >= self.cc.cwnd;
+        let limited = out.saturating_add(self.segment_limit()) > self.cc.cwnd;
         self.cc
             .note_usage(self.snd_una.0, self.snd_nxt.0, out, limited);
     }

@@ -275,4 +275,11 @@ fn the_congestion_window_grows_only_when_it_was_used() {
     send_segments(&mut h, 10);
     recv!(h, seg(ACK, R, S + 10 * MSS, 65535));
     assert_eq!(h.tcb.info().cwnd, 20 * MSS);
+    // A window of three segments and a bit is full with three in flight (less than a segment of
+    // room left, as Linux counts in segments): their ACK grows it.
+    h.tcb.cc.cwnd = 3 * MSS + 100;
+    h.write(5 * MSS as usize);
+    assert_eq!(h.send_all().len(), 3);
+    recv!(h, seg(ACK, R, S + 13 * MSS, 65535));
+    assert_eq!(h.tcb.info().cwnd, 6 * MSS + 100);
 }
