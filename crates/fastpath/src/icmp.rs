@@ -1,8 +1,8 @@
 //! ICMPv4: echo and timestamp (reflecting record route and timestamp options), the errors this host
 //! sends (port and protocol unreachable, reassembly time exceeded, parameter problem about bad
 //! options), the errors it acts on (unreachables reported to connected sockets), and the limits on
-//! the errors it sends ([`ErrorLimit`]: a global budget and one per destination; replies to echo and
-//! timestamp requests are not limited).
+//! the errors it sends (`ErrorLimit` in `ip`: a global budget and one per destination; replies to
+//! echo and timestamp requests are not limited).
 //!
 //! `Icmp` is called with a narrow context (`IcmpCx`) and returns what must be sent
 //! (`IcmpOut`, for the stack to hand to IPv4) or reported to a transport (`IcmpInput::Report`):
