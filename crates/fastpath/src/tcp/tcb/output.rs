@@ -105,7 +105,8 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             && !self.timers.is_set(Timer::Persist)
             && self.state.is_synchronized()
         {
-            let backoff = self.rto * (1 << self.persist_backoff.min(6));
+            // Doubling up to the longest RTO, as Linux's `tcp_probe0_when`.
+            let backoff = self.rto * (1 << self.persist_backoff.min(16));
             self.timers.set(
                 Timer::Persist,
                 now + backoff.clamp(cx.cfg.min_rto, cx.cfg.max_rto),
