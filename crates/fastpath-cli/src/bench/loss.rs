@@ -5,12 +5,11 @@
 //! repaired (RACK's marks and reordering timeouts, tail loss probes, recoveries, retransmission
 //! timeouts). Rounds interleave the four runs; medians are quoted.
 
-use std::net::{Ipv4Addr, SocketAddrV4};
-use std::time::{Duration, Instant as WallClock};
+use std::time::Duration;
 
 use clap::Args;
-use fastpath::link::{Impairments, LinkCapabilities, PairEnd};
-use fastpath::{Instant, Ipv4Cidr, LossDetection, Stack, StackConfig};
+use fastpath::link::{Impairments, LinkCapabilities};
+use fastpath::{LossDetection, StackConfig};
 use serde::Serialize;
 
 use super::common;
@@ -101,55 +100,9 @@ fn transfer(
         corrupt: rate,
         seed,
     };
-    let (ea, eb) = PairEnd::pair(LinkCapabilities::plain(1500), 1 << 16, impair);
-    let (ia, ib) = (Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2));
-    let mut a = Stack::new(config.clone());
-    a.add_interface("pair0", ea, Ipv4Cidr::new(ia, 24));
-    let mut b = Stack::new(config);
-    b.add_interface("pair0", eb, Ipv4Cidr::new(ib, 24));
-    let now = Instant::now();
-    a.poll(now);
-    b.poll(now);
-    let l = b
-        .tcp_listen(SocketAddrV4::new(ib, 5001), 4)
-        .map_err(|e| e.to_string())?;
-    let c = a
-        .tcp_connect(SocketAddrV4::new(ib, 5001))
-        .map_err(|e| e.to_string())?;
-    let deadline = WallClock::now() + Duration::from_secs(600);
-    let s = loop {
-        a.poll(Instant::now());
-        b.poll(Instant::now());
-        if let Ok((s, _)) = b.tcp_listener(l).accept() {
-            break s;
-        }
-        if WallClock::now() > deadline {
-            return Err("pair handshake did not finish".into());
-        }
-    };
-    let start = WallClock::now();
-    let (mut sent, mut got) = (0u64, 0u64);
-    while got < bytes {
-        while sent < bytes {
-            let max = (bytes - sent).min(1 << 20) as usize;
-            match a.tcp(c).write_with(max, |buf| buf.len()) {
-                Ok(0) | Err(_) => break,
-                Ok(n) => sent += n as u64,
-            }
-        }
-        a.poll(Instant::now());
-        b.poll(Instant::now());
-        while let Ok(n) = b.tcp(s).read_with(|d| d.len()) {
-            if n == 0 {
-                break;
-            }
-            got += n as u64;
-        }
-        if WallClock::now() > deadline {
-            return Err(format!("transfer stalled at {got} of {bytes} bytes"));
-        }
-    }
-    let seconds = start.elapsed().as_secs_f64();
+    let caps = LinkCapabilities::plain(1500);
+    let limit = Duration::from_secs(600);
+    let (seconds, a) = super::tcp::pair_transfer(config, caps, impair, bytes, limit)?;
     let t = &a.counters().tcp;
     let counts = [
         t.out_segs,

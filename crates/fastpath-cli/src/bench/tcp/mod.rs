@@ -124,7 +124,22 @@ fn pair_bulk(config_name: &str, mtu: usize, bytes: u64) -> Result<f64, String> {
     };
     let mut caps = LinkCapabilities::plain(mtu);
     caps.tx_checksum_offload = config_name == "offload";
-    let (ea, eb) = PairEnd::pair(caps, 1 << 16, Impairments::default());
+    let limit = Duration::from_secs(60);
+    pair_transfer(config, caps, Impairments::default(), bytes, limit).map(|(secs, _)| secs)
+}
+
+/// `bytes` from one stack to another over the in-memory pair (impaired as `impair`), one thread
+/// polling both; the application fills the send buffer in place and takes received data in place.
+/// Returns the seconds from the handshake's end to the last byte read, and the sending stack (for
+/// its counters). Fails if it takes longer than `limit`.
+pub fn pair_transfer(
+    config: StackConfig,
+    caps: LinkCapabilities,
+    impair: Impairments,
+    bytes: u64,
+    limit: Duration,
+) -> Result<(f64, Stack), String> {
+    let (ea, eb) = PairEnd::pair(caps, 1 << 16, impair);
     let (ia, ib) = (Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2));
     let mut a = Stack::new(config.clone());
     a.add_interface("pair0", ea, Ipv4Cidr::new(ia, 24));
@@ -142,7 +157,7 @@ fn pair_bulk(config_name: &str, mtu: usize, bytes: u64) -> Result<f64, String> {
     let c = a
         .tcp_connect(SocketAddrV4::new(ib, 5001))
         .map_err(|e| e.to_string())?;
-    let deadline = WallClock::now() + Duration::from_secs(60);
+    let deadline = WallClock::now() + limit;
     let s = loop {
         a.poll(Instant::now());
         b.poll(Instant::now());
@@ -156,7 +171,6 @@ fn pair_bulk(config_name: &str, mtu: usize, bytes: u64) -> Result<f64, String> {
     let start = WallClock::now();
     let (mut sent, mut got) = (0u64, 0u64);
     while got < bytes {
-        // The application fills the send buffer in place and takes received data in place.
         while sent < bytes {
             let max = (bytes - sent).min(1 << 20) as usize;
             match a.tcp(c).write_with(max, |buf| buf.len()) {
@@ -176,7 +190,7 @@ fn pair_bulk(config_name: &str, mtu: usize, bytes: u64) -> Result<f64, String> {
             return Err(format!("pair transfer stalled at {got} of {bytes} bytes"));
         }
     }
-    Ok(start.elapsed().as_secs_f64())
+    Ok((start.elapsed().as_secs_f64(), a))
 }
 
 #[cfg(target_os = "linux")]

@@ -32,9 +32,10 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
     }
 
     /// Payload bytes the next data segment may carry: the MSS less the room SACK blocks will take
-    /// when the out-of-order queue is not empty (the options must not push a segment past the MTU).
+    /// when the out-of-order queue is not empty or a D-SACK is owed (the options must not push a
+    /// segment past the MTU).
     pub(super) fn segment_limit(&self) -> u32 {
-        if self.sack_on && !self.ooo.is_empty() {
+        if self.sack_on && (!self.ooo.is_empty() || self.dsack.is_some()) {
             let blocks = if self.ts_on {
                 3
             } else {
@@ -204,8 +205,15 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             if new_data {
                 wnd = self.snd_wnd;
             } else if let Some(last) = self.sent_log.last() {
-                let len = (last.end - last.start) as usize;
-                if let Some(out) = self.resend(last.start, len, cx) {
+                // Its last segment's worth, as the segment is now (SACK blocks may have taken
+                // room since it went), as Linux cuts the tail to one MSS.
+                let limit = self.segment_limit();
+                let start = if last.end - last.start > limit {
+                    last.end - limit
+                } else {
+                    last.start
+                };
+                if let Some(out) = self.resend(start, (last.end - start) as usize, cx) {
                     self.probe_sent(true, cx);
                     return Some(out);
                 }
@@ -628,7 +636,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             if self.ts_on {
                 repr.options.timestamps = Some((0, self.ts_recent));
             }
-            if self.sack_on && (!self.ooo.is_empty() || self.dsack.is_some()) {
+            if self.sack_on && !self.ooo.is_empty() {
                 let max = if self.ts_on { 3 } else { MAX_SACK_BLOCKS };
                 // A D-SACK first (RFC 2883 §4), once.
                 let mut n = 0;

@@ -314,3 +314,19 @@ fn a_duplicate_segment_starts_quick_acks_again() {
     let (ack, _) = h.send().expect("a quick ACK again");
     assert_eq!(ack.ack, seq + 100);
 }
+
+/// A data segment that carries a D-SACK leaves room for it: the options never push it past the
+/// MTU (a full segment with the block had to be fragmented).
+#[test]
+fn a_segment_carrying_a_dsack_leaves_room_for_it() {
+    let mut h = established();
+    let data = [7u8; 100];
+    recv!(h, seg(ACK | PSH, R, S, 65535), &data);
+    h.send_all();
+    h.write(2 * MSS as usize);
+    recv!(h, seg(ACK | PSH, R, S, 65535), &data);
+    let (first, payload) = h.send().expect("data with the D-SACK");
+    assert_eq!(first.options.sack_blocks(), [(R, R + 100)]);
+    // At least a block's room (two NOPs, kind, length, eight bytes) below the MSS.
+    assert!(payload.len() <= MSS as usize - 12, "{}", payload.len());
+}
