@@ -636,7 +636,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             if self.ts_on {
                 repr.options.timestamps = Some((0, self.ts_recent));
             }
-            if self.sack_on && !self.ooo.is_empty() {
+            if self.sack_on && (!self.ooo.is_empty() || self.dsack.is_some()) {
                 let max = if self.ts_on { 3 } else { MAX_SACK_BLOCKS };
                 // A D-SACK first (RFC 2883 §4), once.
                 let mut n = 0;
