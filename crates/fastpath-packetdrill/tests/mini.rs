@@ -104,6 +104,21 @@ fn listening(sh: &Shim) -> i32 {
     fd
 }
 
+/// A connection the peer opened to `listening`'s socket, accepted: its descriptor and our ISS.
+fn accepted(sh: &Shim) -> (i32, u32) {
+    let lfd = listening(sh);
+    let mut syn = Seg::new(1000);
+    syn.syn = true;
+    sh.netdev_send(&syn.bytes());
+    let (p, _) = sh.netdev_receive().expect("SYN-ACK");
+    let iss = parse(&p).seq;
+    let mut ack = Seg::new(1001);
+    ack.ack = Some(iss.wrapping_add(1));
+    sh.netdev_send(&ack.bytes());
+    let (fd, _) = sh.accept(lfd).unwrap();
+    (fd, iss)
+}
+
 /// Passive open, a write, the peer's FIN and our close: the basic handshake and teardown.
 #[test]
 fn passive_open_write_and_close() {
@@ -417,16 +432,7 @@ fn options_set_before_connect_reach_the_connection() {
 #[test]
 fn tcp_inq_reports_what_is_left_to_read() {
     let sh = shim();
-    let lfd = listening(&sh);
-    let mut syn = Seg::new(1000);
-    syn.syn = true;
-    sh.netdev_send(&syn.bytes());
-    let (p, _) = sh.netdev_receive().expect("SYN-ACK");
-    let iss = parse(&p).seq;
-    let mut ack = Seg::new(1001);
-    ack.ack = Some(iss.wrapping_add(1));
-    sh.netdev_send(&ack.bytes());
-    let (fd, _) = sh.accept(lfd).unwrap();
+    let (fd, iss) = accepted(&sh);
     assert_eq!(sh.inq_hint(fd).unwrap(), None, "off by default");
     sh.setsockopt(
         fd,
@@ -453,16 +459,7 @@ fn tcp_inq_reports_what_is_left_to_read() {
 #[test]
 fn epoll_reports_edges_and_levels() {
     let sh = shim();
-    let lfd = listening(&sh);
-    let mut syn = Seg::new(1000);
-    syn.syn = true;
-    sh.netdev_send(&syn.bytes());
-    let (p, _) = sh.netdev_receive().expect("SYN-ACK");
-    let iss = parse(&p).seq;
-    let mut ack = Seg::new(1001);
-    ack.ack = Some(iss.wrapping_add(1));
-    sh.netdev_send(&ack.bytes());
-    let (fd, _) = sh.accept(lfd).unwrap();
+    let (fd, iss) = accepted(&sh);
     let (inn, out, et) = (
         libc::EPOLLIN as u32,
         libc::EPOLLOUT as u32,

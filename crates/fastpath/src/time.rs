@@ -56,7 +56,7 @@ impl Instant {
 
 /// `d` in whole microseconds, without `Duration::as_micros`'s 128-bit division (a library call, on
 /// every timer set), saturating past `u64`'s.
-fn micros(d: Duration) -> u64 {
+pub(crate) fn micros(d: Duration) -> u64 {
     d.as_secs()
         .saturating_mul(1_000_000)
         .saturating_add(u64::from(d.subsec_micros()))

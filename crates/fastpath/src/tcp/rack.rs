@@ -295,8 +295,6 @@ pub(crate) struct Rack {
     pub(crate) probe_due: bool,
     /// When the retransmission timer would fire, while the probe timer stands in for it.
     pub(crate) rto_at: Instant,
-    /// The smoothed RTT in microseconds, kept with it for the probe timeout.
-    pub(crate) srtt_us: Option<u64>,
 }
 
 /// Recoveries a widened reordering window lasts (Linux's `TCP_RACK_RECOVERY_THRESH`).

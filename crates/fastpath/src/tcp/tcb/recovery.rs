@@ -4,6 +4,7 @@
 use super::*;
 use crate::config::LossDetection;
 use crate::tcp::rack::{self, RackTimer, Sent};
+use crate::time::micros;
 
 impl<A: crate::addr::IpAddress> Tcb<A> {
     /// The ACK field of an acceptable segment (RFC 9293 §3.10.7.4 fifth step): new data
@@ -215,9 +216,8 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             return;
         }
         let one_segment = self.snd_max - self.snd_una <= self.mss;
-        let ack_delay = cx.cfg.min_rto;
-        let ack_delay_us = ack_delay.as_secs() * 1_000_000 + u64::from(ack_delay.subsec_micros());
-        let pto = rack::probe_timeout(self.rack.srtt_us, one_segment, ack_delay_us);
+        let srtt_us = self.srtt.map(micros);
+        let pto = rack::probe_timeout(srtt_us, one_segment, micros(cx.cfg.min_rto));
         let probe_at = Instant::from_micros(cx.now.total_micros() + pto);
         let rto_at = match self.timers.get(Timer::Retransmit) {
             Some(at) => at,
@@ -479,7 +479,6 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             self.activity.min_rtt = least;
         }
         self.srtt = Some(Duration::from_nanos(srtt));
-        self.rack.srtt_us = Some(srtt / 1000);
         self.rttvar = Duration::from_nanos(rttvar);
         // The variance term's floor: the clock's granularity (RFC 6298 §2.3), or `min_rto` as Linux.
         let floor = if cx.cfg.rto_min_on_variance {
