@@ -435,11 +435,107 @@ unsafe extern "C" fn pd_readv(ud: *mut c_void, fd: c_int, iov: *const iovec, n: 
     })
 }
 
+/// Linux's `struct sock_extended_err` (`<linux/errqueue.h>`).
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct SockExtendedErr {
+    ee_errno: u32,
+    ee_origin: u8,
+    ee_type: u8,
+    ee_code: u8,
+    ee_pad: u8,
+    ee_info: u32,
+    ee_data: u32,
+}
+
+/// What Linux's `IP_RECVERR` control message carries: the error and the offender's address (all
+/// zero for a completion notification), `sockaddr_in6` for an `AF_INET6` socket.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct ErrorMessage<Offender: Copy> {
+    ee: SockExtendedErr,
+    offender: Offender,
+}
+
+/// `SO_EE_ORIGIN_ZEROCOPY` and `SO_EE_CODE_ZEROCOPY_COPIED`.
+const SO_EE_ORIGIN_ZEROCOPY: u8 = 5;
+const SO_EE_CODE_ZEROCOPY_COPIED: u8 = 1;
+
+/// `recvmsg(MSG_ERRQUEUE)`: one completion notification as Linux's `IP_RECVERR` (or
+/// `IPV6_RECVERR`) control message, no data.
+///
+/// # Safety
+/// `m` is a valid `msghdr` whose `msg_control`, when not null, holds `msg_controllen` writable
+/// bytes.
+unsafe fn recv_error_queue(shim: &Shim, fd: c_int, m: &mut msghdr) -> Result<ssize_t, Errno> {
+    let (v6, lo, hi) = shim.recv_error_queue(fd)?;
+    let err = SockExtendedErr {
+        ee_errno: 0,
+        ee_origin: SO_EE_ORIGIN_ZEROCOPY,
+        ee_type: 0,
+        ee_code: SO_EE_CODE_ZEROCOPY_COPIED,
+        ee_pad: 0,
+        ee_info: lo,
+        ee_data: hi,
+    };
+    // SAFETY: all-zero bytes are a valid (unspecified) socket address.
+    let (v4, v6_addr): (libc::sockaddr_in, libc::sockaddr_in6) =
+        unsafe { (std::mem::zeroed(), std::mem::zeroed()) };
+    let size = if v6 {
+        std::mem::size_of::<ErrorMessage<libc::sockaddr_in6>>()
+    } else {
+        std::mem::size_of::<ErrorMessage<libc::sockaddr_in>>()
+    } as u32;
+    // SAFETY: CMSG_SPACE only computes a size.
+    let space = unsafe { libc::CMSG_SPACE(size) } as usize;
+    m.msg_flags = libc::MSG_ERRQUEUE;
+    if m.msg_control.is_null() || m.msg_controllen < space {
+        // Linux truncates the control data and says so.
+        m.msg_flags |= libc::MSG_CTRUNC;
+        m.msg_controllen = 0;
+        return Ok(0);
+    }
+    let (level, ty) = if v6 {
+        (libc::SOL_IPV6, libc::IPV6_RECVERR)
+    } else {
+        (libc::SOL_IP, libc::IP_RECVERR)
+    };
+    // SAFETY: `msg_control` holds `msg_controllen` writable bytes, at least one control message
+    // of `size` bytes (checked above); the CMSG macros stay within it.
+    unsafe {
+        let c = libc::CMSG_FIRSTHDR(m);
+        (*c).cmsg_level = level;
+        (*c).cmsg_type = ty;
+        (*c).cmsg_len = libc::CMSG_LEN(size) as _;
+        if v6 {
+            let msg = ErrorMessage {
+                ee: err,
+                offender: v6_addr,
+            };
+            std::ptr::write_unaligned(
+                libc::CMSG_DATA(c) as *mut ErrorMessage<libc::sockaddr_in6>,
+                msg,
+            );
+        } else {
+            let msg = ErrorMessage {
+                ee: err,
+                offender: v4,
+            };
+            std::ptr::write_unaligned(
+                libc::CMSG_DATA(c) as *mut ErrorMessage<libc::sockaddr_in>,
+                msg,
+            );
+        }
+    }
+    m.msg_controllen = space as _;
+    Ok(0)
+}
+
 unsafe extern "C" fn pd_recvmsg(
     ud: *mut c_void,
     fd: c_int,
     msg: *mut msghdr,
-    _flags: c_int,
+    flags: c_int,
 ) -> ssize_t {
     guard(|| {
         if msg.is_null() {
@@ -447,6 +543,10 @@ unsafe extern "C" fn pd_recvmsg(
         }
         // SAFETY: `msg` is a valid `msghdr`, as for recvmsg(2).
         let m = unsafe { &mut *msg };
+        if flags & libc::MSG_ERRQUEUE != 0 {
+            // SAFETY: `ud` is the shim and `m` a valid `msghdr`, as above.
+            return unsafe { recv_error_queue(shim(ud)?, fd, m) };
+        }
         // SAFETY: its iovecs describe writable memory.
         let iov = unsafe { iovecs(m.msg_iov, m.msg_iovlen as c_int) }?;
         let mut tmp = vec![0u8; total_len(iov)];
@@ -498,10 +598,14 @@ unsafe extern "C" fn pd_send(
     fd: c_int,
     buf: *const c_void,
     n: size_t,
-    _flags: c_int,
+    flags: c_int,
 ) -> ssize_t {
-    // SAFETY: as for write.
-    unsafe { pd_write(ud, fd, buf, n) }
+    guard(|| {
+        // SAFETY: `buf` is readable for `n` bytes, as for send(2).
+        let b = unsafe { buf_ref(buf, n) }?;
+        // SAFETY: see above.
+        ssize(unsafe { shim(ud) }?.send(fd, b, flags)?)
+    })
 }
 
 unsafe extern "C" fn pd_sendto(
@@ -514,8 +618,8 @@ unsafe extern "C" fn pd_sendto(
     len: socklen_t,
 ) -> ssize_t {
     if flags & libc::MSG_FASTOPEN == 0 {
-        // SAFETY: as for write (a connected stream ignores the address, as Linux does).
-        return unsafe { pd_write(ud, fd, buf, n) };
+        // SAFETY: as for send (a connected stream ignores the address, as Linux does).
+        return unsafe { pd_send(ud, fd, buf, n, flags) };
     }
     guard(|| {
         // SAFETY: `buf` is readable for `n` bytes, as for sendto(2).
@@ -532,7 +636,9 @@ unsafe extern "C" fn pd_sendto(
         };
         let dontwait = flags & libc::MSG_DONTWAIT != 0;
         // SAFETY: see above.
-        ssize(unsafe { shim(ud) }?.send_fast_open(fd, data, to, dontwait)?)
+        let shim = unsafe { shim(ud) }?;
+        let r = shim.send_fast_open(fd, data, to, dontwait);
+        ssize(shim.after_send(fd, flags, r)?)
     })
 }
 
@@ -571,10 +677,12 @@ unsafe extern "C" fn pd_sendmsg(
                 .transpose()?;
             let dontwait = flags & libc::MSG_DONTWAIT != 0;
             // SAFETY: see above.
-            return ssize(unsafe { shim(ud) }?.send_fast_open(fd, &data, to, dontwait)?);
+            let shim = unsafe { shim(ud) }?;
+            let r = shim.send_fast_open(fd, &data, to, dontwait);
+            return ssize(shim.after_send(fd, flags, r)?);
         }
         // SAFETY: see above.
-        ssize(unsafe { shim(ud) }?.write(fd, &data)?)
+        ssize(unsafe { shim(ud) }?.send(fd, &data, flags)?)
     })
 }
 

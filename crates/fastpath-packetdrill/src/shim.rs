@@ -20,7 +20,7 @@ use fastpath::buf::PacketBuf;
 use fastpath::link::{Impairments, Link, LinkCapabilities, PairEnd};
 use fastpath::{
     CongestionState, ConnectionInfo, FastOpenConfig, Instant, Ipv4Cidr, Ipv6Cidr, Stack,
-    StackConfig, TcpListener, TcpSocketOptions, TcpState, TcpStream,
+    StackConfig, TcpListener, TcpSocketOptions, TcpState, TcpStream, WriteFlags,
 };
 
 /// An errno value, as Linux numbers it.
@@ -169,6 +169,12 @@ struct Fd {
     /// `TCP_NOTSENT_LOWAT` (0: none) and `TCP_USER_TIMEOUT` (ms, 0: none) as set.
     notsent_lowat: u32,
     user_timeout_ms: u32,
+    /// `SO_ZEROCOPY`: `MSG_ZEROCOPY` sends ask for completion notifications.
+    zerocopy: bool,
+    /// `TCP_CORK` as set.
+    cork: bool,
+    /// `SO_MARK` as set: kept and reported; a user-space stack has no routing policy to mark for.
+    mark: i32,
     /// A real descriptor (on `/dev/null`) whose number is this socket's: packetdrill closes the
     /// sockets still open at the end of a script with the real `close`, so the number must be one.
     placeholder: Option<OwnedFd>,
@@ -341,6 +347,9 @@ impl State {
                 maxseg: None,
                 notsent_lowat: 0,
                 user_timeout_ms: 0,
+                zerocopy: false,
+                cork: false,
+                mark: 0,
                 placeholder: Some(placeholder),
             },
         );
@@ -361,6 +370,7 @@ impl State {
         let lowat = (e.notsent_lowat > 0).then_some(e.notsent_lowat);
         let user_timeout =
             (e.user_timeout_ms > 0).then(|| Duration::from_millis(u64::from(e.user_timeout_ms)));
+        let cork = e.cork;
         let io = |r: io::Result<()>| r.map_err(|e| errno_of(&e));
         match e.sock {
             Sock::Fresh { .. } => {}
@@ -377,6 +387,9 @@ impl State {
                 }
                 io(t.set_notsent_lowat(lowat))?;
                 io(t.set_user_timeout(user_timeout))?;
+                if cork {
+                    io(t.set_cork(true))?;
+                }
             }
             // A listener's `TCP_NOTSENT_LOWAT` and `TCP_USER_TIMEOUT` stay with the shim, which
             // hands them on at `accept`.
@@ -472,6 +485,10 @@ impl State {
                     Ok(s) => {
                         if t.readable() {
                             r |= libc::POLLIN;
+                        }
+                        // A completion notification waits in the error queue.
+                        if t.has_completed() {
+                            r |= libc::POLLERR;
                         }
                         if s.is_synchronized() && t.writable() {
                             r |= libc::POLLOUT;
@@ -823,6 +840,7 @@ impl Shim {
                         (
                             (e.sndbuf, e.rcvbuf, e.sndbuf_set, e.rcvbuf_set, e.maxseg),
                             (e.notsent_lowat, e.user_timeout_ms),
+                            (e.zerocopy, e.cork, e.mark),
                         )
                     });
                     let n = s.insert(
@@ -834,13 +852,14 @@ impl Shim {
                         false,
                     );
                     // The connection took the listener's options (as Linux's child socket does).
-                    if let (Ok(n), Some((p, q))) = (&n, parent) {
+                    if let (Ok(n), Some((p, q, r))) = (&n, parent) {
                         if let Ok(e) = s.fd(*n) {
                             (e.sndbuf, e.rcvbuf, e.sndbuf_set, e.rcvbuf_set, e.maxseg) = p;
                             (e.notsent_lowat, e.user_timeout_ms) = q;
+                            (e.zerocopy, e.cork, e.mark) = r;
                         }
                         // The stack gave the connection the listener's buffers and MSS limit
-                        // already; the shim hands on the other two here.
+                        // already; the shim hands on the others here.
                         let _ = s.apply_options(*n);
                     }
                     Try::Done(n.map(|n| (n, map_if(v6, peer))))
@@ -1060,6 +1079,22 @@ impl Shim {
         })
     }
 
+    /// `recvmsg(fd, MSG_ERRQUEUE)`: the next completion notification, as the range of `MSG_ZEROCOPY`
+    /// send numbers acknowledged, and whether the socket is `AF_INET6` (its control message is then
+    /// IPv6's); `EAGAIN` when there is none (it never waits, as on Linux).
+    pub fn recv_error_queue(&self, fd: i32) -> Result<(bool, u32, u32), Errno> {
+        self.with(|s| {
+            let v6 = s.fd(fd)?.v6;
+            let Ok(stream) = s.stream(fd) else {
+                return Err(libc::EAGAIN);
+            };
+            match s.stack.tcp(stream).take_completed() {
+                Ok(Some(range)) => Ok((v6, *range.start(), *range.end())),
+                _ => Err(libc::EAGAIN),
+            }
+        })
+    }
+
     /// `read(fd, buf)`: `Ok(0)` at the end of the stream.
     pub fn read(&self, fd: i32, buf: &mut [u8]) -> Result<usize, Errno> {
         self.blocking(fd, None, None, |s| {
@@ -1083,6 +1118,39 @@ impl Shim {
 
     /// `write(fd, buf)`: a blocking descriptor waits until all of `buf` is queued.
     pub fn write(&self, fd: i32, buf: &[u8]) -> Result<usize, Errno> {
+        self.send(fd, buf, 0)
+    }
+
+    /// `send(fd, buf, flags)`: `write` with `MSG_MORE`, `MSG_EOR` and `MSG_ZEROCOPY` (the last
+    /// asks for a completion notification when the socket has `SO_ZEROCOPY`, as on Linux).
+    pub fn send(&self, fd: i32, buf: &[u8], flags: i32) -> Result<usize, Errno> {
+        let r = self.send_flagged(fd, buf, flags);
+        self.after_send(fd, flags, r)
+    }
+
+    /// After a send (`r` its result), a `MSG_ZEROCOPY` one that queued bytes asks to hear when they are acknowledged.
+    pub fn after_send(&self, fd: i32, flags: i32, r: Result<usize, Errno>) -> Result<usize, Errno> {
+        if flags & libc::MSG_ZEROCOPY != 0 && matches!(r, Ok(n) if n > 0) {
+            self.with(|s| {
+                if s.fd(fd)?.zerocopy {
+                    let stream = s.stream(fd)?;
+                    s.stack
+                        .tcp(stream)
+                        .notify_acked()
+                        .map_err(|e| errno_of(&e))?;
+                }
+                Ok::<_, Errno>(())
+            })?;
+        }
+        r
+    }
+
+    fn send_flagged(&self, fd: i32, buf: &[u8], flags: i32) -> Result<usize, Errno> {
+        let flags_typed = WriteFlags {
+            more: flags & libc::MSG_MORE != 0,
+            end_of_record: flags & libc::MSG_EOR != 0,
+            notify_acked: false,
+        };
         // A deferred Fast Open connect: this write opens the connection.
         let deferred = self.with(|s| Ok::<_, Errno>(s.fd(fd)?.deferred_to.take()))?;
         if let Some(to) = deferred {
@@ -1105,8 +1173,9 @@ impl Shim {
             if matches!(s.stack.tcp(stream).state(), Ok(TcpState::SynSent)) {
                 return Try::Wait(libc::EAGAIN);
             }
-            let nonblock = s.fds.get(&fd).is_some_and(|e| e.nonblock);
-            match s.stack.tcp(stream).write_all_possible(&buf[done..]) {
+            let nonblock = s.fds.get(&fd).is_some_and(|e| e.nonblock)
+                || flags & libc::MSG_DONTWAIT != 0;
+            match s.stack.tcp(stream).write_flagged(&buf[done..], flags_typed) {
                 Ok(n) => {
                     done += n;
                     if done == buf.len() || nonblock {
@@ -1217,6 +1286,9 @@ impl Shim {
                 (libc::SOL_SOCKET, libc::SO_REUSEADDR) => Ok(i32::from(reuse)),
                 (libc::IPPROTO_TCP, libc::TCP_NODELAY) => Ok(i32::from(nodelay)),
                 (libc::IPPROTO_TCP, TCP_INQ) => Ok(i32::from(entry.inq)),
+                (libc::IPPROTO_TCP, libc::TCP_CORK) => Ok(i32::from(entry.cork)),
+                (libc::SOL_SOCKET, libc::SO_ZEROCOPY) => Ok(i32::from(entry.zerocopy)),
+                (libc::SOL_SOCKET, libc::SO_MARK) => Ok(entry.mark),
                 (libc::SOL_SOCKET, libc::SO_ERROR) => match *sock {
                     Sock::Stream { stream, .. } => match s.stack.tcp(stream).take_error() {
                         Ok(Some(e)) => Ok(errno_of(&e)),
@@ -1332,9 +1404,25 @@ impl Shim {
                         Sock::Stream { .. } => Err(libc::EINVAL),
                     }
                 }
-                // Accepted, as Linux does, but `MSG_ZEROCOPY` sends are copied and no completion
-                // is queued: scripts that read the error queue fail there.
-                (libc::SOL_SOCKET, libc::SO_ZEROCOPY) => Ok(()),
+                // `MSG_ZEROCOPY` sends are copied, and notified as acknowledged (Linux's
+                // `SO_EE_CODE_ZEROCOPY_COPIED`).
+                (libc::SOL_SOCKET, libc::SO_ZEROCOPY) => {
+                    entry.zerocopy = on;
+                    Ok(())
+                }
+                (libc::SOL_SOCKET, libc::SO_MARK) => {
+                    entry.mark = value;
+                    Ok(())
+                }
+                (libc::IPPROTO_TCP, libc::TCP_CORK) => {
+                    entry.cork = on;
+                    match entry.sock {
+                        Sock::Stream { stream, .. } => {
+                            s.stack.tcp(stream).set_cork(on).map_err(|e| errno_of(&e))
+                        }
+                        _ => Ok(()),
+                    }
+                }
                 (libc::IPPROTO_TCP, TCP_INQ) => {
                     entry.inq = on;
                     Ok(())

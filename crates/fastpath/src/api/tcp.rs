@@ -5,6 +5,7 @@
 
 use std::io;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6, ToSocketAddrs};
+use std::ops::RangeInclusive;
 
 use crate::addr::{self, IpAddress};
 use crate::api::intercept::Unreachable;
@@ -13,7 +14,7 @@ use crate::ipv6::Ipv6;
 use crate::stack::{Stack, TcpFamily};
 use crate::tcp::{
     ConnectionInfo, Listener, State, Tcb, TcpListenOptions, TcpListener, TcpSocketOptions,
-    TcpStream,
+    TcpStream, WriteFlags,
 };
 
 /// Runs `$body` with `$t` bound to the connection's block, in the handle's family.
@@ -500,6 +501,47 @@ impl TcpStreamRef<'_> {
         Ok(n)
     }
 
+    /// Queues `buf` as `flags` say (Linux's `MSG_MORE`, `MSG_EOR` and `MSG_ZEROCOPY`); returns how
+    /// much fitted, as [`write`](Self::write). A record's end is recorded only when all of `buf`
+    /// fitted; a write with `end_of_record` waits (`WouldBlock`) while 64 records are unacknowledged.
+    pub fn write_flagged(&mut self, buf: &[u8], flags: WriteFlags) -> io::Result<usize> {
+        let now = self.stack.now;
+        let n = with_tcb!(self, t => {
+            let r = t.write_flagged(buf, flags);
+            match &r {
+                Ok(n) => t.after_write(*n, buf.len(), now),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    t.after_write(0, buf.len(), now)
+                }
+                Err(_) => {}
+            }
+            r?
+        });
+        self.output();
+        Ok(n)
+    }
+
+    /// The numbers of the writes made with [`WriteFlags::notify_acked`] that the peer has
+    /// acknowledged since the last call, as one range (writes are acknowledged in order), if any.
+    /// The data is always copied into the send buffer, so a caller may reuse its buffer as soon as
+    /// the write returns; the notification says the bytes reached the peer (Linux reports such
+    /// copied sends with `SO_EE_CODE_ZEROCOPY_COPIED`).
+    pub fn take_completed(&mut self) -> io::Result<Option<RangeInclusive<u32>>> {
+        Ok(with_tcb!(self, t => t.completions.take()))
+    }
+
+    /// Asks to hear (through [`take_completed`](Self::take_completed)) when everything written so
+    /// far is acknowledged, as a write with [`WriteFlags::notify_acked`] does for its own bytes:
+    /// for a write made of several calls. Returns the number the notification will carry.
+    pub fn notify_acked(&mut self) -> io::Result<u32> {
+        Ok(with_tcb!(self, t => t.notify_acked()))
+    }
+
+    /// Whether [`take_completed`](Self::take_completed) has something to report.
+    pub fn has_completed(&mut self) -> bool {
+        (|| Ok::<_, io::Error>(with_tcb!(self, t => t.completions.ready())))().unwrap_or(false)
+    }
+
     /// Writes as much of `buf` as fits, like `write`, repeated: returns the bytes queued.
     pub fn write_all_possible(&mut self, mut buf: &[u8]) -> io::Result<usize> {
         let mut total = 0;
@@ -763,10 +805,34 @@ impl TcpStreamRef<'_> {
         Ok(())
     }
 
-    /// Turns Nagle's algorithm off (`TCP_NODELAY`) or on.
+    /// Turns Nagle's algorithm off (`TCP_NODELAY`) or on. Turned on, what Nagle's algorithm, cork
+    /// or `MSG_MORE` held goes at once, as Linux pushes then.
     pub fn set_nodelay(&mut self, on: bool) -> io::Result<()> {
-        with_tcb!(self, t => t.nodelay = on);
+        with_tcb!(self, t => t.set_nodelay(on));
+        self.push();
         Ok(())
+    }
+
+    /// Sets `TCP_CORK`: while on, a partial segment waits for more data (full segments go); Linux
+    /// caps the wait with the persist timer, and so does fastpath. Turning it off sends what waits.
+    pub fn set_cork(&mut self, on: bool) -> io::Result<()> {
+        with_tcb!(self, t => t.set_cork(on));
+        self.push();
+        Ok(())
+    }
+
+    /// Output that may send what cork and `MSG_MORE` hold, when the option just set asked for it.
+    fn push(&mut self) {
+        self.output();
+        let _ = (|| -> io::Result<()> {
+            with_tcb!(self, t => t.push_now = false);
+            Ok(())
+        })();
+    }
+
+    /// The `TCP_CORK` setting.
+    pub fn cork(&mut self) -> io::Result<bool> {
+        Ok(with_tcb!(self, t => t.cork()))
     }
 
     /// Turns keep-alive probes on or off (`SO_KEEPALIVE`), with the stack's timings.

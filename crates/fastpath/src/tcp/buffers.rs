@@ -488,10 +488,15 @@ impl PushMarks {
         self.marks[(self.head as usize + i) & (PUSH_MARKS - 1)]
     }
 
-    /// The latest mark, to move.
-    pub(crate) fn last_mut(&mut self) -> Option<&mut Seq> {
+    /// The latest mark.
+    pub(crate) fn last(&self) -> Option<Seq> {
         let len = self.len as usize;
-        (len > 0).then(|| &mut self.marks[(self.head as usize + len - 1) & (PUSH_MARKS - 1)])
+        (len > 0).then(|| self.at(len - 1))
+    }
+
+    /// Forgets the latest mark.
+    pub(crate) fn pop_last(&mut self) {
+        self.len = self.len.saturating_sub(1);
     }
 
     /// Adds a mark above the others, forgetting the oldest when full.
@@ -550,13 +555,15 @@ mod tests {
         assert!(!m.any_in(Seq(70), 10));
         assert!(m.any_in(Seq(85), 5));
         assert!(!m.any_in(Seq(91), 8));
-        *m.last_mut().unwrap() = Seq(405);
+        assert_eq!(m.last(), Some(Seq(400)));
+        m.pop_last();
+        m.push(Seq(405));
         assert!(m.any_in(Seq(400), 5));
         m.trim(Seq(395));
         assert!(!m.any_in(Seq(385), 10));
         assert!(m.any_in(Seq(400), 5));
         m.trim(Seq(405));
-        assert!(m.last_mut().is_none());
+        assert!(m.last().is_none());
     }
 
     #[test]

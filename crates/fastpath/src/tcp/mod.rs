@@ -17,7 +17,8 @@
 //! (`header_prediction`, paper 000 §2), checksum offload (the stack's `checksum_policy`, paper 002
 //! §3.2), zero-copy receive and in-place send (always: see `TcpStreamRef::read_with` and
 //! `TcpStreamRef::write_with`), SACK, timestamps and window scaling, CUBIC or NewReno, delayed ACKs,
-//! SYN cookies.
+//! SYN cookies. `writes` keeps what the application said of its writes beyond their bytes: record
+//! ends (`MSG_EOR`) and acknowledgment notifications (`MSG_ZEROCOPY`).
 
 mod buffers;
 pub mod congestion;
@@ -30,10 +31,12 @@ mod rack;
 pub mod seq;
 mod table;
 mod tcb;
+mod writes;
 
 pub use congestion::CongestionAlgorithm;
 pub(crate) use tcb::Tcb;
 pub use tcb::{CongestionState, ConnectionInfo, State, TcpSocketOptions};
+pub use writes::WriteFlags;
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};

@@ -14,6 +14,7 @@ use super::buffers::{OutOfOrder, PushMarks, ReceiveQueue, Scoreboard, SendBuffer
 use super::congestion::{Congestion, Prr};
 use super::rack::{Rack, SentLog};
 use super::seq::Seq;
+use super::writes::{Completions, RecordEnds, WriteFlags};
 use crate::addr::IpAddress;
 use crate::buf::{BufferPool, PacketBuf};
 use crate::config::TcpConfig;
@@ -379,6 +380,18 @@ pub(crate) struct Tcb<A: IpAddress = Ipv4Addr> {
     /// Where the application's writes ended, ascending, above SND.UNA: Linux's push marks (see
     /// [`TcpConfig::linux_push`]).
     push_marks: PushMarks,
+    /// Where records end (`MSG_EOR`): no segment crosses one.
+    records: RecordEnds,
+    /// Writes the application asked to hear acknowledged (`MSG_ZEROCOPY` notifications).
+    pub(crate) completions: Completions,
+    /// `TCP_CORK`: a partial segment waits for more data (or the persist timer's override).
+    corked: bool,
+    /// The latest write said more follows (`MSG_MORE`): its partial segment waits like a corked
+    /// one, until a write without the flag or an acknowledgment moves the connection on.
+    more: bool,
+    /// One output that sends what cork and `MSG_MORE` hold (Linux's `TCP_NAGLE_PUSH`, set by
+    /// `TCP_NODELAY` and by uncorking).
+    pub(crate) push_now: bool,
     /// The sequence range of the transmission unit the data segments being sent belong to (the TSO
     /// packet Linux would send), for the PSH flag of its last segment.
     unit: (Seq, Seq),
@@ -540,6 +553,11 @@ impl<A: IpAddress> Tcb<A> {
             tx_seq: iss + 1,
             fin_queued: false,
             push_marks: PushMarks::default(),
+            records: RecordEnds::default(),
+            completions: Completions::default(),
+            corked: false,
+            more: false,
+            push_now: false,
             unit: (iss, iss),
             mss,
             local_mss,
@@ -993,6 +1011,103 @@ impl<A: IpAddress> Tcb<A> {
         }
     }
 
+    /// Queues `data` as [`WriteFlags`] say; returns how much fitted.
+    pub(crate) fn write_flagged(&mut self, data: &[u8], flags: WriteFlags) -> io::Result<usize> {
+        if flags.end_of_record && !self.records.has_room() {
+            self.check_writable()?;
+            return Err(io::ErrorKind::WouldBlock.into());
+        }
+        let n = if flags.more {
+            self.check_writable()?;
+            if !self.below_lowat() {
+                return Err(io::ErrorKind::WouldBlock.into());
+            }
+            let n = self.tx.write(data);
+            if n == 0 && !data.is_empty() {
+                return Err(io::ErrorKind::WouldBlock.into());
+            }
+            // Appended to a buffer not sent yet, the write takes that buffer's PSH mark away and
+            // sets none (`tcp_sendmsg_locked`, `tcp_push` under `MSG_MORE`).
+            let end = self.tx_seq + self.tx.len() as u32;
+            let before = end - n as u32;
+            if n > 0
+                && before > self.snd_max
+                && self.push_marks.last() == Some(before)
+                && !self.records.ends_at(before)
+            {
+                self.push_marks.pop_last();
+            }
+            n
+        } else {
+            self.write(data)?
+        };
+        self.more = flags.more;
+        if n > 0 {
+            let end = self.tx_seq + self.tx.len() as u32;
+            if flags.end_of_record && n == data.len() {
+                self.records.push(end);
+            }
+            if flags.notify_acked {
+                self.completions.written(end);
+            }
+        }
+        Ok(n)
+    }
+
+    /// Asks to hear when everything written so far is acknowledged; returns the number the
+    /// notification will carry.
+    pub(crate) fn notify_acked(&mut self) -> u32 {
+        self.completions.written(self.tx_seq + self.tx.len() as u32)
+    }
+
+    /// Sets `TCP_CORK`: while on, a partial segment waits for more data; turned off, what waits
+    /// may go.
+    pub(crate) fn set_cork(&mut self, on: bool) {
+        self.corked = on;
+        self.push_now = !on;
+    }
+
+    /// Sets `TCP_NODELAY`; turned on, the next output sends what Nagle, cork or `MSG_MORE` hold.
+    pub(crate) fn set_nodelay(&mut self, on: bool) {
+        self.nodelay = on;
+        self.push_now = on;
+    }
+
+    /// The `TCP_CORK` setting.
+    pub(crate) fn cork(&self) -> bool {
+        self.corked
+    }
+
+    /// The peer acknowledged everything below `ack`: records and notified writes ending there are
+    /// done, and a `MSG_MORE` write's hold ends (output from here on is the acknowledgment's, under
+    /// the socket's own rules, as Linux's `tcp_data_snd_check`).
+    #[inline]
+    pub(super) fn writes_acked(&mut self, ack: Seq) {
+        self.more = false;
+        if !self.records.is_empty() {
+            self.records.trim(ack);
+        }
+        if self.completions.awaiting() {
+            self.completions.acked(ack);
+        }
+    }
+
+    /// A partial segment waits for more data (cork or `MSG_MORE`).
+    #[inline]
+    pub(super) fn holds_partial(&self) -> bool {
+        (self.corked || self.more) && !self.push_now
+    }
+
+    /// How much of `len` bytes from `seq` one segment may carry without crossing a record's end.
+    #[inline]
+    pub(super) fn record_clip(&self, seq: Seq, len: u32) -> u32 {
+        if self.records.is_empty() {
+            len
+        } else {
+            self.records.clip(seq, len)
+        }
+    }
+
     /// Queues `data`; returns how much fitted.
     pub(crate) fn write(&mut self, data: &[u8]) -> io::Result<usize> {
         self.check_writable()?;
@@ -1003,6 +1118,7 @@ impl<A: IpAddress> Tcb<A> {
         if n == 0 && !data.is_empty() {
             return Err(io::ErrorKind::WouldBlock.into());
         }
+        self.more = false;
         self.mark_push(n);
         Ok(n)
     }
@@ -1018,6 +1134,7 @@ impl<A: IpAddress> Tcb<A> {
             return Err(io::ErrorKind::WouldBlock.into());
         }
         let n = self.tx.write_with(max, fill);
+        self.more = false;
         self.mark_push(n);
         Ok(n)
     }
@@ -1031,10 +1148,10 @@ impl<A: IpAddress> Tcb<A> {
             return;
         }
         let end = self.tx_seq + self.tx.len() as u32;
-        if let Some(last) = self.push_marks.last_mut() {
-            if *last > self.snd_max {
-                *last = end;
-                return;
+        if let Some(last) = self.push_marks.last() {
+            // A record's end keeps its mark: nothing joins its buffer.
+            if last > self.snd_max && (self.records.is_empty() || !self.records.ends_at(last)) {
+                self.push_marks.pop_last();
             }
         }
         self.push_marks.push(end);

@@ -253,7 +253,8 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
                     .unwrap_or(self.snd_max)
                     .min(self.rexmit_limit)
                     .min(self.snd_max);
-                let len = (hole_end - start).min(self.segment_limit()) as usize;
+                let len = (hole_end - start).min(self.segment_limit());
+                let len = self.record_clip(start, len) as usize;
                 let data_end = self.tx_seq + self.tx.len() as u32;
                 self.rexmit_next =
                     start + len.min((data_end - start.min(data_end)) as usize).max(1) as u32;
@@ -305,7 +306,19 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             Some(m) if cx.cfg.segmentation_offload => (m as u32 / limit).max(1) * limit,
             _ => limit,
         };
-        let len = (available as u32).min(usable).min(max_seg) as usize;
+        let mut len = (available as u32).min(usable).min(max_seg);
+        // No segment crosses a record's end (`MSG_EOR`); one that ends at one goes as a full one
+        // would (Linux never adds to a record's buffer, and sends a buffer that is not the last).
+        let mut record_ends = false;
+        if !self.records.is_empty() {
+            len = self.records.clip(self.snd_nxt, len);
+            record_ends = (len as usize) < available && self.records.ends_at(self.snd_nxt + len);
+        }
+        // Cork and `MSG_MORE`: the partial segment at the end waits; full ones before it go.
+        if self.holds_partial() && len as usize == available && len > limit && !record_ends {
+            len -= len % limit;
+        }
+        let len = len as usize;
         let all = len == available;
         let fin = self.fin_queued && all && self.snd_nxt + len as u32 == self.fin_seq();
         if len == 0 && !fin {
@@ -325,8 +338,10 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             || fin
             || probing
             || retransmitting
-            || (all && (self.nodelay || nothing_out))
-            || (self.max_snd_wnd > 0 && len as u32 >= self.max_snd_wnd / 2);
+            || record_ends
+            || (!self.holds_partial()
+                && ((all && (self.nodelay || nothing_out))
+                    || (self.max_snd_wnd > 0 && len as u32 >= self.max_snd_wnd / 2)));
         if !send {
             self.note_window_limit(available, usable, now);
             if cx.cfg.cwnd_validation {
@@ -418,6 +433,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
     fn resend(&mut self, start: Seq, len: usize, cx: &mut Cx) -> Option<Outgoing> {
         let data_end = self.tx_seq + self.tx.len() as u32;
         let len = len.min((data_end - start.min(data_end)) as usize);
+        let len = self.record_clip(start, len as u32) as usize;
         let fin = self.fin_queued && start + len as u32 == self.fin_seq();
         if len == 0 && !fin {
             return None;
@@ -577,6 +593,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
                 let len = available
                     .min(usable.max(1))
                     .min(self.segment_limit() as usize);
+                let len = self.record_clip(self.snd_nxt, len as u32) as usize;
                 if len > 0 {
                     self.snd_nxt = self.snd_nxt + len as u32;
                     self.snd_max = self.snd_max.max(self.snd_nxt);

@@ -312,3 +312,4 @@ mod push;
 mod rack;
 mod timeouts;
 mod window;
+mod writes;

@@ -9,7 +9,7 @@ const S: u32 = ISS;
 const R: u32 = IRS + 1;
 
 /// A passive open from a peer offering an MSS of 1000, whose handshake took `rtt_ms`.
-fn server(cfg: TcpConfig, rtt_ms: u64) -> Harness {
+pub(super) fn server(cfg: TcpConfig, rtt_ms: u64) -> Harness {
     let mut syn = seg(SYN, IRS, 0, 65535);
     syn.options.mss = Some(1000);
     let mut h = Harness::accept(cfg, &syn);
@@ -22,7 +22,7 @@ fn server(cfg: TcpConfig, rtt_ms: u64) -> Harness {
 
 /// Checks the segments owed now, exactly: `(psh, first, end)` in relative sequence numbers, each
 /// an ACK.
-fn expect(h: &mut Harness, segments: &[(bool, u32, u32)]) {
+pub(super) fn expect(h: &mut Harness, segments: &[(bool, u32, u32)]) {
     for &(psh, first, end) in segments {
         let flags = if psh { ACK | PSH } else { ACK };
         send!(h, out(flags, S + first, R, 65535), (end - first) as usize);
@@ -30,7 +30,7 @@ fn expect(h: &mut Harness, segments: &[(bool, u32, u32)]) {
     send!(h, None);
 }
 
-fn ack(h: &mut Harness, n: u32) {
+pub(super) fn ack(h: &mut Harness, n: u32) {
     recv!(h, seg(ACK, R, S + n, 65535));
 }
 
