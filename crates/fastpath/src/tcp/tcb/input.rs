@@ -417,13 +417,18 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             }
             if self.orphan {
                 // Nobody will read it (RFC 9293 §3.10.7.4 leaves this open; BSD and Linux reset).
+                // The connection is gone, and the reset is the one a segment to no connection
+                // draws (RFC 9293 §3.10.7.1, Linux's `tcp_v4_send_reset`): its sequence number
+                // is the segment's acknowledgment, which the peer accepts whatever we sent since.
                 cx.drops.add(DropReason::TcpDataAfterClose);
                 cx.pool.free(payload);
                 self.state = State::Closed;
-                return Verdict::Reset {
-                    seq: self.snd_nxt.0,
-                    ack: None,
+                let seq = if seg.flags.contains(Flags::ACK) {
+                    seg.ack
+                } else {
+                    self.snd_nxt.0
                 };
+                return Verdict::Reset { seq, ack: None };
             }
             // Trim what we already have, and what lies past the window.
             if seq < self.rcv_nxt {

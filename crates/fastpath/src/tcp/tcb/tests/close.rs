@@ -145,6 +145,21 @@ fn data_for_an_orphan_is_answered_by_rst() {
     assert_eq!(h.drops.get(DropReason::TcpDataAfterClose), 1);
 }
 
+/// user_timeout/user_timeout.pkt: with our FIN unacknowledged, the reset takes the segment's
+/// acknowledgment as its sequence number (below our FIN's), as Linux's reset of a segment to a
+/// connection that is gone.
+#[test]
+fn the_reset_of_data_for_an_orphan_takes_the_segments_ack() {
+    let mut h = in_state(State::FinWait1);
+    h.tcb.orphan = true;
+    recv!(
+        h,
+        seg(ACK, R, S, 65535),
+        b"late",
+        Verdict::Reset { seq: S, ack: None }
+    );
+}
+
 #[test]
 fn time_wait_acknowledges_a_retransmitted_fin_and_restarts() {
     let mut h = in_state(State::TimeWait);
