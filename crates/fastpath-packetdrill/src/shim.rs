@@ -290,7 +290,8 @@ impl State {
     }
 
     /// Takes the sysctls the script set that the stack has switches for (`net.ipv4.tcp_fastopen`,
-    /// `tcp_fastopen_key`, `tcp_timestamps`, `tcp_sack`, `tcp_window_scaling`, `tcp_min_tso_segs`),
+    /// `tcp_fastopen_key`, `tcp_timestamps`, `tcp_sack`, `tcp_window_scaling`, `tcp_slow_start_after_idle`,
+    /// `tcp_min_tso_segs`),
     /// from the network namespace the runner gives each script, into the stack's configuration.
     /// Those it cannot read (no `/proc`) leave the configuration as it is.
     fn sysctls(&mut self) {
@@ -315,6 +316,9 @@ impl State {
         }
         if let Some(on) = read("tcp_window_scaling") {
             tcp.window_scaling = on != 0;
+        }
+        if let Some(on) = read("tcp_slow_start_after_idle") {
+            tcp.restart_after_idle = on != 0;
         }
         if let Some(segs) = read("tcp_min_tso_segs") {
             tcp.min_tso_segments = segs.max(1);

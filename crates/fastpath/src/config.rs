@@ -203,6 +203,11 @@ pub struct TcpConfig {
     /// sender (request/response, a trickle) keeps the window it has used instead of growing it
     /// without bound on ACKs that never tested it.
     pub cwnd_validation: bool,
+    /// Restart the congestion window after idle (RFC 5681 §4.1, as Linux's
+    /// `tcp_slow_start_after_idle`, on by default there): data sent after more than an RTO with
+    /// nothing in flight starts from a window halved for each RTO of idle time, down to the initial
+    /// window, since the old one no longer measures the path and would go as one burst.
+    pub restart_after_idle: bool,
     /// Probe a closed window as Linux does (`tcp_xmit_probe_skb`): a segment with the sequence
     /// number before SND.UNA and no data, which the peer answers with an ACK carrying its window,
     /// and data follows as soon as a window opens. Off: RFC 9293 §3.8.6.1's probe of one new byte
@@ -286,6 +291,7 @@ impl Default for TcpConfig {
             dsack: true,
             limited_transmit: true,
             cwnd_validation: true,
+            restart_after_idle: true,
             window_probe_without_data: true,
         }
     }

@@ -169,6 +169,22 @@ impl Congestion {
         self.acked_in_avoidance = 0;
     }
 
+    /// Sending again after `idle` microseconds with nothing in flight, more than an RTO of `rto`
+    /// microseconds: the window is halved for each RTO of idle time, down to the initial window
+    /// (RFC 5681 §4.1, Linux's `tcp_cwnd_restart`); ssthresh keeps three quarters of the old window
+    /// (`tcp_current_ssthresh`), so slow start climbs back towards it.
+    pub(crate) fn restart_after_idle(&mut self, idle: u64, rto: u64, mss: u32) {
+        let restart = Congestion::new(self.algorithm, mss).cwnd.min(self.cwnd);
+        self.ssthresh = self.ssthresh.max(self.cwnd / 2 + self.cwnd / 4);
+        let mut cwnd = self.cwnd;
+        let mut left = idle;
+        while left > rto && cwnd > restart {
+            left -= rto;
+            cwnd /= 2;
+        }
+        self.cwnd = cwnd.max(restart);
+    }
+
     /// The retransmission timer expired: back to one segment (RFC 5681 §3.1, RFC 9438 §4.8).
     pub(crate) fn on_timeout(&mut self, flight: u32, mss: u32) {
         self.on_loss(flight, mss);

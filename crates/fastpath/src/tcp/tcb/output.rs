@@ -278,6 +278,12 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             // Nothing to send (the common answer after the last segment went): no window to work out.
             return None;
         }
+        // The restart comes as data can go: a closed peer window's probes do not restart it.
+        if self.snd_una == self.snd_max && cx.cfg.restart_after_idle && !probing && self.snd_wnd > 0
+        {
+            self.restart_if_idle(now);
+            wnd = self.snd_wnd.min(self.cc.cwnd);
+        }
         let usable = if self.recover.is_some() {
             self.cc
                 .cwnd
@@ -416,6 +422,19 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
         }
         let segment_size = (len as u32 > limit).then_some(limit as u16);
         Some(self.finish(repr, offset, len, segment_size))
+    }
+
+    /// New data is to go with nothing in flight: after more than an RTO since data last went, the
+    /// congestion window restarts ([`TcpConfig::restart_after_idle`]).
+    fn restart_if_idle(&mut self, now: Instant) {
+        let Some(last) = self.activity.last_data_sent else {
+            return;
+        };
+        let idle = now.total_micros().saturating_sub(last.total_micros());
+        let rto = crate::time::micros(self.rto);
+        if idle > rto {
+            self.cc.restart_after_idle(idle, rto, self.mss);
+        }
     }
 
     /// How fully the congestion window is used after a transmission, or after one it held back

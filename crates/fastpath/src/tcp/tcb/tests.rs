@@ -27,8 +27,9 @@ const PSH: Flags = Flags::PSH;
 /// The tests' configuration: no options, NewReno, RFC 6675 loss detection without PRR (RACK-TLP
 /// and PRR have their tests in `rack.rs`), and the RTO floored as a whole (RFC 6298), so that
 /// the timers of a connection whose only RTT sample is the handshake's start at exactly 200 ms (the
-/// Linux floor on the variance term, the default, has its own test in `loss.rs`), and the delayed-ACK
-/// rule from the first segment (quick-ACK mode has its own test in `window.rs`).
+/// Linux floor on the variance term, the default, has its own test in `loss.rs`), the delayed-ACK
+/// rule from the first segment (quick-ACK mode has its own test in `window.rs`), and no window
+/// restart after idle (its test is in `window.rs`).
 pub(crate) fn plain() -> TcpConfig {
     TcpConfig {
         sack: false,
@@ -41,6 +42,7 @@ pub(crate) fn plain() -> TcpConfig {
         tail_loss_probe: false,
         prr: false,
         dsack: false,
+        restart_after_idle: false,
         ..TcpConfig::default()
     }
 }

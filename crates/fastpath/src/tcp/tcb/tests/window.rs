@@ -354,3 +354,47 @@ fn an_interactive_connection_delays_its_acks() {
     h.send()
         .expect("quick again once the timer ended pingpong mode");
 }
+
+/// slow_start/slow-start-after-idle.pkt: after two seconds idle (several RTOs) the window of 36
+/// segments restarts at the initial ten (halved per RTO of idle time, no lower than the initial
+/// window), so the next write goes as ten segments, not 36.
+#[test]
+fn the_window_restarts_after_idle() {
+    use super::push::{ack, server};
+    let cfg = TcpConfig {
+        restart_after_idle: true,
+        ..plain()
+    };
+    let mut h = server(cfg, 100);
+    h.write(26000);
+    assert_eq!(h.send_all().len(), 10);
+    h.advance(Duration::from_millis(100));
+    ack(&mut h, 10001);
+    assert_eq!(h.send_all().len(), 16);
+    h.advance(Duration::from_millis(100));
+    ack(&mut h, 26001);
+    assert_eq!(h.tcb.cc.cwnd, 36000);
+    h.advance(Duration::from_secs(2));
+    h.write(20000);
+    assert_eq!(h.send_all().len(), 10);
+    assert_eq!(h.tcb.cc.cwnd, 10000);
+    // Within an RTO of the last send, no restart.
+    let mut h = server(
+        TcpConfig {
+            restart_after_idle: true,
+            ..plain()
+        },
+        100,
+    );
+    h.write(26000);
+    h.send_all();
+    h.advance(Duration::from_millis(100));
+    ack(&mut h, 10001);
+    h.send_all();
+    h.advance(Duration::from_millis(100));
+    ack(&mut h, 26001);
+    h.advance(Duration::from_millis(50));
+    h.write(20000);
+    assert_eq!(h.send_all().len(), 20);
+    assert_eq!(h.tcb.cc.cwnd, 36000);
+}
