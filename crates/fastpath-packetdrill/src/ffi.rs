@@ -25,7 +25,7 @@ use libc::{
     iovec, msghdr, nfds_t, pollfd, size_t, sockaddr, socklen_t, ssize_t, timeval, useconds_t,
 };
 
-use crate::shim::{Errno, Shim, ShimConfig};
+use crate::shim::{Errno, ErrorQueued, Shim, ShimConfig, SOF_TIMESTAMPING_OPT_TSONLY};
 
 /// packetdrill's `struct packetdrill_interface` (its `packetdrill.h`), in the same order.
 #[repr(C)]
@@ -461,22 +461,43 @@ struct ErrorMessage<Offender: Copy> {
 const SO_EE_ORIGIN_ZEROCOPY: u8 = 5;
 const SO_EE_CODE_ZEROCOPY_COPIED: u8 = 1;
 
-/// `recvmsg(MSG_ERRQUEUE)`: one completion notification as Linux's `IP_RECVERR` (or
+/// `SO_EE_ORIGIN_TIMESTAMPING`.
+const SO_EE_ORIGIN_TIMESTAMPING: u8 = 4;
+
+/// `recvmsg(MSG_ERRQUEUE)`: one completion notification, or one transmit timestamp (Linux's
+/// `SCM_TIMESTAMPING` control message, then the `IP_RECVERR` one), as Linux's `IP_RECVERR` (or
 /// `IPV6_RECVERR`) control message, no data.
 ///
 /// # Safety
 /// `m` is a valid `msghdr` whose `msg_control`, when not null, holds `msg_controllen` writable
 /// bytes.
 unsafe fn recv_error_queue(shim: &Shim, fd: c_int, m: &mut msghdr) -> Result<ssize_t, Errno> {
-    let (v6, lo, hi) = shim.recv_error_queue(fd)?;
-    let err = SockExtendedErr {
-        ee_errno: 0,
-        ee_origin: SO_EE_ORIGIN_ZEROCOPY,
-        ee_type: 0,
-        ee_code: SO_EE_CODE_ZEROCOPY_COPIED,
-        ee_pad: 0,
-        ee_info: lo,
-        ee_data: hi,
+    let (v6, queued, timestamping) = shim.recv_error_queue(fd)?;
+    let (err, stamp) = match queued {
+        ErrorQueued::Completed(lo, hi) => (
+            SockExtendedErr {
+                ee_errno: 0,
+                ee_origin: SO_EE_ORIGIN_ZEROCOPY,
+                ee_type: 0,
+                ee_code: SO_EE_CODE_ZEROCOPY_COPIED,
+                ee_pad: 0,
+                ee_info: lo,
+                ee_data: hi,
+            },
+            None,
+        ),
+        ErrorQueued::Timestamp(t) => (
+            SockExtendedErr {
+                ee_errno: libc::ENOMSG as u32,
+                ee_origin: SO_EE_ORIGIN_TIMESTAMPING,
+                ee_type: 0,
+                ee_code: 0,
+                ee_pad: 0,
+                ee_info: ErrorQueued::tstamp_kind(t.kind),
+                ee_data: t.key,
+            },
+            Some(t.at.total_micros()),
+        ),
     };
     // SAFETY: all-zero bytes are a valid (unspecified) socket address.
     let (v4, v6_addr): (libc::sockaddr_in, libc::sockaddr_in6) =
@@ -486,9 +507,17 @@ unsafe fn recv_error_queue(shim: &Shim, fd: c_int, m: &mut msghdr) -> Result<ssi
     } else {
         std::mem::size_of::<ErrorMessage<libc::sockaddr_in>>()
     } as u32;
+    let stamp_size = std::mem::size_of::<[libc::timespec; 3]>() as u32;
     // SAFETY: CMSG_SPACE only computes a size.
-    let space = unsafe { libc::CMSG_SPACE(size) } as usize;
+    let space = unsafe {
+        libc::CMSG_SPACE(size) as usize + stamp.map_or(0, |_| libc::CMSG_SPACE(stamp_size) as usize)
+    };
+    // A timestamp comes with the packet it stamps, which an empty buffer truncates (Linux's
+    // `SOF_TIMESTAMPING_OPT_TSONLY` leaves the packet out).
     m.msg_flags = libc::MSG_ERRQUEUE;
+    if stamp.is_some() && timestamping & SOF_TIMESTAMPING_OPT_TSONLY == 0 {
+        m.msg_flags |= libc::MSG_TRUNC;
+    }
     if m.msg_control.is_null() || m.msg_controllen < space {
         // Linux truncates the control data and says so.
         m.msg_flags |= libc::MSG_CTRUNC;
@@ -500,10 +529,28 @@ unsafe fn recv_error_queue(shim: &Shim, fd: c_int, m: &mut msghdr) -> Result<ssi
     } else {
         (libc::SOL_IP, libc::IP_RECVERR)
     };
-    // SAFETY: `msg_control` holds `msg_controllen` writable bytes, at least one control message
-    // of `size` bytes (checked above); the CMSG macros stay within it.
+    // SAFETY: `msg_control` holds `msg_controllen` writable bytes, enough for the control
+    // messages written (checked above); the CMSG macros stay within it.
     unsafe {
-        let c = libc::CMSG_FIRSTHDR(m);
+        let mut c = libc::CMSG_FIRSTHDR(m);
+        if let Some(micros) = stamp {
+            let ts = libc::timespec {
+                tv_sec: (micros / 1_000_000) as libc::time_t,
+                tv_nsec: ((micros % 1_000_000) * 1000) as libc::c_long,
+            };
+            let none = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            };
+            (*c).cmsg_level = libc::SOL_SOCKET;
+            (*c).cmsg_type = libc::SO_TIMESTAMPING;
+            (*c).cmsg_len = libc::CMSG_LEN(stamp_size) as _;
+            std::ptr::write_unaligned(
+                libc::CMSG_DATA(c) as *mut [libc::timespec; 3],
+                [ts, none, none],
+            );
+            c = libc::CMSG_NXTHDR(m, c);
+        }
         (*c).cmsg_level = level;
         (*c).cmsg_type = ty;
         (*c).cmsg_len = libc::CMSG_LEN(size) as _;

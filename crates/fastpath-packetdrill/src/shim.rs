@@ -20,7 +20,8 @@ use fastpath::buf::PacketBuf;
 use fastpath::link::{Impairments, Link, LinkCapabilities, PairEnd};
 use fastpath::{
     CongestionState, ConnectionInfo, FastOpenConfig, Instant, Ipv4Cidr, Ipv6Cidr, Stack,
-    StackConfig, TcpListener, TcpSocketOptions, TcpState, TcpStream, WriteFlags,
+    StackConfig, TcpListener, TcpSocketOptions, TcpState, TcpStream, TxTimestamp, TxTimestampKind,
+    TxTimestamping, WriteFlags,
 };
 
 /// An errno value, as Linux numbers it.
@@ -173,6 +174,8 @@ struct Fd {
     zerocopy: bool,
     /// `TCP_CORK` as set.
     cork: bool,
+    /// `SO_TIMESTAMPING`'s flags as set.
+    timestamping: u32,
     /// `SO_MARK` as set: kept and reported; a user-space stack has no routing policy to mark for.
     mark: i32,
     /// A real descriptor (on `/dev/null`) whose number is this socket's: packetdrill closes the
@@ -353,6 +356,7 @@ impl State {
                 user_timeout_ms: 0,
                 zerocopy: false,
                 cork: false,
+                timestamping: 0,
                 mark: 0,
                 placeholder: Some(placeholder),
             },
@@ -490,8 +494,8 @@ impl State {
                         if t.readable() {
                             r |= libc::POLLIN;
                         }
-                        // A completion notification waits in the error queue.
-                        if t.has_completed() {
+                        // A completion notification or a timestamp waits in the error queue.
+                        if t.has_completed() || t.has_tx_timestamp() {
                             r |= libc::POLLERR;
                         }
                         if s.is_synchronized() && t.writable() {
@@ -508,6 +512,32 @@ impl State {
             }
         }
         r & (events | libc::POLLERR | libc::POLLHUP | libc::POLLNVAL)
+    }
+}
+
+/// `SOF_TIMESTAMPING_*` flags the shim acts on (`<linux/net_tstamp.h>`).
+pub const SOF_TIMESTAMPING_TX_SOFTWARE: u32 = 1 << 1;
+pub const SOF_TIMESTAMPING_OPT_ID: u32 = 1 << 7;
+pub const SOF_TIMESTAMPING_TX_SCHED: u32 = 1 << 8;
+pub const SOF_TIMESTAMPING_TX_ACK: u32 = 1 << 9;
+pub const SOF_TIMESTAMPING_OPT_TSONLY: u32 = 1 << 11;
+
+/// What `recvmsg(MSG_ERRQUEUE)` reads: a completion notification (the range of `MSG_ZEROCOPY`
+/// send numbers) or a transmit timestamp (its key 0 without `SOF_TIMESTAMPING_OPT_ID`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrorQueued {
+    Completed(u32, u32),
+    Timestamp(TxTimestamp),
+}
+
+impl ErrorQueued {
+    /// Linux's `SCM_TSTAMP_*` value of a timestamp's kind.
+    pub fn tstamp_kind(kind: TxTimestampKind) -> u32 {
+        match kind {
+            TxTimestampKind::Sent => 0,
+            TxTimestampKind::Scheduled => 1,
+            TxTimestampKind::Acked => 2,
+        }
     }
 }
 
@@ -1084,16 +1114,32 @@ impl Shim {
     }
 
     /// `recvmsg(fd, MSG_ERRQUEUE)`: the next completion notification, as the range of `MSG_ZEROCOPY`
-    /// send numbers acknowledged, and whether the socket is `AF_INET6` (its control message is then
-    /// IPv6's); `EAGAIN` when there is none (it never waits, as on Linux).
-    pub fn recv_error_queue(&self, fd: i32) -> Result<(bool, u32, u32), Errno> {
+    /// send numbers acknowledged, or the next transmit timestamp; with whether the socket is
+    /// `AF_INET6` (its control message is then IPv6's) and its `SO_TIMESTAMPING` flags; `EAGAIN`
+    /// when there is none (it never waits, as on Linux).
+    pub fn recv_error_queue(&self, fd: i32) -> Result<(bool, ErrorQueued, u32), Errno> {
         self.with(|s| {
-            let v6 = s.fd(fd)?.v6;
+            let entry = s.fd(fd)?;
+            let (v6, flags) = (entry.v6, entry.timestamping);
             let Ok(stream) = s.stream(fd) else {
                 return Err(libc::EAGAIN);
             };
-            match s.stack.tcp(stream).take_completed() {
-                Ok(Some(range)) => Ok((v6, *range.start(), *range.end())),
+            let mut t = s.stack.tcp(stream);
+            if let Ok(Some(stamp)) = t.take_tx_timestamp() {
+                let key = if flags & SOF_TIMESTAMPING_OPT_ID != 0 {
+                    stamp.key
+                } else {
+                    0
+                };
+                let stamp = ErrorQueued::Timestamp(TxTimestamp { key, ..stamp });
+                return Ok((v6, stamp, flags));
+            }
+            match t.take_completed() {
+                Ok(Some(range)) => Ok((
+                    v6,
+                    ErrorQueued::Completed(*range.start(), *range.end()),
+                    flags,
+                )),
                 _ => Err(libc::EAGAIN),
             }
         })
@@ -1293,6 +1339,7 @@ impl Shim {
                 (libc::IPPROTO_TCP, libc::TCP_CORK) => Ok(i32::from(entry.cork)),
                 (libc::SOL_SOCKET, libc::SO_ZEROCOPY) => Ok(i32::from(entry.zerocopy)),
                 (libc::SOL_SOCKET, libc::SO_MARK) => Ok(entry.mark),
+                (libc::SOL_SOCKET, libc::SO_TIMESTAMPING) => Ok(entry.timestamping as i32),
                 (libc::SOL_SOCKET, libc::SO_ERROR) => match *sock {
                     Sock::Stream { stream, .. } => match s.stack.tcp(stream).take_error() {
                         Ok(Some(e)) => Ok(errno_of(&e)),
@@ -1417,6 +1464,31 @@ impl Shim {
                 (libc::SOL_SOCKET, libc::SO_MARK) => {
                     entry.mark = value;
                     Ok(())
+                }
+                // Software transmit timestamps: scheduled, sent and acknowledged, keyed by byte
+                // (`SOF_TIMESTAMPING_OPT_ID`); hardware and receive timestamps are not generated.
+                (libc::SOL_SOCKET, libc::SO_TIMESTAMPING) => {
+                    let flags = value as u32;
+                    let stream = match entry.sock {
+                        Sock::Stream { stream, .. } => stream,
+                        // Linux refuses `OPT_ID` on a socket not connected (its key starts at the
+                        // connection's next byte).
+                        _ if flags & SOF_TIMESTAMPING_OPT_ID != 0 => return Err(libc::EINVAL),
+                        _ => {
+                            entry.timestamping = flags;
+                            return Ok(());
+                        }
+                    };
+                    entry.timestamping = flags;
+                    let on = TxTimestamping {
+                        scheduled: flags & SOF_TIMESTAMPING_TX_SCHED != 0,
+                        sent: flags & SOF_TIMESTAMPING_TX_SOFTWARE != 0,
+                        acked: flags & SOF_TIMESTAMPING_TX_ACK != 0,
+                    };
+                    s.stack
+                        .tcp(stream)
+                        .set_tx_timestamps(on)
+                        .map_err(|e| errno_of(&e))
                 }
                 (libc::IPPROTO_TCP, libc::TCP_CORK) => {
                     entry.cork = on;

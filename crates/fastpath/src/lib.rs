@@ -186,7 +186,7 @@ pub use stats::{Counters, DropReason, Drops};
 pub use tcp::State as TcpState;
 pub use tcp::{
     CongestionState, ConnectionInfo, TcpListenOptions, TcpListener, TcpSocketOptions, TcpStream,
-    WriteFlags,
+    TxTimestamp, TxTimestampKind, TxTimestamping, WriteFlags,
 };
 pub use time::Instant;
 pub use udp::{UdpOptions, UdpSocket};

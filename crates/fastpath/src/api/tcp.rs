@@ -14,7 +14,7 @@ use crate::ipv6::Ipv6;
 use crate::stack::{Stack, TcpFamily};
 use crate::tcp::{
     ConnectionInfo, Listener, State, Tcb, TcpListenOptions, TcpListener, TcpSocketOptions,
-    TcpStream, WriteFlags,
+    TcpStream, TxTimestamp, TxTimestamping, WriteFlags,
 };
 
 /// Runs `$body` with `$t` bound to the connection's block, in the handle's family.
@@ -535,6 +535,26 @@ impl TcpStreamRef<'_> {
     /// for a write made of several calls. Returns the number the notification will carry.
     pub fn notify_acked(&mut self) -> io::Result<u32> {
         Ok(with_tcb!(self, t => t.notify_acked()))
+    }
+
+    /// Turns software transmit timestamps on for the bytes written from now on (Linux's
+    /// `SO_TIMESTAMPING` with `SOF_TIMESTAMPING_SOFTWARE` and `OPT_ID`): for each write's last
+    /// byte, the moments `on` asks for are reported by
+    /// [`take_tx_timestamp`](Self::take_tx_timestamp). `TxTimestamping::default()` turns them off.
+    /// At most 64 writes are followed and 64 timestamps kept; past that they are dropped.
+    pub fn set_tx_timestamps(&mut self, on: TxTimestamping) -> io::Result<()> {
+        with_tcb!(self, t => t.set_tx_timestamps(on));
+        Ok(())
+    }
+
+    /// The oldest transmit timestamp not yet taken, if any.
+    pub fn take_tx_timestamp(&mut self) -> io::Result<Option<TxTimestamp>> {
+        Ok(with_tcb!(self, t => t.tx_stamps.take()))
+    }
+
+    /// Whether [`take_tx_timestamp`](Self::take_tx_timestamp) has something to report.
+    pub fn has_tx_timestamp(&mut self) -> bool {
+        (|| Ok::<_, io::Error>(with_tcb!(self, t => t.tx_stamps.ready())))().unwrap_or(false)
     }
 
     /// Whether [`take_completed`](Self::take_completed) has something to report.

@@ -36,7 +36,7 @@ mod writes;
 pub use congestion::CongestionAlgorithm;
 pub(crate) use tcb::Tcb;
 pub use tcb::{CongestionState, ConnectionInfo, State, TcpSocketOptions};
-pub use writes::WriteFlags;
+pub use writes::{TxTimestamp, TxTimestampKind, TxTimestamping, WriteFlags};
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};

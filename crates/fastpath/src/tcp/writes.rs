@@ -1,7 +1,9 @@
 //! What the application said about its writes, beyond their bytes: where records end (Linux's
-//! `MSG_EOR`) and which writes it wants to hear have been acknowledged (Linux's `MSG_ZEROCOPY`
-//! completion notifications). Both are kept per connection in bounded rings of sequence numbers;
-//! the connection consults them as it cuts segments and as acknowledgments arrive.
+//! `MSG_EOR`), which writes it wants to hear have been acknowledged (Linux's `MSG_ZEROCOPY`
+//! completion notifications), and when each write's last byte went and was acknowledged (Linux's
+//! software transmit timestamps, `SO_TIMESTAMPING`). Each is kept per connection in a bounded
+//! queue of sequence numbers; the connection consults them as it cuts segments, as they go and as
+//! acknowledgments arrive.
 
 use std::collections::VecDeque;
 use std::ops::RangeInclusive;
@@ -150,6 +152,144 @@ impl Completions {
     }
 }
 
+/// Which moments of a write's last byte to report (Linux's `SO_TIMESTAMPING` software transmit
+/// flags): see [`TcpStreamRef::set_tx_timestamps`](crate::TcpStreamRef::set_tx_timestamps).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TxTimestamping {
+    /// When the segment carrying it is handed to the link (`SOF_TIMESTAMPING_TX_SCHED`).
+    pub scheduled: bool,
+    /// When that segment leaves the stack (`SOF_TIMESTAMPING_TX_SOFTWARE`): in a user-space stack
+    /// the same moment as `scheduled`.
+    pub sent: bool,
+    /// When the peer acknowledges it (`SOF_TIMESTAMPING_TX_ACK`).
+    pub acked: bool,
+}
+
+/// One moment [`TxTimestamping`] asked for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TxTimestamp {
+    /// Which moment (Linux's `SCM_TSTAMP_SCHED`, `SCM_TSTAMP_SND`, `SCM_TSTAMP_ACK`).
+    pub kind: TxTimestampKind,
+    /// The write's last byte, counted from 0 at the first byte written after timestamping was
+    /// turned on (Linux's `SOF_TIMESTAMPING_OPT_ID` key).
+    pub key: u32,
+    /// When it happened, on the stack's clock.
+    pub at: crate::time::Instant,
+}
+
+/// The moments of a [`TxTimestamp`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TxTimestampKind {
+    /// The segment carrying the byte was handed to the link.
+    Scheduled,
+    /// The segment carrying the byte left the stack.
+    Sent,
+    /// The peer acknowledged the byte.
+    Acked,
+}
+
+/// Writes whose last byte awaits its moments, and timestamps not yet taken, kept at most per
+/// connection each: past it, a write's byte is not followed, and a timestamp is dropped (counted),
+/// as Linux's error queue drops past the receive buffer.
+pub(crate) const TX_TIMESTAMPS: usize = 64;
+
+/// Transmit timestamps of the writes' last bytes.
+#[derive(Debug, Default)]
+pub(crate) struct TxTimestamps {
+    pub(crate) on: TxTimestamping,
+    /// The sequence number of the first byte written after they were turned on: key 0.
+    base: Seq,
+    /// The end (one past the last byte) of each write followed, and whether its segment went.
+    awaited: VecDeque<(Seq, bool)>,
+    /// Timestamps not yet taken, oldest first.
+    ready: VecDeque<TxTimestamp>,
+    /// Timestamps dropped because `ready` was full, and writes not followed.
+    pub(crate) dropped: u64,
+}
+
+impl TxTimestamps {
+    /// Turns them on from `next` (the next byte written) with `on`'s moments, or off.
+    pub(crate) fn set(&mut self, on: TxTimestamping, next: Seq) {
+        *self = TxTimestamps {
+            on,
+            base: next,
+            dropped: self.dropped,
+            ..TxTimestamps::default()
+        };
+    }
+
+    /// Whether any write awaits a moment (the fast path's only question).
+    #[inline]
+    pub(crate) fn awaiting(&self) -> bool {
+        !self.awaited.is_empty()
+    }
+
+    /// A write ended at `end`: its last byte is followed, if any moment is asked for.
+    pub(crate) fn written(&mut self, end: Seq) {
+        let on = self.on;
+        if !(on.scheduled || on.sent || on.acked) {
+            return;
+        }
+        if self.awaited.len() >= TX_TIMESTAMPS {
+            self.dropped += 1;
+            return;
+        }
+        self.awaited.push_back((end, false));
+    }
+
+    fn record(&mut self, kind: TxTimestampKind, end: Seq, at: crate::time::Instant) {
+        if self.ready.len() >= TX_TIMESTAMPS {
+            self.dropped += 1;
+            return;
+        }
+        let key = (end - self.base).wrapping_sub(1);
+        self.ready.push_back(TxTimestamp { kind, key, at });
+    }
+
+    /// New data up to `end` went at `at`: the writes whose last byte it carried are scheduled and
+    /// sent.
+    pub(crate) fn sent(&mut self, end: Seq, at: crate::time::Instant) {
+        for i in 0..self.awaited.len() {
+            let (last, went) = self.awaited[i];
+            if last > end {
+                break;
+            }
+            if !went {
+                self.awaited[i].1 = true;
+                if self.on.scheduled {
+                    self.record(TxTimestampKind::Scheduled, last, at);
+                }
+                if self.on.sent {
+                    self.record(TxTimestampKind::Sent, last, at);
+                }
+            }
+        }
+    }
+
+    /// Everything below `ack` was acknowledged at `at`.
+    pub(crate) fn acked(&mut self, ack: Seq, at: crate::time::Instant) {
+        while let Some(&(last, _)) = self.awaited.front() {
+            if last > ack {
+                break;
+            }
+            self.awaited.pop_front();
+            if self.on.acked {
+                self.record(TxTimestampKind::Acked, last, at);
+            }
+        }
+    }
+
+    /// Whether a timestamp waits to be taken.
+    pub(crate) fn ready(&self) -> bool {
+        !self.ready.is_empty()
+    }
+
+    /// The oldest timestamp not yet taken.
+    pub(crate) fn take(&mut self) -> Option<TxTimestamp> {
+        self.ready.pop_front()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -193,6 +333,67 @@ mod tests {
         c.acked(Seq(12000));
         assert_eq!(c.take(), Some(2..=2));
         assert!(!c.awaiting());
+    }
+
+    #[test]
+    fn timestamps_follow_each_writes_last_byte() {
+        use crate::time::Instant;
+        let mut t = TxTimestamps::default();
+        let all = TxTimestamping {
+            scheduled: true,
+            sent: true,
+            acked: true,
+        };
+        t.set(all, Seq(1));
+        t.written(Seq(2001));
+        t.written(Seq(4001));
+        let at = |ms: u64| Instant::from_micros(ms * 1000);
+        // A segment ending before the first write's end stamps nothing.
+        t.sent(Seq(1001), at(10));
+        assert!(!t.ready());
+        t.sent(Seq(4001), at(10));
+        t.acked(Seq(2001), at(20));
+        t.acked(Seq(4001), at(30));
+        let got: Vec<_> = std::iter::from_fn(|| t.take())
+            .map(|s| (s.kind, s.key, s.at))
+            .collect();
+        use TxTimestampKind::*;
+        assert_eq!(
+            got,
+            [
+                (Scheduled, 1999, at(10)),
+                (Sent, 1999, at(10)),
+                (Scheduled, 3999, at(10)),
+                (Sent, 3999, at(10)),
+                (Acked, 1999, at(20)),
+                (Acked, 3999, at(30)),
+            ]
+        );
+        // A retransmission stamps nothing again.
+        t.written(Seq(5001));
+        t.sent(Seq(5001), at(40));
+        t.sent(Seq(5001), at(50));
+        assert_eq!(t.take().map(|s| s.at), Some(at(40)));
+        assert_eq!(t.take().map(|s| s.at), Some(at(40)));
+        assert_eq!(t.take(), None);
+    }
+
+    #[test]
+    fn timestamps_are_bounded() {
+        let mut t = TxTimestamps::default();
+        t.set(
+            TxTimestamping {
+                acked: true,
+                ..TxTimestamping::default()
+            },
+            Seq(0),
+        );
+        for i in 1..=(TX_TIMESTAMPS as u32 + 5) {
+            t.written(Seq(i));
+        }
+        assert_eq!(t.dropped, 5);
+        t.acked(Seq(1000), crate::time::Instant::from_micros(0));
+        assert_eq!(std::iter::from_fn(|| t.take()).count(), TX_TIMESTAMPS);
     }
 
     #[test]

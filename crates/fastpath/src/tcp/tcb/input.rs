@@ -569,7 +569,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             let tried_fast_open = self.syn_fast_open.is_some() || self.syn_data > 0;
             self.fast_open = self.syn_data > 0 && acked == self.syn_data;
             self.snd_una = ack;
-            self.writes_acked(ack);
+            self.writes_acked(ack, cx.now);
             self.snd_nxt = ack;
             self.state = State::Established;
             self.activity.delivered += 1;

@@ -14,7 +14,7 @@ use super::buffers::{OutOfOrder, PushMarks, ReceiveQueue, Scoreboard, SendBuffer
 use super::congestion::{Congestion, Prr};
 use super::rack::{Rack, SentLog};
 use super::seq::Seq;
-use super::writes::{Completions, RecordEnds, WriteFlags};
+use super::writes::{Completions, RecordEnds, TxTimestamping, TxTimestamps, WriteFlags};
 use crate::addr::IpAddress;
 use crate::buf::{BufferPool, PacketBuf};
 use crate::config::TcpConfig;
@@ -384,6 +384,8 @@ pub(crate) struct Tcb<A: IpAddress = Ipv4Addr> {
     records: RecordEnds,
     /// Writes the application asked to hear acknowledged (`MSG_ZEROCOPY` notifications).
     pub(crate) completions: Completions,
+    /// Transmit timestamps of the writes' last bytes (`SO_TIMESTAMPING`).
+    pub(crate) tx_stamps: TxTimestamps,
     /// `TCP_CORK`: a partial segment waits for more data (or the persist timer's override).
     corked: bool,
     /// The latest write said more follows (`MSG_MORE`): its partial segment waits like a corked
@@ -555,6 +557,7 @@ impl<A: IpAddress> Tcb<A> {
             push_marks: PushMarks::default(),
             records: RecordEnds::default(),
             completions: Completions::default(),
+            tx_stamps: TxTimestamps::default(),
             corked: false,
             more: false,
             push_now: false,
@@ -1026,6 +1029,7 @@ impl<A: IpAddress> Tcb<A> {
             if n == 0 && !data.is_empty() {
                 return Err(io::ErrorKind::WouldBlock.into());
             }
+            self.stamp_write(n);
             // Appended to a buffer not sent yet, the write takes that buffer's PSH mark away and
             // sets none (`tcp_sendmsg_locked`, `tcp_push` under `MSG_MORE`).
             let end = self.tx_seq + self.tx.len() as u32;
@@ -1052,6 +1056,20 @@ impl<A: IpAddress> Tcb<A> {
             }
         }
         Ok(n)
+    }
+
+    /// A write of `n` bytes ended at the send buffer's end: its last byte is followed for transmit
+    /// timestamps when they are on.
+    #[inline]
+    fn stamp_write(&mut self, n: usize) {
+        if n > 0 && self.tx_stamps.on != TxTimestamping::default() {
+            self.tx_stamps.written(self.tx_seq + self.tx.len() as u32);
+        }
+    }
+
+    /// Turns transmit timestamps on (for the bytes written from now on) or off.
+    pub(crate) fn set_tx_timestamps(&mut self, on: TxTimestamping) {
+        self.tx_stamps.set(on, self.tx_seq + self.tx.len() as u32);
     }
 
     /// Asks to hear when everything written so far is acknowledged; returns the number the
@@ -1082,8 +1100,11 @@ impl<A: IpAddress> Tcb<A> {
     /// done, and a `MSG_MORE` write's hold ends (output from here on is the acknowledgment's, under
     /// the socket's own rules, as Linux's `tcp_data_snd_check`).
     #[inline]
-    pub(super) fn writes_acked(&mut self, ack: Seq) {
+    pub(super) fn writes_acked(&mut self, ack: Seq, now: Instant) {
         self.more = false;
+        if self.tx_stamps.awaiting() {
+            self.tx_stamps.acked(ack, now);
+        }
         if !self.records.is_empty() {
             self.records.trim(ack);
         }
@@ -1120,6 +1141,7 @@ impl<A: IpAddress> Tcb<A> {
         }
         self.more = false;
         self.mark_push(n);
+        self.stamp_write(n);
         Ok(n)
     }
 
@@ -1136,6 +1158,7 @@ impl<A: IpAddress> Tcb<A> {
         let n = self.tx.write_with(max, fill);
         self.more = false;
         self.mark_push(n);
+        self.stamp_write(n);
         Ok(n)
     }
 

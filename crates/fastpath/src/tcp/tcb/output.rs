@@ -410,7 +410,12 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             self.prr.out += len as u32;
         }
         self.snd_nxt = end;
-        self.snd_max = self.snd_max.max(end);
+        if end > self.snd_max {
+            self.snd_max = end;
+            if self.tx_stamps.awaiting() {
+                self.tx_stamps.sent(end, now);
+            }
+        }
         if cx.cfg.cwnd_validation {
             self.note_usage();
         }
@@ -616,6 +621,9 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
                 if len > 0 {
                     self.snd_nxt = self.snd_nxt + len as u32;
                     self.snd_max = self.snd_max.max(self.snd_nxt);
+                    if self.tx_stamps.awaiting() {
+                        self.tx_stamps.sent(self.snd_nxt, now);
+                    }
                     self.timers.arm_once(Timer::Retransmit, now + self.rto);
                     // Linux's probe of a small open window (`tcp_write_wakeup`), cut from a larger
                     // buffer, carries PSH; the byte past a closed window is the stack's own (Linux

@@ -345,7 +345,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
         };
         self.scoreboard.ack(ack);
         self.push_marks.trim(ack);
-        self.writes_acked(ack);
+        self.writes_acked(ack, cx.now);
         self.retries = 0;
         if self.chronos.kind != Chrono::Idle {
             // Room in the send buffer ends a wait for it; nothing left ends being busy.
