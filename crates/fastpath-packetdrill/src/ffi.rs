@@ -9,7 +9,8 @@
 //! `SO_MEMINFO` with the C library's `getsockopt` on the socket's descriptor, not through the table.
 //! A descriptor of the live shim ([`CURRENT`]) is answered from the stack; any other goes on to the
 //! next `getsockopt` (the C library's). packetdrill's `dlopen` of the preloaded file returns the
-//! preloaded copy (the loader matches the file), so both see one [`CURRENT`].
+//! preloaded copy (the loader matches the file), so both see one [`CURRENT`]. It exports `sendfile`
+//! the same way: packetdrill calls it directly too.
 //!
 //! `fcntl` and `ioctl` are variadic in C. They are defined here with one fixed `c_long` third
 //! argument: on the Linux targets (x86-64 and AArch64 System V ABIs) a variadic integer or pointer
@@ -811,6 +812,82 @@ unsafe extern "C" fn pd_getsockopt(
         // SAFETY: `len` is valid and `val` writable for `*len` bytes, as for getsockopt(2).
         unsafe { write_option(&v, val, len) }
     })
+}
+
+type SendfileFn = unsafe extern "C" fn(c_int, c_int, *mut libc::off_t, size_t) -> ssize_t;
+
+/// The `sendfile` after this library's in the lookup order (the C library's), or `None`.
+fn next_sendfile() -> Option<SendfileFn> {
+    static NEXT: OnceLock<usize> = OnceLock::new();
+    let addr = *NEXT.get_or_init(|| {
+        // SAFETY: `dlsym` with `RTLD_NEXT` and a NUL-terminated name has no other precondition.
+        unsafe { libc::dlsym(libc::RTLD_NEXT, c"sendfile".as_ptr()) as usize }
+    });
+    if addr == 0 || addr == sendfile as SendfileFn as usize {
+        return None;
+    }
+    // SAFETY: the symbol `sendfile` the loader found is the C library's function of this type.
+    Some(unsafe { std::mem::transmute::<usize, SendfileFn>(addr) })
+}
+
+/// `sendfile(2)`, exported as `getsockopt` is (packetdrill calls it directly, not through its
+/// interface): to one of the shim's sockets it reads the file and writes what it read (fastpath
+/// copies into its send buffer); every other descriptor goes to the C library.
+///
+/// # Safety
+/// As for sendfile(2): `offset` null or valid.
+#[no_mangle]
+pub unsafe extern "C" fn sendfile(
+    out_fd: c_int,
+    in_fd: c_int,
+    offset: *mut libc::off_t,
+    count: size_t,
+) -> ssize_t {
+    let current = CURRENT.load(Ordering::Acquire);
+    if !current.is_null() {
+        // SAFETY: `CURRENT` holds the live shim: set when it was made, cleared before it is freed.
+        let sh = unsafe { &*current };
+        let owned = catch_unwind(AssertUnwindSafe(|| sh.owns(out_fd))).unwrap_or(false);
+        if owned {
+            return guard(|| {
+                let mut buf = vec![0u8; count.min(1 << 20)];
+                // SAFETY: `buf` is writable for its length; `offset`, when not null, is valid (the
+                // caller's promise).
+                let got = unsafe {
+                    if offset.is_null() {
+                        libc::read(in_fd, buf.as_mut_ptr().cast(), buf.len())
+                    } else {
+                        libc::pread(in_fd, buf.as_mut_ptr().cast(), buf.len(), *offset)
+                    }
+                };
+                if got < 0 {
+                    return Err(std::io::Error::last_os_error()
+                        .raw_os_error()
+                        .unwrap_or(libc::EIO));
+                }
+                let sent = sh.send(out_fd, &buf[..got as usize], 0)?;
+                // SAFETY: as above.
+                unsafe {
+                    if !offset.is_null() {
+                        *offset += sent as libc::off_t;
+                    } else if sent < got as usize {
+                        // What the socket did not take is read again next time.
+                        libc::lseek(
+                            in_fd,
+                            sent as libc::off_t - got as libc::off_t,
+                            libc::SEEK_CUR,
+                        );
+                    }
+                }
+                ssize(sent)
+            });
+        }
+    }
+    match next_sendfile() {
+        // SAFETY: the C library's sendfile, with the caller's own arguments.
+        Some(next) => unsafe { next(out_fd, in_fd, offset, count) },
+        None => guard(|| Err::<ssize_t, _>(libc::ENOSYS)),
+    }
 }
 
 type GetsockoptFn = unsafe extern "C" fn(c_int, c_int, c_int, *mut c_void, *mut socklen_t) -> c_int;
