@@ -136,6 +136,7 @@ impl Fd {
             send_buffer: self.sndbuf_set.then_some(self.sndbuf.max(0) as usize),
             recv_buffer: self.rcvbuf_set.then_some((self.rcvbuf / 2).max(0) as usize),
             max_segment: self.maxseg,
+            syn_retries: self.syn_count,
         }
     }
 }
@@ -174,6 +175,12 @@ struct Fd {
     zerocopy: bool,
     /// `TCP_CORK` as set.
     cork: bool,
+    /// `SO_KEEPALIVE`, and `TCP_KEEPIDLE`, `TCP_KEEPINTVL` (seconds) and `TCP_KEEPCNT` as set (0:
+    /// the stack's).
+    keepalive: bool,
+    keepalive_times: (u32, u32, u32),
+    /// `TCP_SYNCNT` as set.
+    syn_count: Option<u32>,
     /// `SO_TIMESTAMPING`'s flags as set.
     timestamping: u32,
     /// `SO_MARK` as set: kept and reported; a user-space stack has no routing policy to mark for.
@@ -356,6 +363,9 @@ impl State {
                 user_timeout_ms: 0,
                 zerocopy: false,
                 cork: false,
+                keepalive: false,
+                keepalive_times: (0, 0, 0),
+                syn_count: None,
                 timestamping: 0,
                 mark: 0,
                 placeholder: Some(placeholder),
@@ -373,12 +383,30 @@ impl State {
             send_buffer: send,
             recv_buffer: recv,
             max_segment: maxseg,
+            ..
         } = self.fd(fd)?.options();
+        let defaults = self.stack.config().tcp.keepalive;
         let e = self.fd(fd)?;
         let lowat = (e.notsent_lowat > 0).then_some(e.notsent_lowat);
         let user_timeout =
             (e.user_timeout_ms > 0).then(|| Duration::from_millis(u64::from(e.user_timeout_ms)));
         let cork = e.cork;
+        let keepalive = e.keepalive;
+        let (idle, interval, count) = e.keepalive_times;
+        let keepalive_times = (idle, interval, count) != (0, 0, 0);
+        let times = (
+            if idle > 0 {
+                Duration::from_secs(idle.into())
+            } else {
+                defaults.0
+            },
+            if interval > 0 {
+                Duration::from_secs(interval.into())
+            } else {
+                defaults.1
+            },
+            if count > 0 { count } else { defaults.2 },
+        );
         let io = |r: io::Result<()>| r.map_err(|e| errno_of(&e));
         match e.sock {
             Sock::Fresh { .. } => {}
@@ -397,6 +425,12 @@ impl State {
                 io(t.set_user_timeout(user_timeout))?;
                 if cork {
                     io(t.set_cork(true))?;
+                }
+                if keepalive_times {
+                    io(t.set_keepalive_times(Some(times)))?;
+                }
+                if keepalive {
+                    io(t.set_keepalive(true))?;
                 }
             }
             // A listener's `TCP_NOTSENT_LOWAT` and `TCP_USER_TIMEOUT` stay with the shim, which
@@ -875,6 +909,7 @@ impl Shim {
                             (e.sndbuf, e.rcvbuf, e.sndbuf_set, e.rcvbuf_set, e.maxseg),
                             (e.notsent_lowat, e.user_timeout_ms),
                             (e.zerocopy, e.cork, e.mark),
+                            (e.keepalive, e.keepalive_times),
                         )
                     });
                     let n = s.insert(
@@ -886,11 +921,12 @@ impl Shim {
                         false,
                     );
                     // The connection took the listener's options (as Linux's child socket does).
-                    if let (Ok(n), Some((p, q, r))) = (&n, parent) {
+                    if let (Ok(n), Some((p, q, r, k))) = (&n, parent) {
                         if let Ok(e) = s.fd(*n) {
                             (e.sndbuf, e.rcvbuf, e.sndbuf_set, e.rcvbuf_set, e.maxseg) = p;
                             (e.notsent_lowat, e.user_timeout_ms) = q;
                             (e.zerocopy, e.cork, e.mark) = r;
+                            (e.keepalive, e.keepalive_times) = k;
                         }
                         // The stack gave the connection the listener's buffers and MSS limit
                         // already; the shim hands on the others here.
@@ -1307,6 +1343,7 @@ impl Shim {
     /// `getsockopt` for integer options: `SO_ERROR`, `SO_TYPE`, `SO_REUSEADDR`, `TCP_NODELAY`.
     pub fn getsockopt(&self, fd: i32, level: i32, name: i32) -> Result<i32, Errno> {
         self.with(|s| {
+            let tcp = s.stack.config().tcp.clone();
             let entry = s.fd(fd)?;
             let (sock, nodelay, reuse) = (&entry.sock, entry.nodelay, entry.reuse_addr);
             let (sndbuf, rcvbuf) = (entry.sndbuf, entry.rcvbuf);
@@ -1339,6 +1376,29 @@ impl Shim {
                 (libc::IPPROTO_TCP, libc::TCP_CORK) => Ok(i32::from(entry.cork)),
                 (libc::SOL_SOCKET, libc::SO_ZEROCOPY) => Ok(i32::from(entry.zerocopy)),
                 (libc::SOL_SOCKET, libc::SO_MARK) => Ok(entry.mark),
+                (libc::SOL_SOCKET, libc::SO_KEEPALIVE) => Ok(i32::from(entry.keepalive)),
+                (libc::IPPROTO_TCP, libc::TCP_SYNCNT) => {
+                    let default = tcp.syn_retries;
+                    Ok(entry.syn_count.unwrap_or(default) as i32)
+                }
+                (libc::IPPROTO_TCP, libc::TCP_KEEPIDLE) => {
+                    let default = tcp.keepalive.0.as_secs() as u32;
+                    Ok(Some(entry.keepalive_times.0)
+                        .filter(|&v| v > 0)
+                        .unwrap_or(default) as i32)
+                }
+                (libc::IPPROTO_TCP, libc::TCP_KEEPINTVL) => {
+                    let default = tcp.keepalive.1.as_secs() as u32;
+                    Ok(Some(entry.keepalive_times.1)
+                        .filter(|&v| v > 0)
+                        .unwrap_or(default) as i32)
+                }
+                (libc::IPPROTO_TCP, libc::TCP_KEEPCNT) => {
+                    let default = tcp.keepalive.2;
+                    Ok(Some(entry.keepalive_times.2)
+                        .filter(|&v| v > 0)
+                        .unwrap_or(default) as i32)
+                }
                 (libc::SOL_SOCKET, libc::SO_TIMESTAMPING) => Ok(entry.timestamping as i32),
                 (libc::SOL_SOCKET, libc::SO_ERROR) => match *sock {
                     Sock::Stream { stream, .. } => match s.stack.tcp(stream).take_error() {
@@ -1524,14 +1584,50 @@ impl Shim {
                     }
                     Ok(())
                 }
-                (libc::SOL_SOCKET, libc::SO_KEEPALIVE) => match entry.sock {
-                    Sock::Stream { stream, .. } => s
-                        .stack
-                        .tcp(stream)
-                        .set_keepalive(on)
-                        .map_err(|e| errno_of(&e)),
-                    _ => Err(libc::ENOPROTOOPT),
-                },
+                // Kept for a socket not connected yet (and handed to `accept`'s), applied at once
+                // to a connection.
+                (libc::SOL_SOCKET, libc::SO_KEEPALIVE) => {
+                    entry.keepalive = on;
+                    match entry.sock {
+                        Sock::Stream { stream, .. } => s
+                            .stack
+                            .tcp(stream)
+                            .set_keepalive(on)
+                            .map_err(|e| errno_of(&e)),
+                        _ => Ok(()),
+                    }
+                }
+                // Linux's bounds: 1 to 32767 seconds (`MAX_TCP_KEEPIDLE`, `MAX_TCP_KEEPINTVL`),
+                // 1 to 127 probes (`MAX_TCP_KEEPCNT`).
+                (
+                    libc::IPPROTO_TCP,
+                    libc::TCP_KEEPIDLE | libc::TCP_KEEPINTVL | libc::TCP_KEEPCNT,
+                ) => {
+                    let max = if name == libc::TCP_KEEPCNT {
+                        127
+                    } else {
+                        32767
+                    };
+                    let v = u32::try_from(value)
+                        .ok()
+                        .filter(|v| (1..=max).contains(v))
+                        .ok_or(libc::EINVAL)?;
+                    match name {
+                        libc::TCP_KEEPIDLE => entry.keepalive_times.0 = v,
+                        libc::TCP_KEEPINTVL => entry.keepalive_times.1 = v,
+                        _ => entry.keepalive_times.2 = v,
+                    }
+                    s.apply_options(fd)
+                }
+                // Linux's bound: 1 to 127 (`MAX_TCP_SYNCNT`); used by the next `connect`.
+                (libc::IPPROTO_TCP, libc::TCP_SYNCNT) => {
+                    let v = u32::try_from(value)
+                        .ok()
+                        .filter(|v| (1..=127).contains(v))
+                        .ok_or(libc::EINVAL)?;
+                    entry.syn_count = Some(v);
+                    Ok(())
+                }
                 _ => Err(libc::ENOPROTOOPT),
             }
         })

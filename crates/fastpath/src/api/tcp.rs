@@ -833,6 +833,20 @@ impl TcpStreamRef<'_> {
         Ok(())
     }
 
+    /// Sets this connection's keep-alive timings: the idle time before the first probe, the
+    /// interval between probes, and the probes unanswered before it gives up (`TCP_KEEPIDLE`,
+    /// `TCP_KEEPINTVL`, `TCP_KEEPCNT`); `None` goes back to the stack's
+    /// ([`TcpConfig::keepalive`](crate::config::TcpConfig::keepalive)).
+    pub fn set_keepalive_times(
+        &mut self,
+        times: Option<(std::time::Duration, std::time::Duration, u32)>,
+    ) -> io::Result<()> {
+        let now = self.stack.now;
+        let cfg = self.stack.config.tcp.clone();
+        with_tcb!(self, t => t.set_keepalive_times(times, now, &cfg));
+        Ok(())
+    }
+
     /// Sets `TCP_CORK`: while on, a partial segment waits for more data (full segments go); Linux
     /// caps the wait with the persist timer, and so does fastpath. Turning it off sends what waits.
     pub fn set_cork(&mut self, on: bool) -> io::Result<()> {
@@ -858,8 +872,11 @@ impl TcpStreamRef<'_> {
     /// Turns keep-alive probes on or off (`SO_KEEPALIVE`), with the stack's timings.
     pub fn set_keepalive(&mut self, on: bool) -> io::Result<()> {
         let now = self.stack.now;
-        let idle = self.stack.config.tcp.keepalive.0;
-        with_tcb!(self, t => t.set_keepalive(on, now, idle));
+        let cfg = self.stack.config.tcp.clone();
+        with_tcb!(self, t => {
+            let idle = t.keepalive_times(&cfg).0;
+            t.set_keepalive(on, now, idle)
+        });
         self.output();
         Ok(())
     }

@@ -129,7 +129,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
     fn heard_from_peer(&mut self, cx: &mut Cx) {
         if self.keepalive {
             self.timers
-                .set(Timer::KeepAlive, cx.now + cx.cfg.keepalive.0);
+                .set(Timer::KeepAlive, cx.now + self.keepalive_times(cx.cfg).0);
             self.keepalive_probes = 0;
         }
     }

@@ -227,6 +227,9 @@ pub struct TcpSocketOptions {
     /// The MSS limit, both ways (`TCP_MAXSEG`, 88 to 32767; see
     /// [`TcpStreamRef::set_max_segment`](crate::TcpStreamRef::set_max_segment)).
     pub max_segment: Option<u16>,
+    /// SYN retransmissions before `connect` gives up (`TCP_SYNCNT`), instead of the stack's
+    /// [`TcpConfig::syn_retries`].
+    pub syn_retries: Option<u32>,
 }
 
 /// What limits a connection's sending, for the times [`ConnectionInfo`] reports (Linux's
@@ -448,6 +451,11 @@ pub(crate) struct Tcb<A: IpAddress = Ipv4Addr> {
     persist_backoff: u32,
     keepalive_probes: u32,
     pub(crate) keepalive: bool,
+    /// Keep-alive's idle time, interval and probes for this connection (`TCP_KEEPIDLE`,
+    /// `TCP_KEEPINTVL`, `TCP_KEEPCNT`), instead of the stack's [`TcpConfig::keepalive`].
+    keepalive_times: Option<(Duration, Duration, u32)>,
+    /// SYN retransmissions before giving up, instead of the stack's (`TCP_SYNCNT`).
+    syn_retries: Option<u32>,
 
     // What is owed.
     ack_now: bool,
@@ -593,6 +601,8 @@ impl<A: IpAddress> Tcb<A> {
             persist_backoff: 0,
             keepalive_probes: 0,
             keepalive: false,
+            keepalive_times: None,
+            syn_retries: None,
             ack_now: false,
             unacked_segments: 0,
             probe: None,
@@ -1012,6 +1022,34 @@ impl<A: IpAddress> Tcb<A> {
         if o.max_segment.is_some() {
             self.set_max_segment(o.max_segment);
         }
+        if o.syn_retries.is_some() {
+            self.syn_retries = o.syn_retries;
+        }
+    }
+
+    /// Keep-alive's idle time, interval and probes: this connection's, else the stack's.
+    pub(crate) fn keepalive_times(&self, cfg: &TcpConfig) -> (Duration, Duration, u32) {
+        self.keepalive_times.unwrap_or(cfg.keepalive)
+    }
+
+    /// Sets this connection's keep-alive timings (`None`: the stack's); a running keep-alive timer
+    /// restarts with the new idle time.
+    pub(crate) fn set_keepalive_times(
+        &mut self,
+        times: Option<(Duration, Duration, u32)>,
+        now: Instant,
+        cfg: &TcpConfig,
+    ) {
+        self.keepalive_times = times;
+        if self.keepalive {
+            self.timers
+                .set(Timer::KeepAlive, now + self.keepalive_times(cfg).0);
+        }
+    }
+
+    /// SYN retransmissions before giving up: this connection's, else the stack's.
+    pub(crate) fn syn_retries(&self, cfg: &TcpConfig) -> u32 {
+        self.syn_retries.unwrap_or(cfg.syn_retries)
     }
 
     /// Queues `data` as [`WriteFlags`] say; returns how much fitted.

@@ -524,7 +524,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
         let limit = if self.state.is_synchronized() {
             cx.cfg.max_retries
         } else {
-            cx.cfg.syn_retries
+            self.syn_retries(cx.cfg)
         };
         let out_of_time = self.user_timeout.is_some();
         if (out_of_time && self.user_timeout_expired(cx.now))

@@ -118,7 +118,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             self.probe = Some(Probe::Window);
         }
         if self.timers.take_due(Timer::KeepAlive, now) {
-            let (_, interval, probes) = cx.cfg.keepalive;
+            let (_, interval, probes) = self.keepalive_times(cx.cfg);
             if self.keepalive_probes >= probes {
                 cx.counters.estab_resets += 1;
                 self.abort(io::ErrorKind::TimedOut, cx);

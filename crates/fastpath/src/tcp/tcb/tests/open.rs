@@ -220,6 +220,42 @@ fn syn_is_retransmitted_with_backoff_then_the_connect_fails() {
     assert_eq!(h.counters.attempt_fails, 1);
 }
 
+/// `TCP_SYNCNT` (fastopen/client/blocking-connect-bypass-errno.pkt): one retry, so the connect
+/// fails at the second timeout, 3 s after the SYN, not the stack's 123 s.
+#[test]
+fn the_connections_own_syn_retries_end_the_connect_sooner() {
+    let mut h = Harness::connect(plain());
+    let cfg = h.cfg.clone();
+    let options = TcpSocketOptions {
+        syn_retries: Some(1),
+        ..TcpSocketOptions::default()
+    };
+    h.tcb.apply_options(&options, &cfg);
+    let t0 = h.now;
+    let (syn, _) = h.send().unwrap();
+    assert_eq!(h.fire(), Verdict::Continue);
+    send!(h, syn);
+    assert_eq!(h.tcb.deadline(), Some(t0 + Duration::from_secs(3)));
+    assert_eq!(h.fire(), Verdict::Remove);
+    assert_eq!(h.tcb.error, Some(io::ErrorKind::TimedOut));
+}
+
+/// `TCP_KEEPIDLE`, `TCP_KEEPINTVL`, `TCP_KEEPCNT`: the connection's own keep-alive timings.
+#[test]
+fn the_connections_own_keepalive_times() {
+    let mut h = Harness::established();
+    let cfg = h.cfg.clone();
+    let t0 = h.now;
+    h.tcb.set_keepalive(true, t0, h.tcb.keepalive_times(&cfg).0);
+    let times = (Duration::from_secs(5), Duration::from_secs(2), 1);
+    h.tcb.set_keepalive_times(Some(times), t0, &cfg);
+    assert_eq!(h.tcb.deadline(), Some(t0 + Duration::from_secs(5)));
+    assert_eq!(h.fire(), Verdict::Continue);
+    h.send_all();
+    assert_eq!(h.tcb.deadline(), Some(t0 + Duration::from_secs(7)));
+    assert!(matches!(h.fire(), Verdict::Reset { .. }));
+}
+
 #[test]
 fn a_bogus_echoed_timestamp_in_the_syn_ack_does_not_inflate_the_rto() {
     let mut h = Harness::connect(TcpConfig::default());

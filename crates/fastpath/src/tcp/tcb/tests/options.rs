@@ -45,6 +45,7 @@ fn a_listeners_options_shape_the_syn_ack() {
         send_buffer: Some(5000),
         recv_buffer: Some(1 << 20),
         max_segment: Some(1100),
+        syn_retries: None,
     };
     let cfg = h.cfg.clone();
     h.tcb.apply_options(&options, &cfg);
