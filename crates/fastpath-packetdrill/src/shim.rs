@@ -19,7 +19,7 @@ use std::time::Duration;
 use fastpath::buf::PacketBuf;
 use fastpath::link::{Impairments, Link, LinkCapabilities, PairEnd};
 use fastpath::{
-    CongestionState, ConnectionInfo, FastOpenConfig, Instant, Ipv4Cidr, Ipv6Cidr, Stack,
+    CongestionState, ConnectionInfo, Ecn, FastOpenConfig, Instant, Ipv4Cidr, Ipv6Cidr, Stack,
     StackConfig, TcpListener, TcpSocketOptions, TcpState, TcpStream, TxTimestamp, TxTimestampKind,
     TxTimestamping, WriteFlags,
 };
@@ -300,7 +300,7 @@ impl State {
     }
 
     /// Takes the sysctls the script set that the stack has switches for (`net.ipv4.tcp_fastopen`,
-    /// `tcp_fastopen_key`, `tcp_timestamps`, `tcp_sack`, `tcp_window_scaling`, `tcp_slow_start_after_idle`,
+    /// `tcp_fastopen_key`, `tcp_timestamps`, `tcp_sack`, `tcp_window_scaling`, `tcp_ecn`, `tcp_slow_start_after_idle`,
     /// `tcp_min_tso_segs`),
     /// from the network namespace the runner gives each script, into the stack's configuration.
     /// Those it cannot read (no `/proc`) leave the configuration as it is.
@@ -326,6 +326,13 @@ impl State {
         }
         if let Some(on) = read("tcp_window_scaling") {
             tcp.window_scaling = on != 0;
+        }
+        if let Some(mode) = read("tcp_ecn") {
+            tcp.ecn = match mode {
+                0 => Ecn::Off,
+                1 => Ecn::On,
+                _ => Ecn::Accept,
+            };
         }
         if let Some(on) = read("tcp_slow_start_after_idle") {
             tcp.restart_after_idle = on != 0;

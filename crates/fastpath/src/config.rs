@@ -74,6 +74,19 @@ pub enum LossDetection {
     Rack,
 }
 
+/// Explicit Congestion Notification for TCP (RFC 3168): whether connections ask for it and
+/// whether they agree when the peer asks (Linux's `net.ipv4.tcp_ecn`: 1, 2, 0).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Ecn {
+    /// Neither ask nor agree.
+    Off,
+    /// Agree when the peer's SYN asks, never ask (Linux's default, 2).
+    #[default]
+    Accept,
+    /// Ask in our SYNs and agree when asked (1).
+    On,
+}
+
 /// TCP's switches and timers.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TcpConfig {
@@ -213,6 +226,11 @@ pub struct TcpConfig {
     /// and data follows as soon as a window opens. Off: RFC 9293 §3.8.6.1's probe of one new byte
     /// past the closed window.
     pub window_probe_without_data: bool,
+    /// Explicit Congestion Notification (RFC 3168): a connection that negotiated it sends its new
+    /// data ECN-capable (ECT(0)), echoes a congestion mark (CE) it receives with ECE until the
+    /// sender's CWR, and answers an echo as it would a loss, once per window, without losing
+    /// anything.
+    pub ecn: Ecn,
 }
 
 /// TCP Fast Open (RFC 7413): a client that holds a cookie from an earlier connection to a server
@@ -293,6 +311,7 @@ impl Default for TcpConfig {
             cwnd_validation: true,
             restart_after_idle: true,
             window_probe_without_data: true,
+            ecn: Ecn::Accept,
         }
     }
 }
@@ -542,6 +561,7 @@ impl StackConfig {
                 limited_transmit: false,
                 cwnd_validation: false,
                 window_probe_without_data: false,
+                ecn: Ecn::Off,
                 ..TcpConfig::default()
             },
             ..StackConfig::default()

@@ -175,7 +175,7 @@ pub use api::ready::ReadyKey;
 pub use api::tcp::{TcpListenerRef, TcpStreamRef};
 pub use api::udp::UdpSocketRef;
 pub use buf::{BufferDepot, PacketBuf};
-pub use config::{CopyChecksum, FastOpenConfig, LossDetection, StackConfig};
+pub use config::{CopyChecksum, Ecn, FastOpenConfig, LossDetection, StackConfig};
 pub use link::{Impaired, Impairments, Link, LinkCapabilities, Loopback, PairEnd};
 #[cfg(target_os = "linux")]
 pub use link::{TunConfig, TunHandle, TunLink, TunStats};

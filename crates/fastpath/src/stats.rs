@@ -499,6 +499,10 @@ pub struct TcpCounters {
     pub dsacks_sent: u64,
     /// D-SACK blocks received: a segment of ours arrived twice.
     pub dsacks_received: u64,
+    /// Data segments that arrived marked CE (congestion experienced) and were echoed (RFC 3168).
+    pub ecn_ce_received: u64,
+    /// Congestion window reductions for an ECN echo (one per window at most).
+    pub ecn_reductions: u64,
     /// Retransmission timer expiries.
     pub timeouts: u64,
     /// SYN-ACKs sent as SYN cookies.
@@ -714,6 +718,8 @@ impl fmt::Display for Counters {
             ),
             (tcp.dsacks_sent, "d-sack blocks sent"),
             (tcp.dsacks_received, "d-sack blocks received"),
+            (tcp.ecn_ce_received, "ecn congestion marks received"),
+            (tcp.ecn_reductions, "ecn window reductions"),
             (tcp.timeouts, "retransmission timeouts"),
             (tcp.syn_cookies_sent, "syn cookies sent"),
             (tcp.syn_cookies_ok, "connections from syn cookies"),

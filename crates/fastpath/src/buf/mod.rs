@@ -58,11 +58,12 @@ pub enum ChecksumOffload {
 #[derive(Clone, Copy, Default, PartialEq, Eq)]
 pub struct PacketMeta(u64);
 
-// `PacketMeta`'s word: the checksum state's kind in the low byte, `Partial`'s `start` in bits 16-31
-// and `offset` in bits 32-47, `gso_size` in bits 48-63.
+// `PacketMeta`'s word: the checksum state's kind in the low byte, the ECN field in bits 8-9,
+// `Partial`'s `start` in bits 16-31 and `offset` in bits 32-47, `gso_size` in bits 48-63.
 const META_NONE: u64 = 0;
 const META_PARTIAL: u64 = 1;
 const META_VALID: u64 = 2;
+const META_ECN: u64 = 3 << 8;
 
 impl PacketMeta {
     /// Metadata with these values.
@@ -94,7 +95,21 @@ impl PacketMeta {
     /// Sets the transport checksum offload state.
     #[inline]
     pub fn set_checksum(&mut self, checksum: ChecksumOffload) {
-        *self = PacketMeta::new(checksum, self.gso_size());
+        *self = PacketMeta(PacketMeta::new(checksum, self.gso_size()).0 | self.0 & META_ECN);
+    }
+
+    /// The IP header's ECN field (RFC 3168 §5: 0 not ECN-capable, 1 and 2 ECT, 3 CE) of a TCP
+    /// segment: IP input's, for TCP to read, or TCP's for a segment it sends, for IP output to
+    /// write. Zero on every other packet.
+    #[inline]
+    pub const fn ecn(self) -> u8 {
+        ((self.0 & META_ECN) >> 8) as u8
+    }
+
+    /// Sets the ECN field (see [`ecn`](Self::ecn)).
+    #[inline]
+    pub fn set_ecn(&mut self, ecn: u8) {
+        *self = PacketMeta(self.0 & !META_ECN | ((ecn & 3) as u64) << 8);
     }
 
     /// Segmentation offload (paper 002 §3.3): when non-zero, the packet is a TCP segment larger than
@@ -119,6 +134,7 @@ impl fmt::Debug for PacketMeta {
         f.debug_struct("PacketMeta")
             .field("checksum", &self.checksum())
             .field("gso_size", &self.gso_size())
+            .field("ecn", &self.ecn())
             .finish()
     }
 }

@@ -87,7 +87,13 @@ impl Ipv4 {
         // A TSO segment is larger than the MTU on purpose: the link cuts it.
         let fits = 20 + buf.len() <= hop.caps.mtu || buf.meta.gso_size() > 0;
         if self.cfg.output_header_template && fits {
-            let template = HeaderTemplate::new(self, src, dst, protocol, dont_frag);
+            let mut template = HeaderTemplate::new(self, src, dst, protocol, dont_frag);
+            // A TCP segment's ECN field (RFC 3168 §5) in the TOS byte, which is 0 in a template.
+            let ecn = buf.meta.ecn();
+            if ecn != 0 {
+                template.bytes[1] = ecn;
+                template.sum += u32::from(ecn);
+            }
             return self.output_templated(cx, out, buf, hop.iface, &template);
         }
         self.output_general(cx, out, buf, hop, (src, dst, protocol, dont_frag), &[]);
@@ -199,7 +205,8 @@ impl Ipv4 {
             protocol,
             payload_len: buf.len(),
             ttl: self.cfg.default_ttl,
-            tos: 0,
+            // A transport's ECN field (RFC 3168 §5; TCP's, zero for everything else).
+            tos: buf.meta.ecn(),
             ident,
             dont_frag,
             more_frags: false,

@@ -104,7 +104,8 @@ impl Ipv6 {
             next_header,
             payload_len: buf.len(),
             hop_limit: self.cfg.hop_limit,
-            traffic_class: 0,
+            // A transport's ECN field (RFC 3168 §5; TCP's, zero for everything else).
+            traffic_class: buf.meta.ecn(),
             flow_label: 0,
         };
         if HEADER_LEN + buf.len() <= hop.caps.mtu || buf.meta.gso_size() > 0 {

@@ -132,6 +132,8 @@ impl Stack {
             .ip6
             .input_predicted::<6>(&mut self.counters.ip6, iface, &mut packet)
         {
+            // The ECN field travels with the segment for TCP (RFC 3168).
+            packet.meta.set_ecn(ip.traffic_class);
             let (tcp, mut cx) = <Ipv6 as TcpFamily>::tcp(self);
             return tcp.input(
                 &mut cx,
@@ -178,8 +180,10 @@ impl Stack {
             IpProtocol::Icmpv6 => self.icmp6_input(a.buf, &a.ip, a.delivery),
             IpProtocol::Udp => self.udp6_input(a),
             IpProtocol::Tcp => {
+                let mut buf = a.buf;
+                buf.meta.set_ecn(a.ip.traffic_class);
                 let (tcp, mut cx) = <Ipv6 as TcpFamily>::tcp(self);
-                tcp.input(&mut cx, a.buf, (a.ip.src_addr, a.ip.dst_addr), a.delivery);
+                tcp.input(&mut cx, buf, (a.ip.src_addr, a.ip.dst_addr), a.delivery);
             }
             _ => {
                 let error = Icmp6Error::ParamProblem {

@@ -101,6 +101,7 @@ impl<N: Network> Tcp<N> {
                 offset,
                 len,
                 segment_size,
+                ecn,
             }) = tcb.next_segment(&mut tcx, tso)
             else {
                 break;
@@ -118,6 +119,7 @@ impl<N: Network> Tcp<N> {
                 &repr,
                 (&[a, b], len, no_checksum),
             );
+            buf.meta.set_ecn(ecn);
             if let Some(size) = segment_size {
                 buf.meta.set_gso_size(size);
                 cx.counters.tcp.out_tso_packets += 1;

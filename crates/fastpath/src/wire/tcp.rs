@@ -55,6 +55,11 @@ impl Flags {
     pub const ACK: Flags = Flags(0x10);
     /// The urgent pointer is significant.
     pub const URG: Flags = Flags(0x20);
+    /// ECN-Echo (RFC 3168 §6.1): in a SYN, ECN is asked for; after, a congestion mark arrived.
+    pub const ECE: Flags = Flags(0x40);
+    /// Congestion Window Reduced (RFC 3168 §6.1): in a SYN, ECN is asked for; after, the sender
+    /// answered an echo.
+    pub const CWR: Flags = Flags(0x80);
 
     /// True when every bit of `other` is set.
     pub const fn contains(self, other: Flags) -> bool {
@@ -362,7 +367,7 @@ impl<T: AsRef<[u8]>> TcpPacket<T> {
 
     /// Control bits.
     pub fn flags(&self) -> Flags {
-        Flags(self.buffer.as_ref()[field::FLAGS] & 0x3f)
+        Flags(self.buffer.as_ref()[field::FLAGS])
     }
 
     /// Window field (unscaled).

@@ -27,6 +27,33 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
         self.rcv_adv = self.rcv_nxt + self.advertisable();
     }
 
+    /// ECN on an acceptable segment (RFC 3168 §6.1): a CWR on data ends our echo, a congestion
+    /// mark on data starts it (and is acknowledged at once, as Linux's quick-ACK mode does); an
+    /// echo makes the window shrink as for a loss, once per window, and our next new data say CWR.
+    fn ecn_input(&mut self, seg: &TcpRepr, payload: &PacketBuf, cx: &mut Cx) {
+        if !payload.is_empty() {
+            if seg.flags.contains(Flags::CWR) {
+                self.ece_owed = false;
+            }
+            if payload.meta.ecn() == ECN_CE && !self.ece_owed {
+                cx.counters.ecn_ce_received += 1;
+                self.ece_owed = true;
+                self.ack_now = true;
+            }
+        }
+        if self.ecn_recover.is_some_and(|r| self.snd_una >= r) {
+            self.ecn_recover = None;
+        }
+        let echo = seg.flags.contains(Flags::ECE) && !seg.flags.contains(Flags::SYN);
+        if echo && self.ecn_recover.is_none() && self.recover.is_none() {
+            cx.counters.ecn_reductions += 1;
+            let flight = self.snd_max - self.snd_una;
+            self.cc.on_loss(flight, self.mss);
+            self.cwr_owed = true;
+            self.ecn_recover = Some(self.snd_max);
+        }
+    }
+
     /// Makes a passive open a Fast Open one (RFC 7413 §4.2.2): it may send before the handshake's
     /// ACK, into the SYN's window (never scaled, RFC 7323 §2.2), as Linux does.
     pub(crate) fn open_fast(&mut self, syn: &TcpRepr) {
@@ -70,6 +97,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             || Seq(seg.seq) != self.rcv_nxt
             || self.snd_nxt != self.snd_max
             || !options_ok
+            || payload.meta.ecn() == ECN_CE
         {
             return Err(payload);
         }
@@ -403,6 +431,9 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
         verdict: Verdict,
         cx: &mut Cx,
     ) -> Verdict {
+        if self.ecn_on {
+            self.ecn_input(seg, &payload, cx);
+        }
         let seq = Seq(seg.seq);
         let mut seg_len = payload.len() as u32;
         let mut fin = seg.flags.contains(Flags::FIN);
@@ -558,6 +589,13 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
         }
         self.take_syn(seg, cx.cfg);
         self.ack_now = true;
+        // ECN is on when asked for and the SYN-ACK agrees: ECE without CWR (RFC 3168 §6.1.1; a
+        // simultaneous open's SYN asks as ours did).
+        let (ece, cwr) = (
+            seg.flags.contains(Flags::ECE),
+            seg.flags.contains(Flags::CWR),
+        );
+        self.ecn_on &= ece && cwr != seg.flags.contains(Flags::ACK);
         self.no_checksum =
             self.alt_requested && seg.options.alt_checksum == Some(ALT_CHECKSUM_NONE);
         if flags.contains(Flags::ACK) {

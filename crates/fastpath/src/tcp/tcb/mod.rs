@@ -17,7 +17,7 @@ use super::seq::Seq;
 use super::writes::{Completions, RecordEnds, TxTimestamping, TxTimestamps, WriteFlags};
 use crate::addr::IpAddress;
 use crate::buf::{BufferPool, PacketBuf};
-use crate::config::TcpConfig;
+use crate::config::{Ecn, TcpConfig};
 use crate::ip::NextHop;
 use crate::stats::{DropReason, Drops, TcpCounters};
 use crate::time::Instant;
@@ -325,6 +325,8 @@ pub(crate) struct Outgoing {
     pub(crate) len: usize,
     /// The payload may go out as several MSS-sized segments cut by the link (TSO) of this size.
     pub(crate) segment_size: Option<u16>,
+    /// The IP header's ECN field: ECT(0) for new data of a connection with ECN, else 0.
+    pub(crate) ecn: u8,
 }
 
 /// The transmission control block.
@@ -426,6 +428,14 @@ pub(crate) struct Tcb<A: IpAddress = Ipv4Addr> {
     ooo: OutOfOrder,
     /// A FIN that arrived ahead of missing data.
     ooo_fin: Option<Seq>,
+    /// ECN (RFC 3168, [`TcpConfig::ecn`]): asked for (before the handshake's end), then negotiated.
+    ecn_on: bool,
+    /// A congestion mark (CE) arrived: every ACK carries ECE until the peer's CWR (§6.1.3).
+    ece_owed: bool,
+    /// The window was reduced for an echo: the next new data segment carries CWR (§6.1.2).
+    cwr_owed: bool,
+    /// No other reduction for an echo until the cumulative ACK reaches this: one per window.
+    ecn_recover: Option<Seq>,
     /// A duplicate segment to report as the next ACK's first SACK block (RFC 2883 D-SACK).
     dsack: Option<(Seq, Seq)>,
     pub(crate) fin_received: bool,
@@ -585,6 +595,10 @@ impl<A: IpAddress> Tcb<A> {
             ooo: OutOfOrder::default(),
             ooo_fin: None,
             dsack: None,
+            ecn_on: false,
+            ece_owed: false,
+            cwr_owed: false,
+            ecn_recover: None,
             fin_received: false,
             ts_on: false,
             ts_recent: 0,
@@ -641,6 +655,7 @@ impl<A: IpAddress> Tcb<A> {
     ) -> Tcb<A> {
         let mut tcb = Tcb::new(State::SynSent, local, remote, hop, iss, cfg);
         tcb.alt_requested = eliminable(cfg, &hop, remote);
+        tcb.ecn_on = cfg.ecn == Ecn::On;
         tcb
     }
 
@@ -655,6 +670,9 @@ impl<A: IpAddress> Tcb<A> {
     ) -> Tcb<A> {
         let mut tcb = Tcb::new(State::SynReceived, local, remote, hop, iss, cfg);
         tcb.take_syn(syn, cfg);
+        // An ECN-setup SYN has both ECE and CWR (RFC 3168 §6.1.1).
+        tcb.ecn_on =
+            cfg.ecn != Ecn::Off && syn.flags.contains(Flags::ECE) && syn.flags.contains(Flags::CWR);
         // Agree to elimination only when asked, when switched on here too, and on a protected hop.
         if syn.options.alt_checksum == Some(ALT_CHECKSUM_NONE) && eliminable(cfg, &hop, remote) {
             tcb.alt_requested = true;
@@ -1416,6 +1434,10 @@ fn eliminable<A: IpAddress>(cfg: &TcpConfig, hop: &NextHop<A>, remote: A::Socket
 
 /// Duplicate ACKs that start a fast retransmit (RFC 5681 §3.2).
 pub(crate) const DUPTHRESH: u32 = 3;
+
+/// The IP header's ECN codepoints TCP uses (RFC 3168 §5): ECT(0), which our data carries, and CE.
+pub(crate) const ECN_ECT0: u8 = 2;
+pub(crate) const ECN_CE: u8 = 3;
 
 /// The smallest MSS a connection uses, whatever its link's MTU: segments of it on a link whose MTU
 /// is smaller are fragmented by IPv4 (Linux's floor, `tcp_min_snd_mss`, is 48).

@@ -124,6 +124,18 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
         } else {
             Flags::SYN
         };
+        // ECN (RFC 3168 §6.1.1): our first SYN asks with ECE and CWR, a SYN-ACK agrees with ECE.
+        // A retransmitted SYN goes without, and ECN with it, in case a middlebox dropped the
+        // first for its flags (Linux's `tcp_ecn_clear_syn`).
+        let first_syn = self.snd_max == self.iss;
+        if !passive && !first_syn {
+            self.ecn_on = false;
+        }
+        let flags = match (self.ecn_on, passive) {
+            (true, true) => flags | Flags::ECE,
+            (true, false) => flags | Flags::ECE | Flags::CWR,
+            (false, _) => flags,
+        };
         let mut repr = self.header(flags, self.iss);
         // Offer what we do; answer only what the peer offered (RFC 7323 §2.2, RFC 2018 §2).
         let mut o = TcpOptions {
@@ -148,7 +160,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
         // The first SYN (or the SYN-ACK) carries the Fast Open option and the SYN's data; a
         // retransmitted SYN is a plain one, as Linux sends it, in case a middlebox dropped the first
         // for its option or data.
-        let first = self.snd_max == self.iss;
+        let first = first_syn;
         if passive || first {
             o.fast_open = self.syn_fast_open;
         }
@@ -177,6 +189,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             offset: 0,
             len: data as usize,
             segment_size: None,
+            ecn: 0,
         }
     }
 
@@ -426,7 +439,15 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             self.schedule_probe(cx);
         }
         let segment_size = (len as u32 > limit).then_some(limit as u16);
-        Some(self.finish(repr, offset, len, segment_size))
+        let mut out = self.finish(repr, offset, len, segment_size);
+        if self.ecn_on && len > 0 && !retransmitting {
+            // New data is ECN-capable; the first after a reduction says so (RFC 3168 §6.1.2).
+            out.ecn = ECN_ECT0;
+            if std::mem::take(&mut self.cwr_owed) {
+                out.repr.flags = out.repr.flags | Flags::CWR;
+            }
+        }
+        Some(out)
     }
 
     /// New data is to go with nothing in flight: after more than an RTO since data last went, the
@@ -695,12 +716,17 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             self.ack_now = false;
             self.timers.clear(Timer::DelayedAck);
             self.unacked_segments = 0;
+            // A congestion mark is echoed on every ACK until the peer's CWR (RFC 3168 §6.1.3).
+            if self.ece_owed && !repr.flags.contains(Flags::SYN) {
+                repr.flags = repr.flags | Flags::ECE;
+            }
         }
         Outgoing {
             repr,
             offset,
             len,
             segment_size,
+            ecn: 0,
         }
     }
 

@@ -89,6 +89,10 @@ struct Harness {
     now: Instant,
     /// Calls of `send` the shortcut answered.
     owed_nothing: usize,
+    /// The IP ECN field of the last segment `send` returned.
+    last_ecn: u8,
+    /// The IP ECN field of the segments `recv` feeds.
+    ecn_in: u8,
 }
 
 /// Runs `$e` with `$cx` a context over the harness's parts.
@@ -152,6 +156,8 @@ impl Harness {
             drops: Drops::default(),
             now: Instant::from_secs(1),
             owed_nothing: 0,
+            last_ecn: 0,
+            ecn_in: 0,
         }
     }
 
@@ -194,6 +200,7 @@ impl Harness {
     fn recv(&mut self, repr: &TcpRepr, data: &[u8]) -> Verdict {
         let mut payload = self.pool.alloc(data.len());
         payload.extend_from_slice(data);
+        payload.meta.set_ecn(self.ecn_in);
         let prediction = self.cfg.header_prediction;
         // As the stack's `conn_input` does.
         self.tcb.note_arrival(repr, data.len(), self.now);
@@ -221,6 +228,7 @@ impl Harness {
             return None;
         }
         let o = with_cx!(self, |tcb, cx| tcb.next_segment(cx, None))?;
+        self.last_ecn = o.ecn;
         let mut repr = o.repr;
         self.tcb.stamp(&mut repr, now);
         let (a, b) = self.tcb.tx.range(o.offset, o.len);
@@ -305,6 +313,7 @@ fn in_state(state: State) -> Harness {
 
 mod close;
 mod defence;
+mod ecn;
 mod info;
 mod loss;
 mod open;
