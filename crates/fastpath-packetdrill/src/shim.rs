@@ -529,8 +529,16 @@ impl State {
             Sock::Stream { stream, .. } => {
                 let mut t = self.stack.tcp(stream);
                 let state = t.state();
+                // An error not yet reported (Linux's `sk_err`).
+                if t.has_error() {
+                    r |= libc::POLLERR;
+                }
                 match state {
-                    Err(_) | Ok(TcpState::Closed) => r |= libc::POLLHUP | libc::POLLIN,
+                    // Linux's `tcp_poll` of a closed socket: shut down both ways, so hung up,
+                    // readable (to the end), and writable (a write fails at once).
+                    Err(_) | Ok(TcpState::Closed) => {
+                        r |= libc::POLLHUP | libc::POLLIN | libc::POLLRDHUP | libc::POLLOUT
+                    }
                     Ok(s) => {
                         if t.readable() {
                             r |= libc::POLLIN;
@@ -547,6 +555,16 @@ impl State {
                             TcpState::TimeWait | TcpState::LastAck | TcpState::Closing
                         ) {
                             r |= libc::POLLHUP;
+                        }
+                        // The peer's FIN arrived: Linux's `RCV_SHUTDOWN`.
+                        if matches!(
+                            s,
+                            TcpState::CloseWait
+                                | TcpState::LastAck
+                                | TcpState::Closing
+                                | TcpState::TimeWait
+                        ) {
+                            r |= libc::POLLIN | libc::POLLRDHUP;
                         }
                     }
                 }

@@ -198,6 +198,9 @@ drop_reasons! {
     TcpOutOfWindow => "tcp: outside the window",
     /// TCP: an old timestamp (PAWS, RFC 7323 §5).
     TcpPaws => "tcp: old timestamp (paws)",
+    /// TCP: a SYN-ACK echoing a timestamp our SYN never carried (answered with a RST, as Linux's
+    /// `PAWSActiveRejected`).
+    TcpBadEcho => "tcp: syn-ack echoes a timestamp never sent",
     /// TCP: acknowledges data never sent, or far older than the window (RFC 5961 §5).
     TcpBadAck => "tcp: unacceptable ack",
     /// TCP: a RST or SYN that did not match exactly, answered with a challenge ACK (RFC 5961 §3, §4).

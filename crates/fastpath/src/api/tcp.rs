@@ -790,6 +790,12 @@ impl TcpStreamRef<'_> {
         Ok(with_tcb!(self, t => t.take_error().map(io::Error::from)))
     }
 
+    /// True when an error ended the connection and [`take_error`](Self::take_error) has not
+    /// reported it yet (what makes Linux's `poll` say `POLLERR`).
+    pub fn has_error(&mut self) -> bool {
+        (|| Ok::<_, io::Error>(with_tcb!(self, t => t.error.is_some())))().unwrap_or(false)
+    }
+
     /// True when `read` will not return `WouldBlock`.
     pub fn readable(&mut self) -> bool {
         (|| Ok::<_, io::Error>(with_tcb!(self, t => t.readable())))().unwrap_or(false)

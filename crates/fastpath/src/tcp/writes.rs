@@ -50,11 +50,13 @@ impl RecordEnds {
         self.ends.is_empty()
     }
 
-    /// Records that a record ends at `end` (above every end recorded so far).
+    /// Records that a record ends at `end` (usually above every end recorded so far).
     pub(crate) fn push(&mut self, end: Seq) {
         debug_assert!(self.has_room());
-        if self.ends.back() != Some(&end) {
-            self.ends.push_back(end);
+        match self.ends.iter().position(|&e| e >= end) {
+            None => self.ends.push_back(end),
+            Some(i) if self.ends[i] != end => self.ends.insert(i, end),
+            Some(_) => {}
         }
     }
 

@@ -27,6 +27,21 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
         self.rcv_adv = self.rcv_nxt + self.advertisable();
     }
 
+    /// Whether a SYN-ACK's echoed timestamp, if it echoes one, lies between our first SYN's
+    /// timestamp and our clock now.
+    fn echo_plausible(&self, seg: &TcpRepr, cx: &Cx) -> bool {
+        let Some((_, ecr)) = seg.options.timestamps else {
+            return true;
+        };
+        if ecr == 0 || !cx.cfg.timestamps {
+            return true;
+        }
+        let first = self.unacked_since.unwrap_or(cx.now);
+        let lo = ts_clock(first).wrapping_add(self.ts_offset);
+        let hi = ts_clock(cx.now).wrapping_add(self.ts_offset);
+        ecr.wrapping_sub(lo) <= hi.wrapping_sub(lo)
+    }
+
     /// ECN on an acceptable segment (RFC 3168 §6.1): a CWR on data ends our echo, a congestion
     /// mark on data starts it (and is acknowledged at once, as Linux's quick-ACK mode does); an
     /// echo makes the window shrink as for a loss, once per window, and our next new data say CWR.
@@ -587,6 +602,15 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             cx.drops.add(DropReason::TcpUnexpected);
             return Verdict::Continue;
         }
+        if flags.contains(Flags::ACK) && !self.echo_plausible(seg, cx) {
+            // A SYN-ACK echoing a timestamp our SYNs never carried is not an answer to them
+            // (Linux's `tcp_rcv_synsent_state_process`): reset, and wait for the real one.
+            cx.drops.add(DropReason::TcpBadEcho);
+            return Verdict::Reset {
+                seq: seg.ack,
+                ack: None,
+            };
+        }
         self.take_syn(seg, cx.cfg);
         self.ack_now = true;
         // ECN is on when asked for and the SYN-ACK agrees: ECE without CWR (RFC 3168 §6.1.1; a
@@ -606,6 +630,11 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             self.tx_seq = self.tx_seq + acked;
             let tried_fast_open = self.syn_fast_open.is_some() || self.syn_data > 0;
             self.fast_open = self.syn_data > 0 && acked == self.syn_data;
+            if self.syn_data > acked && self.records.has_room() {
+                // What the SYN carried and the SYN-ACK did not acknowledge goes again as it went,
+                // in a segment of its own (Linux resends the SYN's data buffer as it is).
+                self.records.push(self.tx_seq + (self.syn_data - acked));
+            }
             self.snd_una = ack;
             self.writes_acked(ack, cx.now);
             self.snd_nxt = ack;

@@ -385,7 +385,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
                 let min_segs = cx.cfg.min_tso_segments;
                 self.linux_push((seq, len), limit, available, usable, min_segs)
             };
-            if push {
+            if push || record_ends {
                 flags = flags | Flags::PSH;
             }
         } else if len > 0 && all {
@@ -490,7 +490,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
         if fin {
             flags = flags | Flags::FIN;
         }
-        if cx.cfg.linux_push && self.push_mark_in(start, len) {
+        if cx.cfg.linux_push && (self.push_mark_in(start, len) || self.ends_record(start, len)) {
             flags = flags | Flags::PSH;
         }
         if !self.sent_log.is_empty() {
@@ -552,6 +552,11 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
         }
         let (start, end) = self.unit;
         (seq + len as u32 == end && end - start > mss) || self.push_mark_in(seq, len)
+    }
+
+    /// Whether a record ends where `len` bytes from `seq` end (its buffer carries PSH in Linux).
+    fn ends_record(&self, seq: Seq, len: usize) -> bool {
+        !self.records.is_empty() && self.records.ends_at(seq + len as u32)
     }
 
     /// Whether a write ended within `(seq, seq + len]`.

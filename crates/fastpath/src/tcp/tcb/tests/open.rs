@@ -257,7 +257,7 @@ fn the_connections_own_keepalive_times() {
 }
 
 #[test]
-fn a_bogus_echoed_timestamp_in_the_syn_ack_does_not_inflate_the_rto() {
+fn a_syn_ack_echoing_a_timestamp_never_sent_is_reset_and_the_real_one_taken() {
     let mut h = Harness::connect(TcpConfig::default());
     let (syn, _) = h.send().unwrap();
     let mut syn_ack = seg(SYN | ACK, IRS, ISS + 1, 8192);
@@ -274,11 +274,27 @@ fn a_bogus_echoed_timestamp_in_the_syn_ack_does_not_inflate_the_rto() {
         )),
         ..TcpOptions::default()
     };
-    recv!(h, syn_ack);
-    assert_eq!(h.tcb.state, State::Established);
+    // fastopen/client/synack-data.pkt: `R 1001:1001(0)`, the SYN-ACK's acknowledgment as the
+    // sequence number, and the connection still waits.
+    recv!(
+        h,
+        syn_ack,
+        b"",
+        Verdict::Reset {
+            seq: ISS + 1,
+            ack: None
+        }
+    );
+    assert_eq!(h.tcb.state, State::SynSent);
+    assert_eq!(h.drops.get(DropReason::TcpBadEcho), 1);
     let info = h.tcb.info();
     assert_eq!(info.srtt, None, "no sample taken");
     assert_eq!(info.rto, Duration::from_secs(1));
+    // The real SYN-ACK, 10 ms later, echoing our SYN's timestamp.
+    h.advance(Duration::from_millis(10));
+    syn_ack.options.timestamps = Some((2, syn.options.timestamps.unwrap().0));
+    recv!(h, syn_ack);
+    assert_eq!(h.tcb.state, State::Established);
 }
 
 /// A Fast Open client (RFC 7413 §4.1): the first SYN carries the cookie and the data; a SYN-ACK that
