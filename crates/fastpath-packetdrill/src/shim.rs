@@ -971,6 +971,8 @@ impl Shim {
         let started = self.with(|s| {
             let entry = s.fd(fd)?;
             match entry.sock {
+                // A deferred Fast Open connect is a connect made (Linux: `EISCONN`).
+                Sock::Fresh { .. } if entry.deferred_to.is_some() => Err(libc::EISCONN),
                 Sock::Fresh { v6, bound } => {
                     if addr.is_ipv6() != v6 {
                         return Err(libc::EAFNOSUPPORT);
@@ -1644,14 +1646,22 @@ impl Shim {
                     }
                     s.apply_options(fd)
                 }
-                // Linux's bound: 1 to 127 (`MAX_TCP_SYNCNT`); used by the next `connect`.
+                // Linux's bound: 1 to 127 (`MAX_TCP_SYNCNT`); for the next `connect`, or the
+                // one under way.
                 (libc::IPPROTO_TCP, libc::TCP_SYNCNT) => {
                     let v = u32::try_from(value)
                         .ok()
                         .filter(|v| (1..=127).contains(v))
                         .ok_or(libc::EINVAL)?;
                     entry.syn_count = Some(v);
-                    Ok(())
+                    match entry.sock {
+                        Sock::Stream { stream, .. } => s
+                            .stack
+                            .tcp(stream)
+                            .set_syn_retries(Some(v))
+                            .map_err(|e| errno_of(&e)),
+                        _ => Ok(()),
+                    }
                 }
                 _ => Err(libc::ENOPROTOOPT),
             }

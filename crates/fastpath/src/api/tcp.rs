@@ -853,6 +853,13 @@ impl TcpStreamRef<'_> {
         Ok(())
     }
 
+    /// Sets the SYN retransmissions before a connect gives up (`TCP_SYNCNT`; `None`: the stack's),
+    /// also for a connect under way.
+    pub fn set_syn_retries(&mut self, retries: Option<u32>) -> io::Result<()> {
+        with_tcb!(self, t => t.set_syn_retries(retries));
+        Ok(())
+    }
+
     /// Sets `TCP_CORK`: while on, a partial segment waits for more data (full segments go); Linux
     /// caps the wait with the persist timer, and so does fastpath. Turning it off sends what waits.
     pub fn set_cork(&mut self, on: bool) -> io::Result<()> {

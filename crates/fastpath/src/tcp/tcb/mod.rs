@@ -1065,6 +1065,11 @@ impl<A: IpAddress> Tcb<A> {
         }
     }
 
+    /// Sets this connection's SYN retransmissions (`None`: the stack's).
+    pub(crate) fn set_syn_retries(&mut self, retries: Option<u32>) {
+        self.syn_retries = retries;
+    }
+
     /// SYN retransmissions before giving up: this connection's, else the stack's.
     pub(crate) fn syn_retries(&self, cfg: &TcpConfig) -> u32 {
         self.syn_retries.unwrap_or(cfg.syn_retries)
