@@ -221,6 +221,9 @@ pub struct TcpConfig {
     /// nothing in flight starts from a window halved for each RTO of idle time, down to the initial
     /// window, since the old one no longer measures the path and would go as one burst.
     pub restart_after_idle: bool,
+    /// HyStart for CUBIC (Linux's default, `tcp_cubic`'s `hystart`): slow start ends before the
+    /// first loss when the ACK train shows the path full or the RTT rises within a round trip.
+    pub hystart: bool,
     /// Probe a closed window as Linux does (`tcp_xmit_probe_skb`): a segment with the sequence
     /// number before SND.UNA and no data, which the peer answers with an ACK carrying its window,
     /// and data follows as soon as a window opens. Off: RFC 9293 §3.8.6.1's probe of one new byte
@@ -310,6 +313,7 @@ impl Default for TcpConfig {
             limited_transmit: true,
             cwnd_validation: true,
             restart_after_idle: true,
+            hystart: true,
             window_probe_without_data: true,
             ecn: Ecn::Accept,
         }
@@ -562,6 +566,7 @@ impl StackConfig {
                 cwnd_validation: false,
                 window_probe_without_data: false,
                 ecn: Ecn::Off,
+                hystart: false,
                 ..TcpConfig::default()
             },
             ..StackConfig::default()

@@ -40,7 +40,44 @@ pub(crate) struct Congestion {
     limited: bool,
     max_out: u32,
     usage_end: u32,
+    hystart: HyStart,
 }
+
+/// HyStart (Ha and Rhee, "Taming the elephants: new TCP slow start", 2011; Linux CUBIC's
+/// `hystart`, on by default there, `TcpConfig::hystart` here): slow start ends before the first
+/// loss, with ssthresh at the window, when within one round trip either the ACKs of a window keep
+/// arriving closely spaced for longer than half the least RTT (the ACK train has filled the
+/// path), or the least of the round's first eight RTT samples exceeds the least RTT by an eighth
+/// (4 to 16 ms): a queue is building. From a window of 16 segments, as Linux.
+#[derive(Clone, Copy, Debug, Default)]
+struct HyStart {
+    /// Slow start was ended for this connection (until a retransmission timeout).
+    found: bool,
+    /// A round trip is being watched (`round_end` is set).
+    begun: bool,
+    /// The round trip ends when the cumulative ACK passes this (SND.NXT at its start).
+    round_end: u32,
+    /// When the round started, and the last ACK of the train, microseconds.
+    round_start: u64,
+    last_ack: u64,
+    /// The least RTT sample of the round, microseconds, and how many were taken.
+    round_rtt: u64,
+    samples: u8,
+    /// The least RTT sample of the connection, microseconds (0: none).
+    delay_min: u64,
+}
+
+/// HyStart's constants, as Linux's: the window it starts at (segments), the samples a round
+/// takes before its delay check, the delay threshold's bounds, and the most time between two ACKs
+/// of a train (microseconds).
+const HYSTART_LOW_WINDOW: u32 = 16;
+const HYSTART_MIN_SAMPLES: u8 = 8;
+const HYSTART_DELAY_MIN: u64 = 4000;
+const HYSTART_DELAY_MAX: u64 = 16000;
+const HYSTART_ACK_DELTA: u64 = 2000;
+/// What Linux adds to the least RTT for the ACK train's threshold (`hystart_ack_delay`: at most
+/// a millisecond), microseconds.
+const HYSTART_ACK_DELAY: u64 = 1000;
 
 impl Congestion {
     /// Initial window per RFC 6928: min(10 MSS, max(2 MSS, 14600 bytes)).
@@ -58,6 +95,7 @@ impl Congestion {
             limited: false,
             max_out: 0,
             usage_end: 0,
+            hystart: HyStart::default(),
         }
     }
 
@@ -185,6 +223,59 @@ impl Congestion {
         self.cwnd = cwnd.max(restart);
     }
 
+    /// HyStart's view of an ACK of new data in slow start (see [`HyStart`]): `rtt` the RTT of the
+    /// newest segment it acknowledged, microseconds, `una` and `nxt` the send sequence after it,
+    /// `now` microseconds. Ends slow start (ssthresh at the window) when it finds the path full.
+    pub(crate) fn hystart_sample(&mut self, rtt: u64, una: u32, nxt: u32, now: Instant, mss: u32) {
+        // Samples just after a recovery are discarded (Linux's `bictcp_acked`): a second.
+        if self
+            .epoch
+            .is_some_and(|e| now.saturating_since(e) < Duration::from_secs(1))
+        {
+            return;
+        }
+        let now = now.total_micros();
+        let h = &mut self.hystart;
+        let rtt = rtt.max(1);
+        if h.delay_min == 0 || rtt < h.delay_min {
+            h.delay_min = rtt;
+        }
+        if h.found || self.cwnd >= self.ssthresh || self.algorithm != CongestionAlgorithm::Cubic {
+            return;
+        }
+        if !h.begun || una.wrapping_sub(h.round_end) as i32 > 0 {
+            // A new round trip.
+            h.begun = true;
+            h.round_start = now;
+            h.last_ack = now;
+            h.round_end = nxt;
+            h.round_rtt = u64::MAX;
+            h.samples = 0;
+        }
+        if self.cwnd < HYSTART_LOW_WINDOW * mss {
+            return;
+        }
+        // The ACK train: closely spaced ACKs for longer than half the least RTT.
+        if now.saturating_sub(h.last_ack) <= HYSTART_ACK_DELTA {
+            h.last_ack = now;
+            if now.saturating_sub(h.round_start) > (h.delay_min + HYSTART_ACK_DELAY) / 2 {
+                h.found = true;
+            }
+        }
+        // The delay: the round's least RTT over its first samples, against the least RTT.
+        h.round_rtt = h.round_rtt.min(rtt);
+        if h.samples < HYSTART_MIN_SAMPLES {
+            h.samples += 1;
+        } else if h.round_rtt
+            > h.delay_min + (h.delay_min / 8).clamp(HYSTART_DELAY_MIN, HYSTART_DELAY_MAX)
+        {
+            h.found = true;
+        }
+        if h.found {
+            self.ssthresh = self.cwnd;
+        }
+    }
+
     /// The retransmission timer expired: back to one segment (RFC 5681 §3.1, RFC 9438 §4.8).
     pub(crate) fn on_timeout(&mut self, flight: u32, mss: u32) {
         self.on_loss(flight, mss);
@@ -192,6 +283,11 @@ impl Congestion {
             self.ssthresh = (flight / 2).max(2 * mss);
         }
         self.cwnd = mss;
+        // Slow start begins afresh: HyStart may end it again (Linux's `bictcp_reset`).
+        self.hystart = HyStart {
+            delay_min: self.hystart.delay_min,
+            ..HyStart::default()
+        };
     }
 }
 
@@ -262,6 +358,50 @@ impl Prr {
 
 #[cfg(test)]
 mod tests {
+
+    /// cubic/cubic-hystart-delay-rtt-jumps-upward.pkt's arithmetic: least RTT 200 ms, then a
+    /// round of 240 ms samples from a window of 20 segments; slow start ends at the ninth sample
+    /// (the round's least above 200 + 16 ms), with ssthresh at the window. ACKs a millisecond
+    /// apart are a train, but far shorter than half the least RTT.
+    #[test]
+    fn hystart_ends_slow_start_when_the_rtt_rises_within_a_round() {
+        let mss = 1000;
+        let mut c = Congestion::new(CongestionAlgorithm::Cubic, mss);
+        let at = |ms: u64| Instant::from_micros(ms * 1000);
+        c.hystart_sample(200_000, 10_001, 10_001, at(400), mss);
+        c.on_ack(10_000, mss, at(400), Duration::from_millis(200));
+        assert_eq!(c.cwnd, 20 * mss);
+        for i in 0..8u32 {
+            let una = 12_001 + 2000 * i;
+            c.hystart_sample(240_000, una, 30_001, at(640 + u64::from(i)), mss);
+            c.on_ack(2000, mss, at(640), Duration::from_millis(200));
+            assert_eq!(c.ssthresh, u32::MAX, "sample {i}");
+        }
+        assert_eq!(c.cwnd, 36 * mss);
+        c.hystart_sample(240_000, 28_001, 30_001, at(648), mss);
+        assert_eq!(c.ssthresh, 36 * mss);
+        c.on_ack(2000, mss, at(648), Duration::from_millis(200));
+        // Congestion avoidance now: a fraction of a segment, not the two slow start would add.
+        assert!(c.cwnd < 37 * mss, "no more slow start: {}", c.cwnd);
+    }
+
+    #[test]
+    fn hystart_leaves_a_round_of_steady_rtts_alone() {
+        let mss = 1000;
+        let mut c = Congestion::new(CongestionAlgorithm::Cubic, mss);
+        c.cwnd = 20 * mss;
+        let at = |ms: u64| Instant::from_micros(ms * 1000);
+        for i in 0..30u32 {
+            c.hystart_sample(
+                200_000 + 1000,
+                1 + 1000 * i,
+                40_000,
+                at(1000 + 10 * u64::from(i)),
+                mss,
+            );
+        }
+        assert_eq!(c.ssthresh, u32::MAX);
+    }
     use super::*;
 
     const MSS: u32 = 1000;

@@ -1440,6 +1440,9 @@ fn eliminable<A: IpAddress>(cfg: &TcpConfig, hop: &NextHop<A>, remote: A::Socket
 /// Duplicate ACKs that start a fast retransmit (RFC 5681 §3.2).
 pub(crate) const DUPTHRESH: u32 = 3;
 
+/// Added to RACK's reordering timer, microseconds: Linux's `TCP_TIMEOUT_MIN`, two jiffies.
+pub(crate) const REORDER_TIMER_MIN: u64 = 2000;
+
 /// The IP header's ECN codepoints TCP uses (RFC 3168 §5): ECT(0), which our data carries, and CE.
 pub(crate) const ECN_ECT0: u8 = 2;
 pub(crate) const ECN_CE: u8 = 3;

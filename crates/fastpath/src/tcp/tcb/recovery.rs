@@ -173,7 +173,14 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             Some(at) => {
                 self.cancel_probe();
                 self.rack.timer = RackTimer::Reorder;
-                self.timers.set(Timer::Rack, at);
+                // As Linux arms it: in whole milliseconds (jiffies at HZ=1000), rounded up, and
+                // `TCP_TIMEOUT_MIN` (2 ms) later, a little more time for reordered segments.
+                let remaining = at.total_micros().saturating_sub(cx.now.total_micros());
+                let slack = remaining.div_ceil(1000) * 1000 + REORDER_TIMER_MIN;
+                self.timers.set(
+                    Timer::Rack,
+                    Instant::from_micros(cx.now.total_micros() + slack),
+                );
             }
             None if self.rack.timer == RackTimer::Reorder => self.timers.clear(Timer::Rack),
             None => {}
@@ -304,7 +311,13 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
         // echoed timestamp, else from the timed segment.
         if let Some((oldest, newest)) = sent_at {
             let since = |t: Instant| cx.now.total_micros().saturating_sub(t.total_micros());
-            self.rtt_sample(since(oldest), since(newest), cx);
+            let (rtt, newest_rtt) = (since(oldest), since(newest));
+            self.rtt_sample(rtt, newest_rtt, cx);
+            if cx.cfg.hystart && self.cc.cwnd < self.cc.ssthresh {
+                let (una, nxt) = (ack.0, self.snd_nxt.max(ack).0);
+                self.cc
+                    .hystart_sample(newest_rtt, una, nxt, cx.now, self.mss);
+            }
         } else if let Some((_, ecr)) = seg.options.timestamps.filter(|_| self.ts_on) {
             self.rtt_from_echo(ecr, cx);
         } else if let Some((probe, sent)) = self.rtt_probe {

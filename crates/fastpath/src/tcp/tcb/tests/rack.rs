@@ -71,8 +71,9 @@ fn one_segment_sacked_marks_the_hole_lost_after_a_quarter_of_the_least_rtt() {
     sack(&mut h, S, &[(m(1), m(2))]);
     assert_eq!(sent(&mut h), []);
     // Segment 0 was sent before segment 1, which took 1 ms: lost once 1 ms and the reordering
-    // window (a quarter of the least RTT) have passed since it went.
-    assert_eq!(h.tcb.deadline(), Some(t0 + us(1250)));
+    // window (a quarter of the least RTT) have passed since it went, 250 us from now; Linux arms
+    // the timer in whole milliseconds, rounded up, and 2 ms later (`TCP_TIMEOUT_MIN`).
+    assert_eq!(h.tcb.deadline(), Some(t0 + us(1000 + 1000 + 2000)));
     h.fire();
     assert_eq!(sent(&mut h), [(S, MSS as usize)]);
     assert_eq!(h.counters.rack_reorder_timeouts, 1);
