@@ -547,6 +547,20 @@ impl TcpStreamRef<'_> {
         Ok(())
     }
 
+    /// Turns software receive timestamps on or off (Linux's `SO_TIMESTAMPING` with
+    /// `SOF_TIMESTAMPING_RX_SOFTWARE`): see [`read_timestamp`](Self::read_timestamp).
+    pub fn set_rx_timestamps(&mut self, on: bool) -> io::Result<()> {
+        with_tcb!(self, t => t.rx_stamps.set(on));
+        Ok(())
+    }
+
+    /// With receive timestamps on, when the last byte the latest read returned arrived (became
+    /// readable: a byte that came out of order, when the hole before it was filled), on the
+    /// stack's clock; Linux reports it in `recvmsg`'s `SCM_TIMESTAMPING`.
+    pub fn read_timestamp(&mut self) -> io::Result<Option<crate::time::Instant>> {
+        Ok(with_tcb!(self, t => t.rx_stamps.last_read))
+    }
+
     /// The oldest transmit timestamp not yet taken, if any.
     pub fn take_tx_timestamp(&mut self) -> io::Result<Option<TxTimestamp>> {
         Ok(with_tcb!(self, t => t.tx_stamps.take()))
@@ -614,6 +628,9 @@ impl TcpStreamRef<'_> {
             _ => return Err(closed()),
         };
         let n = tcb.rx.read(buf, pool);
+        if n > 0 {
+            tcb.stamp_read();
+        }
         let result = read_result(tcb, n, buf.is_empty());
         if n > 0 && tcb.after_read() {
             self.stack.tcp_output::<N>(index);
@@ -645,6 +662,9 @@ impl TcpStreamRef<'_> {
             _ => return Err(closed()),
         };
         let n = tcb.rx.read_with(f, pool);
+        if n > 0 {
+            tcb.stamp_read();
+        }
         let result = read_result(tcb, n, false);
         if n > 0 && tcb.after_read() {
             self.stack.tcp_output::<N>(index);

@@ -1,9 +1,10 @@
 //! What the application said about its writes, beyond their bytes: where records end (Linux's
 //! `MSG_EOR`), which writes it wants to hear have been acknowledged (Linux's `MSG_ZEROCOPY`
 //! completion notifications), and when each write's last byte went and was acknowledged (Linux's
-//! software transmit timestamps, `SO_TIMESTAMPING`). Each is kept per connection in a bounded
-//! queue of sequence numbers; the connection consults them as it cuts segments, as they go and as
-//! acknowledgments arrive.
+//! software transmit timestamps, `SO_TIMESTAMPING`); and, for reads, when the bytes read arrived
+//! (software receive timestamps). Each is kept per connection in a bounded queue of sequence
+//! numbers; the connection consults them as it cuts segments, as they go and as acknowledgments
+//! and data arrive.
 
 use std::collections::VecDeque;
 use std::ops::RangeInclusive;
@@ -292,6 +293,59 @@ impl TxTimestamps {
     }
 }
 
+/// Arrival times kept at most per connection: past it, a new stretch joins the latest (which then
+/// reports the later time).
+pub(crate) const RX_TIMESTAMPS: usize = 256;
+
+/// Software receive timestamps (`SO_TIMESTAMPING`'s `SOF_TIMESTAMPING_RX_SOFTWARE`): when each
+/// stretch of bytes became readable (in order: a segment that arrived out of order counts from
+/// when the hole before it was filled), and the time of the last byte the latest read returned.
+#[derive(Debug, Default)]
+pub(crate) struct RxTimestamps {
+    pub(crate) on: bool,
+    /// The end of each stretch not yet read, and when it became readable, oldest first.
+    stretches: VecDeque<(Seq, crate::time::Instant)>,
+    /// When the last byte of the latest read arrived.
+    pub(crate) last_read: Option<crate::time::Instant>,
+}
+
+impl RxTimestamps {
+    /// Turns them on or off (off forgets what was recorded).
+    pub(crate) fn set(&mut self, on: bool) {
+        *self = RxTimestamps {
+            on,
+            ..RxTimestamps::default()
+        };
+    }
+
+    /// Bytes up to `end` became readable at `at`.
+    pub(crate) fn arrived(&mut self, end: Seq, at: crate::time::Instant) {
+        if self.stretches.len() >= RX_TIMESTAMPS {
+            if let Some(last) = self.stretches.back_mut() {
+                *last = (end, at);
+            }
+            return;
+        }
+        self.stretches.push_back((end, at));
+    }
+
+    /// A read took every byte below `pos`: the time of the last of them is kept.
+    pub(crate) fn read_to(&mut self, pos: Seq) {
+        while let Some(&(end, at)) = self.stretches.front() {
+            if end >= pos {
+                // The last byte read (`pos - 1`) lies in this stretch, which stays for the rest
+                // unless the read took it all.
+                self.last_read = Some(at);
+                if end == pos {
+                    self.stretches.pop_front();
+                }
+                return;
+            }
+            self.stretches.pop_front();
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -378,6 +432,29 @@ mod tests {
         assert_eq!(t.take().map(|s| s.at), Some(at(40)));
         assert_eq!(t.take().map(|s| s.at), Some(at(40)));
         assert_eq!(t.take(), None);
+    }
+
+    #[test]
+    fn a_read_reports_when_its_last_byte_arrived() {
+        use crate::time::Instant;
+        let at = |ms: u64| Instant::from_micros(ms * 1000);
+        let mut r = RxTimestamps::default();
+        r.set(true);
+        r.arrived(Seq(100), at(1));
+        r.arrived(Seq(200), at(2));
+        r.arrived(Seq(300), at(3));
+        r.read_to(Seq(150));
+        assert_eq!(r.last_read, Some(at(2)));
+        r.read_to(Seq(200));
+        assert_eq!(r.last_read, Some(at(2)));
+        r.read_to(Seq(300));
+        assert_eq!(r.last_read, Some(at(3)));
+        for i in 0..(RX_TIMESTAMPS as u32 + 10) {
+            r.arrived(Seq(400 + i), at(10 + u64::from(i)));
+        }
+        assert_eq!(r.stretches.len(), RX_TIMESTAMPS);
+        r.read_to(Seq(400 + RX_TIMESTAMPS as u32 + 9));
+        assert_eq!(r.last_read, Some(at(10 + RX_TIMESTAMPS as u64 + 9)));
     }
 
     #[test]

@@ -161,6 +161,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             let len = payload.len() as u32;
             self.rcv_nxt = self.rcv_nxt + len;
             self.rx.push(payload, cx.pool);
+            self.stamp_arrival(cx.now);
             self.data_arrived(len, cx);
             cx.counters.predicted_data += 1;
             return Ok(());

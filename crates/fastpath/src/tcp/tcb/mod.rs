@@ -14,7 +14,9 @@ use super::buffers::{OutOfOrder, PushMarks, ReceiveQueue, Scoreboard, SendBuffer
 use super::congestion::{Congestion, Prr};
 use super::rack::{Rack, SentLog};
 use super::seq::Seq;
-use super::writes::{Completions, RecordEnds, TxTimestamping, TxTimestamps, WriteFlags};
+use super::writes::{
+    Completions, RecordEnds, RxTimestamps, TxTimestamping, TxTimestamps, WriteFlags,
+};
 use crate::addr::IpAddress;
 use crate::buf::{BufferPool, PacketBuf};
 use crate::config::{Ecn, TcpConfig};
@@ -391,6 +393,8 @@ pub(crate) struct Tcb<A: IpAddress = Ipv4Addr> {
     pub(crate) completions: Completions,
     /// Transmit timestamps of the writes' last bytes (`SO_TIMESTAMPING`).
     pub(crate) tx_stamps: TxTimestamps,
+    /// Receive timestamps: when the bytes read arrived.
+    pub(crate) rx_stamps: RxTimestamps,
     /// `TCP_CORK`: a partial segment waits for more data (or the persist timer's override).
     corked: bool,
     /// The latest write said more follows (`MSG_MORE`): its partial segment waits like a corked
@@ -576,6 +580,7 @@ impl<A: IpAddress> Tcb<A> {
             records: RecordEnds::default(),
             completions: Completions::default(),
             tx_stamps: TxTimestamps::default(),
+            rx_stamps: RxTimestamps::default(),
             corked: false,
             more: false,
             push_now: false,
@@ -1274,6 +1279,24 @@ impl<A: IpAddress> Tcb<A> {
                 self.state = State::LastAck;
             }
             _ => {}
+        }
+    }
+
+    /// Bytes up to `rcv_nxt` became readable now: their time, for receive timestamps.
+    #[inline]
+    pub(super) fn stamp_arrival(&mut self, now: Instant) {
+        if self.rx_stamps.on {
+            let end = self.rcv_nxt - u32::from(self.fin_received);
+            self.rx_stamps.arrived(end, now);
+        }
+    }
+
+    /// After a read: the time of the last byte it returned, for receive timestamps.
+    #[inline]
+    pub(crate) fn stamp_read(&mut self) {
+        if self.rx_stamps.on {
+            let pos = self.rcv_nxt - u32::from(self.fin_received) - self.rx.bytes as u32;
+            self.rx_stamps.read_to(pos);
         }
     }
 

@@ -69,6 +69,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
                 self.rcv_nxt = self.rcv_nxt + buf.len() as u32;
                 self.rx.push(buf, cx.pool);
             }
+            self.stamp_arrival(cx.now);
             if fin {
                 self.fin_arrived(cx);
             } else if had_holes {
