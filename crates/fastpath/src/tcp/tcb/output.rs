@@ -107,7 +107,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             && self.state.is_synchronized()
         {
             // Doubling up to the longest RTO, as Linux's `tcp_probe0_when`.
-            let backoff = self.rto * (1 << self.persist_backoff.min(16));
+            let backoff = Duration::from_nanos(self.rto) * (1 << self.persist_backoff.min(16));
             self.timers.set(
                 Timer::Persist,
                 now + backoff.clamp(cx.cfg.min_rto, cx.cfg.max_rto),
@@ -170,7 +170,8 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
         }
         self.snd_nxt = self.iss + 1 + data;
         self.snd_max = self.snd_max.max(self.snd_nxt);
-        self.timers.arm_once(Timer::Retransmit, cx.now + self.rto);
+        self.timers
+            .arm_once(Timer::Retransmit, self.rto_from(cx.now));
         self.ack_now = false;
         Outgoing {
             repr,
@@ -393,7 +394,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
         if cx.cfg.cwnd_validation {
             self.note_usage();
         }
-        self.timers.arm_once(Timer::Retransmit, now + self.rto);
+        self.timers.arm_once(Timer::Retransmit, self.rto_from(now));
         if probing {
             self.probe_sent(false, cx);
         } else if !retransmitting && self.rack_on(cx.cfg) {
@@ -447,7 +448,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
     fn probe_sent(&mut self, retransmitted: bool, cx: &mut Cx) {
         cx.counters.loss_probes += 1;
         self.rack.probe_high = Some((self.snd_max, retransmitted));
-        self.timers.set(Timer::Retransmit, cx.now + self.rto);
+        self.timers.set(Timer::Retransmit, self.rto_from(cx.now));
     }
 
     /// Data waits and nothing goes: when the peer's window (not the congestion window) is what
@@ -544,7 +545,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             120
         };
         let window = u64::from(self.cc.cwnd.max(self.snd_nxt - self.snd_una));
-        let micros = (srtt.as_micros() as u64).max(1);
+        let micros = (srtt / 1000).max(1);
         let rate = window * percent * 10_000 / micros;
         let mut bytes = rate >> 10;
         if let Some(min_rtt) = self.min_rtt() {
@@ -580,7 +581,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
                 if len > 0 {
                     self.snd_nxt = self.snd_nxt + len as u32;
                     self.snd_max = self.snd_max.max(self.snd_nxt);
-                    self.timers.arm_once(Timer::Retransmit, now + self.rto);
+                    self.timers.arm_once(Timer::Retransmit, self.rto_from(now));
                     // Linux's probe of a small open window (`tcp_write_wakeup`), cut from a larger
                     // buffer, carries PSH; the byte past a closed window is the stack's own (Linux
                     // probes a closed window with no data): PSH if a write ended there.

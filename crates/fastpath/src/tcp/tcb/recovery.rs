@@ -4,7 +4,7 @@
 use super::*;
 use crate::config::LossDetection;
 use crate::tcp::rack::{self, RackTimer, Sent};
-use crate::time::micros;
+use crate::time::{micros, nanos};
 
 impl<A: crate::addr::IpAddress> Tcb<A> {
     /// The ACK field of an acceptable segment (RFC 9293 §3.10.7.4 fifth step): new data
@@ -156,7 +156,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             return;
         }
         let min_rtt = self.min_rtt().unwrap_or_default();
-        let srtt = self.srtt.unwrap_or(self.rto);
+        let srtt = self.srtt_or_rto();
         let sacked_segments = self.scoreboard.sacked_bytes() / self.mss.max(1);
         let recovering = self.recover.is_some() || self.loss_until.is_some();
         let reo_wnd = self
@@ -216,13 +216,13 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             return;
         }
         let one_segment = self.snd_max - self.snd_una <= self.mss;
-        let srtt_us = self.srtt.map(micros);
+        let srtt_us = self.srtt.map(|ns| ns / 1000);
         let pto = rack::probe_timeout(srtt_us, one_segment, micros(cx.cfg.min_rto));
         let probe_at = Instant::from_micros(cx.now.total_micros() + pto);
         let rto_at = match self.timers.get(Timer::Retransmit) {
             Some(at) => at,
             None if self.timers.is_set(Timer::Rack) => self.rack.rto_at,
-            None => cx.now + self.rto,
+            None => self.rto_from(cx.now),
         };
         self.rack.rto_at = rto_at;
         self.rack.timer = RackTimer::Probe;
@@ -357,7 +357,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
         if self.snd_una == self.snd_max {
             self.timers.clear(Timer::Retransmit);
         } else {
-            self.timers.set(Timer::Retransmit, cx.now + self.rto);
+            self.timers.set(Timer::Retransmit, self.rto_from(cx.now));
         }
         match self.recover {
             Some(point) if ack >= point => {
@@ -392,7 +392,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             None => {
                 self.dupacks = 0;
                 if !cx.cfg.cwnd_validation || self.cc.is_cwnd_limited() {
-                    let srtt = self.srtt.unwrap_or(self.rto);
+                    let srtt = self.srtt_or_rto();
                     self.cc
                         .on_ack(acked.saturating_sub(sacked_below), self.mss, cx.now, srtt);
                 }
@@ -460,34 +460,32 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
     /// `rtt_us` for the smoothed RTT, `min_us` for the least (Linux's `seq_rtt` and `ca_rtt`: from
     /// the oldest and the newest segment an ACK covers), in microseconds.
     pub(super) fn rtt_sample(&mut self, rtt_us: u64, min_us: u64, cx: &mut Cx) {
-        // In nanoseconds as integers: `Duration`'s own multiplications and divisions carry between
-        // seconds and nanoseconds at every step, which cost more than the rest of an ACK's
-        // processing. The results are the same (both round down; a sample is below 50 days, so
-        // nothing here comes near `u64`'s limit).
-        let nanos = |d: Duration| d.as_nanos() as u64;
+        // In nanoseconds as integers (see the fields): both round down as `Duration`'s own
+        // multiplications and divisions would; a sample is below 50 days, so nothing here comes
+        // near `u64`'s limit.
         let r = rtt_us.max(1) * 1000;
         let least = min_us.clamp(1, rtt_us.max(1)) * 1000;
         let (srtt, rttvar) = match self.srtt {
             None => (r, r / 2),
             Some(srtt) => {
-                let srtt = nanos(srtt);
-                let rttvar = (nanos(self.rttvar) * 3 + srtt.abs_diff(r)) / 4;
+                let rttvar = (self.rttvar * 3 + srtt.abs_diff(r)) / 4;
                 ((srtt * 7 + r) / 8, rttvar)
             }
         };
         if self.activity.min_rtt == 0 || least < self.activity.min_rtt {
             self.activity.min_rtt = least;
         }
-        self.srtt = Some(Duration::from_nanos(srtt));
-        self.rttvar = Duration::from_nanos(rttvar);
+        self.srtt = Some(srtt);
+        self.rttvar = rttvar;
         // The variance term's floor: the clock's granularity (RFC 6298 §2.3), or `min_rto` as Linux.
+        let min_rto = nanos(cx.cfg.min_rto);
         let floor = if cx.cfg.rto_min_on_variance {
-            nanos(cx.cfg.min_rto)
+            min_rto
         } else {
             1_000_000
         };
         let rto = srtt + (rttvar * 4).max(floor);
-        self.rto = Duration::from_nanos(rto).clamp(cx.cfg.min_rto, cx.cfg.max_rto);
+        self.rto = rto.clamp(min_rto, nanos(cx.cfg.max_rto));
     }
 
     /// Bytes the network holds for us (RFC 6675 §4 "pipe", with every unSACKed byte below the highest
@@ -546,7 +544,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             };
         }
         // Back off (RFC 6298 §5.5) and go back to the first unacknowledged byte.
-        self.rto = (self.rto * 2).min(cx.cfg.max_rto);
+        self.rto = self.rto.saturating_mul(2).min(nanos(cx.cfg.max_rto));
         if self.state.is_synchronized() {
             let flight = self.snd_max - self.snd_una;
             self.cc.on_timeout(flight, self.mss);
