@@ -121,7 +121,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             if l < r && l >= self.snd_una && r <= self.snd_max {
                 self.scoreboard.add(l, r);
                 if rack {
-                    let (now, min_rtt) = (cx.now, self.activity.min_rtt / 1000);
+                    let (now, min_rtt) = (cx.now, self.activity.min_rtt);
                     let echoed = self.echoed(seg);
                     let (log, state) = (&mut self.sent_log, &mut self.rack);
                     log.sacked(l, r, |s| {
@@ -280,11 +280,12 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
     /// `ack` acknowledges new data (RFC 9293 §3.10.7.4, RFC 6298 §5, RFC 5681, RFC 6582).
     pub(super) fn ack_advance(&mut self, ack: Seq, seg: &TcpRepr, cx: &mut Cx) {
         let acked = ack - self.snd_una;
+        let rack_on = self.rack_on(cx.cfg);
         // RACK's record: what this ACK delivered, and from when (to the microsecond) the segments
         // it covers were sent, if none of them was sent twice.
         let mut sent_at = None;
-        if self.rack_on(cx.cfg) && !self.sent_log.is_empty() {
-            let (now, min_rtt) = (cx.now, self.activity.min_rtt / 1000);
+        if rack_on && !self.sent_log.is_empty() {
+            let (now, min_rtt) = (cx.now, self.activity.min_rtt);
             let echoed = self.echoed(seg);
             let (log, state) = (&mut self.sent_log, &mut self.rack);
             let mut span: Option<(Instant, Instant)> = None;
@@ -407,7 +408,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
                 .is_some_and(|&(_, r)| Seq(r) <= ack);
             self.probe_acked(ack, dsack, true, cx);
         }
-        if self.rack_on(cx.cfg) {
+        if rack_on {
             if self.snd_una == self.snd_max {
                 self.timers.clear(Timer::Rack);
                 self.rack.probe_due = false;
