@@ -82,13 +82,13 @@ impl<N: Network> Tcp<N> {
                 tcb.sync_path_mtu(mtu, epoch);
             }
         }
-        for _ in 0..OUTPUT_BURST {
+        for burst in 0..OUTPUT_BURST {
             let mut tcx = cx.tcb();
             let Some(tcb) = conn_at(&mut self.slots, index) else {
                 return;
             };
-            // The usual answer after the last segment went.
-            if tcb.owes_nothing() {
+            // The usual answer after the last segment went (asked above before the first).
+            if burst > 0 && tcb.owes_nothing() {
                 break;
             }
             // TSO (paper 002 §3.3): up to a 64 KiB packet when the link cuts segments and the checksum

@@ -67,6 +67,16 @@ pub(crate) struct SentLog {
 impl SentLog {
     /// New data `[start, end)` went at `at`, as segments of at most `segment` bytes.
     pub(crate) fn sent(&mut self, start: Seq, end: Seq, at: Instant, segment: u32) {
+        // The usual case on its own: one segment, with room for its record.
+        if start < end && end - start <= segment && self.records.len() < MAX_RECORDS {
+            self.records.push_back(Sent {
+                start,
+                end,
+                at,
+                flags: 0,
+            });
+            return;
+        }
         let mut s = start;
         while s < end {
             let e = if end - s > segment { s + segment } else { end };

@@ -57,7 +57,9 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
     /// "look".
     #[inline]
     pub(crate) fn owes_nothing(&self) -> bool {
-        self.state.sends_data()
+        // Unsent data first: when something is owed, it is usually that (a write).
+        self.tx.len() == (self.snd_nxt - self.tx_seq) as usize
+            && self.state.sends_data()
             && !self.ack_now
             && self.probe.is_none()
             && self.recover.is_none()
@@ -65,7 +67,6 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             && self.sent_log.lost_bytes() == 0
             && self.snd_nxt == self.snd_max
             && !self.fin_queued
-            && self.tx.len() == (self.snd_nxt - self.tx_seq) as usize
     }
 
     /// The next segment to send, if any, and the block's state updated as if it was sent. `tso_max`
@@ -312,7 +313,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
         if len == 0 && !fin {
             self.note_window_limit(available, usable, now);
             if cx.cfg.cwnd_validation {
-                self.note_usage();
+                self.note_usage(limit);
             }
             return None;
         }
@@ -331,7 +332,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
         if !send {
             self.note_window_limit(available, usable, now);
             if cx.cfg.cwnd_validation {
-                self.note_usage();
+                self.note_usage(limit);
             }
             return None;
         }
@@ -376,7 +377,8 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
         }
         let repr = self.header(flags, seq);
         let end = seq + len as u32 + fin as u32;
-        if self.rack_on(cx.cfg) {
+        let rack_on = self.rack_on(cx.cfg);
+        if rack_on {
             // RACK's record: a retransmission after a timeout, new data, or part of each.
             let old_end = end.min(self.snd_max);
             if seq < old_end {
@@ -392,12 +394,12 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
         self.snd_nxt = end;
         self.snd_max = self.snd_max.max(end);
         if cx.cfg.cwnd_validation {
-            self.note_usage();
+            self.note_usage(limit);
         }
         self.timers.arm_once(Timer::Retransmit, self.rto_from(now));
         if probing {
             self.probe_sent(false, cx);
-        } else if !retransmitting && self.rack_on(cx.cfg) {
+        } else if !retransmitting && rack_on {
             self.schedule_probe(cx);
         }
         let segment_size = (len as u32 > limit).then_some(limit as u16);
@@ -406,10 +408,11 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
 
     /// How fully the congestion window is used after a transmission, or after one it held back
     /// (Linux's `tcp_cwnd_validate`: the window is full when what is in flight reaches it, in
-    /// segments as Linux counts: when less than a full segment's room is left).
-    fn note_usage(&mut self) {
+    /// segments as Linux counts: when less than a full segment's room is left). `limit` is
+    /// [`Tcb::segment_limit`], which the caller has at hand.
+    fn note_usage(&mut self, limit: u32) {
         let out = self.snd_nxt - self.snd_una;
-        let limited = out.saturating_add(self.segment_limit()) > self.cc.cwnd;
+        let limited = out.saturating_add(limit) > self.cc.cwnd;
         self.cc
             .note_usage(self.snd_una.0, self.snd_nxt.0, out, limited);
     }
