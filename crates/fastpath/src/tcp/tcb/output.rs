@@ -396,11 +396,13 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
         if cx.cfg.cwnd_validation {
             self.note_usage(limit);
         }
-        self.timers.arm_once(Timer::Retransmit, self.rto_from(now));
         if probing {
+            self.timers.arm_once(Timer::Retransmit, self.rto_from(now));
             self.probe_sent(false, cx);
-        } else if !retransmitting && rack_on {
-            self.schedule_probe(cx);
+        } else if !retransmitting {
+            self.arm_after_new_data(rack_on, cx);
+        } else {
+            self.timers.arm_once(Timer::Retransmit, self.rto_from(now));
         }
         let segment_size = (len as u32 > limit).then_some(limit as u16);
         Some(self.finish(repr, offset, len, segment_size))

@@ -200,30 +200,58 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
     }
 
     /// Schedules the tail loss probe (RFC 8985 §7.2, as Linux's `tcp_schedule_loss_probe`) after
-    /// new data went or an ACK left data in flight: with SACK, outside recovery and disorder, no
-    /// probe in flight. It takes the place of the retransmission timer, at most as late.
+    /// an ACK left data in flight (see [`Tcb::probe_applies`]). It takes the place of the
+    /// retransmission timer, at most as late.
     pub(super) fn schedule_probe(&mut self, cx: &Cx) {
-        if !cx.cfg.tail_loss_probe
-            || !self.rack_on(cx.cfg)
-            || self.snd_una == self.snd_max
-            || self.recover.is_some()
-            || self.loss_until.is_some()
-            || self.rack.probe_high.is_some()
-            || !self.scoreboard.ranges.is_empty()
-            || !self.state.sends_data()
-            || (self.timers.is_set(Timer::Rack) && self.rack.timer == RackTimer::Reorder)
-        {
+        if !self.probe_applies(cx) {
             return;
         }
-        let one_segment = self.snd_max - self.snd_una <= self.mss;
-        let srtt_us = self.srtt.map(|ns| ns / 1000);
-        let pto = rack::probe_timeout(srtt_us, one_segment, micros(cx.cfg.min_rto));
-        let probe_at = Instant::from_micros(cx.now.total_micros() + pto);
         let rto_at = match self.timers.get(Timer::Retransmit) {
             Some(at) => at,
             None if self.timers.is_set(Timer::Rack) => self.rack.rto_at,
             None => self.rto_from(cx.now),
         };
+        self.arm_probe(rto_at, cx);
+    }
+
+    /// New data went: the retransmission timer runs (from now, unless it runs already), or the
+    /// tail loss probe takes its place as [`Tcb::schedule_probe`] has it. One step rather than
+    /// starting the retransmission timer only for the probe to take its deadline back at once
+    /// (this runs for every request and response).
+    #[inline]
+    pub(super) fn arm_after_new_data(&mut self, rack_on: bool, cx: &Cx) {
+        let rto_at = match self.timers.get(Timer::Retransmit) {
+            Some(at) => at,
+            None => self.rto_from(cx.now),
+        };
+        if rack_on && self.probe_applies(cx) {
+            self.arm_probe(rto_at, cx);
+        } else {
+            self.timers.set(Timer::Retransmit, rto_at);
+        }
+    }
+
+    /// Whether the tail loss probe is to be scheduled: on, with SACK, data in flight, outside
+    /// recovery and disorder, no probe in flight, no reordering timer running.
+    #[inline]
+    fn probe_applies(&self, cx: &Cx) -> bool {
+        cx.cfg.tail_loss_probe
+            && self.rack_on(cx.cfg)
+            && self.snd_una != self.snd_max
+            && self.recover.is_none()
+            && self.loss_until.is_none()
+            && self.rack.probe_high.is_none()
+            && self.scoreboard.ranges.is_empty()
+            && self.state.sends_data()
+            && !(self.timers.is_set(Timer::Rack) && self.rack.timer == RackTimer::Reorder)
+    }
+
+    /// Runs the probe timer in the retransmission timer's place, which would fire at `rto_at`.
+    fn arm_probe(&mut self, rto_at: Instant, cx: &Cx) {
+        let one_segment = self.snd_max - self.snd_una <= self.mss;
+        let srtt_us = self.srtt.map(|ns| ns / 1000);
+        let pto = rack::probe_timeout(srtt_us, one_segment, micros(cx.cfg.min_rto));
+        let probe_at = Instant::from_micros(cx.now.total_micros() + pto);
         self.rack.rto_at = rto_at;
         self.rack.timer = RackTimer::Probe;
         self.timers.clear(Timer::Retransmit);
