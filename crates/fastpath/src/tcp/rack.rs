@@ -66,8 +66,9 @@ pub(crate) struct SentLog {
 
 impl SentLog {
     /// New data `[start, end)` went at `at`, as segments of at most `segment` bytes.
+    #[inline]
     pub(crate) fn sent(&mut self, start: Seq, end: Seq, at: Instant, segment: u32) {
-        // The usual case on its own: one segment, with room for its record.
+        // The usual case on its own, inlined: one segment, with room for its record.
         if start < end && end - start <= segment && self.records.len() < MAX_RECORDS {
             self.records.push_back(Sent {
                 start,
@@ -75,8 +76,14 @@ impl SentLog {
                 at,
                 flags: 0,
             });
-            return;
+        } else {
+            self.sent_cut(start, end, at, segment);
         }
+    }
+
+    /// [`SentLog::sent`] for several segments, or with the log full.
+    #[inline(never)]
+    fn sent_cut(&mut self, start: Seq, end: Seq, at: Instant, segment: u32) {
         let mut s = start;
         while s < end {
             let e = if end - s > segment { s + segment } else { end };
