@@ -67,14 +67,23 @@ impl<N: Network> Tcp<N> {
         cx.output(buf, hop, N::Addr::ip(&local), N::Addr::ip(&remote));
     }
 
-    /// Sends everything connection `index` owes and the windows allow.
+    /// Sends everything connection `index` owes and the windows allow. The usual answer, nothing
+    /// (asked four times a request/response, twice with nothing to send), inlined into the
+    /// callers; [`Tcp::output_owed`] does the sending.
+    #[inline]
     pub(crate) fn output(&mut self, cx: &mut TcpCx<impl Transmit, N>, index: u32) {
         layer!(Send, Tcp);
+        if conn_at(&mut self.slots, index).is_some_and(|tcb| tcb.owes_nothing()) {
+            return self.schedule(index);
+        }
+        self.output_owed(cx, index);
+    }
+
+    /// [`Tcp::output`] for a connection that owes something (or is not a connection).
+    #[inline(never)]
+    fn output_owed(&mut self, cx: &mut TcpCx<impl Transmit, N>, index: u32) {
         let use_offload = self.checksum.offload_allowed();
         if let Some(tcb) = self.tcb(index) {
-            if tcb.owes_nothing() {
-                return self.schedule(index);
-            }
             // A path MTU learned (by another connection), expired, or a route changed since this
             // connection last looked: its MSS follows the path MTU now in use.
             if tcb.route_epoch != cx.ip.route_epoch() {
