@@ -92,7 +92,6 @@ impl<N: Network> Tcp<N> {
             }
         }
         for burst in 0..OUTPUT_BURST {
-            let mut tcx = cx.tcb();
             let Some(tcb) = conn_at(&mut self.slots, index) else {
                 return;
             };
@@ -105,6 +104,7 @@ impl<N: Network> Tcp<N> {
             let caps = tcb.hop.caps;
             let tso = (caps.tso && caps.tx_checksum_offload && use_offload)
                 .then_some(tso_max::<N::Addr>());
+            let mut tcx = cx.tcb();
             let Some(Outgoing {
                 mut repr,
                 offset,
