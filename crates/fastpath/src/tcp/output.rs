@@ -70,7 +70,7 @@ impl<N: Network> Tcp<N> {
     /// Sends everything connection `index` owes and the windows allow. The usual answer, nothing
     /// (asked four times a request/response, twice with nothing to send), inlined into the
     /// callers; [`Tcp::output_owed`] does the sending.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn output(&mut self, cx: &mut TcpCx<impl Transmit, N>, index: u32) {
         layer!(Send, Tcp);
         if conn_at(&mut self.slots, index).is_some_and(|tcb| tcb.owes_nothing()) {
