@@ -62,6 +62,15 @@ pub(crate) fn micros(d: Duration) -> u64 {
         .saturating_add(u64::from(d.subsec_micros()))
 }
 
+/// `d` in whole nanoseconds, saturating past `u64`'s (584 years): the RTT estimator keeps its
+/// figures as integers, since `Duration`'s arithmetic carries between seconds and nanoseconds at
+/// every step.
+pub(crate) fn nanos(d: Duration) -> u64 {
+    d.as_secs()
+        .saturating_mul(1_000_000_000)
+        .saturating_add(u64::from(d.subsec_nanos()))
+}
+
 impl Add<Duration> for Instant {
     type Output = Instant;
     fn add(self, d: Duration) -> Instant {

@@ -67,14 +67,23 @@ impl<N: Network> Tcp<N> {
         cx.output(buf, hop, N::Addr::ip(&local), N::Addr::ip(&remote));
     }
 
-    /// Sends everything connection `index` owes and the windows allow.
+    /// Sends everything connection `index` owes and the windows allow. The usual answer, nothing
+    /// (asked four times a request/response, twice with nothing to send), inlined into the
+    /// callers; [`Tcp::output_owed`] does the sending.
+    #[inline(always)]
     pub(crate) fn output(&mut self, cx: &mut TcpCx<impl Transmit, N>, index: u32) {
         layer!(Send, Tcp);
+        if conn_at(&mut self.slots, index).is_some_and(|tcb| tcb.owes_nothing()) {
+            return self.schedule(index);
+        }
+        self.output_owed(cx, index);
+    }
+
+    /// [`Tcp::output`] for a connection that owes something (or is not a connection).
+    #[inline(never)]
+    fn output_owed(&mut self, cx: &mut TcpCx<impl Transmit, N>, index: u32) {
         let use_offload = self.checksum.offload_allowed();
         if let Some(tcb) = self.tcb(index) {
-            if tcb.owes_nothing() {
-                return self.schedule(index);
-            }
             // A path MTU learned (by another connection), expired, or a route changed since this
             // connection last looked: its MSS follows the path MTU now in use.
             if tcb.route_epoch != cx.ip.route_epoch() {
@@ -82,13 +91,12 @@ impl<N: Network> Tcp<N> {
                 tcb.sync_path_mtu(mtu, epoch);
             }
         }
-        for _ in 0..OUTPUT_BURST {
-            let mut tcx = cx.tcb();
+        for burst in 0..OUTPUT_BURST {
             let Some(tcb) = conn_at(&mut self.slots, index) else {
                 return;
             };
-            // The usual answer after the last segment went.
-            if tcb.owes_nothing() {
+            // The usual answer after the last segment went (asked above before the first).
+            if burst > 0 && tcb.owes_nothing() {
                 break;
             }
             // TSO (paper 002 §3.3): up to a 64 KiB packet when the link cuts segments and the checksum
@@ -96,6 +104,7 @@ impl<N: Network> Tcp<N> {
             let caps = tcb.hop.caps;
             let tso = (caps.tso && caps.tx_checksum_offload && use_offload)
                 .then_some(tso_max::<N::Addr>());
+            let mut tcx = cx.tcb();
             let Some(Outgoing {
                 mut repr,
                 offset,

@@ -66,7 +66,24 @@ pub(crate) struct SentLog {
 
 impl SentLog {
     /// New data `[start, end)` went at `at`, as segments of at most `segment` bytes.
+    #[inline]
     pub(crate) fn sent(&mut self, start: Seq, end: Seq, at: Instant, segment: u32) {
+        // The usual case on its own, inlined: one segment, with room for its record.
+        if start < end && end - start <= segment && self.records.len() < MAX_RECORDS {
+            self.records.push_back(Sent {
+                start,
+                end,
+                at,
+                flags: 0,
+            });
+        } else {
+            self.sent_cut(start, end, at, segment);
+        }
+    }
+
+    /// [`SentLog::sent`] for several segments, or with the log full.
+    #[inline(never)]
+    fn sent_cut(&mut self, start: Seq, end: Seq, at: Instant, segment: u32) {
         let mut s = start;
         while s < end {
             let e = if end - s > segment { s + segment } else { end };
@@ -128,6 +145,20 @@ impl SentLog {
     /// The cumulative ACK reached `ack`: the records below it leave; each fully acknowledged one not
     /// SACKed before is handed to `delivered`.
     pub(crate) fn acked(&mut self, ack: Seq, mut delivered: impl FnMut(&Sent)) {
+        // The usual case on its own, straight-line (a request or a response: one segment in
+        // flight, all of it acknowledged), without the loop's bookkeeping around it.
+        if self.records.len() == 1 {
+            if let Some(&r) = self.records.front().filter(|r| r.end <= ack) {
+                self.records.clear();
+                if r.flags & SACKED == 0 {
+                    if r.flags & LOST != 0 {
+                        self.lost -= r.len();
+                    }
+                    delivered(&r);
+                }
+                return;
+            }
+        }
         while let Some(r) = self.records.front_mut() {
             if r.end <= ack {
                 let r = self.records.pop_front().unwrap_or_else(|| unreachable!());
@@ -204,7 +235,7 @@ impl SentLog {
         let Some((xmit, end)) = rack.latest else {
             return (0, None);
         };
-        let wait = rack.rtt + reo_wnd;
+        let wait = Duration::from_micros(rack.rtt_us) + reo_wnd;
         let mut marked = 0;
         let mut timeout: Option<Instant> = None;
         for r in self.records.iter_mut() {
@@ -273,8 +304,9 @@ pub(crate) struct Rack {
     /// The send time and end of the most recently sent segment delivered (RACK.xmit_ts,
     /// RACK.end_seq).
     pub(crate) latest: Option<(Instant, Seq)>,
-    /// That segment's RTT (RACK.rtt).
-    pub(crate) rtt: Duration,
+    /// That segment's RTT (RACK.rtt), microseconds (an integer: it is taken for every segment
+    /// an ACK delivers).
+    pub(crate) rtt_us: u64,
     /// The highest end delivered (RACK.fack).
     fack: Seq,
     /// A segment below `fack` arrived without being sent again: the path reorders.
@@ -301,20 +333,20 @@ pub(crate) struct Rack {
 const REO_PERSIST: u8 = 16;
 
 impl Rack {
-    /// RACK's step 2 (RFC 8985 §6.2) for one delivered segment, with the ACK's timestamp echo if
-    /// any: the most recently sent delivered segment and its RTT. A retransmission that may have
-    /// been delivered by its original (its RTT below the least seen, or the echo older than the
-    /// retransmission) tells nothing. A segment below the highest delivered that was never sent
-    /// again arrived out of order.
+    /// RACK's step 2 (RFC 8985 §6.2) for one delivered segment, with the least RTT measured (in
+    /// nanoseconds, 0 for none) and the ACK's timestamp echo if any: the most recently sent
+    /// delivered segment and its RTT. A retransmission that may have been delivered by its original
+    /// (its RTT below the least seen, or the echo older than the retransmission) tells nothing. A
+    /// segment below the highest delivered that was never sent again arrived out of order.
     pub(crate) fn delivered(
         &mut self,
         seg: &Sent,
         now: Instant,
-        min_rtt_us: u64,
+        min_rtt_ns: u64,
         echo_before: impl Fn(Instant) -> bool,
     ) {
         let rtt_us = now.total_micros().saturating_sub(seg.at.total_micros());
-        if seg.retransmitted() && (rtt_us < min_rtt_us || echo_before(seg.at)) {
+        if seg.retransmitted() && (rtt_us < min_rtt_ns / 1000 || echo_before(seg.at)) {
             return;
         }
         if self.latest.is_none() {
@@ -324,7 +356,7 @@ impl Rack {
             self.reordering_seen = true;
         }
         self.fack = self.fack.max(seg.end);
-        self.rtt = Duration::from_micros(rtt_us);
+        self.rtt_us = rtt_us;
         match self.latest {
             Some((at, end)) if !sent_after(seg.at, seg.end, at, end) => {}
             _ => self.latest = Some((seg.at, seg.end)),
@@ -414,7 +446,7 @@ mod tests {
         let mut got = Vec::new();
         log.sacked(Seq(MSS), Seq((n + 1) * MSS), |s| got.push(*s));
         for s in &got {
-            rack.delivered(s, now, 10_000, |_| false);
+            rack.delivered(s, now, 10_000_000, |_| false);
         }
         (log, rack)
     }
@@ -424,7 +456,7 @@ mod tests {
         // One SACKed segment: a quarter of the least RTT to wait (10 ms RTT: 2.5 ms).
         let (mut log, rack) = log_with_sacks(1, ms(10));
         assert_eq!(rack.latest, Some((ms(0), Seq(2 * MSS))));
-        assert_eq!(rack.rtt, Duration::from_millis(10));
+        assert_eq!(rack.rtt_us, 10_000);
         let reo = rack.reo_wnd(
             false,
             1,
@@ -471,14 +503,14 @@ mod tests {
         let mut got = Vec::new();
         log.sacked(Seq(MSS), Seq(4 * MSS), |s| got.push(*s));
         for s in &got {
-            rack.delivered(s, ms(10), min_rtt.as_micros() as u64, |_| false);
+            rack.delivered(s, ms(10), min_rtt.as_nanos() as u64, |_| false);
         }
         assert_eq!(log.detect_loss(&rack, Duration::ZERO, ms(22)), (0, None));
         // Segment 4 SACKed at 31 ms: the retransmission, sent before it, is lost.
         let mut got = Vec::new();
         log.sacked(Seq(4 * MSS), Seq(5 * MSS), |s| got.push(*s));
         for s in &got {
-            rack.delivered(s, ms(31), min_rtt.as_micros() as u64, |_| false);
+            rack.delivered(s, ms(31), min_rtt.as_nanos() as u64, |_| false);
         }
         assert_eq!(log.detect_loss(&rack, Duration::ZERO, ms(31)), (1, None));
         assert_eq!(
@@ -496,12 +528,12 @@ mod tests {
         let mut got = Vec::new();
         log.acked(Seq(MSS), |s| got.push(*s));
         // Acknowledged 1 ms after the retransmission with a 10 ms least RTT: the original's ACK.
-        rack.delivered(&got[0], ms(51), 10_000, |_| false);
+        rack.delivered(&got[0], ms(51), 10_000_000, |_| false);
         assert_eq!(rack.latest, None);
         // Or the echo predates it.
-        rack.delivered(&got[0], ms(70), 10_000, |at| at > ms(40));
+        rack.delivered(&got[0], ms(70), 10_000_000, |at| at > ms(40));
         assert_eq!(rack.latest, None);
-        rack.delivered(&got[0], ms(70), 10_000, |_| false);
+        rack.delivered(&got[0], ms(70), 10_000_000, |_| false);
         assert_eq!(rack.latest, Some((ms(50), Seq(MSS))));
     }
 
@@ -516,12 +548,12 @@ mod tests {
             at: ms(at),
             flags: 0,
         };
-        rack.delivered(&seg(2 * MSS, 0), ms(10), min_rtt.as_micros() as u64, |_| {
+        rack.delivered(&seg(2 * MSS, 0), ms(10), min_rtt.as_nanos() as u64, |_| {
             false
         });
         assert!(!rack.reordering_seen);
         // Segment 1, never sent again, delivered after segment 2.
-        rack.delivered(&seg(MSS, 0), ms(11), min_rtt.as_micros() as u64, |_| false);
+        rack.delivered(&seg(MSS, 0), ms(11), min_rtt.as_nanos() as u64, |_| false);
         assert!(rack.reordering_seen);
         assert_eq!(
             rack.reo_wnd(true, 5, min_rtt, srtt),

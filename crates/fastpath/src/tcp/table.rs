@@ -173,7 +173,30 @@ impl<N: Network> Tcp<N> {
     /// `tcp_timers`. Pushes a heap entry only when the deadline moved earlier than the one
     /// scheduled; a deadline that moved later (or went) leaves the entry as it is, to be looked at
     /// when it comes due.
+    #[inline]
     pub(super) fn schedule(&mut self, index: u32) {
+        // The usual case, inlined: a connection not in TIME-WAIT whose deadline is no earlier than
+        // the one scheduled (or that has none): nothing to do.
+        if let Some(Slot {
+            entry: Entry::Conn(tcb),
+            scheduled,
+            ..
+        }) = self.slots.at(index)
+        {
+            if tcb.state != State::TimeWait
+                && tcb
+                    .deadline()
+                    .is_none_or(|at| scheduled.is_some_and(|s| at >= s))
+            {
+                return;
+            }
+        }
+        self.schedule_general(index);
+    }
+
+    /// [`Tcp::schedule`]'s general case: a compact TIME-WAIT taken, a heap entry pushed.
+    #[inline(never)]
+    fn schedule_general(&mut self, index: u32) {
         let generation = self.slots.generation(index);
         let Some(slot) = self.slots.at_mut(index) else {
             return;

@@ -22,7 +22,7 @@ use crate::buf::{BufferPool, PacketBuf};
 use crate::config::{Ecn, TcpConfig};
 use crate::ip::NextHop;
 use crate::stats::{DropReason, Drops, TcpCounters};
-use crate::time::Instant;
+use crate::time::{nanos, Instant};
 use crate::wire::tcp::{
     FastOpenOption, Flags, TcpOptions, TcpRepr, ALT_CHECKSUM_NONE, MAX_SACK_BLOCKS,
 };
@@ -452,10 +452,12 @@ pub(crate) struct Tcb<A: IpAddress = Ipv4Addr> {
     ws_on: bool,
     last_ack_sent: Seq,
 
-    // Retransmission (RFC 6298).
-    rto: Duration,
-    srtt: Option<Duration>,
-    rttvar: Duration,
+    // Retransmission (RFC 6298), in nanoseconds: integers, as the least RTT in `activity`, since
+    // `Duration`'s arithmetic (and its conversion to the clock's microseconds) carries between
+    // seconds and nanoseconds at every step of a sample taken twice per request/response.
+    rto: u64,
+    srtt: Option<u64>,
+    rttvar: u64,
     /// Karn: a sequence number being timed and when it was sent (without timestamps).
     rtt_probe: Option<(Seq, Instant)>,
     retries: u32,
@@ -611,9 +613,9 @@ impl<A: IpAddress> Tcb<A> {
             sack_on: false,
             ws_on: false,
             last_ack_sent: Seq(0),
-            rto: cfg.initial_rto,
+            rto: nanos(cfg.initial_rto),
             srtt: None,
-            rttvar: Duration::ZERO,
+            rttvar: 0,
             rtt_probe: None,
             retries: 0,
             timers: Timers::default(),
@@ -792,10 +794,10 @@ impl<A: IpAddress> Tcb<A> {
             congestion_state: self.congestion_state(),
             cwnd: self.cc.cwnd,
             ssthresh: self.cc.ssthresh,
-            srtt: self.srtt,
-            rttvar: self.rttvar,
+            srtt: self.srtt.map(Duration::from_nanos),
+            rttvar: Duration::from_nanos(self.rttvar),
             min_rtt: (a.min_rtt > 0).then(|| Duration::from_nanos(a.min_rtt)),
-            rto: self.rto,
+            rto: Duration::from_nanos(self.rto),
             backoff: self.retries,
             probes: self.persist_backoff.max(self.keepalive_probes),
             mss: self.mss,
@@ -912,6 +914,18 @@ impl<A: IpAddress> Tcb<A> {
     /// See [`TcpStreamRef::expect_write`](crate::TcpStreamRef::expect_write).
     pub(crate) fn expect_write(&mut self) {
         self.write_pending = self.state == State::SynSent;
+    }
+
+    /// When a retransmission timer started at `now` fires: `now` plus the RTO (as `Instant +
+    /// Duration` rounds, down to the microsecond).
+    pub(crate) fn rto_from(&self, now: Instant) -> Instant {
+        Instant::from_micros(now.total_micros().saturating_add(self.rto / 1000))
+    }
+
+    /// The smoothed RTT, or the RTO before any sample (what the congestion window and RACK's
+    /// reordering window take).
+    fn srtt_or_rto(&self) -> Duration {
+        Duration::from_nanos(self.srtt.unwrap_or(self.rto))
     }
 
     /// The least RTT measured, if any.

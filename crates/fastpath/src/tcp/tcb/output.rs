@@ -57,7 +57,9 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
     /// "look".
     #[inline]
     pub(crate) fn owes_nothing(&self) -> bool {
-        self.state.sends_data()
+        // Unsent data first: when something is owed, it is usually that (a write).
+        self.tx.len() == (self.snd_nxt - self.tx_seq) as usize
+            && self.state.sends_data()
             && !self.ack_now
             && self.probe.is_none()
             && self.recover.is_none()
@@ -65,7 +67,6 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             && self.sent_log.lost_bytes() == 0
             && self.snd_nxt == self.snd_max
             && !self.fin_queued
-            && self.tx.len() == (self.snd_nxt - self.tx_seq) as usize
     }
 
     /// The next segment to send, if any, and the block's state updated as if it was sent. `tso_max`
@@ -107,7 +108,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             && self.state.is_synchronized()
         {
             // Doubling up to the longest RTO, as Linux's `tcp_probe0_when`.
-            let backoff = self.rto * (1 << self.persist_backoff.min(16));
+            let backoff = Duration::from_nanos(self.rto) * (1 << self.persist_backoff.min(16));
             self.timers.set(
                 Timer::Persist,
                 now + backoff.clamp(cx.cfg.min_rto, cx.cfg.max_rto),
@@ -182,7 +183,8 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
         }
         self.snd_nxt = self.iss + 1 + data;
         self.snd_max = self.snd_max.max(self.snd_nxt);
-        self.timers.arm_once(Timer::Retransmit, cx.now + self.rto);
+        self.timers
+            .arm_once(Timer::Retransmit, self.rto_from(cx.now));
         self.ack_now = false;
         Outgoing {
             repr,
@@ -343,7 +345,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
         if len == 0 && !fin {
             self.note_window_limit(available, usable, now);
             if cx.cfg.cwnd_validation {
-                self.note_usage();
+                self.note_usage(limit);
             }
             return None;
         }
@@ -364,7 +366,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
         if !send {
             self.note_window_limit(available, usable, now);
             if cx.cfg.cwnd_validation {
-                self.note_usage();
+                self.note_usage(limit);
             }
             return None;
         }
@@ -409,7 +411,8 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
         }
         let repr = self.header(flags, seq);
         let end = seq + len as u32 + fin as u32;
-        if self.rack_on(cx.cfg) {
+        let rack_on = self.rack_on(cx.cfg);
+        if rack_on {
             // RACK's record: a retransmission after a timeout, new data, or part of each.
             let old_end = end.min(self.snd_max);
             if seq < old_end {
@@ -430,13 +433,15 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             }
         }
         if cx.cfg.cwnd_validation {
-            self.note_usage();
+            self.note_usage(limit);
         }
-        self.timers.arm_once(Timer::Retransmit, now + self.rto);
         if probing {
+            self.timers.arm_once(Timer::Retransmit, self.rto_from(now));
             self.probe_sent(false, cx);
-        } else if !retransmitting && self.rack_on(cx.cfg) {
-            self.schedule_probe(cx);
+        } else if !retransmitting {
+            self.arm_after_new_data(rack_on, cx);
+        } else {
+            self.timers.arm_once(Timer::Retransmit, self.rto_from(now));
         }
         let segment_size = (len as u32 > limit).then_some(limit as u16);
         let mut out = self.finish(repr, offset, len, segment_size);
@@ -457,7 +462,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             return;
         };
         let idle = now.total_micros().saturating_sub(last.total_micros());
-        let rto = crate::time::micros(self.rto);
+        let rto = self.rto / 1000;
         if idle > rto {
             self.cc.restart_after_idle(idle, rto, self.mss);
         }
@@ -465,10 +470,11 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
 
     /// How fully the congestion window is used after a transmission, or after one it held back
     /// (Linux's `tcp_cwnd_validate`: the window is full when what is in flight reaches it, in
-    /// segments as Linux counts: when less than a full segment's room is left).
-    fn note_usage(&mut self) {
+    /// segments as Linux counts: when less than a full segment's room is left). `limit` is
+    /// [`Tcb::segment_limit`], which the caller has at hand.
+    fn note_usage(&mut self, limit: u32) {
         let out = self.snd_nxt - self.snd_una;
-        let limited = out.saturating_add(self.segment_limit()) > self.cc.cwnd;
+        let limited = out.saturating_add(limit) > self.cc.cwnd;
         self.cc
             .note_usage(self.snd_una.0, self.snd_nxt.0, out, limited);
     }
@@ -508,7 +514,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
     fn probe_sent(&mut self, retransmitted: bool, cx: &mut Cx) {
         cx.counters.loss_probes += 1;
         self.rack.probe_high = Some((self.snd_max, retransmitted));
-        self.timers.set(Timer::Retransmit, cx.now + self.rto);
+        self.timers.set(Timer::Retransmit, self.rto_from(cx.now));
     }
 
     /// Data waits and nothing goes: when the peer's window (not the congestion window) is what
@@ -610,7 +616,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             120
         };
         let window = u64::from(self.cc.cwnd.max(self.snd_nxt - self.snd_una));
-        let micros = (srtt.as_micros() as u64).max(1);
+        let micros = (srtt / 1000).max(1);
         let rate = window * percent * 10_000 / micros;
         let mut bytes = rate >> 10;
         if let Some(min_rtt) = self.min_rtt() {
@@ -650,7 +656,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
                     if self.tx_stamps.awaiting() {
                         self.tx_stamps.sent(self.snd_nxt, now);
                     }
-                    self.timers.arm_once(Timer::Retransmit, now + self.rto);
+                    self.timers.arm_once(Timer::Retransmit, self.rto_from(now));
                     // Linux's probe of a small open window (`tcp_write_wakeup`), cut from a larger
                     // buffer, carries PSH; the byte past a closed window is the stack's own (Linux
                     // probes a closed window with no data): PSH if a write ended there.

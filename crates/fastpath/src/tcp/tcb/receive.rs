@@ -16,9 +16,10 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             // a sender in slow start (or restarting after idle) is not held back by the delayed-ACK
             // timer.
             // No data before (the first starts it), or a silence longer than the RTO.
-            let idle = self
-                .last_data_in
-                .is_none_or(|at| cx.now.saturating_since(at) > self.rto);
+            let idle = self.last_data_in.is_none_or(|at| {
+                let idle_us = cx.now.total_micros().saturating_sub(at.total_micros());
+                idle_us.saturating_mul(1000) > self.rto
+            });
             if idle {
                 let half_window = self.rx_capacity as u32 / (2 * self.mss.max(1));
                 self.quick_acks = half_window.clamp(2, QUICK_ACKS) as u8;

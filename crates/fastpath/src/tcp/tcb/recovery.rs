@@ -4,7 +4,7 @@
 use super::*;
 use crate::config::LossDetection;
 use crate::tcp::rack::{self, RackTimer, Sent};
-use crate::time::micros;
+use crate::time::{micros, nanos};
 
 impl<A: crate::addr::IpAddress> Tcb<A> {
     /// The ACK field of an acceptable segment (RFC 9293 §3.10.7.4 fifth step): new data
@@ -121,7 +121,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             if l < r && l >= self.snd_una && r <= self.snd_max {
                 self.scoreboard.add(l, r);
                 if rack {
-                    let (now, min_rtt) = (cx.now, self.activity.min_rtt / 1000);
+                    let (now, min_rtt) = (cx.now, self.activity.min_rtt);
                     let echoed = self.echoed(seg);
                     let (log, state) = (&mut self.sent_log, &mut self.rack);
                     log.sacked(l, r, |s| {
@@ -156,7 +156,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             return;
         }
         let min_rtt = self.min_rtt().unwrap_or_default();
-        let srtt = self.srtt.unwrap_or(self.rto);
+        let srtt = self.srtt_or_rto();
         let sacked_segments = self.scoreboard.sacked_bytes() / self.mss.max(1);
         let recovering = self.recover.is_some() || self.loss_until.is_some();
         let reo_wnd = self
@@ -207,30 +207,58 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
     }
 
     /// Schedules the tail loss probe (RFC 8985 §7.2, as Linux's `tcp_schedule_loss_probe`) after
-    /// new data went or an ACK left data in flight: with SACK, outside recovery and disorder, no
-    /// probe in flight. It takes the place of the retransmission timer, at most as late.
+    /// an ACK left data in flight (see [`Tcb::probe_applies`]). It takes the place of the
+    /// retransmission timer, at most as late.
     pub(super) fn schedule_probe(&mut self, cx: &Cx) {
-        if !cx.cfg.tail_loss_probe
-            || !self.rack_on(cx.cfg)
-            || self.snd_una == self.snd_max
-            || self.recover.is_some()
-            || self.loss_until.is_some()
-            || self.rack.probe_high.is_some()
-            || !self.scoreboard.ranges.is_empty()
-            || !self.state.sends_data()
-            || (self.timers.is_set(Timer::Rack) && self.rack.timer == RackTimer::Reorder)
-        {
+        if !self.probe_applies(cx) {
             return;
         }
-        let one_segment = self.snd_max - self.snd_una <= self.mss;
-        let srtt_us = self.srtt.map(micros);
-        let pto = rack::probe_timeout(srtt_us, one_segment, micros(cx.cfg.min_rto));
-        let probe_at = Instant::from_micros(cx.now.total_micros() + pto);
         let rto_at = match self.timers.get(Timer::Retransmit) {
             Some(at) => at,
             None if self.timers.is_set(Timer::Rack) => self.rack.rto_at,
-            None => cx.now + self.rto,
+            None => self.rto_from(cx.now),
         };
+        self.arm_probe(rto_at, cx);
+    }
+
+    /// New data went: the retransmission timer runs (from now, unless it runs already), or the
+    /// tail loss probe takes its place as [`Tcb::schedule_probe`] has it. One step rather than
+    /// starting the retransmission timer only for the probe to take its deadline back at once
+    /// (this runs for every request and response).
+    #[inline]
+    pub(super) fn arm_after_new_data(&mut self, rack_on: bool, cx: &Cx) {
+        let rto_at = match self.timers.get(Timer::Retransmit) {
+            Some(at) => at,
+            None => self.rto_from(cx.now),
+        };
+        if rack_on && self.probe_applies(cx) {
+            self.arm_probe(rto_at, cx);
+        } else {
+            self.timers.set(Timer::Retransmit, rto_at);
+        }
+    }
+
+    /// Whether the tail loss probe is to be scheduled: on, with SACK, data in flight, outside
+    /// recovery and disorder, no probe in flight, no reordering timer running.
+    #[inline]
+    fn probe_applies(&self, cx: &Cx) -> bool {
+        cx.cfg.tail_loss_probe
+            && self.rack_on(cx.cfg)
+            && self.snd_una != self.snd_max
+            && self.recover.is_none()
+            && self.loss_until.is_none()
+            && self.rack.probe_high.is_none()
+            && self.scoreboard.ranges.is_empty()
+            && self.state.sends_data()
+            && !(self.timers.is_set(Timer::Rack) && self.rack.timer == RackTimer::Reorder)
+    }
+
+    /// Runs the probe timer in the retransmission timer's place, which would fire at `rto_at`.
+    fn arm_probe(&mut self, rto_at: Instant, cx: &Cx) {
+        let one_segment = self.snd_max - self.snd_una <= self.mss;
+        let srtt_us = self.srtt.map(|ns| ns / 1000);
+        let pto = rack::probe_timeout(srtt_us, one_segment, micros(cx.cfg.min_rto));
+        let probe_at = Instant::from_micros(cx.now.total_micros() + pto);
         self.rack.rto_at = rto_at;
         self.rack.timer = RackTimer::Probe;
         self.timers.clear(Timer::Retransmit);
@@ -287,11 +315,12 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
     /// `ack` acknowledges new data (RFC 9293 §3.10.7.4, RFC 6298 §5, RFC 5681, RFC 6582).
     pub(super) fn ack_advance(&mut self, ack: Seq, seg: &TcpRepr, cx: &mut Cx) {
         let acked = ack - self.snd_una;
+        let rack_on = self.rack_on(cx.cfg);
         // RACK's record: what this ACK delivered, and from when (to the microsecond) the segments
         // it covers were sent, if none of them was sent twice.
         let mut sent_at = None;
-        if self.rack_on(cx.cfg) && !self.sent_log.is_empty() {
-            let (now, min_rtt) = (cx.now, self.activity.min_rtt / 1000);
+        if rack_on && !self.sent_log.is_empty() {
+            let (now, min_rtt) = (cx.now, self.activity.min_rtt);
             let echoed = self.echoed(seg);
             let (log, state) = (&mut self.sent_log, &mut self.rack);
             let mut span: Option<(Instant, Instant)> = None;
@@ -371,7 +400,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
         if self.snd_una == self.snd_max {
             self.timers.clear(Timer::Retransmit);
         } else {
-            self.timers.set(Timer::Retransmit, cx.now + self.rto);
+            self.timers.set(Timer::Retransmit, self.rto_from(cx.now));
         }
         match self.recover {
             Some(point) if ack >= point => {
@@ -406,7 +435,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             None => {
                 self.dupacks = 0;
                 if !cx.cfg.cwnd_validation || self.cc.is_cwnd_limited() {
-                    let srtt = self.srtt.unwrap_or(self.rto);
+                    let srtt = self.srtt_or_rto();
                     self.cc
                         .on_ack(acked.saturating_sub(sacked_below), self.mss, cx.now, srtt);
                 }
@@ -421,7 +450,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
                 .is_some_and(|&(_, r)| Seq(r) <= ack);
             self.probe_acked(ack, dsack, true, cx);
         }
-        if self.rack_on(cx.cfg) {
+        if rack_on {
             if self.snd_una == self.snd_max {
                 self.timers.clear(Timer::Rack);
                 self.rack.probe_due = false;
@@ -474,34 +503,32 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
     /// `rtt_us` for the smoothed RTT, `min_us` for the least (Linux's `seq_rtt` and `ca_rtt`: from
     /// the oldest and the newest segment an ACK covers), in microseconds.
     pub(super) fn rtt_sample(&mut self, rtt_us: u64, min_us: u64, cx: &mut Cx) {
-        // In nanoseconds as integers: `Duration`'s own multiplications and divisions carry between
-        // seconds and nanoseconds at every step, which cost more than the rest of an ACK's
-        // processing. The results are the same (both round down; a sample is below 50 days, so
-        // nothing here comes near `u64`'s limit).
-        let nanos = |d: Duration| d.as_nanos() as u64;
+        // In nanoseconds as integers (see the fields): both round down as `Duration`'s own
+        // multiplications and divisions would; a sample is below 50 days, so nothing here comes
+        // near `u64`'s limit.
         let r = rtt_us.max(1) * 1000;
         let least = min_us.clamp(1, rtt_us.max(1)) * 1000;
         let (srtt, rttvar) = match self.srtt {
             None => (r, r / 2),
             Some(srtt) => {
-                let srtt = nanos(srtt);
-                let rttvar = (nanos(self.rttvar) * 3 + srtt.abs_diff(r)) / 4;
+                let rttvar = (self.rttvar * 3 + srtt.abs_diff(r)) / 4;
                 ((srtt * 7 + r) / 8, rttvar)
             }
         };
         if self.activity.min_rtt == 0 || least < self.activity.min_rtt {
             self.activity.min_rtt = least;
         }
-        self.srtt = Some(Duration::from_nanos(srtt));
-        self.rttvar = Duration::from_nanos(rttvar);
+        self.srtt = Some(srtt);
+        self.rttvar = rttvar;
         // The variance term's floor: the clock's granularity (RFC 6298 §2.3), or `min_rto` as Linux.
+        let min_rto = nanos(cx.cfg.min_rto);
         let floor = if cx.cfg.rto_min_on_variance {
-            nanos(cx.cfg.min_rto)
+            min_rto
         } else {
             1_000_000
         };
         let rto = srtt + (rttvar * 4).max(floor);
-        self.rto = Duration::from_nanos(rto).clamp(cx.cfg.min_rto, cx.cfg.max_rto);
+        self.rto = rto.clamp(min_rto, nanos(cx.cfg.max_rto));
     }
 
     /// Bytes the network holds for us (RFC 6675 §4 "pipe", with every unSACKed byte below the highest
@@ -560,7 +587,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             };
         }
         // Back off (RFC 6298 §5.5) and go back to the first unacknowledged byte.
-        self.rto = (self.rto * 2).min(cx.cfg.max_rto);
+        self.rto = self.rto.saturating_mul(2).min(nanos(cx.cfg.max_rto));
         if self.state.is_synchronized() {
             let flight = self.snd_max - self.snd_una;
             self.cc.on_timeout(flight, self.mss);

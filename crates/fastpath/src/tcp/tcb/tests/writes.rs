@@ -75,7 +75,7 @@ fn cork_holds_partial_segments() {
     expect(&mut h, &[]);
     let rto = h.tcb.rto;
     let wrote = h.now;
-    assert_eq!(h.tcb.deadline(), Some(wrote + rto));
+    assert_eq!(h.tcb.deadline(), Some(wrote + Duration::from_nanos(rto)));
     h.fire();
     expect(&mut h, &[(true, 1, 81)]);
     ack(&mut h, 81);
