@@ -743,7 +743,9 @@ impl Stack {
     /// Input: one TCP segment.
     pub(crate) fn tcp_input(&mut self, mut buf: PacketBuf, ip: &Ipv4Repr, delivery: Delivery) {
         // The ECN field travels with the segment for TCP (RFC 3168).
-        buf.meta.set_ecn(ip.tos);
+        if ip.tos & 3 != 0 {
+            buf.meta.set_ecn(ip.tos);
+        }
         let (tcp, mut cx) = tcp_cx!(self);
         tcp.input(&mut cx, buf, (ip.src_addr, ip.dst_addr), delivery);
     }

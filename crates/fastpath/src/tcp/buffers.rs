@@ -488,6 +488,13 @@ impl PushMarks {
         self.marks[(self.head as usize + i) & (PUSH_MARKS - 1)]
     }
 
+    /// The latest mark, to move.
+    #[inline]
+    pub(crate) fn last_mut(&mut self) -> Option<&mut Seq> {
+        let len = self.len as usize;
+        (len > 0).then(|| &mut self.marks[(self.head as usize + len - 1) & (PUSH_MARKS - 1)])
+    }
+
     /// The latest mark.
     pub(crate) fn last(&self) -> Option<Seq> {
         let len = self.len as usize;

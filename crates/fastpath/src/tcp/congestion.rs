@@ -41,6 +41,8 @@ pub(crate) struct Congestion {
     max_out: u32,
     usage_end: u32,
     hystart: HyStart,
+    /// The initial window (RFC 6928), which a restart after idle does not go below.
+    pub(crate) initial: u32,
 }
 
 /// HyStart (Ha and Rhee, "Taming the elephants: new TCP slow start", 2011; Linux CUBIC's
@@ -63,8 +65,6 @@ struct HyStart {
     /// The least RTT sample of the round, microseconds, and how many were taken.
     round_rtt: u64,
     samples: u8,
-    /// The least RTT sample of the connection, microseconds (0: none).
-    delay_min: u64,
 }
 
 /// HyStart's constants, as Linux's: the window it starts at (segments), the samples a round
@@ -96,6 +96,7 @@ impl Congestion {
             max_out: 0,
             usage_end: 0,
             hystart: HyStart::default(),
+            initial: (10 * mss).min((2 * mss).max(14600)),
         }
     }
 
@@ -211,8 +212,8 @@ impl Congestion {
     /// microseconds: the window is halved for each RTO of idle time, down to the initial window
     /// (RFC 5681 §4.1, Linux's `tcp_cwnd_restart`); ssthresh keeps three quarters of the old window
     /// (`tcp_current_ssthresh`), so slow start climbs back towards it.
-    pub(crate) fn restart_after_idle(&mut self, idle: u64, rto: u64, mss: u32) {
-        let restart = Congestion::new(self.algorithm, mss).cwnd.min(self.cwnd);
+    pub(crate) fn restart_after_idle(&mut self, idle: u64, rto: u64) {
+        let restart = self.initial.min(self.cwnd);
         self.ssthresh = self.ssthresh.max(self.cwnd / 2 + self.cwnd / 4);
         let mut cwnd = self.cwnd;
         let mut left = idle;
@@ -223,10 +224,27 @@ impl Congestion {
         self.cwnd = cwnd.max(restart);
     }
 
-    /// HyStart's view of an ACK of new data in slow start (see [`HyStart`]): `rtt` the RTT of the
-    /// newest segment it acknowledged, microseconds, `una` and `nxt` the send sequence after it,
-    /// `now` microseconds. Ends slow start (ssthresh at the window) when it finds the path full.
-    pub(crate) fn hystart_sample(&mut self, rtt: u64, una: u32, nxt: u32, now: Instant, mss: u32) {
+    /// Whether HyStart looks at this ACK: CUBIC in slow start from a window of 16 segments, until
+    /// it ends slow start. The rounds start from there (Linux counts them from the first ACK; the
+    /// first round it watches is a partial one either way).
+    #[inline]
+    pub(crate) fn hystart_wanted(&self, mss: u32) -> bool {
+        self.cwnd >= HYSTART_LOW_WINDOW * mss
+            && self.cwnd < self.ssthresh
+            && !self.hystart.found
+            && self.algorithm == CongestionAlgorithm::Cubic
+    }
+
+    /// HyStart's view of an ACK of new data in slow start (see [`HyStart`]), when
+    /// [`hystart_wanted`](Self::hystart_wanted): `rtt` the RTT of the newest segment it
+    /// acknowledged and `delay_min` the connection's least, microseconds, `una` and `nxt` the send
+    /// sequence after it. Ends slow start (ssthresh at the window) when it finds the path full.
+    pub(crate) fn hystart_sample(
+        &mut self,
+        (rtt, delay_min): (u64, u64),
+        (una, nxt): (u32, u32),
+        now: Instant,
+    ) {
         // Samples just after a recovery are discarded (Linux's `bictcp_acked`): a second.
         if self
             .epoch
@@ -237,12 +255,7 @@ impl Congestion {
         let now = now.total_micros();
         let h = &mut self.hystart;
         let rtt = rtt.max(1);
-        if h.delay_min == 0 || rtt < h.delay_min {
-            h.delay_min = rtt;
-        }
-        if h.found || self.cwnd >= self.ssthresh || self.algorithm != CongestionAlgorithm::Cubic {
-            return;
-        }
+        let delay_min = delay_min.clamp(1, rtt);
         if !h.begun || una.wrapping_sub(h.round_end) as i32 > 0 {
             // A new round trip.
             h.begun = true;
@@ -252,13 +265,10 @@ impl Congestion {
             h.round_rtt = u64::MAX;
             h.samples = 0;
         }
-        if self.cwnd < HYSTART_LOW_WINDOW * mss {
-            return;
-        }
         // The ACK train: closely spaced ACKs for longer than half the least RTT.
         if now.saturating_sub(h.last_ack) <= HYSTART_ACK_DELTA {
             h.last_ack = now;
-            if now.saturating_sub(h.round_start) > (h.delay_min + HYSTART_ACK_DELAY) / 2 {
+            if now.saturating_sub(h.round_start) > (delay_min + HYSTART_ACK_DELAY) / 2 {
                 h.found = true;
             }
         }
@@ -267,7 +277,7 @@ impl Congestion {
         if h.samples < HYSTART_MIN_SAMPLES {
             h.samples += 1;
         } else if h.round_rtt
-            > h.delay_min + (h.delay_min / 8).clamp(HYSTART_DELAY_MIN, HYSTART_DELAY_MAX)
+            > delay_min + (delay_min / 8).clamp(HYSTART_DELAY_MIN, HYSTART_DELAY_MAX)
         {
             h.found = true;
         }
@@ -284,10 +294,7 @@ impl Congestion {
         }
         self.cwnd = mss;
         // Slow start begins afresh: HyStart may end it again (Linux's `bictcp_reset`).
-        self.hystart = HyStart {
-            delay_min: self.hystart.delay_min,
-            ..HyStart::default()
-        };
+        self.hystart = HyStart::default();
     }
 }
 
@@ -368,17 +375,18 @@ mod tests {
         let mss = 1000;
         let mut c = Congestion::new(CongestionAlgorithm::Cubic, mss);
         let at = |ms: u64| Instant::from_micros(ms * 1000);
-        c.hystart_sample(200_000, 10_001, 10_001, at(400), mss);
         c.on_ack(10_000, mss, at(400), Duration::from_millis(200));
         assert_eq!(c.cwnd, 20 * mss);
         for i in 0..8u32 {
             let una = 12_001 + 2000 * i;
-            c.hystart_sample(240_000, una, 30_001, at(640 + u64::from(i)), mss);
+            assert!(c.hystart_wanted(mss));
+            c.hystart_sample((240_000, 200_000), (una, 30_001), at(640 + u64::from(i)));
             c.on_ack(2000, mss, at(640), Duration::from_millis(200));
             assert_eq!(c.ssthresh, u32::MAX, "sample {i}");
         }
         assert_eq!(c.cwnd, 36 * mss);
-        c.hystart_sample(240_000, 28_001, 30_001, at(648), mss);
+        c.hystart_sample((240_000, 200_000), (28_001, 30_001), at(648));
+        assert!(!c.hystart_wanted(mss));
         assert_eq!(c.ssthresh, 36 * mss);
         c.on_ack(2000, mss, at(648), Duration::from_millis(200));
         // Congestion avoidance now: a fraction of a segment, not the two slow start would add.
@@ -392,12 +400,11 @@ mod tests {
         c.cwnd = 20 * mss;
         let at = |ms: u64| Instant::from_micros(ms * 1000);
         for i in 0..30u32 {
+            assert!(c.hystart_wanted(mss));
             c.hystart_sample(
-                200_000 + 1000,
-                1 + 1000 * i,
-                40_000,
+                (200_000 + 1000, 200_000),
+                (1 + 1000 * i, 40_000),
                 at(1000 + 10 * u64::from(i)),
-                mss,
             );
         }
         assert_eq!(c.ssthresh, u32::MAX);

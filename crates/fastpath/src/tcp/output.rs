@@ -128,7 +128,9 @@ impl<N: Network> Tcp<N> {
                 &repr,
                 (&[a, b], len, no_checksum),
             );
-            buf.meta.set_ecn(ecn);
+            if ecn != 0 {
+                buf.meta.set_ecn(ecn);
+            }
             if let Some(size) = segment_size {
                 buf.meta.set_gso_size(size);
                 cx.counters.tcp.out_tso_packets += 1;

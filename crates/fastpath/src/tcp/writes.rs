@@ -200,6 +200,8 @@ pub(crate) const TX_TIMESTAMPS: usize = 64;
 #[derive(Debug, Default)]
 pub(crate) struct TxTimestamps {
     pub(crate) on: TxTimestamping,
+    /// Any moment asked for (the write path's only question).
+    pub(crate) any: bool,
     /// The sequence number of the first byte written after they were turned on: key 0.
     base: Seq,
     /// The end (one past the last byte) of each write followed, and whether its segment went.
@@ -215,6 +217,7 @@ impl TxTimestamps {
     pub(crate) fn set(&mut self, on: TxTimestamping, next: Seq) {
         *self = TxTimestamps {
             on,
+            any: on.scheduled || on.sent || on.acked,
             base: next,
             dropped: self.dropped,
             ..TxTimestamps::default()

@@ -1142,7 +1142,7 @@ impl<A: IpAddress> Tcb<A> {
     /// timestamps when they are on.
     #[inline]
     fn stamp_write(&mut self, n: usize) {
-        if n > 0 && self.tx_stamps.on != TxTimestamping::default() {
+        if self.tx_stamps.any && n > 0 {
             self.tx_stamps.written(self.tx_seq + self.tx.len() as u32);
         }
     }
@@ -1179,7 +1179,7 @@ impl<A: IpAddress> Tcb<A> {
     /// The peer acknowledged everything below `ack`: records and notified writes ending there are
     /// done, and a `MSG_MORE` write's hold ends (output from here on is the acknowledgment's, under
     /// the socket's own rules, as Linux's `tcp_data_snd_check`).
-    #[inline]
+    #[inline(always)]
     pub(super) fn writes_acked(&mut self, ack: Seq, now: Instant) {
         self.more = false;
         if self.tx_stamps.awaiting() {
@@ -1210,6 +1210,7 @@ impl<A: IpAddress> Tcb<A> {
     }
 
     /// Queues `data`; returns how much fitted.
+    #[inline(always)]
     pub(crate) fn write(&mut self, data: &[u8]) -> io::Result<usize> {
         self.check_writable()?;
         if !self.below_lowat() {
@@ -1246,15 +1247,18 @@ impl<A: IpAddress> Tcb<A> {
     /// buffer (skb) holding a write's last byte for PSH (`tcp_push` → `tcp_mark_push`). A write
     /// appended to data not sent yet joins the buffer the previous write ended in, and Linux clears
     /// that buffer's mark as it appends (`tcp_sendmsg_locked`): only the later mark stays.
+    #[inline]
     fn mark_push(&mut self, n: usize) {
         if n == 0 {
             return;
         }
         let end = self.tx_seq + self.tx.len() as u32;
-        if let Some(last) = self.push_marks.last() {
+        let (snd_max, records) = (self.snd_max, &self.records);
+        if let Some(last) = self.push_marks.last_mut() {
             // A record's end keeps its mark: nothing joins its buffer.
-            if last > self.snd_max && (self.records.is_empty() || !self.records.ends_at(last)) {
-                self.push_marks.pop_last();
+            if *last > snd_max && (records.is_empty() || !records.ends_at(*last)) {
+                *last = end;
+                return;
             }
         }
         self.push_marks.push(end);

@@ -293,8 +293,13 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             // Nothing to send (the common answer after the last segment went): no window to work out.
             return None;
         }
-        // The restart comes as data can go: a closed peer window's probes do not restart it.
-        if self.snd_una == self.snd_max && cx.cfg.restart_after_idle && !probing && self.snd_wnd > 0
+        // The restart comes as data can go: a closed peer window's probes do not restart it. A
+        // window at the initial one has nothing to restart.
+        if self.snd_una == self.snd_max
+            && self.cc.cwnd > self.cc.initial
+            && cx.cfg.restart_after_idle
+            && !probing
+            && self.snd_wnd > 0
         {
             self.restart_if_idle(now);
             wnd = self.snd_wnd.min(self.cc.cwnd);
@@ -336,7 +341,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             record_ends = (len as usize) < available && self.records.ends_at(self.snd_nxt + len);
         }
         // Cork and `MSG_MORE`: the partial segment at the end waits; full ones before it go.
-        if self.holds_partial() && len as usize == available && len > limit && !record_ends {
+        if len > limit && len as usize == available && !record_ends && self.holds_partial() {
             len -= len % limit;
         }
         let len = len as usize;
@@ -409,6 +414,14 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
                 }
             }
         }
+        // ECN: new data is ECN-capable; the first after a reduction says so (RFC 3168 §6.1.2).
+        let mut ecn = 0;
+        if self.ecn_on && len > 0 && !retransmitting {
+            ecn = ECN_ECT0;
+            if std::mem::take(&mut self.cwr_owed) {
+                flags = flags | Flags::CWR;
+            }
+        }
         let repr = self.header(flags, seq);
         let end = seq + len as u32 + fin as u32;
         let rack_on = self.rack_on(cx.cfg);
@@ -444,15 +457,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             self.timers.arm_once(Timer::Retransmit, self.rto_from(now));
         }
         let segment_size = (len as u32 > limit).then_some(limit as u16);
-        let mut out = self.finish(repr, offset, len, segment_size);
-        if self.ecn_on && len > 0 && !retransmitting {
-            // New data is ECN-capable; the first after a reduction says so (RFC 3168 §6.1.2).
-            out.ecn = ECN_ECT0;
-            if std::mem::take(&mut self.cwr_owed) {
-                out.repr.flags = out.repr.flags | Flags::CWR;
-            }
-        }
-        Some(out)
+        Some(self.finish_with(repr, offset, len, segment_size, ecn))
     }
 
     /// New data is to go with nothing in flight: after more than an RTO since data last went, the
@@ -464,7 +469,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
         let idle = now.total_micros().saturating_sub(last.total_micros());
         let rto = self.rto / 1000;
         if idle > rto {
-            self.cc.restart_after_idle(idle, rto, self.mss);
+            self.cc.restart_after_idle(idle, rto);
         }
     }
 
@@ -700,12 +705,25 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
     }
 
     /// Adds timestamps and SACK blocks, and records that an ACK went out.
+    #[inline]
     pub(super) fn finish(
+        &mut self,
+        repr: TcpRepr,
+        offset: usize,
+        len: usize,
+        segment_size: Option<u16>,
+    ) -> Outgoing {
+        self.finish_with(repr, offset, len, segment_size, 0)
+    }
+
+    /// [`finish`](Self::finish), the IP header's ECN field `ecn`.
+    pub(super) fn finish_with(
         &mut self,
         mut repr: TcpRepr,
         offset: usize,
         len: usize,
         segment_size: Option<u16>,
+        ecn: u8,
     ) -> Outgoing {
         if repr.flags.contains(Flags::ACK) {
             // The clock is read by the stack: `ts_val` is filled in by `stamp`.
@@ -737,7 +755,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             offset,
             len,
             segment_size,
-            ecn: 0,
+            ecn,
         }
     }
 

@@ -342,10 +342,11 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             let since = |t: Instant| cx.now.total_micros().saturating_sub(t.total_micros());
             let (rtt, newest_rtt) = (since(oldest), since(newest));
             self.rtt_sample(rtt, newest_rtt, cx);
-            if cx.cfg.hystart && self.cc.cwnd < self.cc.ssthresh {
+            if cx.cfg.hystart && self.cc.hystart_wanted(self.mss) {
+                let delay_min = self.activity.min_rtt / 1000;
                 let (una, nxt) = (ack.0, self.snd_nxt.max(ack).0);
                 self.cc
-                    .hystart_sample(newest_rtt, una, nxt, cx.now, self.mss);
+                    .hystart_sample((newest_rtt, delay_min), (una, nxt), cx.now);
             }
         } else if let Some((_, ecr)) = seg.options.timestamps.filter(|_| self.ts_on) {
             self.rtt_from_echo(ecr, cx);
