@@ -13,6 +13,8 @@
 //! | [`icmp_quoted`](wire::icmp_quoted) | bytes to `icmpv4::parse_quoted` | the verdict against a model of RFC 792's quote |
 //! | [`ipv6`](wire6::ipv6) | bytes to `Ipv6Packet`, `Ipv6Repr` and the extension-header walk | the verdict against a model of RFC 8200's lengths, every field, emit-parse round trip; the walk inside the payload, agreeing with the length-only skip, its pointers inside the packet |
 //! | [`icmpv6`](wire6::icmpv6) | addresses and bytes to `Icmpv6Repr::parse`, errors' data to `parse_quoted` | the checksum verdict against a reference sum with the pseudo-header, parse-emit round trip |
+//! | [`ethernet`](link::ethernet) | bytes to `EthernetFrame` and `EthernetRepr` | the verdict against a model of Ethernet II and 802.1Q framing, every field, emit round trip |
+//! | [`arp`](link::arp) | bytes to `ArpPacket` and `ArpRepr` | the verdict against a model of RFC 826's IPv4-over-Ethernet message, every field, emit round trip |
 //! | [`checksum`](checksum::checksum) | bytes, cut into pieces | every algorithm, fused copies, partial sums over odd pieces and incremental updates agree with a reference sum |
 //! | [`reassembly`](reassembly::reassembly) | fragment sequences and timer ticks to a `ReassemblyTable` with IPv4 keys | bytes and datagrams held within the caps, completed datagrams exact, atomic fragments pass straight through, a whole set always completes, expired datagrams quote header and 8 bytes, no buffer lost |
 //! | [`reassembly_ipv6`](reassembly::reassembly_ipv6) | the same with IPv6 keys (32-bit identifications, equal ones from two sources) and header chains of 48 bytes and up | as `reassembly`, and: the first fragment's header comes back with the packet, which stays within 65,535 bytes counting its extension headers; expired packets quote their first fragment up to 1232 bytes |
@@ -38,6 +40,7 @@ pub mod amplification;
 pub mod checksum;
 pub mod demux;
 pub mod input;
+pub mod link;
 pub mod reassembly;
 pub mod seeds;
 pub mod smoke;
@@ -62,6 +65,8 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("icmp_quoted", wire::icmp_quoted),
     ("ipv6", wire6::ipv6),
     ("icmpv6", wire6::icmpv6),
+    ("ethernet", link::ethernet),
+    ("arp", link::arp),
     ("checksum", checksum::checksum),
     ("reassembly", reassembly::reassembly),
     ("reassembly_ipv6", reassembly::reassembly_ipv6),

@@ -974,9 +974,63 @@ fn dns() -> Vec<(&'static str, Vec<u8>)> {
     ]
 }
 
+/// Ethernet frames: untagged IPv4, tagged ARP, IPv6.
+fn ethernet() -> Vec<(&'static str, Vec<u8>)> {
+    let mac = |last: u8| [0x02, 0, 0, 0, 0, last];
+    let frame = |tag: Option<u16>, ty: u16, payload: &[u8]| {
+        let mut f = Vec::new();
+        f.extend_from_slice(&mac(2));
+        f.extend_from_slice(&mac(1));
+        if let Some(tci) = tag {
+            f.extend_from_slice(&0x8100u16.to_be_bytes());
+            f.extend_from_slice(&tci.to_be_bytes());
+        }
+        f.extend_from_slice(&ty.to_be_bytes());
+        f.extend_from_slice(payload);
+        f
+    };
+    vec![
+        (
+            "ipv4",
+            frame(None, 0x0800, &ip_packet(A, B, 17, 1, 0x4000, &[], &[0; 8])),
+        ),
+        ("vlan_arp", frame(Some(0xa02a), 0x0806, &arp_message(1))),
+        ("ipv6", frame(None, 0x86dd, &[0x60, 0, 0, 0, 0, 0, 59, 64])),
+    ]
+}
+
+/// An ARP request (1) or reply (2) between A and B.
+fn arp_message(op: u16) -> Vec<u8> {
+    let mut m = vec![0, 1, 8, 0, 6, 4];
+    m.extend_from_slice(&op.to_be_bytes());
+    m.extend_from_slice(&[0x02, 0, 0, 0, 0, 1]);
+    m.extend_from_slice(&A.octets());
+    let target = if op == 1 {
+        [0; 6]
+    } else {
+        [0x02, 0, 0, 0, 0, 2]
+    };
+    m.extend_from_slice(&target);
+    m.extend_from_slice(&B.octets());
+    m
+}
+
+/// ARP messages: a request, a reply, a padded request.
+fn arp() -> Vec<(&'static str, Vec<u8>)> {
+    let mut padded = arp_message(1);
+    padded.resize(46, 0);
+    vec![
+        ("request", arp_message(1)),
+        ("reply", arp_message(2)),
+        ("padded", padded),
+    ]
+}
+
 /// The seed corpus of `target`, by file name.
 pub fn seeds(target: &str) -> Vec<(&'static str, Vec<u8>)> {
     match target {
+        "ethernet" => ethernet(),
+        "arp" => arp(),
         "ipv4" => ipv4(),
         "udp" => udp(),
         "icmpv4" => icmpv4(),

@@ -98,6 +98,16 @@ fn dns() {
 }
 
 #[test]
+fn ethernet() {
+    run("ethernet", 5000);
+}
+
+#[test]
+fn arp() {
+    run("arp", 5000);
+}
+
+#[test]
 fn every_target_has_a_test_and_seeds() {
     for (name, _) in TARGETS {
         assert!(
@@ -105,7 +115,7 @@ fn every_target_has_a_test_and_seeds() {
             "no seeds for {name}"
         );
     }
-    assert_eq!(TARGETS.len(), 16, "a new target needs its test here");
+    assert_eq!(TARGETS.len(), 18, "a new target needs its test here");
 }
 
 /// The committed seeds are what `seeds.rs` makes: after changing a target's input format, run

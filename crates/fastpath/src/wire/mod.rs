@@ -13,6 +13,8 @@
 //! algorithm from [`crate::checksum`]); `parse` does not verify them and `emit` writes zero. ICMP is small and
 //! rare, so [`Icmpv4Repr`] verifies and fills its own checksum.
 
+pub mod arp;
+pub mod ethernet;
 pub mod icmpv4;
 pub mod icmpv6;
 pub mod ipv4;
@@ -22,6 +24,8 @@ pub mod ipv6ext;
 pub mod tcp;
 pub mod udp;
 
+pub use arp::{ArpOp, ArpPacket, ArpRepr};
+pub use ethernet::{EtherType, EthernetFrame, EthernetRepr, MacAddr, VlanTag};
 pub use icmpv4::{DstUnreachable, Icmpv4Packet, Icmpv4Repr, Message as IcmpMessage, TimeExceeded};
 pub use ipv4::{Ipv4Packet, Ipv4Repr};
 pub use ipv6::{Ipv6Packet, Ipv6Repr};
