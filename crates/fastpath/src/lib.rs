@@ -149,6 +149,7 @@ pub mod buf;
 pub mod checksum;
 pub mod config;
 pub mod demux;
+pub mod ethernet;
 pub mod icmp;
 mod icmpv6;
 #[cfg(feature = "instrument")]
