@@ -269,6 +269,30 @@ impl<A: Copy + Eq + Hash> NeighborCache<A> {
         e.queue.drain(..).collect()
     }
 
+    /// Learns `addr`'s address from its own request to us (RFC 826's merge; RFC 4861 §7.2.3 for a
+    /// solicitation with a source address option): a STALE entry, made only if there is room or
+    /// an entry not being resolved to make room with. An entry already there is updated as an
+    /// unsolicited answer would update it.
+    pub fn learn(&mut self, addr: A, mac: MacAddr, now: Instant) {
+        if self.entries.contains_key(&addr) {
+            self.heard(addr, mac, Heard::Unsolicited, now);
+            return;
+        }
+        if self.entries.len() >= self.cfg.max_entries && !self.evict_one() {
+            return;
+        }
+        self.entries.insert(
+            addr,
+            Entry {
+                state: NeighborState::Stale,
+                mac: Some(mac),
+                queue: VecDeque::new(),
+                queued: 0,
+                touched: now,
+            },
+        );
+    }
+
     /// The neighbour `addr` is reachable, as an upper layer saw it (TCP's acknowledgments of new
     /// data, RFC 4861 §7.3.1): no probe needed.
     pub fn confirm(&mut self, addr: A, now: Instant) {
