@@ -1026,11 +1026,35 @@ fn arp() -> Vec<(&'static str, Vec<u8>)> {
     ]
 }
 
+/// Neighbour programs: resolve then answer; a scan past the bound; a neighbour that never answers.
+fn neighbor() -> Vec<(&'static str, Vec<u8>)> {
+    vec![
+        // Config, then: resolve 10.0.0.2 (100 bytes), a reply from it, resolve again.
+        (
+            "answered",
+            vec![3, 200, 0, 100, 2, 1, 0, 7, 2, 4, 1, 0, 0, 2],
+        ),
+        // Config of 2 entries, then five resolutions of different addresses.
+        (
+            "scan",
+            vec![1, 0, 0, 10, 2, 0, 10, 3, 0, 10, 4, 0, 10, 5, 0, 10, 6],
+        ),
+        // Resolve, then the clock and the timers, four times.
+        (
+            "silent",
+            vec![
+                3, 0, 0, 50, 2, 4, 3, 232, 5, 4, 3, 232, 5, 4, 3, 232, 5, 4, 3, 232, 5,
+            ],
+        ),
+    ]
+}
+
 /// The seed corpus of `target`, by file name.
 pub fn seeds(target: &str) -> Vec<(&'static str, Vec<u8>)> {
     match target {
         "ethernet" => ethernet(),
         "arp" => arp(),
+        "neighbor" => neighbor(),
         "ipv4" => ipv4(),
         "udp" => udp(),
         "icmpv4" => icmpv4(),

@@ -108,6 +108,11 @@ fn arp() {
 }
 
 #[test]
+fn neighbor() {
+    run("neighbor", 5000);
+}
+
+#[test]
 fn every_target_has_a_test_and_seeds() {
     for (name, _) in TARGETS {
         assert!(
@@ -115,7 +120,7 @@ fn every_target_has_a_test_and_seeds() {
             "no seeds for {name}"
         );
     }
-    assert_eq!(TARGETS.len(), 18, "a new target needs its test here");
+    assert_eq!(TARGETS.len(), 19, "a new target needs its test here");
 }
 
 /// The committed seeds are what `seeds.rs` makes: after changing a target's input format, run

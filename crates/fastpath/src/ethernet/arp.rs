@@ -114,7 +114,8 @@ pub fn arp_input(
     };
     if repr.op == ArpOp::Request && for_us && cache.state(repr.sender_ip).is_none() {
         // RFC 826's merge: a neighbour that asks for us will be answered; learn it now.
-        cache.learn(repr.sender_ip, repr.sender_mac, now);
+        // No entry, so nothing waited for it.
+        let _ = cache.learn(repr.sender_ip, repr.sender_mac, now);
         return out;
     }
     let released = cache.heard(repr.sender_ip, repr.sender_mac, heard, now);

@@ -272,14 +272,13 @@ impl<A: Copy + Eq + Hash> NeighborCache<A> {
     /// Learns `addr`'s address from its own request to us (RFC 826's merge; RFC 4861 §7.2.3 for a
     /// solicitation with a source address option): a STALE entry, made only if there is room or
     /// an entry not being resolved to make room with. An entry already there is updated as an
-    /// unsolicited answer would update it.
-    pub fn learn(&mut self, addr: A, mac: MacAddr, now: Instant) {
+    /// unsolicited answer would update it, and the packets that waited for it are returned.
+    pub fn learn(&mut self, addr: A, mac: MacAddr, now: Instant) -> Vec<PacketBuf> {
         if self.entries.contains_key(&addr) {
-            self.heard(addr, mac, Heard::Unsolicited, now);
-            return;
+            return self.heard(addr, mac, Heard::Unsolicited, now);
         }
         if self.entries.len() >= self.cfg.max_entries && !self.evict_one() {
-            return;
+            return Vec::new();
         }
         self.entries.insert(
             addr,
@@ -291,6 +290,7 @@ impl<A: Copy + Eq + Hash> NeighborCache<A> {
                 touched: now,
             },
         );
+        Vec::new()
     }
 
     /// The neighbour `addr` is reachable, as an upper layer saw it (TCP's acknowledgments of new
