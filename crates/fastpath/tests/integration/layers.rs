@@ -10,7 +10,7 @@ const LAYERS: &[&[&str]] = &[
     &["time", "rng", "secret", "stats", "addr", "instrument"],
     &["checksum", "buf", "demux", "route", "pmtu"],
     &["wire", "config"],
-    &["link", "reassembly"],
+    &["link", "reassembly", "ethernet"],
     &["ip"],
     &["ipv4", "ipv6"],
     &["icmp", "icmpv6"],
