@@ -43,6 +43,9 @@ pub(crate) struct Sent {
 const SACKED: u8 = 1;
 const LOST: u8 = 2;
 const RETRANSMITTED: u8 = 4;
+/// Marked lost at some point and neither SACKed nor acknowledged since (sent again or not):
+/// what Linux's `lost_out` counts.
+const MARKED: u8 = 8;
 
 impl Sent {
     fn len(&self) -> u32 {
@@ -62,6 +65,8 @@ pub(crate) struct SentLog {
     records: VecDeque<Sent>,
     /// Bytes marked lost and not yet sent again nor SACKed.
     lost: u32,
+    /// Bytes marked lost and not yet SACKed nor acknowledged, sent again or not.
+    marked: u32,
 }
 
 impl SentLog {
@@ -154,6 +159,9 @@ impl SentLog {
                     if r.flags & LOST != 0 {
                         self.lost -= r.len();
                     }
+                    if r.flags & MARKED != 0 {
+                        self.marked -= r.len();
+                    }
                     delivered(&r);
                 }
                 return;
@@ -166,12 +174,18 @@ impl SentLog {
                     if r.flags & LOST != 0 {
                         self.lost -= r.len();
                     }
+                    if r.flags & MARKED != 0 {
+                        self.marked -= r.len();
+                    }
                     delivered(&r);
                 }
             } else {
                 if r.start < ack {
                     if r.flags & LOST != 0 && r.flags & SACKED == 0 {
                         self.lost -= ack - r.start;
+                    }
+                    if r.flags & MARKED != 0 && r.flags & SACKED == 0 {
+                        self.marked -= ack - r.start;
                     }
                     r.start = ack;
                 }
@@ -192,7 +206,10 @@ impl SentLog {
                 if r.flags & LOST != 0 {
                     self.lost -= r.len();
                 }
-                r.flags = (r.flags & !LOST) | SACKED;
+                if r.flags & MARKED != 0 {
+                    self.marked -= r.len();
+                }
+                r.flags = (r.flags & !(LOST | MARKED)) | SACKED;
                 delivered(r);
             }
             i += 1;
@@ -207,6 +224,12 @@ impl SentLog {
     /// Bytes marked lost, not yet sent again nor SACKed.
     pub(crate) fn lost_bytes(&self) -> u32 {
         self.lost
+    }
+
+    /// Bytes marked lost and neither SACKed nor acknowledged since, sent again or not (Linux's
+    /// `lost_out`, which `tcpi_lost` reports).
+    pub(crate) fn marked_bytes(&self) -> u32 {
+        self.marked
     }
 
     /// The first record marked lost (to send again).
@@ -254,6 +277,10 @@ impl SentLog {
             if due <= now {
                 r.flags |= LOST;
                 self.lost += r.len();
+                if r.flags & MARKED == 0 {
+                    r.flags |= MARKED;
+                    self.marked += r.len();
+                }
                 marked += 1;
             } else {
                 timeout = Some(timeout.map_or(due, |t| t.max(due)));
@@ -269,6 +296,7 @@ impl SentLog {
             r.flags &= RETRANSMITTED;
         }
         self.lost = 0;
+        self.marked = 0;
     }
 
     /// Forgets everything (TIME-WAIT holds no send state).

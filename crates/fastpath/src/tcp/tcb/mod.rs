@@ -161,8 +161,9 @@ pub struct ConnectionInfo {
     pub unacked: u32,
     /// Of `unacked`, bytes the peer reported received by SACK.
     pub sacked: u32,
-    /// Of `unacked`, bytes taken as lost: everything not SACKed after a timeout, the holes below the
-    /// highest SACK in recovery (one MSS without SACK).
+    /// Of `unacked`, bytes taken as lost: everything not SACKed after a timeout; in recovery, what
+    /// RACK marked lost and is not SACKed since, resent or not (Linux's `lost_out`), or without
+    /// RACK the holes below the highest SACK (one MSS without SACK).
     pub lost: u32,
     /// Bytes written and not sent yet.
     pub not_sent: u32,
@@ -763,7 +764,7 @@ impl<A: IpAddress> Tcb<A> {
         if self.loss_until.is_some() {
             flight.saturating_sub(sacked)
         } else if self.recover.is_some() && !self.sent_log.is_empty() {
-            self.sent_log.lost_bytes()
+            self.sent_log.marked_bytes()
         } else if self.recover.is_some() {
             match self.scoreboard.high().filter(|_| self.sack_on) {
                 Some(high) => self.scoreboard.holes_between(self.snd_una, high),
