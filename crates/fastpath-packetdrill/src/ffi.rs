@@ -816,16 +816,20 @@ unsafe extern "C" fn pd_getsockopt(
 
 type SendfileFn = unsafe extern "C" fn(c_int, c_int, *mut libc::off_t, size_t) -> ssize_t;
 
+/// The address of `name` after this library's in the lookup order (the C library's), looked up
+/// once into `cache`; `None` when there is none, or when it is this library's own (`ours`).
+fn next_symbol(cache: &OnceLock<usize>, name: &CStr, ours: usize) -> Option<usize> {
+    let addr = *cache.get_or_init(|| {
+        // SAFETY: `dlsym` with `RTLD_NEXT` and a NUL-terminated name has no other precondition.
+        unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr()) as usize }
+    });
+    (addr != 0 && addr != ours).then_some(addr)
+}
+
 /// The `sendfile` after this library's in the lookup order (the C library's), or `None`.
 fn next_sendfile() -> Option<SendfileFn> {
     static NEXT: OnceLock<usize> = OnceLock::new();
-    let addr = *NEXT.get_or_init(|| {
-        // SAFETY: `dlsym` with `RTLD_NEXT` and a NUL-terminated name has no other precondition.
-        unsafe { libc::dlsym(libc::RTLD_NEXT, c"sendfile".as_ptr()) as usize }
-    });
-    if addr == 0 || addr == sendfile as SendfileFn as usize {
-        return None;
-    }
+    let addr = next_symbol(&NEXT, c"sendfile", sendfile as SendfileFn as usize)?;
     // SAFETY: the symbol `sendfile` the loader found is the C library's function of this type.
     Some(unsafe { std::mem::transmute::<usize, SendfileFn>(addr) })
 }
@@ -895,13 +899,7 @@ type GetsockoptFn = unsafe extern "C" fn(c_int, c_int, c_int, *mut c_void, *mut 
 /// The `getsockopt` after this library's in the lookup order (the C library's), or `None`.
 fn next_getsockopt() -> Option<GetsockoptFn> {
     static NEXT: OnceLock<usize> = OnceLock::new();
-    let addr = *NEXT.get_or_init(|| {
-        // SAFETY: `dlsym` with `RTLD_NEXT` and a NUL-terminated name has no other precondition.
-        unsafe { libc::dlsym(libc::RTLD_NEXT, c"getsockopt".as_ptr()) as usize }
-    });
-    if addr == 0 || addr == getsockopt as GetsockoptFn as usize {
-        return None;
-    }
+    let addr = next_symbol(&NEXT, c"getsockopt", getsockopt as GetsockoptFn as usize)?;
     // SAFETY: the symbol `getsockopt` the loader found is the C library's function of this type.
     Some(unsafe { std::mem::transmute::<usize, GetsockoptFn>(addr) })
 }

@@ -487,13 +487,7 @@ impl TcpStreamRef<'_> {
         let now = self.stack.now;
         let n = with_tcb!(self, t => {
             let r = t.write(buf);
-            match &r {
-                Ok(n) => t.after_write(*n, buf.len(), now),
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    t.after_write(0, buf.len(), now)
-                }
-                Err(_) => {}
-            }
+            t.note_write(&r, buf.len(), now);
             r?
         });
         self.output();
@@ -508,13 +502,7 @@ impl TcpStreamRef<'_> {
         let now = self.stack.now;
         let n = with_tcb!(self, t => {
             let r = t.write_flagged(buf, flags);
-            match &r {
-                Ok(n) => t.after_write(*n, buf.len(), now),
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    t.after_write(0, buf.len(), now)
-                }
-                Err(_) => {}
-            }
+            t.note_write(&r, buf.len(), now);
             r?
         });
         self.output();

@@ -102,6 +102,19 @@ struct Entry {
     touched: Instant,
 }
 
+impl Entry {
+    /// A new entry with nothing held.
+    fn new(state: NeighborState, mac: Option<MacAddr>, now: Instant) -> Entry {
+        Entry {
+            state,
+            mac,
+            queue: VecDeque::new(),
+            queued: 0,
+            touched: now,
+        }
+    }
+}
+
 /// What [`NeighborCache::resolve`] says to do with a packet for a neighbour.
 #[derive(Debug)]
 pub enum Resolved {
@@ -217,16 +230,11 @@ impl<A: Copy + Eq + Hash> NeighborCache<A> {
         if self.entries.len() >= cfg.max_entries && !self.evict_one() {
             return Resolved::Full(packet);
         }
-        let mut e = Entry {
-            state: NeighborState::Incomplete {
-                sent: 1,
-                next: now + cfg.retrans,
-            },
-            mac: None,
-            queue: VecDeque::new(),
-            queued: 0,
-            touched: now,
+        let incomplete = NeighborState::Incomplete {
+            sent: 1,
+            next: now + cfg.retrans,
         };
+        let mut e = Entry::new(incomplete, None, now);
         let dropped = hold(&mut e, packet, cfg.queue_bytes);
         self.entries.insert(addr, e);
         Resolved::Held {
@@ -280,16 +288,8 @@ impl<A: Copy + Eq + Hash> NeighborCache<A> {
         if self.entries.len() >= self.cfg.max_entries && !self.evict_one() {
             return Vec::new();
         }
-        self.entries.insert(
-            addr,
-            Entry {
-                state: NeighborState::Stale,
-                mac: Some(mac),
-                queue: VecDeque::new(),
-                queued: 0,
-                touched: now,
-            },
-        );
+        self.entries
+            .insert(addr, Entry::new(NeighborState::Stale, Some(mac), now));
         Vec::new()
     }
 

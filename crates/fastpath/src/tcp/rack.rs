@@ -155,13 +155,8 @@ impl SentLog {
         if self.records.len() == 1 {
             if let Some(&r) = self.records.front().filter(|r| r.end <= ack) {
                 self.records.clear();
+                self.uncount(r.flags, r.len());
                 if r.flags & SACKED == 0 {
-                    if r.flags & LOST != 0 {
-                        self.lost -= r.len();
-                    }
-                    if r.flags & MARKED != 0 {
-                        self.marked -= r.len();
-                    }
                     delivered(&r);
                 }
                 return;
@@ -170,24 +165,15 @@ impl SentLog {
         while let Some(r) = self.records.front_mut() {
             if r.end <= ack {
                 let r = self.records.pop_front().unwrap_or_else(|| unreachable!());
+                self.uncount(r.flags, r.len());
                 if r.flags & SACKED == 0 {
-                    if r.flags & LOST != 0 {
-                        self.lost -= r.len();
-                    }
-                    if r.flags & MARKED != 0 {
-                        self.marked -= r.len();
-                    }
                     delivered(&r);
                 }
             } else {
                 if r.start < ack {
-                    if r.flags & LOST != 0 && r.flags & SACKED == 0 {
-                        self.lost -= ack - r.start;
-                    }
-                    if r.flags & MARKED != 0 && r.flags & SACKED == 0 {
-                        self.marked -= ack - r.start;
-                    }
+                    let (flags, cut) = (r.flags, ack - r.start);
                     r.start = ack;
+                    self.uncount(flags, cut);
                 }
                 break;
             }
@@ -203,16 +189,26 @@ impl SentLog {
                 break;
             }
             if r.start >= left && r.end <= right && r.flags & SACKED == 0 {
-                if r.flags & LOST != 0 {
-                    self.lost -= r.len();
-                }
-                if r.flags & MARKED != 0 {
-                    self.marked -= r.len();
-                }
+                let (flags, len) = (r.flags, r.len());
                 r.flags = (r.flags & !(LOST | MARKED)) | SACKED;
                 delivered(r);
+                self.uncount(flags, len);
             }
             i += 1;
+        }
+    }
+
+    /// `bytes` of a record with `flags` leave the lost and marked counts (acknowledged, or SACKed
+    /// now); a record SACKed before had left them already.
+    #[inline(always)]
+    fn uncount(&mut self, flags: u8, bytes: u32) {
+        if flags & SACKED == 0 {
+            if flags & LOST != 0 {
+                self.lost -= bytes;
+            }
+            if flags & MARKED != 0 {
+                self.marked -= bytes;
+            }
         }
     }
 

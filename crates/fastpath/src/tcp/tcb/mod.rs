@@ -1102,14 +1102,7 @@ impl<A: IpAddress> Tcb<A> {
             return Err(io::ErrorKind::WouldBlock.into());
         }
         let n = if flags.more {
-            self.check_writable()?;
-            if !self.below_lowat() {
-                return Err(io::ErrorKind::WouldBlock.into());
-            }
-            let n = self.tx.write(data);
-            if n == 0 && !data.is_empty() {
-                return Err(io::ErrorKind::WouldBlock.into());
-            }
+            let n = self.queue(data)?;
             self.stamp_write(n);
             // Appended to a buffer not sent yet, the write takes that buffer's PSH mark away and
             // sets none (`tcp_sendmsg_locked`, `tcp_push` under `MSG_MORE`).
@@ -1213,6 +1206,17 @@ impl<A: IpAddress> Tcb<A> {
     /// Queues `data`; returns how much fitted.
     #[inline(always)]
     pub(crate) fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        let n = self.queue(data)?;
+        self.more = false;
+        self.mark_push(n);
+        self.stamp_write(n);
+        Ok(n)
+    }
+
+    /// Copies `data` into the send buffer if the connection takes writes now (open for writing,
+    /// below `TCP_NOTSENT_LOWAT`); `WouldBlock` when none of it fitted.
+    #[inline(always)]
+    fn queue(&mut self, data: &[u8]) -> io::Result<usize> {
         self.check_writable()?;
         if !self.below_lowat() {
             return Err(io::ErrorKind::WouldBlock.into());
@@ -1221,10 +1225,19 @@ impl<A: IpAddress> Tcb<A> {
         if n == 0 && !data.is_empty() {
             return Err(io::ErrorKind::WouldBlock.into());
         }
-        self.more = false;
-        self.mark_push(n);
-        self.stamp_write(n);
         Ok(n)
+    }
+
+    /// After the application's write of `wanted` bytes ended as `result`: as
+    /// [`after_write`](Self::after_write) for what was taken (nothing when it would block); an
+    /// error leaves the chronos alone.
+    #[inline]
+    pub(crate) fn note_write(&mut self, result: &io::Result<usize>, wanted: usize, now: Instant) {
+        match result {
+            Ok(n) => self.after_write(*n, wanted, now),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.after_write(0, wanted, now),
+            Err(_) => {}
+        }
     }
 
     /// Lets `fill` write into the send buffer in place.
