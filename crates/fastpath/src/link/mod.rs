@@ -1,6 +1,7 @@
 //! Links: what moves IP packets in and out of a stack, a batch at a time.
 //!
-//! Links carry bare IPv4 packets (no link-layer header), like a Linux TUN device. Each packet travels
+//! Links carry bare IP packets (no link-layer header), like a Linux TUN device, or Ethernet frames
+//! ([`Medium`]), like a TAP device. Each packet travels
 //! with its [`PacketMeta`](crate::buf::PacketMeta), the offload metadata a virtio-net header would carry.
 //! Moving packets in batches is the user-space form of interrupt coalescing (paper 002 §2.1): the
 //! per-wake-up cost is paid once per batch, not once per packet.
@@ -20,6 +21,7 @@ pub use tun::{TunConfig, TunHandle, TunLink, TunStats};
 use std::task::Waker;
 
 use crate::buf::PacketBuf;
+use crate::wire::MacAddr;
 
 /// What a link can do, as the stack sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -50,10 +52,28 @@ impl LinkCapabilities {
     }
 }
 
+/// What a link's packets are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Medium {
+    /// Bare IP packets, as a TUN device carries them: the kernel or the peer routes.
+    Ip,
+    /// Ethernet II frames (a TAP device, an AF_XDP socket), the stack's own hardware address
+    /// given: the stack frames what it sends and resolves its neighbours (`ethernet/`).
+    /// [`LinkCapabilities::mtu`] is still the largest IP packet; a frame is up to 18 bytes more
+    /// (the header and an 802.1Q tag). A packet's [`PacketMeta`](crate::buf::PacketMeta)
+    /// checksum offsets count from the frame's first byte.
+    Ethernet(MacAddr),
+}
+
 /// A packet link.
 pub trait Link: Send {
     /// What the link can do.
     fn capabilities(&self) -> LinkCapabilities;
+
+    /// What its packets are: bare IP packets (the default) or Ethernet frames.
+    fn medium(&self) -> Medium {
+        Medium::Ip
+    }
 
     /// Takes every packet out of `batch` and sends it. Returns how many it had to drop because its
     /// queue was full (the stack counts them); what a simulated wire loses is the wire's to count.
@@ -74,6 +94,10 @@ pub trait Link: Send {
 impl<L: Link + ?Sized> Link for Box<L> {
     fn capabilities(&self) -> LinkCapabilities {
         (**self).capabilities()
+    }
+
+    fn medium(&self) -> Medium {
+        (**self).medium()
     }
 
     fn transmit(&mut self, batch: &mut Vec<PacketBuf>) -> usize {
