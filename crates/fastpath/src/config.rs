@@ -432,6 +432,64 @@ impl Default for Limits {
     }
 }
 
+/// The cache's bounds and timers (RFC 4861 §10's constants, Linux's defaults for the bounds).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NeighborConfig {
+    /// Entries at most (Linux's `gc_thresh3`).
+    pub max_entries: usize,
+    /// Bytes of packets held per address being resolved (Linux's `unres_qlen_bytes`).
+    pub queue_bytes: usize,
+    /// How long a confirmed address stays REACHABLE (`REACHABLE_TIME`; RFC 4861 randomizes it
+    /// between half and one and a half times, which the caller may do).
+    pub reachable: Duration,
+    /// Between solicitations (`RETRANS_TIMER`).
+    pub retrans: Duration,
+    /// From the first use of a STALE address to its first probe (`DELAY_FIRST_PROBE_TIME`).
+    pub delay_first_probe: Duration,
+    /// Broadcast or multicast solicitations before giving an INCOMPLETE address up
+    /// (`MAX_MULTICAST_SOLICIT`).
+    pub max_multicast_solicit: u8,
+    /// Unicast probes before giving a PROBE address up (`MAX_UNICAST_SOLICIT`).
+    pub max_unicast_solicit: u8,
+}
+
+impl Default for NeighborConfig {
+    fn default() -> NeighborConfig {
+        NeighborConfig {
+            max_entries: 1024,
+            queue_bytes: 212_992,
+            reachable: Duration::from_secs(30),
+            retrans: Duration::from_secs(1),
+            delay_first_probe: Duration::from_secs(5),
+            max_multicast_solicit: 3,
+            max_unicast_solicit: 3,
+        }
+    }
+}
+
+/// How an Ethernet interface behaves (`ethernet/`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EthernetConfig {
+    /// The neighbour caches' bounds and timers (ARP's and neighbour discovery's alike).
+    pub neighbor: NeighborConfig,
+    /// The 802.1Q VLAN the interface is on: frames go out tagged with it, and only frames tagged
+    /// with it come in. `None`: untagged frames only.
+    pub vlan: Option<u16>,
+    /// Solicitations sent to check an IPv6 address before using it (RFC 4862's
+    /// `DupAddrDetectTransmits`, 1 as Linux); 0 uses an address at once.
+    pub dad_transmits: u8,
+}
+
+impl Default for EthernetConfig {
+    fn default() -> EthernetConfig {
+        EthernetConfig {
+            neighbor: NeighborConfig::default(),
+            vlan: None,
+            dad_transmits: 1,
+        }
+    }
+}
+
 /// The stack's configuration.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StackConfig {
@@ -499,6 +557,8 @@ pub struct StackConfig {
     pub ephemeral_ports: RangeInclusive<u16>,
     /// TCP.
     pub tcp: TcpConfig,
+    /// The link layer of interfaces whose link carries Ethernet frames (TAP, AF_XDP).
+    pub ethernet: EthernetConfig,
     /// Every bound.
     pub limits: Limits,
     /// The key of every secret-derived value (initial sequence numbers, SYN cookies, IP
@@ -527,6 +587,7 @@ impl Default for StackConfig {
             path_mtu_discovery: true,
             ephemeral_ports: 49152..=65535,
             tcp: TcpConfig::default(),
+            ethernet: EthernetConfig::default(),
             limits: Limits::default(),
             secret: None,
         }

@@ -56,9 +56,16 @@ pub(crate) enum Delivery {
 
 /// Where IP's finished packets go: the stack's links.
 pub(crate) trait Transmit {
-    /// Queues `packet` (a whole IP packet) for `iface`. Returns how many packets the link dropped
-    /// because its queue was full (this one or others of its batch), for IP to count.
-    fn transmit(&mut self, iface: InterfaceId, packet: PacketBuf) -> usize;
+    /// Queues `packet` (a whole IP packet) for `iface`, to the neighbour `next_hop` (the gateway, or
+    /// the destination itself when it is on the link; what a link with a link layer resolves).
+    /// Returns how many packets the link dropped because its queue was full (this one or others of
+    /// its batch), for IP to count.
+    fn transmit<A: IpAddress>(
+        &mut self,
+        iface: InterfaceId,
+        next_hop: A,
+        packet: PacketBuf,
+    ) -> usize;
 }
 
 /// A token bucket: `rate` tokens a second, at most `burst` saved up.

@@ -229,6 +229,51 @@ drop_reasons! {
     /// TCP: a segment the state machine has no use for (after the connection's end, a SYN-ACK
     /// without a SYN sent, ...).
     TcpUnexpected => "tcp: unexpected segment",
+    /// Ethernet: a frame shorter than its header, an 802.3 length or a stacked (Q-in-Q) tag.
+    EthernetMalformed => "ethernet: malformed frame",
+    /// Ethernet: to another host's address, or a group we do not listen to.
+    EthernetNotForUs => "ethernet: not for us",
+    /// Ethernet: from a group address, or from our own (a loop, or a reflection).
+    EthernetBadSource => "ethernet: bad or own source address",
+    /// Ethernet: tagged with another VLAN than ours (or tagged when we have none, or untagged
+    /// when we have one).
+    EthernetOtherVlan => "ethernet: other vlan",
+    /// Ethernet: a type other than IPv4, IPv6 or ARP.
+    EthernetUnknownType => "ethernet: unknown ethertype",
+    /// ARP: not an Ethernet/IPv4 message, or truncated.
+    ArpMalformed => "arp: malformed",
+    /// ARP: the sender's hardware address is a group or zero address.
+    ArpBadSender => "arp: bad sender address",
+    /// ARP: from our own hardware address.
+    ArpFromUs => "arp: from us",
+    /// ARP: another host claims one of our addresses (a conflict, or spoofing).
+    ArpConflict => "arp: claims our address",
+    /// Neighbour discovery: a hop limit other than 255 (from off the link; RFC 4861 §7.1).
+    NdpNotFromLink => "ndp: hop limit not 255",
+    /// Neighbour discovery: bad checksum.
+    NdpBadChecksum => "ndp: bad checksum",
+    /// Neighbour discovery: a message RFC 4861 §6.1 or §7.1 says to discard (a code other than 0,
+    /// too short, an option of length 0, a multicast target, a source or destination the message
+    /// may not have).
+    NdpMalformed => "ndp: invalid message",
+    /// Neighbour discovery: from our own hardware address.
+    NdpFromUs => "ndp: from us",
+    /// Neighbour discovery: another node claims one of our addresses.
+    NdpConflict => "ndp: claims our address",
+    /// Neighbour discovery: a solicitation for an address that is not ours.
+    NdpNotOurs => "ndp: solicitation for another address",
+    /// Neighbour discovery: a router solicitation (for routers; we are a host).
+    NdpForRouters => "ndp: router solicitation",
+    /// Neighbour discovery: a solicitation not sent, for want of an address of ours to send it
+    /// from (every address still being checked).
+    NdpNoSource => "ndp: no source address for a solicitation",
+    /// Neighbour cache: full of addresses being resolved; the packet had nowhere to wait.
+    NeighborTableFull => "neighbor: table full",
+    /// Neighbour cache: a packet waiting for an address was pushed out by newer ones (the queue's
+    /// byte bound, Linux's `unres_qlen_bytes`).
+    NeighborQueueFull => "neighbor: resolution queue full",
+    /// Neighbour cache: the neighbour never answered; what waited for it is dropped.
+    NeighborUnreachable => "neighbor: unreachable",
 }
 
 /// Drop counts, one per [`DropReason`].
@@ -261,6 +306,13 @@ impl Drops {
     /// Drops counted for `reason`.
     pub fn get(&self, reason: DropReason) -> u64 {
         self.0[reason as usize]
+    }
+
+    /// Adds `other`'s counts to these and zeroes `other`'s.
+    pub fn take_from(&mut self, other: &mut Drops) {
+        for (a, b) in self.0.iter_mut().zip(other.0.iter_mut()) {
+            *a += std::mem::take(b);
+        }
     }
 
     /// All drops.

@@ -5,7 +5,11 @@
 //! at most one out). The IP layers stay unaware of all of it.
 
 pub mod arp;
+pub mod interface;
+pub mod ndp;
 pub mod neighbor;
 
 pub use arp::{arp_input, ArpDrop, ArpInterface, ArpOutcome};
+pub use interface::{EthernetConfig, EthernetCounters, EthernetEvent, EthernetInterface, FrameIn};
+pub use ndp::{ndp_input, NdpDrop, NdpInterface, NdpOutcome, RouterInfo};
 pub use neighbor::{Heard, NeighborAction, NeighborCache, NeighborConfig, NeighborState, Resolved};

@@ -20,46 +20,11 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::hash::Hash;
-use std::time::Duration;
 
 use crate::buf::PacketBuf;
+pub use crate::config::NeighborConfig;
 use crate::time::Instant;
 use crate::wire::MacAddr;
-
-/// The cache's bounds and timers (RFC 4861 §10's constants, Linux's defaults for the bounds).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct NeighborConfig {
-    /// Entries at most (Linux's `gc_thresh3`).
-    pub max_entries: usize,
-    /// Bytes of packets held per address being resolved (Linux's `unres_qlen_bytes`).
-    pub queue_bytes: usize,
-    /// How long a confirmed address stays REACHABLE (`REACHABLE_TIME`; RFC 4861 randomizes it
-    /// between half and one and a half times, which the caller may do).
-    pub reachable: Duration,
-    /// Between solicitations (`RETRANS_TIMER`).
-    pub retrans: Duration,
-    /// From the first use of a STALE address to its first probe (`DELAY_FIRST_PROBE_TIME`).
-    pub delay_first_probe: Duration,
-    /// Broadcast or multicast solicitations before giving an INCOMPLETE address up
-    /// (`MAX_MULTICAST_SOLICIT`).
-    pub max_multicast_solicit: u8,
-    /// Unicast probes before giving a PROBE address up (`MAX_UNICAST_SOLICIT`).
-    pub max_unicast_solicit: u8,
-}
-
-impl Default for NeighborConfig {
-    fn default() -> NeighborConfig {
-        NeighborConfig {
-            max_entries: 1024,
-            queue_bytes: 212_992,
-            reachable: Duration::from_secs(30),
-            retrans: Duration::from_secs(1),
-            delay_first_probe: Duration::from_secs(5),
-            max_multicast_solicit: 3,
-            max_unicast_solicit: 3,
-        }
-    }
-}
 
 /// Where an entry stands (RFC 4861 §7.3.2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -407,6 +372,7 @@ fn hold(e: &mut Entry, packet: PacketBuf, limit: usize) -> Vec<PacketBuf> {
 mod tests {
     use super::*;
     use std::net::Ipv4Addr;
+    use std::time::Duration;
 
     const MAC: MacAddr = MacAddr([2, 0, 0, 0, 0, 2]);
     const OTHER: MacAddr = MacAddr([2, 0, 0, 0, 0, 3]);

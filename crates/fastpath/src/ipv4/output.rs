@@ -6,7 +6,6 @@ use super::ident::IdentBucket;
 use super::{IpCx, Ipv4, NextHop, Transmit};
 use crate::buf::{ChecksumOffload, PacketBuf};
 use crate::checksum;
-use crate::route::InterfaceId;
 use crate::stats::DropReason;
 use crate::wire::{IpProtocol, Ipv4Repr};
 
@@ -94,7 +93,7 @@ impl Ipv4 {
                 template.bytes[1] = ecn;
                 template.sum += u32::from(ecn);
             }
-            return self.output_templated(cx, out, buf, hop.iface, &template);
+            return self.output_templated(cx, out, buf, hop, &template);
         }
         self.output_general(cx, out, buf, hop, (src, dst, protocol, dont_frag), &[]);
     }
@@ -134,7 +133,7 @@ impl Ipv4 {
         layer!(Send, Ip);
         let fits = 20 + buf.len() <= hop.caps.mtu || buf.meta.gso_size() > 0;
         if self.cfg.output_header_template && fits {
-            return self.output_templated(cx, out, buf, hop.iface, template);
+            return self.output_templated(cx, out, buf, hop, template);
         }
         self.output_general(cx, out, buf, hop, template.addresses(), &[]);
     }
@@ -148,7 +147,7 @@ impl Ipv4 {
         cx: &mut IpCx,
         out: &mut impl Transmit,
         mut buf: PacketBuf,
-        iface: InterfaceId,
+        hop: &NextHop,
         template: &HeaderTemplate,
     ) {
         cx.counters.out_requests += 1;
@@ -169,14 +168,14 @@ impl Ipv4 {
             self.cfg.header_sum(cx.counters, h)
         };
         h[10..12].copy_from_slice(&(!sum).to_be_bytes());
-        self.send(cx, out, iface, buf);
+        self.send(cx, out, hop, buf);
     }
 
     /// Hands one finished packet to the link, counting it (and any drop at a full queue).
     #[inline(always)]
-    fn send(&mut self, cx: &mut IpCx, out: &mut impl Transmit, iface: InterfaceId, buf: PacketBuf) {
+    fn send(&mut self, cx: &mut IpCx, out: &mut impl Transmit, hop: &NextHop, buf: PacketBuf) {
         cx.counters.out_packets += 1;
-        let dropped = out.transmit(iface, buf);
+        let dropped = out.transmit(hop.iface, hop.next_hop, buf);
         if dropped > 0 {
             for _ in 0..dropped {
                 cx.drops.add(DropReason::LinkQueueFull);
@@ -215,7 +214,7 @@ impl Ipv4 {
         let header_len = 20 + options.len();
         if header_len + buf.len() <= hop.caps.mtu || buf.meta.gso_size() > 0 {
             self.emit_header(cx, &mut buf, &repr, options);
-            return self.send(cx, out, hop.iface, buf);
+            return self.send(cx, out, hop, buf);
         }
 
         // Fragment: every fragment but the last carries a multiple of 8 bytes. This host may
@@ -246,7 +245,7 @@ impl Ipv4 {
             repr.more_frags = offset + len < total;
             self.emit_header(cx, &mut frag, &repr, if first { options } else { &[] });
             cx.counters.frag_creates += 1;
-            self.send(cx, out, hop.iface, frag);
+            self.send(cx, out, hop, frag);
             offset += len;
         }
         cx.counters.frag_oks += 1;

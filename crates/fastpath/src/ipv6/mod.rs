@@ -142,6 +142,13 @@ impl Ipv6 {
         self.route_epoch = self.route_epoch.wrapping_add(1);
     }
 
+    /// Removes the route for exactly `dest` (and makes cached routes stale).
+    pub(crate) fn remove_route(&mut self, dest: Ipv6Cidr) {
+        if self.routes.remove(dest) {
+            self.route_epoch = self.route_epoch.wrapping_add(1);
+        }
+    }
+
     /// Routes `dst`: loopback for this host's own addresses, else the longest-prefix match, from the
     /// outgoing interface's address that best fits `dst` ([`Self::source_for`]).
     pub(crate) fn route(&self, dst: Ipv6Addr) -> Result<NextHop6, DropReason> {

@@ -6,7 +6,6 @@ use std::net::Ipv6Addr;
 use super::{Ip6Cx, Ipv6, NextHop6};
 use crate::buf::{ChecksumOffload, PacketBuf};
 use crate::ip::Transmit;
-use crate::route::InterfaceId;
 use crate::stats::DropReason;
 use crate::wire::ipv6::{HEADER_LEN, MIN_MTU};
 use crate::wire::ipv6ext::FragmentHeader;
@@ -76,10 +75,10 @@ impl Ipv6 {
             let mut h = template.bytes;
             h[4..6].copy_from_slice(&(buf.len() as u16).to_be_bytes());
             buf.push_front(HEADER_LEN).copy_from_slice(&h);
-            return self.send(cx, out, hop.iface, buf);
+            return self.send(cx, out, hop, buf);
         }
         let repr = template.repr(buf.len());
-        self.fragment(cx, out, buf, hop.iface, hop.caps.mtu, repr);
+        self.fragment(cx, out, buf, hop, repr);
     }
 
     /// Output: prepends an IPv6 header to `buf` (which holds the upper-layer message) and hands it to
@@ -110,9 +109,9 @@ impl Ipv6 {
         };
         if HEADER_LEN + buf.len() <= hop.caps.mtu || buf.meta.gso_size() > 0 {
             repr.emit(buf.push_front(HEADER_LEN));
-            return self.send(cx, out, hop.iface, buf);
+            return self.send(cx, out, hop, buf);
         }
-        self.fragment(cx, out, buf, hop.iface, hop.caps.mtu, repr);
+        self.fragment(cx, out, buf, hop, repr);
     }
 
     /// Sends `buf`'s payload, described by `repr`, in fragments for a link of `mtu` (at least the
@@ -124,10 +123,10 @@ impl Ipv6 {
         cx: &mut Ip6Cx,
         out: &mut impl Transmit,
         buf: PacketBuf,
-        iface: InterfaceId,
-        mtu: usize,
+        hop: &NextHop6,
         repr: Ipv6Repr,
     ) {
+        let mtu = hop.caps.mtu;
         debug_assert!(
             !matches!(buf.meta.checksum(), ChecksumOffload::Partial { .. }),
             "offload across fragments"
@@ -158,7 +157,7 @@ impl Ipv6 {
             }
             .emit(frag.push_front(HEADER_LEN));
             cx.counters.frag_creates += 1;
-            self.send(cx, out, iface, frag);
+            self.send(cx, out, hop, frag);
             offset += len;
         }
         cx.counters.frag_oks += 1;
@@ -167,15 +166,9 @@ impl Ipv6 {
 
     /// Hands one finished packet to the link, counting it (and any drop at a full queue).
     #[inline(always)]
-    fn send(
-        &mut self,
-        cx: &mut Ip6Cx,
-        out: &mut impl Transmit,
-        iface: InterfaceId,
-        buf: PacketBuf,
-    ) {
+    fn send(&mut self, cx: &mut Ip6Cx, out: &mut impl Transmit, hop: &NextHop6, buf: PacketBuf) {
         cx.counters.out_packets += 1;
-        for _ in 0..out.transmit(iface, buf) {
+        for _ in 0..out.transmit(hop.iface, hop.next_hop, buf) {
             cx.drops.add(DropReason::LinkQueueFull);
         }
     }

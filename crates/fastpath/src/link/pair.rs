@@ -4,9 +4,10 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::Waker;
 
-use super::{Link, LinkCapabilities};
+use super::{Link, LinkCapabilities, Medium};
 use crate::buf::{ChecksumOffload, PacketBuf};
 use crate::rng::Rng;
+use crate::wire::MacAddr;
 
 /// What the wire does to packets, each a probability per packet, from a seed.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -61,6 +62,7 @@ pub struct PairEnd {
     caps: LinkCapabilities,
     limit: usize,
     impair: Impairments,
+    medium: Medium,
 }
 
 impl PairEnd {
@@ -82,6 +84,7 @@ impl PairEnd {
             caps,
             limit,
             impair,
+            medium: Medium::Ip,
         };
         let b = PairEnd {
             tx: b_to_a,
@@ -89,7 +92,22 @@ impl PairEnd {
             caps,
             limit,
             impair,
+            medium: Medium::Ip,
         };
+        (a, b)
+    }
+
+    /// Two joined ends that carry Ethernet frames, the stacks at either end having hardware
+    /// addresses `macs`: a LAN of two hosts, for the Ethernet layer's tests and benchmarks.
+    pub fn ethernet_pair(
+        caps: LinkCapabilities,
+        limit: usize,
+        impair: Impairments,
+        macs: [MacAddr; 2],
+    ) -> (PairEnd, PairEnd) {
+        let (mut a, mut b) = PairEnd::pair(caps, limit, impair);
+        a.medium = Medium::Ethernet(macs[0]);
+        b.medium = Medium::Ethernet(macs[1]);
         (a, b)
     }
 
@@ -126,6 +144,10 @@ fn lock(wire: &Mutex<Wire>) -> MutexGuard<'_, Wire> {
 impl Link for PairEnd {
     fn capabilities(&self) -> LinkCapabilities {
         self.caps
+    }
+
+    fn medium(&self) -> Medium {
+        self.medium
     }
 
     fn transmit(&mut self, batch: &mut Vec<PacketBuf>) -> usize {

@@ -1,18 +1,25 @@
-//! The stack's devices: each interface's link and transmit queue, and the loopback's own queue.
+//! The stack's devices: each interface's link and transmit queue, the link layer of those whose
+//! medium is Ethernet, and the loopback's own queue.
 
 use std::task::Waker;
 
 use super::Stack;
+use crate::addr::IpAddress;
 use crate::buf::PacketBuf;
+use crate::ethernet::EthernetInterface;
 use crate::ipv4::{Transmit, LOOPBACK};
 use crate::link::{Loopback, StackLink};
 use crate::route::InterfaceId;
+use crate::time::Instant;
 
 /// A network interface's link side: its name, link and the packets queued for it.
 pub(crate) struct Device {
     pub(crate) name: String,
     pub(crate) link: StackLink,
     pub(crate) txq: Vec<PacketBuf>,
+    /// The link layer, for a link whose medium is Ethernet: what the stack sends is framed and
+    /// its neighbours resolved here, on the way into `txq`.
+    pub(crate) eth: Option<Box<EthernetInterface>>,
 }
 
 /// Every device, by [`InterfaceId`]; the loopback (interface 0) is driven directly.
@@ -26,6 +33,10 @@ pub(crate) struct Devices {
     pub(crate) queued: bool,
     /// Given to every link, those added later included ([`Stack::set_link_waker`]).
     pub(crate) rx_waker: Option<Waker>,
+    /// The time of the stack's last `poll`, for the Ethernet interfaces' timers.
+    pub(crate) now: Instant,
+    /// Some interface is Ethernet (has `eth`).
+    pub(crate) ethernet: bool,
 }
 
 impl Devices {
@@ -51,9 +62,17 @@ impl Devices {
 
     /// [`Transmit::transmit`] for any interface but loopback.
     #[inline(never)]
-    fn transmit_link(&mut self, iface: InterfaceId, packet: PacketBuf) -> usize {
+    fn transmit_link<A: IpAddress>(
+        &mut self,
+        iface: InterfaceId,
+        hop: A,
+        packet: PacketBuf,
+    ) -> usize {
         let dev = &mut self.list[iface.0];
-        dev.txq.push(packet);
+        match &mut dev.eth {
+            None => dev.txq.push(packet),
+            Some(eth) => eth.output(hop.socket_addr(0).ip(), packet, self.now, &mut dev.txq),
+        }
         self.queued = true;
         if dev.txq.len() < self.tx_batch {
             return 0;
@@ -65,13 +84,18 @@ impl Devices {
 
 impl Transmit for Devices {
     #[inline(always)]
-    fn transmit(&mut self, iface: InterfaceId, packet: PacketBuf) -> usize {
+    fn transmit<A: IpAddress>(
+        &mut self,
+        iface: InterfaceId,
+        next_hop: A,
+        packet: PacketBuf,
+    ) -> usize {
         if iface == LOOPBACK {
             // Straight to the loopback's queue: the next `poll` reads it there.
             layer!(Send, Link);
             return usize::from(self.lo.push(packet).is_err());
         }
-        self.transmit_link(iface, packet)
+        self.transmit_link(iface, next_hop, packet)
     }
 }
 

@@ -8,6 +8,7 @@ use std::io;
 use std::net::Ipv4Addr;
 
 mod devices;
+mod ethernet;
 mod v6;
 
 use crate::buf::{BufferDepot, BufferPool, PacketBuf, PoolStats};
@@ -16,7 +17,7 @@ use crate::icmp::{EchoReply, Icmp, IcmpCx, IcmpInput, IcmpOut};
 use crate::icmpv6::Icmpv6;
 use crate::ipv4::{Delivery, Input4, IpCx, Ipv4, NextHop};
 use crate::ipv6::Ipv6;
-use crate::link::{Link, LinkCapabilities, Loopback, StackLink};
+use crate::link::{Link, LinkCapabilities, Loopback, Medium, StackLink};
 use crate::reassembly::Ipv4Expired;
 use crate::route::{InterfaceId, Ipv4Cidr, Route, RoutingTable};
 use crate::secret::SecretKey;
@@ -264,6 +265,8 @@ impl Stack {
                 tx_batch: config.tx_batch,
                 queued: false,
                 rx_waker: None,
+                now: Instant::ZERO,
+                ethernet: false,
             },
             ip: Ipv4::new(&config, secret.derive("ipv4")),
             pool,
@@ -295,7 +298,12 @@ impl Stack {
         cidr: Ipv4Cidr,
     ) -> InterfaceId {
         let caps = link.capabilities();
-        self.add_link(name, StackLink::Dyn(Box::new(link)), caps, cidr)
+        let medium = link.medium();
+        let iface = self.add_link(name, StackLink::Dyn(Box::new(link)), caps, cidr);
+        if let Medium::Ethernet(mac) = medium {
+            self.attach_ethernet(iface, mac, cidr);
+        }
+        iface
     }
 
     fn add_link(
@@ -313,6 +321,7 @@ impl Stack {
             name: name.to_string(),
             link,
             txq: Vec::with_capacity(self.config.tx_batch),
+            eth: None,
         });
         self.ip6.add_interface(caps);
         self.ip.add_interface(cidr, caps)
@@ -414,8 +423,13 @@ impl Stack {
     /// packets moved, received and handed to links: zero means there was nothing to do.
     pub fn poll(&mut self, now: Instant) -> usize {
         self.now = now;
+        self.devices.now = now;
         let mut processed = self.flush();
         processed += self.input_rounds();
+        if self.devices.ethernet {
+            self.ethernet_timers(now);
+            processed += self.flush();
+        }
         if self.ip.next_deadline().is_some_and(|d| d <= now) {
             self.expire_reassembly();
             processed += self.flush();
@@ -492,6 +506,9 @@ impl Stack {
             let n = self.devices.list[i].link.receive(&mut batch, max);
             more |= n == max;
             got += n;
+            if self.devices.list[i].eth.is_some() {
+                self.ethernet_input(i, &mut batch);
+            }
             for packet in batch.drain(..) {
                 self.ipv4_input(InterfaceId(i), packet);
             }
@@ -512,6 +529,7 @@ impl Stack {
             self.ip.next_deadline(),
             self.ip6.next_deadline(),
             self.tcp_next_deadline(),
+            self.ethernet_deadline(),
         ]
         .into_iter()
         .flatten()

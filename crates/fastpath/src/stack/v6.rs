@@ -50,7 +50,11 @@ macro_rules! icmp6_cx {
 
 impl Stack {
     /// Gives interface `iface` the IPv6 address `cidr.addr`, with a route to its prefix on the link
-    /// (none for a /128). Loopback has `::1` from the start.
+    /// (none for a /128). Loopback has `::1` from the start. On an Ethernet interface the address
+    /// is first checked for duplicates (RFC 4862 §5.4; [`EthernetConfig::dad_transmits`]) and is
+    /// used once no other node has claimed it, a second later by default.
+    ///
+    /// [`EthernetConfig::dad_transmits`]: crate::config::EthernetConfig::dad_transmits
     pub fn add_ipv6_address(&mut self, iface: InterfaceId, cidr: Ipv6Cidr) -> io::Result<()> {
         if iface.0 >= self.devices.list.len() {
             return Err(io::Error::new(
@@ -64,7 +68,10 @@ impl Stack {
                 format!("{} cannot be an interface address", cidr.addr),
             ));
         }
-        self.ip6.add_address(iface, cidr);
+        // An Ethernet interface checks the address for duplicates first.
+        if !self.ethernet_add_ipv6(iface, cidr) {
+            self.ip6.add_address(iface, cidr);
+        }
         Ok(())
     }
 

@@ -17,7 +17,12 @@ const IDLE: usize = 10_000;
 struct Sink(usize);
 
 impl Transmit for Sink {
-    fn transmit(&mut self, _iface: InterfaceId, _packet: PacketBuf) -> usize {
+    fn transmit<A: IpAddress>(
+        &mut self,
+        _iface: InterfaceId,
+        _hop: A,
+        _packet: PacketBuf,
+    ) -> usize {
         self.0 += 1;
         0
     }

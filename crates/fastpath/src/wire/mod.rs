@@ -21,6 +21,7 @@ pub mod ipv4;
 pub mod ipv4opt;
 pub mod ipv6;
 pub mod ipv6ext;
+pub mod ndp;
 pub mod tcp;
 pub mod udp;
 
@@ -29,6 +30,7 @@ pub use ethernet::{EtherType, EthernetFrame, EthernetRepr, MacAddr, VlanTag};
 pub use icmpv4::{DstUnreachable, Icmpv4Packet, Icmpv4Repr, Message as IcmpMessage, TimeExceeded};
 pub use ipv4::{Ipv4Packet, Ipv4Repr};
 pub use ipv6::{Ipv6Packet, Ipv6Repr};
+pub use ndp::{NaFlags, NdpRepr, PrefixInfo};
 pub use tcp::{TcpPacket, TcpRepr};
 pub use udp::{UdpPacket, UdpRepr};
 

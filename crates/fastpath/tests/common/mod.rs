@@ -94,3 +94,28 @@ pub fn udp_packet(src: SocketAddrV4, dst: SocketAddrV4, payload: &[u8]) -> Vec<u
     builder.write(&mut out, payload).unwrap();
     out
 }
+
+/// An IPv6 packet from `src` to `dst` with hop limit `hop_limit` carrying the ICMPv6 message
+/// `msg` (its checksum field filled in here).
+pub fn ipv6_icmp(
+    src: std::net::Ipv6Addr,
+    dst: std::net::Ipv6Addr,
+    hop_limit: u8,
+    msg: &[u8],
+) -> Vec<u8> {
+    use fastpath::checksum;
+    let mut m = msg.to_vec();
+    m[2..4].fill(0);
+    let sum = checksum::add(
+        checksum::pseudo_header_sum(src, dst, 58, m.len() as u16),
+        checksum::rfc1071(&m),
+    );
+    m[2..4].copy_from_slice(&(!sum).to_be_bytes());
+    let mut p = vec![0x60, 0, 0, 0];
+    p.extend_from_slice(&(m.len() as u16).to_be_bytes());
+    p.extend_from_slice(&[58, hop_limit]);
+    p.extend_from_slice(&src.octets());
+    p.extend_from_slice(&dst.octets());
+    p.extend_from_slice(&m);
+    p
+}

@@ -8,6 +8,7 @@ mod common;
 mod attacks;
 mod demux_equivalence;
 mod emitted_packets;
+mod ethernet;
 mod exchange;
 mod intercept;
 mod ipv4_options;

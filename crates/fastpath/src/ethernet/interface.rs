@@ -1,0 +1,603 @@
+//! One Ethernet interface's link layer: frames in and out, ARP and neighbour discovery, the two
+//! neighbour caches, duplicate address detection. The stack holds one per link whose
+//! [`Medium`](crate::link::Medium) is Ethernet and calls it with the clock and a queue for the
+//! frames it must send; it returns what arrived for IPv4 and IPv6 and reports what the stack must
+//! apply (an address checked, a router heard) as events. No IP layer sees any of it.
+//!
+//! Input keeps a frame only if it is addressed to us (our address, broadcast, or a group we
+//! listen to: all nodes and the solicited-node groups of our IPv6 addresses), comes from a
+//! unicast address that is not ours, and carries our VLAN (or none when we have none). ARP and
+//! neighbour discovery messages are answered here (one message out at most for one in); IPv4
+//! and IPv6 packets are handed back with the header stripped. Output maps groups and broadcasts
+//! to their Ethernet addresses and resolves unicast next hops through the cache, holding packets
+//! while it asks.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+use super::arp::{arp_input, ArpDrop, ArpInterface};
+use super::ndp::{ndp_input, NdpDrop, NdpInterface, RouterInfo, ALL_NODES};
+use super::neighbor::{NeighborAction, NeighborCache, Resolved};
+use crate::buf::{ChecksumOffload, PacketBuf};
+use crate::checksum;
+pub use crate::config::EthernetConfig;
+use crate::route::{Ipv4Cidr, Ipv6Cidr};
+use crate::stats::{DropReason, Drops};
+use crate::time::Instant;
+use crate::wire::ndp::{multicast_mac, solicited_node};
+use crate::wire::{
+    ArpPacket, ArpRepr, EtherType, EthernetFrame, EthernetRepr, IpProtocol, Ipv6Packet, Ipv6Repr,
+    MacAddr, NdpRepr, VlanTag,
+};
+
+/// What an arriving frame held for the layers above.
+#[derive(Debug)]
+pub enum FrameIn {
+    /// An IPv4 packet (the frame's header stripped).
+    Ipv4(PacketBuf),
+    /// An IPv6 packet.
+    Ipv6(PacketBuf),
+    /// Nothing: it was ARP or neighbour discovery (answered here), or dropped (counted).
+    Consumed,
+}
+
+/// What the stack must apply, reported by [`EthernetInterface::take_events`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EthernetEvent {
+    /// An IPv6 address passed duplicate address detection: give it to IPv6.
+    AddressReady(Ipv6Cidr),
+    /// An IPv6 address being checked belongs to another node: it is not used.
+    Duplicate(Ipv6Addr),
+    /// A router advertised itself.
+    Router(RouterInfo),
+}
+
+/// What the interface counted, beyond its drops.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EthernetCounters {
+    /// Frames received.
+    pub rx_frames: u64,
+    /// Frames sent.
+    pub tx_frames: u64,
+    /// ARP requests sent (resolutions and probes).
+    pub arp_requests_out: u64,
+    /// ARP replies sent.
+    pub arp_replies_out: u64,
+    /// Neighbour solicitations sent (resolutions, probes and duplicate address detection).
+    pub ns_out: u64,
+    /// Neighbour advertisements sent.
+    pub na_out: u64,
+    /// Router advertisements heard.
+    pub ra_in: u64,
+    /// IPv6 addresses found to be duplicates.
+    pub duplicates: u64,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Dad {
+    cidr: Ipv6Cidr,
+    sent: u8,
+    next: Instant,
+}
+
+/// One Ethernet interface's link layer (see the module's notes).
+#[derive(Debug)]
+pub struct EthernetInterface {
+    cfg: EthernetConfig,
+    vlan: Option<VlanTag>,
+    arp_if: ArpInterface,
+    /// The directed broadcast addresses of our IPv4 prefixes.
+    broadcasts: Vec<Ipv4Addr>,
+    ndp_if: NdpInterface,
+    dad: Vec<Dad>,
+    arp: NeighborCache<Ipv4Addr>,
+    nd: NeighborCache<Ipv6Addr>,
+    events: Vec<EthernetEvent>,
+    /// What the interface counted.
+    pub counters: EthernetCounters,
+    /// Its drops, by reason, until the stack takes them into its own counters.
+    pub drops: Drops,
+}
+
+/// Frames queued for the link, with the count the interface keeps.
+fn send(out: &mut Vec<PacketBuf>, counters: &mut EthernetCounters, frame: PacketBuf) {
+    counters.tx_frames += 1;
+    out.push(frame);
+}
+
+impl EthernetInterface {
+    /// An interface with hardware address `mac` and no protocol address yet.
+    pub fn new(mac: MacAddr, cfg: EthernetConfig) -> EthernetInterface {
+        EthernetInterface {
+            vlan: cfg.vlan.map(|id| VlanTag {
+                priority: 0,
+                drop_eligible: false,
+                id,
+            }),
+            arp_if: ArpInterface {
+                mac,
+                addrs: Vec::new(),
+            },
+            broadcasts: Vec::new(),
+            ndp_if: NdpInterface {
+                mac,
+                ..NdpInterface::default()
+            },
+            dad: Vec::new(),
+            arp: NeighborCache::new(cfg.neighbor),
+            nd: NeighborCache::new(cfg.neighbor),
+            events: Vec::new(),
+            counters: EthernetCounters::default(),
+            drops: Drops::default(),
+            cfg,
+        }
+    }
+
+    /// The interface's hardware address.
+    pub fn mac(&self) -> MacAddr {
+        self.arp_if.mac
+    }
+
+    /// The ARP cache.
+    pub fn arp_cache(&self) -> &NeighborCache<Ipv4Addr> {
+        &self.arp
+    }
+
+    /// The neighbour discovery cache.
+    pub fn nd_cache(&self) -> &NeighborCache<Ipv6Addr> {
+        &self.nd
+    }
+
+    /// IPv4 address `cidr.addr` is ours on this link: ARP answers for it.
+    pub fn add_ipv4(&mut self, cidr: Ipv4Cidr) {
+        if !self.arp_if.addrs.contains(&cidr.addr) {
+            self.arp_if.addrs.push(cidr.addr);
+        }
+        if cidr.prefix_len < 31 {
+            let host = u32::MAX >> cidr.prefix_len;
+            self.broadcasts
+                .push(Ipv4Addr::from(u32::from(cidr.addr) | host));
+        }
+    }
+
+    /// IPv6 address `cidr.addr` is to be ours on this link. Returns true when it is usable at
+    /// once (no duplicate address detection configured); otherwise it is tentative, and an
+    /// [`EthernetEvent::AddressReady`] or [`EthernetEvent::Duplicate`] reports the outcome.
+    pub fn add_ipv6(&mut self, cidr: Ipv6Cidr, now: Instant) -> bool {
+        if self.ndp_if.addrs.contains(&cidr.addr) || self.ndp_if.tentative.contains(&cidr.addr) {
+            return true;
+        }
+        if self.cfg.dad_transmits == 0 {
+            self.ndp_if.addrs.push(cidr.addr);
+            return true;
+        }
+        self.ndp_if.tentative.push(cidr.addr);
+        self.dad.push(Dad {
+            cidr,
+            sent: 0,
+            next: now,
+        });
+        false
+    }
+
+    /// Whether `addr` is being checked for duplicates.
+    pub fn is_tentative(&self, addr: Ipv6Addr) -> bool {
+        self.ndp_if.tentative.contains(&addr)
+    }
+
+    /// Takes what the stack must apply.
+    pub fn take_events(&mut self) -> Vec<EthernetEvent> {
+        std::mem::take(&mut self.events)
+    }
+
+    /// The earliest time [`poll`](Self::poll) has something to do.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        [
+            self.arp.next_deadline(),
+            self.nd.next_deadline(),
+            self.dad.iter().map(|d| d.next).min(),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+
+    // ---------------------------------------------------------------------------------------------
+    // Input.
+
+    fn wants(&self, dst: MacAddr) -> bool {
+        if dst == self.arp_if.mac || dst.is_broadcast() {
+            return true;
+        }
+        // A group: IPv6's (33:33 and the group's last 32 bits) when we listen to one that maps
+        // there; IPv4 multicast is not joined.
+        dst.0[0] == 0x33
+            && dst.0[1] == 0x33
+            && (multicast_mac(ALL_NODES) == dst
+                || self
+                    .ndp_if
+                    .addrs
+                    .iter()
+                    .chain(&self.ndp_if.tentative)
+                    .any(|&a| multicast_mac(solicited_node(a)) == dst))
+    }
+
+    /// Handles the frame `frame`; frames to send in answer go to `out`.
+    pub fn input(
+        &mut self,
+        mut frame: PacketBuf,
+        now: Instant,
+        out: &mut Vec<PacketBuf>,
+    ) -> FrameIn {
+        self.counters.rx_frames += 1;
+        let Ok(f) = EthernetFrame::new_checked(frame.data()) else {
+            self.drops.add(DropReason::EthernetMalformed);
+            return FrameIn::Consumed;
+        };
+        let repr = EthernetRepr::parse(&f);
+        if !self.wants(repr.dst) {
+            self.drops.add(DropReason::EthernetNotForUs);
+            return FrameIn::Consumed;
+        }
+        if !repr.src.is_unicast() || repr.src == self.arp_if.mac {
+            self.drops.add(DropReason::EthernetBadSource);
+            return FrameIn::Consumed;
+        }
+        if repr.vlan.map(|t| t.id) != self.vlan.map(|t| t.id) {
+            self.drops.add(DropReason::EthernetOtherVlan);
+            return FrameIn::Consumed;
+        }
+        let hl = repr.header_len();
+        match repr.ethertype {
+            EtherType::Ipv4 => {
+                strip(&mut frame, hl);
+                FrameIn::Ipv4(frame)
+            }
+            EtherType::Ipv6 => {
+                strip(&mut frame, hl);
+                if is_ndp(frame.data()) {
+                    self.ndp(&frame, repr.src, now, out);
+                    return FrameIn::Consumed;
+                }
+                FrameIn::Ipv6(frame)
+            }
+            EtherType::Arp => {
+                self.arp(&frame.data()[hl..], now, out);
+                FrameIn::Consumed
+            }
+            EtherType::Unknown(_) => {
+                self.drops.add(DropReason::EthernetUnknownType);
+                FrameIn::Consumed
+            }
+        }
+    }
+
+    fn arp(&mut self, msg: &[u8], now: Instant, out: &mut Vec<PacketBuf>) {
+        let Ok(packet) = ArpPacket::new_checked(msg) else {
+            self.drops.add(DropReason::ArpMalformed);
+            return;
+        };
+        let outcome = arp_input(&mut self.arp, &self.arp_if, &ArpRepr::parse(&packet), now);
+        if let Some(why) = outcome.dropped {
+            self.drops.add(match why {
+                ArpDrop::BadSender => DropReason::ArpBadSender,
+                ArpDrop::FromUs => DropReason::ArpFromUs,
+                ArpDrop::Conflict => DropReason::ArpConflict,
+            });
+        }
+        if let Some((dst, reply)) = outcome.reply {
+            self.counters.arp_replies_out += 1;
+            let frame = self.arp_frame(dst, &reply);
+            send(out, &mut self.counters, frame);
+        }
+        for (packet, mac) in outcome.released {
+            let frame = self.frame(packet, mac, EtherType::Ipv4);
+            send(out, &mut self.counters, frame);
+        }
+    }
+
+    fn ndp(
+        &mut self,
+        packet: &PacketBuf,
+        frame_src: MacAddr,
+        now: Instant,
+        out: &mut Vec<PacketBuf>,
+    ) {
+        // `is_ndp` checked the header's shape and that the payload is all there.
+        let ip = Ipv6Packet::new_unchecked(packet.data());
+        let (src, dst) = (ip.src_addr(), ip.dst_addr());
+        let msg = &packet.data()[40..40 + usize::from(ip.payload_len())];
+        if ip.hop_limit() != 255 {
+            // RFC 4861 §6.1, §7.1: from off the link.
+            self.drops.add(DropReason::NdpNotFromLink);
+            return;
+        }
+        let sum = checksum::add(
+            checksum::pseudo_header_sum(src, dst, 58, msg.len() as u16),
+            checksum::fast(msg),
+        );
+        if sum != 0xffff {
+            self.drops.add(DropReason::NdpBadChecksum);
+            return;
+        }
+        let Ok(repr) = NdpRepr::parse(msg) else {
+            self.drops.add(DropReason::NdpMalformed);
+            return;
+        };
+        let outcome = ndp_input(
+            &mut self.nd,
+            &self.ndp_if,
+            (src, dst, frame_src),
+            &repr,
+            now,
+        );
+        if let Some(why) = outcome.dropped {
+            self.drops.add(match why {
+                NdpDrop::FromUs => DropReason::NdpFromUs,
+                NdpDrop::Conflict => DropReason::NdpConflict,
+                NdpDrop::Invalid => DropReason::NdpMalformed,
+                NdpDrop::NotOurs => DropReason::NdpNotOurs,
+                NdpDrop::ForRouters => DropReason::NdpForRouters,
+            });
+        }
+        if let Some(addr) = outcome.duplicate {
+            self.duplicate(addr);
+        }
+        if let Some(info) = outcome.router {
+            self.counters.ra_in += 1;
+            self.events.push(EthernetEvent::Router(info));
+        }
+        if let Some((dst, mac, reply)) = outcome.reply {
+            // The target answered for is ours, so is a good source (RFC 4861 §7.2.4); to all
+            // nodes, it is the target too.
+            let NdpRepr::NeighborAdvert { target, .. } = reply else {
+                unreachable!("ndp_input answers with advertisements")
+            };
+            self.counters.na_out += 1;
+            let frame = self.ndp_frame(target, dst, mac, &reply);
+            send(out, &mut self.counters, frame);
+        }
+        for (packet, mac) in outcome.released {
+            let frame = self.frame(packet, mac, EtherType::Ipv6);
+            send(out, &mut self.counters, frame);
+        }
+    }
+
+    fn duplicate(&mut self, addr: Ipv6Addr) {
+        self.ndp_if.tentative.retain(|&a| a != addr);
+        self.dad.retain(|d| d.cidr.addr != addr);
+        self.counters.duplicates += 1;
+        self.events.push(EthernetEvent::Duplicate(addr));
+    }
+
+    // ---------------------------------------------------------------------------------------------
+    // Output.
+
+    /// Frames `packet` (an IP packet for neighbour `next_hop`) into `out`, or holds it while the
+    /// neighbour's address is resolved (a solicitation going to `out`).
+    pub fn output(
+        &mut self,
+        next_hop: IpAddr,
+        packet: PacketBuf,
+        now: Instant,
+        out: &mut Vec<PacketBuf>,
+    ) {
+        match next_hop {
+            IpAddr::V4(hop) => {
+                let group = if hop.is_broadcast() || self.broadcasts.contains(&hop) {
+                    Some(MacAddr::BROADCAST)
+                } else if hop.is_multicast() {
+                    // RFC 1112 §6.4: 01:00:5e and the group's low 23 bits.
+                    let o = hop.octets();
+                    Some(MacAddr([0x01, 0x00, 0x5e, o[1] & 0x7f, o[2], o[3]]))
+                } else {
+                    None
+                };
+                if let Some(mac) = group {
+                    let frame = self.frame(packet, mac, EtherType::Ipv4);
+                    return send(out, &mut self.counters, frame);
+                }
+                match self.arp.resolve(hop, packet, now) {
+                    Resolved::Send(packet, mac) => {
+                        let frame = self.frame(packet, mac, EtherType::Ipv4);
+                        send(out, &mut self.counters, frame);
+                    }
+                    Resolved::Held { solicit, dropped } => {
+                        self.held(dropped);
+                        if solicit {
+                            self.arp_request(hop, None, out);
+                        }
+                    }
+                    Resolved::Full(_) => self.drops.add(DropReason::NeighborTableFull),
+                }
+            }
+            IpAddr::V6(hop) => {
+                if hop.is_multicast() {
+                    let frame = self.frame(packet, multicast_mac(hop), EtherType::Ipv6);
+                    return send(out, &mut self.counters, frame);
+                }
+                match self.nd.resolve(hop, packet, now) {
+                    Resolved::Send(packet, mac) => {
+                        let frame = self.frame(packet, mac, EtherType::Ipv6);
+                        send(out, &mut self.counters, frame);
+                    }
+                    Resolved::Held { solicit, dropped } => {
+                        self.held(dropped);
+                        if solicit {
+                            self.solicit(hop, None, out);
+                        }
+                    }
+                    Resolved::Full(_) => self.drops.add(DropReason::NeighborTableFull),
+                }
+            }
+        }
+    }
+
+    fn held(&mut self, dropped: Vec<PacketBuf>) {
+        for _ in dropped {
+            self.drops.add(DropReason::NeighborQueueFull);
+        }
+    }
+
+    /// Runs the timers due at `now`: solicitations and probes, neighbours given up, duplicate
+    /// address detection.
+    pub fn poll(&mut self, now: Instant, out: &mut Vec<PacketBuf>) {
+        for action in self.arp.poll(now) {
+            match action {
+                NeighborAction::Solicit { addr, unicast } => self.arp_request(addr, unicast, out),
+                NeighborAction::Failed { dropped, .. } => {
+                    for _ in dropped {
+                        self.drops.add(DropReason::NeighborUnreachable);
+                    }
+                }
+            }
+        }
+        for action in self.nd.poll(now) {
+            match action {
+                NeighborAction::Solicit { addr, unicast } => self.solicit(addr, unicast, out),
+                NeighborAction::Failed { dropped, .. } => {
+                    for _ in dropped {
+                        self.drops.add(DropReason::NeighborUnreachable);
+                    }
+                }
+            }
+        }
+        let retrans = self.cfg.neighbor.retrans;
+        let mut i = 0;
+        while i < self.dad.len() {
+            let d = self.dad[i];
+            if d.next > now {
+                i += 1;
+                continue;
+            }
+            if d.sent < self.cfg.dad_transmits {
+                // RFC 4862 §5.4.2: from the unspecified address to the address's solicited-node
+                // group, with no source address option.
+                let ns = NdpRepr::NeighborSolicit {
+                    target: d.cidr.addr,
+                    lladdr: None,
+                };
+                let group = solicited_node(d.cidr.addr);
+                self.counters.ns_out += 1;
+                let frame = self.ndp_frame(Ipv6Addr::UNSPECIFIED, group, multicast_mac(group), &ns);
+                send(out, &mut self.counters, frame);
+                self.dad[i].sent += 1;
+                self.dad[i].next = now + retrans;
+                i += 1;
+                continue;
+            }
+            // Nobody objected: the address is ours.
+            self.dad.swap_remove(i);
+            self.ndp_if.tentative.retain(|&a| a != d.cidr.addr);
+            self.ndp_if.addrs.push(d.cidr.addr);
+            self.events.push(EthernetEvent::AddressReady(d.cidr));
+        }
+    }
+
+    fn arp_request(
+        &mut self,
+        target: Ipv4Addr,
+        unicast: Option<MacAddr>,
+        out: &mut Vec<PacketBuf>,
+    ) {
+        let (dst, repr) = self.arp_if.request(target, unicast);
+        self.counters.arp_requests_out += 1;
+        let frame = self.arp_frame(dst, &repr);
+        send(out, &mut self.counters, frame);
+    }
+
+    fn solicit(&mut self, target: Ipv6Addr, unicast: Option<MacAddr>, out: &mut Vec<PacketBuf>) {
+        let (dst, mac, ns) = self.ndp_if.solicit(target, unicast);
+        let Some(src) = self.ndp_if.source_for(dst) else {
+            // No address of ours is usable yet: nothing to ask from (RFC 4861 §7.2.2 would have
+            // us wait; the entry's timer tries again).
+            self.drops.add(DropReason::NdpNoSource);
+            return;
+        };
+        self.counters.ns_out += 1;
+        let frame = self.ndp_frame(src, dst, mac.unwrap_or_else(|| multicast_mac(dst)), &ns);
+        send(out, &mut self.counters, frame);
+    }
+
+    // ---------------------------------------------------------------------------------------------
+    // Framing.
+
+    /// Puts the Ethernet header in front of `packet`.
+    fn frame(&self, mut packet: PacketBuf, dst: MacAddr, ethertype: EtherType) -> PacketBuf {
+        let repr = EthernetRepr {
+            dst,
+            src: self.arp_if.mac,
+            vlan: self.vlan,
+            ethertype,
+        };
+        let hl = repr.header_len();
+        if packet.headroom() < hl {
+            // Every layer leaves room for a link header; a packet built elsewhere may not.
+            let meta = packet.meta;
+            packet = PacketBuf::from_slice(packet.data());
+            packet.meta = meta;
+        }
+        repr.emit(packet.push_front(hl));
+        // Checksum offsets count from the frame's first byte.
+        if let ChecksumOffload::Partial { start, offset } = packet.meta.checksum() {
+            packet.meta.set_checksum(ChecksumOffload::Partial {
+                start: start + hl as u16,
+                offset,
+            });
+        }
+        packet
+    }
+
+    fn arp_frame(&self, dst: MacAddr, repr: &ArpRepr) -> PacketBuf {
+        let mut msg = [0u8; crate::wire::arp::PACKET_LEN];
+        repr.emit(&mut msg);
+        self.frame(PacketBuf::from_slice(&msg), dst, EtherType::Arp)
+    }
+
+    fn ndp_frame(&self, src: Ipv6Addr, dst: Ipv6Addr, mac: MacAddr, repr: &NdpRepr) -> PacketBuf {
+        let len = repr.buffer_len();
+        let mut bytes = vec![0u8; 40 + len];
+        Ipv6Repr {
+            src_addr: src,
+            dst_addr: dst,
+            next_header: IpProtocol::Icmpv6,
+            payload_len: len,
+            hop_limit: 255,
+            traffic_class: 0,
+            flow_label: 0,
+        }
+        .emit(&mut bytes[..40]);
+        repr.emit(&mut bytes[40..]);
+        let sum = checksum::add(
+            checksum::pseudo_header_sum(src, dst, 58, len as u16),
+            checksum::fast(&bytes[40..]),
+        );
+        bytes[42..44].copy_from_slice(&(!sum).to_be_bytes());
+        self.frame(PacketBuf::from_slice(&bytes), mac, EtherType::Ipv6)
+    }
+}
+
+/// Takes the link header off a received frame, keeping checksum offsets relative to the packet.
+fn strip(frame: &mut PacketBuf, hl: usize) {
+    frame.pull_front(hl);
+    if let ChecksumOffload::Partial { start, offset } = frame.meta.checksum() {
+        let checksum = match (start as usize).checked_sub(hl) {
+            Some(start) => ChecksumOffload::Partial {
+                start: start as u16,
+                offset,
+            },
+            None => ChecksumOffload::None,
+        };
+        frame.meta.set_checksum(checksum);
+    }
+}
+
+/// Whether an IPv6 packet is a whole neighbour discovery message with no extension header
+/// (RFC 4861 allows none that matters to a host, and Linux sends none).
+fn is_ndp(p: &[u8]) -> bool {
+    p.len() >= 48
+        && p[0] >> 4 == 6
+        && p[6] == 58
+        && 40 + usize::from(u16::from_be_bytes([p[4], p[5]])) <= p.len()
+        && u16::from_be_bytes([p[4], p[5]]) >= 8
+        && (133..=136).contains(&p[40])
+}

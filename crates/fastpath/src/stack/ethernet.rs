@@ -1,0 +1,196 @@
+//! The stack's routing for interfaces whose link carries Ethernet frames: frames in through the
+//! interface's link layer (`ethernet/`) to IPv4 and IPv6, its timers, and what it reports applied
+//! to the IP layers (an IPv6 address that passed duplicate address detection, a router's
+//! advertisement). Output reaches the link layer through `Devices::transmit`, with the next hop
+//! IP chose.
+
+use std::net::Ipv6Addr;
+
+use super::Stack;
+use crate::buf::PacketBuf;
+use crate::ethernet::{EthernetCounters, EthernetEvent, EthernetInterface, FrameIn, RouterInfo};
+use crate::route::{InterfaceId, Ipv4Cidr, Ipv6Cidr, Route};
+use crate::time::Instant;
+use crate::wire::MacAddr;
+
+/// The link-local address made from a hardware address (RFC 4291 appendix A's modified EUI-64).
+pub(crate) fn link_local(mac: MacAddr) -> Ipv6Addr {
+    let m = mac.0;
+    Ipv6Addr::from([
+        0xfe,
+        0x80,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        m[0] ^ 2,
+        m[1],
+        m[2],
+        0xff,
+        0xfe,
+        m[3],
+        m[4],
+        m[5],
+    ])
+}
+
+impl Stack {
+    /// Gives an Ethernet interface its link layer: ARP for `cidr`, and a link-local IPv6 address
+    /// checked for duplicates before use.
+    pub(super) fn attach_ethernet(&mut self, iface: InterfaceId, mac: MacAddr, cidr: Ipv4Cidr) {
+        let mut eth = EthernetInterface::new(mac, self.config.ethernet);
+        eth.add_ipv4(cidr);
+        self.devices.list[iface.0].eth = Some(Box::new(eth));
+        self.devices.ethernet = true;
+        let ll = Ipv6Cidr::new(link_local(mac), 64);
+        self.ethernet_add_ipv6(iface, ll);
+    }
+
+    /// Starts using `cidr` on Ethernet interface `iface`: at once when duplicate address
+    /// detection is off, else when it has passed. Returns false when `iface` is not Ethernet.
+    pub(super) fn ethernet_add_ipv6(&mut self, iface: InterfaceId, cidr: Ipv6Cidr) -> bool {
+        let now = self.now;
+        let Some(eth) = self.devices.list[iface.0].eth.as_mut() else {
+            return false;
+        };
+        if eth.add_ipv6(cidr, now) {
+            self.ip6.add_address(iface, cidr);
+        }
+        true
+    }
+
+    /// The link layer of interface `iface`, if its link carries Ethernet frames: its hardware
+    /// address, neighbour caches and counters.
+    pub fn ethernet(&self, iface: InterfaceId) -> Option<&EthernetInterface> {
+        self.devices.list.get(iface.0)?.eth.as_deref()
+    }
+
+    /// [`EthernetCounters`] of interface `iface`, if it is Ethernet.
+    pub fn ethernet_counters(&self, iface: InterfaceId) -> Option<EthernetCounters> {
+        self.ethernet(iface).map(|e| e.counters)
+    }
+
+    /// Input of one round of frames from Ethernet interface `i`, taken out of `batch`.
+    #[inline(never)]
+    pub(super) fn ethernet_input(&mut self, i: usize, batch: &mut Vec<PacketBuf>) {
+        let now = self.now;
+        for frame in batch.drain(..) {
+            let dev = &mut self.devices.list[i];
+            let Some(eth) = dev.eth.as_mut() else {
+                return;
+            };
+            match eth.input(frame, now, &mut dev.txq) {
+                FrameIn::Ipv4(p) => self.ipv4_input(InterfaceId(i), p),
+                FrameIn::Ipv6(p) => self.ipv6_input(InterfaceId(i), p),
+                FrameIn::Consumed => {}
+            }
+        }
+        self.devices.queued = true;
+        self.ethernet_events();
+    }
+
+    /// Runs the Ethernet interfaces' timers and applies what they report.
+    pub(super) fn ethernet_timers(&mut self, now: Instant) {
+        for dev in self.devices.list.iter_mut() {
+            if let Some(eth) = dev.eth.as_mut() {
+                if eth.next_deadline().is_some_and(|d| d <= now) {
+                    eth.poll(now, &mut dev.txq);
+                    self.devices.queued = true;
+                }
+            }
+        }
+        self.ethernet_events();
+    }
+
+    /// The earliest deadline of an Ethernet interface's timers.
+    pub(super) fn ethernet_deadline(&self) -> Option<Instant> {
+        if !self.devices.ethernet {
+            return None;
+        }
+        self.devices
+            .list
+            .iter()
+            .filter_map(|d| d.eth.as_ref()?.next_deadline())
+            .min()
+    }
+
+    /// Applies what the Ethernet interfaces report, and takes their drops into the stack's counts.
+    fn ethernet_events(&mut self) {
+        for i in 0..self.devices.list.len() {
+            let Some(eth) = self.devices.list[i].eth.as_mut() else {
+                continue;
+            };
+            self.counters.drops.take_from(&mut eth.drops);
+            for event in eth.take_events() {
+                match event {
+                    EthernetEvent::AddressReady(cidr) => self.ip6.add_address(InterfaceId(i), cidr),
+                    // Counted by the interface; the address is simply not used (RFC 4862 §5.4.5).
+                    EthernetEvent::Duplicate(_) => {}
+                    EthernetEvent::Router(info) => self.router_heard(InterfaceId(i), &info),
+                }
+            }
+        }
+    }
+
+    /// A router's advertisement (RFC 4861 §6.3.4): a default route through it while it says it is
+    /// one, routes to the prefixes it says are on the link, an address from each /64 it offers
+    /// for autoconfiguration (RFC 4862 §5.5.3, the interface identifier from the hardware
+    /// address), and its MTU when it is one the link can carry. Lifetimes are not yet timed:
+    /// what a router announced stays until it announces a router lifetime of 0.
+    fn router_heard(&mut self, iface: InterfaceId, info: &RouterInfo) {
+        let default = Ipv6Cidr::new(Ipv6Addr::UNSPECIFIED, 0);
+        if info.lifetime > 0 {
+            self.ip6.add_route(Route {
+                dest: default,
+                gateway: Some(info.router),
+                iface,
+            });
+        } else if self
+            .ip6
+            .routes
+            .lookup(Ipv6Addr::UNSPECIFIED)
+            .is_some_and(|r| r.gateway == Some(info.router) && r.dest.prefix_len == 0)
+        {
+            self.ip6.remove_route(default);
+        }
+        let mac = self.devices.list[iface.0].eth.as_ref().map(|e| e.mac());
+        for p in &info.prefixes {
+            if p.prefix.segments()[0] & 0xffc0 == 0xfe80 || p.valid_lifetime == 0 {
+                continue;
+            }
+            let prefix = Ipv6Cidr::new(mask(p.prefix, p.prefix_len), p.prefix_len);
+            if p.on_link {
+                self.ip6.add_route(Route {
+                    dest: prefix,
+                    gateway: None,
+                    iface,
+                });
+            }
+            if let (true, 64, Some(mac)) = (p.autonomous, p.prefix_len, mac) {
+                let mut octets = prefix.addr.octets();
+                octets[8..].copy_from_slice(&link_local(mac).octets()[8..]);
+                self.ethernet_add_ipv6(iface, Ipv6Cidr::new(Ipv6Addr::from(octets), 64));
+            }
+        }
+        if let Some(mtu) = info.mtu {
+            let f = &mut self.ip6.ifaces[iface.0];
+            let link_mtu = self.ip.ifaces[iface.0].caps.mtu;
+            if (1280..=link_mtu).contains(&(mtu as usize)) {
+                f.caps.mtu = mtu as usize;
+            }
+        }
+    }
+}
+
+/// `addr` with the bits past `len` cleared.
+fn mask(addr: Ipv6Addr, len: u8) -> Ipv6Addr {
+    let bits = u128::from(addr);
+    let keep = if len == 0 {
+        0
+    } else {
+        u128::MAX << (128 - u32::from(len.min(128)))
+    };
+    Ipv6Addr::from(bits & keep)
+}

@@ -1,0 +1,385 @@
+//! Two stacks on an in-memory LAN of Ethernet frames (`PairEnd::ethernet_pair`): ARP and neighbour
+//! discovery resolve each other before the first datagram goes, duplicate address detection holds
+//! an IPv6 address back until it is checked, TCP runs over frames, and what a hostile or confused
+//! neighbour sends (frames for others, our own frames, answers to questions never asked, a scan
+//! of the prefix) is dropped by reason within the cache's bounds.
+
+use std::net::{Ipv4Addr, Ipv6Addr};
+use std::time::Duration;
+
+use crate::common::{capture, inject, payload, A, B};
+use fastpath::config::{EthernetConfig, NeighborConfig};
+use fastpath::ethernet::NeighborState;
+use fastpath::wire::MacAddr;
+use fastpath::{
+    DropReason, Impairments, Instant, InterfaceId, Ipv4Cidr, LinkCapabilities, PairEnd, Stack,
+    StackConfig, TcpState,
+};
+
+const MAC_A: MacAddr = MacAddr([0x02, 0, 0, 0, 0, 0x0a]);
+const MAC_B: MacAddr = MacAddr([0x02, 0, 0, 0, 0, 0x0b]);
+const ETH: InterfaceId = InterfaceId(1);
+
+fn v6(s: &str) -> Ipv6Addr {
+    s.parse().unwrap()
+}
+
+fn config() -> StackConfig {
+    StackConfig {
+        ethernet: EthernetConfig {
+            neighbor: NeighborConfig {
+                max_entries: 64,
+                ..NeighborConfig::default()
+            },
+            ..EthernetConfig::default()
+        },
+        ..StackConfig::default()
+    }
+}
+
+/// A (10.0.0.1, 2001:db8::1) and B (10.0.0.2, 2001:db8::2) on an Ethernet pair.
+fn lan() -> (Stack, Stack) {
+    let (ea, eb) = PairEnd::ethernet_pair(
+        LinkCapabilities::plain(1500),
+        4096,
+        Impairments::default(),
+        [MAC_A, MAC_B],
+    );
+    let mut a = Stack::new(config());
+    a.add_interface("eth0", ea, Ipv4Cidr::new(A, 24));
+    a.add_ipv6_address(ETH, "2001:db8::1/64".parse().unwrap())
+        .unwrap();
+    let mut b = Stack::new(config());
+    b.add_interface("eth0", eb, Ipv4Cidr::new(B, 24));
+    b.add_ipv6_address(ETH, "2001:db8::2/64".parse().unwrap())
+        .unwrap();
+    (a, b)
+}
+
+/// Polls both stacks every millisecond of virtual time for `d`.
+fn run(a: &mut Stack, b: &mut Stack, now: &mut Instant, d: Duration) {
+    let end = *now + d;
+    while *now < end {
+        *now = *now + Duration::from_millis(1);
+        for _ in 0..100 {
+            if a.poll(*now) + b.poll(*now) == 0 {
+                break;
+            }
+        }
+    }
+}
+
+#[test]
+fn the_first_datagram_waits_for_arp_and_arrives() {
+    let (mut a, mut b) = lan();
+    let mut now = Instant::ZERO;
+    let rx = b.udp_bind((B, 7)).unwrap();
+    let tx = a.udp_bind((A, 0)).unwrap();
+    a.udp(tx).send_to(b"first", (B, 7)).unwrap();
+    a.udp(tx).send_to(b"second", (B, 7)).unwrap();
+    run(&mut a, &mut b, &mut now, Duration::from_millis(5));
+    let mut buf = [0u8; 64];
+    let (n, from) = b.udp(rx).recv_from(&mut buf).unwrap();
+    assert_eq!((&buf[..n], from.ip()), (&b"first"[..], A.into()));
+    let (n, _) = b.udp(rx).recv_from(&mut buf).unwrap();
+    assert_eq!(&buf[..n], b"second");
+    // One request for both datagrams, one reply; B learned A from the request.
+    let ca = a.ethernet_counters(ETH).unwrap();
+    let cb = b.ethernet_counters(ETH).unwrap();
+    assert_eq!((ca.arp_requests_out, cb.arp_replies_out), (1, 1));
+    let eth_a = a.ethernet(ETH).unwrap();
+    assert_eq!(eth_a.arp_cache().mac(B), Some(MAC_B));
+    assert!(matches!(
+        eth_a.arp_cache().state(B),
+        Some(NeighborState::Reachable { .. })
+    ));
+    assert_eq!(b.ethernet(ETH).unwrap().arp_cache().mac(A), Some(MAC_A));
+}
+
+#[test]
+fn an_ipv6_address_is_used_only_after_duplicate_address_detection() {
+    let (mut a, mut b) = lan();
+    let mut now = Instant::ZERO;
+    // Tentative: not an address of the interface yet.
+    assert!(a.ipv6_addresses(ETH).is_empty());
+    assert!(a.ethernet(ETH).unwrap().is_tentative(v6("2001:db8::1")));
+    run(&mut a, &mut b, &mut now, Duration::from_millis(1100));
+    let addrs: Vec<Ipv6Addr> = a.ipv6_addresses(ETH).iter().map(|c| c.addr).collect();
+    assert!(addrs.contains(&v6("2001:db8::1")), "{addrs:?}");
+    assert!(addrs.contains(&v6("fe80::ff:fe00:a")), "{addrs:?}");
+    // Then UDP over IPv6, resolved by neighbour discovery.
+    let rx = b.udp_bind("[2001:db8::2]:7").unwrap();
+    let tx = a.udp_bind("[2001:db8::1]:0").unwrap();
+    a.udp(tx).send_to(b"over six", "[2001:db8::2]:7").unwrap();
+    run(&mut a, &mut b, &mut now, Duration::from_millis(5));
+    let mut buf = [0u8; 64];
+    let (n, from) = b.udp(rx).recv_from(&mut buf).unwrap();
+    assert_eq!(
+        (&buf[..n], from.ip()),
+        (&b"over six"[..], v6("2001:db8::1").into())
+    );
+    let ca = a.ethernet_counters(ETH).unwrap();
+    assert!(
+        ca.ns_out >= 3,
+        "two addresses checked and one resolved: {ca:?}"
+    );
+    assert_eq!(b.ethernet_counters(ETH).unwrap().na_out, 1);
+    assert_eq!(
+        a.ethernet(ETH).unwrap().nd_cache().mac(v6("2001:db8::2")),
+        Some(MAC_B)
+    );
+}
+
+#[test]
+fn an_address_another_host_has_or_is_checking_is_given_up() {
+    let (ea, eb) = PairEnd::ethernet_pair(
+        LinkCapabilities::plain(1500),
+        4096,
+        Impairments::default(),
+        [MAC_A, MAC_B],
+    );
+    let mut a = Stack::new(config());
+    a.add_interface("eth0", ea, Ipv4Cidr::new(A, 24));
+    let mut b = Stack::new(config());
+    b.add_interface("eth0", eb, Ipv4Cidr::new(B, 24));
+    let has = |s: &Stack, addr| s.ipv6_addresses(ETH).iter().any(|c| c.addr == addr);
+    let mut now = Instant::ZERO;
+    // A has 2001:db8::5; B's check of it is answered, and B does without.
+    let taken = "2001:db8::5/64".parse().unwrap();
+    a.add_ipv6_address(ETH, taken).unwrap();
+    run(&mut a, &mut b, &mut now, Duration::from_millis(1500));
+    assert!(has(&a, taken.addr));
+    b.add_ipv6_address(ETH, taken).unwrap();
+    run(&mut a, &mut b, &mut now, Duration::from_millis(1500));
+    assert!(has(&a, taken.addr) && !has(&b, taken.addr));
+    assert_eq!(b.ethernet_counters(ETH).unwrap().duplicates, 1);
+    // Both check 2001:db8::6 at once: whoever hears the other's check first gives it up (here B,
+    // which polls second), and the other keeps it.
+    let both = "2001:db8::6/64".parse().unwrap();
+    a.add_ipv6_address(ETH, both).unwrap();
+    b.add_ipv6_address(ETH, both).unwrap();
+    run(&mut a, &mut b, &mut now, Duration::from_millis(1500));
+    assert!(has(&a, both.addr) && !has(&b, both.addr));
+    assert_eq!(b.ethernet_counters(ETH).unwrap().duplicates, 2);
+    assert_eq!(a.ethernet_counters(ETH).unwrap().duplicates, 0);
+}
+
+#[test]
+fn tcp_moves_a_megabyte_over_frames() {
+    let (mut a, mut b) = lan();
+    let mut now = Instant::ZERO;
+    let listener = b.tcp_listen((B, 80), 4).unwrap();
+    let client = a.tcp_connect((B, 80)).unwrap();
+    run(&mut a, &mut b, &mut now, Duration::from_millis(5));
+    let (server, _) = b.tcp_listener(listener).accept().unwrap();
+    assert_eq!(a.tcp(client).state().unwrap(), TcpState::Established);
+    let data = payload(1 << 20, 7);
+    let (mut sent, mut got) = (0, Vec::new());
+    let mut buf = vec![0u8; 65536];
+    for _ in 0..10_000 {
+        if sent < data.len() {
+            sent += a.tcp(client).write(&data[sent..]).unwrap_or(0);
+        }
+        run(&mut a, &mut b, &mut now, Duration::from_millis(1));
+        while let Ok(n) = b.tcp(server).read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            got.extend_from_slice(&buf[..n]);
+        }
+        if got.len() == data.len() {
+            break;
+        }
+    }
+    assert!(got == data, "{} of {} bytes", got.len(), data.len());
+}
+
+/// A frame from `src` to `dst` with `ethertype` and `payload`.
+fn frame(dst: MacAddr, src: MacAddr, ethertype: u16, payload: &[u8]) -> Vec<u8> {
+    let mut f = Vec::new();
+    f.extend_from_slice(&dst.0);
+    f.extend_from_slice(&src.0);
+    f.extend_from_slice(&ethertype.to_be_bytes());
+    f.extend_from_slice(payload);
+    f
+}
+
+fn arp(op: u16, sender: (MacAddr, Ipv4Addr), target: (MacAddr, Ipv4Addr)) -> Vec<u8> {
+    let mut m = vec![0, 1, 8, 0, 6, 4];
+    m.extend_from_slice(&op.to_be_bytes());
+    m.extend_from_slice(&sender.0 .0);
+    m.extend_from_slice(&sender.1.octets());
+    m.extend_from_slice(&target.0 .0);
+    m.extend_from_slice(&target.1.octets());
+    m
+}
+
+/// B alone on the LAN, the test holding the other end.
+fn b_and_raw() -> (Stack, PairEnd) {
+    let (raw, eb) = PairEnd::ethernet_pair(
+        LinkCapabilities::plain(1500),
+        4096,
+        Impairments::default(),
+        [MAC_A, MAC_B],
+    );
+    let mut b = Stack::new(config());
+    b.add_interface("eth0", eb, Ipv4Cidr::new(B, 24));
+    (b, raw)
+}
+
+#[test]
+fn hostile_frames_are_dropped_by_reason_and_never_answered_twice() {
+    let (mut b, mut raw) = b_and_raw();
+    let now = Instant::from_secs(10);
+    b.poll(now);
+    capture(&mut raw); // the link-local address's check
+    let peer = Ipv4Addr::new(10, 0, 0, 9);
+    let other = MacAddr([0x02, 0, 0, 0, 0, 0x99]);
+    let cases: Vec<(Vec<u8>, DropReason)> = vec![
+        (vec![0u8; 10], DropReason::EthernetMalformed),
+        (
+            frame(other, MAC_A, 0x0800, &[0x45; 20]),
+            DropReason::EthernetNotForUs,
+        ),
+        (
+            frame(MAC_B, MAC_B, 0x0800, &[0x45; 20]),
+            DropReason::EthernetBadSource,
+        ),
+        (
+            frame(MAC_B, MacAddr::BROADCAST, 0x0800, &[0x45; 20]),
+            DropReason::EthernetBadSource,
+        ),
+        (
+            frame(MAC_B, MAC_A, 0x88cc, &[0; 40]),
+            DropReason::EthernetUnknownType,
+        ),
+        (
+            frame(MAC_B, MAC_A, 0x0806, &[0; 10]),
+            DropReason::ArpMalformed,
+        ),
+        (
+            frame(
+                MacAddr::BROADCAST,
+                MAC_A,
+                0x0806,
+                &arp(1, (MAC_A, B), (MacAddr::default(), B)),
+            ),
+            DropReason::ArpConflict,
+        ),
+    ];
+    for (bytes, reason) in cases {
+        let before = b.counters().drops.get(reason);
+        inject(&mut raw, &bytes);
+        b.poll(now);
+        assert_eq!(b.counters().drops.get(reason), before + 1, "{reason:?}");
+        assert!(capture(&mut raw).is_empty(), "{reason:?} answered");
+    }
+    // A reply nobody asked for creates no entry; a request for B is answered once and learns A.
+    inject(
+        &mut raw,
+        &frame(MAC_B, MAC_A, 0x0806, &arp(2, (MAC_A, peer), (MAC_B, B))),
+    );
+    b.poll(now);
+    assert!(b.ethernet(ETH).unwrap().arp_cache().is_empty());
+    inject(
+        &mut raw,
+        &frame(
+            MacAddr::BROADCAST,
+            MAC_A,
+            0x0806,
+            &arp(1, (MAC_A, peer), (MacAddr::default(), B)),
+        ),
+    );
+    b.poll(now);
+    let out = capture(&mut raw);
+    assert_eq!(out.len(), 1);
+    assert_eq!(&out[0][..6], &MAC_A.0);
+    assert_eq!(&out[0][20..22], &[0, 2], "a reply");
+    assert_eq!(b.ethernet(ETH).unwrap().arp_cache().mac(peer), Some(MAC_A));
+}
+
+#[test]
+fn a_scan_of_the_prefix_fills_the_cache_to_its_bound_and_no_further() {
+    let (mut b, mut raw) = b_and_raw();
+    let mut now = Instant::from_secs(1);
+    b.poll(now);
+    capture(&mut raw); // the link-local address's check
+    let tx = b.udp_bind((B, 0)).unwrap();
+    // 200 destinations nobody answers for: 64 entries at most, one request each per second.
+    for i in 0..200u32 {
+        let dst = Ipv4Addr::from(u32::from(Ipv4Addr::new(10, 0, 0, 0)) + 10 + i);
+        let _ = b.udp(tx).send_to(b"scan", (dst, 9));
+    }
+    b.poll(now);
+    let requests = capture(&mut raw).len();
+    assert!(requests <= 64, "{requests} requests");
+    assert!(b.ethernet(ETH).unwrap().arp_cache().len() <= 64);
+    assert!(b.counters().drops.get(DropReason::NeighborTableFull) >= 136);
+    // Three solicitations each, then given up: everything held is dropped, counted.
+    for _ in 0..5 {
+        now = now + Duration::from_secs(1);
+        b.poll(now);
+        assert!(capture(&mut raw).len() <= 64);
+    }
+    assert!(b.ethernet(ETH).unwrap().arp_cache().is_empty());
+    assert_eq!(
+        b.counters().drops.get(DropReason::NeighborUnreachable)
+            + b.counters().drops.get(DropReason::NeighborTableFull),
+        200
+    );
+}
+
+#[test]
+fn a_router_advertisement_gives_a_default_route_and_an_address() {
+    let (mut b, mut raw) = b_and_raw();
+    let mut now = Instant::from_secs(1);
+    b.poll(now);
+    let router = v6("fe80::1");
+    // RA: hop limit 64, lifetime 1800 s, source link-layer address, MTU 1400, prefix
+    // 2001:db8:1::/64 on-link and autonomous.
+    let mut ra = vec![134, 0, 0, 0, 64, 0, 0x07, 0x08, 0, 0, 0, 0, 0, 0, 0, 0];
+    ra.extend_from_slice(&[1, 1]);
+    ra.extend_from_slice(&MAC_A.0);
+    ra.extend_from_slice(&[5, 1, 0, 0]);
+    ra.extend_from_slice(&1400u32.to_be_bytes());
+    ra.extend_from_slice(&[3, 4, 64, 0xc0]);
+    ra.extend_from_slice(&u32::MAX.to_be_bytes());
+    ra.extend_from_slice(&u32::MAX.to_be_bytes());
+    ra.extend_from_slice(&[0; 4]);
+    ra.extend_from_slice(&v6("2001:db8:1::").octets());
+    let all_nodes = v6("ff02::1");
+    let packet = crate::common::ipv6_icmp(router, all_nodes, 255, &ra);
+    inject(
+        &mut raw,
+        &frame(MacAddr([0x33, 0x33, 0, 0, 0, 1]), MAC_A, 0x86dd, &packet),
+    );
+    b.poll(now);
+    assert_eq!(b.ethernet_counters(ETH).unwrap().ra_in, 1);
+    // The address from the prefix is checked first, then used.
+    now = now + Duration::from_millis(1100);
+    b.poll(now);
+    now = now + Duration::from_millis(1100);
+    b.poll(now);
+    let addrs: Vec<Ipv6Addr> = b.ipv6_addresses(ETH).iter().map(|c| c.addr).collect();
+    assert!(addrs.contains(&v6("2001:db8:1:0:0:ff:fe00:b")), "{addrs:?}");
+    // A datagram to a host off the link goes to the router's hardware address.
+    capture(&mut raw);
+    let tx = b.udp_bind("[::]:0").unwrap();
+    b.udp(tx).send_to(b"away", "[2001:db8:99::1]:9").unwrap();
+    b.poll(now);
+    let out = capture(&mut raw);
+    assert_eq!(
+        out.len(),
+        1,
+        "sent at once: the router's address came with its advertisement"
+    );
+    assert_eq!(&out[0][..6], &MAC_A.0);
+    // The same advertisement with hop limit 64 was sent by no neighbour: dropped.
+    let off_link = crate::common::ipv6_icmp(router, all_nodes, 64, &ra);
+    inject(
+        &mut raw,
+        &frame(MacAddr([0x33, 0x33, 0, 0, 0, 1]), MAC_A, 0x86dd, &off_link),
+    );
+    b.poll(now);
+    assert_eq!(b.counters().drops.get(DropReason::NdpNotFromLink), 1);
+}
