@@ -23,8 +23,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant as WallClock};
 
 use clap::{Args, ValueEnum};
+use fastpath::ethernet::EthernetCounters;
 use fastpath::link::{Impaired, Impairments, Link, TunConfig, TunHandle, TunLink, TunStats};
-use fastpath::{Counters, Instant, Ipv4Cidr, Ipv6Cidr, Stack, StackConfig, UdpOptions, UdpSocket};
+use fastpath::wire::MacAddr;
+use fastpath::{
+    Counters, Instant, InterfaceId, Ipv4Cidr, Ipv6Cidr, Stack, StackConfig, UdpOptions, UdpSocket,
+};
 
 use crate::netns::Namespace;
 use crate::pcap_tap::PcapTap;
@@ -112,6 +116,10 @@ pub struct ServeArgs {
     /// Record every packet in and out in this pcap file (raw IP, IPv4 and IPv6; with --queues 1 only).
     #[arg(long)]
     pcap: Option<PathBuf>,
+    /// A TAP interface in place of TUN: Ethernet frames, fastpath a host on the link that answers
+    /// ARP and neighbour discovery itself (one queue, offloads off).
+    #[arg(long)]
+    tap: bool,
     /// Stop after this many seconds (default: run until SIGINT or SIGTERM).
     #[arg(long, value_parser = crate::bench::common::parse_non_negative)]
     duration: Option<f64>,
@@ -197,6 +205,9 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
             .map_err(|e| format!("installing a signal handler: {e}"))?;
     }
 
+    if args.tap && args.queues > 1 {
+        return Err("--tap takes one queue".into());
+    }
     if args.queues > 1 && args.pcap.is_some() {
         return Err("--pcap records one queue's link: use it with --queues 1".into());
     }
@@ -213,11 +224,19 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
             offload,
             uso: args.uso == OnOff::On,
             io_uring: args.io_uring == OnOff::On,
+            tap: args.tap.then(tap_mac),
         },
         args.queues,
         &ephemeral,
     )
-    .map_err(|e| format!("creating TUN interface {} in {}: {e}", args.tun, ns.name()))?;
+    .map_err(|e| {
+        let kind = if args.tap { "TAP" } else { "TUN" };
+        format!(
+            "creating {kind} interface {} in {}: {e}",
+            args.tun,
+            ns.name()
+        )
+    })?;
     if args.uso == OnOff::On && !links[0].uso_enabled() {
         eprintln!(
             "fastpath: UDP segmentation offload left off ({})",
@@ -379,6 +398,9 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
             );
         }
         say!("\n--- counters ---\n{}", r.counters);
+        if let Some(e) = &r.ethernet {
+            let _ = write!(io::stdout(), "{e}");
+        }
         let _ = write!(io::stdout(), "{}", r.tun);
         say!("{}", r.buffers);
     }
@@ -395,6 +417,13 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
         (Some(cause), Some(to)) => Err(format!("--connect {to} failed: {cause}")),
         _ => Ok(()),
     }
+}
+
+/// fastpath's hardware address on a TAP link: locally administered and unicast (`02:` first), the
+/// rest from the process id, so that two servers on one machine differ.
+fn tap_mac() -> MacAddr {
+    let id = std::process::id().to_be_bytes();
+    MacAddr([0x02, 0x66, 0x70, id[1], id[2], id[3]])
 }
 
 /// What every queue's stack is run with.
@@ -429,8 +458,24 @@ struct ShardReport {
     send_errors: u64,
     tcp: TcpTotals,
     counters: Counters,
+    /// With `--tap`.
+    ethernet: Option<EthernetCounters>,
     tun: TunStats,
     buffers: String,
+}
+
+/// On an Ethernet link, polls `stack` until duplicate address detection has let it use `addr` (a
+/// second, by default), so that `ready` means ready; at once on any other link.
+fn wait_for_address(stack: &mut Stack, iface: InterfaceId, addr: Ipv6Addr) -> Result<(), String> {
+    let until = WallClock::now() + Duration::from_secs(5);
+    while !stack.ipv6_addresses(iface).iter().any(|c| c.addr == addr) {
+        if WallClock::now() > until {
+            return Err(format!("--addr6 {addr}: another host on the link has it"));
+        }
+        stack.poll(Instant::now());
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    Ok(())
 }
 
 impl Shard {
@@ -458,6 +503,7 @@ impl Shard {
             stack
                 .add_ipv6_address(iface, Ipv6Cidr::new(a, k.prefix_len))
                 .map_err(|e| format!("--addr6 {a}: {e}"))?;
+            wait_for_address(&mut stack, iface, a)?;
             // The kernel is fastpath's IPv6 router: what is not on the link goes through it.
             stack
                 .add_ipv6_route("::/0".parse().expect("a prefix"), Some(k.addr), iface)
@@ -567,6 +613,7 @@ impl Shard {
             send_errors,
             tcp: self.tcp.totals.clone(),
             counters: *stack.counters(),
+            ethernet: stack.ethernet_counters(InterfaceId(1)),
             tun: self.tun.stats(),
             buffers: crate::demo::buffer_line(stack),
         };

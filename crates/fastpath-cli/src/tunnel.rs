@@ -254,6 +254,7 @@ pub fn run(args: &TunnelArgs) -> Result<(), String> {
             offload: true,
             uso: false,
             io_uring: args.io_uring == crate::serve::OnOff::On,
+            tap: None,
         },
         args.queues,
         &ephemeral,

@@ -268,6 +268,7 @@ fn fastpath_target(
             offload,
             uso,
             io_uring: true,
+            tap: None,
         },
         queues,
         &ephemeral,

@@ -26,6 +26,7 @@ pub fn tun_stack(ns: &str, dev: &str, v4: &str, v6: &str) -> std::io::Result<(St
         offload: true,
         uso: false,
         io_uring: true,
+        tap: None,
     })?;
     ip(ns, &["addr", "add", &format!("{v4}.1/24"), "dev", dev])?;
     let kernel6 = format!("{v6}::1/64");

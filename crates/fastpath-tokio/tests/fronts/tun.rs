@@ -79,6 +79,7 @@ fn kernel_and_stack(tag: &str, dev: &str, net: u8) -> (Netns, Stack, TunHandle) 
         offload: true,
         uso: false,
         io_uring: true,
+        tap: None,
     })
     .expect("a TUN interface");
     ip(

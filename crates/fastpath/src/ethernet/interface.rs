@@ -72,6 +72,28 @@ pub struct EthernetCounters {
     pub duplicates: u64,
 }
 
+impl std::fmt::Display for EthernetCounters {
+    /// Prints like the stack's counters: a heading, then what is not zero.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(f, "ethernet:")?;
+        for (n, what) in [
+            (self.rx_frames, "frames received"),
+            (self.tx_frames, "frames sent"),
+            (self.arp_requests_out, "arp requests sent"),
+            (self.arp_replies_out, "arp replies sent"),
+            (self.ns_out, "neighbor solicitations sent"),
+            (self.na_out, "neighbor advertisements sent"),
+            (self.ra_in, "router advertisements received"),
+            (self.duplicates, "duplicate addresses found"),
+        ] {
+            if n > 0 {
+                writeln!(f, "    {n} {what}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
 #[derive(Clone, Copy, Debug)]
 struct Dad {
     cidr: Ipv6Cidr,

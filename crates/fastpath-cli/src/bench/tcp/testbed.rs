@@ -103,6 +103,7 @@ impl Testbed {
                 offload,
                 uso: false,
                 io_uring,
+                tap: None,
             },
             queues,
             &StackConfig::default().ephemeral_ports,

@@ -92,8 +92,9 @@ use std::time::Duration;
 use nix::errno::Errno;
 
 use super::pair::complete_checksum;
-use super::{Link, LinkCapabilities};
+use super::{Link, LinkCapabilities, Medium};
 use crate::buf::{BufferDepot, BufferMode, BufferPool, ChecksumOffload, PacketBuf, HEADROOM};
+use crate::wire::MacAddr;
 use gso::Frame;
 use vnet::{
     classify_rx, RxChecksum, VnetHeader, VIRTIO_NET_HDR_F_NEEDS_CSUM, VIRTIO_NET_HDR_GSO_NONE,
@@ -145,6 +146,12 @@ pub struct TunConfig {
     /// (`RLIMIT_MEMLOCK` bounds rings before 5.12): [`TunLink::io_uring_enabled`] says which, queue by
     /// queue. A ring the kernel stops taking writes from later is given up the same way.
     pub io_uring: bool,
+    /// A TAP interface (`IFF_TAP`) in place of a TUN one: Ethernet frames in and out, the stack
+    /// being a host on the link with this hardware address (it answers ARP and neighbour
+    /// discovery for itself; see [`Medium::Ethernet`]). Offloads are off on a TAP interface and
+    /// it has one queue: the checksums and segmentation the virtio header carries are the TUN
+    /// link's, counted from an IP header at the start.
+    pub tap: Option<MacAddr>,
 }
 
 impl Default for TunConfig {
@@ -156,6 +163,7 @@ impl Default for TunConfig {
             offload: true,
             uso: false,
             io_uring: true,
+            tap: None,
         }
     }
 }
@@ -211,6 +219,7 @@ pub struct TunLink {
     sent: Vec<(PacketBuf, i32)>,
     shared: Arc<Shared>,
     caps: LinkCapabilities,
+    medium: Medium,
     offload: bool,
     /// Bytes of virtio-net header in front of every packet read or written: [`VNET_HEADER_LEN`], or
     /// 0 for a descriptor opened without `IFF_VNET_HDR` ([`TunLink::from_fd`]), which carries bare
@@ -293,12 +302,25 @@ impl TunLink {
                 format!("MTU {} outside {MIN_MTU}..={MAX_MTU}", config.mtu),
             ));
         }
-        let (name, mtu, offload) = (config.name.clone(), config.mtu, config.offload);
+        if config.tap.is_some() && queues > 1 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "a TAP interface has one queue here (the steering program reads IP headers)",
+            ));
+        }
+        let tap = config.tap;
+        let offload = config.offload && tap.is_none();
+        let (name, mtu) = (config.name.clone(), config.mtu);
         let io_uring = config.io_uring;
         let want_uso = config.uso && offload;
         let steering = (queues > 1).then(|| steer::program(ephemeral, queues));
         let setup = move || -> io::Result<(Vec<OwnedFd>, String, bool, bool)> {
-            let mut flags = libc::IFF_TUN | libc::IFF_NO_PI | libc::IFF_VNET_HDR;
+            let kind = if tap.is_some() {
+                libc::IFF_TAP
+            } else {
+                libc::IFF_TUN
+            };
+            let mut flags = kind | libc::IFF_NO_PI | libc::IFF_VNET_HDR;
             if queues > 1 {
                 flags |= libc::IFF_MULTI_QUEUE;
             }
@@ -361,6 +383,11 @@ impl TunLink {
             .into_iter()
             .map(|fd| {
                 let mut link = TunLink::over(fd, name.clone(), mtu, offload);
+                if let Some(mac) = tap {
+                    link.medium = Medium::Ethernet(mac);
+                    // A frame is the packet and up to 18 bytes of header and VLAN tag.
+                    link.rx_capacity = mtu + 18 + 1;
+                }
                 link.uso_available = uso_available;
                 if want_uso && uso_available {
                     link.enable_uso();
@@ -394,6 +421,7 @@ impl TunLink {
                 // The kernel takes GSO packets from a vnet-header TUN reader whose checksum is partial.
                 tso: offload,
             },
+            medium: Medium::Ip,
             offload,
             vnet_len: VNET_HEADER_LEN,
             uso_available: false,
@@ -533,6 +561,10 @@ impl AsRawFd for TunHandle {
 impl Link for TunLink {
     fn capabilities(&self) -> LinkCapabilities {
         self.caps
+    }
+
+    fn medium(&self) -> Medium {
+        self.medium
     }
 
     fn transmit(&mut self, batch: &mut Vec<PacketBuf>) -> usize {

@@ -1,0 +1,252 @@
+//! fastpath and the Linux kernel on either side of a TAP interface (`fastpath serve --tap`): Ethernet
+//! frames, fastpath a host on the link that the kernel finds by ARP and neighbour discovery, and that
+//! finds the kernel the same way. The kernel pings it (plain, fragmented, over IPv6), echoes UDP
+//! datagrams of every interesting size through it, is refused at a closed port, moves TCP streams
+//! both families; fastpath connects out through the kernel as its IPv6 router and learns a smaller
+//! path MTU from it. Each test runs `serve` in a namespace of its own.
+//!
+//! These tests need root, `/dev/net/tun`, `ip` and `ping`. Without them they print why and pass, unless
+//! `FASTPATH_REQUIRE_TUN=1` (CI sets it), when they fail.
+#![cfg(target_os = "linux")]
+
+mod tun_common;
+
+use std::fs::File;
+use std::io::{ErrorKind, Read, Write};
+use std::net::{Shutdown, SocketAddr, SocketAddrV4, TcpStream, UdpSocket};
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+use nix::sched::CloneFlags;
+use nix::sys::signal::Signal;
+use tun_common::*;
+
+const KERNEL6: &str = "fd00:7::1/64";
+const FASTPATH6: &str = "fd00:7::2";
+
+/// A kernel UDP socket in namespace `netns`, bound to `local`.
+fn kernel_socket(netns: &str, local: SocketAddr) -> UdpSocket {
+    let path = PathBuf::from("/var/run/netns").join(netns);
+    let socket = std::thread::spawn(move || {
+        let ns = File::open(&path).expect("open namespace");
+        nix::sched::setns(&ns, CloneFlags::CLONE_NEWNET).expect("setns");
+        UdpSocket::bind(local)
+    })
+    .join()
+    .expect("namespace thread")
+    .expect("bind in namespace");
+    socket
+        .set_read_timeout(Some(Duration::from_secs(3)))
+        .unwrap();
+    socket
+}
+
+/// `ip netns exec NETNS ping [-6] -s SIZE ADDR`; panics unless every reply came.
+fn ping(netns: &str, v6: bool, size: usize, addr: &str) {
+    let mut cmd = Command::new("ip");
+    cmd.args(["netns", "exec", netns, "ping"]);
+    if v6 {
+        cmd.arg("-6");
+    }
+    let out = cmd
+        .args([
+            "-c",
+            "3",
+            "-i",
+            "0.2",
+            "-W",
+            "1",
+            "-s",
+            &size.to_string(),
+            addr,
+        ])
+        .output()
+        .expect("run ping");
+    assert!(
+        out.status.success(),
+        "ping -s {size} {addr} failed:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn pattern(len: usize, seed: usize) -> Vec<u8> {
+    (0..len)
+        .map(|i| (i.wrapping_mul(131) ^ seed ^ (i >> 8)) as u8)
+        .collect()
+}
+
+/// Echoes datagrams of sizes around one frame and well past it (fragmented both ways).
+fn echo_every_size(sock: &UdpSocket, echo: SocketAddr) {
+    let mut buf = vec![0u8; 65536];
+    for (i, &len) in [0usize, 1, 1452, 1472, 1473, 3000, 20_000, 65_000]
+        .iter()
+        .enumerate()
+    {
+        let data = pattern(len, i);
+        sock.send_to(&data, echo).expect("send");
+        let (n, from) = sock
+            .recv_from(&mut buf)
+            .unwrap_or_else(|e| panic!("no echo of {len} bytes from {echo}: {e}"));
+        assert_eq!(from, echo);
+        assert!(n == len && buf[..n] == data[..], "echo of {len} bytes");
+    }
+}
+
+/// The kernel sends `len` bytes to fastpath's TCP echo at `to` and reads them back.
+fn tcp_echo(netns: &str, to: SocketAddr, len: usize) {
+    in_netns(netns, move || {
+        let s = TcpStream::connect_timeout(&to, Duration::from_secs(5)).expect("connect");
+        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        let mut w = s.try_clone().unwrap();
+        let data = pattern(len, 3);
+        let sent = data.clone();
+        let writer = std::thread::spawn(move || {
+            w.write_all(&sent).expect("write");
+            w.shutdown(Shutdown::Write).unwrap();
+        });
+        let mut got = Vec::with_capacity(len);
+        let mut r = s;
+        r.read_to_end(&mut got).expect("read the echo");
+        writer.join().unwrap();
+        assert!(got == data, "{} of {len} bytes echoed intact", got.len());
+    });
+}
+
+/// `ip -n NETNS neigh show ADDR`: the kernel's neighbour entry for `addr`.
+fn neighbour(netns: &str, addr: &str) -> String {
+    let out = Command::new("ip")
+        .args(["-n", netns, "neigh", "show", addr])
+        .output()
+        .expect("ip neigh");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn the_kernel_finds_fastpath_by_arp_and_ndp_and_talks_to_it_over_frames() {
+    if !environment_ok("the_kernel_finds_fastpath_by_arp_and_ndp_and_talks_to_it_over_frames") {
+        return;
+    }
+    let ns = TestNetns::create();
+    let server = Server::start(
+        &ns.0,
+        &["--tap", "--kernel-addr6", KERNEL6, "--addr6", FASTPATH6],
+    );
+    ping(&ns.0, false, 56, "10.7.0.2");
+    ping(&ns.0, false, 4000, "10.7.0.2");
+    ping(&ns.0, true, 56, FASTPATH6);
+    ping(&ns.0, true, 3000, FASTPATH6);
+    // The kernel learned fastpath's hardware address by ARP and by neighbour discovery.
+    let (n4, n6) = (neighbour(&ns.0, "10.7.0.2"), neighbour(&ns.0, FASTPATH6));
+    for n in [&n4, &n6] {
+        assert!(n.contains("lladdr 02:66:70:"), "{n4}{n6}");
+    }
+    let sock = kernel_socket(&ns.0, SocketAddrV4::new(KERNEL, 0).into());
+    echo_every_size(&sock, SocketAddrV4::new(FASTPATH, ECHO).into());
+    let sock6 = kernel_socket(&ns.0, "[fd00:7::1]:0".parse().unwrap());
+    echo_every_size(&sock6, "[fd00:7::2]:7".parse().unwrap());
+    // A closed port: the port unreachable reaches the kernel's connected socket.
+    sock.connect(SocketAddrV4::new(FASTPATH, 4444)).unwrap();
+    sock.send(b"anyone there?").unwrap();
+    let err = sock
+        .recv(&mut [0u8; 64])
+        .expect_err("a reply from a closed port");
+    assert_eq!(err.kind(), ErrorKind::ConnectionRefused, "{err}");
+    tcp_echo(&ns.0, "10.7.0.2:7".parse().unwrap(), 8 << 20);
+    tcp_echo(&ns.0, "[fd00:7::2]:7".parse().unwrap(), 2 << 20);
+    let out = server.stop(Signal::SIGTERM);
+    assert!(out.contains("stopped (signal)"), "{out}");
+    assert!(counter(&out, "arp replies sent") >= 1, "{out}");
+    assert!(counter(&out, "neighbor advertisements sent") >= 1, "{out}");
+    assert!(counter(&out, "datagrams reassembled") >= 3, "{out}");
+    assert!(counter(&out, "datagrams fragmented") >= 3, "{out}");
+    assert_eq!(counter(&out, "tcp: bad checksum"), 0, "{out}");
+    assert_eq!(counter(&out, "udp: bad checksum"), 0, "{out}");
+    assert_eq!(counter(&out, "arp: malformed"), 0, "{out}");
+    assert_eq!(counter(&out, "ndp: invalid message"), 0, "{out}");
+    assert_eq!(counter(&out, "ethernet: malformed frame"), 0, "{out}");
+}
+
+/// fastpath, a client on the link, resolves the kernel by ARP, and through it as its IPv6 router
+/// reaches a host on a narrower link: the kernel's packet too big lowers fastpath's segment size
+/// and the stream arrives intact.
+#[test]
+fn fastpath_resolves_its_router_and_learns_a_smaller_path_mtu_over_frames() {
+    if !environment_ok("fastpath_resolves_its_router_and_learns_a_smaller_path_mtu_over_frames") {
+        return;
+    }
+    let ns = TestNetns::create();
+    let far = TestNetns::create();
+    let ip_in = |n: &str, args: &[&str]| {
+        let ok = Command::new("ip")
+            .args(["-n", n])
+            .args(args)
+            .status()
+            .expect("ip");
+        assert!(ok.success(), "ip {args:?}");
+    };
+    ip_in(
+        &ns.0,
+        &[
+            "link", "add", "fpr0", "type", "veth", "peer", "name", "fpr1", "netns", &far.0,
+        ],
+    );
+    ip_in(
+        &ns.0,
+        &["-6", "addr", "add", "fd00:9::1/64", "dev", "fpr0", "nodad"],
+    );
+    ip_in(
+        &far.0,
+        &["-6", "addr", "add", "fd00:9::2/64", "dev", "fpr1", "nodad"],
+    );
+    for (n, dev) in [(&ns.0, "fpr0"), (&far.0, "fpr1")] {
+        ip_in(n, &["link", "set", "dev", dev, "up"]);
+    }
+    ip_in(
+        &far.0,
+        &["-6", "route", "add", "default", "via", "fd00:9::1"],
+    );
+    for setting in [
+        "net.ipv6.conf.all.forwarding=1",
+        "net.ipv6.conf.fpr0.mtu=1280",
+    ] {
+        let ok = Command::new("ip")
+            .args(["netns", "exec", &ns.0, "sysctl", "-qw", setting])
+            .status()
+            .expect("sysctl");
+        assert!(ok.success(), "{setting}");
+    }
+    let listener = in_netns(&far.0, || {
+        std::net::TcpListener::bind("[fd00:9::2]:7777").expect("listen in far")
+    });
+    let echo = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().expect("accept");
+        let mut buf = vec![0u8; 65536];
+        while let Ok(n) = s.read(&mut buf) {
+            if n == 0 || s.write_all(&buf[..n]).is_err() {
+                break;
+            }
+        }
+    });
+    let server = Server::start(
+        &ns.0,
+        &[
+            "--tap",
+            "--kernel-addr6",
+            KERNEL6,
+            "--addr6",
+            FASTPATH6,
+            "--connect",
+            "[fd00:9::2]:7777",
+            "--send",
+            "2097152",
+        ],
+    );
+    let out = server.wait_exit(Duration::from_secs(60));
+    echo.join().unwrap();
+    assert!(out.contains("2097152 bytes echoed back, intact"), "{out}");
+    assert!(counter(&out, "path mtus learned") >= 1, "{out}");
+    // Its own two addresses checked, and the router resolved.
+    assert!(counter(&out, "neighbor solicitations sent") >= 3, "{out}");
+}
