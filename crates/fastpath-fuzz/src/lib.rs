@@ -16,6 +16,7 @@
 //! | [`ethernet`](link::ethernet) | bytes to `EthernetFrame` and `EthernetRepr` | the verdict against a model of Ethernet II and 802.1Q framing, every field, emit round trip |
 //! | [`arp`](link::arp) | bytes to `ArpPacket` and `ArpRepr` | the verdict against a model of RFC 826's IPv4-over-Ethernet message, every field, emit round trip |
 //! | [`neighbor`](link::neighbor) | packets to resolve, ARP messages from any sender, learned and confirmed addresses and clock steps to a `NeighborCache` and `arp_input` | the entry bound held; one message out per message in at most, never to a group address nor claiming an address not ours; a reply never makes an entry; every packet held comes back exactly once |
+//! | [`lan`](lan::lan) | frames a neighbour could send (ARP and neighbour discovery messages with any addresses, flags, hop limits and options; IP in frames to us, to groups, to others; raw bytes) to a stack on an Ethernet link, alone or in programs with scans by the application and clock steps | one frame makes at most 4 frames out in the next two seconds; both neighbour caches within their bound |
 //! | [`checksum`](checksum::checksum) | bytes, cut into pieces | every algorithm, fused copies, partial sums over odd pieces and incremental updates agree with a reference sum |
 //! | [`reassembly`](reassembly::reassembly) | fragment sequences and timer ticks to a `ReassemblyTable` with IPv4 keys | bytes and datagrams held within the caps, completed datagrams exact, atomic fragments pass straight through, a whole set always completes, expired datagrams quote header and 8 bytes, no buffer lost |
 //! | [`reassembly_ipv6`](reassembly::reassembly_ipv6) | the same with IPv6 keys (32-bit identifications, equal ones from two sources) and header chains of 48 bytes and up | as `reassembly`, and: the first fragment's header comes back with the packet, which stays within 65,535 bytes counting its extension headers; expired packets quote their first fragment up to 1232 bytes |
@@ -41,6 +42,7 @@ pub mod amplification;
 pub mod checksum;
 pub mod demux;
 pub mod input;
+pub mod lan;
 pub mod link;
 pub mod reassembly;
 pub mod seeds;
@@ -69,6 +71,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("ethernet", link::ethernet),
     ("arp", link::arp),
     ("neighbor", link::neighbor),
+    ("lan", lan::lan),
     ("checksum", checksum::checksum),
     ("reassembly", reassembly::reassembly),
     ("reassembly_ipv6", reassembly::reassembly_ipv6),

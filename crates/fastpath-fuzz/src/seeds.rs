@@ -1049,12 +1049,47 @@ fn neighbor() -> Vec<(&'static str, Vec<u8>)> {
     ]
 }
 
+/// Frames on a LAN, one each (mode 0), and programs (mode 1): see `lan.rs` for the reading.
+fn lan() -> Vec<(&'static str, Vec<u8>)> {
+    let mut ra = vec![0, 3, 0, 1, 3, 3, 4, 1, 1, 1, 64, 0, 7, 8, 0, 0, 0, 0, 2];
+    ra.extend_from_slice(&[0, 0, 2, 0, 0, 0, 0, 1]);
+    ra.extend_from_slice(&[
+        2, 2, 64, 0xc0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+    ]);
+    ra.extend_from_slice(&[0, 0, 0, 0, 0x20, 0x01, 0x0d, 0xb8, 0, 1]);
+    ra.extend_from_slice(&[0; 12]);
+    let mut scan = vec![1];
+    for host in 10..22 {
+        scan.extend_from_slice(&[2, host, 1]);
+    }
+    for _ in 0..4 {
+        scan.extend_from_slice(&[3, 0x03, 0xe8]);
+    }
+    let mut mixed = vec![1, 0, 2, 0, 1, 0, 0, 1, 1, 5, 0, 2, 30, 0, 3, 0x01, 0xf4];
+    mixed.extend_from_slice(&[1, 4, 0, 1, 2, 1, 5, 1, 2, 1, 0, 0, 0, 0, 0, 1, 0, 0]);
+    mixed.extend_from_slice(&[2, 0, 0, 0, 0, 1, 3, 0x07, 0xd0]);
+    vec![
+        ("arp_request", vec![0, 2, 0, 1, 0, 0, 1, 1, 5, 0]),
+        (
+            "neighbor_solicit",
+            vec![
+                0, 4, 0, 1, 2, 1, 5, 1, 2, 1, 0, 0, 0, 0, 0, 1, 0, 0, 2, 0, 0, 0, 0, 1,
+            ],
+        ),
+        ("router_advert", ra),
+        ("ping", vec![0, 0, 0, 1, 4, 1, 0, 1]),
+        ("scan", scan),
+        ("mixed", mixed),
+    ]
+}
+
 /// The seed corpus of `target`, by file name.
 pub fn seeds(target: &str) -> Vec<(&'static str, Vec<u8>)> {
     match target {
         "ethernet" => ethernet(),
         "arp" => arp(),
         "neighbor" => neighbor(),
+        "lan" => lan(),
         "ipv4" => ipv4(),
         "udp" => udp(),
         "icmpv4" => icmpv4(),

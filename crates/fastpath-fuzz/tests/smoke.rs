@@ -113,6 +113,11 @@ fn neighbor() {
 }
 
 #[test]
+fn lan() {
+    run("lan", 5000);
+}
+
+#[test]
 fn every_target_has_a_test_and_seeds() {
     for (name, _) in TARGETS {
         assert!(
@@ -120,7 +125,7 @@ fn every_target_has_a_test_and_seeds() {
             "no seeds for {name}"
         );
     }
-    assert_eq!(TARGETS.len(), 19, "a new target needs its test here");
+    assert_eq!(TARGETS.len(), 20, "a new target needs its test here");
 }
 
 /// The committed seeds are what `seeds.rs` makes: after changing a target's input format, run

@@ -157,7 +157,10 @@ impl Stack {
         }
         let mac = self.devices.list[iface.0].eth.as_ref().map(|e| e.mac());
         for p in &info.prefixes {
-            if p.prefix.segments()[0] & 0xffc0 == 0xfe80 || p.valid_lifetime == 0 {
+            // The link-local prefix is every link's already; a length past 128 is no prefix, and
+            // one of 0 would make the whole Internet on-link (RFC 4861 §6.3.4 leaves both out).
+            let ll_prefix = p.prefix.segments()[0] & 0xffc0 == 0xfe80;
+            if ll_prefix || p.valid_lifetime == 0 || !(1..=128).contains(&p.prefix_len) {
                 continue;
             }
             let prefix = Ipv6Cidr::new(mask(p.prefix, p.prefix_len), p.prefix_len);
