@@ -123,15 +123,20 @@ fn neighbour(netns: &str, addr: &str) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-#[test]
-fn the_kernel_finds_fastpath_by_arp_and_ndp_and_talks_to_it_over_frames() {
-    if !environment_ok("the_kernel_finds_fastpath_by_arp_and_ndp_and_talks_to_it_over_frames") {
-        return;
-    }
+/// Everything the kernel does with fastpath over a TAP interface, with offloads `offload`.
+fn kernel_talks_to_fastpath(offload: bool) {
     let ns = TestNetns::create();
     let server = Server::start(
         &ns.0,
-        &["--tap", "--kernel-addr6", KERNEL6, "--addr6", FASTPATH6],
+        &[
+            "--tap",
+            "--kernel-addr6",
+            KERNEL6,
+            "--addr6",
+            FASTPATH6,
+            "--offload",
+            if offload { "on" } else { "off" },
+        ],
     );
     ping(&ns.0, false, 56, "10.7.0.2");
     ping(&ns.0, false, 4000, "10.7.0.2");
@@ -166,6 +171,30 @@ fn the_kernel_finds_fastpath_by_arp_and_ndp_and_talks_to_it_over_frames() {
     assert_eq!(counter(&out, "arp: malformed"), 0, "{out}");
     assert_eq!(counter(&out, "ndp: invalid message"), 0, "{out}");
     assert_eq!(counter(&out, "ethernet: malformed frame"), 0, "{out}");
+    assert_eq!(counter(&out, "dropped: bad checksum offsets"), 0, "{out}");
+    let offloaded = [
+        "received with checksum partial (NEEDS_CSUM)",
+        "sent with checksum offloaded (NEEDS_CSUM)",
+        "sent as TCP segmentation offload (GSO)",
+    ];
+    for what in offloaded {
+        let n = counter(&out, what);
+        assert!(if offload { n > 0 } else { n == 0 }, "{what}: {n}\n{out}");
+    }
+}
+
+#[test]
+fn the_kernel_finds_fastpath_by_arp_and_ndp_and_talks_to_it_with_offloads() {
+    if environment_ok("the_kernel_finds_fastpath_by_arp_and_ndp_and_talks_to_it_with_offloads") {
+        kernel_talks_to_fastpath(true);
+    }
+}
+
+#[test]
+fn the_kernel_talks_to_fastpath_over_tap_without_offloads() {
+    if environment_ok("the_kernel_talks_to_fastpath_over_tap_without_offloads") {
+        kernel_talks_to_fastpath(false);
+    }
 }
 
 /// fastpath, a client on the link, resolves the kernel by ARP, and through it as its IPv6 router

@@ -27,11 +27,11 @@ pub const UDP_MAX_SEGMENTS: usize = 128;
 /// `gso_size`-byte segments, TCP/IPv4 or TCP/IPv6 by the packet's version: the kernel cuts `data`,
 /// the segment; `hdr_len` covers the IP and TCP headers (the TCP header's own length, read from its
 /// data offset; 20 if the packet is too short to say).
-pub(super) fn mark_tso(header: &mut VnetHeader, data: &[u8], start: u16, gso_size: u16) {
+pub(super) fn mark_tso(header: &mut VnetHeader, data: &[u8], l2: usize, start: u16, gso_size: u16) {
     let tcp_len = data
         .get(start as usize + 12)
         .map_or(20, |&b| (b >> 4) as u16 * 4);
-    header.gso_type = match data.first() {
+    header.gso_type = match data.get(l2) {
         Some(b) if b >> 4 == 6 => VIRTIO_NET_HDR_GSO_TCPV6,
         _ => VIRTIO_NET_HDR_GSO_TCPV4,
     };
@@ -432,10 +432,10 @@ mod tests {
         let mut segment = vec![0u8; 20 + 32 + 100];
         segment[32] = 0x80; // data offset 8 words: 32 bytes of TCP header
         let mut h = needs_csum(20, 16);
-        mark_tso(&mut h, &segment, 20, 1448);
+        mark_tso(&mut h, &segment, 0, 20, 1448);
         assert_eq!((h.gso_type, h.gso_size, h.hdr_len), (1, 1448, 52));
         let mut h = needs_csum(20, 16);
-        mark_tso(&mut h, &segment[..30], 20, 1000);
+        mark_tso(&mut h, &segment[..30], 0, 20, 1000);
         assert_eq!(h.hdr_len, 40, "too short to say: 20 bytes of TCP header");
     }
 

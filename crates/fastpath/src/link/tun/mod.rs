@@ -148,9 +148,10 @@ pub struct TunConfig {
     pub io_uring: bool,
     /// A TAP interface (`IFF_TAP`) in place of a TUN one: Ethernet frames in and out, the stack
     /// being a host on the link with this hardware address (it answers ARP and neighbour
-    /// discovery for itself; see [`Medium::Ethernet`]). Offloads are off on a TAP interface and
-    /// it has one queue: the checksums and segmentation the virtio header carries are the TUN
-    /// link's, counted from an IP header at the start.
+    /// discovery for itself; see [`Medium::Ethernet`]). With `offload`, checksums go partial both
+    /// ways and the stack's TCP segments go to the kernel to cut (TSO), as on TUN; the kernel's
+    /// own large segments are not taken whole (it cuts them first), and UDP segmentation offload
+    /// and several queues are TUN's only (the steering program reads IP headers at the start).
     pub tap: Option<MacAddr>,
 }
 
@@ -220,6 +221,8 @@ pub struct TunLink {
     shared: Arc<Shared>,
     caps: LinkCapabilities,
     medium: Medium,
+    /// Bytes of link header before the IP header: 14 on a TAP interface (Ethernet), else 0.
+    l2: usize,
     offload: bool,
     /// Bytes of virtio-net header in front of every packet read or written: [`VNET_HEADER_LEN`], or
     /// 0 for a descriptor opened without `IFF_VNET_HDR` ([`TunLink::from_fd`]), which carries bare
@@ -308,11 +311,10 @@ impl TunLink {
                 "a TAP interface has one queue here (the steering program reads IP headers)",
             ));
         }
-        let tap = config.tap;
-        let offload = config.offload && tap.is_none();
+        let (tap, offload) = (config.tap, config.offload);
         let (name, mtu) = (config.name.clone(), config.mtu);
         let io_uring = config.io_uring;
-        let want_uso = config.uso && offload;
+        let want_uso = config.uso && offload && tap.is_none();
         let steering = (queues > 1).then(|| steer::program(ephemeral, queues));
         let setup = move || -> io::Result<(Vec<OwnedFd>, String, bool, bool)> {
             let kind = if tap.is_some() {
@@ -345,7 +347,9 @@ impl TunLink {
                     (true, false) => sys::TUN_F_CSUM,
                     (true, true) => sys::TUN_F_CSUM | sys::TUN_F_USO,
                 };
-                if offload && tso_available {
+                // The kernel's TCP GSO packets are taken whole on TUN only: on TAP a frame of a
+                // 64 KiB packet would not fit the large buffers.
+                if offload && tso_available && tap.is_none() {
                     offloads |= sys::TUN_F_TSO4 | sys::TUN_F_TSO6;
                 }
                 sys::set_offload(fd.as_fd(), offloads)?;
@@ -357,7 +361,12 @@ impl TunLink {
                 sys::set_steering(fds[0].as_fd(), prog.as_fd())?;
             }
             sys::set_mtu(&name, mtu)?;
-            Ok((fds, name, uso_available, offload && tso_available))
+            Ok((
+                fds,
+                name,
+                uso_available,
+                offload && tso_available && tap.is_none(),
+            ))
         };
         let (fds, name, uso_available, tso_rx) = match &config.netns {
             None => setup()?,
@@ -385,6 +394,7 @@ impl TunLink {
                 let mut link = TunLink::over(fd, name.clone(), mtu, offload);
                 if let Some(mac) = tap {
                     link.medium = Medium::Ethernet(mac);
+                    link.l2 = crate::wire::ethernet::HEADER_LEN;
                     // A frame is the packet and up to 18 bytes of header and VLAN tag.
                     link.rx_capacity = mtu + 18 + 1;
                 }
@@ -422,6 +432,7 @@ impl TunLink {
                 tso: offload,
             },
             medium: Medium::Ip,
+            l2: 0,
             offload,
             vnet_len: VNET_HEADER_LEN,
             uso_available: false,
@@ -761,7 +772,13 @@ impl TunLink {
                 self.stats.tx_offloaded += 1;
                 if packet.meta.gso_size() > 0 {
                     // TSO: the kernel cuts the segment.
-                    gso::mark_tso(&mut header, packet.data(), start, packet.meta.gso_size());
+                    gso::mark_tso(
+                        &mut header,
+                        packet.data(),
+                        self.l2,
+                        start,
+                        packet.meta.gso_size(),
+                    );
                     self.stats.tx_tso += 1;
                 }
             } else {
@@ -805,7 +822,7 @@ impl TunLink {
         mut buf: PacketBuf,
         batch: &mut Vec<PacketBuf>,
     ) -> bool {
-        match classify_rx(header, &mut buf, self.offload, self.tso_rx) {
+        match classify_rx(header, &mut buf, self.offload, self.tso_rx, self.l2) {
             Ok(state) => {
                 buf.meta.set_checksum(match state {
                     RxChecksum::Meta(m) => {

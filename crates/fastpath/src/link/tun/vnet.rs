@@ -93,6 +93,7 @@ pub(super) fn classify_rx(
     packet: &mut PacketBuf,
     offload: bool,
     tso: bool,
+    l2: usize,
 ) -> Result<RxChecksum, RxDrop> {
     let tcp_gso = tso && is_tcp_gso(header.gso_type);
     if header.gso_type != VIRTIO_NET_HDR_GSO_NONE && !tcp_gso {
@@ -104,7 +105,9 @@ pub(super) fn classify_rx(
     }
     if header.flags & VIRTIO_NET_HDR_F_NEEDS_CSUM != 0 {
         let (start, offset) = (header.csum_start as usize, header.csum_offset as usize);
-        let data = packet.data();
+        // The IP header starts after `l2` bytes of link header (a TAP device's Ethernet header);
+        // the offsets count from the packet's first byte.
+        let (whole_len, data) = (packet.len(), packet.data().get(l2..).unwrap_or(&[]));
         // The IP header's own length (IPv4's IHL; IPv6's fixed 40 bytes), and the protocol right
         // after it; the checksum must start past the header.
         let (ip_len, protocol, fragment) = match data.first().map(|b| b >> 4) {
@@ -117,14 +120,14 @@ pub(super) fn classify_rx(
             Some(6) if data.len() >= 40 => (40, data[6], false),
             _ => (20, 0, true),
         };
-        if start < ip_len.max(20) || start + offset + 2 > data.len() {
+        if start < l2 + ip_len.max(20) || start + offset + 2 > whole_len {
             return Err(RxDrop::BadChecksumOffsets);
         }
         // The shapes the stack's UDP and TCP input can trust as partial: a whole (unfragmented) UDP
         // datagram or TCP segment whose checksum field is where its header says.
-        let whole = start == ip_len && !fragment;
-        let udp = whole && offset == 6 && start + 8 <= data.len() && protocol == 17;
-        let tcp = whole && offset == 16 && start + 20 <= data.len() && protocol == 6;
+        let whole = start == l2 + ip_len && !fragment;
+        let udp = whole && offset == 6 && start + 8 <= whole_len && protocol == 17;
+        let tcp = whole && offset == 16 && start + 20 <= whole_len && protocol == 6;
         if offload && (udp || tcp) {
             return Ok(RxChecksum::Meta(ChecksumOffload::Partial {
                 start: start as u16,
@@ -160,16 +163,16 @@ mod tests {
         gso.gso_size = 1448;
         let mut p = PacketBuf::from_slice(&bytes);
         assert_eq!(
-            classify_rx(&gso, &mut p, true, true),
+            classify_rx(&gso, &mut p, true, true, 0),
             Ok(RxChecksum::Meta(ChecksumOffload::Partial {
                 start: 20,
                 offset: 16
             }))
         );
-        assert_eq!(classify_rx(&gso, &mut p, true, false), Err(RxDrop::Gso));
+        assert_eq!(classify_rx(&gso, &mut p, true, false, 0), Err(RxDrop::Gso));
         gso.flags = 0;
         assert_eq!(
-            classify_rx(&gso, &mut p, true, true),
+            classify_rx(&gso, &mut p, true, true, 0),
             Err(RxDrop::GsoMalformed)
         );
     }
@@ -191,7 +194,7 @@ mod tests {
     fn a_partial_udp_checksum_is_trusted_with_offload_and_completed_without() {
         let mut p = partial_udp(b"hello");
         assert_eq!(
-            classify_rx(&needs_csum(20, 6), &mut p, true, false),
+            classify_rx(&needs_csum(20, 6), &mut p, true, false, 0),
             Ok(RxChecksum::Meta(ChecksumOffload::Partial {
                 start: 20,
                 offset: 6
@@ -199,7 +202,7 @@ mod tests {
         );
         assert!(!udp_checksum_verifies(&p));
         assert_eq!(
-            classify_rx(&needs_csum(20, 6), &mut p, false, false),
+            classify_rx(&needs_csum(20, 6), &mut p, false, false, 0),
             Ok(RxChecksum::Completed)
         );
         assert!(udp_checksum_verifies(&p));
@@ -220,7 +223,7 @@ mod tests {
             let mut p = partial_udp(b"hello");
             let before = p.data().to_vec();
             assert_eq!(
-                classify_rx(&needs_csum(start, offset), &mut p, true, false),
+                classify_rx(&needs_csum(start, offset), &mut p, true, false, 0),
                 Err(RxDrop::BadChecksumOffsets),
                 "start {start} offset {offset}"
             );
@@ -234,25 +237,25 @@ mod tests {
         // sum where the header says, as a device would, and hands the packet on unmarked.
         let mut p = partial_udp(b"hello world");
         assert_eq!(
-            classify_rx(&needs_csum(20, 4), &mut p, true, false),
+            classify_rx(&needs_csum(20, 4), &mut p, true, false, 0),
             Ok(RxChecksum::Completed)
         );
         // A fragment is never trusted as partial either.
         let mut p = partial_udp(b"hello world");
         p.data_mut()[6] = 0x20; // more fragments
         assert_eq!(
-            classify_rx(&needs_csum(20, 6), &mut p, true, false),
+            classify_rx(&needs_csum(20, 6), &mut p, true, false, 0),
             Ok(RxChecksum::Completed)
         );
         // Nor is a packet too short to be an IPv4 packet, nor one with no packet at all.
         let mut p = PacketBuf::from_slice(&[0u8; 24]);
         assert_eq!(
-            classify_rx(&needs_csum(20, 0), &mut p, true, false),
+            classify_rx(&needs_csum(20, 0), &mut p, true, false, 0),
             Ok(RxChecksum::Completed)
         );
         let mut p = PacketBuf::from_slice(&[]);
         assert_eq!(
-            classify_rx(&needs_csum(0, 0), &mut p, true, false),
+            classify_rx(&needs_csum(0, 0), &mut p, true, false, 0),
             Err(RxDrop::BadChecksumOffsets)
         );
     }
@@ -273,7 +276,7 @@ mod tests {
                 gso_size,
                 ..needs_csum(20, 6)
             };
-            assert_eq!(classify_rx(&h, &mut p, true, false), Err(RxDrop::Gso));
+            assert_eq!(classify_rx(&h, &mut p, true, false, 0), Err(RxDrop::Gso));
         }
     }
 
@@ -285,15 +288,15 @@ mod tests {
         };
         let mut p = partial_udp(b"x");
         assert_eq!(
-            classify_rx(&h, &mut p, true, false),
+            classify_rx(&h, &mut p, true, false, 0),
             Ok(RxChecksum::Meta(ChecksumOffload::Valid))
         );
         assert_eq!(
-            classify_rx(&h, &mut p, false, false),
+            classify_rx(&h, &mut p, false, false, 0),
             Ok(RxChecksum::Meta(ChecksumOffload::None))
         );
         assert_eq!(
-            classify_rx(&VnetHeader::default(), &mut p, true, false),
+            classify_rx(&VnetHeader::default(), &mut p, true, false, 0),
             Ok(RxChecksum::Meta(ChecksumOffload::None))
         );
     }
@@ -316,7 +319,7 @@ mod tests {
             let len = rng.below(64) as usize;
             let mut p = partial_udp(&vec![1; len]);
             p.truncate(rng.below(p.len() as u64 + 1) as usize);
-            let _ = classify_rx(&h, &mut p, rng.chance(0.5), rng.chance(0.5));
+            let _ = classify_rx(&h, &mut p, rng.chance(0.5), rng.chance(0.5), 0);
         }
     }
 }
