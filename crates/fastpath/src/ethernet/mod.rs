@@ -1,8 +1,11 @@
-//! The Ethernet link layer: what a link that carries frames (TAP, AF_XDP) needs between it and IP.
-//! Framing is `wire::ethernet` (Ethernet II with an 802.1Q tag) and ARP's message `wire::arp`;
-//! [`neighbor`] is the neighbour cache that ARP and IPv6 neighbour discovery share, a pure state
-//! machine with its bounds, and [`arp`] answers and learns from ARP messages over it (a message in,
-//! at most one out). The IP layers stay unaware of all of it.
+//! The Ethernet link layer: what a link that carries frames (TAP, AF_XDP, the in-memory
+//! `ethernet_pair`) needs between it and IP. Framing is `wire::ethernet` (Ethernet II with an
+//! 802.1Q tag), and the messages `wire::arp` and `wire::ndp`. [`neighbor`] is the neighbour cache
+//! that ARP and IPv6 neighbour discovery share, a pure state machine with its bounds; [`arp`] and
+//! [`ndp`] answer and learn over it (a message in, at most one out); [`interface`] is one
+//! interface's link layer, which the stack holds for each such link and calls with the clock: the
+//! input filter, resolution on output, duplicate address detection. The IP layers stay unaware of
+//! all of it. See `docs/ethernet.md`.
 
 pub mod arp;
 pub mod interface;
