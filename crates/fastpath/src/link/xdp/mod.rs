@@ -405,16 +405,16 @@ impl XdpLink {
     fn take(&mut self, desc: sys::Desc) -> Option<PacketBuf> {
         let more = desc.options & libc::XDP_PKT_CONTD != 0;
         let chunk = desc.addr - desc.addr % self.frame_size;
-        let in_chunk = desc
-            .addr
-            .checked_add(u64::from(desc.len))
-            .is_some_and(|end| end <= chunk + self.frame_size);
-        let frame = if chunk < self.rx_end && in_chunk {
+        // A receive chunk (so no sum below overflows), and the frame inside it.
+        let frame = if chunk < self.rx_end
+            && desc.addr + u64::from(desc.len) <= chunk + self.frame_size
+        {
             self.sock.umem.frame(desc.addr, desc.len)
         } else {
             None
         };
         let mut buf = self.partial.take();
+        let joined = buf.is_some();
         let mut dropping = std::mem::take(&mut self.partial_dropping);
         match frame {
             None => {
@@ -448,6 +448,7 @@ impl XdpLink {
             self.pool.free(buf);
             return None;
         }
+        self.stats.rx_multi_buffer += u64::from(joined);
         buf.meta.set_checksum(ChecksumOffload::None);
         Some(buf)
     }

@@ -635,14 +635,24 @@ impl Socket {
             sxdp_queue_id: params.queue,
             sxdp_shared_umem_fd: 0,
         };
-        // SAFETY: bind(2) reads `size_of::<sockaddr_xdp>()` bytes from `addr`, a live, initialized
-        // value.
-        let rc = unsafe {
-            libc::bind(
-                fd.as_raw_fd(),
-                (&addr as *const libc::sockaddr_xdp).cast(),
-                std::mem::size_of::<libc::sockaddr_xdp>() as libc::socklen_t,
-            )
+        // A socket of the queue closed just before leaves it bound until the kernel's deferred
+        // release of its UMEM runs (`EBUSY` meanwhile): tried again for up to a second.
+        let mut tries = 0;
+        let rc = loop {
+            // SAFETY: bind(2) reads `size_of::<sockaddr_xdp>()` bytes from `addr`, a live,
+            // initialized value.
+            let rc = unsafe {
+                libc::bind(
+                    fd.as_raw_fd(),
+                    (&addr as *const libc::sockaddr_xdp).cast(),
+                    std::mem::size_of::<libc::sockaddr_xdp>() as libc::socklen_t,
+                )
+            };
+            if rc == 0 || Errno::last() != Errno::EBUSY || tries == 100 {
+                break rc;
+            }
+            tries += 1;
+            std::thread::sleep(Duration::from_millis(10));
         };
         Errno::result(rc).map_err(|e| {
             with_context(
