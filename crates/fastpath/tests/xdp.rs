@@ -77,6 +77,11 @@ struct Veth {
 
 impl Veth {
     fn create(mtu: u32) -> Veth {
+        Veth::with_queues(mtu, 1)
+    }
+
+    /// A pair whose ends have `queues` RX and TX queues each.
+    fn with_queues(mtu: u32, queues: u32) -> Veth {
         static NEXT: AtomicU32 = AtomicU32::new(0);
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
         let pid = std::process::id();
@@ -86,17 +91,26 @@ impl Veth {
         };
         ip(&["netns", "add", &veth.xdp_ns]);
         ip(&["netns", "add", &veth.kernel_ns]);
+        let q = queues.to_string();
         ip(&[
             "-n",
             &veth.xdp_ns,
             "link",
             "add",
             "vx",
+            "numrxqueues",
+            &q,
+            "numtxqueues",
+            &q,
             "type",
             "veth",
             "peer",
             "name",
             "vk",
+            "numrxqueues",
+            &q,
+            "numtxqueues",
+            &q,
             "netns",
             &veth.kernel_ns,
         ]);
@@ -555,4 +569,81 @@ fn receive_rate() {
         stats.kernel_rx_fill_ring_empty_descs
     );
     assert!(received > 0);
+}
+
+#[test]
+fn zero_copy_falls_back_to_copy_mode_on_veth() {
+    let test = "zero_copy_falls_back_to_copy_mode_on_veth";
+    if !environment_ok(test) {
+        return;
+    }
+    let veth = Veth::create(1500);
+    let config = XdpConfig {
+        zero_copy: true,
+        ..veth.config()
+    };
+    let Some(mut link) = veth.open(test, &config) else {
+        return;
+    };
+    assert!(!link.zero_copy(), "veth has no zero-copy mode");
+    veth.neighbour(OURS, link.mac().0);
+    let sock = kernel_socket(veth.kernel_path(), SocketAddrV4::new(KERNEL, 4003));
+    sock.send_to(b"copied", (OURS, 7777)).expect("send");
+    let got = receive_until(&mut link, Duration::from_secs(2), |frame| {
+        parse_udp(frame.data()).is_some_and(|(_, _, _, p, _)| p == b"copied")
+    });
+    assert!(got, "a frame through the copy-mode socket");
+}
+
+#[test]
+fn a_link_per_queue() {
+    let test = "a_link_per_queue";
+    if !environment_ok(test) {
+        return;
+    }
+    let veth = Veth::with_queues(1500, 2);
+    let mut links = match XdpLink::open_queues(&veth.config(), 2) {
+        Ok(links) => links,
+        Err(e) => {
+            skip(test, &format!("no AF_XDP link on veth here: {e}"));
+            return;
+        }
+    };
+    assert_eq!(links.len(), 2);
+    assert_eq!((links[0].queue(), links[1].queue()), (0, 1));
+    assert_ne!(links[0].as_raw_fd(), links[1].as_raw_fd());
+    let mac = links[0].mac();
+    assert_eq!(links[1].mac(), mac);
+    veth.neighbour(OURS, mac.0);
+    // Sixteen sockets: the kernel picks a transmit queue of `vk` per socket, at random, and veth
+    // hands each frame to the same-numbered queue of `vx`.
+    const SOCKETS: u16 = 16;
+    const EACH: usize = 10;
+    for s in 0..SOCKETS {
+        let sock = kernel_socket(veth.kernel_path(), SocketAddrV4::new(KERNEL, 5000 + s));
+        for i in 0..EACH {
+            sock.send_to(format!("{s} {i}").as_bytes(), (OURS, 7777))
+                .expect("send");
+        }
+    }
+    let total = usize::from(SOCKETS) * EACH;
+    let mut per_queue = [0usize; 2];
+    let deadline = Instant::now() + Duration::from_secs(3);
+    let mut batch = Vec::new();
+    while per_queue.iter().sum::<usize>() < total && Instant::now() < deadline {
+        for (q, link) in links.iter_mut().enumerate() {
+            batch.clear();
+            link.receive(&mut batch, 64);
+            per_queue[q] += batch
+                .iter()
+                .filter(|f| parse_udp(f.data()).is_some_and(|(_, _, to, _, _)| to.port() == 7777))
+                .count();
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(per_queue.iter().sum::<usize>(), total, "{per_queue:?}");
+    assert!(
+        per_queue.iter().all(|&n| n > 0),
+        "both queues got frames: {per_queue:?}"
+    );
 }

@@ -406,13 +406,12 @@ impl XdpLink {
         let more = desc.options & libc::XDP_PKT_CONTD != 0;
         let chunk = desc.addr - desc.addr % self.frame_size;
         // A receive chunk (so no sum below overflows), and the frame inside it.
-        let frame = if chunk < self.rx_end
-            && desc.addr + u64::from(desc.len) <= chunk + self.frame_size
-        {
-            self.sock.umem.frame(desc.addr, desc.len)
-        } else {
-            None
-        };
+        let frame =
+            if chunk < self.rx_end && desc.addr + u64::from(desc.len) <= chunk + self.frame_size {
+                self.sock.umem.frame(desc.addr, desc.len)
+            } else {
+                None
+            };
         let mut buf = self.partial.take();
         let joined = buf.is_some();
         let mut dropping = std::mem::take(&mut self.partial_dropping);
