@@ -218,9 +218,17 @@ fn kernel_socket(ns: PathBuf, addr: SocketAddrV4) -> UdpSocket {
     .expect("the namespace thread")
 }
 
-/// A UDP/IPv4 datagram in a frame, as etherparse sees it: (destination MAC, source, destination,
-/// payload, checksum verifies).
-fn parse_udp(frame: &[u8]) -> Option<([u8; 6], SocketAddrV4, SocketAddrV4, Vec<u8>, bool)> {
+/// A UDP/IPv4 datagram in a frame, as etherparse sees it.
+struct Udp {
+    dst_mac: [u8; 6],
+    from: SocketAddrV4,
+    to: SocketAddrV4,
+    payload: Vec<u8>,
+    /// The UDP checksum verifies.
+    verifies: bool,
+}
+
+fn parse_udp(frame: &[u8]) -> Option<Udp> {
     let p = SlicedPacket::from_ethernet(frame).ok()?;
     let Some(LinkSlice::Ethernet2(eth)) = &p.link else {
         return None;
@@ -237,13 +245,13 @@ fn parse_udp(frame: &[u8]) -> Option<([u8; 6], SocketAddrV4, SocketAddrV4, Vec<u
         .to_header()
         .calc_checksum_ipv4(&header, udp.payload())
         .is_ok_and(|sum| sum == udp.checksum());
-    Some((
+    Some(Udp {
         dst_mac,
-        SocketAddrV4::new(header.source.into(), udp.source_port()),
-        SocketAddrV4::new(header.destination.into(), udp.destination_port()),
-        udp.payload().to_vec(),
+        from: SocketAddrV4::new(header.source.into(), udp.source_port()),
+        to: SocketAddrV4::new(header.destination.into(), udp.destination_port()),
+        payload: udp.payload().to_vec(),
         verifies,
-    ))
+    })
 }
 
 /// Receives from `link` until `done` says so or `limit` passes; every frame goes to `seen`.
@@ -304,11 +312,18 @@ fn receives_the_kernel_s_udp_datagrams() {
         sock.send_to(format!("datagram {i}").as_bytes(), (OURS, 7777))
             .expect("send_to");
     }
-    let mut got = vec![false; N];
+    let mut got = [false; N];
     let mut count = 0;
     let all = receive_until(&mut link, Duration::from_secs(3), |frame| {
-        if let Some((dst, from, to, payload, verifies)) = parse_udp(frame.data()) {
-            assert_eq!(dst, mac.0, "to our address");
+        if let Some(Udp {
+            dst_mac,
+            from,
+            to,
+            payload,
+            verifies,
+        }) = parse_udp(frame.data())
+        {
+            assert_eq!(dst_mac, mac.0, "to our address");
             assert_eq!(from, SocketAddrV4::new(KERNEL, 4000));
             assert_eq!(to, SocketAddrV4::new(OURS, 7777));
             assert!(verifies, "a complete UDP checksum");
@@ -456,7 +471,7 @@ fn frames_not_for_the_stack_stay_with_the_kernel() {
     let mut others = 0;
     let marked = receive_until(&mut link, Duration::from_secs(3), |frame| {
         match parse_udp(frame.data()) {
-            Some((_, _, _, payload, _)) if payload == b"marker" => true,
+            Some(udp) if udp.payload == b"marker" => true,
             Some(_) => {
                 others += 1;
                 false
@@ -501,9 +516,9 @@ fn multi_buffer_frames_for_a_jumbo_mtu() {
     let payload: Vec<u8> = (0..8000u32).map(|i| (i * 7 % 251) as u8).collect();
     sock.send_to(&payload, (OURS, 7777)).expect("send_to");
     let got = receive_until(&mut link, Duration::from_secs(3), |frame| {
-        parse_udp(frame.data()).is_some_and(|(_, _, _, p, verifies)| {
-            assert!(verifies, "a complete checksum");
-            p == payload
+        parse_udp(frame.data()).is_some_and(|udp| {
+            assert!(udp.verifies, "a complete checksum");
+            udp.payload == payload
         })
     });
     assert!(got, "the jumbo datagram arrived whole: {:?}", link.stats());
@@ -590,7 +605,7 @@ fn zero_copy_falls_back_to_copy_mode_on_veth() {
     let sock = kernel_socket(veth.kernel_path(), SocketAddrV4::new(KERNEL, 4003));
     sock.send_to(b"copied", (OURS, 7777)).expect("send");
     let got = receive_until(&mut link, Duration::from_secs(2), |frame| {
-        parse_udp(frame.data()).is_some_and(|(_, _, _, p, _)| p == b"copied")
+        parse_udp(frame.data()).is_some_and(|udp| udp.payload == b"copied")
     });
     assert!(got, "a frame through the copy-mode socket");
 }
@@ -636,7 +651,7 @@ fn a_link_per_queue() {
             link.receive(&mut batch, 64);
             per_queue[q] += batch
                 .iter()
-                .filter(|f| parse_udp(f.data()).is_some_and(|(_, _, to, _, _)| to.port() == 7777))
+                .filter(|f| parse_udp(f.data()).is_some_and(|udp| udp.to.port() == 7777))
                 .count();
         }
         std::thread::sleep(Duration::from_millis(1));

@@ -9,7 +9,7 @@
 //! - the AF_XDP socket with its four rings (fill, RX, TX, completion), bound to the queue in copy
 //!   mode (`XDP_COPY`), or zero-copy first if [`XdpConfig::zero_copy`] asks and the driver allows
 //!   it ([`XdpLink::zero_copy`] says which it got);
-//! - an XSKMAP holding the socket at the queue's index, and the XDP program of [`program`], which
+//! - an XSKMAP holding the socket at the queue's index, and the XDP program of `program.rs`, which
 //!   redirects the frames the stack owns (to the interface's address, broadcast, IPv6 multicast) to
 //!   the socket of the queue they arrive on and passes everything else to the kernel. It is attached
 //!   in native (driver) mode through a BPF link (`BPF_LINK_CREATE`, Linux 5.9); dropping the last
@@ -367,7 +367,7 @@ impl XdpLink {
             let addr = self.sock.completion.read(i);
             if addr < self.rx_end
                 || addr >= self.tx_end
-                || addr % self.frame_size != 0
+                || !addr.is_multiple_of(self.frame_size)
                 || self.tx_free.len() as u64 >= (self.tx_end - self.rx_end) / self.frame_size
             {
                 self.stats.tx_bad_completions += 1;
