@@ -538,8 +538,8 @@ fn multi_buffer_frames_for_a_jumbo_mtu() {
 }
 
 #[test]
-fn receive_rate() {
-    let test = "receive_rate";
+fn rates() {
+    let test = "rates";
     if !environment_ok(test) {
         return;
     }
@@ -584,6 +584,67 @@ fn receive_rate() {
         stats.kernel_rx_fill_ring_empty_descs
     );
     assert!(received > 0);
+
+    // Transmit: batches of 64 minimal frames to a kernel socket that is never read (the kernel
+    // drops what its buffer cannot hold; the link's count is what it handed over).
+    let theirs = veth.kernel_mac();
+    let _sink = kernel_socket(veth.kernel_path(), SocketAddrV4::new(KERNEL, 9));
+    let frame = udp_frame(link.mac().0, theirs, 9, &[0u8; 18]);
+    let before = link.stats();
+    let start = Instant::now();
+    let mut batch = Vec::with_capacity(64);
+    let mut dropped = 0;
+    while start.elapsed() < window {
+        batch.extend((0..64).map(|_| PacketBuf::from_slice(&frame)));
+        dropped += link.transmit(&mut batch);
+    }
+    let elapsed = start.elapsed();
+    let stats = link.stats();
+    let sent = stats.tx_frames - before.tx_frames;
+    eprintln!(
+        "transmit_rate: {sent} frames in {elapsed:?} ({:.0} frames/s), {dropped} dropped at a full \
+         ring, {} kicks",
+        sent as f64 / elapsed.as_secs_f64(),
+        stats.tx_kicks - before.tx_kicks
+    );
+    assert!(sent > 0);
+    assert_eq!(stats.kernel_tx_invalid_descs, 0, "{stats:?}");
+}
+
+#[test]
+fn frames_past_the_link_s_mtu_are_dropped_and_counted() {
+    let test = "frames_past_the_link_s_mtu_are_dropped_and_counted";
+    if !environment_ok(test) {
+        return;
+    }
+    // The interface takes 9000 bytes; the stack was promised 1500.
+    let veth = Veth::create(9000);
+    let config = XdpConfig {
+        mtu: Some(1500),
+        ..veth.config()
+    };
+    let Some(mut link) = veth.open(test, &config) else {
+        return;
+    };
+    assert_eq!(link.capabilities().mtu, 1500);
+    assert!(
+        link.multi_buffer(),
+        "the interface's frames need several chunks"
+    );
+    veth.neighbour(OURS, link.mac().0);
+    let sock = kernel_socket(veth.kernel_path(), SocketAddrV4::new(KERNEL, 4004));
+    sock.send_to(&[7u8; 8000], (OURS, 7777)).expect("send");
+    sock.send_to(b"after", (OURS, 7777)).expect("send");
+    let mut large = 0;
+    let got = receive_until(&mut link, Duration::from_secs(2), |frame| {
+        large += usize::from(frame.len() > 1518);
+        parse_udp(frame.data()).is_some_and(|udp| udp.payload == b"after")
+    });
+    assert!(got, "the small datagram after the large one");
+    assert_eq!(large, 0, "nothing larger than the MTU handed to the stack");
+    let stats = link.stats();
+    assert_eq!(stats.rx_drop_oversize, 1, "{stats:?}");
+    assert_eq!(stats.rx_multi_buffer, 0, "{stats:?}");
 }
 
 #[test]

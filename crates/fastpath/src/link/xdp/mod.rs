@@ -404,14 +404,8 @@ impl XdpLink {
     /// the chunk onto the recycle list. Returns the finished frame, if this was its last piece.
     fn take(&mut self, desc: sys::Desc) -> Option<PacketBuf> {
         let more = desc.options & libc::XDP_PKT_CONTD != 0;
-        let chunk = desc.addr - desc.addr % self.frame_size;
-        // A receive chunk (so no sum below overflows), and the frame inside it.
-        let frame =
-            if chunk < self.rx_end && desc.addr + u64::from(desc.len) <= chunk + self.frame_size {
-                self.sock.umem.frame(desc.addr, desc.len)
-            } else {
-                None
-            };
+        let chunk = rx_chunk(desc.addr, desc.len, self.frame_size, self.rx_end);
+        let frame = chunk.and_then(|_| self.sock.umem.frame(desc.addr, desc.len));
         let mut buf = self.partial.take();
         let joined = buf.is_some();
         let mut dropping = std::mem::take(&mut self.partial_dropping);
@@ -431,7 +425,7 @@ impl XdpLink {
             }
             Some(_) => {}
         }
-        if frame.is_some() && self.recycle.len() < self.recycle.capacity() {
+        if let Some(chunk) = chunk.filter(|_| self.recycle.len() < self.recycle.capacity()) {
             self.recycle.push(chunk);
         }
         if more {
@@ -451,6 +445,14 @@ impl XdpLink {
         buf.meta.set_checksum(ChecksumOffload::None);
         Some(buf)
     }
+}
+
+/// The receive chunk a descriptor from the RX ring names: `None` unless its frame lies inside one
+/// chunk of the receive area `[0, rx_end)` (the kernel's word is checked, not trusted).
+fn rx_chunk(addr: u64, len: u32, frame_size: u64, rx_end: u64) -> Option<u64> {
+    let chunk = addr - addr % frame_size;
+    // Below `rx_end` first, so that the sums cannot overflow.
+    (chunk < rx_end && addr + u64::from(len) <= chunk + frame_size).then_some(chunk)
 }
 
 /// Opens `queues` sockets from `config.queue` on and attaches the program, in the calling thread's
@@ -697,6 +699,19 @@ impl Link for XdpLink {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn descriptors_outside_the_receive_chunks_are_refused() {
+        let (size, end) = (4096, 4 * 4096);
+        assert_eq!(rx_chunk(256, 1514, size, end), Some(0));
+        assert_eq!(rx_chunk(3 * 4096 + 256, 3840, size, end), Some(3 * 4096));
+        // Past a chunk's end, in the transmit area, anywhere at all.
+        assert_eq!(rx_chunk(256, 3841, size, end), None);
+        assert_eq!(rx_chunk(4 * 4096, 60, size, end), None);
+        assert_eq!(rx_chunk(u64::MAX, u32::MAX, size, end), None);
+        assert_eq!(rx_chunk(u64::MAX - 10, 60, size, end), None);
+        assert_eq!(rx_chunk(4095, u32::MAX, size, end), None);
+    }
 
     #[test]
     fn configurations_out_of_range_are_refused_before_any_system_call() {
