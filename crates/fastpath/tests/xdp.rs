@@ -302,6 +302,10 @@ fn receives_the_kernel_s_udp_datagrams() {
     assert!(!link.multi_buffer(), "1500 bytes fit a 4096-byte chunk");
     assert_eq!(link.capabilities().mtu, 1500, "the interface's MTU");
     assert_eq!(link.handle().as_fd().as_raw_fd(), link.as_raw_fd());
+    assert!(
+        link.attached_by_bpf_link(),
+        "Linux 5.9 and later have XDP links"
+    );
     veth.neighbour(OURS, mac.0);
     // The kernel completes its checksums, so the frames verify.
     disable_tx_checksum(Some(&veth.kernel_ns), "vk").expect("ethtool tx off");

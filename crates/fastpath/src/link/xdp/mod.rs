@@ -12,8 +12,9 @@
 //! - an XSKMAP holding the socket at the queue's index, and the XDP program of `program.rs`, which
 //!   redirects the frames the stack owns (to the interface's address, broadcast, IPv6 multicast) to
 //!   the socket of the queue they arrive on and passes everything else to the kernel. It is attached
-//!   in native (driver) mode through a BPF link (`BPF_LINK_CREATE`, Linux 5.9); dropping the last
-//!   link of the interface closes it, which detaches the program.
+//!   in native (driver) mode through a BPF link (`BPF_LINK_CREATE`, Linux 5.9), or through netlink
+//!   (`RTM_SETLINK` with `IFLA_XDP`) on a kernel without XDP links; dropping the last link of the
+//!   interface detaches it.
 //!
 //! [`XdpLink::open_queues`] does the same for several queues: a socket (and UMEM) per queue, one map
 //! and one program for all of them, a link per queue for a stack per queue.
@@ -165,13 +166,31 @@ fn in_netns<T: Send + 'static>(
         .map_err(|_| io::Error::other("the namespace thread panicked"))?
 }
 
-/// The program and map every queue of an interface shares. The first field closes first: the
-/// program is detached before the map goes.
+/// How the program is attached.
+#[derive(Debug)]
+enum Attached {
+    /// Through a BPF link: closing it detaches the program.
+    Link { _fd: OwnedFd },
+    /// Through netlink, where the kernel has no XDP links (before Linux 5.9): detached explicitly.
+    Netlink(sys::NetlinkXdp),
+}
+
+/// The program and map every queue of an interface shares. Dropping it detaches the program
+/// first, then closes the program and the map.
 #[derive(Debug)]
 struct Attachment {
-    _bpf_link: OwnedFd,
-    _program: OwnedFd,
+    attached: Attached,
+    program: OwnedFd,
     _map: OwnedFd,
+}
+
+impl Drop for Attachment {
+    fn drop(&mut self) {
+        if let Attached::Netlink(netlink) = &self.attached {
+            // Nothing more to do if it fails: the interface (or its namespace) is gone.
+            let _ = netlink.detach(self.program.as_fd());
+        }
+    }
 }
 
 /// What a link and its handles share.
@@ -223,7 +242,7 @@ impl XdpHandle {
 pub struct XdpLink {
     /// First: the program is detached (when this is the interface's last link) before the socket
     /// closes.
-    _attachment: Arc<Attachment>,
+    attachment: Arc<Attachment>,
     sock: sys::Socket,
     shared: Arc<Shared>,
     mac: MacAddr,
@@ -289,8 +308,15 @@ impl XdpLink {
         }
         let config = config.clone();
         let netns = config.netns.clone();
-        let opened = in_netns(netns.as_deref(), move || open_in_namespace(&config, queues))?;
-        Ok(opened)
+        in_netns(netns.as_deref(), move || {
+            open_in_namespace(&config, queues, AttachBy::Link)
+        })
+    }
+
+    /// Whether the program is attached through a BPF link (else through netlink: a kernel before
+    /// 5.9).
+    pub fn attached_by_bpf_link(&self) -> bool {
+        matches!(self.attachment.attached, Attached::Link { .. })
     }
 
     /// The interface's hardware address, which the stack's frames come from.
@@ -455,9 +481,23 @@ fn rx_chunk(addr: u64, len: u32, frame_size: u64, rx_end: u64) -> Option<u64> {
     (chunk < rx_end && addr + u64::from(len) <= chunk + frame_size).then_some(chunk)
 }
 
+/// How to attach the program.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum AttachBy {
+    /// A BPF link, or netlink where the kernel has no XDP links.
+    Link,
+    /// Netlink (for the tests of that path).
+    #[cfg_attr(not(test), allow(dead_code))]
+    Netlink,
+}
+
 /// Opens `queues` sockets from `config.queue` on and attaches the program, in the calling thread's
 /// namespace.
-fn open_in_namespace(config: &XdpConfig, queues: u32) -> io::Result<Vec<XdpLink>> {
+fn open_in_namespace(
+    config: &XdpConfig,
+    queues: u32,
+    attach_by: AttachBy,
+) -> io::Result<Vec<XdpLink>> {
     let ifname = &config.ifname;
     let ifindex = sys::if_index(ifname)?;
     let mac = sys::hardware_address(ifname)?;
@@ -514,10 +554,25 @@ fn open_in_namespace(config: &XdpConfig, queues: u32) -> io::Result<Vec<XdpLink>
         .map(|i| i.encode())
         .collect();
     let prog = sys::load_xdp_program(&insns, multi_buffer)?;
-    let bpf_link = sys::attach_xdp(prog.as_fd(), ifindex)?;
+    let by_link = match attach_by {
+        AttachBy::Link => sys::attach_xdp(prog.as_fd(), ifindex),
+        AttachBy::Netlink => Err(io::Error::from_raw_os_error(libc::EINVAL)),
+    };
+    let attached = match by_link {
+        Ok(fd) => Attached::Link { _fd: fd },
+        Err(e) if sys::no_xdp_links(&e) => {
+            Attached::Netlink(sys::NetlinkXdp::attach(prog.as_fd(), ifindex)?)
+        }
+        Err(e) => {
+            return Err(io::Error::new(
+                e.kind(),
+                format!("attaching the XDP program to {ifname} in native mode: {e}"),
+            ))
+        }
+    };
     let attachment = Arc::new(Attachment {
-        _bpf_link: bpf_link,
-        _program: prog,
+        attached,
+        program: prog,
         _map: map,
     });
     let frame_size = u64::from(config.frame_size);
@@ -530,7 +585,7 @@ fn open_in_namespace(config: &XdpConfig, queues: u32) -> io::Result<Vec<XdpLink>
             stats: Mutex::new(XdpStats::default()),
         });
         let mut link = XdpLink {
-            _attachment: attachment.clone(),
+            attachment: attachment.clone(),
             sock,
             shared,
             mac: MacAddr(mac),
@@ -699,6 +754,59 @@ impl Link for XdpLink {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The netlink attachment, on a veth pair in a namespace of the test's own. Needs root and
+    /// `ip`; without them the test prints why and passes, unless `FASTPATH_REQUIRE_TUN=1`.
+    #[test]
+    fn the_netlink_attachment_attaches_and_detaches() {
+        use std::os::unix::fs::MetadataExt;
+        use std::process::Command;
+        let root = std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0);
+        let has_ip = Command::new("ip").arg("-V").output().is_ok();
+        if !root || !has_ip {
+            let why = "the_netlink_attachment_attaches_and_detaches: needs root and ip";
+            assert_ne!(
+                std::env::var("FASTPATH_REQUIRE_TUN").as_deref(),
+                Ok("1"),
+                "{why}"
+            );
+            eprintln!("skipping {why}");
+            return;
+        }
+        struct Netns(String);
+        impl Drop for Netns {
+            fn drop(&mut self) {
+                let _ = Command::new("ip").args(["netns", "del", &self.0]).output();
+            }
+        }
+        let ip = |args: &[&str]| {
+            let out = Command::new("ip").args(args).output().expect("ip");
+            assert!(out.status.success(), "ip {args:?}: {out:?}");
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        };
+        let ns = Netns(format!("fpxdp-nl-{}", std::process::id()));
+        ip(&["netns", "add", &ns.0]);
+        ip(&[
+            "-n", &ns.0, "link", "add", "vx", "type", "veth", "peer", "name", "vk",
+        ]);
+        ip(&["-n", &ns.0, "link", "set", "vx", "up"]);
+        ip(&["-n", &ns.0, "link", "set", "vk", "up"]);
+        let config = XdpConfig {
+            ifname: "vx".into(),
+            netns: Some(ns.0.clone()),
+            ..XdpConfig::default()
+        };
+        let links = in_netns(Some(&ns.0), move || {
+            open_in_namespace(&config, 1, AttachBy::Netlink)
+        })
+        .expect("open with the netlink attachment");
+        assert!(!links[0].attached_by_bpf_link());
+        let shown = ip(&["-n", &ns.0, "link", "show", "vx"]);
+        assert!(shown.contains("prog/xdp"), "attached: {shown}");
+        drop(links);
+        let shown = ip(&["-n", &ns.0, "link", "show", "vx"]);
+        assert!(!shown.contains("prog/xdp"), "detached: {shown}");
+    }
 
     #[test]
     fn descriptors_outside_the_receive_chunks_are_refused() {

@@ -872,7 +872,7 @@ pub(super) fn load_xdp_program(insns: &[[u8; 8]], frags: bool) -> io::Result<Own
 
 /// Attaches XDP program `prog` to interface `ifindex` (of the calling thread's namespace) in native
 /// (driver) mode through a BPF link (`BPF_LINK_CREATE`, Linux 5.9). The program stays attached until
-/// the returned descriptor is closed.
+/// the returned descriptor is closed. The error is the kernel's, bare (see [`no_xdp_links`]).
 pub(super) fn attach_xdp(prog: BorrowedFd<'_>, ifindex: u32) -> io::Result<OwnedFd> {
     let mut attr = BpfAttr::new();
     // prog_fd, target_ifindex, attach_type, flags.
@@ -881,13 +881,144 @@ pub(super) fn attach_xdp(prog: BorrowedFd<'_>, ifindex: u32) -> io::Result<Owned
         .u32(8, BPF_XDP)
         .u32(12, XDP_FLAGS_DRV_MODE);
     // SAFETY: BPF_LINK_CREATE for XDP reads no pointers.
-    let rc = unsafe { bpf(BPF_LINK_CREATE, &attr) }.map_err(|e| {
-        io::Error::new(
-            e.kind(),
-            format!("attaching the XDP program in native mode (BPF_LINK_CREATE): {e}"),
-        )
-    })?;
+    let rc = unsafe { bpf(BPF_LINK_CREATE, &attr) }?;
     owned(rc)
+}
+
+/// Whether a failed `BPF_LINK_CREATE` means the kernel has no XDP links (before Linux 5.9: an
+/// unknown attach type, `EINVAL`), so that the older netlink attachment may do.
+pub(super) fn no_xdp_links(e: &io::Error) -> bool {
+    /// The kernel's `ENOTSUPP`, which it lets out of some bpf commands.
+    const ENOTSUPP: i32 = 524;
+    matches!(
+        e.raw_os_error(),
+        Some(libc::EINVAL | libc::EOPNOTSUPP | ENOTSUPP)
+    )
+}
+
+// ---------------------------------------------------------------------------------------------
+// Netlink: attaching the program the older way, where the kernel has no XDP links.
+
+const RTM_SETLINK: u16 = 19;
+const NLMSG_ERROR: u16 = 2;
+const NLM_F_REQUEST: u16 = 1;
+const NLM_F_ACK: u16 = 4;
+const NLA_F_NESTED: u16 = 1 << 15;
+const IFLA_XDP: u16 = 43;
+const IFLA_XDP_FD: u16 = 1;
+const IFLA_XDP_FLAGS: u16 = 3;
+const IFLA_XDP_EXPECTED_FD: u16 = 8;
+/// `XDP_FLAGS_UPDATE_IF_NOEXIST`: fail rather than replace another program.
+const XDP_FLAGS_UPDATE_IF_NOEXIST: u32 = 1;
+/// `XDP_FLAGS_REPLACE`: act only if the attached program is the expected one.
+const XDP_FLAGS_REPLACE: u32 = 1 << 4;
+
+/// An XDP program attached through netlink (`RTM_SETLINK` with `IFLA_XDP`), detached by
+/// [`NetlinkXdp::detach`]: unlike a BPF link, closing descriptors leaves it attached.
+#[derive(Debug)]
+pub(super) struct NetlinkXdp {
+    /// A route netlink socket of the interface's namespace (a socket keeps the namespace it was
+    /// made in, so the program can be detached from any thread).
+    sock: OwnedFd,
+    ifindex: u32,
+}
+
+impl NetlinkXdp {
+    /// Attaches `prog` to interface `ifindex` of the calling thread's namespace in native mode,
+    /// unless a program is attached already.
+    pub(super) fn attach(prog: BorrowedFd<'_>, ifindex: u32) -> io::Result<NetlinkXdp> {
+        let sock = nix::sys::socket::socket(
+            AddressFamily::Netlink,
+            SockType::Raw,
+            SockFlag::SOCK_CLOEXEC,
+            nix::sys::socket::SockProtocol::NetlinkRoute,
+        )
+        .map_err(|e| with_context(e, "route netlink socket"))?;
+        let attach = NetlinkXdp { sock, ifindex };
+        attach
+            .set_link(
+                &[
+                    (IFLA_XDP_FD, prog.as_raw_fd()),
+                    (
+                        IFLA_XDP_FLAGS,
+                        (XDP_FLAGS_DRV_MODE | XDP_FLAGS_UPDATE_IF_NOEXIST) as i32,
+                    ),
+                ],
+                1,
+            )
+            .map_err(|e| {
+                io::Error::new(
+                    e.kind(),
+                    format!("attaching the XDP program in native mode (netlink): {e}"),
+                )
+            })?;
+        Ok(attach)
+    }
+
+    /// Detaches `prog`, if it is still the interface's program.
+    pub(super) fn detach(&self, prog: BorrowedFd<'_>) -> io::Result<()> {
+        self.set_link(
+            &[
+                (IFLA_XDP_FD, -1),
+                (IFLA_XDP_EXPECTED_FD, prog.as_raw_fd()),
+                (
+                    IFLA_XDP_FLAGS,
+                    (XDP_FLAGS_DRV_MODE | XDP_FLAGS_REPLACE) as i32,
+                ),
+            ],
+            2,
+        )
+    }
+
+    /// One `RTM_SETLINK` on the interface with an `IFLA_XDP` nest of 4-byte attributes, and its
+    /// acknowledgement.
+    fn set_link(&self, xdp: &[(u16, i32)], seq: u32) -> io::Result<()> {
+        use nix::sys::socket::{recv, sendto, MsgFlags, NetlinkAddr};
+        let nest_len = 4 + xdp.len() * 8;
+        let len = 16 + 16 + nest_len;
+        let mut msg = Vec::with_capacity(len);
+        // struct nlmsghdr.
+        msg.extend_from_slice(&(len as u32).to_ne_bytes());
+        msg.extend_from_slice(&RTM_SETLINK.to_ne_bytes());
+        msg.extend_from_slice(&(NLM_F_REQUEST | NLM_F_ACK).to_ne_bytes());
+        msg.extend_from_slice(&seq.to_ne_bytes());
+        msg.extend_from_slice(&0u32.to_ne_bytes());
+        // struct ifinfomsg: family, pad, type, index, flags, change.
+        msg.extend_from_slice(&[libc::AF_UNSPEC as u8, 0, 0, 0]);
+        msg.extend_from_slice(&(self.ifindex as i32).to_ne_bytes());
+        msg.extend_from_slice(&[0; 8]);
+        // The nest and its attributes.
+        msg.extend_from_slice(&(nest_len as u16).to_ne_bytes());
+        msg.extend_from_slice(&(IFLA_XDP | NLA_F_NESTED).to_ne_bytes());
+        for &(kind, value) in xdp {
+            msg.extend_from_slice(&8u16.to_ne_bytes());
+            msg.extend_from_slice(&kind.to_ne_bytes());
+            msg.extend_from_slice(&value.to_ne_bytes());
+        }
+        let fd = self.sock.as_raw_fd();
+        sendto(fd, &msg, &NetlinkAddr::new(0, 0), MsgFlags::empty())
+            .map_err(|e| with_context(e, "RTM_SETLINK"))?;
+        let mut reply = [0u8; 4096];
+        for _ in 0..16 {
+            let n = recv(fd, &mut reply, MsgFlags::empty())
+                .map_err(|e| with_context(e, "RTM_SETLINK's answer"))?;
+            // struct nlmsghdr, then for NLMSG_ERROR the (negative) error number.
+            if n < 20 {
+                continue;
+            }
+            let kind = u16::from_ne_bytes([reply[4], reply[5]]);
+            let reply_seq = u32::from_ne_bytes([reply[8], reply[9], reply[10], reply[11]]);
+            if kind != NLMSG_ERROR || reply_seq != seq {
+                continue;
+            }
+            let error = i32::from_ne_bytes([reply[16], reply[17], reply[18], reply[19]]);
+            return match error {
+                0 => Ok(()),
+                e => Err(io::Error::from_raw_os_error(-e)),
+            };
+        }
+        Err(io::Error::other("no answer to RTM_SETLINK"))
+    }
 }
 
 fn with_context(e: Errno, what: &str) -> io::Error {
