@@ -405,12 +405,22 @@ fn transmits_frames_the_kernel_receives() {
     );
     assert_eq!(stats.kernel_tx_invalid_descs, 0, "{stats:?}");
 
-    // A frame larger than the MTU allows is dropped and counted, not sent.
+    // A frame larger than the MTU allows is dropped and counted, not sent; not a full queue.
     let mut big = vec![PacketBuf::from_slice(&udp_frame(
         ours, theirs, 9999, &[0; 1600],
     ))];
-    assert_eq!(link.transmit(&mut big), 1);
+    assert_eq!(link.transmit(&mut big), 0);
     assert_eq!(link.stats().tx_drop_oversize, 1);
+    assert_eq!(link.stats().tx_frames, 201);
+
+    // The stack is never promised more than the interface carries.
+    drop(link);
+    let err = XdpLink::open(&XdpConfig {
+        mtu: Some(1501),
+        ..veth.config()
+    })
+    .expect_err("an MTU past the interface's");
+    assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput, "{err}");
 }
 
 #[test]

@@ -108,7 +108,7 @@ pub struct XdpConfig {
     pub fill_ring: u32,
     /// Slots of the completion ring (a power of two).
     pub completion_ring: u32,
-    /// The IP MTU the stack is told; `None`: the interface's.
+    /// The IP MTU the stack is told, at most the interface's; `None`: the interface's.
     pub mtu: Option<usize>,
     /// Try zero-copy (`XDP_ZEROCOPY`) first, falling back to copy mode where the driver has no
     /// zero-copy support (`EOPNOTSUPP`). Off: copy mode.
@@ -509,6 +509,13 @@ fn open_in_namespace(
             format!("MTU {mtu} outside {MIN_MTU}..=65535"),
         ));
     }
+    if mtu > if_mtu {
+        // The interface would drop the larger frames the stack was told it may send.
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("MTU {mtu} larger than {ifname}'s {if_mtu}: raise the interface's first"),
+        ));
+    }
     let frame_size = config.frame_size as usize;
     let rx_room = frame_size - XDP_PACKET_HEADROOM;
     // The kernel hands over frames up to the interface's MTU whatever the stack is told.
@@ -668,8 +675,8 @@ impl Link for XdpLink {
             let len = packet.len();
             let pieces = len.div_ceil(frame_size);
             if len == 0 || len > self.max_frame || (pieces > 1 && !self.multi_buffer) {
+                // Not a full queue: counted here, not returned (as a TUN link's write errors).
                 self.stats.tx_drop_oversize += 1;
-                dropped += 1;
                 self.pool.free(packet);
                 continue;
             }

@@ -29,7 +29,8 @@ pub struct XdpStats {
     pub tx_multi_buffer: u64,
     /// Dropped: the TX ring was full, or every transmit chunk was in flight.
     pub tx_drop_ring_full: u64,
-    /// Dropped: an empty frame, or one larger than the link's MTU allows.
+    /// Dropped: an empty frame, or one larger than the link's MTU allows (counted here only: not
+    /// in what `transmit` returns, which is what a full queue dropped).
     pub tx_drop_oversize: u64,
     /// `sendto` calls that asked the kernel to send.
     pub tx_kicks: u64,
