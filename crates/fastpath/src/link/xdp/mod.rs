@@ -82,6 +82,9 @@ const FRAME_OVERHEAD: usize = 18;
 /// Most chunks one frame may span (the kernel's `MAX_SKB_FRAGS` plus the head).
 const MAX_FRAGMENTS: usize = 18;
 
+/// Queue indices the link binds stay below this (the XSKMAP has a slot for each).
+const MAX_QUEUE_INDEX: u32 = 4096;
+
 /// Smallest MTU IPv4 allows.
 const MIN_MTU: usize = 68;
 
@@ -96,7 +99,7 @@ pub struct XdpConfig {
     /// Network namespace the interface is in: a name as `ip netns` knows it (looked up in
     /// `/var/run/netns/`) or a path (anything with a `/`). `None`: the calling thread's own.
     pub netns: Option<String>,
-    /// The queue to bind ([`XdpLink::open_queues`]: the first of the queues).
+    /// The queue to bind ([`XdpLink::open_queues`]: the first of the queues), below 4096.
     pub queue: u32,
     /// Bytes per UMEM chunk: a power of two from 2048 to 4096 (the page size).
     pub frame_size: u32,
@@ -217,7 +220,8 @@ impl Shared {
 }
 
 /// A handle on an [`XdpLink`] that stays with the caller once the link itself has been given to a
-/// [`Stack`](crate::Stack): to sleep until a frame arrives, and to read the counters.
+/// [`Stack`](crate::Stack): to sleep until a frame arrives, and to read the counters. It shares the
+/// socket: while a handle lives, the socket stays open and its queue bound, link dropped or not.
 #[derive(Clone, Debug)]
 pub struct XdpHandle {
     shared: Arc<Shared>,
@@ -303,7 +307,7 @@ impl XdpLink {
                 )));
             }
         }
-        if !(1..=256).contains(&queues) || config.queue.checked_add(queues).is_none() {
+        if !(1..=256).contains(&queues) || config.queue.saturating_add(queues) > MAX_QUEUE_INDEX {
             return Err(invalid(format!("{queues} queues from {}", config.queue)));
         }
         let config = config.clone();
@@ -857,6 +861,14 @@ mod tests {
         }
         assert_eq!(
             XdpLink::open_queues(&base, 0).unwrap_err().kind(),
+            io::ErrorKind::InvalidInput
+        );
+        let last = XdpConfig {
+            queue: MAX_QUEUE_INDEX - 1,
+            ..base.clone()
+        };
+        assert_eq!(
+            XdpLink::open_queues(&last, 2).unwrap_err().kind(),
             io::ErrorKind::InvalidInput
         );
     }

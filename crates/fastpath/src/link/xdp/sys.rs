@@ -14,7 +14,6 @@
 //! against the mapping first.
 
 use std::io;
-use std::marker::PhantomData;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::path::Path;
 use std::ptr::NonNull;
@@ -247,7 +246,6 @@ struct RingMap<T> {
     consumer: NonNull<AtomicU32>,
     slots: NonNull<T>,
     mask: u32,
-    _slots: PhantomData<T>,
 }
 
 // SAFETY: the mapping is owned by this value alone (the kernel's side aside, which is synchronized
@@ -300,7 +298,6 @@ impl<T: Copy> RingMap<T> {
             consumer: at(off.consumer)?.cast(),
             slots: at(off.desc)?.cast(),
             mask: size - 1,
-            _slots: PhantomData,
         };
         Ok(ring)
     }
