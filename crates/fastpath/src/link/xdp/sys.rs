@@ -411,13 +411,14 @@ impl<T: Copy> Consumer<T> {
 
     /// How many entries are ready, reading the kernel's producer index again if fewer than `want`.
     pub(super) fn available(&mut self, want: u32) -> u32 {
-        let ready = self.limit.wrapping_sub(self.tail);
+        // A kernel claiming more than the ring holds is believed only up to the ring's size.
+        let size = self.ring.mask + 1;
+        let ready = self.limit.wrapping_sub(self.tail).min(size);
         if ready >= want {
             return ready;
         }
         self.limit = self.ring.producer().load(Ordering::Acquire);
-        // A kernel claiming more than the ring holds is believed only up to the ring's size.
-        self.limit.wrapping_sub(self.tail).min(self.ring.mask + 1)
+        self.limit.wrapping_sub(self.tail).min(size)
     }
 
     /// The `i`-th ready entry. `i` below what [`Consumer::available`] returned.
