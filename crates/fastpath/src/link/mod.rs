@@ -11,12 +11,16 @@ mod loopback;
 mod pair;
 #[cfg(target_os = "linux")]
 pub mod tun;
+#[cfg(target_os = "linux")]
+pub mod xdp;
 
 pub use impaired::{Impaired, ImpairedStats};
 pub use loopback::Loopback;
 pub use pair::{Impairments, PairEnd, PairStats};
 #[cfg(target_os = "linux")]
 pub use tun::{TunConfig, TunHandle, TunLink, TunStats};
+#[cfg(target_os = "linux")]
+pub use xdp::{disable_tx_checksum, XdpConfig, XdpHandle, XdpLink, XdpStats};
 
 use std::task::Waker;
 
