@@ -24,7 +24,9 @@ use std::time::{Duration, Instant as WallClock};
 
 use clap::{Args, ValueEnum};
 use fastpath::ethernet::EthernetCounters;
-use fastpath::link::{Impaired, Impairments, Link, TunConfig, TunHandle, TunLink, TunStats};
+use fastpath::link::{
+    Impaired, Impairments, Link, TunConfig, TunHandle, TunLink, XdpConfig, XdpHandle, XdpLink,
+};
 use fastpath::wire::MacAddr;
 use fastpath::{
     Counters, Instant, InterfaceId, Ipv4Cidr, Ipv6Cidr, Stack, StackConfig, UdpOptions, UdpSocket,
@@ -118,8 +120,13 @@ pub struct ServeArgs {
     pcap: Option<PathBuf>,
     /// A TAP interface in place of TUN: Ethernet frames, fastpath a host on the link that answers
     /// ARP and neighbour discovery itself (one queue, offloads off).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "xdp")]
     tap: bool,
+    /// AF_XDP on a veth pair in place of TUN: `--tun` names fastpath's end, the kernel's end is the
+    /// same name with `k` after it; frames go past the kernel's stack to an AF_XDP socket per queue,
+    /// fastpath a host on the link as with `--tap` (copy mode on veth, no offloads).
+    #[arg(long)]
+    xdp: bool,
     /// Stop after this many seconds (default: run until SIGINT or SIGTERM).
     #[arg(long, value_parser = crate::bench::common::parse_non_negative)]
     duration: Option<f64>,
@@ -215,40 +222,11 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
     let ns = Namespace::ensure(&args.netns)?;
     check_routes(&ns, kernel)?;
     let offload = args.offload == OnOff::On;
-    let ephemeral = StackConfig::default().ephemeral_ports;
-    let links = TunLink::open_queues(
-        &TunConfig {
-            name: args.tun.clone(),
-            netns: Some(ns.name().to_string()),
-            mtu: args.mtu as usize,
-            offload,
-            uso: args.uso == OnOff::On,
-            io_uring: args.io_uring == OnOff::On,
-            tap: args.tap.then(tap_mac),
-        },
-        args.queues,
-        &ephemeral,
-    )
-    .map_err(|e| {
-        let kind = if args.tap { "TAP" } else { "TUN" };
-        format!(
-            "creating {kind} interface {} in {}: {e}",
-            args.tun,
-            ns.name()
-        )
-    })?;
-    if args.uso == OnOff::On && !links[0].uso_enabled() {
-        eprintln!(
-            "fastpath: UDP segmentation offload left off ({})",
-            if offload {
-                "the kernel does not offer it"
-            } else {
-                "it needs --offload on"
-            }
-        );
-    }
-    note_io_uring(args.io_uring, &links);
-    let name = links[0].name().to_string();
+    let (links, name) = if args.xdp {
+        open_xdp(args, &ns)?
+    } else {
+        open_tun(args, &ns, offload)?
+    };
     let kernel_cidr = format!("{}/{}", kernel.addr, kernel.prefix_len);
     ns.ip(&["addr", "add", &kernel_cidr, "dev", &name])?;
     match v6 {
@@ -419,6 +397,153 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
     }
 }
 
+/// The TUN (or TAP) interface in the namespace, a link per queue; and the name of the kernel's
+/// side, the interface itself.
+fn open_tun(
+    args: &ServeArgs,
+    ns: &Namespace,
+    offload: bool,
+) -> Result<(Vec<QueueLink>, String), String> {
+    let ephemeral = StackConfig::default().ephemeral_ports;
+    let links = TunLink::open_queues(
+        &TunConfig {
+            name: args.tun.clone(),
+            netns: Some(ns.name().to_string()),
+            mtu: args.mtu as usize,
+            offload,
+            uso: args.uso == OnOff::On,
+            io_uring: args.io_uring == OnOff::On,
+            tap: args.tap.then(tap_mac),
+        },
+        args.queues,
+        &ephemeral,
+    )
+    .map_err(|e| {
+        let kind = if args.tap { "TAP" } else { "TUN" };
+        format!(
+            "creating {kind} interface {} in {}: {e}",
+            args.tun,
+            ns.name()
+        )
+    })?;
+    if args.uso == OnOff::On && !links[0].uso_enabled() {
+        eprintln!(
+            "fastpath: UDP segmentation offload left off ({})",
+            if offload {
+                "the kernel does not offer it"
+            } else {
+                "it needs --offload on"
+            }
+        );
+    }
+    note_io_uring(args.io_uring, &links);
+    let name = links[0].name().to_string();
+    Ok((links.into_iter().map(QueueLink::Tun).collect(), name))
+}
+
+/// A veth pair in the namespace with `--queues` queues each way, the kernel's end (`--tun` and
+/// `k`) without transmit checksum offload (so its frames reach AF_XDP with their checksums
+/// done), and an AF_XDP link per queue of fastpath's end; returns them and the kernel's end's name.
+fn open_xdp(args: &ServeArgs, ns: &Namespace) -> Result<(Vec<QueueLink>, String), String> {
+    let (ours, kernel) = (args.tun.clone(), format!("{}k", args.tun));
+    if kernel.len() > 15 {
+        return Err(format!("--tun {ours}: at most 14 bytes with --xdp (the kernel's end adds a k)"));
+    }
+    let q = args.queues.to_string();
+    let mtu = args.mtu.to_string();
+    ns.ip(&[
+        "link", "add", &ours, "numrxqueues", &q, "numtxqueues", &q, "mtu", &mtu, "type", "veth",
+        "peer", "name", &kernel, "numrxqueues", &q, "numtxqueues", &q, "mtu", &mtu,
+    ])?;
+    for dev in [&ours, &kernel] {
+        ns.ip(&["link", "set", "dev", dev, "up"])?;
+    }
+    fastpath::link::disable_tx_checksum(Some(ns.name()), &kernel)
+        .map_err(|e| format!("turning off {kernel}'s transmit checksum offload: {e}"))?;
+    let links = XdpLink::open_queues(
+        &XdpConfig {
+            ifname: ours.clone(),
+            netns: Some(ns.name().to_string()),
+            ..XdpConfig::default()
+        },
+        args.queues as u32,
+    )
+    .map_err(|e| format!("opening AF_XDP sockets on {ours} in {}: {e}", ns.name()))?;
+    if links.first().is_some_and(|l| !l.zero_copy()) {
+        eprintln!("fastpath: AF_XDP in copy mode on {ours} (the driver offers no zero copy)");
+    }
+    Ok((links.into_iter().map(QueueLink::Xdp).collect(), kernel))
+}
+
+/// One queue's link: a TUN (or TAP) queue, or an AF_XDP socket.
+enum QueueLink {
+    Tun(TunLink),
+    Xdp(XdpLink),
+}
+
+/// What stays with a queue's stack once its link belongs to the stack: waiting and counters.
+enum QueueHandle {
+    Tun(TunHandle),
+    Xdp(XdpHandle, String),
+}
+
+impl QueueHandle {
+    fn wait(&self, timeout: Option<Duration>) -> io::Result<bool> {
+        match self {
+            QueueHandle::Tun(h) => h.wait(timeout),
+            QueueHandle::Xdp(h, _) => h.wait(timeout),
+        }
+    }
+
+    fn name(&self) -> &str {
+        match self {
+            QueueHandle::Tun(h) => h.name(),
+            QueueHandle::Xdp(_, name) => name,
+        }
+    }
+
+    /// The link's counters, printed.
+    fn stats(&self) -> String {
+        match self {
+            QueueHandle::Tun(h) => h.stats().to_string(),
+            QueueHandle::Xdp(h, _) => h.stats().to_string(),
+        }
+    }
+}
+
+impl QueueLink {
+    /// The handle, and the link as the stack takes it, with a stack for queue `queue` of
+    /// `queues` sharing its buffers.
+    fn into_stack(
+        self,
+        queue: usize,
+        queues: usize,
+    ) -> Result<(QueueHandle, Box<dyn Link>, Stack), String> {
+        match self {
+            QueueLink::Tun(mut link) => {
+                let stack = crate::queues::stack_for_queue(
+                    &mut link,
+                    StackConfig::default(),
+                    queue,
+                    queues,
+                )?;
+                Ok((QueueHandle::Tun(link.handle()), Box::new(link), stack))
+            }
+            QueueLink::Xdp(mut link) => {
+                // Each queue's sockets take the flows the interface's hash gives them: every stack
+                // keeps the whole ephemeral range.
+                let stack = Stack::new(StackConfig::default());
+                let depot = fastpath::buf::BufferDepot::new();
+                link.set_buffer_depot(depot.clone());
+                let mut stack = stack;
+                stack.set_buffer_depot(depot);
+                let handle = QueueHandle::Xdp(link.handle(), format!("xdp{queue}"));
+                Ok((handle, Box::new(link), stack))
+            }
+        }
+    }
+}
+
 /// fastpath's hardware address on a TAP link: locally administered and unicast (`02:` first), the
 /// rest from the process id, so that two servers on one machine differ.
 fn tap_mac() -> MacAddr {
@@ -443,7 +568,7 @@ struct ShardContext {
 /// One queue's stack and the services it runs.
 struct Shard {
     stack: Stack,
-    tun: TunHandle,
+    tun: QueueHandle,
     echo: UdpSocket,
     discard: UdpSocket,
     tcp: TcpServices,
@@ -460,7 +585,7 @@ struct ShardReport {
     counters: Counters,
     /// With `--tap`.
     ethernet: Option<EthernetCounters>,
-    tun: TunStats,
+    tun: String,
     buffers: String,
 }
 
@@ -480,11 +605,9 @@ fn wait_for_address(stack: &mut Stack, iface: InterfaceId, addr: Ipv6Addr) -> Re
 
 impl Shard {
     /// A stack on `link`, queue `queue`'s, listening on every service.
-    fn new(mut link: TunLink, ctx: &ShardContext, queue: usize) -> Result<Shard, String> {
+    fn new(link: QueueLink, ctx: &ShardContext, queue: usize) -> Result<Shard, String> {
         let args = &ctx.args;
-        let tun = link.handle();
-        let mut stack =
-            crate::queues::stack_for_queue(&mut link, StackConfig::default(), queue, ctx.queues)?;
+        let (tun, link, mut stack) = link.into_stack(queue, ctx.queues)?;
         let cidr = Ipv4Cidr::new(args.addr, args.kernel_addr.prefix_len);
         let link: Box<dyn Link> = match args.impair {
             Some((impair, delay)) => Box::new(Impaired::new(link, impair).with_delay(delay)),
