@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use fastpath::buf::PacketBuf;
-use fastpath::link::{Link, LinkCapabilities};
+use fastpath::link::{Link, LinkCapabilities, Medium};
 use pcap_file::pcap::{PcapHeader, PcapPacket, PcapWriter};
 use pcap_file::DataLink;
 
@@ -16,7 +16,7 @@ use pcap_file::DataLink;
 const FLUSH_EVERY: Duration = Duration::from_secs(1);
 
 /// Wraps a link and writes each packet it receives (after the inner link hands it over) and each packet
-/// it is asked to transmit (before the inner link takes it) to a pcap file, link type raw IP (101), whole
+/// it is asked to transmit (before the inner link takes it) to a pcap file, link type raw IP (101) or Ethernet (1) by the link's medium, whole
 /// packets. Packets are recorded as they cross the link: one sent with its checksum offloaded carries
 /// the pseudo-header sum in its checksum field, as a capture on a Linux host shows it.
 pub struct PcapTap<L: Link> {
@@ -51,7 +51,11 @@ impl<L: Link> PcapTap<L> {
     pub fn create(inner: L, path: &Path) -> io::Result<PcapTap<L>> {
         let file = File::create(path)?;
         let header = PcapHeader {
-            datalink: DataLink::RAW,
+            // Frames on a link that carries them (TAP, AF_XDP), bare IP packets otherwise.
+            datalink: match inner.medium() {
+                Medium::Ip => DataLink::RAW,
+                Medium::Ethernet(_) => DataLink::ETHERNET,
+            },
             snaplen: 65535,
             ..PcapHeader::default()
         };
@@ -107,6 +111,10 @@ impl<L: Link> Drop for PcapTap<L> {
 impl<L: Link> Link for PcapTap<L> {
     fn capabilities(&self) -> LinkCapabilities {
         self.inner.capabilities()
+    }
+
+    fn medium(&self) -> Medium {
+        self.inner.medium()
     }
 
     fn transmit(&mut self, batch: &mut Vec<PacketBuf>) -> usize {

@@ -23,7 +23,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant as WallClock};
 
 use clap::{Args, ValueEnum};
-use fastpath::ethernet::EthernetCounters;
+use fastpath::ethernet::{EthernetCounters, NeighborBoard};
 use fastpath::link::{
     Impaired, Impairments, Link, TunConfig, TunHandle, TunLink, XdpConfig, XdpHandle, XdpLink,
 };
@@ -262,6 +262,7 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
         stop: stop.clone(),
         done: done.clone(),
         deadline,
+        board: NeighborBoard::new(),
     };
     let mut threads = Vec::new();
     for (q, link) in links {
@@ -447,13 +448,33 @@ fn open_tun(
 fn open_xdp(args: &ServeArgs, ns: &Namespace) -> Result<(Vec<QueueLink>, String), String> {
     let (ours, kernel) = (args.tun.clone(), format!("{}k", args.tun));
     if kernel.len() > 15 {
-        return Err(format!("--tun {ours}: at most 14 bytes with --xdp (the kernel's end adds a k)"));
+        return Err(format!(
+            "--tun {ours}: at most 14 bytes with --xdp (the kernel's end adds a k)"
+        ));
     }
     let q = args.queues.to_string();
     let mtu = args.mtu.to_string();
     ns.ip(&[
-        "link", "add", &ours, "numrxqueues", &q, "numtxqueues", &q, "mtu", &mtu, "type", "veth",
-        "peer", "name", &kernel, "numrxqueues", &q, "numtxqueues", &q, "mtu", &mtu,
+        "link",
+        "add",
+        &ours,
+        "numrxqueues",
+        &q,
+        "numtxqueues",
+        &q,
+        "mtu",
+        &mtu,
+        "type",
+        "veth",
+        "peer",
+        "name",
+        &kernel,
+        "numrxqueues",
+        &q,
+        "numtxqueues",
+        &q,
+        "mtu",
+        &mtu,
     ])?;
     for dev in [&ours, &kernel] {
         ns.ip(&["link", "set", "dev", dev, "up"])?;
@@ -563,6 +584,8 @@ struct ShardContext {
     /// Queue 0's stack stopped (its client finished, or the duration passed): the others stop too.
     done: Arc<AtomicBool>,
     deadline: Option<WallClock>,
+    /// Where the stacks of an AF_XDP interface's queues share the neighbours' answers.
+    board: NeighborBoard,
 }
 
 /// One queue's stack and the services it runs.
@@ -622,6 +645,11 @@ impl Shard {
             }
             None => (stack.add_interface(tun.name(), link, cidr), None),
         };
+        if ctx.queues > 1 {
+            // With several queues of one Ethernet interface (AF_XDP), an answer to one stack's
+            // question may reach another: they share them. A TUN interface has no neighbours.
+            stack.share_neighbors(iface, ctx.board.clone());
+        }
         if let Some((k, a)) = ctx.v6 {
             stack
                 .add_ipv6_address(iface, Ipv6Cidr::new(a, k.prefix_len))

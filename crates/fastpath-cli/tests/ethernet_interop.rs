@@ -318,7 +318,11 @@ fn af_xdp_with_a_stack_per_queue_serves_connections_on_both() {
         .lines()
         .filter_map(|l| l.strip_prefix("--- queue "))
         .filter_map(|l| {
-            let n = l.split(" connections accepted").next()?.rsplit(' ').next()?;
+            let n = l
+                .split(" connections accepted")
+                .next()?
+                .rsplit(' ')
+                .next()?;
             n.parse().ok()
         })
         .collect();

@@ -15,6 +15,7 @@
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use super::arp::{arp_input, ArpDrop, ArpInterface};
+use super::board::NeighborBoard;
 use super::ndp::{ndp_input, NdpDrop, NdpInterface, RouterInfo, ALL_NODES};
 use super::neighbor::{NeighborAction, NeighborCache, Resolved};
 use crate::buf::{ChecksumOffload, PacketBuf};
@@ -25,8 +26,8 @@ use crate::stats::{DropReason, Drops};
 use crate::time::Instant;
 use crate::wire::ndp::{multicast_mac, solicited_node};
 use crate::wire::{
-    ArpPacket, ArpRepr, EtherType, EthernetFrame, EthernetRepr, IpProtocol, Ipv6Packet, Ipv6Repr,
-    MacAddr, NdpRepr, VlanTag,
+    ArpOp, ArpPacket, ArpRepr, EtherType, EthernetFrame, EthernetRepr, IpProtocol, Ipv6Packet,
+    Ipv6Repr, MacAddr, NdpRepr, VlanTag,
 };
 
 /// What an arriving frame held for the layers above.
@@ -114,6 +115,8 @@ pub struct EthernetInterface {
     arp: NeighborCache<Ipv4Addr>,
     nd: NeighborCache<Ipv6Addr>,
     events: Vec<EthernetEvent>,
+    /// Shared with the stacks of the interface's other queues, and how many of its answers were read.
+    board: Option<(NeighborBoard, u64)>,
     /// What the interface counted.
     pub counters: EthernetCounters,
     /// Its drops, by reason, until the stack takes them into its own counters.
@@ -148,6 +151,7 @@ impl EthernetInterface {
             arp: NeighborCache::new(cfg.neighbor),
             nd: NeighborCache::new(cfg.neighbor),
             events: Vec::new(),
+            board: None,
             counters: EthernetCounters::default(),
             drops: Drops::default(),
             cfg,
@@ -204,6 +208,36 @@ impl EthernetInterface {
     /// Whether `addr` is being checked for duplicates.
     pub fn is_tentative(&self, addr: Ipv6Addr) -> bool {
         self.ndp_if.tentative.contains(&addr)
+    }
+
+    /// Shares answers with the stacks of the interface's other queues through `board`.
+    pub fn set_board(&mut self, board: NeighborBoard) {
+        self.board = Some((board, 0));
+    }
+
+    /// Completes the resolutions that answers posted by the other queues' stacks answer.
+    pub fn read_board(&mut self, now: Instant, out: &mut Vec<PacketBuf>) {
+        let Some((board, seen)) = &mut self.board else {
+            return;
+        };
+        let (answers, posted) = board.since(*seen);
+        *seen = posted;
+        for (ip, mac) in answers {
+            let (released, ethertype) = match ip {
+                IpAddr::V4(a) => (self.arp.answered(a, mac, now), EtherType::Ipv4),
+                IpAddr::V6(a) => (self.nd.answered(a, mac, now), EtherType::Ipv6),
+            };
+            for packet in released {
+                let frame = self.frame(packet, mac, ethertype);
+                send(out, &mut self.counters, frame);
+            }
+        }
+    }
+
+    fn post(&self, ip: IpAddr, mac: MacAddr) {
+        if let Some((board, _)) = &self.board {
+            board.post(ip, mac);
+        }
     }
 
     /// Takes what the stack must apply.
@@ -298,7 +332,13 @@ impl EthernetInterface {
             self.drops.add(DropReason::ArpMalformed);
             return;
         };
-        let outcome = arp_input(&mut self.arp, &self.arp_if, &ArpRepr::parse(&packet), now);
+        let repr = ArpRepr::parse(&packet);
+        let outcome = arp_input(&mut self.arp, &self.arp_if, &repr, now);
+        let to_us =
+            repr.target_mac == self.arp_if.mac && self.arp_if.addrs.contains(&repr.target_ip);
+        if repr.op == ArpOp::Reply && to_us && outcome.dropped.is_none() {
+            self.post(repr.sender_ip.into(), repr.sender_mac);
+        }
         if let Some(why) = outcome.dropped {
             self.drops.add(match why {
                 ArpDrop::BadSender => DropReason::ArpBadSender,
@@ -352,6 +392,16 @@ impl EthernetInterface {
             &repr,
             now,
         );
+        if let NdpRepr::NeighborAdvert {
+            flags,
+            target,
+            lladdr: Some(mac),
+        } = repr
+        {
+            if flags.solicited && self.ndp_if.addrs.contains(&dst) && outcome.dropped.is_none() {
+                self.post(target.into(), mac);
+            }
+        }
         if let Some(why) = outcome.dropped {
             self.drops.add(match why {
                 NdpDrop::FromUs => DropReason::NdpFromUs,

@@ -8,11 +8,13 @@
 //! all of it. See `docs/ethernet.md`.
 
 pub mod arp;
+pub mod board;
 pub mod interface;
 pub mod ndp;
 pub mod neighbor;
 
 pub use arp::{arp_input, ArpDrop, ArpInterface, ArpOutcome};
+pub use board::NeighborBoard;
 pub use interface::{EthernetConfig, EthernetCounters, EthernetEvent, EthernetInterface, FrameIn};
 pub use ndp::{ndp_input, NdpDrop, NdpInterface, NdpOutcome, RouterInfo};
 pub use neighbor::{Heard, NeighborAction, NeighborCache, NeighborConfig, NeighborState, Resolved};

@@ -242,6 +242,24 @@ impl<A: Copy + Eq + Hash> NeighborCache<A> {
         e.queue.drain(..).collect()
     }
 
+    /// An answer for `addr` that came to another stack of this interface ([`NeighborBoard`]):
+    /// taken as [`Heard::Solicited`] if this cache is itself asking (INCOMPLETE or PROBE), and
+    /// ignored otherwise. Returns the packets that waited.
+    ///
+    /// [`NeighborBoard`]: super::board::NeighborBoard
+    pub fn answered(&mut self, addr: A, mac: MacAddr, now: Instant) -> Vec<PacketBuf> {
+        let asking = self.entries.get(&addr).is_some_and(|e| {
+            matches!(
+                e.state,
+                NeighborState::Incomplete { .. } | NeighborState::Probe { .. }
+            )
+        });
+        if !asking {
+            return Vec::new();
+        }
+        self.heard(addr, mac, Heard::Solicited, now)
+    }
+
     /// Learns `addr`'s address from its own request to us (RFC 826's merge; RFC 4861 §7.2.3 for a
     /// solicitation with a source address option): a STALE entry, made only if there is room or
     /// an entry not being resolved to make room with. An entry already there is updated as an
@@ -433,6 +451,29 @@ mod tests {
             [NeighborAction::Failed { dropped, .. }] if dropped.len() == 1
         ));
         assert!(c.is_empty());
+    }
+
+    #[test]
+    fn an_answer_another_queue_heard_completes_only_a_resolution_in_progress() {
+        let mut c = NeighborCache::new(NeighborConfig::default());
+        // Nothing asked: nothing made, nothing changed.
+        assert!(c.answered(ip(2), MAC, at(0)).is_empty());
+        assert_eq!(c.state(ip(2)), None);
+        c.learn(ip(3), MAC, at(0));
+        assert!(c.answered(ip(3), OTHER, at(1)).is_empty());
+        assert_eq!(
+            (c.state(ip(3)), c.mac(ip(3))),
+            (Some(NeighborState::Stale), Some(MAC))
+        );
+        // Asking: the held packet goes, and the address is confirmed.
+        let Resolved::Held { .. } = c.resolve(ip(4), packet(10), at(2)) else {
+            panic!("held");
+        };
+        assert_eq!(c.answered(ip(4), MAC, at(3)).len(), 1);
+        assert!(matches!(
+            c.state(ip(4)),
+            Some(NeighborState::Reachable { .. })
+        ));
     }
 
     #[test]

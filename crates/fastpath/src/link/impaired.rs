@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use super::pair::complete_checksum;
-use super::{Impairments, Link, LinkCapabilities};
+use super::{Impairments, Link, LinkCapabilities, Medium};
 use crate::buf::{ChecksumOffload, PacketBuf};
 use crate::rng::Rng;
 
@@ -95,6 +95,10 @@ impl<L: Link> Impaired<L> {
 impl<L: Link> Link for Impaired<L> {
     fn capabilities(&self) -> LinkCapabilities {
         self.inner.capabilities()
+    }
+
+    fn medium(&self) -> Medium {
+        self.inner.medium()
     }
 
     fn transmit(&mut self, batch: &mut Vec<PacketBuf>) -> usize {

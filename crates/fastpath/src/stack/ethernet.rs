@@ -8,7 +8,9 @@ use std::net::Ipv6Addr;
 
 use super::Stack;
 use crate::buf::PacketBuf;
-use crate::ethernet::{EthernetCounters, EthernetEvent, EthernetInterface, FrameIn, RouterInfo};
+use crate::ethernet::{
+    EthernetCounters, EthernetEvent, EthernetInterface, FrameIn, NeighborBoard, RouterInfo,
+};
 use crate::route::{InterfaceId, Ipv4Cidr, Ipv6Cidr, Route};
 use crate::time::Instant;
 use crate::wire::MacAddr;
@@ -91,10 +93,32 @@ impl Stack {
         self.ethernet_events();
     }
 
+    /// Makes Ethernet interface `iface` share the answers it hears with other stacks given the
+    /// same `board`: the stacks of the other queues of one multi-queue interface, which have its
+    /// addresses too and whose answers the link may hand to any of them
+    /// ([`NeighborBoard`](crate::ethernet::NeighborBoard)). Returns false when `iface` is not
+    /// Ethernet.
+    pub fn share_neighbors(&mut self, iface: InterfaceId, board: NeighborBoard) -> bool {
+        match self
+            .devices
+            .list
+            .get_mut(iface.0)
+            .and_then(|d| d.eth.as_mut())
+        {
+            Some(eth) => {
+                eth.set_board(board);
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Runs the Ethernet interfaces' timers and applies what they report.
     pub(super) fn ethernet_timers(&mut self, now: Instant) {
         for dev in self.devices.list.iter_mut() {
             if let Some(eth) = dev.eth.as_mut() {
+                eth.read_board(now, &mut dev.txq);
+                self.devices.queued |= !dev.txq.is_empty();
                 if eth.next_deadline().is_some_and(|d| d <= now) {
                     eth.poll(now, &mut dev.txq);
                     self.devices.queued = true;

@@ -125,26 +125,41 @@ impl std::fmt::Display for XdpStats {
             (self.rx_bytes, "bytes received"),
             (self.rx_multi_buffer, "frames joined from several chunks"),
             (self.rx_ring_empty_polls, "receive calls that found nothing"),
-            (self.fill_ring_empty, "receive calls that found the fill ring empty"),
+            (
+                self.fill_ring_empty,
+                "receive calls that found the fill ring empty",
+            ),
             (self.rx_drop_bad_desc, "dropped: bad descriptor"),
             (self.rx_drop_oversize, "dropped: larger than the mtu"),
             (self.tx_frames, "frames sent"),
             (self.tx_bytes, "bytes sent"),
             (self.tx_multi_buffer, "frames split over several chunks"),
             (self.tx_drop_ring_full, "dropped: tx ring full"),
-            (self.tx_drop_oversize, "dropped: frame to send larger than the mtu"),
+            (
+                self.tx_drop_oversize,
+                "dropped: frame to send larger than the mtu",
+            ),
             (self.tx_kicks, "kicks"),
             (self.tx_kick_errors, "kick errors"),
             (self.tx_bad_completions, "bad completions"),
             (self.kernel_rx_dropped, "kernel: rx dropped"),
-            (self.kernel_rx_invalid_descs, "kernel: invalid fill descriptors"),
-            (self.kernel_tx_invalid_descs, "kernel: invalid tx descriptors"),
+            (
+                self.kernel_rx_invalid_descs,
+                "kernel: invalid fill descriptors",
+            ),
+            (
+                self.kernel_tx_invalid_descs,
+                "kernel: invalid tx descriptors",
+            ),
             (self.kernel_rx_ring_full, "kernel: rx ring full"),
             (
                 self.kernel_rx_fill_ring_empty_descs,
                 "kernel: fill ring empty",
             ),
-            (self.kernel_tx_ring_empty_descs, "kernel: tx ring empty at a kick"),
+            (
+                self.kernel_tx_ring_empty_descs,
+                "kernel: tx ring empty at a kick",
+            ),
         ] {
             if n > 0 {
                 writeln!(f, "    {n} {what}")?;
