@@ -296,7 +296,7 @@ fn bench_tcp_quick() {
     let full = tun_available("bench_tcp_quick");
     let mut args = vec!["bench", "tcp", "--quick", "--mib", "2", "--json", "-"];
     if full {
-        args.extend(["--queues", "2"]);
+        args.extend(["--queues", "2", "--xdp"]);
     } else {
         args.push("--pair-only");
     }
@@ -315,7 +315,10 @@ fn bench_tcp_quick() {
             .collect();
         assert_eq!(
             stacks,
-            ["fastpath", "fastpath", "smoltcp", "linux", "ceiling", "fastpath", "fastpath"]
+            [
+                "fastpath", "fastpath", "smoltcp", "linux", "ceiling", "fastpath", "fastpath",
+                "fastpath"
+            ]
         );
         for r in rows.iter().filter(|r| r["experiment"] != "pair") {
             positive(r, "ratio");
@@ -346,6 +349,7 @@ fn bench_tcp_quick() {
                 "fastpath offload on, plain writes",
                 "fastpath offload off, plain writes",
                 "ceiling stateless, io_uring",
+                "fastpath AF_XDP",
                 "fastpath offload on, 2 queues",
                 "ceiling stateless, 2 queues",
             ]
@@ -378,8 +382,32 @@ fn bench_tcp_quick() {
             .collect();
         assert_eq!(
             send,
-            ["fastpath", "fastpath", "smoltcp", "linux", "fastpath", "fastpath"]
+            ["fastpath", "fastpath", "smoltcp", "linux", "fastpath", "fastpath", "fastpath"]
         );
+    }
+}
+
+/// `bench xdp --quick`: the four servers, each with a rate and CPU figures.
+#[test]
+fn bench_xdp_quick() {
+    if !tun_available("bench_xdp_quick") {
+        return;
+    }
+    let rows = run(&["bench", "xdp", "--quick", "--json", "-"]);
+    let servers: Vec<&str> = rows.iter().map(|r| r["server"].as_str().unwrap()).collect();
+    assert_eq!(
+        servers,
+        [
+            "fastpath AF_XDP",
+            "fastpath TUN",
+            "linux veth",
+            "ceiling AF_XDP"
+        ]
+    );
+    for r in &rows {
+        positive(r, "datagrams_per_s");
+        positive(r, "server_ns_per_datagram");
+        positive(r, "machine_ns_per_datagram");
     }
 }
 

@@ -17,6 +17,8 @@ pub mod tun;
 #[cfg(target_os = "linux")]
 pub mod tunnel;
 pub mod udp;
+#[cfg(target_os = "linux")]
+pub mod xdp;
 
 use clap::{Args, Subcommand};
 
@@ -61,6 +63,10 @@ enum Experiment {
     /// and iperf3.
     #[cfg(target_os = "linux")]
     Tunnel(tunnel::TunnelArgs),
+    /// A kernel UDP sender against fastpath on AF_XDP and on TUN, the kernel over veth, and an
+    /// AF_XDP reader with no stack: CPU per datagram in the server and on the machine (root).
+    #[cfg(target_os = "linux")]
+    Xdp(xdp::XdpArgs),
 }
 
 /// Runs the chosen experiment.
@@ -79,5 +85,7 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
         Experiment::Tcp(a) => tcp::run(a),
         #[cfg(target_os = "linux")]
         Experiment::Tunnel(a) => tunnel::run(a),
+        #[cfg(target_os = "linux")]
+        Experiment::Xdp(a) => xdp::run(a),
     }
 }

@@ -24,6 +24,7 @@ pub use crate::config::EthernetConfig;
 use crate::route::{Ipv4Cidr, Ipv6Cidr};
 use crate::stats::{DropReason, Drops};
 use crate::time::Instant;
+use crate::wire::ethernet::HEADER_LEN;
 use crate::wire::ndp::{multicast_mac, solicited_node};
 use crate::wire::{
     ArpOp, ArpPacket, ArpRepr, EtherType, EthernetFrame, EthernetRepr, IpProtocol, Ipv6Packet,
@@ -121,6 +122,8 @@ pub struct EthernetInterface {
     pub counters: EthernetCounters,
     /// Its drops, by reason, until the stack takes them into its own counters.
     pub drops: Drops,
+    /// Something was dropped since the stack last took the drops.
+    dropped: bool,
 }
 
 /// Frames queued for the link, with the count the interface keeps.
@@ -154,6 +157,7 @@ impl EthernetInterface {
             board: None,
             counters: EthernetCounters::default(),
             drops: Drops::default(),
+            dropped: false,
             cfg,
         }
     }
@@ -240,6 +244,19 @@ impl EthernetInterface {
         }
     }
 
+    /// Counts a drop.
+    fn count_drop(&mut self, reason: DropReason) {
+        self.drops.add(reason);
+        self.dropped = true;
+    }
+
+    /// Moves the drops counted since the last call into `into`.
+    pub fn take_drops(&mut self, into: &mut Drops) {
+        if std::mem::take(&mut self.dropped) {
+            into.take_from(&mut self.drops);
+        }
+    }
+
     /// Takes what the stack must apply.
     pub fn take_events(&mut self) -> Vec<EthernetEvent> {
         std::mem::take(&mut self.events)
@@ -278,6 +295,7 @@ impl EthernetInterface {
     }
 
     /// Handles the frame `frame`; frames to send in answer go to `out`.
+    #[inline]
     pub fn input(
         &mut self,
         mut frame: PacketBuf,
@@ -285,21 +303,56 @@ impl EthernetInterface {
         out: &mut Vec<PacketBuf>,
     ) -> FrameIn {
         self.counters.rx_frames += 1;
+        // The common shape first, in a few compares: untagged, to our address, from a unicast one
+        // not ours, IPv4 or IPv6 but not neighbour discovery. Anything else takes the general
+        // path below, which decides the same for these.
+        let d = frame.data();
+        let mac = &self.arp_if.mac.0;
+        if self.vlan.is_none()
+            && d.len() >= HEADER_LEN
+            && d[..6] == *mac
+            && d[6] & 1 == 0
+            && d[6..12] != *mac
+            && d[6..12] != [0; 6]
+        {
+            match [d[12], d[13]] {
+                [0x08, 0x00] => {
+                    strip(&mut frame, HEADER_LEN);
+                    return FrameIn::Ipv4(frame);
+                }
+                [0x86, 0xdd] if !is_ndp(&d[HEADER_LEN..]) => {
+                    strip(&mut frame, HEADER_LEN);
+                    return FrameIn::Ipv6(frame);
+                }
+                _ => {}
+            }
+        }
+        self.input_general(frame, now, out)
+    }
+
+    /// [`Self::input`]'s general path.
+    #[inline(never)]
+    fn input_general(
+        &mut self,
+        mut frame: PacketBuf,
+        now: Instant,
+        out: &mut Vec<PacketBuf>,
+    ) -> FrameIn {
         let Ok(f) = EthernetFrame::new_checked(frame.data()) else {
-            self.drops.add(DropReason::EthernetMalformed);
+            self.count_drop(DropReason::EthernetMalformed);
             return FrameIn::Consumed;
         };
         let repr = EthernetRepr::parse(&f);
         if !self.wants(repr.dst) {
-            self.drops.add(DropReason::EthernetNotForUs);
+            self.count_drop(DropReason::EthernetNotForUs);
             return FrameIn::Consumed;
         }
         if !repr.src.is_unicast() || repr.src == self.arp_if.mac {
-            self.drops.add(DropReason::EthernetBadSource);
+            self.count_drop(DropReason::EthernetBadSource);
             return FrameIn::Consumed;
         }
         if repr.vlan.map(|t| t.id) != self.vlan.map(|t| t.id) {
-            self.drops.add(DropReason::EthernetOtherVlan);
+            self.count_drop(DropReason::EthernetOtherVlan);
             return FrameIn::Consumed;
         }
         let hl = repr.header_len();
@@ -321,7 +374,7 @@ impl EthernetInterface {
                 FrameIn::Consumed
             }
             EtherType::Unknown(_) => {
-                self.drops.add(DropReason::EthernetUnknownType);
+                self.count_drop(DropReason::EthernetUnknownType);
                 FrameIn::Consumed
             }
         }
@@ -329,7 +382,7 @@ impl EthernetInterface {
 
     fn arp(&mut self, msg: &[u8], now: Instant, out: &mut Vec<PacketBuf>) {
         let Ok(packet) = ArpPacket::new_checked(msg) else {
-            self.drops.add(DropReason::ArpMalformed);
+            self.count_drop(DropReason::ArpMalformed);
             return;
         };
         let repr = ArpRepr::parse(&packet);
@@ -340,7 +393,7 @@ impl EthernetInterface {
             self.post(repr.sender_ip.into(), repr.sender_mac);
         }
         if let Some(why) = outcome.dropped {
-            self.drops.add(match why {
+            self.count_drop(match why {
                 ArpDrop::BadSender => DropReason::ArpBadSender,
                 ArpDrop::FromUs => DropReason::ArpFromUs,
                 ArpDrop::Conflict => DropReason::ArpConflict,
@@ -370,7 +423,7 @@ impl EthernetInterface {
         let msg = &packet.data()[40..40 + usize::from(ip.payload_len())];
         if ip.hop_limit() != 255 {
             // RFC 4861 §6.1, §7.1: from off the link.
-            self.drops.add(DropReason::NdpNotFromLink);
+            self.count_drop(DropReason::NdpNotFromLink);
             return;
         }
         let sum = checksum::add(
@@ -378,11 +431,11 @@ impl EthernetInterface {
             checksum::fast(msg),
         );
         if sum != 0xffff {
-            self.drops.add(DropReason::NdpBadChecksum);
+            self.count_drop(DropReason::NdpBadChecksum);
             return;
         }
         let Ok(repr) = NdpRepr::parse(msg) else {
-            self.drops.add(DropReason::NdpMalformed);
+            self.count_drop(DropReason::NdpMalformed);
             return;
         };
         let outcome = ndp_input(
@@ -403,7 +456,7 @@ impl EthernetInterface {
             }
         }
         if let Some(why) = outcome.dropped {
-            self.drops.add(match why {
+            self.count_drop(match why {
                 NdpDrop::FromUs => DropReason::NdpFromUs,
                 NdpDrop::Conflict => DropReason::NdpConflict,
                 NdpDrop::Invalid => DropReason::NdpMalformed,
@@ -479,7 +532,7 @@ impl EthernetInterface {
                             self.arp_request(hop, None, out);
                         }
                     }
-                    Resolved::Full(_) => self.drops.add(DropReason::NeighborTableFull),
+                    Resolved::Full(_) => self.count_drop(DropReason::NeighborTableFull),
                 }
             }
             IpAddr::V6(hop) => {
@@ -498,7 +551,7 @@ impl EthernetInterface {
                             self.solicit(hop, None, out);
                         }
                     }
-                    Resolved::Full(_) => self.drops.add(DropReason::NeighborTableFull),
+                    Resolved::Full(_) => self.count_drop(DropReason::NeighborTableFull),
                 }
             }
         }
@@ -506,7 +559,7 @@ impl EthernetInterface {
 
     fn held(&mut self, dropped: Vec<PacketBuf>) {
         for _ in dropped {
-            self.drops.add(DropReason::NeighborQueueFull);
+            self.count_drop(DropReason::NeighborQueueFull);
         }
     }
 
@@ -518,7 +571,7 @@ impl EthernetInterface {
                 NeighborAction::Solicit { addr, unicast } => self.arp_request(addr, unicast, out),
                 NeighborAction::Failed { dropped, .. } => {
                     for _ in dropped {
-                        self.drops.add(DropReason::NeighborUnreachable);
+                        self.count_drop(DropReason::NeighborUnreachable);
                     }
                 }
             }
@@ -528,7 +581,7 @@ impl EthernetInterface {
                 NeighborAction::Solicit { addr, unicast } => self.solicit(addr, unicast, out),
                 NeighborAction::Failed { dropped, .. } => {
                     for _ in dropped {
-                        self.drops.add(DropReason::NeighborUnreachable);
+                        self.count_drop(DropReason::NeighborUnreachable);
                     }
                 }
             }
@@ -582,7 +635,7 @@ impl EthernetInterface {
         let Some(src) = self.ndp_if.source_for(dst) else {
             // No address of ours is usable yet: nothing to ask from (RFC 4861 §7.2.2 would have
             // us wait; the entry's timer tries again).
-            self.drops.add(DropReason::NdpNoSource);
+            self.count_drop(DropReason::NdpNoSource);
             return;
         };
         self.counters.ns_out += 1;
@@ -649,6 +702,7 @@ impl EthernetInterface {
 }
 
 /// Takes the link header off a received frame, keeping checksum offsets relative to the packet.
+#[inline]
 fn strip(frame: &mut PacketBuf, hl: usize) {
     frame.pull_front(hl);
     if let ChecksumOffload::Partial { start, offset } = frame.meta.checksum() {

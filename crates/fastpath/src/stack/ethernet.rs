@@ -146,7 +146,7 @@ impl Stack {
             let Some(eth) = self.devices.list[i].eth.as_mut() else {
                 continue;
             };
-            self.counters.drops.take_from(&mut eth.drops);
+            eth.take_drops(&mut self.counters.drops);
             for event in eth.take_events() {
                 match event {
                     EthernetEvent::AddressReady(cidr) => self.ip6.add_address(InterfaceId(i), cidr),

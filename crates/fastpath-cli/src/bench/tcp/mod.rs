@@ -74,6 +74,9 @@ pub struct TcpArgs {
     /// `syscalls:` tracepoints). With `--queues`, against the several queues too.
     #[arg(long)]
     rr_only: bool,
+    /// Also fastpath on AF_XDP over a veth pair ([`testbed::Testbed::fastpath_xdp`]).
+    #[arg(long)]
+    xdp: bool,
     /// A short run (one round, 4 MiB, 0.2 s) for tests and CI; explicit options win over it: it only
     /// fills in what is not given.
     #[arg(long)]
@@ -212,7 +215,7 @@ pub fn measure(args: &TcpArgs) -> Result<Vec<TcpRow>, String> {
     let mut rows = Vec::new();
     if args.rr_only {
         #[cfg(target_os = "linux")]
-        return measure_tun(rounds, secs, args.queues, args.streams, true);
+        return measure_tun(rounds, secs, args, true);
         #[cfg(not(target_os = "linux"))]
         return Err("--rr-only measures over a TUN device, which needs Linux".into());
     }
@@ -256,7 +259,7 @@ pub fn measure(args: &TcpArgs) -> Result<Vec<TcpRow>, String> {
         return Ok(rows);
     }
     #[cfg(target_os = "linux")]
-    rows.extend(measure_tun(rounds, secs, args.queues, args.streams, false)?);
+    rows.extend(measure_tun(rounds, secs, args, false)?);
     #[cfg(not(target_os = "linux"))]
     let _ = secs;
     Ok(rows)
@@ -266,11 +269,11 @@ pub fn measure(args: &TcpArgs) -> Result<Vec<TcpRow>, String> {
 fn measure_tun(
     rounds: usize,
     secs: f64,
-    queues: usize,
-    streams: usize,
+    args: &TcpArgs,
     rr_only: bool,
 ) -> Result<Vec<TcpRow>, String> {
     use testbed::*;
+    let (queues, streams) = (args.queues, args.streams);
     crate::netns::check_privileges("bench tcp's TUN part")
         .map_err(|e| format!("{e} (or pass --pair-only for the in-memory part alone)"))?;
     let mut bed = Testbed::new();
@@ -282,6 +285,9 @@ fn measure_tun(
     bed.fastpath_plain(true)?;
     bed.fastpath_plain(false)?;
     bed.ceiling(1, true)?;
+    if args.xdp {
+        bed.fastpath_xdp()?;
+    }
     if queues > 1 {
         bed.fastpath_queues(true, queues)?;
         bed.ceiling(queues, false)?;

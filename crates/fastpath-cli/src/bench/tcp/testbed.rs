@@ -161,29 +161,7 @@ impl Testbed {
                 stack
                     .add_ipv6_address(iface, fastpath::Ipv6Cidr::new(SERVER6, 64))
                     .map_err(|e| e.to_string())?;
-                let mut services = TcpServices::listen_dual(&mut stack, 7, 9, 19)?;
-                let mut counted = 0;
-                while !stop.load(Ordering::Relaxed) {
-                    let mut work = stack.poll(Instant::now());
-                    work += services.run(&mut stack);
-                    stack.flush();
-                    // Once per pass that discarded something: the stacks share this counter.
-                    let discarded = services.totals.discarded;
-                    if discarded > counted {
-                        count.fetch_add(discarded - counted, Ordering::Relaxed);
-                        counted = discarded;
-                    }
-                    if work == 0 {
-                        let nap = stack
-                            .next_deadline()
-                            .map_or(Duration::from_millis(20), |d| {
-                                d.saturating_since(Instant::now())
-                                    .min(Duration::from_millis(20))
-                            });
-                        tun.wait(Some(nap)).map_err(|e| e.to_string())?;
-                    }
-                }
-                Ok(())
+                serve(stack, &stop, &count, |nap| tun.wait(Some(nap)))
             })?;
         }
         let on = if offload { "offload on" } else { "offload off" };
@@ -202,6 +180,53 @@ impl Testbed {
             received,
             echo: true,
             ipv6: true,
+            rr_only: false,
+        });
+        Ok(())
+    }
+
+    /// fastpath on AF_XDP: a veth pair in a new namespace, the kernel's end (`fpx0k`, 10.7.0.1/24)
+    /// without transmit checksum offload, an AF_XDP socket on fastpath's end (`fpx0`, copy mode)
+    /// and a stack serving echo, discard and chargen over IPv4.
+    pub fn fastpath_xdp(&mut self) -> Result<(), String> {
+        let ns = self.namespace()?;
+        Self::ip(
+            &ns,
+            &[
+                "link", "add", "fpx0", "type", "veth", "peer", "name", "fpx0k",
+            ],
+        )?;
+        Self::ip(&ns, &["addr", "add", "10.7.0.1/24", "dev", "fpx0k"])?;
+        for dev in ["fpx0", "fpx0k"] {
+            Self::ip(&ns, &["link", "set", "dev", dev, "up"])?;
+        }
+        fastpath::link::disable_tx_checksum(Some(&ns), "fpx0k").map_err(|e| e.to_string())?;
+        let mut link = fastpath::link::XdpLink::open(&fastpath::link::XdpConfig {
+            ifname: "fpx0".into(),
+            netns: Some(ns.clone()),
+            ..fastpath::link::XdpConfig::default()
+        })
+        .map_err(|e| format!("AF_XDP on fpx0 in {ns}: {e}"))?;
+        let received = Arc::new(AtomicU64::new(0));
+        let (stop, count) = (self.stop.clone(), received.clone());
+        let handle = link.handle();
+        self.spawn("fp-xdp".into(), move || -> Result<(), String> {
+            let mut stack = Stack::new(StackConfig::default());
+            let depot = fastpath::buf::BufferDepot::new();
+            link.set_buffer_depot(depot.clone());
+            stack.set_buffer_depot(depot);
+            stack.add_interface("fpx0", link, Ipv4Cidr::new(SERVER, 24));
+            serve(stack, &stop, &count, |nap| handle.wait(Some(nap)))
+        })?;
+        self.servers.push(Server {
+            stack: "fastpath",
+            config: "AF_XDP".into(),
+            queues: 1,
+            chargen: true,
+            client_ns: ns,
+            received,
+            echo: true,
+            ipv6: false,
             rr_only: false,
         });
         Ok(())
@@ -676,4 +701,37 @@ pub fn rr(server: &Server, n: usize, secs: f64) -> Result<RrRun, String> {
         server_user,
         server_system,
     })
+}
+
+/// A server stack's loop: echo (7), discard (9) and chargen (19) until `stop`, the bytes discarded
+/// added to `count`; `wait` sleeps on the link until a packet comes or the time given passes.
+fn serve(
+    mut stack: Stack,
+    stop: &AtomicBool,
+    count: &AtomicU64,
+    wait: impl Fn(Duration) -> std::io::Result<bool>,
+) -> Result<(), String> {
+    let mut services = TcpServices::listen_dual(&mut stack, 7, 9, 19)?;
+    let mut counted = 0;
+    while !stop.load(Ordering::Relaxed) {
+        let mut work = stack.poll(Instant::now());
+        work += services.run(&mut stack);
+        stack.flush();
+        // Once per pass that discarded something: the stacks share this counter.
+        let discarded = services.totals.discarded;
+        if discarded > counted {
+            count.fetch_add(discarded - counted, Ordering::Relaxed);
+            counted = discarded;
+        }
+        if work == 0 {
+            let nap = stack
+                .next_deadline()
+                .map_or(Duration::from_millis(20), |d| {
+                    d.saturating_since(Instant::now())
+                        .min(Duration::from_millis(20))
+                });
+            wait(nap).map_err(|e| e.to_string())?;
+        }
+    }
+    Ok(())
 }
