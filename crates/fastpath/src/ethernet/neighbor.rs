@@ -133,6 +133,10 @@ pub enum Heard {
 pub struct NeighborCache<A> {
     cfg: NeighborConfig,
     entries: HashMap<A, Entry>,
+    /// No timer is due before this: the earliest deadline set since `poll` last worked them out
+    /// (maybe earlier than any left), so that asking costs nothing per packet, whatever the size
+    /// of the cache.
+    hint: Option<Instant>,
 }
 
 impl<A: Copy + Eq + Hash> NeighborCache<A> {
@@ -141,6 +145,7 @@ impl<A: Copy + Eq + Hash> NeighborCache<A> {
         NeighborCache {
             cfg,
             entries: HashMap::new(),
+            hint: None,
         }
     }
 
@@ -175,9 +180,9 @@ impl<A: Copy + Eq + Hash> NeighborCache<A> {
                 }
                 (NeighborState::Reachable { .. } | NeighborState::Stale, Some(mac)) => {
                     // Used while unconfirmed: sent as is, probed a little later (§7.3.3).
-                    e.state = NeighborState::Delay {
-                        until: now + cfg.delay_first_probe,
-                    };
+                    let until = now + cfg.delay_first_probe;
+                    e.state = NeighborState::Delay { until };
+                    self.note(until);
                     return Resolved::Send(packet, mac);
                 }
                 (NeighborState::Delay { .. } | NeighborState::Probe { .. }, Some(mac)) => {
@@ -195,6 +200,7 @@ impl<A: Copy + Eq + Hash> NeighborCache<A> {
         if self.entries.len() >= cfg.max_entries && !self.evict_one() {
             return Resolved::Full(packet);
         }
+        self.note(now + cfg.retrans);
         let incomplete = NeighborState::Incomplete {
             sent: 1,
             next: now + cfg.retrans,
@@ -289,8 +295,20 @@ impl<A: Copy + Eq + Hash> NeighborCache<A> {
         }
     }
 
-    /// The earliest time [`poll`](Self::poll) has something to do.
+    /// A timer is set for `at`.
+    fn note(&mut self, at: Instant) {
+        self.hint = Some(self.hint.map_or(at, |h| h.min(at)));
+    }
+
+    /// The earliest time [`poll`](Self::poll) may have something to do: never later than a
+    /// timer's deadline, sometimes earlier (a timer that an answer stopped). Costs nothing however
+    /// many entries there are.
     pub fn next_deadline(&self) -> Option<Instant> {
+        self.hint
+    }
+
+    /// The earliest deadline of every entry, worked out.
+    fn earliest(&self) -> Option<Instant> {
         self.entries
             .values()
             .filter_map(|e| match e.state {
@@ -359,6 +377,7 @@ impl<A: Copy + Eq + Hash> NeighborCache<A> {
         for addr in gone {
             self.entries.remove(&addr);
         }
+        self.hint = self.earliest();
         actions
     }
 }
