@@ -96,7 +96,7 @@ impl Stack {
     /// Makes Ethernet interface `iface` share the answers it hears with other stacks given the
     /// same `board`: the stacks of the other queues of one multi-queue interface, which have its
     /// addresses too and whose answers the link may hand to any of them
-    /// ([`NeighborBoard`](crate::ethernet::NeighborBoard)). Returns false when `iface` is not
+    /// ([`NeighborBoard`]). Returns false when `iface` is not
     /// Ethernet.
     pub fn share_neighbors(&mut self, iface: InterfaceId, board: NeighborBoard) -> bool {
         match self
