@@ -300,20 +300,36 @@ fn the_kernel_talks_to_fastpath_on_af_xdp() {
 }
 
 /// Two queues on the veth, an AF_XDP socket and a stack on each: the kernel's connections spread
-/// by the veth's hash, and every one of them is served.
+/// by the veth's hash, over IPv4 and IPv6, and every one of them is served, whichever queue the
+/// answers to a stack's ARP requests and neighbour solicitations reach.
 #[test]
 fn af_xdp_with_a_stack_per_queue_serves_connections_on_both() {
     if !environment_ok("af_xdp_with_a_stack_per_queue_serves_connections_on_both") {
         return;
     }
     let ns = TestNetns::create();
-    let server = Server::start(&ns.0, &["--xdp", "--queues", "2"]);
+    let server = Server::start(
+        &ns.0,
+        &[
+            "--xdp",
+            "--queues",
+            "2",
+            "--kernel-addr6",
+            KERNEL6,
+            "--addr6",
+            FASTPATH6,
+        ],
+    );
     ping(&ns.0, false, 56, "10.7.0.2");
+    ping(&ns.0, true, 56, FASTPATH6);
     for _ in 0..16 {
         tcp_echo(&ns.0, "10.7.0.2:7".parse().unwrap(), 64 << 10);
     }
+    for _ in 0..8 {
+        tcp_echo(&ns.0, "[fd00:7::2]:7".parse().unwrap(), 64 << 10);
+    }
     let out = server.stop(Signal::SIGTERM);
-    assert!(out.contains("tcp: 16 connections accepted"), "{out}");
+    assert!(out.contains("tcp: 24 connections accepted"), "{out}");
     let per_queue: Vec<u64> = out
         .lines()
         .filter_map(|l| l.strip_prefix("--- queue "))
