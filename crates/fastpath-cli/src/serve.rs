@@ -119,14 +119,14 @@ pub struct ServeArgs {
     #[arg(long)]
     pcap: Option<PathBuf>,
     /// A TAP interface in place of TUN: Ethernet frames, fastpath a host on the link that answers
-    /// ARP and neighbour discovery itself (one queue, offloads off).
+    /// ARP and neighbour discovery itself (one queue).
     #[arg(long, conflicts_with = "xdp")]
     tap: bool,
-    /// AF_XDP on a veth pair in place of TUN: `--tun` names fastpath's end, the kernel's end is the
+    /// AF_XDP on a veth pair in place of TUN: IFACE names fastpath's end, the kernel's end is the
     /// same name with `k` after it; frames go past the kernel's stack to an AF_XDP socket per queue,
     /// fastpath a host on the link as with `--tap` (copy mode on veth, no offloads).
-    #[arg(long)]
-    xdp: bool,
+    #[arg(long, value_name = "IFACE")]
+    xdp: Option<String>,
     /// Stop after this many seconds (default: run until SIGINT or SIGTERM).
     #[arg(long, value_parser = crate::bench::common::parse_non_negative)]
     duration: Option<f64>,
@@ -222,8 +222,8 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
     let ns = Namespace::ensure(&args.netns)?;
     check_routes(&ns, kernel)?;
     let offload = args.offload == OnOff::On;
-    let (links, name) = if args.xdp {
-        open_xdp(args, &ns)?
+    let (links, name) = if let Some(iface) = &args.xdp {
+        open_xdp(args, iface, &ns)?
     } else {
         open_tun(args, &ns, offload)?
     };
@@ -442,14 +442,19 @@ fn open_tun(
     Ok((links.into_iter().map(QueueLink::Tun).collect(), name))
 }
 
-/// A veth pair in the namespace with `--queues` queues each way, the kernel's end (`--tun` and
-/// `k`) without transmit checksum offload (so its frames reach AF_XDP with their checksums
-/// done), and an AF_XDP link per queue of fastpath's end; returns them and the kernel's end's name.
-fn open_xdp(args: &ServeArgs, ns: &Namespace) -> Result<(Vec<QueueLink>, String), String> {
-    let (ours, kernel) = (args.tun.clone(), format!("{}k", args.tun));
-    if kernel.len() > 15 {
+/// A veth pair in the namespace with `--queues` queues each way, fastpath's end `iface` and the
+/// kernel's end `iface`k without transmit checksum offload (so its frames reach AF_XDP with their
+/// checksums done), and an AF_XDP link per queue of fastpath's end; returns them and the kernel's
+/// end's name.
+fn open_xdp(
+    args: &ServeArgs,
+    iface: &str,
+    ns: &Namespace,
+) -> Result<(Vec<QueueLink>, String), String> {
+    let (ours, kernel) = (iface.to_string(), format!("{iface}k"));
+    if kernel.len() > 15 || ours.is_empty() {
         return Err(format!(
-            "--tun {ours}: at most 14 bytes with --xdp (the kernel's end adds a k)"
+            "--xdp {ours}: 1 to 14 bytes (the kernel's end adds a k)"
         ));
     }
     let q = args.queues.to_string();

@@ -124,19 +124,19 @@ fn neighbour(netns: &str, addr: &str) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-/// Everything the kernel does with fastpath over a TAP interface (`link` "--tap", with offloads
-/// `offload`) or AF_XDP ("--xdp", no offloads).
-fn kernel_talks_to_fastpath(link: &str, offload: bool, extra: &[&str]) {
+/// Everything the kernel does with fastpath over a TAP interface (`link` ["--tap"], with offloads
+/// `offload`) or AF_XDP (["--xdp", "fpt0"], no offloads).
+fn kernel_talks_to_fastpath(link: &[&str], offload: bool, extra: &[&str]) {
     let ns = TestNetns::create();
-    let mut args = vec![
-        link,
+    let mut args = link.to_vec();
+    args.extend([
         "--kernel-addr6",
         KERNEL6,
         "--addr6",
         FASTPATH6,
         "--offload",
         if offload { "on" } else { "off" },
-    ];
+    ]);
     args.extend_from_slice(extra);
     let server = Server::start(&ns.0, &args);
     ping(&ns.0, false, 56, "10.7.0.2");
@@ -182,7 +182,7 @@ fn kernel_talks_to_fastpath(link: &str, offload: bool, extra: &[&str]) {
         let n = counter(&out, what);
         assert!(if offload { n > 0 } else { n == 0 }, "{what}: {n}\n{out}");
     }
-    if link == "--xdp" {
+    if link[0] == "--xdp" {
         for refused in [
             "dropped: bad descriptor",
             "dropped: larger than the mtu",
@@ -198,14 +198,14 @@ fn kernel_talks_to_fastpath(link: &str, offload: bool, extra: &[&str]) {
 #[test]
 fn the_kernel_finds_fastpath_by_arp_and_ndp_and_talks_to_it_with_offloads() {
     if environment_ok("the_kernel_finds_fastpath_by_arp_and_ndp_and_talks_to_it_with_offloads") {
-        kernel_talks_to_fastpath("--tap", true, &[]);
+        kernel_talks_to_fastpath(&["--tap"], true, &[]);
     }
 }
 
 #[test]
 fn the_kernel_talks_to_fastpath_over_tap_without_offloads() {
     if environment_ok("the_kernel_talks_to_fastpath_over_tap_without_offloads") {
-        kernel_talks_to_fastpath("--tap", false, &[]);
+        kernel_talks_to_fastpath(&["--tap"], false, &[]);
     }
 }
 
@@ -295,7 +295,7 @@ fn fastpath_resolves_its_router_and_learns_a_smaller_path_mtu_over_frames() {
 #[test]
 fn the_kernel_talks_to_fastpath_on_af_xdp() {
     if environment_ok("the_kernel_talks_to_fastpath_on_af_xdp") {
-        kernel_talks_to_fastpath("--xdp", false, &[]);
+        kernel_talks_to_fastpath(&["--xdp", "fpt0"], false, &[]);
     }
 }
 
@@ -312,6 +312,7 @@ fn af_xdp_with_a_stack_per_queue_serves_connections_on_both() {
         &ns.0,
         &[
             "--xdp",
+            "fpt0",
             "--queues",
             "2",
             "--kernel-addr6",
