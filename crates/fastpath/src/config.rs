@@ -478,6 +478,10 @@ pub struct EthernetConfig {
     /// Solicitations sent to check an IPv6 address before using it (RFC 4862's
     /// `DupAddrDetectTransmits`, 1 as Linux); 0 uses an address at once.
     pub dad_transmits: u8,
+    /// Router solicitations sent once the link-local address is usable, 4 s apart, until a router
+    /// advertises itself (RFC 4861 §6.3.7's `MAX_RTR_SOLICITATIONS`, 3 as Linux); 0 sends none
+    /// and waits for routers' periodic advertisements.
+    pub router_solicitations: u8,
 }
 
 impl Default for EthernetConfig {
@@ -486,6 +490,7 @@ impl Default for EthernetConfig {
             neighbor: NeighborConfig::default(),
             vlan: None,
             dad_transmits: 1,
+            router_solicitations: 3,
         }
     }
 }

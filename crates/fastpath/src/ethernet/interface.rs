@@ -13,6 +13,7 @@
 //! while it asks.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::time::Duration;
 
 use super::arp::{arp_input, ArpDrop, ArpInterface};
 use super::board::NeighborBoard;
@@ -51,6 +52,14 @@ pub enum EthernetEvent {
     Duplicate(Ipv6Addr),
     /// A router advertised itself.
     Router(RouterInfo),
+    /// What a router advertised ran out: the default route through it (`prefix_len` 0), or the
+    /// on-link route to a prefix it gave.
+    Expired {
+        /// The router, for a default route.
+        router: Ipv6Addr,
+        /// The prefix (`::/0` for the default route).
+        prefix: Ipv6Cidr,
+    },
 }
 
 /// What the interface counted, beyond its drops.
@@ -70,6 +79,8 @@ pub struct EthernetCounters {
     pub na_out: u64,
     /// Router advertisements heard.
     pub ra_in: u64,
+    /// Router solicitations sent.
+    pub rs_out: u64,
     /// IPv6 addresses found to be duplicates.
     pub duplicates: u64,
 }
@@ -86,6 +97,7 @@ impl std::fmt::Display for EthernetCounters {
             (self.ns_out, "neighbor solicitations sent"),
             (self.na_out, "neighbor advertisements sent"),
             (self.ra_in, "router advertisements received"),
+            (self.rs_out, "router solicitations sent"),
             (self.duplicates, "duplicate addresses found"),
         ] {
             if n > 0 {
@@ -118,6 +130,14 @@ pub struct EthernetInterface {
     events: Vec<EthernetEvent>,
     /// Shared with the stacks of the interface's other queues, and how many of its answers were read.
     board: Option<(NeighborBoard, u64)>,
+    /// Router solicitations (RFC 4861 §6.3.7): sent so far and when the next is due, once the
+    /// link-local address is usable, until a router advertises itself.
+    rs: Option<(u8, Instant)>,
+    /// A router has advertised itself: no more solicitations.
+    router_heard: bool,
+    /// What routers advertised and when it runs out: the default route through each (the prefix
+    /// `::/0`) and each on-link prefix, at most [`MAX_ADVERTISED`].
+    advertised: Vec<(Ipv6Addr, Ipv6Cidr, Instant)>,
     /// What the interface counted.
     pub counters: EthernetCounters,
     /// Its drops, by reason, until the stack takes them into its own counters.
@@ -155,6 +175,9 @@ impl EthernetInterface {
             nd: NeighborCache::new(cfg.neighbor),
             events: Vec::new(),
             board: None,
+            rs: None,
+            router_heard: false,
+            advertised: Vec::new(),
             counters: EthernetCounters::default(),
             drops: Drops::default(),
             dropped: false,
@@ -268,6 +291,8 @@ impl EthernetInterface {
             self.arp.next_deadline(),
             self.nd.next_deadline(),
             self.dad.iter().map(|d| d.next).min(),
+            self.rs.map(|(_, next)| next),
+            self.advertised.iter().map(|a| a.2).min(),
         ]
         .into_iter()
         .flatten()
@@ -469,6 +494,9 @@ impl EthernetInterface {
         }
         if let Some(info) = outcome.router {
             self.counters.ra_in += 1;
+            self.router_heard = true;
+            self.rs = None;
+            self.note_lifetimes(&info, now);
             self.events.push(EthernetEvent::Router(info));
         }
         if let Some((dst, mac, reply)) = outcome.reply {
@@ -615,7 +643,78 @@ impl EthernetInterface {
             self.ndp_if.tentative.retain(|&a| a != d.cidr.addr);
             self.ndp_if.addrs.push(d.cidr.addr);
             self.events.push(EthernetEvent::AddressReady(d.cidr));
+            // With a link-local address, ask for routers rather than wait for their next
+            // advertisement (§6.3.7).
+            let link_local = d.cidr.addr.segments()[0] & 0xffc0 == 0xfe80;
+            if link_local && !self.router_heard && self.cfg.router_solicitations > 0 {
+                self.rs.get_or_insert((0, now));
+            }
         }
+        self.solicit_routers(now, out);
+        self.expire_advertised(now);
+    }
+
+    /// Sends a router solicitation when one is due: `router_solicitations` of them,
+    /// `RTR_SOLICITATION_INTERVAL` (4 s) apart.
+    fn solicit_routers(&mut self, now: Instant, out: &mut Vec<PacketBuf>) {
+        let Some((sent, next)) = self.rs else {
+            return;
+        };
+        if next > now {
+            return;
+        }
+        if sent >= self.cfg.router_solicitations {
+            self.rs = None;
+            return;
+        }
+        const ALL_ROUTERS: Ipv6Addr = Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 0, 2);
+        let Some(src) = self.ndp_if.source_for(ALL_ROUTERS) else {
+            return;
+        };
+        let rs = NdpRepr::RouterSolicit {
+            lladdr: Some(self.arp_if.mac),
+        };
+        self.counters.rs_out += 1;
+        let frame = self.ndp_frame(src, ALL_ROUTERS, multicast_mac(ALL_ROUTERS), &rs);
+        send(out, &mut self.counters, frame);
+        self.rs = Some((sent + 1, now + Duration::from_secs(4)));
+    }
+
+    /// Keeps when what `info` advertises runs out: its default route, and the on-link prefixes.
+    fn note_lifetimes(&mut self, info: &RouterInfo, now: Instant) {
+        let mut keep = |router: Ipv6Addr, prefix: Ipv6Cidr, secs: u32| {
+            self.advertised
+                .retain(|a| !(a.0 == router && a.1 == prefix));
+            // Infinity (all ones) and lifetimes past a few years are kept for ever.
+            if secs == 0 || secs == u32::MAX || self.advertised.len() >= MAX_ADVERTISED {
+                return;
+            }
+            let until = now + Duration::from_secs(u64::from(secs));
+            self.advertised.push((router, prefix, until));
+        };
+        keep(
+            info.router,
+            Ipv6Cidr::new(Ipv6Addr::UNSPECIFIED, 0),
+            u32::from(info.lifetime),
+        );
+        for p in info.prefixes.iter().filter(|p| p.on_link) {
+            if (1..=128).contains(&p.prefix_len) {
+                let prefix = Ipv6Cidr::new(mask(p.prefix, p.prefix_len), p.prefix_len);
+                keep(info.router, prefix, p.valid_lifetime);
+            }
+        }
+    }
+
+    /// Reports what routers advertised and has run out.
+    fn expire_advertised(&mut self, now: Instant) {
+        let events = &mut self.events;
+        self.advertised.retain(|&(router, prefix, until)| {
+            let live = until > now;
+            if !live {
+                events.push(EthernetEvent::Expired { router, prefix });
+            }
+            live
+        });
     }
 
     fn arp_request(
@@ -699,6 +798,15 @@ impl EthernetInterface {
         bytes[42..44].copy_from_slice(&(!sum).to_be_bytes());
         self.frame(PacketBuf::from_slice(&bytes), mac, EtherType::Ipv6)
     }
+}
+
+/// Routes advertised by routers whose lifetimes are kept (more are kept for ever).
+const MAX_ADVERTISED: usize = 32;
+
+/// `addr` with the bits past `len` (1 to 128) cleared.
+pub(crate) fn mask(addr: Ipv6Addr, len: u8) -> Ipv6Addr {
+    let keep = u128::MAX << (128 - u32::from(len.clamp(1, 128)));
+    Ipv6Addr::from(u128::from(addr) & keep)
 }
 
 /// Takes the link header off a received frame, keeping checksum offsets relative to the packet.

@@ -8,6 +8,7 @@ use std::net::Ipv6Addr;
 
 use super::Stack;
 use crate::buf::PacketBuf;
+use crate::ethernet::interface::mask;
 use crate::ethernet::{
     EthernetCounters, EthernetEvent, EthernetInterface, FrameIn, NeighborBoard, RouterInfo,
 };
@@ -153,16 +154,38 @@ impl Stack {
                     // Counted by the interface; the address is simply not used (RFC 4862 §5.4.5).
                     EthernetEvent::Duplicate(_) => {}
                     EthernetEvent::Router(info) => self.router_heard(InterfaceId(i), &info),
+                    EthernetEvent::Expired { router, prefix } => {
+                        self.advertised_expired(InterfaceId(i), router, prefix)
+                    }
                 }
             }
+        }
+    }
+
+    /// What a router advertised ran out (RFC 4861 §6.3.4, §6.3.5): the default route through it,
+    /// or the on-link route to a prefix, if the route is still the one it gave.
+    fn advertised_expired(&mut self, iface: InterfaceId, router: Ipv6Addr, prefix: Ipv6Cidr) {
+        let probe = if prefix.prefix_len == 0 {
+            Ipv6Addr::UNSPECIFIED
+        } else {
+            prefix.addr
+        };
+        let gateway = (prefix.prefix_len == 0).then_some(router);
+        let ours = self
+            .ip6
+            .routes
+            .lookup(probe)
+            .is_some_and(|r| r.dest == prefix && r.gateway == gateway && r.iface == iface);
+        if ours {
+            self.ip6.remove_route(prefix);
         }
     }
 
     /// A router's advertisement (RFC 4861 §6.3.4): a default route through it while it says it is
     /// one, routes to the prefixes it says are on the link, an address from each /64 it offers
     /// for autoconfiguration (RFC 4862 §5.5.3, the interface identifier from the hardware
-    /// address), and its MTU when it is one the link can carry. Lifetimes are not yet timed:
-    /// what a router announced stays until it announces a router lifetime of 0.
+    /// address), and its MTU when it is one the link can carry. The default route and the on-link
+    /// routes go when their lifetimes run out ([`Self::advertised_expired`]); the addresses stay.
     fn router_heard(&mut self, iface: InterfaceId, info: &RouterInfo) {
         let default = Ipv6Cidr::new(Ipv6Addr::UNSPECIFIED, 0);
         if info.lifetime > 0 {
@@ -209,15 +232,4 @@ impl Stack {
             }
         }
     }
-}
-
-/// `addr` with the bits past `len` cleared.
-fn mask(addr: Ipv6Addr, len: u8) -> Ipv6Addr {
-    let bits = u128::from(addr);
-    let keep = if len == 0 {
-        0
-    } else {
-        u128::MAX << (128 - u32::from(len.min(128)))
-    };
-    Ipv6Addr::from(bits & keep)
 }

@@ -10,7 +10,7 @@ use crate::icmpv6::{Icmp6Cx, Icmp6Error, Icmp6Input, Icmp6Out};
 use crate::ip::Delivery;
 use crate::ipv6::Ipv6;
 use crate::ipv6::{Accepted6, Input6, Ip6Cx, NextHop6};
-use crate::route::{InterfaceId, Ipv6Cidr, Route};
+use crate::route::{InterfaceId, Ipv6Cidr, Route, RoutingTable};
 use crate::stats::DropReason;
 use crate::wire::icmpv6::{param_problem, unreachable};
 use crate::wire::{IpProtocol, Ipv6Repr};
@@ -94,6 +94,11 @@ impl Stack {
             iface,
         });
         Ok(())
+    }
+
+    /// The IPv6 routing table.
+    pub fn ipv6_routes(&self) -> &RoutingTable<Ipv6Addr> {
+        &self.ip6.routes
     }
 
     /// The IPv6 addresses of interface `iface`, with their prefixes.

@@ -311,7 +311,8 @@ fn a_scan_of_the_prefix_fills_the_cache_to_its_bound_and_no_further() {
         let _ = b.udp(tx).send_to(b"scan", (dst, 9));
     }
     b.poll(now);
-    let requests = capture(&mut raw).len();
+    let arp = |frames: Vec<Vec<u8>>| frames.iter().filter(|f| f[12..14] == [8, 6]).count();
+    let requests = arp(capture(&mut raw));
     assert!(requests <= 64, "{requests} requests");
     assert!(b.ethernet(ETH).unwrap().arp_cache().len() <= 64);
     assert!(b.counters().drops.get(DropReason::NeighborTableFull) >= 136);
@@ -319,7 +320,7 @@ fn a_scan_of_the_prefix_fills_the_cache_to_its_bound_and_no_further() {
     for _ in 0..5 {
         now = now + Duration::from_secs(1);
         b.poll(now);
-        assert!(capture(&mut raw).len() <= 64);
+        assert!(arp(capture(&mut raw)) <= 64);
     }
     assert!(b.ethernet(ETH).unwrap().arp_cache().is_empty());
     assert_eq!(
@@ -382,4 +383,80 @@ fn a_router_advertisement_gives_a_default_route_and_an_address() {
     );
     b.poll(now);
     assert_eq!(b.counters().drops.get(DropReason::NdpNotFromLink), 1);
+}
+
+/// A router advertisement with lifetimes: the default route (3 s) and the on-link prefix (5 s).
+fn short_lived_advert() -> Vec<u8> {
+    let mut ra = vec![134, 0, 0, 0, 64, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0];
+    ra.extend_from_slice(&[1, 1]);
+    ra.extend_from_slice(&MAC_A.0);
+    ra.extend_from_slice(&[3, 4, 64, 0x80]);
+    ra.extend_from_slice(&5u32.to_be_bytes());
+    ra.extend_from_slice(&5u32.to_be_bytes());
+    ra.extend_from_slice(&[0; 4]);
+    ra.extend_from_slice(&v6("2001:db8:7::").octets());
+    crate::common::ipv6_icmp(v6("fe80::1"), v6("ff02::1"), 255, &ra)
+}
+
+#[test]
+fn routers_are_solicited_once_the_link_local_address_is_usable_and_no_more_once_heard() {
+    let (mut b, mut raw) = b_and_raw();
+    let mut now = Instant::from_secs(1);
+    let mut solicitations = 0;
+    let is_rs = |f: &Vec<u8>| f.len() > 54 && f[..6] == [0x33, 0x33, 0, 0, 0, 2] && f[54] == 133;
+    for _ in 0..6 {
+        b.poll(now);
+        solicitations += capture(&mut raw).iter().filter(|f| is_rs(f)).count();
+        now = now + Duration::from_millis(1100);
+    }
+    // The first once the link-local address passed its check, the second 4 s later.
+    assert_eq!(solicitations, 2);
+    inject(
+        &mut raw,
+        &frame(
+            MacAddr([0x33, 0x33, 0, 0, 0, 1]),
+            MAC_A,
+            0x86dd,
+            &short_lived_advert(),
+        ),
+    );
+    for _ in 0..20 {
+        b.poll(now);
+        solicitations += capture(&mut raw).iter().filter(|f| is_rs(f)).count();
+        now = now + Duration::from_millis(1000);
+    }
+    assert_eq!(solicitations, 2, "none after an advertisement");
+    assert_eq!(b.ethernet_counters(ETH).unwrap().rs_out, 2);
+}
+
+#[test]
+fn what_a_router_advertised_goes_when_its_lifetime_runs_out() {
+    let (mut b, mut raw) = b_and_raw();
+    let mut now = Instant::from_secs(1);
+    b.poll(now);
+    inject(
+        &mut raw,
+        &frame(
+            MacAddr([0x33, 0x33, 0, 0, 0, 1]),
+            MAC_A,
+            0x86dd,
+            &short_lived_advert(),
+        ),
+    );
+    b.poll(now);
+    let route = |b: &Stack, to: &str| {
+        b.ipv6_routes()
+            .routes()
+            .iter()
+            .any(|r| r.dest.contains(v6(to)) && r.dest.prefix_len < 128)
+    };
+    assert!(route(&b, "2001:db8:99::1"), "a default route");
+    assert!(route(&b, "2001:db8:7::9"), "the on-link prefix");
+    now = now + Duration::from_millis(3500);
+    b.poll(now);
+    assert!(!route(&b, "2001:db8:99::1"), "the default route expired");
+    assert!(route(&b, "2001:db8:7::9"), "the prefix not yet");
+    now = now + Duration::from_millis(2000);
+    b.poll(now);
+    assert!(!route(&b, "2001:db8:7::9"), "the prefix expired");
 }
