@@ -460,3 +460,48 @@ fn what_a_router_advertised_goes_when_its_lifetime_runs_out() {
     b.poll(now);
     assert!(!route(&b, "2001:db8:7::9"), "the prefix expired");
 }
+
+#[test]
+fn two_hosts_on_one_vlan_talk_and_frames_of_another_are_dropped() {
+    let vlan = |id| StackConfig {
+        ethernet: EthernetConfig {
+            vlan: Some(id),
+            ..EthernetConfig::default()
+        },
+        ..StackConfig::default()
+    };
+    let (ea, eb) = PairEnd::ethernet_pair(
+        LinkCapabilities::plain(1500),
+        4096,
+        Impairments::default(),
+        [MAC_A, MAC_B],
+    );
+    let mut a = Stack::new(vlan(5));
+    a.add_interface("eth0.5", ea, Ipv4Cidr::new(A, 24));
+    let mut b = Stack::new(vlan(5));
+    b.add_interface("eth0.5", eb, Ipv4Cidr::new(B, 24));
+    let mut now = Instant::ZERO;
+    let rx = b.udp_bind((B, 7)).unwrap();
+    let tx = a.udp_bind((A, 0)).unwrap();
+    a.udp(tx).send_to(b"tagged", (B, 7)).unwrap();
+    run(&mut a, &mut b, &mut now, Duration::from_millis(5));
+    let mut buf = [0u8; 16];
+    let (n, _) = b.udp(rx).recv_from(&mut buf).unwrap();
+    assert_eq!(&buf[..n], b"tagged");
+    // B on VLAN 6 hears A's frames (tagged 5) and drops every one.
+    let (ea, eb) = PairEnd::ethernet_pair(
+        LinkCapabilities::plain(1500),
+        4096,
+        Impairments::default(),
+        [MAC_A, MAC_B],
+    );
+    let mut a = Stack::new(vlan(5));
+    a.add_interface("eth0.5", ea, Ipv4Cidr::new(A, 24));
+    let mut b = Stack::new(vlan(6));
+    b.add_interface("eth0.6", eb, Ipv4Cidr::new(B, 24));
+    let tx = a.udp_bind((A, 0)).unwrap();
+    a.udp(tx).send_to(b"wrong vlan", (B, 7)).unwrap();
+    run(&mut a, &mut b, &mut now, Duration::from_millis(5));
+    assert!(b.counters().drops.get(DropReason::EthernetOtherVlan) >= 1);
+    assert_eq!(b.ethernet_counters(ETH).unwrap().arp_replies_out, 0);
+}
