@@ -290,7 +290,10 @@ impl Stack {
         stack
     }
 
-    /// Adds an interface with address and prefix `cidr`, and the route to its prefix.
+    /// Adds an interface with address and prefix `cidr`, and the route to its prefix. A link whose
+    /// [`Medium`](crate::link::Medium) is Ethernet gets a link layer of its own (ARP for `cidr`,
+    /// neighbour discovery, a link-local IPv6 address from its hardware address, checked for
+    /// duplicates first; see [`Stack::ethernet`]).
     pub fn add_interface(
         &mut self,
         name: &str,
@@ -546,7 +549,8 @@ impl Stack {
     }
 
     /// Feeds one received IP packet to the stack as if `iface` had received it (for tests, fuzzing and
-    /// links driven from outside).
+    /// links driven from outside). An IP packet, also on an Ethernet interface: its link layer is
+    /// passed by.
     pub fn receive(&mut self, iface: InterfaceId, packet: PacketBuf) {
         if iface.0 < self.devices.list.len() {
             self.ipv4_input(iface, packet);
