@@ -291,7 +291,7 @@ impl Stack {
     }
 
     /// Adds an interface with address and prefix `cidr`, and the route to its prefix. A link whose
-    /// [`Medium`](crate::link::Medium) is Ethernet gets a link layer of its own (ARP for `cidr`,
+    /// [`Medium`] is Ethernet gets a link layer of its own (ARP for `cidr`,
     /// neighbour discovery, a link-local IPv6 address from its hardware address, checked for
     /// duplicates first; see [`Stack::ethernet`]).
     pub fn add_interface(
