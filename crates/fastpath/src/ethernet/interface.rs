@@ -81,6 +81,10 @@ pub struct EthernetCounters {
     pub ra_in: u64,
     /// Router solicitations sent.
     pub rs_out: u64,
+    /// Multicast listener reports sent (MLDv2).
+    pub mld_reports_out: u64,
+    /// Multicast listener queries heard.
+    pub mld_queries_in: u64,
     /// IPv6 addresses found to be duplicates.
     pub duplicates: u64,
 }
@@ -98,6 +102,8 @@ impl std::fmt::Display for EthernetCounters {
             (self.na_out, "neighbor advertisements sent"),
             (self.ra_in, "router advertisements received"),
             (self.rs_out, "router solicitations sent"),
+            (self.mld_reports_out, "multicast listener reports sent"),
+            (self.mld_queries_in, "multicast listener queries received"),
             (self.duplicates, "duplicate addresses found"),
         ] {
             if n > 0 {
@@ -138,6 +144,10 @@ pub struct EthernetInterface {
     /// What routers advertised and when it runs out: the default route through each (the prefix
     /// `::/0`) and each on-link prefix, at most [`MAX_ADVERTISED`].
     advertised: Vec<(Ipv6Addr, Ipv6Cidr, Instant)>,
+    /// A multicast listener report is due (the groups changed, or a querier asked), and when the
+    /// last went: at most one a second, whatever asks.
+    mld_due: Option<Instant>,
+    mld_last: Option<Instant>,
     /// What the interface counted.
     pub counters: EthernetCounters,
     /// Its drops, by reason, until the stack takes them into its own counters.
@@ -178,6 +188,8 @@ impl EthernetInterface {
             rs: None,
             router_heard: false,
             advertised: Vec::new(),
+            mld_due: None,
+            mld_last: None,
             counters: EthernetCounters::default(),
             drops: Drops::default(),
             dropped: false,
@@ -221,9 +233,12 @@ impl EthernetInterface {
         }
         if self.cfg.dad_transmits == 0 {
             self.ndp_if.addrs.push(cidr.addr);
+            self.report_groups(now);
             return true;
         }
         self.ndp_if.tentative.push(cidr.addr);
+        // A new solicited-node group, joined before the address is checked (RFC 4862 §5.4.2).
+        self.report_groups(now);
         self.dad.push(Dad {
             cidr,
             sent: 0,
@@ -292,6 +307,7 @@ impl EthernetInterface {
             self.nd.next_deadline(),
             self.dad.iter().map(|d| d.next).min(),
             self.rs.map(|(_, next)| next),
+            self.mld_due,
             self.advertised.iter().map(|a| a.2).min(),
         ]
         .into_iter()
@@ -390,6 +406,12 @@ impl EthernetInterface {
                 strip(&mut frame, hl);
                 if is_ndp(frame.data()) {
                     self.ndp(&frame, repr.src, now, out);
+                    return FrameIn::Consumed;
+                }
+                if is_mld_query(frame.data()) {
+                    // A querier asks who listens: the report answers for every group at once.
+                    self.counters.mld_queries_in += 1;
+                    self.report_groups(now);
                     return FrameIn::Consumed;
                 }
                 FrameIn::Ipv6(frame)
@@ -652,6 +674,82 @@ impl EthernetInterface {
         }
         self.solicit_routers(now, out);
         self.expire_advertised(now);
+        if self.mld_due.is_some_and(|t| t <= now) {
+            self.mld_due = None;
+            self.mld_last = Some(now);
+            self.send_report(out);
+        }
+    }
+
+    /// Schedules a multicast listener report, at most one a second (RFC 3810 §6.1 for changes,
+    /// §6.2 for queries: a query, to all nodes, is answered once, not once per group).
+    fn report_groups(&mut self, now: Instant) {
+        let earliest = self
+            .mld_last
+            .map_or(now, |t| (t + Duration::from_secs(1)).max(now));
+        self.mld_due = Some(self.mld_due.map_or(earliest, |d| d.min(earliest)));
+    }
+
+    /// A version 2 multicast listener report (RFC 3810 §5.2) of the solicited-node groups of our
+    /// addresses, tentative ones included, each as a change to exclude mode with no source (a
+    /// join), to all MLDv2 routers (`ff02::16`), from our link-local address (or the unspecified
+    /// address while it is being checked, §5.2.13), hop limit 1, with a hop-by-hop header holding
+    /// the router alert option.
+    fn send_report(&mut self, out: &mut Vec<PacketBuf>) {
+        const ALL_MLDV2_ROUTERS: Ipv6Addr = Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 0, 0x16);
+        let mut groups: Vec<Ipv6Addr> = self
+            .ndp_if
+            .addrs
+            .iter()
+            .chain(&self.ndp_if.tentative)
+            .map(|&a| solicited_node(a))
+            .collect();
+        groups.sort();
+        groups.dedup();
+        // At most what one 1280-byte packet carries.
+        groups.truncate(60);
+        if groups.is_empty() {
+            return;
+        }
+        let src = self
+            .ndp_if
+            .addrs
+            .iter()
+            .find(|a| a.segments()[0] & 0xffc0 == 0xfe80)
+            .copied()
+            .unwrap_or(Ipv6Addr::UNSPECIFIED);
+        let mut msg = vec![143, 0, 0, 0, 0, 0];
+        msg.extend_from_slice(&(groups.len() as u16).to_be_bytes());
+        for g in &groups {
+            msg.extend_from_slice(&[4, 0, 0, 0]);
+            msg.extend_from_slice(&g.octets());
+        }
+        let sum = checksum::add(
+            checksum::pseudo_header_sum(src, ALL_MLDV2_ROUTERS, 58, msg.len() as u16),
+            checksum::fast(&msg),
+        );
+        msg[2..4].copy_from_slice(&(!sum).to_be_bytes());
+        let mut bytes = vec![0u8; 40 + 8];
+        Ipv6Repr {
+            src_addr: src,
+            dst_addr: ALL_MLDV2_ROUTERS,
+            next_header: IpProtocol::HopByHop,
+            payload_len: 8 + msg.len(),
+            hop_limit: 1,
+            traffic_class: 0,
+            flow_label: 0,
+        }
+        .emit(&mut bytes[..40]);
+        // Hop-by-hop: next header ICMPv6, 8 bytes, router alert (MLD, value 0), PadN of 0.
+        bytes[40..48].copy_from_slice(&[58, 0, 5, 2, 0, 0, 1, 0]);
+        bytes.extend_from_slice(&msg);
+        self.counters.mld_reports_out += 1;
+        let frame = self.frame(
+            PacketBuf::from_slice(&bytes),
+            multicast_mac(ALL_MLDV2_ROUTERS),
+            EtherType::Ipv6,
+        );
+        send(out, &mut self.counters, frame);
     }
 
     /// Sends a router solicitation when one is due: `router_solicitations` of them,
@@ -823,6 +921,17 @@ fn strip(frame: &mut PacketBuf, hl: usize) {
         };
         frame.meta.set_checksum(checksum);
     }
+}
+
+/// Whether an IPv6 packet is a multicast listener query from the link (hop limit 1, a hop-by-hop
+/// header, then ICMPv6 type 130), which RFC 3810 §5.1 has every listener answer. Its checksum is
+/// not checked: a query only schedules a report, at most one a second.
+fn is_mld_query(p: &[u8]) -> bool {
+    if p.len() < 48 || p[0] >> 4 != 6 || p[6] != 0 || p[7] != 1 || p[40] != 58 {
+        return false;
+    }
+    let at = 40 + 8 * (usize::from(p[41]) + 1);
+    p.get(at) == Some(&130)
 }
 
 /// Whether an IPv6 packet is a whole neighbour discovery message with no extension header

@@ -505,3 +505,63 @@ fn two_hosts_on_one_vlan_talk_and_frames_of_another_are_dropped() {
     assert!(b.counters().drops.get(DropReason::EthernetOtherVlan) >= 1);
     assert_eq!(b.ethernet_counters(ETH).unwrap().arp_replies_out, 0);
 }
+
+#[test]
+fn the_groups_it_listens_to_are_reported_to_mld_routers_and_a_query_is_answered_once() {
+    let (mut b, mut raw) = b_and_raw();
+    let mut now = Instant::from_secs(1);
+    b.poll(now);
+    let is_report = |f: &Vec<u8>| f[..6] == [0x33, 0x33, 0, 0, 0, 0x16];
+    let reports: Vec<Vec<u8>> = capture(&mut raw).into_iter().filter(is_report).collect();
+    assert_eq!(
+        reports.len(),
+        1,
+        "one report for the link-local address's group"
+    );
+    let f = &reports[0];
+    // IPv6 from the unspecified address (the link-local one is still tentative) to ff02::16, hop
+    // limit 1, a hop-by-hop header with the router alert option, then ICMPv6 143.
+    let ip = &f[14..];
+    assert_eq!((ip[6], ip[7]), (0, 1));
+    assert_eq!(&ip[8..24], &[0; 16]);
+    assert_eq!(ip[24..40], v6("ff02::16").octets());
+    assert_eq!(&ip[40..48], &[58, 0, 5, 2, 0, 0, 1, 0]);
+    let msg = &ip[48..];
+    assert_eq!(
+        (msg[0], msg[1], u16::from_be_bytes([msg[6], msg[7]])),
+        (143, 0, 1)
+    );
+    assert_eq!(msg[8], 4, "a join: change to exclude mode, no sources");
+    assert_eq!(msg[12..28], v6("ff02::1:ff00:b").octets());
+    let mut pseudo = Vec::new();
+    pseudo.extend_from_slice(&ip[8..40]);
+    pseudo.extend_from_slice(&(msg.len() as u32).to_be_bytes());
+    pseudo.extend_from_slice(&[0, 0, 0, 58]);
+    pseudo.extend_from_slice(msg);
+    assert_eq!(fastpath::checksum::rfc1071(&pseudo), 0xffff, "checksum");
+    // A general query from a router: one report, however many times it asks within a second.
+    let mut query = vec![0x60, 0, 0, 0, 0, 36, 0, 1];
+    query.extend_from_slice(&v6("fe80::1").octets());
+    query.extend_from_slice(&v6("ff02::1").octets());
+    query.extend_from_slice(&[58, 0, 5, 2, 0, 0, 1, 0]);
+    query.extend_from_slice(&[130, 0, 0, 0, 0x27, 0x10, 0, 0]);
+    query.extend_from_slice(&[0; 16]);
+    query.extend_from_slice(&[0, 0, 0, 0]);
+    now = now + Duration::from_secs(2);
+    b.poll(now);
+    capture(&mut raw);
+    for _ in 0..5 {
+        inject(
+            &mut raw,
+            &frame(MacAddr([0x33, 0x33, 0, 0, 0, 1]), MAC_A, 0x86dd, &query),
+        );
+    }
+    let mut answered = 0;
+    for _ in 0..5 {
+        b.poll(now);
+        answered += capture(&mut raw).iter().filter(|f| is_report(f)).count();
+        now = now + Duration::from_millis(300);
+    }
+    assert_eq!(answered, 1);
+    assert_eq!(b.ethernet_counters(ETH).unwrap().mld_queries_in, 5);
+}
