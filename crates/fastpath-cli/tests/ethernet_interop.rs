@@ -209,14 +209,20 @@ fn the_kernel_talks_to_fastpath_over_tap_without_offloads() {
     }
 }
 
-/// fastpath, a client on the link, resolves the kernel by ARP, and through it as its IPv6 router
-/// reaches a host on a narrower link: the kernel's packet too big lowers fastpath's segment size
-/// and the stream arrives intact.
+/// fastpath, a client on the link, resolves the kernel by neighbour discovery, and through it as
+/// its IPv6 router reaches a host on a narrower link: the kernel's packet too big lowers fastpath's
+/// segment size and the stream arrives intact. Over TAP and over AF_XDP.
 #[test]
 fn fastpath_resolves_its_router_and_learns_a_smaller_path_mtu_over_frames() {
     if !environment_ok("fastpath_resolves_its_router_and_learns_a_smaller_path_mtu_over_frames") {
         return;
     }
+    for link in [&["--tap"][..], &["--xdp", "fpt0"]] {
+        router_and_path_mtu(link);
+    }
+}
+
+fn router_and_path_mtu(link: &[&str]) {
     let ns = TestNetns::create();
     let far = TestNetns::create();
     let ip_in = |n: &str, args: &[&str]| {
@@ -270,24 +276,25 @@ fn fastpath_resolves_its_router_and_learns_a_smaller_path_mtu_over_frames() {
             }
         }
     });
-    let server = Server::start(
-        &ns.0,
-        &[
-            "--tap",
-            "--kernel-addr6",
-            KERNEL6,
-            "--addr6",
-            FASTPATH6,
-            "--connect",
-            "[fd00:9::2]:7777",
-            "--send",
-            "2097152",
-        ],
-    );
+    let mut args = link.to_vec();
+    args.extend([
+        "--kernel-addr6",
+        KERNEL6,
+        "--addr6",
+        FASTPATH6,
+        "--connect",
+        "[fd00:9::2]:7777",
+        "--send",
+        "2097152",
+    ]);
+    let server = Server::start(&ns.0, &args);
     let out = server.wait_exit(Duration::from_secs(60));
     echo.join().unwrap();
-    assert!(out.contains("2097152 bytes echoed back, intact"), "{out}");
-    assert!(counter(&out, "path mtus learned") >= 1, "{out}");
+    assert!(
+        out.contains("2097152 bytes echoed back, intact"),
+        "{link:?}: {out}"
+    );
+    assert!(counter(&out, "path mtus learned") >= 1, "{link:?}: {out}");
     // Its own two addresses checked, and the router resolved.
     assert!(counter(&out, "neighbor solicitations sent") >= 3, "{out}");
 }
