@@ -353,3 +353,82 @@ fn af_xdp_with_a_stack_per_queue_serves_connections_on_both() {
     assert_eq!(per_queue.len(), 2, "{out}");
     assert!(per_queue.iter().all(|&n| n > 0), "{per_queue:?}\n{out}");
 }
+
+/// `--pcap` on TAP records frames (link type Ethernet); tshark, an independent dissector, reads
+/// every one of fastpath's link-layer messages as what it is, finds nothing malformed, and sees
+/// ARP both ways, neighbour discovery both ways, the duplicate address check, the listener report
+/// and the router solicitation. Without tshark, the frames are checked with etherparse only.
+#[test]
+fn tshark_reads_every_frame_fastpath_sent_on_tap() {
+    if !environment_ok("tshark_reads_every_frame_fastpath_sent_on_tap") {
+        return;
+    }
+    let ns = TestNetns::create();
+    let pcap = std::env::temp_dir().join(format!("{}.pcap", ns.0));
+    let server = Server::start(
+        &ns.0,
+        &[
+            "--tap",
+            "--kernel-addr6",
+            KERNEL6,
+            "--addr6",
+            FASTPATH6,
+            "--pcap",
+            pcap.to_str().unwrap(),
+        ],
+    );
+    ping(&ns.0, false, 56, "10.7.0.2");
+    ping(&ns.0, true, 56, FASTPATH6);
+    // Long enough for the router solicitation that follows the link-local address's check.
+    std::thread::sleep(Duration::from_millis(500));
+    let out = server.stop(Signal::SIGTERM);
+    let bytes = std::fs::read(&pcap).expect("the pcap file");
+    // The file's byte order is its magic number's.
+    let big = bytes[..4] == [0xa1, 0xb2, 0xc3, 0xd4];
+    let word = |at: usize| {
+        let b: [u8; 4] = bytes[at..at + 4].try_into().unwrap();
+        if big {
+            u32::from_be_bytes(b)
+        } else {
+            u32::from_le_bytes(b)
+        }
+    };
+    // Link type 1: Ethernet.
+    assert_eq!(word(20), 1);
+    let mut at = 24;
+    let mut frames = 0;
+    while at + 16 <= bytes.len() {
+        let len = word(at + 8) as usize;
+        let frame = &bytes[at + 16..at + 16 + len];
+        etherparse::SlicedPacket::from_ethernet(frame)
+            .unwrap_or_else(|e| panic!("frame {frames}: {e:?}"));
+        frames += 1;
+        at += 16 + len;
+    }
+    assert!(frames >= 10, "{frames} frames\n{out}");
+    let tshark = Command::new("tshark").arg("-r").arg(&pcap).output();
+    let _ = std::fs::remove_file(&pcap);
+    let Ok(t) = tshark else {
+        eprintln!("tshark not installed: the frames were checked with etherparse only");
+        return;
+    };
+    let text = String::from_utf8_lossy(&t.stdout);
+    assert!(
+        t.status.success(),
+        "tshark: {}",
+        String::from_utf8_lossy(&t.stderr)
+    );
+    assert!(!text.contains("Malformed"), "{text}");
+    for what in [
+        "Who has 10.7.0.2",
+        "10.7.0.2 is at",
+        "Neighbor Solicitation for fd00:7::2",
+        "Neighbor Advertisement fd00:7::2",
+        "Neighbor Solicitation for fe80::",
+        "Multicast Listener Report Message v2",
+        "Router Solicitation",
+        "Echo (ping) reply",
+    ] {
+        assert!(text.contains(what), "no {what:?} in:\n{text}");
+    }
+}
