@@ -6,8 +6,12 @@
 //! Moving packets in batches is the user-space form of interrupt coalescing (paper 002 §2.1): the
 //! per-wake-up cost is paid once per batch, not once per packet.
 
+#[cfg(target_os = "linux")]
+mod bpf;
 mod impaired;
 mod loopback;
+#[cfg(target_os = "linux")]
+mod os;
 mod pair;
 #[cfg(target_os = "linux")]
 pub mod tun;

@@ -85,7 +85,6 @@ use std::collections::VecDeque;
 use std::io;
 use std::ops::RangeInclusive;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -368,26 +367,10 @@ impl TunLink {
                 offload && tso_available && tap.is_none(),
             ))
         };
-        let (fds, name, uso_available, tso_rx) = match &config.netns {
-            None => setup()?,
-            Some(ns) => {
-                let path = if ns.contains('/') {
-                    PathBuf::from(ns)
-                } else {
-                    PathBuf::from("/var/run/netns").join(ns)
-                };
-                // A thread of its own enters the namespace, creates the interface there and ends: the
-                // caller's threads stay where they are.
-                std::thread::Builder::new()
-                    .name("tun-netns".into())
-                    .spawn(move || {
-                        sys::enter_netns(&path)?;
-                        setup()
-                    })?
-                    .join()
-                    .map_err(|_| io::Error::other("the namespace thread panicked"))??
-            }
-        };
+        // A thread of its own enters the namespace, creates the interface there and ends: the
+        // caller's threads stay where they are.
+        let (fds, name, uso_available, tso_rx) =
+            crate::link::os::in_netns(config.netns.as_deref(), "tun-netns", setup)?;
         Ok(fds
             .into_iter()
             .map(|fd| {

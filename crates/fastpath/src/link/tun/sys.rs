@@ -8,15 +8,15 @@
 
 use std::io::{self, IoSlice, IoSliceMut};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
-use std::path::Path;
 use std::time::Duration;
 
 use nix::errno::Errno;
 use nix::fcntl::OFlag;
 use nix::poll::{PollFd, PollFlags, PollTimeout};
-use nix::sched::CloneFlags;
 use nix::sys::socket::{AddressFamily, SockFlag, SockType};
 use nix::sys::stat::Mode;
+
+use crate::link::os::{with_context, IfReq};
 
 /// `TUN_F_CSUM`: the reader accepts packets whose transport checksum is left partial (`NEEDS_CSUM`).
 pub(super) const TUN_F_CSUM: libc::c_uint = libc::TUN_F_CSUM;
@@ -27,57 +27,6 @@ pub(super) const TUN_F_USO: libc::c_uint = libc::TUN_F_USO4 | libc::TUN_F_USO6;
 pub(super) const TUN_F_TSO4: libc::c_uint = libc::TUN_F_TSO4;
 /// `TUN_F_TSO6`: the same for TCP/IPv6.
 pub(super) const TUN_F_TSO6: libc::c_uint = libc::TUN_F_TSO6;
-
-/// `struct ifreq` as the TUN and interface ioctls read it: the name, then a union of which we use a
-/// `short` (the flags of `TUNSETIFF`) or an `int` (the MTU of `SIOCSIFMTU`), both at its start. Sized
-/// and aligned like the 64-bit kernel's (40 bytes), which is at least as large as every ABI's, and
-/// fully initialized, so the kernel never reads uninitialized memory.
-#[repr(C, align(8))]
-struct IfReq {
-    name: [u8; libc::IFNAMSIZ],
-    data: [u8; 24],
-}
-
-impl IfReq {
-    /// A request for interface `name`; fails if the name does not fit with its terminating NUL.
-    fn new(name: &str) -> io::Result<IfReq> {
-        let bytes = name.as_bytes();
-        if bytes.len() >= libc::IFNAMSIZ || bytes.contains(&0) {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!(
-                    "bad interface name `{name}` (at most {} bytes, no NUL)",
-                    libc::IFNAMSIZ - 1
-                ),
-            ));
-        }
-        let mut req = IfReq {
-            name: [0; libc::IFNAMSIZ],
-            data: [0; 24],
-        };
-        req.name[..bytes.len()].copy_from_slice(bytes);
-        Ok(req)
-    }
-
-    /// The name as the kernel left it (up to the first NUL).
-    fn name(&self) -> String {
-        let end = self
-            .name
-            .iter()
-            .position(|&b| b == 0)
-            .unwrap_or(self.name.len());
-        String::from_utf8_lossy(&self.name[..end]).into_owned()
-    }
-}
-
-/// Moves the calling thread into the network namespace at `path` (`/var/run/netns/NAME` for the ones
-/// `ip netns` manages). Only this thread moves; callers use a thread of their own for it.
-pub(super) fn enter_netns(path: &Path) -> io::Result<()> {
-    let ns = nix::fcntl::open(path, OFlag::O_RDONLY | OFlag::O_CLOEXEC, Mode::empty())
-        .map_err(|e| with_context(e, &format!("opening namespace {}", path.display())))?;
-    nix::sched::setns(ns, CloneFlags::CLONE_NEWNET)
-        .map_err(|e| with_context(e, &format!("entering namespace {}", path.display())))
-}
 
 /// Opens `/dev/net/tun` non-blocking and attaches it to a new TUN interface named `name` (the kernel
 /// picks `tunN` if `name` is empty) with `flags` (`IFF_TUN | IFF_NO_PI | IFF_VNET_HDR`). Returns the
@@ -309,9 +258,4 @@ pub(super) fn set_steering(fd: BorrowedFd<'_>, prog: BorrowedFd<'_>) -> io::Resu
     Errno::result(rc)
         .map(drop)
         .map_err(|e| with_context(e, "TUNSETSTEERINGEBPF"))
-}
-
-fn with_context(e: Errno, what: &str) -> io::Error {
-    let err = io::Error::from(e);
-    io::Error::new(err.kind(), format!("{what}: {err}"))
 }

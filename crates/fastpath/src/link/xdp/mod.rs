@@ -59,7 +59,6 @@ mod sys;
 
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -142,31 +141,7 @@ impl Default for XdpConfig {
 /// [module documentation](self)).
 pub fn disable_tx_checksum(netns: Option<&str>, ifname: &str) -> io::Result<()> {
     let name = ifname.to_owned();
-    in_netns(netns, move || sys::disable_tx_checksum(&name))
-}
-
-/// Runs `f` in namespace `netns`: on a thread of its own that enters it and ends, so that the
-/// caller's threads never move.
-fn in_netns<T: Send + 'static>(
-    netns: Option<&str>,
-    f: impl FnOnce() -> io::Result<T> + Send + 'static,
-) -> io::Result<T> {
-    let Some(ns) = netns else {
-        return f();
-    };
-    let path = if ns.contains('/') {
-        PathBuf::from(ns)
-    } else {
-        PathBuf::from("/var/run/netns").join(ns)
-    };
-    std::thread::Builder::new()
-        .name("xdp-netns".into())
-        .spawn(move || {
-            sys::enter_netns(&path)?;
-            f()
-        })?
-        .join()
-        .map_err(|_| io::Error::other("the namespace thread panicked"))?
+    crate::link::os::in_netns(netns, "xdp-netns", move || sys::disable_tx_checksum(&name))
 }
 
 /// How the program is attached.
@@ -312,7 +287,7 @@ impl XdpLink {
         }
         let config = config.clone();
         let netns = config.netns.clone();
-        in_netns(netns.as_deref(), move || {
+        crate::link::os::in_netns(netns.as_deref(), "xdp-netns", move || {
             open_in_namespace(&config, queues, AttachBy::Link)
         })
     }
@@ -807,7 +782,7 @@ mod tests {
             netns: Some(ns.0.clone()),
             ..XdpConfig::default()
         };
-        let links = in_netns(Some(&ns.0), move || {
+        let links = crate::link::os::in_netns(Some(&ns.0), "xdp-netns", move || {
             open_in_namespace(&config, 1, AttachBy::Netlink)
         })
         .expect("open with the netlink attachment");

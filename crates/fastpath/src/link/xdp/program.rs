@@ -14,54 +14,7 @@
 //! run in the unit tests below on an interpreter of the instructions it uses, the helper call
 //! modelled; the integration tests (`tests/xdp.rs`) run it in the kernel.
 
-/// One eBPF instruction: opcode, destination and source registers, offset, immediate.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct Insn {
-    code: u8,
-    dst: u8,
-    src: u8,
-    off: i16,
-    imm: i32,
-}
-
-impl Insn {
-    /// The 8 bytes the kernel reads (registers packed into one byte, destination in the low nibble).
-    pub(super) fn encode(self) -> [u8; 8] {
-        let off = self.off.to_le_bytes();
-        let imm = self.imm.to_le_bytes();
-        [
-            self.code,
-            (self.src << 4) | self.dst,
-            off[0],
-            off[1],
-            imm[0],
-            imm[1],
-            imm[2],
-            imm[3],
-        ]
-    }
-}
-
-// Instruction classes, sizes, modes, operations (linux/bpf_common.h, linux/bpf.h).
-const LD: u8 = 0x00;
-const LDX: u8 = 0x01;
-const JMP: u8 = 0x05;
-const JMP32: u8 = 0x06;
-const ALU64: u8 = 0x07;
-const W: u8 = 0x00;
-const H: u8 = 0x08;
-const DW: u8 = 0x18;
-const IMM: u8 = 0x00;
-const MEM: u8 = 0x60;
-const K: u8 = 0x00;
-const X: u8 = 0x08;
-const ADD: u8 = 0x00;
-const MOV: u8 = 0xb0;
-const JEQ: u8 = 0x10;
-const JGT: u8 = 0x20;
-const JNE: u8 = 0x50;
-const CALL: u8 = 0x80;
-const EXIT: u8 = 0x90;
+use crate::link::bpf::*;
 
 /// `BPF_PSEUDO_MAP_FD`: the source register of a 64-bit immediate load that names a map by its
 /// descriptor (the kernel replaces it with the map's address).
@@ -82,70 +35,6 @@ const MD_RX_QUEUE_INDEX: i16 = 16;
 
 /// Bytes of an Ethernet header: a shorter frame is the kernel's.
 const ETHERNET_HEADER: i32 = 14;
-
-const R0: u8 = 0;
-const R1: u8 = 1;
-const R2: u8 = 2;
-const R3: u8 = 3;
-const R4: u8 = 4;
-const R5: u8 = 5;
-const R6: u8 = 6;
-
-/// A label for a jump target, resolved when the program is finished.
-#[derive(Clone, Copy)]
-struct Label(usize);
-
-/// A tiny assembler: instructions, and jumps whose offsets are filled in at the end.
-#[derive(Default)]
-struct Asm {
-    insns: Vec<Insn>,
-    jumps: Vec<(usize, Label)>,
-    at: Vec<Option<usize>>,
-}
-
-impl Asm {
-    fn insn(&mut self, code: u8, dst: u8, src: u8, off: i16, imm: i32) {
-        self.insns.push(Insn {
-            code,
-            dst,
-            src,
-            off,
-            imm,
-        });
-    }
-    fn label(&mut self) -> Label {
-        self.at.push(None);
-        Label(self.at.len() - 1)
-    }
-    fn place(&mut self, l: Label) {
-        self.at[l.0] = Some(self.insns.len());
-    }
-    /// `if dst <op> imm goto to`, on the low 32 bits (`JMP32`) or all 64.
-    fn jump_imm(&mut self, class: u8, op: u8, dst: u8, imm: i32, to: Label) {
-        self.jumps.push((self.insns.len(), to));
-        self.insn(class | op | K, dst, 0, 0, imm);
-    }
-    /// `if dst <op> src goto to` (64 bits).
-    fn jump_reg(&mut self, op: u8, dst: u8, src: u8, to: Label) {
-        self.jumps.push((self.insns.len(), to));
-        self.insn(JMP | op | X, dst, src, 0, 0);
-    }
-    /// `dst = *(size *)(src + off)`.
-    fn load(&mut self, size: u8, dst: u8, src: u8, off: i16) {
-        self.insn(LDX | MEM | size, dst, src, off, 0);
-    }
-    fn exit_with(&mut self, value: i32) {
-        self.insn(ALU64 | MOV | K, R0, 0, 0, value);
-        self.insn(JMP | EXIT, 0, 0, 0, 0);
-    }
-    fn finish(mut self) -> Vec<Insn> {
-        for &(i, Label(l)) in &self.jumps {
-            let target = self.at[l].expect("every label is placed");
-            self.insns[i].off = (target as i64 - i as i64 - 1) as i16;
-        }
-        self.insns
-    }
-}
 
 /// The program for an interface whose address is `mac`, redirecting through the XSKMAP `map_fd`
 /// (see the [module documentation](self)).

@@ -15,61 +15,32 @@
 
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
-use std::path::Path;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use nix::errno::Errno;
-use nix::fcntl::OFlag;
 use nix::poll::{PollFd, PollFlags, PollTimeout};
-use nix::sched::CloneFlags;
 use nix::sys::socket::{AddressFamily, SockFlag, SockType};
-use nix::sys::stat::Mode;
+
+use crate::link::os::{with_context, IfReq};
 
 pub(super) use libc::xdp_desc as Desc;
 pub(super) use libc::xdp_statistics as KernelStats;
 
-/// Moves the calling thread into the network namespace at `path`. Only this thread moves; callers
-/// use a short-lived thread of their own for it.
-pub(super) fn enter_netns(path: &Path) -> io::Result<()> {
-    let ns = nix::fcntl::open(path, OFlag::O_RDONLY | OFlag::O_CLOEXEC, Mode::empty())
-        .map_err(|e| with_context(e, &format!("opening namespace {}", path.display())))?;
-    nix::sched::setns(ns, CloneFlags::CLONE_NEWNET)
-        .map_err(|e| with_context(e, &format!("entering namespace {}", path.display())))
-}
-
 // ---------------------------------------------------------------------------------------------
 // Interface ioctls.
 
-/// `struct ifreq`: the name, then a 24-byte union (an `int`, a `sockaddr` or a pointer at its start).
-/// Sized and aligned like the 64-bit kernel's (40 bytes) and fully initialized.
-#[repr(C, align(8))]
-struct IfReq {
-    name: [u8; libc::IFNAMSIZ],
-    data: [u8; 24],
-}
-
-impl IfReq {
-    fn new(name: &str) -> io::Result<IfReq> {
-        let bytes = name.as_bytes();
-        if bytes.is_empty() || bytes.len() >= libc::IFNAMSIZ || bytes.contains(&0) {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!(
-                    "bad interface name `{name}` (1 to {} bytes, no NUL)",
-                    libc::IFNAMSIZ - 1
-                ),
-            ));
-        }
-        let mut req = IfReq {
-            name: [0; libc::IFNAMSIZ],
-            data: [0; 24],
-        };
-        req.name[..bytes.len()].copy_from_slice(bytes);
-        Ok(req)
+/// A request for interface `name`, which must be named.
+fn ifreq(name: &str) -> io::Result<IfReq> {
+    if name.is_empty() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "an interface name is needed",
+        ));
     }
+    IfReq::new(name)
 }
 
 /// A datagram socket of the calling thread's namespace, for the interface ioctls.
@@ -98,14 +69,14 @@ fn interface_ioctl(name: &str, request: libc::c_ulong, mut req: IfReq) -> io::Re
 
 /// The index of interface `name` (SIOCGIFINDEX).
 pub(super) fn if_index(name: &str) -> io::Result<u32> {
-    let req = interface_ioctl(name, libc::SIOCGIFINDEX, IfReq::new(name)?)?;
+    let req = interface_ioctl(name, libc::SIOCGIFINDEX, ifreq(name)?)?;
     let index = i32::from_ne_bytes([req.data[0], req.data[1], req.data[2], req.data[3]]);
     u32::try_from(index).map_err(|_| io::ErrorKind::InvalidData.into())
 }
 
 /// The hardware (MAC) address of interface `name` (SIOCGIFHWADDR): the `sa_data` of a `sockaddr`.
 pub(super) fn hardware_address(name: &str) -> io::Result<[u8; 6]> {
-    let req = interface_ioctl(name, libc::SIOCGIFHWADDR, IfReq::new(name)?)?;
+    let req = interface_ioctl(name, libc::SIOCGIFHWADDR, ifreq(name)?)?;
     let family = u16::from_ne_bytes([req.data[0], req.data[1]]);
     if family != libc::ARPHRD_ETHER {
         return Err(io::Error::new(
@@ -120,7 +91,7 @@ pub(super) fn hardware_address(name: &str) -> io::Result<[u8; 6]> {
 
 /// The MTU of interface `name` (SIOCGIFMTU).
 pub(super) fn mtu(name: &str) -> io::Result<usize> {
-    let req = interface_ioctl(name, libc::SIOCGIFMTU, IfReq::new(name)?)?;
+    let req = interface_ioctl(name, libc::SIOCGIFMTU, ifreq(name)?)?;
     let mtu = i32::from_ne_bytes([req.data[0], req.data[1], req.data[2], req.data[3]]);
     usize::try_from(mtu).map_err(|_| io::ErrorKind::InvalidData.into())
 }
@@ -141,7 +112,7 @@ pub(super) fn disable_tx_checksum(name: &str) -> io::Result<()> {
         cmd: ETHTOOL_STXCSUM,
         data: 0,
     };
-    let mut req = IfReq::new(name)?;
+    let mut req = ifreq(name)?;
     let ptr = &mut value as *mut EthtoolValue as u64;
     req.data[..8].copy_from_slice(&ptr.to_ne_bytes());
     // `value` is alive across the ioctl, which reads it through the pointer in `ifr_data`.
@@ -1017,9 +988,4 @@ impl NetlinkXdp {
         }
         Err(io::Error::other("no answer to RTM_SETLINK"))
     }
-}
-
-fn with_context(e: Errno, what: &str) -> io::Error {
-    let err = io::Error::from(e);
-    io::Error::new(err.kind(), format!("{what}: {err}"))
 }
