@@ -296,7 +296,7 @@ fn bench_tcp_quick() {
     let full = tun_available("bench_tcp_quick");
     let mut args = vec!["bench", "tcp", "--quick", "--mib", "2", "--json", "-"];
     if full {
-        args.extend(["--queues", "2", "--xdp"]);
+        args.extend(["--queues", "2", "--xdp", "--xdp-mtu", "9000"]);
     } else {
         args.push("--pair-only");
     }
@@ -317,12 +317,19 @@ fn bench_tcp_quick() {
             stacks,
             [
                 "fastpath", "fastpath", "smoltcp", "linux", "ceiling", "fastpath", "fastpath",
-                "fastpath"
+                "fastpath", "fastpath"
             ]
         );
         for r in rows.iter().filter(|r| r["experiment"] != "pair") {
             positive(r, "ratio");
         }
+        // The second AF_XDP server's frames span three chunks each, and its rows say its MTU.
+        let jumbo: Vec<&Value> = rows
+            .iter()
+            .filter(|r| r["config"] == "AF_XDP, MTU 9000")
+            .collect();
+        assert_eq!(jumbo.len(), 4, "bulk both ways and rr with 1 and 100");
+        assert!(jumbo.iter().all(|r| r["mtu"] == 9000));
         // 1 and 100 connections against each echo server: fastpath with offload on and off (writes
         // through io_uring), smoltcp, linux, the ceiling, fastpath with a write per packet and
         // offload on and off, the ceiling with io_uring writes, and (--queues 2) fastpath and the
@@ -350,6 +357,7 @@ fn bench_tcp_quick() {
                 "fastpath offload off, plain writes",
                 "ceiling stateless, io_uring",
                 "fastpath AF_XDP",
+                "fastpath AF_XDP, MTU 9000",
                 "fastpath offload on, 2 queues",
                 "ceiling stateless, 2 queues",
             ]
@@ -382,7 +390,10 @@ fn bench_tcp_quick() {
             .collect();
         assert_eq!(
             send,
-            ["fastpath", "fastpath", "smoltcp", "linux", "fastpath", "fastpath", "fastpath"]
+            [
+                "fastpath", "fastpath", "smoltcp", "linux", "fastpath", "fastpath", "fastpath",
+                "fastpath"
+            ]
         );
     }
 }

@@ -16,6 +16,8 @@ pub struct Server {
     pub config: String,
     /// TUN queues, a stack on each (1 for every other server).
     pub queues: usize,
+    /// The link's MTU (TUN's offload moves segments of up to 64 KiB whatever it is).
+    pub mtu: usize,
     /// It serves chargen on port 19.
     pub chargen: bool,
     pub client_ns: String,
@@ -166,6 +168,7 @@ impl Testbed {
         }
         let on = if offload { "offload on" } else { "offload off" };
         self.servers.push(Server {
+            mtu: 1500,
             stack: "fastpath",
             config: if queues > 1 {
                 format!("{on}, {queues} queues")
@@ -185,10 +188,11 @@ impl Testbed {
         Ok(())
     }
 
-    /// fastpath on AF_XDP: a veth pair in a new namespace, the kernel's end (`fpx0k`, 10.7.0.1/24)
-    /// without transmit checksum offload, an AF_XDP socket on fastpath's end (`fpx0`, copy mode)
-    /// and a stack serving echo, discard and chargen over IPv4.
-    pub fn fastpath_xdp(&mut self) -> Result<(), String> {
+    /// fastpath on AF_XDP: a veth pair in a new namespace with MTU `mtu` on both ends, the
+    /// kernel's end (`fpx0k`, 10.7.0.1/24) without transmit checksum offload, an AF_XDP socket on
+    /// fastpath's end (`fpx0`, copy mode; frames of several chunks above 3,822 bytes) and a stack
+    /// serving echo, discard and chargen over IPv4.
+    pub fn fastpath_xdp(&mut self, mtu: usize) -> Result<(), String> {
         let ns = self.namespace()?;
         Self::ip(
             &ns,
@@ -197,8 +201,9 @@ impl Testbed {
             ],
         )?;
         Self::ip(&ns, &["addr", "add", "10.7.0.1/24", "dev", "fpx0k"])?;
+        let mtu_arg = mtu.to_string();
         for dev in ["fpx0", "fpx0k"] {
-            Self::ip(&ns, &["link", "set", "dev", dev, "up"])?;
+            Self::ip(&ns, &["link", "set", "dev", dev, "mtu", &mtu_arg, "up"])?;
         }
         fastpath::link::disable_tx_checksum(Some(&ns), "fpx0k").map_err(|e| e.to_string())?;
         let mut link = fastpath::link::XdpLink::open(&fastpath::link::XdpConfig {
@@ -219,8 +224,13 @@ impl Testbed {
             serve(stack, &stop, &count, |nap| handle.wait(Some(nap)))
         })?;
         self.servers.push(Server {
+            mtu,
             stack: "fastpath",
-            config: "AF_XDP".into(),
+            config: if mtu == 1500 {
+                "AF_XDP".into()
+            } else {
+                format!("AF_XDP, MTU {mtu}")
+            },
             queues: 1,
             chargen: true,
             client_ns: ns,
@@ -251,6 +261,7 @@ impl Testbed {
             })?;
         }
         self.servers.push(Server {
+            mtu: 1500,
             stack: "ceiling",
             config: match (queues > 1, io_uring) {
                 (true, false) => format!("stateless, {queues} queues"),
@@ -344,6 +355,7 @@ impl Testbed {
             })?;
         }
         self.servers.push(Server {
+            mtu: 1500,
             stack: "linux",
             config: "veth".into(),
             queues: 1,
@@ -486,6 +498,7 @@ impl Testbed {
             .recv()
             .map_err(|_| "the smoltcp thread died".to_string())??;
         self.servers.push(Server {
+            mtu: 1500,
             stack: "smoltcp",
             config: "tun".into(),
             queues: 1,
