@@ -317,18 +317,27 @@ fn bench_tcp_quick() {
             stacks,
             [
                 "fastpath", "fastpath", "smoltcp", "linux", "ceiling", "fastpath", "fastpath",
-                "fastpath", "fastpath"
+                "fastpath", "fastpath", "fastpath"
             ]
         );
         for r in rows.iter().filter(|r| r["experiment"] != "pair") {
             positive(r, "ratio");
         }
-        // The second AF_XDP server's frames span three chunks each, and its rows say its MTU.
+        // The second and third AF_XDP servers' frames span three chunks each, and their rows say
+        // their MTU.
         let jumbo: Vec<&Value> = rows
             .iter()
-            .filter(|r| r["config"] == "AF_XDP, MTU 9000")
+            .filter(|r| {
+                r["config"]
+                    .as_str()
+                    .is_some_and(|c| c.starts_with("AF_XDP, MTU 9000"))
+            })
             .collect();
-        assert_eq!(jumbo.len(), 4, "bulk both ways and rr with 1 and 100");
+        assert_eq!(
+            jumbo.len(),
+            8,
+            "bulk both ways and rr with 1 and 100, twice"
+        );
         assert!(jumbo.iter().all(|r| r["mtu"] == 9000));
         // 1 and 100 connections against each echo server: fastpath with offload on and off (writes
         // through io_uring), smoltcp, linux, the ceiling, fastpath with a write per packet and
@@ -358,6 +367,7 @@ fn bench_tcp_quick() {
                 "ceiling stateless, io_uring",
                 "fastpath AF_XDP",
                 "fastpath AF_XDP, MTU 9000",
+                "fastpath AF_XDP, MTU 9000, checksums in software",
                 "fastpath offload on, 2 queues",
                 "ceiling stateless, 2 queues",
             ]
@@ -392,9 +402,54 @@ fn bench_tcp_quick() {
             send,
             [
                 "fastpath", "fastpath", "smoltcp", "linux", "fastpath", "fastpath", "fastpath",
-                "fastpath"
+                "fastpath", "fastpath"
             ]
         );
+    }
+}
+
+/// `bench tcp --xdp-only`: no pair, and only the AF_XDP servers beside fastpath on TUN and Linux.
+#[test]
+fn bench_tcp_xdp_only() {
+    if !tun_available("bench_tcp_xdp_only") {
+        return;
+    }
+    let rows = run(&[
+        "bench",
+        "tcp",
+        "--xdp-only",
+        "--quick",
+        "--seconds",
+        "0.1",
+        "--xdp-mtu",
+        "4000",
+        "--json",
+        "-",
+    ]);
+    assert!(rows.iter().all(|r| r["experiment"] != "pair"));
+    let bulk: Vec<String> = rows
+        .iter()
+        .filter(|r| r["experiment"] == "tun")
+        .map(|r| {
+            format!(
+                "{} {}",
+                r["stack"].as_str().unwrap(),
+                r["config"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(
+        bulk,
+        [
+            "fastpath offload on",
+            "linux veth",
+            "fastpath AF_XDP",
+            "fastpath AF_XDP, MTU 4000",
+            "fastpath AF_XDP, MTU 4000, checksums in software",
+        ]
+    );
+    for r in &rows {
+        positive(r, "ratio");
     }
 }
 

@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use etherparse::{LinkSlice, NetSlice, PacketBuilder, SlicedPacket, TransportSlice};
+use fastpath::buf::ChecksumOffload;
 use fastpath::link::{disable_tx_checksum, Link, Medium, XdpConfig, XdpLink};
 use fastpath::PacketBuf;
 
@@ -505,6 +506,104 @@ fn frames_not_for_the_stack_stay_with_the_kernel() {
     assert!(!shown.contains("prog/xdp"), "still attached: {shown}");
     let again = XdpLink::open(&veth.config()).expect("open again");
     drop(again);
+}
+
+/// `frame` (from [`udp_frame`]) with its UDP checksum left partial, as a stack leaves it for a link
+/// that offers the offload: the field holds the pseudo-header's sum, and the buffer says where the
+/// sum starts (the UDP header, counted from the frame's first byte) and where it goes.
+fn partial_udp(frame: &[u8]) -> PacketBuf {
+    let mut frame = frame.to_vec();
+    let udp_len = (frame.len() - 34) as u16;
+    let mut pseudo = Vec::new();
+    pseudo.extend_from_slice(&OURS.octets());
+    pseudo.extend_from_slice(&KERNEL.octets());
+    pseudo.extend_from_slice(&[0, 17]);
+    pseudo.extend_from_slice(&udp_len.to_be_bytes());
+    let sum = fastpath::checksum::rfc1071(&pseudo);
+    frame[40..42].copy_from_slice(&sum.to_be_bytes());
+    let mut buf = PacketBuf::from_slice(&frame);
+    buf.meta.set_checksum(ChecksumOffload::Partial {
+        start: 34,
+        offset: 6,
+    });
+    buf
+}
+
+/// Transmit checksum offload through AF_XDP's transmit metadata: frames whose UDP checksum is only
+/// the pseudo-header's reach a kernel socket whole, one chunk or several. With the kernel told to
+/// compute offloaded sums itself (`kernel_software_checksum`), the frame leaves with the sum the
+/// metadata asked for at the place it named, which the kernel's UDP then verifies: a request naming
+/// the wrong place fails that check and is dropped, so the offsets are what the kernel used. (A
+/// multi-chunk frame carries its request in its first chunk only, with the same offsets.)
+#[test]
+fn checksums_offloaded_through_transmit_metadata() {
+    let test = "checksums_offloaded_through_transmit_metadata";
+    if !environment_ok(test) {
+        return;
+    }
+    let veth = Veth::create(9000);
+    let sock = kernel_socket(veth.kernel_path(), SocketAddrV4::new(KERNEL, 9999));
+    sock.set_read_timeout(Some(Duration::from_millis(500)))
+        .expect("timeout");
+    let payload: Vec<u8> = (0..8000u32).map(|i| (i * 7 % 251) as u8).collect();
+    let mut buf = vec![0u8; 9000];
+    for software in [false, true] {
+        let config = XdpConfig {
+            kernel_software_checksum: software,
+            ..veth.config()
+        };
+        let Some(mut link) = veth.open(test, &config) else {
+            return;
+        };
+        assert!(
+            link.tx_checksum_offload() && link.capabilities().tx_checksum_offload,
+            "copy mode on a kernel with transmit metadata (6.8) offers the offload"
+        );
+        let (ours, theirs) = (link.mac().0, veth.kernel_mac());
+        // The kernel's software sum runs when the frame's first chunk is in, before the rest (Linux
+        // 6.18): with it, only frames of one chunk are checked.
+        let sizes: &[usize] = if software { &[64, 1400] } else { &[64, 8000] };
+        for &size in sizes {
+            let frame = udp_frame(ours, theirs, 9999, &payload[..size]);
+            let mut batch = vec![partial_udp(&frame)];
+            assert_eq!(link.transmit(&mut batch), 0);
+            let (n, _) = sock.recv_from(&mut buf).unwrap_or_else(|e| {
+                panic!(
+                    "software {software}, {size} bytes: the kernel received nothing: {e}; {:?}",
+                    link.stats()
+                )
+            });
+            assert_eq!(&buf[..n], &payload[..size]);
+        }
+        assert_eq!(link.stats().tx_checksum_offloaded, 2);
+        if software {
+            // The sum asked for at the IPv4 header's identification field instead: the UDP
+            // checksum stays partial, and the kernel's UDP drops the datagram.
+            let frame = udp_frame(ours, theirs, 9999, &payload[..64]);
+            let mut wrong = partial_udp(&frame);
+            wrong.meta.set_checksum(ChecksumOffload::Partial {
+                start: 18,
+                offset: 0,
+            });
+            assert_eq!(link.transmit(&mut vec![wrong]), 0);
+            assert!(
+                sock.recv_from(&mut buf).is_err(),
+                "a checksum computed where the metadata said is what the kernel verified"
+            );
+        }
+        drop(link);
+    }
+    // Off: the link offers nothing, and the stack computes every checksum.
+    let Some(link) = veth.open(
+        test,
+        &XdpConfig {
+            tx_checksum_offload: false,
+            ..veth.config()
+        },
+    ) else {
+        return;
+    };
+    assert!(!link.tx_checksum_offload());
 }
 
 #[test]

@@ -75,13 +75,18 @@ pub struct TcpArgs {
     #[arg(long)]
     rr_only: bool,
     /// Also fastpath on AF_XDP over a veth pair ([`testbed::Testbed::fastpath_xdp`]), at MTU 1500
-    /// and at `--xdp-mtu`.
+    /// and at `--xdp-mtu`, its transmit checksums offloaded; and at `--xdp-mtu` computing them
+    /// itself, the offload's baseline.
     #[arg(long)]
     xdp: bool,
     /// The second AF_XDP server's MTU (with `--xdp`), 1501 to 65535: frames of several chunks, in
     /// place of the segmentation offload TUN has.
     #[arg(long, default_value_t = XDP_JUMBO_MTU, value_parser = common::count(1501, 65535))]
     xdp_mtu: usize,
+    /// Only the AF_XDP servers of `--xdp`, beside fastpath on TUN with offload and the kernel over
+    /// veth: no pair, no other server (more rounds of the AF_XDP figures in less time).
+    #[arg(long, conflicts_with_all = ["rr_only", "pair_only"])]
+    xdp_only: bool,
     /// A short run (one round, 4 MiB, 0.2 s) for tests and CI; explicit options win over it: it only
     /// fills in what is not given.
     #[arg(long)]
@@ -222,11 +227,11 @@ pub fn measure(args: &TcpArgs) -> Result<Vec<TcpRow>, String> {
     );
     let bytes = (mib as u64) << 20;
     let mut rows = Vec::new();
-    if args.rr_only {
+    if args.rr_only || args.xdp_only {
         #[cfg(target_os = "linux")]
-        return measure_tun(rounds, secs, args, true);
+        return measure_tun(rounds, secs, args, args.rr_only);
         #[cfg(not(target_os = "linux"))]
-        return Err("--rr-only measures over a TUN device, which needs Linux".into());
+        return Err("--rr-only and --xdp-only measure over Linux's devices".into());
     }
 
     // Pair.
@@ -287,16 +292,21 @@ fn measure_tun(
         .map_err(|e| format!("{e} (or pass --pair-only for the in-memory part alone)"))?;
     let mut bed = Testbed::new();
     bed.fastpath(true)?;
-    bed.fastpath(false)?;
-    bed.smoltcp()?;
-    bed.linux()?;
-    bed.ceiling(1, false)?;
-    bed.fastpath_plain(true)?;
-    bed.fastpath_plain(false)?;
-    bed.ceiling(1, true)?;
-    if args.xdp {
-        bed.fastpath_xdp(1500)?;
-        bed.fastpath_xdp(args.xdp_mtu)?;
+    if args.xdp_only {
+        bed.linux()?;
+    } else {
+        bed.fastpath(false)?;
+        bed.smoltcp()?;
+        bed.linux()?;
+        bed.ceiling(1, false)?;
+        bed.fastpath_plain(true)?;
+        bed.fastpath_plain(false)?;
+        bed.ceiling(1, true)?;
+    }
+    if args.xdp || args.xdp_only {
+        bed.fastpath_xdp(1500, true)?;
+        bed.fastpath_xdp(args.xdp_mtu, true)?;
+        bed.fastpath_xdp(args.xdp_mtu, false)?;
     }
     if queues > 1 {
         bed.fastpath_queues(true, queues)?;

@@ -191,8 +191,9 @@ impl Testbed {
     /// fastpath on AF_XDP: a veth pair in a new namespace with MTU `mtu` on both ends, the
     /// kernel's end (`fpx0k`, 10.7.0.1/24) without transmit checksum offload, an AF_XDP socket on
     /// fastpath's end (`fpx0`, copy mode; frames of several chunks above 3,822 bytes) and a stack
-    /// serving echo, discard and chargen over IPv4.
-    pub fn fastpath_xdp(&mut self, mtu: usize) -> Result<(), String> {
+    /// serving echo, discard and chargen over IPv4; its transmit checksums offloaded through the
+    /// socket's metadata when `offload` ([`fastpath::link::XdpConfig::tx_checksum_offload`]).
+    pub fn fastpath_xdp(&mut self, mtu: usize, offload: bool) -> Result<(), String> {
         let ns = self.namespace()?;
         Self::ip(
             &ns,
@@ -209,6 +210,7 @@ impl Testbed {
         let mut link = fastpath::link::XdpLink::open(&fastpath::link::XdpConfig {
             ifname: "fpx0".into(),
             netns: Some(ns.clone()),
+            tx_checksum_offload: offload,
             ..fastpath::link::XdpConfig::default()
         })
         .map_err(|e| format!("AF_XDP on fpx0 in {ns}: {e}"))?;
@@ -226,10 +228,10 @@ impl Testbed {
         self.servers.push(Server {
             mtu,
             stack: "fastpath",
-            config: if mtu == 1500 {
-                "AF_XDP".into()
-            } else {
-                format!("AF_XDP, MTU {mtu}")
+            config: match (mtu, offload) {
+                (1500, true) => "AF_XDP".into(),
+                (_, true) => format!("AF_XDP, MTU {mtu}"),
+                (_, false) => format!("AF_XDP, MTU {mtu}, checksums in software"),
             },
             queues: 1,
             chargen: true,

@@ -31,8 +31,17 @@
 //! arrives with its UDP or TCP checksum partial (the kernel left it to a device that never computed
 //! it), and nothing in the frame or its descriptor says so. Such frames fail verification; turn off
 //! the sending side's checksum offload ([`disable_tx_checksum`], `ethtool -K PEER tx off`) so that
-//! the kernel completes them before they leave. Frames are sent with complete checksums too
-//! ([`LinkCapabilities`] offers no offload).
+//! the kernel completes them before they leave.
+//!
+//! Sending, the link offers transmit checksum offload ([`XdpConfig::tx_checksum_offload`], on by
+//! default): the UMEM is registered with room for transmit metadata in front of each transmit
+//! chunk's frame (`XDP_UMEM_TX_METADATA_LEN`, Linux 6.8), and a frame whose UDP or TCP checksum
+//! the stack left partial asks there for it to be completed (`XDP_TXMD_FLAGS_CHECKSUM`, the sum's
+//! start and place counted from the frame's first byte). In copy mode the kernel turns that into
+//! its own partial-checksum mark, which a veth peer's stack takes as it takes a local sender's,
+//! and which a NIC, or the kernel in software, completes. A kernel without transmit metadata, or a
+//! socket in zero-copy mode (whose driver may not read the request), leaves the offload off, and
+//! the stack computes every checksum.
 //!
 //! **Frames larger than a chunk.** A chunk holds a received frame of up to `frame_size` − 256 bytes
 //! (the kernel keeps `XDP_PACKET_HEADROOM` in front). When the MTU (the link's or the interface's,
@@ -115,6 +124,18 @@ pub struct XdpConfig {
     /// Try zero-copy (`XDP_ZEROCOPY`) first, falling back to copy mode where the driver has no
     /// zero-copy support (`EOPNOTSUPP`). Off: copy mode.
     pub zero_copy: bool,
+    /// Transmit checksum offload through AF_XDP's transmit metadata (Linux 6.8): the stack leaves
+    /// UDP and TCP checksums partial and each frame asks for its sum to be completed
+    /// (`XDP_TXMD_FLAGS_CHECKSUM`), by the kernel in copy mode (whose socket buffer then carries it
+    /// as a partial checksum, like any local sender's). Used in copy mode only, where every kernel
+    /// with the metadata honours it; in zero-copy mode (and on older kernels) the stack computes
+    /// the checksums. [`XdpLink::tx_checksum_offload`] says which. Paper 002 §3.2's checksum
+    /// offload, on this link.
+    pub tx_checksum_offload: bool,
+    /// With `tx_checksum_offload`: the kernel computes each offloaded checksum in software before
+    /// the frame leaves (`XDP_UMEM_TX_SW_CSUM`), so that the frame carries a complete sum. For
+    /// checking the offsets the link gives; slower.
+    pub kernel_software_checksum: bool,
 }
 
 impl Default for XdpConfig {
@@ -130,6 +151,8 @@ impl Default for XdpConfig {
             completion_ring: 1024,
             mtu: None,
             zero_copy: false,
+            tx_checksum_offload: true,
+            kernel_software_checksum: false,
         }
     }
 }
@@ -230,6 +253,9 @@ pub struct XdpLink {
     zero_copy: bool,
     multi_buffer: bool,
     frame_size: u64,
+    /// Where a frame starts in a transmit chunk: after the transmit metadata when the checksum
+    /// offload is on, else at the chunk's start.
+    tx_data_offset: u64,
     /// Receive chunks are `[0, rx_end)` of the UMEM, transmit chunks `[rx_end, tx_end)`.
     rx_end: u64,
     tx_end: u64,
@@ -318,6 +344,12 @@ impl XdpLink {
         self.multi_buffer
     }
 
+    /// Whether UDP and TCP checksums are left to the kernel or device ([`XdpConfig::tx_checksum_offload`]
+    /// asked for it, the kernel has transmit metadata and the socket is in copy mode).
+    pub fn tx_checksum_offload(&self) -> bool {
+        self.caps.tx_checksum_offload
+    }
+
     /// A handle for waiting and counters that outlives giving the link to a stack.
     pub fn handle(&self) -> XdpHandle {
         XdpHandle {
@@ -369,7 +401,11 @@ impl XdpLink {
     fn reap_completions(&mut self) {
         let n = self.sock.completion.available(u32::MAX);
         for i in 0..n {
-            let addr = self.sock.completion.read(i);
+            let addr = self
+                .sock
+                .completion
+                .read(i)
+                .wrapping_sub(self.tx_data_offset);
             if addr < self.rx_end
                 || addr >= self.tx_end
                 || !addr.is_multiple_of(self.frame_size)
@@ -523,6 +559,8 @@ fn open_in_namespace(
             completion_size: config.completion_ring,
             zero_copy: config.zero_copy,
             multi_buffer,
+            tx_metadata: config.tx_checksum_offload,
+            kernel_software_checksum: config.kernel_software_checksum,
         };
         let sock = match sys::Socket::open(&params) {
             Err(e) if params.zero_copy && e.kind() == io::ErrorKind::Unsupported => {
@@ -533,7 +571,10 @@ fn open_in_namespace(
             other => other?,
         };
         sys::xskmap_insert(map.as_fd(), q, sock.fd.as_fd())?;
-        sockets.push((q, sock, params.zero_copy));
+        // Checksum requests go only where every kernel honours them: copy mode (a zero-copy
+        // driver may not read them).
+        let offload = sock.tx_metadata && !params.zero_copy;
+        sockets.push((q, sock, params.zero_copy, offload));
     }
     let insns: Vec<[u8; 8]> = program::program(mac, map.as_raw_fd())
         .iter()
@@ -565,7 +606,12 @@ fn open_in_namespace(
     let rx_end = u64::from(config.fill_ring) * frame_size;
     let tx_end = rx_end + u64::from(config.tx_ring) * frame_size;
     let mut links = Vec::with_capacity(sockets.len());
-    for (queue, sock, zero_copy) in sockets {
+    for (queue, sock, zero_copy, offload) in sockets {
+        let tx_data_offset = if sock.tx_metadata {
+            u64::from(sys::TX_METADATA_LEN)
+        } else {
+            0
+        };
         let shared = Arc::new(Shared {
             fd: sock.fd.clone(),
             stats: Mutex::new(XdpStats::default()),
@@ -575,11 +621,15 @@ fn open_in_namespace(
             sock,
             shared,
             mac: MacAddr(mac),
-            caps: LinkCapabilities::plain(mtu),
+            caps: LinkCapabilities {
+                tx_checksum_offload: offload,
+                ..LinkCapabilities::plain(mtu)
+            },
             queue,
             zero_copy,
             multi_buffer,
             frame_size,
+            tx_data_offset,
             rx_end,
             tx_end,
             max_frame: mtu + FRAME_OVERHEAD,
@@ -647,12 +697,14 @@ impl Link for XdpLink {
 
     fn transmit(&mut self, batch: &mut Vec<PacketBuf>) -> usize {
         self.reap_completions();
-        let frame_size = self.frame_size as usize;
+        let offset = self.tx_data_offset;
+        // Frame bytes a transmit chunk holds, after the metadata if any.
+        let room = (self.frame_size - offset) as usize;
         let mut dropped = 0;
         let mut posted = 0u32;
         for packet in batch.drain(..) {
             let len = packet.len();
-            let pieces = len.div_ceil(frame_size);
+            let pieces = len.div_ceil(room);
             if len == 0 || len > self.max_frame || (pieces > 1 && !self.multi_buffer) {
                 // Not a full queue: counted here, not returned (as a TUN link's write errors).
                 self.stats.tx_drop_oversize += 1;
@@ -666,22 +718,35 @@ impl Link for XdpLink {
                 self.pool.free(packet);
                 continue;
             }
+            // Only a link that offered the offload gets partial checksums.
+            let request = match packet.meta.checksum() {
+                ChecksumOffload::Partial { start, offset } => Some((start, offset)),
+                _ => None,
+            };
             let data = packet.data();
-            for (k, piece) in data.chunks(frame_size).enumerate() {
+            for (k, piece) in data.chunks(room).enumerate() {
                 let chunk = self.tx_free.pop().expect("pieces <= tx_free.len()");
-                let Some(room) = self.sock.umem.frame_mut(chunk, piece.len()) else {
-                    unreachable!("transmit chunks lie inside the UMEM");
-                };
-                room.copy_from_slice(piece);
-                let options = if k + 1 < pieces {
+                let mut options = if k + 1 < pieces {
                     libc::XDP_PKT_CONTD
                 } else {
                     0
                 };
+                if let (0, Some((start, at))) = (k, request) {
+                    let Some(meta) = self.sock.umem.frame_mut(chunk, offset as usize) else {
+                        unreachable!("transmit chunks lie inside the UMEM");
+                    };
+                    sys::write_checksum_request(meta, start, at);
+                    options |= libc::XDP_TX_METADATA;
+                    self.stats.tx_checksum_offloaded += 1;
+                }
+                let Some(dst) = self.sock.umem.frame_mut(chunk + offset, piece.len()) else {
+                    unreachable!("transmit chunks lie inside the UMEM");
+                };
+                dst.copy_from_slice(piece);
                 self.sock.tx.write(
                     posted,
                     sys::Desc {
-                        addr: chunk,
+                        addr: chunk + offset,
                         len: piece.len() as u32,
                         options,
                     },

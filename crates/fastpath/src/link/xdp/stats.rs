@@ -27,6 +27,9 @@ pub struct XdpStats {
     pub tx_bytes: u64,
     /// Multi-buffer frames among them, split over several chunks.
     pub tx_multi_buffer: u64,
+    /// Frames among them whose UDP or TCP checksum was left to the kernel or device, asked for in
+    /// their transmit metadata ([`XdpConfig::tx_checksum_offload`](super::XdpConfig::tx_checksum_offload)).
+    pub tx_checksum_offloaded: u64,
     /// Dropped: the TX ring was full, or every transmit chunk was in flight.
     pub tx_drop_ring_full: u64,
     /// Dropped: an empty frame, or one larger than the link's MTU allows (counted here only: not
@@ -80,6 +83,7 @@ impl std::ops::AddAssign for XdpStats {
             tx_frames,
             tx_bytes,
             tx_multi_buffer,
+            tx_checksum_offloaded,
             tx_drop_ring_full,
             tx_drop_oversize,
             tx_kicks,
@@ -102,6 +106,7 @@ impl std::ops::AddAssign for XdpStats {
         self.tx_frames += tx_frames;
         self.tx_bytes += tx_bytes;
         self.tx_multi_buffer += tx_multi_buffer;
+        self.tx_checksum_offloaded += tx_checksum_offloaded;
         self.tx_drop_ring_full += tx_drop_ring_full;
         self.tx_drop_oversize += tx_drop_oversize;
         self.tx_kicks += tx_kicks;
@@ -134,6 +139,10 @@ impl std::fmt::Display for XdpStats {
             (self.tx_frames, "frames sent"),
             (self.tx_bytes, "bytes sent"),
             (self.tx_multi_buffer, "frames split over several chunks"),
+            (
+                self.tx_checksum_offloaded,
+                "frames with their checksum offloaded",
+            ),
             (self.tx_drop_ring_full, "dropped: tx ring full"),
             (
                 self.tx_drop_oversize,

@@ -424,6 +424,28 @@ pub(super) struct SocketParams {
     pub zero_copy: bool,
     /// `XDP_USE_SG`: frames may span several chunks.
     pub multi_buffer: bool,
+    /// Ask for [`TX_METADATA_LEN`] bytes of transmit metadata in front of each transmit
+    /// descriptor's frame (`XDP_UMEM_TX_METADATA_LEN`, Linux 6.8), for checksum offload.
+    pub tx_metadata: bool,
+    /// With `tx_metadata`: `XDP_UMEM_TX_SW_CSUM`, the kernel computes an offloaded checksum itself
+    /// in copy mode instead of leaving it to the device.
+    pub kernel_software_checksum: bool,
+}
+
+/// Bytes of transmit metadata in front of a frame: `struct xsk_tx_metadata` (a 64-bit `flags`,
+/// then the request's `csum_start` and `csum_offset`, 16-bit, and since Linux 6.15 a 64-bit launch
+/// time), 24 bytes, a multiple of 8 as the kernel requires.
+pub(super) const TX_METADATA_LEN: u32 = 24;
+
+/// Writes the transmit metadata asking for checksum offload into `meta` (the
+/// [`TX_METADATA_LEN`] bytes in front of a frame): the device (or in copy mode the kernel) sums
+/// from `start` (counted from the frame's first byte) to the end and stores the result at
+/// `start + offset`.
+pub(super) fn write_checksum_request(meta: &mut [u8], start: u16, offset: u16) {
+    meta.fill(0);
+    meta[..8].copy_from_slice(&u64::from(libc::XDP_TXMD_FLAGS_CHECKSUM).to_ne_bytes());
+    meta[8..10].copy_from_slice(&start.to_ne_bytes());
+    meta[10..12].copy_from_slice(&offset.to_ne_bytes());
 }
 
 /// An AF_XDP socket with its UMEM and rings, bound to a queue.
@@ -437,6 +459,9 @@ pub(super) struct Socket {
     pub fd: Arc<OwnedFd>,
     /// Last: unmapped after the socket is closed.
     pub umem: Umem,
+    /// The UMEM was registered with transmit metadata ([`SocketParams::tx_metadata`] asked and
+    /// the kernel has it).
+    pub tx_metadata: bool,
 }
 
 fn setsockopt<T>(fd: BorrowedFd<'_>, name: libc::c_int, value: &T, what: &str) -> io::Result<()> {
@@ -534,7 +559,7 @@ impl Socket {
         let fd = unsafe { OwnedFd::from_raw_fd(raw) };
         let len = params.chunk_size as usize * params.chunks as usize;
         let umem = Umem::new(len)?;
-        let reg = libc::xdp_umem_reg {
+        let mut reg = libc::xdp_umem_reg {
             addr: umem.addr(),
             len: len as u64,
             chunk_size: params.chunk_size,
@@ -543,7 +568,21 @@ impl Socket {
             tx_metadata_len: 0,
         };
         let b = fd.as_fd();
-        setsockopt(b, libc::XDP_UMEM_REG, &reg, "XDP_UMEM_REG")?;
+        let mut tx_metadata = false;
+        if params.tx_metadata {
+            let mut with = reg;
+            with.flags = libc::XDP_UMEM_TX_METADATA_LEN;
+            if params.kernel_software_checksum {
+                with.flags |= libc::XDP_UMEM_TX_SW_CSUM;
+            }
+            with.tx_metadata_len = TX_METADATA_LEN;
+            // A kernel older than 6.8 refuses the flag (EINVAL): registered without.
+            tx_metadata = setsockopt(b, libc::XDP_UMEM_REG, &with, "XDP_UMEM_REG").is_ok();
+        }
+        if !tx_metadata {
+            reg.flags = 0;
+            setsockopt(b, libc::XDP_UMEM_REG, &reg, "XDP_UMEM_REG")?;
+        }
         setsockopt(
             b,
             libc::XDP_UMEM_FILL_RING,
@@ -644,6 +683,7 @@ impl Socket {
             completion: Consumer::new(completion),
             fd: Arc::new(fd),
             umem,
+            tx_metadata,
         })
     }
 }
