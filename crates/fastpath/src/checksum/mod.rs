@@ -619,6 +619,19 @@ impl Algorithm {
         }
     }
 
+    /// Sums a packet's `data` as the stack does with this algorithm chosen: the vector algorithms
+    /// hand inputs shorter than [`FAST_SIMD_MIN_LEN`] to [`wide`], which is faster there (as
+    /// [`fast`] does, and as [`Algorithm::copy_and_sum`] does below [`COPY_SIMD_MIN_LEN`]); the
+    /// scalar ones run as they are. [`Algorithm::sum`] runs the algorithm itself at any length, for
+    /// measuring it.
+    #[inline]
+    pub fn sum_packet(self, data: &[u8]) -> u16 {
+        match self {
+            Algorithm::Avx2 | Algorithm::Avx512 if data.len() < FAST_SIMD_MIN_LEN => wide(data),
+            _ => self.sum(data),
+        }
+    }
+
     /// Sums `data` with this algorithm; returns the folded sum, not complemented. An
     /// algorithm that is not available on this CPU falls back to [`wide`], so this never fails.
     pub fn sum(self, data: &[u8]) -> u16 {

@@ -174,7 +174,7 @@ fn build<A: IpAddress>(
     ];
     // The header's sum, for a checksum fused with the copy.
     let header_sum = match mode {
-        TxChecksum::Fused => rules.algorithm().sum(&segment[..header_len]),
+        TxChecksum::Fused => rules.algorithm().sum_packet(&segment[..header_len]),
         _ => 0,
     };
     let field = rules.fill(

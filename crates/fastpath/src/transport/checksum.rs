@@ -129,7 +129,7 @@ impl ChecksumRules {
     #[inline]
     pub(crate) fn verify(&self, datagram: &[u8], pseudo: u16) -> bool {
         timed!(Checksum);
-        checksum::add(pseudo, self.algorithm.sum(datagram)) == 0xffff
+        checksum::add(pseudo, self.algorithm.sum_packet(datagram)) == 0xffff
     }
 
     /// Writes the payload into `datagram` after its `header_len` bytes of header (whose checksum
@@ -169,7 +169,7 @@ impl ChecksumRules {
         match mode {
             TxChecksum::Fused | TxChecksum::Separate => {
                 timed!(Checksum);
-                !checksum::add(self.algorithm.sum(datagram), pseudo)
+                !checksum::add(self.algorithm.sum_packet(datagram), pseudo)
             }
             TxChecksum::Offload => pseudo,
             TxChecksum::None => 0,
