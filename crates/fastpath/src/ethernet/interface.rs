@@ -144,10 +144,19 @@ pub struct EthernetInterface {
     /// What routers advertised and when it runs out: the default route through each (the prefix
     /// `::/0`) and each on-link prefix, at most [`MAX_ADVERTISED`].
     advertised: Vec<(Ipv6Addr, Ipv6Cidr, Instant)>,
-    /// A multicast listener report is due (the groups changed, or a querier asked), and when the
-    /// last went: at most one a second, whatever asks.
+    /// When a multicast listener report is due: the groups changed (at once, then once more at a
+    /// random time within a second, RFC 3810 §6.1's robustness), or a querier asked (at a random
+    /// time within its maximum response delay, §6.2).
     mld_due: Option<Instant>,
+    /// When the last report went: a change's first report and a query's answer go at most one a
+    /// second, whatever asks.
     mld_last: Option<Instant>,
+    /// Reports still owed for the last change: its retransmissions (the robustness variable, 2,
+    /// less the report itself).
+    mld_repeats: u8,
+    /// The state of the generator the report delays are drawn from (seeded from the hardware
+    /// address, so that hosts on one link differ).
+    mld_random: u64,
     /// What the interface counted.
     pub counters: EthernetCounters,
     /// Its drops, by reason, until the stack takes them into its own counters.
@@ -190,6 +199,10 @@ impl EthernetInterface {
             advertised: Vec::new(),
             mld_due: None,
             mld_last: None,
+            mld_repeats: 0,
+            mld_random: u64::from_be_bytes([
+                0, 0, mac.0[0], mac.0[1], mac.0[2], mac.0[3], mac.0[4], mac.0[5],
+            ]) ^ 0x9e37_79b9_7f4a_7c15,
             counters: EthernetCounters::default(),
             drops: Drops::default(),
             dropped: false,
@@ -408,10 +421,10 @@ impl EthernetInterface {
                     self.ndp(&frame, repr.src, now, out);
                     return FrameIn::Consumed;
                 }
-                if is_mld_query(frame.data()) {
+                if let Some(max_delay) = mld_query(frame.data()) {
                     // A querier asks who listens: the report answers for every group at once.
                     self.counters.mld_queries_in += 1;
-                    self.report_groups(now);
+                    self.answer_query(now, max_delay);
                     return FrameIn::Consumed;
                 }
                 FrameIn::Ipv6(frame)
@@ -678,16 +691,45 @@ impl EthernetInterface {
             self.mld_due = None;
             self.mld_last = Some(now);
             self.send_report(out);
+            if self.mld_repeats > 0 {
+                // The change's retransmission, at a random time within the unsolicited report
+                // interval (RFC 3810 §6.1, 1 s; §9.11).
+                self.mld_repeats -= 1;
+                self.mld_due = Some(now + self.mld_delay(1000).max(Duration::from_millis(1)));
+            }
         }
     }
 
-    /// Schedules a multicast listener report, at most one a second (RFC 3810 §6.1 for changes,
-    /// §6.2 for queries: a query, to all nodes, is answered once, not once per group).
+    /// The groups changed: a report at once, at most one a second, and one more after it
+    /// (RFC 3810 §6.1: [Robustness Variable] reports in all).
     fn report_groups(&mut self, now: Instant) {
         let earliest = self
             .mld_last
             .map_or(now, |t| (t + Duration::from_secs(1)).max(now));
         self.mld_due = Some(self.mld_due.map_or(earliest, |d| d.min(earliest)));
+        self.mld_repeats = MLD_ROBUSTNESS - 1;
+    }
+
+    /// A query asks who listens, to be answered within `max_delay` milliseconds: one report of
+    /// every group at a random time within it (RFC 3810 §6.2: a general query is answered once, not
+    /// once per group), unless one is due sooner; at most one a second, however often it asks.
+    fn answer_query(&mut self, now: Instant, max_delay: u32) {
+        let earliest = self
+            .mld_last
+            .map_or(now, |t| (t + Duration::from_secs(1)).max(now));
+        let at = (now + self.mld_delay(u64::from(max_delay))).max(earliest);
+        self.mld_due = Some(self.mld_due.map_or(at, |d| d.min(at)));
+    }
+
+    /// A random delay below `ms` milliseconds (0 when `ms` is 0), from a xorshift generator: the
+    /// point is only that listeners on one link do not answer together.
+    fn mld_delay(&mut self, ms: u64) -> Duration {
+        let mut x = self.mld_random;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.mld_random = x;
+        Duration::from_millis(x.checked_rem(ms).unwrap_or(0))
     }
 
     /// A version 2 multicast listener report (RFC 3810 §5.2) of the solicited-node groups of our
@@ -898,6 +940,9 @@ impl EthernetInterface {
     }
 }
 
+/// RFC 3810 §9.1's Robustness Variable: a change is reported this many times.
+const MLD_ROBUSTNESS: u8 = 2;
+
 /// Routes advertised by routers whose lifetimes are kept (more are kept for ever).
 const MAX_ADVERTISED: usize = 32;
 
@@ -923,15 +968,26 @@ fn strip(frame: &mut PacketBuf, hl: usize) {
     }
 }
 
-/// Whether an IPv6 packet is a multicast listener query from the link (hop limit 1, a hop-by-hop
-/// header, then ICMPv6 type 130), which RFC 3810 §5.1 has every listener answer. Its checksum is
-/// not checked: a query only schedules a report, at most one a second.
-fn is_mld_query(p: &[u8]) -> bool {
+/// If an IPv6 packet is a multicast listener query from the link (hop limit 1, a hop-by-hop
+/// header, then ICMPv6 type 130), which RFC 3810 §5.1 has every listener answer: its maximum
+/// response delay in milliseconds (§5.1.3: the code itself below 32768, else a floating-point
+/// value; an MLDv1 query's 16-bit delay reads the same way below 32768). Its checksum is not
+/// checked: a query only schedules a report, at most one a second.
+fn mld_query(p: &[u8]) -> Option<u32> {
     if p.len() < 48 || p[0] >> 4 != 6 || p[6] != 0 || p[7] != 1 || p[40] != 58 {
-        return false;
+        return None;
     }
     let at = 40 + 8 * (usize::from(p[41]) + 1);
-    p.get(at) == Some(&130)
+    if p.get(at) != Some(&130) {
+        return None;
+    }
+    let code = u16::from_be_bytes([*p.get(at + 4)?, *p.get(at + 5)?]);
+    Some(if code < 0x8000 {
+        u32::from(code)
+    } else {
+        let (mant, exp) = (u32::from(code & 0x0fff), u32::from((code >> 12) & 0x7));
+        (mant | 0x1000) << (exp + 3)
+    })
 }
 
 /// Whether an IPv6 packet is a whole neighbour discovery message with no extension header
@@ -943,4 +999,55 @@ fn is_ndp(p: &[u8]) -> bool {
         && 40 + usize::from(u16::from_be_bytes([p[4], p[5]])) <= p.len()
         && u16::from_be_bytes([p[4], p[5]]) >= 8
         && (133..=136).contains(&p[40])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A query with hop-by-hop header and router alert, its maximum response code `code`.
+    fn query(code: u16) -> Vec<u8> {
+        let mut p = vec![0x60, 0, 0, 0, 0, 36, 0, 1];
+        p.extend_from_slice(&[0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]);
+        p.extend_from_slice(&[0xff, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]);
+        p.extend_from_slice(&[58, 0, 5, 2, 0, 0, 1, 0]);
+        p.extend_from_slice(&[130, 0, 0, 0]);
+        p.extend_from_slice(&code.to_be_bytes());
+        p.extend_from_slice(&[0; 22]);
+        p
+    }
+
+    #[test]
+    fn a_query_s_maximum_response_delay_is_read_as_rfc_3810_encodes_it() {
+        assert_eq!(mld_query(&query(10_000)), Some(10_000));
+        assert_eq!(mld_query(&query(0)), Some(0));
+        assert_eq!(mld_query(&query(0x7fff)), Some(0x7fff));
+        // §5.1.3: 1 exp mant, (mant | 0x1000) << (exp + 3).
+        assert_eq!(mld_query(&query(0x8000)), Some(0x1000 << 3));
+        assert_eq!(mld_query(&query(0xffff)), Some(0x1fff << 10));
+        // Cut short, or another message: not a query.
+        let q = query(100);
+        for len in 0..52 {
+            assert_eq!(mld_query(&q[..len]), None, "{len} bytes");
+        }
+        let mut report = q.clone();
+        report[48] = 143;
+        assert_eq!(mld_query(&report), None);
+        let mut hops = q;
+        hops[7] = 2;
+        assert_eq!(mld_query(&hops), None, "hop limit 1 only");
+    }
+
+    #[test]
+    fn report_delays_fall_within_what_is_asked_and_differ_by_host() {
+        let cfg = EthernetConfig::default();
+        let mut a = EthernetInterface::new(MacAddr([2, 0, 0, 0, 0, 1]), cfg);
+        let mut b = EthernetInterface::new(MacAddr([2, 0, 0, 0, 0, 2]), cfg);
+        let da: Vec<Duration> = (0..32).map(|_| a.mld_delay(1000)).collect();
+        let db: Vec<Duration> = (0..32).map(|_| b.mld_delay(1000)).collect();
+        assert!(da.iter().chain(&db).all(|d| *d < Duration::from_secs(1)));
+        assert_ne!(da, db);
+        assert!(da.windows(2).any(|w| w[0] != w[1]));
+        assert_eq!(a.mld_delay(0), Duration::ZERO);
+    }
 }
