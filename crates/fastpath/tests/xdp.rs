@@ -593,8 +593,9 @@ fn checksums_offloaded_through_transmit_metadata() {
         }
         drop(link);
     }
-    // Off: the link offers nothing, and the stack computes every checksum.
-    let Some(link) = veth.open(
+    // Off: the link offers nothing, and the stack computes every checksum; a partial one handed to
+    // it anyway is completed by the link, and the kernel's UDP verifies it.
+    let Some(mut link) = veth.open(
         test,
         &XdpConfig {
             tx_checksum_offload: false,
@@ -604,6 +605,14 @@ fn checksums_offloaded_through_transmit_metadata() {
         return;
     };
     assert!(!link.tx_checksum_offload());
+    let (ours, theirs) = (link.mac().0, veth.kernel_mac());
+    let frame = udp_frame(ours, theirs, 9999, &payload[..300]);
+    assert_eq!(link.transmit(&mut vec![partial_udp(&frame)]), 0);
+    let (n, _) = sock
+        .recv_from(&mut buf)
+        .unwrap_or_else(|e| panic!("completed by the link: {e}; {:?}", link.stats()));
+    assert_eq!(&buf[..n], &payload[..300]);
+    assert_eq!(link.stats().tx_checksum_offloaded, 0);
 }
 
 #[test]

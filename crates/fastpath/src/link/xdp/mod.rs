@@ -41,7 +41,8 @@
 //! its own partial-checksum mark, which a veth peer's stack takes as it takes a local sender's,
 //! and which a NIC, or the kernel in software, completes. A kernel without transmit metadata, or a
 //! socket in zero-copy mode (whose driver may not read the request), leaves the offload off, and
-//! the stack computes every checksum.
+//! the stack computes every checksum; a frame with a partial checksum handed to such a link from
+//! elsewhere is completed by the link before it goes.
 //!
 //! **Frames larger than a chunk.** A chunk holds a received frame of up to `frame_size` − 256 bytes
 //! (the kernel keeps `XDP_PACKET_HEADROOM` in front). When the MTU (the link's or the interface's,
@@ -488,6 +489,18 @@ impl XdpLink {
     }
 }
 
+/// Completes a partial transport checksum in `frame`: the sum from `start` to the end (the
+/// pseudo-header's sum already in the field at `start + offset`), complemented, into that field.
+/// Offsets outside the frame leave it as it is.
+fn complete_checksum(frame: &mut [u8], start: usize, offset: usize) {
+    let at = start.saturating_add(offset);
+    if at.saturating_add(2) > frame.len() {
+        return;
+    }
+    let sum = crate::checksum::fast(&frame[start..]);
+    frame[at..at + 2].copy_from_slice(&(!sum).to_be_bytes());
+}
+
 /// The receive chunk a descriptor from the RX ring names: `None` unless its frame lies inside one
 /// chunk of the receive area `[0, rx_end)` (the kernel's word is checked, not trusted).
 fn rx_chunk(addr: u64, len: u32, frame_size: u64, rx_end: u64) -> Option<u64> {
@@ -718,9 +731,17 @@ impl Link for XdpLink {
                 self.pool.free(packet);
                 continue;
             }
-            // Only a link that offered the offload gets partial checksums.
+            // A partial checksum goes to the kernel when the link offered the offload; one handed
+            // to a link that did not (a frame from elsewhere) is completed here.
+            let mut packet = packet;
             let request = match packet.meta.checksum() {
-                ChecksumOffload::Partial { start, offset } => Some((start, offset)),
+                ChecksumOffload::Partial { start, offset } if self.caps.tx_checksum_offload => {
+                    Some((start, offset))
+                }
+                ChecksumOffload::Partial { start, offset } => {
+                    complete_checksum(packet.data_mut(), start.into(), offset.into());
+                    None
+                }
                 _ => None,
             };
             let data = packet.data();
@@ -857,6 +878,24 @@ mod tests {
         drop(links);
         let shown = ip(&["-n", &ns.0, "link", "show", "vx"]);
         assert!(!shown.contains("prog/xdp"), "detached: {shown}");
+    }
+
+    #[test]
+    fn a_partial_checksum_is_completed_where_the_link_cannot_offload_it() {
+        // An Ethernet header, then a UDP-like body whose field at offset 6 holds a partial sum.
+        let mut frame = vec![0u8; 14];
+        let body = [0x13u8, 0x88, 0, 9, 0, 12, 0x12, 0x34, 1, 2, 3, 4];
+        frame.extend_from_slice(&body);
+        complete_checksum(&mut frame, 14, 6);
+        // The receiver's check: the pseudo-header's sum (the 0x1234 the field held) and the body's,
+        // the completed field included, make 0xffff.
+        let body_sum = crate::checksum::rfc1071(&frame[14..]);
+        assert_eq!(crate::checksum::add(0x1234, body_sum), 0xffff);
+        // Offsets past the end change nothing, and never panic.
+        let before = frame.clone();
+        complete_checksum(&mut frame, 14, 11);
+        complete_checksum(&mut frame, usize::MAX, usize::MAX);
+        assert_eq!(frame, before);
     }
 
     #[test]
