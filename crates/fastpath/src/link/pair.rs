@@ -127,7 +127,7 @@ impl PairEnd {
 /// ones'-complement equal), because zero means "no checksum" to UDP.
 pub(crate) fn complete_checksum(packet: &mut PacketBuf, start: usize, offset: usize) {
     let data = packet.data_mut();
-    if start + offset + 2 > data.len() {
+    if start.saturating_add(offset).saturating_add(2) > data.len() {
         return;
     }
     let field = !crate::checksum::fast(&data[start..]);

@@ -74,6 +74,7 @@ use std::time::Duration;
 
 use nix::errno::Errno;
 
+use super::pair::complete_checksum;
 use super::{Link, LinkCapabilities, Medium};
 #[cfg(doc)]
 use crate::buf::HEADROOM;
@@ -489,18 +490,6 @@ impl XdpLink {
     }
 }
 
-/// Completes a partial transport checksum in `frame`: the sum from `start` to the end (the
-/// pseudo-header's sum already in the field at `start + offset`), complemented, into that field.
-/// Offsets outside the frame leave it as it is.
-fn complete_checksum(frame: &mut [u8], start: usize, offset: usize) {
-    let at = start.saturating_add(offset);
-    if at.saturating_add(2) > frame.len() {
-        return;
-    }
-    let sum = crate::checksum::fast(&frame[start..]);
-    frame[at..at + 2].copy_from_slice(&(!sum).to_be_bytes());
-}
-
 /// The receive chunk a descriptor from the RX ring names: `None` unless its frame lies inside one
 /// chunk of the receive area `[0, rx_end)` (the kernel's word is checked, not trusted).
 fn rx_chunk(addr: u64, len: u32, frame_size: u64, rx_end: u64) -> Option<u64> {
@@ -715,7 +704,7 @@ impl Link for XdpLink {
         let room = (self.frame_size - offset) as usize;
         let mut dropped = 0;
         let mut posted = 0u32;
-        for packet in batch.drain(..) {
+        for mut packet in batch.drain(..) {
             let len = packet.len();
             let pieces = len.div_ceil(room);
             if len == 0 || len > self.max_frame || (pieces > 1 && !self.multi_buffer) {
@@ -733,13 +722,12 @@ impl Link for XdpLink {
             }
             // A partial checksum goes to the kernel when the link offered the offload; one handed
             // to a link that did not (a frame from elsewhere) is completed here.
-            let mut packet = packet;
             let request = match packet.meta.checksum() {
                 ChecksumOffload::Partial { start, offset } if self.caps.tx_checksum_offload => {
                     Some((start, offset))
                 }
                 ChecksumOffload::Partial { start, offset } => {
-                    complete_checksum(packet.data_mut(), start.into(), offset.into());
+                    complete_checksum(&mut packet, start.into(), offset.into());
                     None
                 }
                 _ => None,
@@ -886,16 +874,17 @@ mod tests {
         let mut frame = vec![0u8; 14];
         let body = [0x13u8, 0x88, 0, 9, 0, 12, 0x12, 0x34, 1, 2, 3, 4];
         frame.extend_from_slice(&body);
-        complete_checksum(&mut frame, 14, 6);
+        let mut packet = PacketBuf::from_slice(&frame);
+        complete_checksum(&mut packet, 14, 6);
         // The receiver's check: the pseudo-header's sum (the 0x1234 the field held) and the body's,
         // the completed field included, make 0xffff.
-        let body_sum = crate::checksum::rfc1071(&frame[14..]);
+        let body_sum = crate::checksum::rfc1071(&packet.data()[14..]);
         assert_eq!(crate::checksum::add(0x1234, body_sum), 0xffff);
         // Offsets past the end change nothing, and never panic.
-        let before = frame.clone();
-        complete_checksum(&mut frame, 14, 11);
-        complete_checksum(&mut frame, usize::MAX, usize::MAX);
-        assert_eq!(frame, before);
+        let before = packet.data().to_vec();
+        complete_checksum(&mut packet, 14, 11);
+        complete_checksum(&mut packet, usize::MAX, usize::MAX);
+        assert_eq!(packet.data(), &before[..]);
     }
 
     #[test]
