@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use super::arp::{arp_input, ArpDrop, ArpInterface};
 use super::board::NeighborBoard;
-use super::ndp::{ndp_input, NdpDrop, NdpInterface, RouterInfo, ALL_NODES};
+use super::ndp::{link_local, ndp_input, NdpDrop, NdpInterface, RouterInfo, ALL_NODES};
 use super::neighbor::{NeighborAction, NeighborCache, Resolved};
 use crate::buf::{ChecksumOffload, PacketBuf};
 use crate::checksum;
@@ -60,6 +60,18 @@ pub enum EthernetEvent {
         /// The prefix (`::/0` for the default route).
         prefix: Ipv6Cidr,
     },
+    /// An address formed from a router's prefix (RFC 4862 §5.5.3) changed preference: deprecated
+    /// when its preferred lifetime ran out (a source for new communication only when no other
+    /// will do, §5.5.4), preferred again when an advertisement extended it.
+    Deprecated {
+        /// The address.
+        addr: Ipv6Addr,
+        /// Deprecated (true) or preferred again (false).
+        deprecated: bool,
+    },
+    /// An address formed from a router's prefix reached the end of its valid lifetime (RFC 4862
+    /// §5.5.4): it is no longer ours, as a source or as a destination.
+    AddressExpired(Ipv6Cidr),
 }
 
 /// What the interface counted, beyond its drops.
@@ -121,6 +133,23 @@ struct Dad {
     next: Instant,
 }
 
+/// An address formed from a router's prefix (stateless autoconfiguration, RFC 4862 §5.5.3) and
+/// its lifetimes (`None`: infinite).
+#[derive(Clone, Copy, Debug)]
+struct Autoconf {
+    cidr: Ipv6Cidr,
+    preferred: Option<Instant>,
+    valid: Option<Instant>,
+    deprecated: bool,
+}
+
+impl Autoconf {
+    /// Whether its preferred lifetime has run out at `now`.
+    fn deprecated_at(&self, now: Instant) -> bool {
+        self.preferred.is_some_and(|t| t <= now)
+    }
+}
+
 /// One Ethernet interface's link layer (see the module's notes).
 #[derive(Debug)]
 pub struct EthernetInterface {
@@ -144,6 +173,13 @@ pub struct EthernetInterface {
     /// What routers advertised and when it runs out: the default route through each (the prefix
     /// `::/0`) and each on-link prefix, at most [`MAX_ADVERTISED`].
     advertised: Vec<(Ipv6Addr, Ipv6Cidr, Instant)>,
+    /// The addresses formed from advertised prefixes, at most [`MAX_AUTOCONF`].
+    autoconf: Vec<Autoconf>,
+    /// The groups the last multicast listener report named as joined.
+    mld_joined: Vec<Ipv6Addr>,
+    /// Groups left since, each with the reports still owed to say so (RFC 3810 §6.1: a change
+    /// to include mode with no source, [Robustness Variable] times).
+    mld_leaving: Vec<(Ipv6Addr, u8)>,
     /// When a multicast listener report is due: the groups changed (at once, then once more at a
     /// random time within a second, RFC 3810 §6.1's robustness), or a querier asked (at a random
     /// time within its maximum response delay, §6.2).
@@ -197,6 +233,9 @@ impl EthernetInterface {
             rs: None,
             router_heard: false,
             advertised: Vec::new(),
+            autoconf: Vec::new(),
+            mld_joined: Vec::new(),
+            mld_leaving: Vec::new(),
             mld_due: None,
             mld_last: None,
             mld_repeats: 0,
@@ -265,6 +304,28 @@ impl EthernetInterface {
         self.ndp_if.tentative.contains(&addr)
     }
 
+    /// Whether `addr` was formed from a router's prefix (RFC 4862 §5.5.3), so lives as long as
+    /// the router says and comes with no on-link route of its own (the prefix's on-link flag
+    /// gives that, §5.5.3's note).
+    pub fn is_autoconfigured(&self, addr: Ipv6Addr) -> bool {
+        self.autoconf.iter().any(|a| a.cidr.addr == addr)
+    }
+
+    /// IPv6 address `addr` is ours no more: no answers for it, its check (if any) stopped, and its
+    /// solicited-node group left, reported to multicast routers when no other address of ours
+    /// shares it. Returns whether it was ours (usable or tentative).
+    pub fn remove_ipv6(&mut self, addr: Ipv6Addr, now: Instant) -> bool {
+        let had = self.ndp_if.addrs.contains(&addr) || self.ndp_if.tentative.contains(&addr);
+        self.ndp_if.addrs.retain(|&a| a != addr);
+        self.ndp_if.tentative.retain(|&a| a != addr);
+        self.dad.retain(|d| d.cidr.addr != addr);
+        self.autoconf.retain(|a| a.cidr.addr != addr);
+        if had && !self.groups().contains(&solicited_node(addr)) {
+            self.report_groups(now);
+        }
+        had
+    }
+
     /// Shares answers with the stacks of the interface's other queues through `board`.
     pub fn set_board(&mut self, board: NeighborBoard) {
         self.board = Some((board, 0));
@@ -322,6 +383,11 @@ impl EthernetInterface {
             self.rs.map(|(_, next)| next),
             self.mld_due,
             self.advertised.iter().map(|a| a.2).min(),
+            self.autoconf
+                .iter()
+                .flat_map(|a| [a.valid, a.preferred.filter(|_| !a.deprecated)])
+                .flatten()
+                .min(),
         ]
         .into_iter()
         .flatten()
@@ -532,6 +598,7 @@ impl EthernetInterface {
             self.router_heard = true;
             self.rs = None;
             self.note_lifetimes(&info, now);
+            self.autoconfigure(&info, now);
             self.events.push(EthernetEvent::Router(info));
         }
         if let Some((dst, mac, reply)) = outcome.reply {
@@ -553,6 +620,7 @@ impl EthernetInterface {
     fn duplicate(&mut self, addr: Ipv6Addr) {
         self.ndp_if.tentative.retain(|&a| a != addr);
         self.dad.retain(|d| d.cidr.addr != addr);
+        self.autoconf.retain(|a| a.cidr.addr != addr);
         self.counters.duplicates += 1;
         self.events.push(EthernetEvent::Duplicate(addr));
     }
@@ -687,6 +755,7 @@ impl EthernetInterface {
         }
         self.solicit_routers(now, out);
         self.expire_advertised(now);
+        self.age_autoconf(now);
         if self.mld_due.is_some_and(|t| t <= now) {
             self.mld_due = None;
             self.mld_last = Some(now);
@@ -732,13 +801,9 @@ impl EthernetInterface {
         Duration::from_millis(x.checked_rem(ms).unwrap_or(0))
     }
 
-    /// A version 2 multicast listener report (RFC 3810 §5.2) of the solicited-node groups of our
-    /// addresses, tentative ones included, each as a change to exclude mode with no source (a
-    /// join), to all MLDv2 routers (`ff02::16`), from our link-local address (or the unspecified
-    /// address while it is being checked, §5.2.13), hop limit 1, with a hop-by-hop header holding
-    /// the router alert option.
-    fn send_report(&mut self, out: &mut Vec<PacketBuf>) {
-        const ALL_MLDV2_ROUTERS: Ipv6Addr = Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 0, 0x16);
+    /// The solicited-node groups of our addresses, tentative ones included (RFC 4862 §5.4.2),
+    /// sorted, each once.
+    fn groups(&self) -> Vec<Ipv6Addr> {
         let mut groups: Vec<Ipv6Addr> = self
             .ndp_if
             .addrs
@@ -748,9 +813,28 @@ impl EthernetInterface {
             .collect();
         groups.sort();
         groups.dedup();
-        // At most what one 1280-byte packet carries.
-        groups.truncate(60);
-        if groups.is_empty() {
+        groups
+    }
+
+    /// A version 2 multicast listener report (RFC 3810 §5.2) to all MLDv2 routers (`ff02::16`):
+    /// each group we listen to as a change to exclude mode with no source (a join), and each group
+    /// left since an earlier report as a change to include mode with no source (a leave, in
+    /// [Robustness Variable] reports, §6.1). From our link-local address (or the unspecified
+    /// address while it is being checked, §5.2.13), hop limit 1, with a hop-by-hop header holding
+    /// the router alert option.
+    fn send_report(&mut self, out: &mut Vec<PacketBuf>) {
+        const ALL_MLDV2_ROUTERS: Ipv6Addr = Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 0, 0x16);
+        let mut groups = self.groups();
+        groups.truncate(MLD_MAX_RECORDS);
+        for g in std::mem::take(&mut self.mld_joined) {
+            if !groups.contains(&g) && !self.mld_leaving.iter().any(|l| l.0 == g) {
+                self.mld_leaving.push((g, MLD_ROBUSTNESS));
+            }
+        }
+        self.mld_leaving.retain(|l| !groups.contains(&l.0));
+        self.mld_leaving.truncate(MLD_MAX_RECORDS - groups.len());
+        self.mld_joined = groups.clone();
+        if groups.is_empty() && self.mld_leaving.is_empty() {
             return;
         }
         let src = self
@@ -761,11 +845,18 @@ impl EthernetInterface {
             .copied()
             .unwrap_or(Ipv6Addr::UNSPECIFIED);
         let mut msg = vec![143, 0, 0, 0, 0, 0];
-        msg.extend_from_slice(&(groups.len() as u16).to_be_bytes());
+        let records = groups.len() + self.mld_leaving.len();
+        msg.extend_from_slice(&(records as u16).to_be_bytes());
         for g in &groups {
             msg.extend_from_slice(&[4, 0, 0, 0]);
             msg.extend_from_slice(&g.octets());
         }
+        for (g, owed) in &mut self.mld_leaving {
+            msg.extend_from_slice(&[3, 0, 0, 0]);
+            msg.extend_from_slice(&g.octets());
+            *owed -= 1;
+        }
+        self.mld_leaving.retain(|l| l.1 > 0);
         let sum = checksum::add(
             checksum::pseudo_header_sum(src, ALL_MLDV2_ROUTERS, 58, msg.len() as u16),
             checksum::fast(&msg),
@@ -857,6 +948,104 @@ impl EthernetInterface {
         });
     }
 
+    /// Stateless address autoconfiguration (RFC 4862 §5.5.3) from a router's advertisement. For
+    /// each prefix it marks autonomous, 64 bits long (what our interface identifier leaves), not
+    /// link-local, and with a preferred lifetime no longer than its valid one: an address of the
+    /// prefix and our interface identifier is formed (and checked for duplicates before use), or,
+    /// formed already, has its lifetimes renewed. The preferred lifetime becomes the advertised
+    /// one; the valid lifetime too when that is over two hours or over what is left, otherwise two
+    /// hours unless less is left (§5.5.3 e: a forged advertisement cannot end an address early).
+    /// An address the application gave is not the router's to age, and at most [`MAX_AUTOCONF`]
+    /// are formed.
+    fn autoconfigure(&mut self, info: &RouterInfo, now: Instant) {
+        const TWO_HOURS: Duration = Duration::from_secs(2 * 3600);
+        // `None` is infinity (all ones, RFC 4861 §4.6.2).
+        let until =
+            |secs: u32| (secs != u32::MAX).then(|| now + Duration::from_secs(u64::from(secs)));
+        let longer = |a: Option<Instant>, b: Option<Instant>| match (a, b) {
+            (None, b) => b.is_some(),
+            (Some(a), Some(b)) => a > b,
+            (Some(_), None) => false,
+        };
+        let id = link_local(self.arp_if.mac).octets();
+        for p in &info.prefixes {
+            let link_local = p.prefix.segments()[0] & 0xffc0 == 0xfe80;
+            if !p.autonomous
+                || link_local
+                || p.prefix_len != 64
+                || p.preferred_lifetime > p.valid_lifetime
+            {
+                continue;
+            }
+            let mut octets = mask(p.prefix, 64).octets();
+            octets[8..].copy_from_slice(&id[8..]);
+            let cidr = Ipv6Cidr::new(Ipv6Addr::from(octets), 64);
+            let (preferred, valid) = (until(p.preferred_lifetime), until(p.valid_lifetime));
+            let i = match self.autoconf.iter().position(|a| a.cidr == cidr) {
+                Some(i) => {
+                    let a = &mut self.autoconf[i];
+                    a.preferred = preferred;
+                    if longer(valid, Some(now + TWO_HOURS)) || longer(valid, a.valid) {
+                        a.valid = valid;
+                    } else if longer(a.valid, Some(now + TWO_HOURS)) {
+                        a.valid = Some(now + TWO_HOURS);
+                    }
+                    i
+                }
+                None => {
+                    let ours = self.ndp_if.addrs.contains(&cidr.addr)
+                        || self.ndp_if.tentative.contains(&cidr.addr);
+                    if p.valid_lifetime == 0 || ours || self.autoconf.len() >= MAX_AUTOCONF {
+                        continue;
+                    }
+                    self.autoconf.push(Autoconf {
+                        cidr,
+                        preferred,
+                        valid,
+                        deprecated: false,
+                    });
+                    if self.add_ipv6(cidr, now) {
+                        self.events.push(EthernetEvent::AddressReady(cidr));
+                    }
+                    self.autoconf.len() - 1
+                }
+            };
+            let a = &mut self.autoconf[i];
+            let deprecated = a.deprecated_at(now);
+            if deprecated != a.deprecated {
+                a.deprecated = deprecated;
+                self.events.push(EthernetEvent::Deprecated {
+                    addr: cidr.addr,
+                    deprecated,
+                });
+            }
+        }
+    }
+
+    /// Deprecates the autoconfigured addresses whose preferred lifetime ran out, and gives up
+    /// those whose valid lifetime did (RFC 4862 §5.5.4).
+    fn age_autoconf(&mut self, now: Instant) {
+        let mut i = 0;
+        while i < self.autoconf.len() {
+            let a = self.autoconf[i];
+            if a.valid.is_some_and(|t| t <= now) {
+                // Takes it off the list too: the next one is now at `i`.
+                self.remove_ipv6(a.cidr.addr, now);
+                self.events.push(EthernetEvent::AddressExpired(a.cidr));
+                continue;
+            }
+            let deprecated = a.deprecated_at(now);
+            if deprecated != a.deprecated {
+                self.autoconf[i].deprecated = deprecated;
+                self.events.push(EthernetEvent::Deprecated {
+                    addr: a.cidr.addr,
+                    deprecated,
+                });
+            }
+            i += 1;
+        }
+    }
+
     fn arp_request(
         &mut self,
         target: Ipv4Addr,
@@ -945,6 +1134,12 @@ const MLD_ROBUSTNESS: u8 = 2;
 
 /// Routes advertised by routers whose lifetimes are kept (more are kept for ever).
 const MAX_ADVERTISED: usize = 32;
+
+/// Addresses formed from advertised prefixes (more prefixes are not used for addresses).
+const MAX_AUTOCONF: usize = 16;
+
+/// Group records in one multicast listener report: what a 1280-byte packet carries.
+const MLD_MAX_RECORDS: usize = 60;
 
 /// `addr` with the bits past `len` (1 to 128) cleared.
 pub(crate) fn mask(addr: Ipv6Addr, len: u8) -> Ipv6Addr {
@@ -1049,5 +1244,203 @@ mod tests {
         assert_ne!(da, db);
         assert!(da.windows(2).any(|w| w[0] != w[1]));
         assert_eq!(a.mld_delay(0), Duration::ZERO);
+    }
+
+    const MAC: MacAddr = MacAddr([2, 0, 0, 0, 0, 0x0b]);
+
+    fn v6(s: &str) -> Ipv6Addr {
+        s.parse().unwrap()
+    }
+
+    /// An interface checking no address for duplicates, so that an address is usable at once.
+    fn host() -> EthernetInterface {
+        let cfg = EthernetConfig {
+            dad_transmits: 0,
+            router_solicitations: 0,
+            ..EthernetConfig::default()
+        };
+        EthernetInterface::new(MAC, cfg)
+    }
+
+    /// An advertisement of `prefix`/64, autonomous, with these lifetimes in seconds.
+    fn advert(prefix: &str, preferred: u32, valid: u32) -> RouterInfo {
+        RouterInfo {
+            router: v6("fe80::1"),
+            lifetime: 0,
+            mtu: None,
+            prefixes: vec![crate::wire::ndp::PrefixInfo {
+                prefix: v6(prefix),
+                prefix_len: 64,
+                on_link: true,
+                autonomous: true,
+                valid_lifetime: valid,
+                preferred_lifetime: preferred,
+            }],
+        }
+    }
+
+    const SLAAC: &str = "2001:db8:1:0:0:ff:fe00:b";
+
+    #[test]
+    fn an_address_is_formed_from_an_advertised_prefix_deprecated_then_given_up() {
+        let mut e = host();
+        let t0 = Instant::from_secs(100);
+        e.autoconfigure(&advert("2001:db8:1::", 10, 30), t0);
+        let cidr = Ipv6Cidr::new(v6(SLAAC), 64);
+        assert_eq!(e.take_events(), [EthernetEvent::AddressReady(cidr)]);
+        assert!(e.is_autoconfigured(cidr.addr));
+        // The new address's group reported (twice within a second), then only the lifetimes.
+        let mut out = Vec::new();
+        for ms in (0..1500).step_by(100) {
+            e.poll(t0 + Duration::from_millis(ms), &mut out);
+        }
+        assert_eq!(records(&out).len(), 2);
+        assert_eq!(e.next_deadline(), Some(t0 + Duration::from_secs(10)));
+        e.poll(t0 + Duration::from_secs(10), &mut out);
+        assert_eq!(
+            e.take_events(),
+            [EthernetEvent::Deprecated {
+                addr: cidr.addr,
+                deprecated: true
+            }]
+        );
+        assert_eq!(e.next_deadline(), Some(t0 + Duration::from_secs(30)));
+        e.poll(t0 + Duration::from_secs(29), &mut out);
+        assert_eq!(e.take_events(), []);
+        e.poll(t0 + Duration::from_secs(30), &mut out);
+        assert_eq!(e.take_events(), [EthernetEvent::AddressExpired(cidr)]);
+        assert!(!e.is_autoconfigured(cidr.addr));
+        assert!(
+            !e.ndp_if.addrs.contains(&cidr.addr),
+            "no longer answered for"
+        );
+    }
+
+    #[test]
+    fn a_short_valid_lifetime_is_taken_only_as_rfc_4862_s_two_hour_rule_allows() {
+        let hours = |h: u64| Duration::from_secs(h * 3600);
+        let valid = |e: &EthernetInterface| e.autoconf[0].valid;
+        let mut e = host();
+        let t0 = Instant::from_secs(100);
+        e.autoconfigure(&advert("2001:db8:1::", 3600, 5 * 3600), t0);
+        assert_eq!(valid(&e), Some(t0 + hours(5)));
+        // A shorter lifetime than what is left, and over two hours left: cut to two hours.
+        e.autoconfigure(&advert("2001:db8:1::", 0, 60), t0);
+        assert_eq!(valid(&e), Some(t0 + hours(2)));
+        // Two hours or less left: a shorter one is ignored...
+        let t1 = t0 + Duration::from_secs(600);
+        e.autoconfigure(&advert("2001:db8:1::", 0, 60), t1);
+        assert_eq!(valid(&e), Some(t0 + hours(2)));
+        // ...a longer one, or one over two hours, taken.
+        e.autoconfigure(&advert("2001:db8:1::", 0, 7000), t1);
+        assert_eq!(valid(&e), Some(t1 + Duration::from_secs(7000)));
+        e.autoconfigure(&advert("2001:db8:1::", 0, 3 * 3600), t1);
+        assert_eq!(valid(&e), Some(t1 + hours(3)));
+        // Infinity is longer than anything; a finite one after it is cut to two hours.
+        e.autoconfigure(&advert("2001:db8:1::", 0, u32::MAX), t1);
+        assert_eq!(valid(&e), None);
+        e.autoconfigure(&advert("2001:db8:1::", 0, 60), t1);
+        assert_eq!(valid(&e), Some(t1 + hours(2)));
+        // A valid lifetime of 0 for a new prefix forms nothing; preferred past valid is ignored.
+        e.autoconfigure(&advert("2001:db8:2::", 0, 0), t1);
+        e.autoconfigure(&advert("2001:db8:3::", 100, 50), t1);
+        assert_eq!(e.autoconf.len(), 1);
+        // The preferred lifetime is always the advertised one: deprecated now, preferred again.
+        let events: Vec<EthernetEvent> = e.take_events().into_iter().skip(1).collect();
+        let addr = v6(SLAAC);
+        assert_eq!(
+            events,
+            [EthernetEvent::Deprecated {
+                addr,
+                deprecated: true
+            }]
+        );
+        e.autoconfigure(&advert("2001:db8:1::", 600, u32::MAX), t1);
+        assert_eq!(
+            e.take_events(),
+            [EthernetEvent::Deprecated {
+                addr,
+                deprecated: false
+            }]
+        );
+    }
+
+    #[test]
+    fn an_address_the_application_gave_is_not_aged_and_the_number_formed_is_bounded() {
+        let mut e = host();
+        let t0 = Instant::from_secs(100);
+        assert!(e.add_ipv6(Ipv6Cidr::new(v6(SLAAC), 64), t0));
+        e.autoconfigure(&advert("2001:db8:1::", 10, 30), t0);
+        assert!(!e.is_autoconfigured(v6(SLAAC)));
+        for i in 0..40u16 {
+            let prefix = Ipv6Addr::new(0x2001, 0xdb8, 0x100 + i, 0, 0, 0, 0, 0);
+            e.autoconfigure(&advert(&prefix.to_string(), 10, 30), t0);
+        }
+        assert_eq!(e.autoconf.len(), MAX_AUTOCONF);
+    }
+
+    /// The records of the multicast listener reports in `out`: (type, group).
+    fn records(out: &[PacketBuf]) -> Vec<Vec<(u8, Ipv6Addr)>> {
+        out.iter()
+            .filter(|f| f.data()[..6] == [0x33, 0x33, 0, 0, 0, 0x16])
+            .map(|f| {
+                let msg = &f.data()[14 + 48..];
+                assert_eq!(msg[0], 143);
+                let n = u16::from_be_bytes([msg[6], msg[7]]) as usize;
+                (0..n)
+                    .map(|i| {
+                        let r = &msg[8 + 20 * i..8 + 20 * (i + 1)];
+                        (
+                            r[0],
+                            Ipv6Addr::from(<[u8; 16]>::try_from(&r[4..20]).unwrap()),
+                        )
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_group_left_is_reported_as_a_change_to_include_mode_twice() {
+        let mut e = host();
+        let t0 = Instant::from_secs(100);
+        let ll = link_local(MAC);
+        let other = v6("2001:db8::77");
+        e.add_ipv6(Ipv6Cidr::new(ll, 64), t0);
+        e.add_ipv6(Ipv6Cidr::new(other, 64), t0);
+        let mut out = Vec::new();
+        let mut t = t0;
+        for _ in 0..30 {
+            e.poll(t, &mut out);
+            t = t + Duration::from_millis(100);
+        }
+        let joins = vec![(4, solicited_node(ll)), (4, solicited_node(other))];
+        let mut joins_sorted = joins.clone();
+        joins_sorted.sort();
+        assert_eq!(records(&out), [joins_sorted.clone(), joins_sorted]);
+        // The link-local address's group stays; the other's is left.
+        out.clear();
+        assert!(e.remove_ipv6(other, t));
+        assert!(!e.remove_ipv6(other, t), "not ours twice");
+        for _ in 0..30 {
+            e.poll(t, &mut out);
+            t = t + Duration::from_millis(100);
+        }
+        let change = vec![(4, solicited_node(ll)), (3, solicited_node(other))];
+        assert_eq!(records(&out), [change.clone(), change]);
+        // Removing an address that shares its group with another leaves nothing.
+        out.clear();
+        e.add_ipv6(Ipv6Cidr::new(v6(SLAAC), 64), t);
+        for _ in 0..30 {
+            e.poll(t, &mut out);
+            t = t + Duration::from_millis(100);
+        }
+        out.clear();
+        assert!(e.remove_ipv6(v6(SLAAC), t));
+        for _ in 0..30 {
+            e.poll(t, &mut out);
+            t = t + Duration::from_millis(100);
+        }
+        assert_eq!(records(&out), Vec::<Vec<(u8, Ipv6Addr)>>::new());
     }
 }

@@ -265,6 +265,29 @@ pub fn ndp_input(
     out
 }
 
+/// The link-local address made from a hardware address (RFC 4291 appendix A's modified EUI-64).
+pub(crate) fn link_local(mac: MacAddr) -> Ipv6Addr {
+    let m = mac.0;
+    Ipv6Addr::from([
+        0xfe,
+        0x80,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        m[0] ^ 2,
+        m[1],
+        m[2],
+        0xff,
+        0xfe,
+        m[3],
+        m[4],
+        m[5],
+    ])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

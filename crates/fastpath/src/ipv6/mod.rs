@@ -38,6 +38,9 @@ pub(crate) type NextHop6 = NextHop<Ipv6Addr>;
 #[derive(Clone, Debug)]
 pub(crate) struct Iface6 {
     pub(crate) addrs: Vec<Ipv6Cidr>,
+    /// Addresses whose preferred lifetime ran out (RFC 4862 §5.5.4): still ours, but a source
+    /// only when no other will do (RFC 6724 §5, rule 3).
+    pub(crate) deprecated: Vec<Ipv6Addr>,
     pub(crate) caps: LinkCapabilities,
     /// Takes packets to any unicast address as [`Delivery::Intercepted`](crate::ip::Delivery)
     /// (`Stack::set_intercept`).
@@ -109,6 +112,7 @@ impl Ipv6 {
         let id = InterfaceId(self.ifaces.len());
         self.ifaces.push(Iface6 {
             addrs: Vec::new(),
+            deprecated: Vec::new(),
             caps,
             intercept: false,
         });
@@ -120,18 +124,55 @@ impl Ipv6 {
         id
     }
 
-    /// Gives `iface` the address `cidr.addr` and a route to its prefix on the link (none for a /128).
-    pub(crate) fn add_address(&mut self, iface: InterfaceId, cidr: Ipv6Cidr) {
+    /// Gives `iface` the address `cidr.addr` and, with `on_link`, a route to its prefix on the link
+    /// (none for a /128).
+    pub(crate) fn add_address(&mut self, iface: InterfaceId, cidr: Ipv6Cidr, on_link: bool) {
         let f = &mut self.ifaces[iface.0];
         if !f.addrs.contains(&cidr) {
             f.addrs.push(cidr);
         }
-        if cidr.prefix_len < 128 {
+        if on_link && cidr.prefix_len < 128 {
             self.add_route(Route {
                 dest: Ipv6Cidr::new(cidr.addr, cidr.prefix_len),
                 gateway: None,
                 iface,
             });
+        }
+        self.route_epoch = self.route_epoch.wrapping_add(1);
+    }
+
+    /// Takes `addr` from `iface`, and with `on_link` the route to its prefix on the link that
+    /// `add_address` gave it. Returns whether `iface` had it.
+    pub(crate) fn remove_address(
+        &mut self,
+        iface: InterfaceId,
+        addr: Ipv6Addr,
+        on_link: bool,
+    ) -> bool {
+        let f = &mut self.ifaces[iface.0];
+        let Some(at) = f.addrs.iter().position(|c| c.addr == addr) else {
+            return false;
+        };
+        let cidr = f.addrs.remove(at);
+        f.deprecated.retain(|&a| a != addr);
+        let given = self
+            .routes
+            .routes()
+            .iter()
+            .any(|r| r.dest == cidr && r.gateway.is_none() && r.iface == iface);
+        if on_link && given {
+            self.routes.remove(cidr);
+        }
+        self.route_epoch = self.route_epoch.wrapping_add(1);
+        true
+    }
+
+    /// Marks `addr` of `iface` deprecated (or preferred again): see [`Iface6::deprecated`].
+    pub(crate) fn set_deprecated(&mut self, iface: InterfaceId, addr: Ipv6Addr, deprecated: bool) {
+        let f = &mut self.ifaces[iface.0];
+        f.deprecated.retain(|&a| a != addr);
+        if deprecated {
+            f.deprecated.push(addr);
         }
         self.route_epoch = self.route_epoch.wrapping_add(1);
     }
@@ -166,16 +207,20 @@ impl Ipv6 {
         })
     }
 
-    /// Source address selection, the parts of RFC 6724 §5 a host with a few static addresses needs: the
+    /// Source address selection, the parts of RFC 6724 §5 a host with a few addresses needs: the
     /// same scope as the destination first (rule 2: a link-local destination from a link-local
-    /// address, a global one from a global address), then the longest common prefix (rule 8).
+    /// address, a global one from a global address), then one not deprecated (rule 3), then the
+    /// longest common prefix (rule 8).
     fn source_for(f: &Iface6, dst: Ipv6Addr) -> Option<Ipv6Addr> {
         let link_local = |a: &Ipv6Addr| a.segments()[0] & 0xffc0 == 0xfe80;
         let common = |a: &Ipv6Addr| (u128::from(*a) ^ u128::from(dst)).leading_zeros();
-        f.addrs
-            .iter()
-            .map(|c| c.addr)
-            .max_by_key(|a| (link_local(a) == link_local(&dst), common(a)))
+        f.addrs.iter().map(|c| c.addr).max_by_key(|a| {
+            (
+                link_local(a) == link_local(&dst),
+                !f.deprecated.contains(a),
+                common(a),
+            )
+        })
     }
 
     /// Refuses to bind to `addr` unless it is the wildcard or one of this host's addresses.
@@ -305,8 +350,8 @@ mod tests {
         );
         ip.add_interface(LinkCapabilities::plain(65535));
         let tun = ip.add_interface(LinkCapabilities::plain(1500));
-        ip.add_address(tun, "2001:db8::1/64".parse().unwrap());
-        ip.add_address(tun, "fe80::1/64".parse().unwrap());
+        ip.add_address(tun, "2001:db8::1/64".parse().unwrap(), true);
+        ip.add_address(tun, "fe80::1/64".parse().unwrap(), true);
         ip
     }
 

@@ -16,29 +16,6 @@ use crate::route::{InterfaceId, Ipv4Cidr, Ipv6Cidr, Route};
 use crate::time::Instant;
 use crate::wire::MacAddr;
 
-/// The link-local address made from a hardware address (RFC 4291 appendix A's modified EUI-64).
-pub(crate) fn link_local(mac: MacAddr) -> Ipv6Addr {
-    let m = mac.0;
-    Ipv6Addr::from([
-        0xfe,
-        0x80,
-        0,
-        0,
-        0,
-        0,
-        0,
-        0,
-        m[0] ^ 2,
-        m[1],
-        m[2],
-        0xff,
-        0xfe,
-        m[3],
-        m[4],
-        m[5],
-    ])
-}
-
 impl Stack {
     /// Gives an Ethernet interface its link layer: ARP for `cidr`, and a link-local IPv6 address
     /// checked for duplicates before use.
@@ -47,7 +24,7 @@ impl Stack {
         eth.add_ipv4(cidr);
         self.devices.list[iface.0].eth = Some(Box::new(eth));
         self.devices.ethernet = true;
-        let ll = Ipv6Cidr::new(link_local(mac), 64);
+        let ll = Ipv6Cidr::new(crate::ethernet::ndp::link_local(mac), 64);
         self.ethernet_add_ipv6(iface, ll);
     }
 
@@ -59,7 +36,7 @@ impl Stack {
             return false;
         };
         if eth.add_ipv6(cidr, now) {
-            self.ip6.add_address(iface, cidr);
+            self.ip6.add_address(iface, cidr, true);
         }
         true
     }
@@ -148,14 +125,29 @@ impl Stack {
                 continue;
             };
             eth.take_drops(&mut self.counters.drops);
+            let iface = InterfaceId(i);
             for event in eth.take_events() {
                 match event {
-                    EthernetEvent::AddressReady(cidr) => self.ip6.add_address(InterfaceId(i), cidr),
+                    EthernetEvent::AddressReady(cidr) => {
+                        // An address formed from a router's prefix brings no on-link route: the
+                        // prefix's on-link flag decides that (RFC 4862 §5.5.3's note).
+                        let autoconf = self.devices.list[i]
+                            .eth
+                            .as_ref()
+                            .is_some_and(|e| e.is_autoconfigured(cidr.addr));
+                        self.ip6.add_address(iface, cidr, !autoconf);
+                    }
                     // Counted by the interface; the address is simply not used (RFC 4862 §5.4.5).
                     EthernetEvent::Duplicate(_) => {}
-                    EthernetEvent::Router(info) => self.router_heard(InterfaceId(i), &info),
+                    EthernetEvent::Router(info) => self.router_heard(iface, &info),
                     EthernetEvent::Expired { router, prefix } => {
-                        self.advertised_expired(InterfaceId(i), router, prefix)
+                        self.advertised_expired(iface, router, prefix)
+                    }
+                    EthernetEvent::Deprecated { addr, deprecated } => {
+                        self.ip6.set_deprecated(iface, addr, deprecated)
+                    }
+                    EthernetEvent::AddressExpired(cidr) => {
+                        self.ip6.remove_address(iface, cidr.addr, false);
                     }
                 }
             }
@@ -182,10 +174,10 @@ impl Stack {
     }
 
     /// A router's advertisement (RFC 4861 §6.3.4): a default route through it while it says it is
-    /// one, routes to the prefixes it says are on the link, an address from each /64 it offers
-    /// for autoconfiguration (RFC 4862 §5.5.3, the interface identifier from the hardware
-    /// address), and its MTU when it is one the link can carry. The default route and the on-link
-    /// routes go when their lifetimes run out ([`Self::advertised_expired`]); the addresses stay.
+    /// one, routes to the prefixes it says are on the link, and its MTU when it is one the link
+    /// can carry. The default route and the on-link routes go when their lifetimes run out
+    /// ([`Self::advertised_expired`]). The addresses it offers for autoconfiguration are the
+    /// link layer's to form and age (`EthernetInterface::autoconfigure`).
     fn router_heard(&mut self, iface: InterfaceId, info: &RouterInfo) {
         let default = Ipv6Cidr::new(Ipv6Addr::UNSPECIFIED, 0);
         if info.lifetime > 0 {
@@ -202,7 +194,6 @@ impl Stack {
         {
             self.ip6.remove_route(default);
         }
-        let mac = self.devices.list[iface.0].eth.as_ref().map(|e| e.mac());
         for p in &info.prefixes {
             // The link-local prefix is every link's already; a length past 128 is no prefix, and
             // one of 0 would make the whole Internet on-link (RFC 4861 §6.3.4 leaves both out).
@@ -210,18 +201,12 @@ impl Stack {
             if ll_prefix || p.valid_lifetime == 0 || !(1..=128).contains(&p.prefix_len) {
                 continue;
             }
-            let prefix = Ipv6Cidr::new(mask(p.prefix, p.prefix_len), p.prefix_len);
             if p.on_link {
                 self.ip6.add_route(Route {
-                    dest: prefix,
+                    dest: Ipv6Cidr::new(mask(p.prefix, p.prefix_len), p.prefix_len),
                     gateway: None,
                     iface,
                 });
-            }
-            if let (true, 64, Some(mac)) = (p.autonomous, p.prefix_len, mac) {
-                let mut octets = prefix.addr.octets();
-                octets[8..].copy_from_slice(&link_local(mac).octets()[8..]);
-                self.ethernet_add_ipv6(iface, Ipv6Cidr::new(Ipv6Addr::from(octets), 64));
             }
         }
         if let Some(mtu) = info.mtu {

@@ -70,7 +70,38 @@ impl Stack {
         }
         // An Ethernet interface checks the address for duplicates first.
         if !self.ethernet_add_ipv6(iface, cidr) {
-            self.ip6.add_address(iface, cidr);
+            self.ip6.add_address(iface, cidr, true);
+        }
+        Ok(())
+    }
+
+    /// Takes the IPv6 address `addr` from interface `iface`, with the route to its prefix that
+    /// [`Self::add_ipv6_address`] gave it. Packets
+    /// to it are no longer ours, and connections from it have no source; on an Ethernet interface
+    /// it is no longer answered for, its duplicate check stops if it was still being checked, and
+    /// its solicited-node group is left (reported to multicast routers, RFC 3810). Fails with
+    /// `NotFound` when `iface` has no such address (usable or being checked).
+    pub fn remove_ipv6_address(&mut self, iface: InterfaceId, addr: Ipv6Addr) -> io::Result<()> {
+        let (now, i) = (self.now, iface.0);
+        if i >= self.devices.list.len()
+            || (iface == crate::ip::LOOPBACK && addr == Ipv6Addr::LOCALHOST)
+        {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "no such interface, or loopback's ::1",
+            ));
+        }
+        let (mut on_link, mut found) = (true, false);
+        if let Some(eth) = self.devices.list[i].eth.as_mut() {
+            on_link = !eth.is_autoconfigured(addr);
+            found = eth.remove_ipv6(addr, now);
+        }
+        found |= self.ip6.remove_address(iface, addr, on_link);
+        if !found {
+            return Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                format!("{addr} is not an address of that interface"),
+            ));
         }
         Ok(())
     }

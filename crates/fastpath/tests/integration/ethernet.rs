@@ -12,8 +12,8 @@ use fastpath::config::{EthernetConfig, NeighborConfig};
 use fastpath::ethernet::NeighborState;
 use fastpath::wire::MacAddr;
 use fastpath::{
-    DropReason, Impairments, Instant, InterfaceId, Ipv4Cidr, LinkCapabilities, PairEnd, Stack,
-    StackConfig, TcpState,
+    DropReason, Impairments, Instant, InterfaceId, Ipv4Cidr, Ipv6Cidr, LinkCapabilities, PairEnd,
+    Stack, StackConfig, TcpState,
 };
 
 const MAC_A: MacAddr = MacAddr([0x02, 0, 0, 0, 0, 0x0a]);
@@ -459,6 +459,141 @@ fn what_a_router_advertised_goes_when_its_lifetime_runs_out() {
     now = now + Duration::from_millis(2000);
     b.poll(now);
     assert!(!route(&b, "2001:db8:7::9"), "the prefix expired");
+}
+
+/// The source address of the UDP datagrams among `frames`.
+fn udp_sources(frames: &[Vec<u8>]) -> Vec<Ipv6Addr> {
+    frames
+        .iter()
+        .filter(|f| f.len() > 54 && f[12..14] == [0x86, 0xdd] && f[20] == 17)
+        .map(|f| Ipv6Addr::from(<[u8; 16]>::try_from(&f[22..38]).unwrap()))
+        .collect()
+}
+
+#[test]
+fn an_autoconfigured_address_is_deprecated_then_given_up_as_its_lifetimes_say() {
+    let (mut b, mut raw) = b_and_raw();
+    b.add_ipv6_address(ETH, "2001:db8:2::5/64".parse().unwrap())
+        .unwrap();
+    let mut now = Instant::from_secs(1);
+    b.poll(now);
+    // RA: a default router for 1800 s, prefix 2001:db8:1::/64 autonomous but not on-link,
+    // preferred for 3 s, valid for 6 s.
+    let mut ra = vec![134, 0, 0, 0, 64, 0, 0x07, 0x08, 0, 0, 0, 0, 0, 0, 0, 0];
+    ra.extend_from_slice(&[1, 1]);
+    ra.extend_from_slice(&MAC_A.0);
+    ra.extend_from_slice(&[3, 4, 64, 0x40]);
+    ra.extend_from_slice(&6u32.to_be_bytes());
+    ra.extend_from_slice(&3u32.to_be_bytes());
+    ra.extend_from_slice(&[0; 4]);
+    ra.extend_from_slice(&v6("2001:db8:1::").octets());
+    let packet = crate::common::ipv6_icmp(v6("fe80::1"), v6("ff02::1"), 255, &ra);
+    inject(
+        &mut raw,
+        &frame(MacAddr([0x33, 0x33, 0, 0, 0, 1]), MAC_A, 0x86dd, &packet),
+    );
+    let slaac = v6("2001:db8:1:0:0:ff:fe00:b");
+    let has = |b: &Stack| b.ipv6_addresses(ETH).iter().any(|c| c.addr == slaac);
+    for _ in 0..2 {
+        b.poll(now);
+        now = now + Duration::from_millis(1100);
+    }
+    b.poll(now);
+    assert!(has(&b), "formed and checked");
+    assert!(
+        !b.ipv6_routes()
+            .routes()
+            .iter()
+            .any(|r| r.dest.prefix_len > 0 && r.dest.contains(slaac)),
+        "no on-link route: the prefix's on-link flag is clear"
+    );
+    // To a destination beyond the router, from the address sharing the longest prefix with it.
+    let tx = b.udp_bind("[::]:0").unwrap();
+    let mut source = |b: &mut Stack, now: Instant| {
+        capture(&mut raw);
+        b.udp(tx).send_to(b"which", "[2001:db8:1:1::1]:9").unwrap();
+        b.poll(now);
+        udp_sources(&capture(&mut raw))
+    };
+    assert_eq!(source(&mut b, now), [slaac]);
+    // Past its preferred lifetime (4 s): deprecated, so another global address is the source,
+    // but it is still ours.
+    now = Instant::from_secs(5);
+    b.poll(now);
+    assert!(has(&b));
+    assert_eq!(source(&mut b, now), [v6("2001:db8:2::5")]);
+    let bound = b.udp_bind(format!("[{slaac}]:7000")).unwrap();
+    b.udp(bound).close().unwrap();
+    // Past its valid lifetime (7 s): gone.
+    now = Instant::from_secs(8);
+    b.poll(now);
+    assert!(!has(&b));
+    let refused = b.udp_bind(format!("[{slaac}]:7000")).unwrap_err();
+    assert_eq!(refused.kind(), std::io::ErrorKind::AddrNotAvailable);
+}
+
+#[test]
+fn an_address_removed_is_not_ours_and_its_group_is_left() {
+    let (mut b, mut raw) = b_and_raw();
+    let extra = v6("2001:db8::77");
+    b.add_ipv6_address(ETH, Ipv6Cidr::new(extra, 64)).unwrap();
+    let mut now = Instant::from_secs(1);
+    for _ in 0..3 {
+        b.poll(now);
+        now = now + Duration::from_millis(1100);
+    }
+    assert!(b.ipv6_addresses(ETH).iter().any(|c| c.addr == extra));
+    capture(&mut raw);
+    b.remove_ipv6_address(ETH, extra).unwrap();
+    let kind = b.remove_ipv6_address(ETH, extra).unwrap_err().kind();
+    assert_eq!(kind, std::io::ErrorKind::NotFound);
+    assert!(!b.ipv6_addresses(ETH).iter().any(|c| c.addr == extra));
+    assert!(
+        !b.ipv6_routes()
+            .routes()
+            .iter()
+            .any(|r| r.dest.addr == extra),
+        "its on-link route went with it"
+    );
+    // Its solicited-node group is reported left (a change to include mode, type 3), twice.
+    let mut leaves = 0;
+    for step in 0..30 {
+        b.poll(now + Duration::from_millis(100 * step));
+        for f in capture(&mut raw) {
+            if f[..6] == [0x33, 0x33, 0, 0, 0, 0x16] {
+                let msg = &f[14 + 48..];
+                let n = u16::from_be_bytes([msg[6], msg[7]]) as usize;
+                leaves += (0..n)
+                    .filter(|i| {
+                        let r = &msg[8 + 20 * i..8 + 20 * (i + 1)];
+                        r[0] == 3 && r[4..20] == v6("ff02::1:ff00:77").octets()
+                    })
+                    .count();
+            }
+        }
+    }
+    assert_eq!(leaves, 2);
+    // A solicitation for it is no longer answered.
+    let mut ns = vec![135, 0, 0, 0, 0, 0, 0, 0];
+    ns.extend_from_slice(&extra.octets());
+    ns.extend_from_slice(&[1, 1]);
+    ns.extend_from_slice(&MAC_A.0);
+    let packet = crate::common::ipv6_icmp(v6("fe80::a"), v6("ff02::1:ff00:77"), 255, &ns);
+    inject(
+        &mut raw,
+        &frame(
+            MacAddr([0x33, 0x33, 0xff, 0, 0, 0x77]),
+            MAC_A,
+            0x86dd,
+            &packet,
+        ),
+    );
+    b.poll(now + Duration::from_secs(4));
+    let answers = capture(&mut raw)
+        .iter()
+        .filter(|f| f.len() > 54 && f[12..14] == [0x86, 0xdd] && f[54] == 136)
+        .count();
+    assert_eq!(answers, 0);
 }
 
 #[test]
