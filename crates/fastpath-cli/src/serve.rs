@@ -110,16 +110,16 @@ pub struct ServeArgs {
     /// Seconds to wait after `ready` before the `--connect` client connects.
     #[arg(long, default_value_t = 0.0, value_parser = crate::bench::common::parse_non_negative)]
     connect_delay: f64,
-    /// Queues of the TUN interface (IFF_MULTI_QUEUE), 1 to 256: one stack per queue, each on a thread
-    /// of its own with its own tables and buffers; the kernel spreads flows over them (see
-    /// `fastpath::link::tun::steer`).
+    /// Queues of the TUN or TAP interface (IFF_MULTI_QUEUE) or of the veth with --xdp, 1 to 256: one
+    /// stack per queue, each on a thread of its own with its own tables and buffers; the kernel
+    /// spreads flows over them (see `fastpath::link::tun::steer`).
     #[arg(long, default_value_t = 1, value_parser = crate::bench::common::count(1, 256))]
     queues: usize,
     /// Record every packet in and out in this pcap file (raw IP, IPv4 and IPv6; with --queues 1 only).
     #[arg(long)]
     pcap: Option<PathBuf>,
     /// A TAP interface in place of TUN: Ethernet frames, fastpath a host on the link that answers
-    /// ARP and neighbour discovery itself (one queue).
+    /// ARP and neighbour discovery itself.
     #[arg(long, conflicts_with = "xdp")]
     tap: bool,
     /// AF_XDP on a veth pair in place of TUN: IFACE names fastpath's end, the kernel's end is the
@@ -212,9 +212,6 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
             .map_err(|e| format!("installing a signal handler: {e}"))?;
     }
 
-    if args.tap && args.queues > 1 {
-        return Err("--tap takes one queue".into());
-    }
     if args.queues > 1 && args.pcap.is_some() {
         return Err("--pcap records one queue's link: use it with --queues 1".into());
     }
@@ -589,7 +586,8 @@ struct ShardContext {
     /// Queue 0's stack stopped (its client finished, or the duration passed): the others stop too.
     done: Arc<AtomicBool>,
     deadline: Option<WallClock>,
-    /// Where the stacks of an AF_XDP interface's queues share the neighbours' answers.
+    /// Where the stacks of an Ethernet interface's queues (TAP, AF_XDP) share the neighbours'
+    /// answers.
     board: NeighborBoard,
 }
 
@@ -651,8 +649,9 @@ impl Shard {
             None => (stack.add_interface(tun.name(), link, cidr), None),
         };
         if ctx.queues > 1 {
-            // With several queues of one Ethernet interface (AF_XDP), an answer to one stack's
-            // question may reach another: they share them. A TUN interface has no neighbours.
+            // With several queues of one Ethernet interface (TAP, AF_XDP), an answer to one
+            // stack's question may reach another: they share them. A TUN interface has no
+            // neighbours.
             stack.share_neighbors(iface, ctx.board.clone());
         }
         if let Some((k, a)) = ctx.v6 {

@@ -314,20 +314,62 @@ fn af_xdp_with_a_stack_per_queue_serves_connections_on_both() {
     if !environment_ok("af_xdp_with_a_stack_per_queue_serves_connections_on_both") {
         return;
     }
+    stack_per_queue(&["--xdp", "fpt0"]);
+}
+
+/// TAP with two queues: the steering program reads past the Ethernet header, so connections to
+/// fastpath spread over both stacks, and one fastpath opens comes back to the stack that opened it.
+#[test]
+fn tap_with_a_stack_per_queue_serves_connections_on_both_and_keeps_its_own() {
+    if !environment_ok("tap_with_a_stack_per_queue_serves_connections_on_both_and_keeps_its_own") {
+        return;
+    }
+    stack_per_queue(&["--tap"]);
+    // A connection fastpath opens (queue 0's) to a kernel echo server.
     let ns = TestNetns::create();
+    let listener = in_netns(&ns.0, || {
+        std::net::TcpListener::bind("0.0.0.0:7777").expect("listen in the namespace")
+    });
+    let echo = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().expect("accept");
+        let mut buf = vec![0u8; 65536];
+        while let Ok(n) = s.read(&mut buf) {
+            if n == 0 || s.write_all(&buf[..n]).is_err() {
+                break;
+            }
+        }
+    });
     let server = Server::start(
         &ns.0,
         &[
-            "--xdp",
-            "fpt0",
+            "--tap",
             "--queues",
             "2",
-            "--kernel-addr6",
-            KERNEL6,
-            "--addr6",
-            FASTPATH6,
+            "--connect",
+            "10.7.0.1:7777",
+            "--send",
+            "2097152",
         ],
     );
+    let out = server.wait_exit(Duration::from_secs(60));
+    echo.join().unwrap();
+    assert!(out.contains("2097152 bytes echoed back, intact"), "{out}");
+}
+
+/// `link` with two queues, a stack on each: pings in both families and 24 TCP echo connections,
+/// spread over both stacks.
+fn stack_per_queue(link: &[&str]) {
+    let ns = TestNetns::create();
+    let mut args = link.to_vec();
+    args.extend([
+        "--queues",
+        "2",
+        "--kernel-addr6",
+        KERNEL6,
+        "--addr6",
+        FASTPATH6,
+    ]);
+    let server = Server::start(&ns.0, &args);
     ping(&ns.0, false, 56, "10.7.0.2");
     ping(&ns.0, true, 56, FASTPATH6);
     for _ in 0..16 {
@@ -337,7 +379,10 @@ fn af_xdp_with_a_stack_per_queue_serves_connections_on_both() {
         tcp_echo(&ns.0, "[fd00:7::2]:7".parse().unwrap(), 64 << 10);
     }
     let out = server.stop(Signal::SIGTERM);
-    assert!(out.contains("tcp: 24 connections accepted"), "{out}");
+    assert!(
+        out.contains("tcp: 24 connections accepted"),
+        "{link:?}: {out}"
+    );
     let per_queue: Vec<u64> = out
         .lines()
         .filter_map(|l| l.strip_prefix("--- queue "))
@@ -351,7 +396,10 @@ fn af_xdp_with_a_stack_per_queue_serves_connections_on_both() {
         })
         .collect();
     assert_eq!(per_queue.len(), 2, "{out}");
-    assert!(per_queue.iter().all(|&n| n > 0), "{per_queue:?}\n{out}");
+    assert!(
+        per_queue.iter().all(|&n| n > 0),
+        "{link:?}: {per_queue:?}\n{out}"
+    );
 }
 
 /// `--pcap` on TAP records frames (link type Ethernet); tshark, an independent dissector, reads

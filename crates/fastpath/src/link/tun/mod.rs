@@ -150,7 +150,9 @@ pub struct TunConfig {
     /// discovery for itself; see [`Medium::Ethernet`]). With `offload`, checksums go partial both
     /// ways and the stack's TCP segments go to the kernel to cut (TSO), as on TUN; the kernel's
     /// own large segments are not taken whole (it cuts them first), and UDP segmentation offload
-    /// and several queues are TUN's only (the steering program reads IP headers at the start).
+    /// is TUN's only. Several queues work as on TUN, the steering program reading past the
+    /// Ethernet header; ARP and neighbour discovery go to queue 0, so give the queues' stacks one
+    /// [`NeighborBoard`](crate::ethernet::NeighborBoard).
     pub tap: Option<MacAddr>,
 }
 
@@ -304,17 +306,11 @@ impl TunLink {
                 format!("MTU {} outside {MIN_MTU}..={MAX_MTU}", config.mtu),
             ));
         }
-        if config.tap.is_some() && queues > 1 {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "a TAP interface has one queue here (the steering program reads IP headers)",
-            ));
-        }
         let (tap, offload) = (config.tap, config.offload);
         let (name, mtu) = (config.name.clone(), config.mtu);
         let io_uring = config.io_uring;
         let want_uso = config.uso && offload && tap.is_none();
-        let steering = (queues > 1).then(|| steer::program(ephemeral, queues));
+        let steering = (queues > 1).then(|| steer::program(ephemeral, queues, tap.is_some()));
         let setup = move || -> io::Result<(Vec<OwnedFd>, String, bool, bool)> {
             let kind = if tap.is_some() {
                 libc::IFF_TAP

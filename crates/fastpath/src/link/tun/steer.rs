@@ -18,6 +18,11 @@
 //!    connections spread over all of them.
 //! 4. Everything else (ICMP, IPv6 with extension headers, anything malformed) goes to queue 0.
 //!
+//! On a TAP interface the program reads past the Ethernet header: an IPv4 or IPv6 frame (no VLAN
+//! tag) is steered by the same rule, and every other frame (ARP, a tagged frame) goes to queue 0.
+//! Neighbour discovery is ICMPv6, so it goes there too; the stacks of the other queues learn what
+//! queue 0 hears through a [`NeighborBoard`](crate::ethernet::NeighborBoard).
+//!
 //! What the rule cannot do, being stateless: a fragment carries no ports after the first, so a
 //! fragmented datagram reaches the stack its identification picks. That is right for a socket every
 //! stack has (a server's), but a fragmented reply to a socket one stack opened may land on another,
@@ -57,10 +62,13 @@ pub fn ephemeral_share(
 }
 
 /// The steering program for `queues` queues whose stacks share `ephemeral` by [`ephemeral_share`]
-/// (see the [module documentation](self) for the rule).
-pub(crate) fn program(ephemeral: &RangeInclusive<u16>, queues: usize) -> Vec<Insn> {
+/// (see the [module documentation](self) for the rule), for a TUN interface's packets (`ethernet`
+/// false) or a TAP interface's frames.
+pub(crate) fn program(ephemeral: &RangeInclusive<u16>, queues: usize, ethernet: bool) -> Vec<Insn> {
     let (lo, hi) = (i32::from(*ephemeral.start()), i32::from(*ephemeral.end()));
     let span = ((hi - lo + 1).max(1) as usize).div_ceil(queues.max(1)) as i32;
+    // Where the IP header starts.
+    let ip = if ethernet { 14 } else { 0 };
     let mut a = Asm::default();
     let (v4, v6, l4, ports, hash, fragment, zero) = (
         a.label(),
@@ -72,34 +80,44 @@ pub(crate) fn program(ephemeral: &RangeInclusive<u16>, queues: usize) -> Vec<Ins
         a.label(),
     );
     a.op(ALU64 | MOV | X, R6, R1, 0);
+    if ethernet {
+        // Only untagged IPv4 and IPv6 frames are steered; ARP and the rest go to queue 0.
+        let ip_frame = a.label();
+        a.load_abs(H, 12);
+        a.jump(JEQ, R0, 0x0800, ip_frame);
+        a.jump(JEQ, R0, 0x86dd, ip_frame);
+        a.jump(JA, 0, 0, zero);
+        a.place(ip_frame);
+    }
     // The version.
-    a.load_abs(B, 0);
+    a.load_abs(B, ip);
     a.op(ALU64 | MOV | X, R7, R0, 0);
     a.op(ALU64 | RSH | K, R7, 0, 4);
     a.jump(JEQ, R7, 4, v4);
     a.jump(JEQ, R7, 6, v6);
     a.jump(JA, 0, 0, zero);
 
-    // IPv4: r7 = header length, r8 = protocol, r9 = source address.
+    // IPv4: r7 = where the transport header starts, r8 = protocol, r9 = source address.
     a.place(v4);
     a.op(ALU64 | AND | K, R0, 0, 0x0f);
     a.op(ALU64 | LSH | K, R0, 0, 2);
+    a.op(ALU64 | ADD | K, R0, 0, ip);
     a.op(ALU64 | MOV | X, R7, R0, 0);
-    a.load_abs(H, 6);
+    a.load_abs(H, ip + 6);
     a.op(ALU64 | AND | K, R0, 0, 0x3fff);
     a.jump(JNE, R0, 0, fragment);
-    a.load_abs(B, 9);
+    a.load_abs(B, ip + 9);
     a.op(ALU64 | MOV | X, R8, R0, 0);
-    a.load_abs(W, 12);
+    a.load_abs(W, ip + 12);
     a.op(ALU64 | MOV | X, R9, R0, 0);
     a.jump(JA, 0, 0, l4);
 
     // IPv6: the transport header right behind the fixed one; r9 = the source address's last word.
     a.place(v6);
-    a.op(ALU64 | MOV | K, R7, 0, 40);
-    a.load_abs(B, 6);
+    a.op(ALU64 | MOV | K, R7, 0, ip + 40);
+    a.load_abs(B, ip + 6);
     a.op(ALU64 | MOV | X, R8, R0, 0);
-    a.load_abs(W, 8 + 12);
+    a.load_abs(W, ip + 8 + 12);
     a.op(ALU64 | MOV | X, R9, R0, 0);
 
     a.place(l4);
@@ -136,7 +154,7 @@ pub(crate) fn program(ephemeral: &RangeInclusive<u16>, queues: usize) -> Vec<Ins
     a.op(JMP | EXIT, 0, 0, 0);
 
     a.place(fragment);
-    a.load_abs(H, 4);
+    a.load_abs(H, ip + 4);
     a.op(JMP | EXIT, 0, 0, 0);
 
     a.place(zero);
@@ -181,6 +199,7 @@ mod tests {
                     let v = if i.code & X != 0 { r[s] } else { imm };
                     let out = match i.code & 0xf0 {
                         MOV => v,
+                        ADD => r[d].wrapping_add(v),
                         SUB => r[d].wrapping_sub(v),
                         MUL => r[d].wrapping_mul(v),
                         DIV => r[d] / v,
@@ -258,7 +277,7 @@ mod tests {
     #[test]
     fn a_port_in_a_share_is_steered_to_that_share_s_queue() {
         for queues in [2usize, 3, 4, 16] {
-            let prog = program(&RANGE, queues);
+            let prog = program(&RANGE, queues, false);
             for q in 0..queues {
                 let s = ephemeral_share(&RANGE, q, queues).unwrap();
                 for port in [*s.start(), *s.end(), s.start() / 2 + s.end() / 2] {
@@ -275,7 +294,7 @@ mod tests {
 
     #[test]
     fn connections_to_a_listening_port_spread_and_each_stays_put() {
-        let prog = program(&RANGE, 2);
+        let prog = program(&RANGE, 2, false);
         let mut per_queue = [0usize; 2];
         // Linux's connect() prefers even ports: the hash must not follow the port's parity.
         for sport in (32768u16..33768).step_by(2) {
@@ -293,7 +312,7 @@ mod tests {
 
     #[test]
     fn fragments_follow_the_identification_and_the_rest_goes_to_queue_0() {
-        let prog = program(&RANGE, 4);
+        let prog = program(&RANGE, 4, false);
         // First fragment (MF), middle and last (offsets): one identification, one queue.
         for frag in [0x2000u16, 0x2010, 0x0020] {
             assert_eq!(
@@ -307,6 +326,44 @@ mod tests {
         assert_eq!(run(&prog, &[0x20; 40]), 0, "version 2");
     }
 
+    /// `packet` in an untagged Ethernet frame of `ethertype`.
+    fn framed(ethertype: u16, packet: &[u8]) -> Vec<u8> {
+        let mut f = vec![0x02, 0, 0, 0, 0, 2, 0x02, 0, 0, 0, 0, 1];
+        f.extend_from_slice(&ethertype.to_be_bytes());
+        f.extend_from_slice(packet);
+        f
+    }
+
+    #[test]
+    fn a_tap_interface_s_frames_are_steered_as_their_packets_and_the_rest_goes_to_queue_0() {
+        let (tun, tap) = (program(&RANGE, 4, false), program(&RANGE, 4, true));
+        let mut packets = vec![
+            ipv4(17, [10, 7, 0, 1], 5, 6, 0x2000, 0x1235),
+            ipv4(1, [10, 7, 0, 1], 5, 6, 0, 9),
+        ];
+        for port in (1000u16..65535).step_by(997) {
+            packets.push(ipv4(6, [10, 7, 0, 1], port, 7, 0x4000, 1));
+            packets.push(ipv4(17, [192, 0, 2, 9], 53, port, 0, 1));
+            packets.push(ipv6(6, port, 443));
+            packets.push(ipv6(17, 443, port));
+        }
+        let mut queues = [0usize; 4];
+        for p in &packets {
+            let ethertype = if p[0] >> 4 == 4 { 0x0800 } else { 0x86dd };
+            let q = run(&tap, &framed(ethertype, p));
+            assert_eq!(q, run(&tun, p), "{p:?}");
+            queues[q as usize % 4] += 1;
+        }
+        assert!(queues.iter().all(|&n| n > 0), "{queues:?}");
+        // ARP, a tagged frame, and a frame whose type says IPv4 but whose packet is cut short.
+        let arp = framed(0x0806, &[0, 1, 8, 0, 6, 4, 0, 1]);
+        let tagged = framed(0x8100, &ipv4(6, [10, 7, 0, 1], 5, 7, 0, 1));
+        let short = framed(0x0800, &[0x45, 0, 0]);
+        for f in [arp, tagged, short] {
+            assert_eq!(run(&tap, &f), 0, "{f:?}");
+        }
+    }
+
     #[test]
     fn instructions_encode_as_the_kernel_reads_them() {
         let insn = Insn {
@@ -318,11 +375,13 @@ mod tests {
         };
         assert_eq!(insn.encode(), [0x48, 0x70, 0xfe, 0xff, 4, 3, 2, 1]);
         // Every jump lands inside the program.
-        let prog = program(&RANGE, 2);
-        for (i, insn) in prog.iter().enumerate() {
-            if insn.code & 0x07 == JMP && insn.code & 0xf0 != EXIT {
-                let to = i as i64 + 1 + i64::from(insn.off);
-                assert!((0..prog.len() as i64).contains(&to), "jump at {i}");
+        for ethernet in [false, true] {
+            let prog = program(&RANGE, 2, ethernet);
+            for (i, insn) in prog.iter().enumerate() {
+                if insn.code & 0x07 == JMP && insn.code & 0xf0 != EXIT {
+                    let to = i as i64 + 1 + i64::from(insn.off);
+                    assert!((0..prog.len() as i64).contains(&to), "jump at {i}");
+                }
             }
         }
     }
