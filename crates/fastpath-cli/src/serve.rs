@@ -487,6 +487,9 @@ fn open_xdp(
         &XdpConfig {
             ifname: ours.clone(),
             netns: Some(ns.name().to_string()),
+            // A frame to a port of another queue's share goes to that queue: the replies to a
+            // connection a stack opens reach it, whichever queue the veth puts them on.
+            ephemeral_ports: Some(StackConfig::default().ephemeral_ports),
             ..XdpConfig::default()
         },
         args.queues as u32,
@@ -553,9 +556,14 @@ impl QueueLink {
                 Ok((QueueHandle::Tun(link.handle()), Box::new(link), stack))
             }
             QueueLink::Xdp(mut link) => {
-                // Each queue's sockets take the flows the interface's hash gives them: every stack
-                // keeps the whole ephemeral range.
-                let stack = Stack::new(StackConfig::default());
+                // Each queue's stack takes the flows the interface's hash gives it, and the
+                // replies to its own connections, which the links hand it: its share of the
+                // ephemeral ports says which those are.
+                let mut config = StackConfig::default();
+                config.ephemeral_ports =
+                    fastpath::link::tun::ephemeral_share(&config.ephemeral_ports, queue, queues)
+                        .ok_or("the ephemeral ports cannot be shared by that many queues")?;
+                let stack = Stack::new(config);
                 let depot = fastpath::buf::BufferDepot::new();
                 link.set_buffer_depot(depot.clone());
                 let mut stack = stack;

@@ -317,6 +317,23 @@ fn af_xdp_with_a_stack_per_queue_serves_connections_on_both() {
     stack_per_queue(&["--xdp", "fpt0"]);
 }
 
+/// AF_XDP with two queues, the kernel's end of the veth made to send everything on its second
+/// queue (XPS), so that every reply to the connection queue 0's stack opens arrives on queue 1:
+/// queue 1's link hands them over, and the echo comes back intact.
+#[test]
+fn af_xdp_hands_a_connection_s_replies_to_the_queue_that_opened_it() {
+    if !environment_ok("af_xdp_hands_a_connection_s_replies_to_the_queue_that_opened_it") {
+        return;
+    }
+    let out = connect_on_two_queues(&["--xdp", "fpt0"], Some("fpt0k"));
+    let handed = out
+        .lines()
+        .filter_map(|l| l.trim().strip_suffix(" frames handed to another queue"))
+        .filter_map(|n| n.parse::<u64>().ok())
+        .sum::<u64>();
+    assert!(handed > 100, "{out}");
+}
+
 /// TAP with two queues: the steering program reads past the Ethernet header, so connections to
 /// fastpath spread over both stacks, and one fastpath opens comes back to the stack that opened it.
 #[test]
@@ -325,7 +342,13 @@ fn tap_with_a_stack_per_queue_serves_connections_on_both_and_keeps_its_own() {
         return;
     }
     stack_per_queue(&["--tap"]);
-    // A connection fastpath opens (queue 0's) to a kernel echo server.
+    connect_on_two_queues(&["--tap"], None);
+}
+
+/// `link` with two queues, queue 0's stack connecting to a kernel echo server and sending 2 MiB,
+/// which must come back intact; with `xps`, the kernel's interface of that name sends on its second
+/// queue only. Returns the server's output.
+fn connect_on_two_queues(link: &[&str], xps: Option<&str>) -> String {
     let ns = TestNetns::create();
     let listener = in_netns(&ns.0, || {
         std::net::TcpListener::bind("0.0.0.0:7777").expect("listen in the namespace")
@@ -339,21 +362,40 @@ fn tap_with_a_stack_per_queue_serves_connections_on_both_and_keeps_its_own() {
             }
         }
     });
-    let server = Server::start(
-        &ns.0,
-        &[
-            "--tap",
-            "--queues",
-            "2",
-            "--connect",
-            "10.7.0.1:7777",
-            "--send",
-            "2097152",
-        ],
-    );
+    let mut args = link.to_vec();
+    args.extend([
+        "--queues",
+        "2",
+        "--connect",
+        "10.7.0.1:7777",
+        "--send",
+        "2097152",
+        "--connect-delay",
+        "0.5",
+    ]);
+    let server = Server::start(&ns.0, &args);
+    if let Some(dev) = xps {
+        // Every CPU to transmit queue 1, none to queue 0.
+        let cpus = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(32);
+        for (queue, mask) in [(0, 0u32), (1, (1u32 << cpus) - 1)] {
+            let path = format!("/sys/class/net/{dev}/queues/tx-{queue}/xps_cpus");
+            let ok = Command::new("ip")
+                .args(["netns", "exec", &ns.0, "sh", "-c"])
+                .arg(format!("echo {mask:x} > {path}"))
+                .status()
+                .expect("ip netns exec");
+            assert!(ok.success(), "writing {path}");
+        }
+    }
     let out = server.wait_exit(Duration::from_secs(60));
     echo.join().unwrap();
-    assert!(out.contains("2097152 bytes echoed back, intact"), "{out}");
+    assert!(
+        out.contains("2097152 bytes echoed back, intact"),
+        "{link:?}: {out}"
+    );
+    out
 }
 
 /// `link` with two queues, a stack on each: pings in both families and 24 TCP echo connections,

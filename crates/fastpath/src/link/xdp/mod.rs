@@ -58,16 +58,23 @@
 //! [`XdpConfig::mtu`] only tells the stack what to send. The socket's descriptor is what
 //! [`XdpLink::wait`] polls and what [`AsFd`] lends to an event loop.
 //!
+//! **Several queues.** The interface decides which queue a frame arrives on, so the replies to a
+//! connection one queue's stack opened may reach another's. With [`XdpConfig::ephemeral_ports`],
+//! the links of one interface hand such frames to the queue whose share of the ephemeral ports
+//! holds their destination port (`steer.rs`); give each queue's stack that share.
+//!
 //! The files: `sys.rs`, the system calls, the UMEM and the rings (the link's only `unsafe` code);
-//! `program.rs`, the XDP program and its interpreter tests; `stats.rs`, [`XdpStats`]; this one, the
-//! link.
+//! `program.rs`, the XDP program and its interpreter tests; `steer.rs`, the hand-over between
+//! queues; `stats.rs`, [`XdpStats`]; this one, the link.
 
 mod program;
 mod stats;
+mod steer;
 #[allow(unsafe_code)]
 mod sys;
 
 use std::io;
+use std::ops::RangeInclusive;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -138,6 +145,13 @@ pub struct XdpConfig {
     /// the frame leaves (`XDP_UMEM_TX_SW_CSUM`), so that the frame carries a complete sum. For
     /// checking the offsets the link gives; slower.
     pub kernel_software_checksum: bool,
+    /// With several queues: the stacks' ephemeral ports, shared out among the queues by
+    /// [`ephemeral_share`](crate::link::tun::ephemeral_share), each queue's stack taking its share
+    /// ([`StackConfig::ephemeral_ports`](crate::StackConfig::ephemeral_ports)). A link that
+    /// receives a TCP or UDP frame to a port of another queue's share hands it to that queue, so
+    /// that the replies to a connection a stack opened reach it (see the module's notes). `None`:
+    /// each frame goes to the stack of the queue it arrived on.
+    pub ephemeral_ports: Option<RangeInclusive<u16>>,
 }
 
 impl Default for XdpConfig {
@@ -155,6 +169,7 @@ impl Default for XdpConfig {
             zero_copy: false,
             tx_checksum_offload: true,
             kernel_software_checksum: false,
+            ephemeral_ports: None,
         }
     }
 }
@@ -201,9 +216,18 @@ impl Drop for Attachment {
 struct Shared {
     fd: Arc<OwnedFd>,
     stats: Mutex<XdpStats>,
+    /// With [`XdpConfig::ephemeral_ports`] and several queues: the interface's exchange, and this
+    /// link's place in it.
+    exchange: Option<(Arc<steer::Exchange>, usize)>,
 }
 
 impl Shared {
+    /// Waits until a frame is on the RX ring or in the exchange's inbox (see [`XdpLink::wait`]).
+    fn wait(&self, timeout: Option<Duration>) -> io::Result<bool> {
+        let inbox = self.exchange.as_ref().map(|(x, q)| x.wake_fd(*q));
+        sys::wait_readable(self.fd.as_fd(), inbox, timeout)
+    }
+
     fn stats(&self) -> MutexGuard<'_, XdpStats> {
         // Counters are plain numbers: a panic elsewhere cannot leave them inconsistent.
         self.stats.lock().unwrap_or_else(|e| e.into_inner())
@@ -231,7 +255,7 @@ impl XdpHandle {
     /// Sleeps until a frame is waiting or `timeout` passes (`None`: no limit); see
     /// [`XdpLink::wait`].
     pub fn wait(&self, timeout: Option<Duration>) -> io::Result<bool> {
-        sys::wait_readable(self.shared.fd.as_fd(), timeout)
+        self.shared.wait(timeout)
     }
 
     /// The counters as of the link's last `receive` or `transmit`, with the kernel's read now.
@@ -359,10 +383,19 @@ impl XdpLink {
         }
     }
 
-    /// Sleeps in `poll` until a frame is waiting on the RX ring or `timeout` passes (`None`: no
-    /// limit). True when a frame is waiting; false on timeout or when a signal interrupted the wait.
+    /// Sleeps in `poll` until a frame is waiting on the RX ring (or, with
+    /// [`XdpConfig::ephemeral_ports`], another queue's link has handed it one) or `timeout` passes
+    /// (`None`: no limit). True when a frame is waiting; false on timeout or when a signal
+    /// interrupted the wait.
     pub fn wait(&self, timeout: Option<Duration>) -> io::Result<bool> {
-        sys::wait_readable(self.shared.fd.as_fd(), timeout)
+        self.shared.wait(timeout)
+    }
+
+    /// With [`XdpConfig::ephemeral_ports`] and several queues, the eventfd that becomes readable
+    /// when another queue's link hands this one a frame: an event loop waiting on the link's
+    /// descriptor ([`AsFd`]) waits on this one too.
+    pub fn exchange_fd(&self) -> Option<BorrowedFd<'_>> {
+        self.shared.exchange.as_ref().map(|(x, q)| x.wake_fd(*q))
     }
 
     /// The counters, with the kernel's read now.
@@ -607,8 +640,23 @@ fn open_in_namespace(
     let frame_size = u64::from(config.frame_size);
     let rx_end = u64::from(config.fill_ring) * frame_size;
     let tx_end = rx_end + u64::from(config.tx_ring) * frame_size;
+    let exchange = match &config.ephemeral_ports {
+        Some(range) if queues > 1 => {
+            let shares = (0..queues as usize)
+                .map(|q| crate::link::tun::ephemeral_share(range, q, queues as usize))
+                .collect::<Option<Vec<_>>>()
+                .ok_or_else(|| {
+                    io::Error::new(
+                        io::ErrorKind::InvalidInput,
+                        format!("ephemeral ports {range:?}: fewer than {queues} queues"),
+                    )
+                })?;
+            Some(Arc::new(steer::Exchange::new(shares)?))
+        }
+        _ => None,
+    };
     let mut links = Vec::with_capacity(sockets.len());
-    for (queue, sock, zero_copy, offload) in sockets {
+    for (i, (queue, sock, zero_copy, offload)) in sockets.into_iter().enumerate() {
         let tx_data_offset = if sock.tx_metadata {
             u64::from(sys::TX_METADATA_LEN)
         } else {
@@ -617,6 +665,7 @@ fn open_in_namespace(
         let shared = Arc::new(Shared {
             fd: sock.fd.clone(),
             stats: Mutex::new(XdpStats::default()),
+            exchange: exchange.clone().map(|x| (x, i)),
         });
         let mut link = XdpLink {
             attachment: attachment.clone(),
@@ -785,7 +834,12 @@ impl Link for XdpLink {
             self.reap_completions();
         }
         let mut got = 0;
-        let want = u32::try_from(max).unwrap_or(u32::MAX);
+        if let Some((x, q)) = &self.shared.exchange {
+            // What other queues' links received for this queue's stack.
+            got = x.take(*q, batch, max);
+            self.stats.rx_steered_in += got as u64;
+        }
+        let want = u32::try_from(max - got).unwrap_or(u32::MAX);
         let ready = self.sock.rx.available(want);
         if ready == 0 {
             self.stats.rx_ring_empty_polls += 1;
@@ -797,6 +851,19 @@ impl Link for XdpLink {
             if let Some(frame) = self.take(desc) {
                 self.stats.rx_frames += 1;
                 self.stats.rx_bytes += frame.len() as u64;
+                if let Some((x, q)) = &self.shared.exchange {
+                    match x.owner(frame.data()) {
+                        Some(owner) if owner != *q => {
+                            if x.give(owner, frame) {
+                                self.stats.rx_steered_out += 1;
+                            } else {
+                                self.stats.rx_drop_inbox_full += 1;
+                            }
+                            continue;
+                        }
+                        _ => {}
+                    }
+                }
                 batch.push(frame);
                 got += 1;
             }

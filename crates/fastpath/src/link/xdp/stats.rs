@@ -21,6 +21,14 @@ pub struct XdpStats {
     /// Dropped: a frame larger than the link's MTU allows (with its Ethernet header and a VLAN
     /// tag), or one of no bytes.
     pub rx_drop_oversize: u64,
+    /// Frames received here and handed to the queue whose stack owns their port
+    /// ([`XdpConfig::ephemeral_ports`](super::XdpConfig::ephemeral_ports)); counted in
+    /// `rx_frames` too.
+    pub rx_steered_out: u64,
+    /// Frames other queues' links received and handed to this one's stack.
+    pub rx_steered_in: u64,
+    /// Dropped: a frame for another queue whose inbox was full.
+    pub rx_drop_inbox_full: u64,
     /// Frames sent (posted on the TX ring).
     pub tx_frames: u64,
     /// Bytes of those frames.
@@ -80,6 +88,9 @@ impl std::ops::AddAssign for XdpStats {
             fill_ring_empty,
             rx_drop_bad_desc,
             rx_drop_oversize,
+            rx_steered_out,
+            rx_steered_in,
+            rx_drop_inbox_full,
             tx_frames,
             tx_bytes,
             tx_multi_buffer,
@@ -103,6 +114,9 @@ impl std::ops::AddAssign for XdpStats {
         self.fill_ring_empty += fill_ring_empty;
         self.rx_drop_bad_desc += rx_drop_bad_desc;
         self.rx_drop_oversize += rx_drop_oversize;
+        self.rx_steered_out += rx_steered_out;
+        self.rx_steered_in += rx_steered_in;
+        self.rx_drop_inbox_full += rx_drop_inbox_full;
         self.tx_frames += tx_frames;
         self.tx_bytes += tx_bytes;
         self.tx_multi_buffer += tx_multi_buffer;
@@ -136,6 +150,12 @@ impl std::fmt::Display for XdpStats {
             ),
             (self.rx_drop_bad_desc, "dropped: bad descriptor"),
             (self.rx_drop_oversize, "dropped: larger than the mtu"),
+            (self.rx_steered_out, "frames handed to another queue"),
+            (self.rx_steered_in, "frames from another queue"),
+            (
+                self.rx_drop_inbox_full,
+                "dropped: another queue's inbox full",
+            ),
             (self.tx_frames, "frames sent"),
             (self.tx_bytes, "bytes sent"),
             (self.tx_multi_buffer, "frames split over several chunks"),

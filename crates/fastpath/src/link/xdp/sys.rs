@@ -720,9 +720,13 @@ pub(super) fn kick(fd: BorrowedFd<'_>) -> Result<(), Errno> {
     Errno::result(rc).map(drop)
 }
 
-/// Waits until `fd` is readable or `timeout` passes (`None`: for ever). True when readable; false on
-/// timeout or when a signal interrupted the wait.
-pub(super) fn wait_readable(fd: BorrowedFd<'_>, timeout: Option<Duration>) -> io::Result<bool> {
+/// Waits until `fd` (or `also`) is readable or `timeout` passes (`None`: for ever). True when
+/// readable; false on timeout or when a signal interrupted the wait.
+pub(super) fn wait_readable(
+    fd: BorrowedFd<'_>,
+    also: Option<BorrowedFd<'_>>,
+    timeout: Option<Duration>,
+) -> io::Result<bool> {
     let timeout = match timeout {
         None => PollTimeout::NONE,
         // Round up, so a short positive timeout does not become a busy poll.
@@ -731,12 +735,17 @@ pub(super) fn wait_readable(fd: BorrowedFd<'_>, timeout: Option<Duration>) -> io
             PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX)
         }
     };
-    let mut fds = [PollFd::new(fd, PollFlags::POLLIN)];
-    match nix::poll::poll(&mut fds, timeout) {
+    let mut fds = [
+        PollFd::new(fd, PollFlags::POLLIN),
+        PollFd::new(also.unwrap_or(fd), PollFlags::POLLIN),
+    ];
+    let n = if also.is_some() { 2 } else { 1 };
+    match nix::poll::poll(&mut fds[..n], timeout) {
         Ok(0) | Err(Errno::EINTR) => Ok(false),
-        Ok(_) => Ok(fds[0]
-            .revents()
-            .is_some_and(|r| r.intersects(PollFlags::POLLIN | PollFlags::POLLERR))),
+        Ok(_) => Ok(fds[..n].iter().any(|f| {
+            f.revents()
+                .is_some_and(|r| r.intersects(PollFlags::POLLIN | PollFlags::POLLERR))
+        })),
         Err(e) => Err(e.into()),
     }
 }
