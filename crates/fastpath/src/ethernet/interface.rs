@@ -141,6 +141,9 @@ struct Autoconf {
     preferred: Option<Instant>,
     valid: Option<Instant>,
     deprecated: bool,
+    /// Another node has it (duplicate address detection failed): not used, and not formed again
+    /// while the prefix stays valid (as Linux keeps such an address, marked failed).
+    failed: bool,
 }
 
 impl Autoconf {
@@ -308,7 +311,9 @@ impl EthernetInterface {
     /// the router says and comes with no on-link route of its own (the prefix's on-link flag
     /// gives that, §5.5.3's note).
     pub fn is_autoconfigured(&self, addr: Ipv6Addr) -> bool {
-        self.autoconf.iter().any(|a| a.cidr.addr == addr)
+        self.autoconf
+            .iter()
+            .any(|a| a.cidr.addr == addr && !a.failed)
     }
 
     /// IPv6 address `addr` is ours no more: no answers for it, its check (if any) stopped, and its
@@ -385,7 +390,10 @@ impl EthernetInterface {
             self.advertised.iter().map(|a| a.2).min(),
             self.autoconf
                 .iter()
-                .flat_map(|a| [a.valid, a.preferred.filter(|_| !a.deprecated)])
+                .flat_map(|a| {
+                    let preferred = a.preferred.filter(|_| !a.deprecated && !a.failed);
+                    [a.valid, preferred]
+                })
                 .flatten()
                 .min(),
         ]
@@ -620,7 +628,9 @@ impl EthernetInterface {
     fn duplicate(&mut self, addr: Ipv6Addr) {
         self.ndp_if.tentative.retain(|&a| a != addr);
         self.dad.retain(|d| d.cidr.addr != addr);
-        self.autoconf.retain(|a| a.cidr.addr != addr);
+        for a in self.autoconf.iter_mut().filter(|a| a.cidr.addr == addr) {
+            a.failed = true;
+        }
         self.counters.duplicates += 1;
         self.events.push(EthernetEvent::Duplicate(addr));
     }
@@ -990,6 +1000,9 @@ impl EthernetInterface {
                     } else if longer(a.valid, Some(now + TWO_HOURS)) {
                         a.valid = Some(now + TWO_HOURS);
                     }
+                    if a.failed {
+                        continue;
+                    }
                     i
                 }
                 None => {
@@ -1003,6 +1016,7 @@ impl EthernetInterface {
                         preferred,
                         valid,
                         deprecated: false,
+                        failed: false,
                     });
                     if self.add_ipv6(cidr, now) {
                         self.events.push(EthernetEvent::AddressReady(cidr));
@@ -1029,12 +1043,16 @@ impl EthernetInterface {
         while i < self.autoconf.len() {
             let a = self.autoconf[i];
             if a.valid.is_some_and(|t| t <= now) {
-                // Takes it off the list too: the next one is now at `i`.
-                self.remove_ipv6(a.cidr.addr, now);
-                self.events.push(EthernetEvent::AddressExpired(a.cidr));
+                if a.failed {
+                    self.autoconf.remove(i);
+                } else {
+                    // Takes it off the list too: the next one is now at `i`.
+                    self.remove_ipv6(a.cidr.addr, now);
+                    self.events.push(EthernetEvent::AddressExpired(a.cidr));
+                }
                 continue;
             }
-            let deprecated = a.deprecated_at(now);
+            let deprecated = a.deprecated_at(now) && !a.failed;
             if deprecated != a.deprecated {
                 self.autoconf[i].deprecated = deprecated;
                 self.events.push(EthernetEvent::Deprecated {
@@ -1363,6 +1381,35 @@ mod tests {
                 deprecated: false
             }]
         );
+    }
+
+    #[test]
+    fn an_address_another_node_has_is_not_formed_again_until_its_prefix_expires() {
+        let cfg = EthernetConfig {
+            router_solicitations: 0,
+            ..EthernetConfig::default()
+        };
+        let mut e = EthernetInterface::new(MAC, cfg);
+        let t0 = Instant::from_secs(100);
+        let mut out = Vec::new();
+        e.autoconfigure(&advert("2001:db8:1::", 10, 30), t0);
+        assert!(e.is_tentative(v6(SLAAC)));
+        e.duplicate(v6(SLAAC));
+        assert!(!e.is_tentative(v6(SLAAC)) && !e.is_autoconfigured(v6(SLAAC)));
+        e.take_events();
+        // The next advertisement forms nothing and starts no check.
+        e.autoconfigure(&advert("2001:db8:1::", 10, 30), t0 + Duration::from_secs(5));
+        assert!(!e.is_tentative(v6(SLAAC)));
+        assert_eq!(e.take_events(), []);
+        assert!(e.dad.is_empty());
+        // Once the prefix's valid lifetime has run out, it may be tried again.
+        e.poll(t0 + Duration::from_secs(40), &mut out);
+        assert_eq!(e.take_events(), [], "nothing to give up");
+        e.autoconfigure(
+            &advert("2001:db8:1::", 10, 30),
+            t0 + Duration::from_secs(41),
+        );
+        assert!(e.is_tentative(v6(SLAAC)));
     }
 
     #[test]
