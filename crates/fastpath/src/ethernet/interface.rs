@@ -193,6 +193,9 @@ pub struct EthernetInterface {
     /// Reports still owed for the last change: its retransmissions (the robustness variable, 2,
     /// less the report itself).
     mld_repeats: u8,
+    /// The report due is a change's (state-change records), not only a query's answer
+    /// (current-state records).
+    mld_change: bool,
     /// The state of the generator the report delays are drawn from (seeded from the hardware
     /// address, so that hosts on one link differ).
     mld_random: u64,
@@ -242,6 +245,7 @@ impl EthernetInterface {
             mld_due: None,
             mld_last: None,
             mld_repeats: 0,
+            mld_change: false,
             mld_random: u64::from_be_bytes([
                 0, 0, mac.0[0], mac.0[1], mac.0[2], mac.0[3], mac.0[4], mac.0[5],
             ]) ^ 0x9e37_79b9_7f4a_7c15,
@@ -769,12 +773,14 @@ impl EthernetInterface {
         if self.mld_due.is_some_and(|t| t <= now) {
             self.mld_due = None;
             self.mld_last = Some(now);
-            self.send_report(out);
+            self.send_report(self.mld_change, out);
             if self.mld_repeats > 0 {
                 // The change's retransmission, at a random time within the unsolicited report
                 // interval (RFC 3810 §6.1, 1 s; §9.11).
                 self.mld_repeats -= 1;
                 self.mld_due = Some(now + self.mld_delay(1000).max(Duration::from_millis(1)));
+            } else {
+                self.mld_change = false;
             }
         }
     }
@@ -787,6 +793,7 @@ impl EthernetInterface {
             .map_or(now, |t| (t + Duration::from_secs(1)).max(now));
         self.mld_due = Some(self.mld_due.map_or(earliest, |d| d.min(earliest)));
         self.mld_repeats = MLD_ROBUSTNESS - 1;
+        self.mld_change = true;
     }
 
     /// A query asks who listens, to be answered within `max_delay` milliseconds: one report of
@@ -826,16 +833,23 @@ impl EthernetInterface {
         groups
     }
 
-    /// A version 2 multicast listener report (RFC 3810 §5.2) to all MLDv2 routers (`ff02::16`):
-    /// each group we listen to as a change to exclude mode with no source (a join), and each group
-    /// left since an earlier report as a change to include mode with no source (a leave, in
-    /// [Robustness Variable] reports, §6.1). From our link-local address (or the unspecified
-    /// address while it is being checked, §5.2.13), hop limit 1, with a hop-by-hop header holding
-    /// the router alert option.
-    fn send_report(&mut self, out: &mut Vec<PacketBuf>) {
-        const ALL_MLDV2_ROUTERS: Ipv6Addr = Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 0, 0x16);
+    /// A version 2 multicast listener report (RFC 3810 §5.2) to all MLDv2 routers (`ff02::16`).
+    /// For a `change` (§6.1), state-change records: each group we listen to as a change to
+    /// exclude mode with no source (a join), and each group left since an earlier change's report
+    /// as a change to include mode with no source (a leave, in [Robustness Variable] reports).
+    /// Answering a query (§6.2), current-state records: each group in exclude mode with no
+    /// source. From our link-local address (or the unspecified address while it is being
+    /// checked, §5.2.13), hop limit 1, with a hop-by-hop header holding the router alert option.
+    fn send_report(&mut self, change: bool, out: &mut Vec<PacketBuf>) {
+        // The record types of §5.2.12.
+        const MODE_IS_EXCLUDE: u8 = 2;
+        const CHANGE_TO_INCLUDE: u8 = 3;
+        const CHANGE_TO_EXCLUDE: u8 = 4;
         let mut groups = self.groups();
         groups.truncate(MLD_MAX_RECORDS);
+        if !change {
+            return self.send_records(groups.iter().map(|&g| (MODE_IS_EXCLUDE, g)), out);
+        }
         for g in std::mem::take(&mut self.mld_joined) {
             if !groups.contains(&g) && !self.mld_leaving.iter().any(|l| l.0 == g) {
                 self.mld_leaving.push((g, MLD_ROBUSTNESS));
@@ -844,9 +858,34 @@ impl EthernetInterface {
         self.mld_leaving.retain(|l| !groups.contains(&l.0));
         self.mld_leaving.truncate(MLD_MAX_RECORDS - groups.len());
         self.mld_joined = groups.clone();
-        if groups.is_empty() && self.mld_leaving.is_empty() {
+        let leaves: Vec<Ipv6Addr> = self.mld_leaving.iter().map(|l| l.0).collect();
+        for (_, owed) in &mut self.mld_leaving {
+            *owed -= 1;
+        }
+        self.mld_leaving.retain(|l| l.1 > 0);
+        let joins = groups.iter().map(|&g| (CHANGE_TO_EXCLUDE, g));
+        let records = joins.chain(leaves.iter().map(|&g| (CHANGE_TO_INCLUDE, g)));
+        self.send_records(records, out);
+    }
+
+    /// A report of `records` (type and group, no sources), nothing if there are none.
+    fn send_records(
+        &mut self,
+        records: impl Iterator<Item = (u8, Ipv6Addr)>,
+        out: &mut Vec<PacketBuf>,
+    ) {
+        const ALL_MLDV2_ROUTERS: Ipv6Addr = Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 0, 0x16);
+        let mut msg = vec![143, 0, 0, 0, 0, 0, 0, 0];
+        let mut n = 0u16;
+        for (kind, g) in records {
+            msg.extend_from_slice(&[kind, 0, 0, 0]);
+            msg.extend_from_slice(&g.octets());
+            n += 1;
+        }
+        if n == 0 {
             return;
         }
+        msg[6..8].copy_from_slice(&n.to_be_bytes());
         let src = self
             .ndp_if
             .addrs
@@ -854,19 +893,6 @@ impl EthernetInterface {
             .find(|a| a.segments()[0] & 0xffc0 == 0xfe80)
             .copied()
             .unwrap_or(Ipv6Addr::UNSPECIFIED);
-        let mut msg = vec![143, 0, 0, 0, 0, 0];
-        let records = groups.len() + self.mld_leaving.len();
-        msg.extend_from_slice(&(records as u16).to_be_bytes());
-        for g in &groups {
-            msg.extend_from_slice(&[4, 0, 0, 0]);
-            msg.extend_from_slice(&g.octets());
-        }
-        for (g, owed) in &mut self.mld_leaving {
-            msg.extend_from_slice(&[3, 0, 0, 0]);
-            msg.extend_from_slice(&g.octets());
-            *owed -= 1;
-        }
-        self.mld_leaving.retain(|l| l.1 > 0);
         let sum = checksum::add(
             checksum::pseudo_header_sum(src, ALL_MLDV2_ROUTERS, 58, msg.len() as u16),
             checksum::fast(&msg),
@@ -1489,5 +1515,13 @@ mod tests {
             t = t + Duration::from_millis(100);
         }
         assert_eq!(records(&out), Vec::<Vec<(u8, Ipv6Addr)>>::new());
+        // A query is answered with the current state: the group in exclude mode, no leave.
+        out.clear();
+        e.answer_query(t, 500);
+        for _ in 0..10 {
+            e.poll(t, &mut out);
+            t = t + Duration::from_millis(100);
+        }
+        assert_eq!(records(&out), [vec![(2, solicited_node(ll))]]);
     }
 }
