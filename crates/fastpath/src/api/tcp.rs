@@ -839,6 +839,20 @@ impl TcpStreamRef<'_> {
         Ok(())
     }
 
+    /// Sets the byte this connection's segments carry as the IPv4 header's type of service, or
+    /// IPv6's traffic class (`IP_TOS`, `IPV6_TCLASS`): its top six bits, the DSCP (RFC 2474),
+    /// from the next segment on. The low two bits are the ECN field, which TCP keeps for itself
+    /// (RFC 3168), so they are ignored, as Linux ignores them for a stream socket.
+    pub fn set_tos(&mut self, tos: u8) -> io::Result<()> {
+        with_tcb!(self, t => t.dscp = tos & !3);
+        Ok(())
+    }
+
+    /// The type of service set by [`Self::set_tos`] (its DSCP; the ECN bits read 0).
+    pub fn tos(&mut self) -> io::Result<u8> {
+        Ok(with_tcb!(self, t => t.dscp))
+    }
+
     /// Turns Nagle's algorithm off (`TCP_NODELAY`) or on. Turned on, what Nagle's algorithm, cork
     /// or `MSG_MORE` held goes at once, as Linux pushes then.
     pub fn set_nodelay(&mut self, on: bool) -> io::Result<()> {

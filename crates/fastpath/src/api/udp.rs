@@ -272,7 +272,7 @@ impl UdpSocketRef<'_> {
     }
 
     /// Changes the options that can change after binding (`broadcast`, `no_checksum`,
-    /// `recv_buffer_bytes`); `reuse_address` keeps the value it was bound with.
+    /// `recv_buffer_bytes`, `tos`); `reuse_address` keeps the value it was bound with.
     pub fn set_options(&mut self, options: UdpOptions) -> io::Result<()> {
         by_family!(self.set_options_in(options))
     }

@@ -58,12 +58,14 @@ pub enum ChecksumOffload {
 #[derive(Clone, Copy, Default, PartialEq, Eq)]
 pub struct PacketMeta(u64);
 
-// `PacketMeta`'s word: the checksum state's kind in the low byte, the ECN field in bits 8-9,
+// `PacketMeta`'s word: the checksum state's kind in the low byte, the TOS byte in bits 8-15 (the
+// ECN field in bits 8-9, the DSCP above it),
 // `Partial`'s `start` in bits 16-31 and `offset` in bits 32-47, `gso_size` in bits 48-63.
 const META_NONE: u64 = 0;
 const META_PARTIAL: u64 = 1;
 const META_VALID: u64 = 2;
 const META_ECN: u64 = 3 << 8;
+const META_TOS: u64 = 0xff << 8;
 
 impl PacketMeta {
     /// Metadata with these values.
@@ -95,7 +97,7 @@ impl PacketMeta {
     /// Sets the transport checksum offload state.
     #[inline]
     pub fn set_checksum(&mut self, checksum: ChecksumOffload) {
-        *self = PacketMeta(PacketMeta::new(checksum, self.gso_size()).0 | self.0 & META_ECN);
+        *self = PacketMeta(PacketMeta::new(checksum, self.gso_size()).0 | self.0 & META_TOS);
     }
 
     /// The IP header's ECN field (RFC 3168 §5: 0 not ECN-capable, 1 and 2 ECT, 3 CE) of a TCP
@@ -110,6 +112,20 @@ impl PacketMeta {
     #[inline]
     pub fn set_ecn(&mut self, ecn: u8) {
         *self = PacketMeta(self.0 & !META_ECN | ((ecn & 3) as u64) << 8);
+    }
+
+    /// The whole byte IP output writes as the IPv4 header's TOS (IPv6's traffic class): the
+    /// sending socket's DSCP in the top six bits ([`set_tos`](Self::set_tos)), the ECN field in the
+    /// low two.
+    #[inline]
+    pub const fn tos(self) -> u8 {
+        ((self.0 & META_TOS) >> 8) as u8
+    }
+
+    /// Sets the whole TOS byte (see [`tos`](Self::tos)).
+    #[inline]
+    pub fn set_tos(&mut self, tos: u8) {
+        *self = PacketMeta(self.0 & !META_TOS | u64::from(tos) << 8);
     }
 
     /// Segmentation offload (paper 002 §3.3): when non-zero, the packet is a TCP segment larger than

@@ -87,11 +87,12 @@ impl Ipv4 {
         let fits = 20 + buf.len() <= hop.caps.mtu || buf.meta.gso_size() > 0;
         if self.cfg.output_header_template && fits {
             let mut template = HeaderTemplate::new(self, src, dst, protocol, dont_frag);
-            // A TCP segment's ECN field (RFC 3168 §5) in the TOS byte, which is 0 in a template.
-            let ecn = buf.meta.ecn();
-            if ecn != 0 {
-                template.bytes[1] = ecn;
-                template.sum += u32::from(ecn);
+            // The sending socket's DSCP and a TCP segment's ECN field (RFC 3168 §5) in the TOS
+            // byte, which is 0 in a template.
+            let tos = buf.meta.tos();
+            if tos != 0 {
+                template.bytes[1] = tos;
+                template.sum += u32::from(tos);
             }
             return self.output_templated(cx, out, buf, hop, &template);
         }
@@ -133,6 +134,14 @@ impl Ipv4 {
         layer!(Send, Ip);
         let fits = 20 + buf.len() <= hop.caps.mtu || buf.meta.gso_size() > 0;
         if self.cfg.output_header_template && fits {
+            let tos = buf.meta.tos();
+            if tos != 0 {
+                // The sending socket's type of service, which a kept template leaves 0.
+                let mut template = *template;
+                template.bytes[1] = tos;
+                template.sum += u32::from(tos);
+                return self.output_templated(cx, out, buf, hop, &template);
+            }
             return self.output_templated(cx, out, buf, hop, template);
         }
         self.output_general(cx, out, buf, hop, template.addresses(), &[]);
@@ -204,8 +213,8 @@ impl Ipv4 {
             protocol,
             payload_len: buf.len(),
             ttl: self.cfg.default_ttl,
-            // A transport's ECN field (RFC 3168 §5; TCP's, zero for everything else).
-            tos: buf.meta.ecn(),
+            // The sending socket's DSCP and a TCP segment's ECN field (RFC 3168 §5).
+            tos: buf.meta.tos(),
             ident,
             dont_frag,
             more_frags: false,

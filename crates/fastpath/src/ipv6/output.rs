@@ -71,13 +71,22 @@ impl Ipv6 {
     ) {
         layer!(Send, Ip);
         cx.counters.out_requests += 1;
+        let traffic_class = buf.meta.tos();
         if HEADER_LEN + buf.len() <= hop.caps.mtu || buf.meta.gso_size() > 0 {
             let mut h = template.bytes;
             h[4..6].copy_from_slice(&(buf.len() as u16).to_be_bytes());
+            if traffic_class != 0 {
+                // The traffic class straddles the first two bytes (RFC 8200 §3); the template's is 0.
+                h[0] |= traffic_class >> 4;
+                h[1] |= traffic_class << 4;
+            }
             buf.push_front(HEADER_LEN).copy_from_slice(&h);
             return self.send(cx, out, hop, buf);
         }
-        let repr = template.repr(buf.len());
+        let repr = Ipv6Repr {
+            traffic_class,
+            ..template.repr(buf.len())
+        };
         self.fragment(cx, out, buf, hop, repr);
     }
 
@@ -103,8 +112,8 @@ impl Ipv6 {
             next_header,
             payload_len: buf.len(),
             hop_limit: self.cfg.hop_limit,
-            // A transport's ECN field (RFC 3168 §5; TCP's, zero for everything else).
-            traffic_class: buf.meta.ecn(),
+            // The sending socket's DSCP and a TCP segment's ECN field (RFC 3168 §5).
+            traffic_class: buf.meta.tos(),
             flow_label: 0,
         };
         if HEADER_LEN + buf.len() <= hop.caps.mtu || buf.meta.gso_size() > 0 {

@@ -118,6 +118,8 @@ impl<N: Network> Tcp<N> {
             tcb.stamp(&mut repr, tcx.now);
             let (local, remote, hop) = (tcb.local, tcb.remote, tcb.hop);
             let no_checksum = tcb.no_checksum && !repr.flags.contains(Flags::SYN);
+            // The connection's DSCP with the segment's ECN field (RFC 3168 §5).
+            let tos = tcb.dscp | ecn;
             let (a, b) = tcb.tx.range(offset, len);
             let mut buf = build(
                 &self.checksum,
@@ -128,8 +130,8 @@ impl<N: Network> Tcp<N> {
                 &repr,
                 (&[a, b], len, no_checksum),
             );
-            if ecn != 0 {
-                buf.meta.set_ecn(ecn);
+            if tos != 0 {
+                buf.meta.set_tos(tos);
             }
             if let Some(size) = segment_size {
                 buf.meta.set_gso_size(size);

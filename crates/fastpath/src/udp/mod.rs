@@ -134,6 +134,10 @@ pub struct UdpOptions {
     /// (a small datagram from a TUN link holds a 2 KiB buffer); `None` takes the stack's default,
     /// [`Limits::udp_rx_queue_bytes`](crate::config::Limits::udp_rx_queue_bytes).
     pub recv_buffer_bytes: Option<usize>,
+    /// The byte datagrams carry as the IPv4 header's type of service or IPv6's traffic class
+    /// (`IP_TOS`, `IPV6_TCLASS`): the DSCP in the top six bits (RFC 2474), the ECN field in the
+    /// low two, both the application's, as Linux leaves them to a datagram socket. 0 by default.
+    pub tos: u8,
 }
 
 /// Largest UDP payload in one IPv4 datagram: 65535 - 20 - 8.

@@ -21,6 +21,8 @@ pub(crate) struct TxRoute<N: Network> {
     pseudo: u32,
     /// The IP header's template.
     ip: N::Template,
+    /// The socket's type of service ([`UdpOptions::tos`]).
+    tos: u8,
 }
 
 impl<N: Network> Clone for TxRoute<N> {
@@ -225,6 +227,7 @@ pub(super) fn tx_route<N: Network>(
         mode_fragmented,
         pseudo,
         ip: cx.ip.template(src, daddr, IpProtocol::Udp),
+        tos: options.tos,
     })
 }
 
@@ -278,6 +281,9 @@ pub(super) fn output<N: Network>(
         payload_source,
     );
     finish(cx, &mut buf, mode, field);
+    if tx.tos != 0 {
+        buf.meta.set_tos(tx.tos);
+    }
     cx.counters.udp.out_datagrams += 1;
     if cfg.demux_send_cache {
         if let Some(demux) = demux {

@@ -169,3 +169,53 @@ fn echo_request_we_send() {
     assert!(matches!(t, Icmpv4Type::EchoRequest(e) if e.id == 9 && e.seq == 10));
     assert_eq!(data, b"0123456789");
 }
+
+#[test]
+fn a_socket_s_type_of_service_is_in_every_packet_it_sends() {
+    // UDP: the whole byte is the application's, DSCP (46, expedited forwarding) and ECN (ECT(1)).
+    for config in [StackConfig::default(), StackConfig::classic()] {
+        let (mut b, mut raw) = stack_and_raw(config, LinkCapabilities::plain(1500));
+        b.add_ipv6_address(fastpath::InterfaceId(1), "fd00::2/64".parse().unwrap())
+            .unwrap();
+        let s = b.udp_bind(sa(B, 5000)).unwrap();
+        let mut options = b.udp(s).options().unwrap();
+        options.tos = 0xb9;
+        b.udp(s).set_options(options).unwrap();
+        for len in [8, 3000] {
+            let data = payload(len, 1);
+            b.udp(s).send_to(&data, sa(A, 6000)).unwrap();
+            b.flush();
+            let out = capture(&mut raw);
+            assert!(!out.is_empty());
+            for p in &out {
+                // Fragments too; `parse` checks the header checksum with the byte in.
+                assert_eq!(p[1], 0xb9, "{len} bytes");
+                parse(p);
+            }
+        }
+        let s6 = b.udp_bind("[fd00::2]:5000").unwrap();
+        b.udp(s6).set_options(options).unwrap();
+        b.udp(s6).send_to(b"tc", "[fd00::1]:6000").unwrap();
+        b.flush();
+        let out = capture(&mut raw);
+        assert_eq!(out.len(), 1);
+        let p = &out[0];
+        assert_eq!(p[0] >> 4, 6);
+        assert_eq!((p[0] << 4) | (p[1] >> 4), 0xb9, "the traffic class");
+        assert_eq!(p[1] & 0x0f, 0, "no flow label");
+    }
+    // TCP: the DSCP only, from the next segment on; the ECN field is TCP's.
+    let (mut b, mut raw) = stack_and_raw(StackConfig::default(), LinkCapabilities::plain(1500));
+    let c = b.tcp_connect(sa(A, 80)).unwrap();
+    b.flush();
+    let syn = capture(&mut raw);
+    assert_eq!((syn.len(), syn[0][1]), (1, 0), "the SYN, before");
+    b.tcp(c).set_tos(0xbb).unwrap();
+    assert_eq!(b.tcp(c).tos().unwrap(), 0xb8);
+    // The SYN's retransmission carries it.
+    b.poll(Instant::from_secs(2));
+    let again = capture(&mut raw);
+    assert_eq!(again.len(), 1);
+    assert_eq!(again[0][1], 0xb8);
+    parse(&again[0]);
+}

@@ -497,6 +497,9 @@ pub(crate) struct Tcb<A: IpAddress = Ipv4Addr> {
     pub(crate) cc: Congestion,
 
     pub(crate) nodelay: bool,
+    /// The DSCP the connection's segments carry in the IPv4 TOS byte or IPv6 traffic class (its
+    /// top six bits, the ECN field's two clear: TCP sets those).
+    pub(crate) dscp: u8,
     /// Checksum elimination negotiated (paper 001): segments after the handshake carry none and are
     /// not verified.
     pub(crate) no_checksum: bool,
@@ -638,6 +641,7 @@ impl<A: IpAddress> Tcb<A> {
             prr: Prr::default(),
             cc: Congestion::limited(cfg.congestion, mss, cfg.slow_start_ack_limit),
             nodelay: false,
+            dscp: 0,
             no_checksum: false,
             alt_requested: false,
             ack_immediately: false,
