@@ -946,11 +946,19 @@ unsafe extern "C" fn pd_setsockopt(
     len: socklen_t,
 ) -> c_int {
     guard(|| {
-        if (len as usize) < std::mem::size_of::<c_int>() || val.is_null() {
+        if val.is_null() || len == 0 {
             return Err(libc::EINVAL);
         }
-        // SAFETY: `val` is readable for `len` bytes, at least an int, as for setsockopt(2).
-        let v = unsafe { std::ptr::read_unaligned(val as *const c_int) };
+        let v = if (len as usize) >= std::mem::size_of::<c_int>() {
+            // SAFETY: `val` is readable for `len` bytes, at least an int, as for setsockopt(2).
+            unsafe { std::ptr::read_unaligned(val as *const c_int) }
+        } else if level == libc::SOL_IP {
+            // Linux's IPv4 options also take a single byte (`do_ip_setsockopt`).
+            // SAFETY: `val` is readable for `len` bytes, at least one.
+            c_int::from(unsafe { *(val as *const u8) })
+        } else {
+            return Err(libc::EINVAL);
+        };
         // SAFETY: see above.
         unsafe { shim(ud) }?
             .setsockopt(fd, level, name, v)

@@ -19,10 +19,24 @@ use std::time::Duration;
 use fastpath::buf::PacketBuf;
 use fastpath::link::{Impairments, Link, LinkCapabilities, PairEnd};
 use fastpath::{
-    CongestionState, ConnectionInfo, Ecn, FastOpenConfig, Instant, Ipv4Cidr, Ipv6Cidr, Stack,
-    StackConfig, TcpListener, TcpSocketOptions, TcpState, TcpStream, TxTimestamp, TxTimestampKind,
-    TxTimestamping, WriteFlags,
+    CongestionState, ConnectionInfo, Ecn, FastOpenConfig, Instant, Ipv4Cidr, Ipv6Cidr,
+    PathMtuDiscovery, Stack, StackConfig, TcpListener, TcpSocketOptions, TcpState, TcpStream,
+    TxTimestamp, TxTimestampKind, TxTimestamping, WriteFlags,
 };
+
+/// Linux's default `IP_MTU_DISCOVER` for a TCP socket (`ip_no_pmtu_disc` 0).
+const IP_PMTUDISC_WANT: i32 = 1;
+
+/// The connection's path MTU discovery for an `IP_MTU_DISCOVER` value: `DONT` (0) none;
+/// `WANT`, `DO` and `PROBE` (1 to 3) the usual, as Linux's TCP takes them; `INTERFACE` and `OMIT`
+/// (4, 5) don't-fragment with the MSS kept whatever ICMP says (Linux's `ip_sk_accept_pmtu`).
+fn path_mtu_discovery(value: i32) -> PathMtuDiscovery {
+    match value {
+        0 => PathMtuDiscovery::Dont,
+        4 | 5 => PathMtuDiscovery::Interface,
+        _ => PathMtuDiscovery::Discover,
+    }
+}
 
 /// An errno value, as Linux numbers it.
 pub type Errno = i32;
@@ -137,6 +151,8 @@ impl Fd {
             recv_buffer: self.rcvbuf_set.then_some((self.rcvbuf / 2).max(0) as usize),
             max_segment: self.maxseg,
             syn_retries: self.syn_count,
+            tos: self.tos,
+            path_mtu_discovery: path_mtu_discovery(self.pmtudisc),
         }
     }
 }
@@ -185,6 +201,10 @@ struct Fd {
     timestamping: u32,
     /// `SO_MARK` as set: kept and reported; a user-space stack has no routing policy to mark for.
     mark: i32,
+    /// `IP_TOS` (or `IPV6_TCLASS`) as set, its ECN bits clear (a stream socket's are TCP's).
+    tos: u8,
+    /// `IP_MTU_DISCOVER` as set (Linux's `IP_PMTUDISC_*` value).
+    pmtudisc: i32,
     /// A real descriptor (on `/dev/null`) whose number is this socket's: packetdrill closes the
     /// sockets still open at the end of a script with the real `close`, so the number must be one.
     placeholder: Option<OwnedFd>,
@@ -375,6 +395,8 @@ impl State {
                 syn_count: None,
                 timestamping: 0,
                 mark: 0,
+                tos: 0,
+                pmtudisc: IP_PMTUDISC_WANT,
                 placeholder: Some(placeholder),
             },
         );
@@ -398,6 +420,7 @@ impl State {
         let user_timeout =
             (e.user_timeout_ms > 0).then(|| Duration::from_millis(u64::from(e.user_timeout_ms)));
         let cork = e.cork;
+        let (tos, pmtu) = (e.tos, path_mtu_discovery(e.pmtudisc));
         let keepalive = e.keepalive;
         let (idle, interval, count) = e.keepalive_times;
         let keepalive_times = (idle, interval, count) != (0, 0, 0);
@@ -430,6 +453,8 @@ impl State {
                 }
                 io(t.set_notsent_lowat(lowat))?;
                 io(t.set_user_timeout(user_timeout))?;
+                io(t.set_tos(tos))?;
+                io(t.set_path_mtu_discovery(pmtu))?;
                 if cork {
                     io(t.set_cork(true))?;
                 }
@@ -453,6 +478,8 @@ impl State {
                 if let Some(m) = maxseg {
                     io(t.set_max_segment(m))?;
                 }
+                io(t.set_tos(tos))?;
+                io(t.set_path_mtu_discovery(pmtu))?;
             }
         }
         Ok(())
@@ -933,7 +960,7 @@ impl Shim {
                         (
                             (e.sndbuf, e.rcvbuf, e.sndbuf_set, e.rcvbuf_set, e.maxseg),
                             (e.notsent_lowat, e.user_timeout_ms),
-                            (e.zerocopy, e.cork, e.mark),
+                            (e.zerocopy, e.cork, e.mark, e.tos, e.pmtudisc),
                             (e.keepalive, e.keepalive_times),
                         )
                     });
@@ -950,7 +977,7 @@ impl Shim {
                         if let Ok(e) = s.fd(*n) {
                             (e.sndbuf, e.rcvbuf, e.sndbuf_set, e.rcvbuf_set, e.maxseg) = p;
                             (e.notsent_lowat, e.user_timeout_ms) = q;
-                            (e.zerocopy, e.cork, e.mark) = r;
+                            (e.zerocopy, e.cork, e.mark, e.tos, e.pmtudisc) = r;
                             (e.keepalive, e.keepalive_times) = k;
                         }
                         // The stack gave the connection the listener's buffers and MSS limit
@@ -1403,6 +1430,10 @@ impl Shim {
                 (libc::IPPROTO_TCP, libc::TCP_CORK) => Ok(i32::from(entry.cork)),
                 (libc::SOL_SOCKET, libc::SO_ZEROCOPY) => Ok(i32::from(entry.zerocopy)),
                 (libc::SOL_SOCKET, libc::SO_MARK) => Ok(entry.mark),
+                (libc::SOL_IP, libc::IP_TOS) | (libc::SOL_IPV6, libc::IPV6_TCLASS) => {
+                    Ok(i32::from(entry.tos))
+                }
+                (libc::SOL_IP, libc::IP_MTU_DISCOVER) => Ok(entry.pmtudisc),
                 (libc::SOL_SOCKET, libc::SO_KEEPALIVE) => Ok(i32::from(entry.keepalive)),
                 (libc::IPPROTO_TCP, libc::TCP_SYNCNT) => {
                     let default = tcp.syn_retries;
@@ -1551,6 +1582,26 @@ impl Shim {
                 (libc::SOL_SOCKET, libc::SO_MARK) => {
                     entry.mark = value;
                     Ok(())
+                }
+                // The byte's DSCP; the ECN bits of a stream socket are TCP's, kept as they were
+                // (Linux's `do_ip_setsockopt`). IPv6's -1 is the default, 0.
+                (libc::SOL_IP, libc::IP_TOS) | (libc::SOL_IPV6, libc::IPV6_TCLASS) => {
+                    let v = match (level, value) {
+                        (libc::SOL_IPV6, -1) => 0,
+                        (libc::SOL_IPV6, 0..=255) => value as u8,
+                        (libc::SOL_IPV6, _) => return Err(libc::EINVAL),
+                        _ => value as u8,
+                    };
+                    entry.tos = v & !3;
+                    s.apply_options(fd)
+                }
+                // Linux's values, `IP_PMTUDISC_DONT` (0) to `IP_PMTUDISC_OMIT` (5).
+                (libc::SOL_IP, libc::IP_MTU_DISCOVER) => {
+                    if !(0..=5).contains(&value) {
+                        return Err(libc::EINVAL);
+                    }
+                    entry.pmtudisc = value;
+                    s.apply_options(fd)
                 }
                 // Software transmit timestamps: scheduled, sent and acknowledged, keyed by byte
                 // (`SOF_TIMESTAMPING_OPT_ID`); hardware and receive timestamps are not generated.

@@ -427,6 +427,40 @@ fn options_set_before_connect_reach_the_connection() {
     assert_eq!(sh.write(fd, &[1; 10_000]), Ok(6000));
 }
 
+/// `IP_TOS` before `connect` reaches the SYN (its DSCP; a stream socket's ECN bits are TCP's), and
+/// `IP_MTU_DISCOVER`'s `IP_PMTUDISC_DONT` clears DF; both read back, and values Linux refuses are
+/// refused.
+#[test]
+fn type_of_service_and_path_mtu_discovery_reach_the_syn() {
+    let sh = shim();
+    let fd = sh
+        .socket(
+            libc::AF_INET,
+            libc::SOCK_STREAM | libc::SOCK_NONBLOCK,
+            libc::IPPROTO_TCP,
+        )
+        .unwrap();
+    let ip = libc::SOL_IP;
+    assert_eq!(sh.getsockopt(fd, ip, libc::IP_MTU_DISCOVER), Ok(1));
+    sh.setsockopt(fd, ip, libc::IP_TOS, 0xb9).unwrap();
+    sh.setsockopt(fd, ip, libc::IP_MTU_DISCOVER, 0).unwrap();
+    assert_eq!(
+        sh.setsockopt(fd, ip, libc::IP_MTU_DISCOVER, 6),
+        Err(libc::EINVAL)
+    );
+    assert_eq!(sh.getsockopt(fd, ip, libc::IP_TOS), Ok(0xb8));
+    assert_eq!(sh.getsockopt(fd, ip, libc::IP_MTU_DISCOVER), Ok(0));
+    let remote: SocketAddr = SocketAddrV4::new(REMOTE, 8080).into();
+    assert_eq!(sh.connect(fd, remote).unwrap_err(), libc::EINPROGRESS);
+    for _ in 0..2 {
+        // The SYN and its retransmission.
+        let (p, _) = sh.netdev_receive().expect("SYN");
+        assert!(parse(&p).syn);
+        assert_eq!(p[1], 0xb8, "the DSCP, no ECN bits");
+        assert_eq!(p[6] & 0x40, 0, "no DF");
+    }
+}
+
 /// `TCP_INQ`: after a read, the bytes left; 1 once none are left and the peer's FIN has come (as
 /// Linux's `tcp_inq_hint`); nothing with the option off.
 #[test]

@@ -186,8 +186,8 @@ pub use stats::{Counters, DropReason, Drops};
 /// A TCP connection's state (RFC 9293 §3.3.2), as [`TcpStreamRef::state`] reports it: `tcp::State`.
 pub use tcp::State as TcpState;
 pub use tcp::{
-    CongestionState, ConnectionInfo, TcpListenOptions, TcpListener, TcpSocketOptions, TcpStream,
-    TxTimestamp, TxTimestampKind, TxTimestamping, WriteFlags,
+    CongestionState, ConnectionInfo, PathMtuDiscovery, TcpListenOptions, TcpListener,
+    TcpSocketOptions, TcpStream, TxTimestamp, TxTimestampKind, TxTimestamping, WriteFlags,
 };
 pub use time::Instant;
 pub use udp::{UdpOptions, UdpSocket};

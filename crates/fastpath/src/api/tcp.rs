@@ -389,6 +389,17 @@ impl TcpListenerRef<'_> {
         self.set_options(|o| o.max_segment = Some(mss))
     }
 
+    /// The type of service of connections accepted from now on, their SYN-ACK included (`IP_TOS`;
+    /// see [`TcpStreamRef::set_tos`]).
+    pub fn set_tos(&mut self, tos: u8) -> io::Result<()> {
+        self.set_options(|o| o.tos = tos & !3)
+    }
+
+    /// Path MTU discovery for connections accepted from now on (`IP_MTU_DISCOVER`).
+    pub fn set_path_mtu_discovery(&mut self, mode: crate::tcp::PathMtuDiscovery) -> io::Result<()> {
+        self.set_options(|o| o.path_mtu_discovery = mode)
+    }
+
     /// True when `accept` has a connection to return.
     pub fn readable(&mut self) -> bool {
         let half_ready = self.listener.v4_half.is_some_and(|(index, generation)| {
@@ -851,6 +862,18 @@ impl TcpStreamRef<'_> {
     /// The type of service set by [`Self::set_tos`] (its DSCP; the ECN bits read 0).
     pub fn tos(&mut self) -> io::Result<u8> {
         Ok(with_tcb!(self, t => t.dscp))
+    }
+
+    /// How this connection takes part in path MTU discovery over IPv4 (`IP_MTU_DISCOVER`), from
+    /// the next segment on.
+    pub fn set_path_mtu_discovery(&mut self, mode: crate::tcp::PathMtuDiscovery) -> io::Result<()> {
+        with_tcb!(self, t => t.pmtu = mode);
+        Ok(())
+    }
+
+    /// The mode set by [`Self::set_path_mtu_discovery`].
+    pub fn path_mtu_discovery(&mut self) -> io::Result<crate::tcp::PathMtuDiscovery> {
+        Ok(with_tcb!(self, t => t.pmtu))
     }
 
     /// Turns Nagle's algorithm off (`TCP_NODELAY`) or on. Turned on, what Nagle's algorithm, cork

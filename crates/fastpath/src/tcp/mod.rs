@@ -35,7 +35,7 @@ mod writes;
 
 pub use congestion::CongestionAlgorithm;
 pub(crate) use tcb::Tcb;
-pub use tcb::{CongestionState, ConnectionInfo, State, TcpSocketOptions};
+pub use tcb::{CongestionState, ConnectionInfo, PathMtuDiscovery, State, TcpSocketOptions};
 pub use writes::{TxTimestamp, TxTimestampKind, TxTimestamping, WriteFlags};
 
 use std::cmp::Reverse;
@@ -252,9 +252,16 @@ impl<'a, T: Transmit, N: Network> TcpCx<'a, T, N> {
         self.pool.free(buf);
     }
 
-    /// IP output through `hop`.
+    /// IP output through `hop`; over IPv4 with don't-fragment when `dont_frag` and the stack's
+    /// path MTU discovery are on.
     #[inline]
-    fn output(&mut self, buf: PacketBuf, hop: &NextHop<N::Addr>, src: N::Addr, dst: N::Addr) {
+    fn output(
+        &mut self,
+        buf: PacketBuf,
+        hop: &NextHop<N::Addr>,
+        (src, dst): (N::Addr, N::Addr),
+        dont_frag: bool,
+    ) {
         self.ip.output_segment(
             self.now,
             &mut *self.pool,
@@ -263,6 +270,7 @@ impl<'a, T: Transmit, N: Network> TcpCx<'a, T, N> {
             buf,
             hop,
             (src, dst),
+            dont_frag,
         );
     }
 
@@ -559,7 +567,9 @@ impl<N: Network> Tcp<N> {
         let Some(tcb) = self.tcb(index) else {
             return;
         };
-        if tcb.path_mtu_reduced(path_mtu) {
+        // The destination's path MTU is learnt above for every connection; this one's MSS follows
+        // unless its socket said otherwise (Linux's `ip_sk_accept_pmtu`).
+        if tcb.pmtu.follows_icmp() && tcb.path_mtu_reduced(path_mtu) {
             self.output(cx, index);
         }
     }

@@ -64,7 +64,7 @@ impl<N: Network> Tcp<N> {
             (pieces, len, false),
         );
         cx.counters.tcp.out_segs += 1;
-        cx.output(buf, hop, N::Addr::ip(&local), N::Addr::ip(&remote));
+        cx.output(buf, hop, (N::Addr::ip(&local), N::Addr::ip(&remote)), true);
     }
 
     /// Sends everything connection `index` owes and the windows allow. The usual answer, nothing
@@ -120,6 +120,7 @@ impl<N: Network> Tcp<N> {
             let no_checksum = tcb.no_checksum && !repr.flags.contains(Flags::SYN);
             // The connection's DSCP with the segment's ECN field (RFC 3168 §5).
             let tos = tcb.dscp | ecn;
+            let dont_frag = tcb.pmtu.dont_fragment();
             let (a, b) = tcb.tx.range(offset, len);
             let mut buf = build(
                 &self.checksum,
@@ -138,7 +139,12 @@ impl<N: Network> Tcp<N> {
                 cx.counters.tcp.out_tso_packets += 1;
             }
             cx.counters.tcp.out_segs += 1;
-            cx.output(buf, &hop, N::Addr::ip(&local), N::Addr::ip(&remote));
+            cx.output(
+                buf,
+                &hop,
+                (N::Addr::ip(&local), N::Addr::ip(&remote)),
+                dont_frag,
+            );
         }
         self.schedule(index);
         // A connection that finished its close while sending (LAST-ACK acknowledged elsewhere) is

@@ -333,6 +333,10 @@ pub(crate) struct Rack {
     pub(crate) rtt_us: u64,
     /// The highest end delivered (RACK.fack).
     fack: Seq,
+    /// `fack` as it was before the ACK being taken (Linux's `prior_fack`), if anything had been
+    /// delivered: what reordering is judged against, so that the SACK blocks and the cumulative
+    /// ACK of one ACK never count each other as reordered.
+    prior_fack: Option<Seq>,
     /// A segment below `fack` arrived without being sent again: the path reorders.
     pub(crate) reordering_seen: bool,
     /// The reordering window in quarters of the least RTT (RACK.reo_wnd_mult), widened by D-SACKs.
@@ -357,11 +361,17 @@ pub(crate) struct Rack {
 const REO_PERSIST: u8 = 16;
 
 impl Rack {
+    /// An ACK is about to be taken: remembers what was delivered before it (see `prior_fack`).
+    pub(crate) fn ack_begins(&mut self) {
+        self.prior_fack = self.latest.map(|_| self.fack);
+    }
+
     /// RACK's step 2 (RFC 8985 §6.2) for one delivered segment, with the least RTT measured (in
     /// nanoseconds, 0 for none) and the ACK's timestamp echo if any: the most recently sent
     /// delivered segment and its RTT. A retransmission that may have been delivered by its original
     /// (its RTT below the least seen, or the echo older than the retransmission) tells nothing. A
-    /// segment below the highest delivered that was never sent again arrived out of order.
+    /// segment below the highest delivered before this ACK ([`Self::ack_begins`]) that was never
+    /// sent again arrived out of order.
     pub(crate) fn delivered(
         &mut self,
         seg: &Sent,
@@ -376,7 +386,7 @@ impl Rack {
         if self.latest.is_none() {
             self.fack = seg.end;
         }
-        if seg.end < self.fack && !seg.retransmitted() {
+        if self.prior_fack.is_some_and(|f| seg.end < f) && !seg.retransmitted() {
             self.reordering_seen = true;
         }
         self.fack = self.fack.max(seg.end);
@@ -572,12 +582,16 @@ mod tests {
             at: ms(at),
             flags: 0,
         };
+        rack.ack_begins();
         rack.delivered(&seg(2 * MSS, 0), ms(10), min_rtt.as_nanos() as u64, |_| {
             false
         });
+        // Segment 1 in the same ACK (its cumulative part): not reordering, as Linux judges it.
+        rack.delivered(&seg(MSS, 0), ms(10), min_rtt.as_nanos() as u64, |_| false);
         assert!(!rack.reordering_seen);
-        // Segment 1, never sent again, delivered after segment 2.
-        rack.delivered(&seg(MSS, 0), ms(11), min_rtt.as_nanos() as u64, |_| false);
+        // Segment 0, never sent again, delivered by a later ACK after segment 2.
+        rack.ack_begins();
+        rack.delivered(&seg(0, 0), ms(11), min_rtt.as_nanos() as u64, |_| false);
         assert!(rack.reordering_seen);
         assert_eq!(
             rack.reo_wnd(true, 5, min_rtt, srtt),

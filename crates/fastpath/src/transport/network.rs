@@ -69,7 +69,8 @@ pub(crate) trait Network {
         hop: &NextHop<Self::Addr>,
         template: &Self::Template,
     );
-    /// Hands a TCP segment to IP (IPv4: with DF when path MTU discovery is on, RFC 1191 §3).
+    /// Hands a TCP segment to IP (IPv4: with DF when `dont_frag` and the stack's path MTU
+    /// discovery are on, RFC 1191 §3).
     #[allow(clippy::too_many_arguments)]
     fn output_segment(
         &mut self,
@@ -80,6 +81,7 @@ pub(crate) trait Network {
         buf: PacketBuf,
         hop: &NextHop<Self::Addr>,
         addresses: (Self::Addr, Self::Addr),
+        dont_frag: bool,
     );
 }
 
@@ -169,6 +171,7 @@ impl Network for Ipv4 {
         buf: PacketBuf,
         hop: &NextHop<Ipv4Addr>,
         (src, dst): (Ipv4Addr, Ipv4Addr),
+        dont_frag: bool,
     ) {
         let mut cx = IpCx {
             now,
@@ -176,7 +179,7 @@ impl Network for Ipv4 {
             counters: &mut counters.ip,
             drops: &mut counters.drops,
         };
-        let dont_frag = self.cfg.path_mtu_discovery;
+        let dont_frag = dont_frag && self.cfg.path_mtu_discovery;
         self.output(&mut cx, out, buf, hop, src, dst, IpProtocol::Tcp, dont_frag);
     }
 }
@@ -258,6 +261,7 @@ impl Network for Ipv6 {
         buf: PacketBuf,
         hop: &NextHop<Ipv6Addr>,
         (src, dst): (Ipv6Addr, Ipv6Addr),
+        _dont_frag: bool,
     ) {
         let mut cx = Ip6Cx {
             now,

@@ -321,6 +321,41 @@ fn with_the_switch_off_tcp_goes_without_df_and_frag_needed_is_ignored() {
 }
 
 #[test]
+fn a_connection_that_opts_out_goes_without_df_or_keeps_its_mss() {
+    use fastpath::PathMtuDiscovery;
+    // IP_PMTUDISC_DONT: no DF, and "fragmentation needed" leaves the connection's MSS alone
+    // (the destination's path MTU is still learnt, for others).
+    let mut w = Wire::new(StackConfig::default());
+    let (tx, _rx) = w.connect(80);
+    w.a.tcp(tx)
+        .set_path_mtu_discovery(PathMtuDiscovery::Dont)
+        .unwrap();
+    let held = w.send_held(tx, 5 * 1448);
+    assert_eq!(held.len(), 5);
+    assert!(held.iter().all(|p| !dont_frag(p)));
+    inject(&mut w.ra, &frag_needed(ROUTER, A, 1000, &held[0]));
+    w.a.poll(w.now);
+    assert_eq!(w.a.counters().ip.path_mtu.learned, 1);
+    assert_eq!(w.a.tcp(tx).info().unwrap().mss, 1448);
+    assert!(capture(&mut w.ra).is_empty(), "nothing resent");
+    // IP_PMTUDISC_INTERFACE: DF, and the MSS kept all the same.
+    let mut w = Wire::new(StackConfig::default());
+    let (tx, _rx) = w.connect(80);
+    w.a.tcp(tx)
+        .set_path_mtu_discovery(PathMtuDiscovery::Interface)
+        .unwrap();
+    let held = w.send_held(tx, 5 * 1448);
+    assert!(held.iter().all(|p| dont_frag(p)));
+    inject(&mut w.ra, &frag_needed(ROUTER, A, 1000, &held[0]));
+    w.a.poll(w.now);
+    assert_eq!(w.a.tcp(tx).info().unwrap().mss, 1448);
+    assert_eq!(
+        w.a.tcp(tx).path_mtu_discovery().unwrap(),
+        PathMtuDiscovery::Interface
+    );
+}
+
+#[test]
 fn udp_fragments_to_the_learned_path_mtu_until_it_expires() {
     let mut w = Wire::new(StackConfig::default());
     let s = w.a.udp_bind(sa(A, 5000)).unwrap();

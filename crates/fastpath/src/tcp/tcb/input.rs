@@ -127,6 +127,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
                 && self.dupacks == 0
             {
                 self.take_timestamp(seg);
+                self.rack.ack_begins();
                 self.ack_advance(ack, seg, cx);
                 self.take_window(seg);
                 cx.pool.free(payload);
@@ -155,6 +156,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
         {
             self.take_timestamp(seg);
             if acks_new {
+                self.rack.ack_begins();
                 self.ack_advance(ack, seg, cx);
             }
             self.take_window(seg);

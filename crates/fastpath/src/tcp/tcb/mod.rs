@@ -104,6 +104,36 @@ pub(crate) enum Verdict {
     Reincarnate,
 }
 
+/// How a connection takes part in path MTU discovery over IPv4 (RFC 1191), Linux's
+/// `IP_MTU_DISCOVER` as it applies to a stream socket. The stack's
+/// [`StackConfig::path_mtu_discovery`](crate::StackConfig::path_mtu_discovery) off turns it off
+/// for every connection.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum PathMtuDiscovery {
+    /// Segments go with don't-fragment set, and a "fragmentation needed" lowers the connection's
+    /// MSS (Linux's `IP_PMTUDISC_WANT` and `IP_PMTUDISC_DO`; the default).
+    #[default]
+    Discover,
+    /// Segments go without don't-fragment, for routers to fragment, and the connection keeps its
+    /// MSS (`IP_PMTUDISC_DONT`).
+    Dont,
+    /// Segments go with don't-fragment set, and the connection keeps its MSS whatever ICMP says
+    /// (`IP_PMTUDISC_INTERFACE`, `IP_PMTUDISC_OMIT`).
+    Interface,
+}
+
+impl PathMtuDiscovery {
+    /// Whether the connection's segments carry don't-fragment.
+    pub(crate) fn dont_fragment(self) -> bool {
+        self != PathMtuDiscovery::Dont
+    }
+
+    /// Whether a "fragmentation needed" lowers the connection's MSS.
+    pub(crate) fn follows_icmp(self) -> bool {
+        self == PathMtuDiscovery::Discover
+    }
+}
+
 /// Where a connection's loss recovery stands (the states of Linux's `tcpi_ca_state`, those this stack
 /// has: no ECN, so no CWR).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -233,6 +263,12 @@ pub struct TcpSocketOptions {
     /// SYN retransmissions before `connect` gives up (`TCP_SYNCNT`), instead of the stack's
     /// [`TcpConfig::syn_retries`].
     pub syn_retries: Option<u32>,
+    /// The type of service of every segment, the SYN (or SYN-ACK) included (`IP_TOS`; see
+    /// [`TcpStreamRef::set_tos`](crate::TcpStreamRef::set_tos)).
+    pub tos: u8,
+    /// Path MTU discovery over IPv4, the SYN included (`IP_MTU_DISCOVER`; see
+    /// [`PathMtuDiscovery`]).
+    pub path_mtu_discovery: PathMtuDiscovery,
 }
 
 /// What limits a connection's sending, for the times [`ConnectionInfo`] reports (Linux's
@@ -500,6 +536,8 @@ pub(crate) struct Tcb<A: IpAddress = Ipv4Addr> {
     /// The DSCP the connection's segments carry in the IPv4 TOS byte or IPv6 traffic class (its
     /// top six bits, the ECN field's two clear: TCP sets those).
     pub(crate) dscp: u8,
+    /// How the connection takes part in path MTU discovery (IPv4).
+    pub(crate) pmtu: PathMtuDiscovery,
     /// Checksum elimination negotiated (paper 001): segments after the handshake carry none and are
     /// not verified.
     pub(crate) no_checksum: bool,
@@ -642,6 +680,7 @@ impl<A: IpAddress> Tcb<A> {
             cc: Congestion::limited(cfg.congestion, mss, cfg.slow_start_ack_limit),
             nodelay: false,
             dscp: 0,
+            pmtu: PathMtuDiscovery::Discover,
             no_checksum: false,
             alt_requested: false,
             ack_immediately: false,
@@ -1067,6 +1106,8 @@ impl<A: IpAddress> Tcb<A> {
         if o.syn_retries.is_some() {
             self.syn_retries = o.syn_retries;
         }
+        self.dscp = o.tos & !3;
+        self.pmtu = o.path_mtu_discovery;
     }
 
     /// Keep-alive's idle time, interval and probes: this connection's, else the stack's.

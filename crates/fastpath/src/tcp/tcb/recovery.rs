@@ -28,6 +28,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
         let una_before = self.snd_una;
         let sacked_before = self.scoreboard.sacked_bytes();
         let lost_before = self.sent_log.lost_bytes();
+        self.rack.ack_begins();
         let dsack = self.process_sack(seg, cx);
         let sacked_after = self.scoreboard.sacked_bytes();
         let duplicate = ack == self.snd_una

@@ -46,6 +46,7 @@ fn a_listeners_options_shape_the_syn_ack() {
         recv_buffer: Some(1 << 20),
         max_segment: Some(1100),
         syn_retries: None,
+        ..TcpSocketOptions::default()
     };
     let cfg = h.cfg.clone();
     h.tcb.apply_options(&options, &cfg);
