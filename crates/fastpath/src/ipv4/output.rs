@@ -22,6 +22,15 @@ pub(crate) struct HeaderTemplate {
 }
 
 impl HeaderTemplate {
+    /// The template with type of service `tos` (a sending socket's DSCP and ECN field).
+    #[inline]
+    pub(crate) fn with_tos(mut self, tos: u8) -> HeaderTemplate {
+        // The sum holds the first word, 0x45 and this byte, so it cannot go below zero here.
+        self.sum = self.sum - u32::from(self.bytes[1]) + u32::from(tos);
+        self.bytes[1] = tos;
+        self
+    }
+
     /// The source, destination and protocol the template was made for, and its don't-fragment flag.
     fn addresses(&self) -> (Ipv4Addr, Ipv4Addr, IpProtocol, bool) {
         let b = &self.bytes;
@@ -127,23 +136,17 @@ impl Ipv4 {
         &mut self,
         cx: &mut IpCx,
         out: &mut impl Transmit,
-        buf: PacketBuf,
+        mut buf: PacketBuf,
         hop: &NextHop,
         template: &HeaderTemplate,
     ) {
         layer!(Send, Ip);
         let fits = 20 + buf.len() <= hop.caps.mtu || buf.meta.gso_size() > 0;
         if self.cfg.output_header_template && fits {
-            let tos = buf.meta.tos();
-            if tos != 0 {
-                // The sending socket's type of service, which a kept template leaves 0.
-                let mut template = *template;
-                template.bytes[1] = tos;
-                template.sum += u32::from(tos);
-                return self.output_templated(cx, out, buf, hop, &template);
-            }
             return self.output_templated(cx, out, buf, hop, template);
         }
+        // The template's type of service, for the general path's header.
+        buf.meta.set_tos(template.bytes[1]);
         self.output_general(cx, out, buf, hop, template.addresses(), &[]);
     }
 

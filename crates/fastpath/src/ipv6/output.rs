@@ -51,9 +51,17 @@ impl HeaderTemplate6 {
             next_header: IpProtocol::from(b[6]),
             payload_len,
             hop_limit: b[7],
-            traffic_class: 0,
+            traffic_class: b[0] << 4 | b[1] >> 4,
             flow_label: 0,
         }
+    }
+
+    /// The template with traffic class `tc` (a sending socket's DSCP and ECN field), which
+    /// straddles the first two bytes (RFC 8200 §3).
+    pub(crate) fn with_traffic_class(mut self, tc: u8) -> HeaderTemplate6 {
+        self.bytes[0] = 0x60 | tc >> 4;
+        self.bytes[1] = (self.bytes[1] & 0x0f) | tc << 4;
+        self
     }
 }
 
@@ -71,22 +79,13 @@ impl Ipv6 {
     ) {
         layer!(Send, Ip);
         cx.counters.out_requests += 1;
-        let traffic_class = buf.meta.tos();
         if HEADER_LEN + buf.len() <= hop.caps.mtu || buf.meta.gso_size() > 0 {
             let mut h = template.bytes;
             h[4..6].copy_from_slice(&(buf.len() as u16).to_be_bytes());
-            if traffic_class != 0 {
-                // The traffic class straddles the first two bytes (RFC 8200 §3); the template's is 0.
-                h[0] |= traffic_class >> 4;
-                h[1] |= traffic_class << 4;
-            }
             buf.push_front(HEADER_LEN).copy_from_slice(&h);
             return self.send(cx, out, hop, buf);
         }
-        let repr = Ipv6Repr {
-            traffic_class,
-            ..template.repr(buf.len())
-        };
+        let repr = template.repr(buf.len());
         self.fragment(cx, out, buf, hop, repr);
     }
 

@@ -55,8 +55,15 @@ pub(crate) trait Network {
     fn is_broadcast(&self, addr: Self::Addr) -> bool;
     /// True for an address that must not leave the host (127/8, `::1`).
     fn is_loopback(addr: Self::Addr) -> bool;
-    /// The header template for `src` to `dst` carrying `protocol`.
-    fn template(&self, src: Self::Addr, dst: Self::Addr, protocol: IpProtocol) -> Self::Template;
+    /// The header template for `src` to `dst` carrying `protocol`, with type of service (IPv6's
+    /// traffic class) `tos`.
+    fn template(
+        &self,
+        src: Self::Addr,
+        dst: Self::Addr,
+        protocol: IpProtocol,
+        tos: u8,
+    ) -> Self::Template;
     /// Hands a transport's datagram to IP, with its template.
     #[allow(clippy::too_many_arguments)]
     fn output(
@@ -139,8 +146,14 @@ impl Network for Ipv4 {
         addr.is_loopback()
     }
     #[inline]
-    fn template(&self, src: Ipv4Addr, dst: Ipv4Addr, protocol: IpProtocol) -> HeaderTemplate {
-        HeaderTemplate::new(self, src, dst, protocol, false)
+    fn template(
+        &self,
+        src: Ipv4Addr,
+        dst: Ipv4Addr,
+        protocol: IpProtocol,
+        tos: u8,
+    ) -> HeaderTemplate {
+        HeaderTemplate::new(self, src, dst, protocol, false).with_tos(tos)
     }
     #[inline(always)]
     fn output(
@@ -230,8 +243,14 @@ impl Network for Ipv6 {
     fn is_loopback(addr: Ipv6Addr) -> bool {
         addr.is_loopback()
     }
-    fn template(&self, src: Ipv6Addr, dst: Ipv6Addr, protocol: IpProtocol) -> HeaderTemplate6 {
-        HeaderTemplate6::new(self, src, dst, protocol)
+    fn template(
+        &self,
+        src: Ipv6Addr,
+        dst: Ipv6Addr,
+        protocol: IpProtocol,
+        tos: u8,
+    ) -> HeaderTemplate6 {
+        HeaderTemplate6::new(self, src, dst, protocol).with_traffic_class(tos)
     }
     #[inline(always)]
     fn output(

@@ -19,10 +19,8 @@ pub(crate) struct TxRoute<N: Network> {
     mode_fragmented: TxChecksum,
     /// The UDP pseudo-header's source, destination and protocol, summed (unfolded).
     pseudo: u32,
-    /// The IP header's template.
+    /// The IP header's template, with the socket's type of service ([`UdpOptions::tos`]).
     ip: N::Template,
-    /// The socket's type of service ([`UdpOptions::tos`]).
-    tos: u8,
 }
 
 impl<N: Network> Clone for TxRoute<N> {
@@ -226,8 +224,7 @@ pub(super) fn tx_route<N: Network>(
         mode,
         mode_fragmented,
         pseudo,
-        ip: cx.ip.template(src, daddr, IpProtocol::Udp),
-        tos: options.tos,
+        ip: cx.ip.template(src, daddr, IpProtocol::Udp, options.tos),
     })
 }
 
@@ -281,9 +278,6 @@ pub(super) fn output<N: Network>(
         payload_source,
     );
     finish(cx, &mut buf, mode, field);
-    if tx.tos != 0 {
-        buf.meta.set_tos(tx.tos);
-    }
     cx.counters.udp.out_datagrams += 1;
     if cfg.demux_send_cache {
         if let Some(demux) = demux {
