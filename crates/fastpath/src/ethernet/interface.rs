@@ -385,25 +385,33 @@ impl EthernetInterface {
 
     /// The earliest time [`poll`](Self::poll) has something to do.
     pub fn next_deadline(&self) -> Option<Instant> {
-        [
-            self.arp.next_deadline(),
-            self.nd.next_deadline(),
-            self.dad.iter().map(|d| d.next).min(),
-            self.rs.map(|(_, next)| next),
-            self.mld_due,
-            self.advertised.iter().map(|a| a.2).min(),
-            self.autoconf
-                .iter()
-                .flat_map(|a| {
-                    let preferred = a.preferred.filter(|_| !a.deprecated && !a.failed);
-                    [a.valid, preferred]
-                })
-                .flatten()
-                .min(),
-        ]
-        .into_iter()
-        .flatten()
-        .min()
+        // Asked at every poll: the lists, empty on most links, are only walked when they are not.
+        let earliest = |a: Option<Instant>, b: Option<Instant>| match (a, b) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let mut at = earliest(self.arp.next_deadline(), self.nd.next_deadline());
+        at = earliest(at, self.rs.map(|(_, next)| next));
+        at = earliest(at, self.mld_due);
+        if !self.dad.is_empty() {
+            at = earliest(at, self.dad.iter().map(|d| d.next).min());
+        }
+        if !self.advertised.is_empty() {
+            at = earliest(at, self.advertised.iter().map(|a| a.2).min());
+        }
+        for a in &self.autoconf {
+            at = earliest(at, a.valid);
+            if !a.deprecated && !a.failed {
+                at = earliest(at, a.preferred);
+            }
+        }
+        at
+    }
+
+    /// Whether the interface has events or drops for the stack to take.
+    #[inline]
+    pub fn has_news(&self) -> bool {
+        self.dropped || !self.events.is_empty()
     }
 
     // ---------------------------------------------------------------------------------------------

@@ -121,7 +121,7 @@ impl Stack {
     /// Applies what the Ethernet interfaces report, and takes their drops into the stack's counts.
     fn ethernet_events(&mut self) {
         for i in 0..self.devices.list.len() {
-            let Some(eth) = self.devices.list[i].eth.as_mut() else {
+            let Some(eth) = self.devices.list[i].eth.as_mut().filter(|e| e.has_news()) else {
                 continue;
             };
             eth.take_drops(&mut self.counters.drops);
