@@ -267,15 +267,7 @@ fn router_and_path_mtu(link: &[&str]) {
     let listener = in_netns(&far.0, || {
         std::net::TcpListener::bind("[fd00:9::2]:7777").expect("listen in far")
     });
-    let echo = std::thread::spawn(move || {
-        let (mut s, _) = listener.accept().expect("accept");
-        let mut buf = vec![0u8; 65536];
-        while let Ok(n) = s.read(&mut buf) {
-            if n == 0 || s.write_all(&buf[..n]).is_err() {
-                break;
-            }
-        }
-    });
+    let echo = echo_one(listener);
     let mut args = link.to_vec();
     args.extend([
         "--kernel-addr6",
@@ -345,6 +337,19 @@ fn tap_with_a_stack_per_queue_serves_connections_on_both_and_keeps_its_own() {
     connect_on_two_queues(&["--tap"], None);
 }
 
+/// A thread that accepts one connection on `listener` and echoes it until the peer closes.
+fn echo_one(listener: std::net::TcpListener) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().expect("accept");
+        let mut buf = vec![0u8; 65536];
+        while let Ok(n) = s.read(&mut buf) {
+            if n == 0 || s.write_all(&buf[..n]).is_err() {
+                break;
+            }
+        }
+    })
+}
+
 /// `link` with two queues, queue 0's stack connecting to a kernel echo server and sending 2 MiB,
 /// which must come back intact; with `xps`, the kernel's interface of that name sends on its second
 /// queue only. Returns the server's output.
@@ -353,15 +358,7 @@ fn connect_on_two_queues(link: &[&str], xps: Option<&str>) -> String {
     let listener = in_netns(&ns.0, || {
         std::net::TcpListener::bind("0.0.0.0:7777").expect("listen in the namespace")
     });
-    let echo = std::thread::spawn(move || {
-        let (mut s, _) = listener.accept().expect("accept");
-        let mut buf = vec![0u8; 65536];
-        while let Ok(n) = s.read(&mut buf) {
-            if n == 0 || s.write_all(&buf[..n]).is_err() {
-                break;
-            }
-        }
-    });
+    let echo = echo_one(listener);
     let mut args = link.to_vec();
     args.extend([
         "--queues",

@@ -100,8 +100,7 @@ impl Ipv4 {
             // byte, which is 0 in a template.
             let tos = buf.meta.tos();
             if tos != 0 {
-                template.bytes[1] = tos;
-                template.sum += u32::from(tos);
+                template = template.with_tos(tos);
             }
             return self.output_templated(cx, out, buf, hop, &template);
         }

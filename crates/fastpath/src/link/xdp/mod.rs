@@ -224,8 +224,12 @@ struct Shared {
 impl Shared {
     /// Waits until a frame is on the RX ring or in the exchange's inbox (see [`XdpLink::wait`]).
     fn wait(&self, timeout: Option<Duration>) -> io::Result<bool> {
-        let inbox = self.exchange.as_ref().map(|(x, q)| x.wake_fd(*q));
-        sys::wait_readable(self.fd.as_fd(), inbox, timeout)
+        sys::wait_readable(self.fd.as_fd(), self.exchange_fd(), timeout)
+    }
+
+    /// The eventfd of this link's inbox in the exchange, if it is in one.
+    fn exchange_fd(&self) -> Option<BorrowedFd<'_>> {
+        self.exchange.as_ref().map(|(x, q)| x.wake_fd(*q))
     }
 
     fn stats(&self) -> MutexGuard<'_, XdpStats> {
@@ -395,7 +399,7 @@ impl XdpLink {
     /// when another queue's link hands this one a frame: an event loop waiting on the link's
     /// descriptor ([`AsFd`]) waits on this one too.
     pub fn exchange_fd(&self) -> Option<BorrowedFd<'_>> {
-        self.shared.exchange.as_ref().map(|(x, q)| x.wake_fd(*q))
+        self.shared.exchange_fd()
     }
 
     /// The counters, with the kernel's read now.
