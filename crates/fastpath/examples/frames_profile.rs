@@ -1,7 +1,9 @@
 //! The receiving side alone, on a link that carries bare IP packets or Ethernet frames: `datagrams`
-//! 64-byte UDP datagrams (IPv4, checksummed) handed to a stack 32 at a time through the raw end of
-//! an in-memory pair, polled and discarded. Usage: `frames_profile [datagrams] [0|1]` (1: Ethernet
-//! frames, resolved neighbours and all); with callgrind, the difference of two counts is the cost of
+//! 64-byte UDP datagrams (IPv4, checksummed) handed to a stack `batch` at a time (32 unless given)
+//! through the raw end of an in-memory pair, polled and discarded. Usage: `frames_profile
+//! [datagrams] [0|1] [batch] [idle]` (1: Ethernet frames, resolved neighbours and all; a batch of 1
+//! is a lightly loaded stack, one poll a datagram; `idle` polls that find nothing follow each
+//! batch, as in an event loop that polls until a poll has no work); with callgrind, the difference of two counts is the cost of
 //! a datagram, and the difference between the two links the Ethernet layer's.
 
 use fastpath::buf::PacketBuf;
@@ -18,6 +20,8 @@ fn main() {
         .map(|a| a.parse::<usize>().expect("a number"));
     let n = args.next().unwrap_or(100_000);
     let ethernet = args.next().unwrap_or(0) == 1;
+    let per_poll = args.next().unwrap_or(32).max(1);
+    let idle = args.next().unwrap_or(0);
     let caps = LinkCapabilities::plain(1500);
     let (mut raw, end) = if ethernet {
         PairEnd::ethernet_pair(caps, 1 << 12, Impairments::default(), [PEER, US])
@@ -51,17 +55,20 @@ fn main() {
     frame.extend_from_slice(&packet);
     let now = Instant::from_secs(10);
     stack.poll(now);
-    let mut batch = Vec::with_capacity(32);
+    let mut batch = Vec::with_capacity(per_poll);
     let mut got = 0;
     let mut sent = 0;
     while sent < n {
-        let k = 32.min(n - sent);
+        let k = per_poll.min(n - sent);
         batch.extend((0..k).map(|_| PacketBuf::from_slice(&frame)));
         raw.transmit(&mut batch);
         sent += k;
         stack.poll(now);
         while stack.udp(sock).recv_from_with(|_, _| ()).is_ok() {
             got += 1;
+        }
+        for _ in 0..idle {
+            stack.poll(now);
         }
     }
     assert_eq!(got, n, "{:?}", stack.counters().drops);

@@ -67,7 +67,8 @@ impl Stack {
                 FrameIn::Consumed => {}
             }
         }
-        self.devices.queued = true;
+        // What the link layer itself answered (ARP, neighbour discovery) is on the queue.
+        self.devices.queued |= !self.devices.list[i].txq.is_empty();
         self.ethernet_events();
     }
 
@@ -119,36 +120,51 @@ impl Stack {
     }
 
     /// Applies what the Ethernet interfaces report, and takes their drops into the stack's counts.
+    /// Asked twice a poll and almost always with nothing to apply: the look is inline, the work
+    /// out of line.
+    #[inline]
     fn ethernet_events(&mut self) {
-        for i in 0..self.devices.list.len() {
-            let Some(eth) = self.devices.list[i].eth.as_mut().filter(|e| e.has_news()) else {
-                continue;
-            };
-            eth.take_drops(&mut self.counters.drops);
-            let iface = InterfaceId(i);
-            for event in eth.take_events() {
-                match event {
-                    EthernetEvent::AddressReady(cidr) => {
-                        // An address formed from a router's prefix brings no on-link route: the
-                        // prefix's on-link flag decides that (RFC 4862 §5.5.3's note).
-                        let autoconf = self.devices.list[i]
-                            .eth
-                            .as_ref()
-                            .is_some_and(|e| e.is_autoconfigured(cidr.addr));
-                        self.ip6.add_address(iface, cidr, !autoconf);
-                    }
-                    // Counted by the interface; the address is simply not used (RFC 4862 §5.4.5).
-                    EthernetEvent::Duplicate(_) => {}
-                    EthernetEvent::Router(info) => self.router_heard(iface, &info),
-                    EthernetEvent::Expired { router, prefix } => {
-                        self.advertised_expired(iface, router, prefix)
-                    }
-                    EthernetEvent::Deprecated { addr, deprecated } => {
-                        self.ip6.set_deprecated(iface, addr, deprecated)
-                    }
-                    EthernetEvent::AddressExpired(cidr) => {
-                        self.ip6.remove_address(iface, cidr.addr, false);
-                    }
+        for i in 1..self.devices.list.len() {
+            if self.devices.list[i]
+                .eth
+                .as_ref()
+                .is_some_and(|e| e.has_news())
+            {
+                self.ethernet_news(i);
+            }
+        }
+    }
+
+    /// Applies what Ethernet interface `i` reports (see [`Self::ethernet_events`]).
+    #[inline(never)]
+    fn ethernet_news(&mut self, i: usize) {
+        let Some(eth) = self.devices.list[i].eth.as_mut() else {
+            return;
+        };
+        eth.take_drops(&mut self.counters.drops);
+        let iface = InterfaceId(i);
+        for event in eth.take_events() {
+            match event {
+                EthernetEvent::AddressReady(cidr) => {
+                    // An address formed from a router's prefix brings no on-link route: the
+                    // prefix's on-link flag decides that (RFC 4862 §5.5.3's note).
+                    let autoconf = self.devices.list[i]
+                        .eth
+                        .as_ref()
+                        .is_some_and(|e| e.is_autoconfigured(cidr.addr));
+                    self.ip6.add_address(iface, cidr, !autoconf);
+                }
+                // Counted by the interface; the address is simply not used (RFC 4862 §5.4.5).
+                EthernetEvent::Duplicate(_) => {}
+                EthernetEvent::Router(info) => self.router_heard(iface, &info),
+                EthernetEvent::Expired { router, prefix } => {
+                    self.advertised_expired(iface, router, prefix)
+                }
+                EthernetEvent::Deprecated { addr, deprecated } => {
+                    self.ip6.set_deprecated(iface, addr, deprecated)
+                }
+                EthernetEvent::AddressExpired(cidr) => {
+                    self.ip6.remove_address(iface, cidr.addr, false);
                 }
             }
         }

@@ -509,7 +509,7 @@ impl Stack {
             let n = self.devices.list[i].link.receive(&mut batch, max);
             more |= n == max;
             got += n;
-            if self.devices.list[i].eth.is_some() {
+            if n > 0 && self.devices.list[i].eth.is_some() {
                 self.ethernet_input(i, &mut batch);
             }
             for packet in batch.drain(..) {
