@@ -5,7 +5,7 @@
 //! [`TcpRepr`] is the header's meaning with its options. As for UDP, the checksum belongs to the TCP
 //! layer: `parse` does not verify it and `emit` writes zero.
 
-use super::{read_u16, write_u16, Result, WireError};
+use super::{read_u16, Result, WireError};
 
 /// Length of the header without options, in bytes.
 pub const HEADER_LEN: usize = 20;
@@ -249,9 +249,41 @@ impl TcpOptions {
         Ok(opts)
     }
 
+    /// Whether timestamps are the only option (or none is).
+    #[inline]
+    fn only_timestamps(&self) -> bool {
+        self.mss.is_none()
+            && self.window_scale.is_none()
+            && !self.sack_permitted
+            && self.sack_count == 0
+            && self.alt_checksum.is_none()
+            && self.fast_open.is_none()
+    }
+
     /// Writes the options into `out`, which must be exactly [`TcpOptions::wire_len`] bytes. Layouts
     /// follow RFC 7323 appendix A (NOPs so that 32-bit fields stay aligned).
     pub fn emit(&self, out: &mut [u8]) {
+        // An established connection's usual option, timestamps alone, in one store.
+        if let Some((val, ecr)) = self.timestamps.filter(|_| out.len() == 12) {
+            if self.only_timestamps() {
+                let (v, r) = (val.to_be_bytes(), ecr.to_be_bytes());
+                out.copy_from_slice(&[
+                    kind::NOP,
+                    kind::NOP,
+                    kind::TIMESTAMPS,
+                    10,
+                    v[0],
+                    v[1],
+                    v[2],
+                    v[3],
+                    r[0],
+                    r[1],
+                    r[2],
+                    r[3],
+                ]);
+                return;
+            }
+        }
         let mut at = 0;
         let mut put = |bytes: &[u8]| {
             out[at..at + bytes.len()].copy_from_slice(bytes);
@@ -424,19 +456,23 @@ pub struct TcpRepr {
 impl TcpRepr {
     /// Parses a checked packet's header and options.
     pub fn parse<T: AsRef<[u8]>>(packet: &TcpPacket<T>) -> Result<TcpRepr> {
+        // The fixed header read as one array (no bounds check a field).
+        let Some(h) = packet.buffer.as_ref().first_chunk::<HEADER_LEN>() else {
+            return Err(WireError::Truncated);
+        };
         let options = if packet.header_len() > HEADER_LEN {
             TcpOptions::parse(packet.options())?
         } else {
             TcpOptions::default()
         };
         Ok(TcpRepr {
-            src_port: packet.src_port(),
-            dst_port: packet.dst_port(),
-            seq: packet.seq(),
-            ack: packet.ack(),
-            flags: packet.flags(),
-            window: packet.window(),
-            urgent: packet.urgent(),
+            src_port: u16::from_be_bytes([h[0], h[1]]),
+            dst_port: u16::from_be_bytes([h[2], h[3]]),
+            seq: u32::from_be_bytes([h[4], h[5], h[6], h[7]]),
+            ack: u32::from_be_bytes([h[8], h[9], h[10], h[11]]),
+            flags: Flags(h[field::FLAGS]),
+            window: u16::from_be_bytes([h[14], h[15]]),
+            urgent: u16::from_be_bytes([h[18], h[19]]),
             options,
         })
     }
@@ -449,16 +485,39 @@ impl TcpRepr {
     /// Writes the header (checksum zero) into `header`, which must be exactly
     /// [`TcpRepr::header_len`] bytes.
     pub fn emit(&self, header: &mut [u8]) {
-        write_u16(header, field::SRC_PORT, self.src_port);
-        write_u16(header, field::DST_PORT, self.dst_port);
-        header[field::SEQ..field::SEQ + 4].copy_from_slice(&self.seq.to_be_bytes());
-        header[field::ACK..field::ACK + 4].copy_from_slice(&self.ack.to_be_bytes());
-        header[field::OFFSET] = ((header.len() / 4) as u8) << 4;
-        header[field::FLAGS] = self.flags.0;
-        write_u16(header, field::WINDOW, self.window);
-        write_u16(header, field::CHECKSUM, 0);
-        write_u16(header, field::URGENT, self.urgent);
-        self.options.emit(&mut header[HEADER_LEN..]);
+        let (fixed, options) = header.split_at_mut(HEADER_LEN);
+        let (sp, dp, seq, ack) = (
+            self.src_port.to_be_bytes(),
+            self.dst_port.to_be_bytes(),
+            self.seq.to_be_bytes(),
+            self.ack.to_be_bytes(),
+        );
+        let (window, urgent) = (self.window.to_be_bytes(), self.urgent.to_be_bytes());
+        let offset = (((HEADER_LEN + options.len()) / 4) as u8) << 4;
+        // Built whole and stored at once (the field offsets are RFC 9293's).
+        fixed.copy_from_slice(&[
+            sp[0],
+            sp[1],
+            dp[0],
+            dp[1],
+            seq[0],
+            seq[1],
+            seq[2],
+            seq[3],
+            ack[0],
+            ack[1],
+            ack[2],
+            ack[3],
+            offset,
+            self.flags.0,
+            window[0],
+            window[1],
+            0,
+            0,
+            urgent[0],
+            urgent[1],
+        ]);
+        self.options.emit(options);
     }
 }
 

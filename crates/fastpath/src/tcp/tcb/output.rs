@@ -73,9 +73,12 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
     /// is the largest payload the link will cut into MSS-sized segments, when it can.
     pub(crate) fn next_segment(&mut self, cx: &mut Cx, tso_max: Option<usize>) -> Option<Outgoing> {
         let flight_was_empty = self.snd_max == self.snd_una;
-        let out = self.next_segment_uncounted(cx, tso_max)?;
-        self.note_departure(&out, flight_was_empty, cx.now);
-        Some(out)
+        // Returned as it came (not unwrapped and wrapped again: a copy of the segment less).
+        let out = self.next_segment_uncounted(cx, tso_max);
+        if let Some(segment) = &out {
+            self.note_departure(segment, flight_was_empty, cx.now);
+        }
+        out
     }
 
     fn next_segment_uncounted(&mut self, cx: &mut Cx, tso_max: Option<usize>) -> Option<Outgoing> {
