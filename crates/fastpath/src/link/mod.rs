@@ -14,6 +14,8 @@ mod loopback;
 mod os;
 mod pair;
 #[cfg(target_os = "linux")]
+mod published;
+#[cfg(target_os = "linux")]
 pub mod tun;
 #[cfg(target_os = "linux")]
 pub mod xdp;

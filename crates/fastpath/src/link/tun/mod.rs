@@ -85,12 +85,13 @@ use std::collections::VecDeque;
 use std::io;
 use std::ops::RangeInclusive;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::Duration;
 
 use nix::errno::Errno;
 
 use super::pair::complete_checksum;
+use super::published::Published;
 use super::{Link, LinkCapabilities, Medium};
 use crate::buf::{BufferDepot, BufferMode, BufferPool, ChecksumOffload, PacketBuf, HEADROOM};
 use crate::wire::MacAddr;
@@ -175,13 +176,12 @@ impl Default for TunConfig {
 struct Shared {
     fd: OwnedFd,
     name: String,
-    stats: Mutex<TunStats>,
+    stats: Published<{ TunStats::WORDS }>,
 }
 
 impl Shared {
-    fn stats(&self) -> MutexGuard<'_, TunStats> {
-        // Counters are plain numbers: a panic elsewhere cannot leave them inconsistent.
-        self.stats.lock().unwrap_or_else(|e| e.into_inner())
+    fn stats(&self) -> TunStats {
+        TunStats::from_words(self.stats.load())
     }
 }
 
@@ -202,7 +202,7 @@ impl TunHandle {
 
     /// The counters as of the link's last `receive` or `transmit`.
     pub fn stats(&self) -> TunStats {
-        *self.shared.stats()
+        self.shared.stats()
     }
 
     /// The interface's name.
@@ -401,7 +401,7 @@ impl TunLink {
             shared: Arc::new(Shared {
                 fd,
                 name,
-                stats: Mutex::new(TunStats::default()),
+                stats: Published::new(),
             }),
             caps: LinkCapabilities {
                 mtu,
@@ -511,7 +511,7 @@ impl TunLink {
     }
 
     fn publish(&self) {
-        *self.shared.stats() = self.stats;
+        self.shared.stats.store(self.stats.to_words());
     }
 }
 

@@ -66,61 +66,32 @@ pub struct TunStats {
     pub tx_errors: u64,
 }
 
-impl std::ops::AddAssign for TunStats {
-    /// Adds another link's counters: the counters of several queues of one interface, say.
-    fn add_assign(&mut self, other: TunStats) {
-        let TunStats {
-            rx_packets,
-            rx_bytes,
-            rx_reads,
-            rx_partial,
-            rx_data_valid,
-            rx_checksums_completed,
-            rx_drop_truncated,
-            rx_drop_oversize,
-            rx_drop_bad_checksum_offsets,
-            rx_gso_packets,
-            rx_gso_segments,
-            rx_drop_gso,
-            rx_tso_packets,
-            rx_tso_direct,
-            rx_small_copied,
-            rx_drop_gso_malformed,
-            rx_errors,
-            tx_packets,
-            tx_bytes,
-            tx_offloaded,
-            tx_tso,
-            tx_checksums_completed,
-            tx_drop_full,
-            tx_errors,
-        } = other;
-        self.rx_packets += rx_packets;
-        self.rx_bytes += rx_bytes;
-        self.rx_reads += rx_reads;
-        self.rx_partial += rx_partial;
-        self.rx_data_valid += rx_data_valid;
-        self.rx_checksums_completed += rx_checksums_completed;
-        self.rx_drop_truncated += rx_drop_truncated;
-        self.rx_drop_oversize += rx_drop_oversize;
-        self.rx_drop_bad_checksum_offsets += rx_drop_bad_checksum_offsets;
-        self.rx_gso_packets += rx_gso_packets;
-        self.rx_gso_segments += rx_gso_segments;
-        self.rx_drop_gso += rx_drop_gso;
-        self.rx_tso_packets += rx_tso_packets;
-        self.rx_tso_direct += rx_tso_direct;
-        self.rx_small_copied += rx_small_copied;
-        self.rx_drop_gso_malformed += rx_drop_gso_malformed;
-        self.rx_errors += rx_errors;
-        self.tx_packets += tx_packets;
-        self.tx_bytes += tx_bytes;
-        self.tx_offloaded += tx_offloaded;
-        self.tx_tso += tx_tso;
-        self.tx_checksums_completed += tx_checksums_completed;
-        self.tx_drop_full += tx_drop_full;
-        self.tx_errors += tx_errors;
-    }
-}
+crate::link::published::counter_words!(TunStats {
+    rx_packets,
+    rx_bytes,
+    rx_reads,
+    rx_partial,
+    rx_data_valid,
+    rx_checksums_completed,
+    rx_drop_truncated,
+    rx_drop_oversize,
+    rx_drop_bad_checksum_offsets,
+    rx_gso_packets,
+    rx_gso_segments,
+    rx_drop_gso,
+    rx_tso_packets,
+    rx_tso_direct,
+    rx_small_copied,
+    rx_drop_gso_malformed,
+    rx_errors,
+    tx_packets,
+    tx_bytes,
+    tx_offloaded,
+    tx_tso,
+    tx_checksums_completed,
+    tx_drop_full,
+    tx_errors,
+});
 
 impl TunStats {
     /// Packets from the kernel the link dropped, all reasons together.

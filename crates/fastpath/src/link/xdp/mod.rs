@@ -76,12 +76,13 @@ mod sys;
 use std::io;
 use std::ops::RangeInclusive;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::Duration;
 
 use nix::errno::Errno;
 
 use super::pair::complete_checksum;
+use super::published::Published;
 use super::{Link, LinkCapabilities, Medium};
 #[cfg(doc)]
 use crate::buf::HEADROOM;
@@ -215,7 +216,7 @@ impl Drop for Attachment {
 #[derive(Debug)]
 struct Shared {
     fd: Arc<OwnedFd>,
-    stats: Mutex<XdpStats>,
+    stats: Published<{ XdpStats::WORDS }>,
     /// With [`XdpConfig::ephemeral_ports`] and several queues: the interface's exchange, and this
     /// link's place in it.
     exchange: Option<(Arc<steer::Exchange>, usize)>,
@@ -232,14 +233,13 @@ impl Shared {
         self.exchange.as_ref().map(|(x, q)| x.wake_fd(*q))
     }
 
-    fn stats(&self) -> MutexGuard<'_, XdpStats> {
-        // Counters are plain numbers: a panic elsewhere cannot leave them inconsistent.
-        self.stats.lock().unwrap_or_else(|e| e.into_inner())
+    fn stats(&self) -> XdpStats {
+        XdpStats::from_words(self.stats.load())
     }
 
     /// The published counters with the kernel's read now (left as they were if that fails).
     fn read(&self) -> XdpStats {
-        let mut stats = *self.stats();
+        let mut stats = self.stats();
         if let Ok(k) = sys::statistics(self.fd.as_fd()) {
             stats.set_kernel(&k);
         }
@@ -419,7 +419,7 @@ impl XdpLink {
     }
 
     fn publish(&self) {
-        *self.shared.stats() = self.stats;
+        self.shared.stats.store(self.stats.to_words());
     }
 
     /// Gives the receive chunks taken off the RX ring back to the fill ring.
@@ -668,7 +668,7 @@ fn open_in_namespace(
         };
         let shared = Arc::new(Shared {
             fd: sock.fd.clone(),
-            stats: Mutex::new(XdpStats::default()),
+            stats: Published::new(),
             exchange: exchange.clone().map(|x| (x, i)),
         });
         let mut link = XdpLink {

@@ -77,63 +77,33 @@ impl XdpStats {
     }
 }
 
-impl std::ops::AddAssign for XdpStats {
-    /// Adds another link's counters: the counters of several queues of one interface, say.
-    fn add_assign(&mut self, other: XdpStats) {
-        let XdpStats {
-            rx_frames,
-            rx_bytes,
-            rx_multi_buffer,
-            rx_ring_empty_polls,
-            fill_ring_empty,
-            rx_drop_bad_desc,
-            rx_drop_oversize,
-            rx_steered_out,
-            rx_steered_in,
-            rx_drop_inbox_full,
-            tx_frames,
-            tx_bytes,
-            tx_multi_buffer,
-            tx_checksum_offloaded,
-            tx_drop_ring_full,
-            tx_drop_oversize,
-            tx_kicks,
-            tx_kick_errors,
-            tx_bad_completions,
-            kernel_rx_dropped,
-            kernel_rx_invalid_descs,
-            kernel_tx_invalid_descs,
-            kernel_rx_ring_full,
-            kernel_rx_fill_ring_empty_descs,
-            kernel_tx_ring_empty_descs,
-        } = other;
-        self.rx_frames += rx_frames;
-        self.rx_bytes += rx_bytes;
-        self.rx_multi_buffer += rx_multi_buffer;
-        self.rx_ring_empty_polls += rx_ring_empty_polls;
-        self.fill_ring_empty += fill_ring_empty;
-        self.rx_drop_bad_desc += rx_drop_bad_desc;
-        self.rx_drop_oversize += rx_drop_oversize;
-        self.rx_steered_out += rx_steered_out;
-        self.rx_steered_in += rx_steered_in;
-        self.rx_drop_inbox_full += rx_drop_inbox_full;
-        self.tx_frames += tx_frames;
-        self.tx_bytes += tx_bytes;
-        self.tx_multi_buffer += tx_multi_buffer;
-        self.tx_checksum_offloaded += tx_checksum_offloaded;
-        self.tx_drop_ring_full += tx_drop_ring_full;
-        self.tx_drop_oversize += tx_drop_oversize;
-        self.tx_kicks += tx_kicks;
-        self.tx_kick_errors += tx_kick_errors;
-        self.tx_bad_completions += tx_bad_completions;
-        self.kernel_rx_dropped += kernel_rx_dropped;
-        self.kernel_rx_invalid_descs += kernel_rx_invalid_descs;
-        self.kernel_tx_invalid_descs += kernel_tx_invalid_descs;
-        self.kernel_rx_ring_full += kernel_rx_ring_full;
-        self.kernel_rx_fill_ring_empty_descs += kernel_rx_fill_ring_empty_descs;
-        self.kernel_tx_ring_empty_descs += kernel_tx_ring_empty_descs;
-    }
-}
+crate::link::published::counter_words!(XdpStats {
+    rx_frames,
+    rx_bytes,
+    rx_multi_buffer,
+    rx_ring_empty_polls,
+    fill_ring_empty,
+    rx_drop_bad_desc,
+    rx_drop_oversize,
+    rx_steered_out,
+    rx_steered_in,
+    rx_drop_inbox_full,
+    tx_frames,
+    tx_bytes,
+    tx_multi_buffer,
+    tx_checksum_offloaded,
+    tx_drop_ring_full,
+    tx_drop_oversize,
+    tx_kicks,
+    tx_kick_errors,
+    tx_bad_completions,
+    kernel_rx_dropped,
+    kernel_rx_invalid_descs,
+    kernel_tx_invalid_descs,
+    kernel_rx_ring_full,
+    kernel_rx_fill_ring_empty_descs,
+    kernel_tx_ring_empty_descs,
+});
 
 impl std::fmt::Display for XdpStats {
     /// Prints like the TUN link's counters: a heading, then what is not zero.
