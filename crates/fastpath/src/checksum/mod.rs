@@ -819,7 +819,8 @@ impl Checksum {
         pieces: &[P],
     ) {
         let mut at = 0;
-        for piece in pieces {
+        // A ring's second piece is empty unless the bytes wrap: nothing to copy or sum.
+        for piece in pieces.iter().filter(|p| !p.is_empty()) {
             self.copy_and_add_with(alg, &mut dst[at..at + piece.len()], piece);
             at += piece.len();
         }
