@@ -188,7 +188,8 @@ impl TcpOptions {
     /// or past the end stops the parse (what came before is kept). A malformed option thus never
     /// costs the segment: a SYN whose MSS option is 3 bytes long is answered as one without it (RFC
     /// 9293 §3.1 asks a receiver to be prepared for any option; Linux answers such SYNs).
-    pub fn parse(mut bytes: &[u8]) -> Result<TcpOptions> {
+    #[inline]
+    pub fn parse(bytes: &[u8]) -> Result<TcpOptions> {
         // The options of almost every segment once a connection is up: timestamps alone, after two
         // NOPs (RFC 7323 appendix A), read at once as Van Jacobson's header prediction does.
         if let [kind::NOP, kind::NOP, kind::TIMESTAMPS, 10, v0, v1, v2, v3, e0, e1, e2, e3] = *bytes
@@ -201,6 +202,12 @@ impl TcpOptions {
                 ..TcpOptions::default()
             });
         }
+        Self::parse_any(bytes)
+    }
+
+    /// [`TcpOptions::parse`] for any options.
+    #[inline(never)]
+    fn parse_any(mut bytes: &[u8]) -> Result<TcpOptions> {
         let mut opts = TcpOptions::default();
         while let Some(&k) = bytes.first() {
             match k {
@@ -262,6 +269,7 @@ impl TcpOptions {
 
     /// Writes the options into `out`, which must be exactly [`TcpOptions::wire_len`] bytes. Layouts
     /// follow RFC 7323 appendix A (NOPs so that 32-bit fields stay aligned).
+    #[inline]
     pub fn emit(&self, out: &mut [u8]) {
         // An established connection's usual option, timestamps alone, in one store.
         if let Some((val, ecr)) = self.timestamps.filter(|_| out.len() == 12) {
@@ -284,6 +292,12 @@ impl TcpOptions {
                 return;
             }
         }
+        self.emit_any(out);
+    }
+
+    /// [`TcpOptions::emit`] for any options.
+    #[inline(never)]
+    fn emit_any(&self, out: &mut [u8]) {
         let mut at = 0;
         let mut put = |bytes: &[u8]| {
             out[at..at + bytes.len()].copy_from_slice(bytes);
