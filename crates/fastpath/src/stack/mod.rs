@@ -507,9 +507,12 @@ impl Stack {
         for i in 1..self.devices.list.len() {
             layer!(Receive, Link);
             let n = self.devices.list[i].link.receive(&mut batch, max);
+            if n == 0 {
+                continue;
+            }
             more |= n == max;
             got += n;
-            if n > 0 && self.devices.list[i].eth.is_some() {
+            if self.devices.list[i].eth.is_some() {
                 self.ethernet_input(i, &mut batch);
             }
             for packet in batch.drain(..) {
