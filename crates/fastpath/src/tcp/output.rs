@@ -146,6 +146,9 @@ impl<N: Network> Tcp<N> {
                 dont_frag,
             );
         }
+        if let Some(tcb) = conn_at(&mut self.slots, index) {
+            tcb.burst_sent(cx.cfg, cx.now);
+        }
         self.schedule(index);
         // A connection that finished its close while sending (LAST-ACK acknowledged elsewhere) is
         // handled by its verdicts; nothing more here.

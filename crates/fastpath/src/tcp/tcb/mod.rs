@@ -501,6 +501,9 @@ pub(crate) struct Tcb<A: IpAddress = Ipv4Addr> {
 
     /// Every timer's deadline (see [`Timer`]).
     timers: Timers,
+    /// New data went in the burst under way: the retransmission timer or the tail loss probe is to
+    /// be armed when it ends ([`Tcb::burst_sent`]).
+    new_data_sent: bool,
     persist_backoff: u32,
     keepalive_probes: u32,
     pub(crate) keepalive: bool,
@@ -661,6 +664,7 @@ impl<A: IpAddress> Tcb<A> {
             rtt_probe: None,
             retries: 0,
             timers: Timers::default(),
+            new_data_sent: false,
             persist_backoff: 0,
             keepalive_probes: 0,
             keepalive: false,

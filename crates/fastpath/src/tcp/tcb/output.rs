@@ -81,6 +81,18 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
         out
     }
 
+    /// The burst of segments [`Tcb::next_segment`] gave ends: if it carried new data, the
+    /// retransmission timer runs (from now, unless it runs already) or the tail loss probe takes
+    /// its place, once for the burst. As Linux arms the probe once after `tcp_write_xmit`'s loop
+    /// (`tcp_schedule_loss_probe`), and as RFC 6298 §5.1 starts the retransmission timer only
+    /// if it is not running: the burst's later segments do not push the deadline back.
+    #[inline]
+    pub(crate) fn burst_sent(&mut self, cfg: &TcpConfig, now: Instant) {
+        if std::mem::take(&mut self.new_data_sent) {
+            self.arm_after_new_data(cfg, now);
+        }
+    }
+
     fn next_segment_uncounted(&mut self, cx: &mut Cx, tso_max: Option<usize>) -> Option<Outgoing> {
         let now = cx.now;
         match self.state {
@@ -455,7 +467,8 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             self.timers.arm_once(Timer::Retransmit, self.rto_from(now));
             self.probe_sent(false, cx);
         } else if !retransmitting {
-            self.arm_after_new_data(rack_on, cx);
+            // Armed once the burst ends (`burst_sent`), not for each of its segments.
+            self.new_data_sent = true;
         } else {
             self.timers.arm_once(Timer::Retransmit, self.rto_from(now));
         }

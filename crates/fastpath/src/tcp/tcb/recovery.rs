@@ -211,7 +211,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
     /// an ACK left data in flight (see [`Tcb::probe_applies`]). It takes the place of the
     /// retransmission timer, at most as late.
     pub(super) fn schedule_probe(&mut self, cx: &Cx) {
-        if !self.probe_applies(cx) {
+        if !self.probe_applies(cx.cfg) {
             return;
         }
         let rto_at = match self.timers.get(Timer::Retransmit) {
@@ -219,7 +219,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             None if self.timers.is_set(Timer::Rack) => self.rack.rto_at,
             None => self.rto_from(cx.now),
         };
-        self.arm_probe(rto_at, cx);
+        self.arm_probe(rto_at, cx.cfg, cx.now);
     }
 
     /// New data went: the retransmission timer runs (from now, unless it runs already), or the
@@ -227,13 +227,13 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
     /// starting the retransmission timer only for the probe to take its deadline back at once
     /// (this runs for every request and response).
     #[inline]
-    pub(super) fn arm_after_new_data(&mut self, rack_on: bool, cx: &Cx) {
+    pub(super) fn arm_after_new_data(&mut self, cfg: &TcpConfig, now: Instant) {
         let rto_at = match self.timers.get(Timer::Retransmit) {
             Some(at) => at,
-            None => self.rto_from(cx.now),
+            None => self.rto_from(now),
         };
-        if rack_on && self.probe_applies(cx) {
-            self.arm_probe(rto_at, cx);
+        if self.probe_applies(cfg) {
+            self.arm_probe(rto_at, cfg, now);
         } else {
             self.timers.set(Timer::Retransmit, rto_at);
         }
@@ -242,9 +242,9 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
     /// Whether the tail loss probe is to be scheduled: on, with SACK, data in flight, outside
     /// recovery and disorder, no probe in flight, no reordering timer running.
     #[inline]
-    fn probe_applies(&self, cx: &Cx) -> bool {
-        cx.cfg.tail_loss_probe
-            && self.rack_on(cx.cfg)
+    fn probe_applies(&self, cfg: &TcpConfig) -> bool {
+        cfg.tail_loss_probe
+            && self.rack_on(cfg)
             && self.snd_una != self.snd_max
             && self.recover.is_none()
             && self.loss_until.is_none()
@@ -255,11 +255,11 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
     }
 
     /// Runs the probe timer in the retransmission timer's place, which would fire at `rto_at`.
-    fn arm_probe(&mut self, rto_at: Instant, cx: &Cx) {
+    fn arm_probe(&mut self, rto_at: Instant, cfg: &TcpConfig, now: Instant) {
         let one_segment = self.snd_max - self.snd_una <= self.mss;
         let srtt_us = self.srtt.map(|ns| ns / 1000);
-        let pto = rack::probe_timeout(srtt_us, one_segment, micros(cx.cfg.min_rto));
-        let probe_at = Instant::from_micros(cx.now.total_micros() + pto);
+        let pto = rack::probe_timeout(srtt_us, one_segment, micros(cfg.min_rto));
+        let probe_at = Instant::from_micros(now.total_micros() + pto);
         self.rack.rto_at = rto_at;
         self.rack.timer = RackTimer::Probe;
         self.timers.clear(Timer::Retransmit);

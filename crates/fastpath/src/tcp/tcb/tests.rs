@@ -216,8 +216,9 @@ impl Harness {
         })
     }
 
-    /// The next segment and its payload. Whenever the block says it owes nothing (the output
-    /// path's shortcut), `next_segment` is checked to send nothing and change nothing.
+    /// The next segment and its payload, as a burst of one (its timers armed as the output path
+    /// arms them when a burst ends). Whenever the block says it owes nothing (the output path's
+    /// shortcut), `next_segment` is checked to send nothing and change nothing.
     fn send(&mut self) -> Option<(TcpRepr, Vec<u8>)> {
         let now = self.now;
         if self.tcb.owes_nothing() {
@@ -227,7 +228,11 @@ impl Harness {
             self.owed_nothing += 1;
             return None;
         }
-        let o = with_cx!(self, |tcb, cx| tcb.next_segment(cx, None))?;
+        let o = with_cx!(self, |tcb, cx| {
+            let o = tcb.next_segment(cx, None);
+            tcb.burst_sent(cx.cfg, cx.now);
+            o
+        })?;
         self.last_ecn = o.ecn;
         let mut repr = o.repr;
         self.tcb.stamp(&mut repr, now);
@@ -238,6 +243,17 @@ impl Harness {
     /// Every segment owed now.
     fn send_all(&mut self) -> Vec<(TcpRepr, Vec<u8>)> {
         std::iter::from_fn(|| self.send()).collect()
+    }
+
+    /// Every segment owed now as the output path sends them, one burst whose timers are armed
+    /// when it ends; the sequence numbers and lengths.
+    fn send_burst(&mut self) -> Vec<(u32, usize)> {
+        let mut out = Vec::new();
+        while let Some(o) = with_cx!(self, |tcb, cx| tcb.next_segment(cx, None)) {
+            out.push((o.repr.seq, o.len));
+        }
+        with_cx!(self, |tcb, cx| tcb.burst_sent(cx.cfg, cx.now));
+        out
     }
 
     fn timer(&mut self) -> Verdict {

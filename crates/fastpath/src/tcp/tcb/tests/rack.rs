@@ -163,6 +163,23 @@ fn a_lost_tail_is_probed_two_rtts_after_the_last_transmission() {
 }
 
 #[test]
+fn a_burst_arms_the_probe_once_when_it_ends_for_the_whole_flight() {
+    let mut h = established();
+    h.write(10 * MSS as usize);
+    let t0 = h.now;
+    let burst = h.send_burst();
+    assert_eq!(burst.len(), 10);
+    assert_eq!(burst[9], (m(9), MSS as usize));
+    // Armed at the burst's end for ten segments in flight: two RTTs and 2 ms, no delayed-ACK
+    // allowance (that is for a single segment), in the retransmission timer's place.
+    assert_eq!(h.tcb.deadline(), Some(t0 + Duration::from_millis(4)));
+    assert_eq!(h.tcb.timers.get(Timer::Retransmit), None);
+    h.fire();
+    assert_eq!(sent(&mut h), [(m(9), MSS as usize)]);
+    assert_eq!(h.counters.loss_probes, 1);
+}
+
+#[test]
 fn a_probe_sends_new_data_when_there_is_some_whatever_the_congestion_window() {
     let mut h = established();
     h.write(12 * MSS as usize);
