@@ -7,11 +7,12 @@
 //! difference of the totals by the difference of counts, as for `peers_profile`. The clock advances
 //! by a microsecond a step, so that no timer fires and the count is the same on every run.
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+mod common;
+
+use std::net::SocketAddr;
 use std::time::Duration;
 
-use fastpath::link::{Impairments, LinkCapabilities, PairEnd};
-use fastpath::{Instant, Ipv4Cidr, Ipv6Cidr, Stack, StackConfig};
+use fastpath::{Instant, Stack};
 
 fn main() {
     let mut args = std::env::args()
@@ -21,29 +22,7 @@ fn main() {
     let size = args.next().unwrap_or(64);
     let connections = args.next().unwrap_or(1).max(1);
     let v6 = args.next() == Some(6);
-    let (ea, eb) = PairEnd::pair(
-        LinkCapabilities::plain(1500),
-        1 << 16,
-        Impairments::default(),
-    );
-    let (ia, ib) = (Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2));
-    let mut a = Stack::new(StackConfig::default());
-    let link_a = a.add_interface("pair0", ea, Ipv4Cidr::new(ia, 24));
-    let mut b = Stack::new(StackConfig::default());
-    let link_b = b.add_interface("pair0", eb, Ipv4Cidr::new(ib, 24));
-    let server_addr: IpAddr = if v6 {
-        let (a6, b6) = (
-            Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 1),
-            Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 2),
-        );
-        a.add_ipv6_address(link_a, Ipv6Cidr::new(a6, 64))
-            .expect("an IPv6 address");
-        b.add_ipv6_address(link_b, Ipv6Cidr::new(b6, 64))
-            .expect("an IPv6 address");
-        b6.into()
-    } else {
-        ib.into()
-    };
+    let (mut a, mut b, server_addr) = common::two_stacks(1500, v6);
     let server_addr = SocketAddr::new(server_addr, 7);
     // The sender's poll hands what it wrote to the link, then the receiver's takes it in.
     let mut now = Instant::ZERO;
