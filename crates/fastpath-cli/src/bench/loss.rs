@@ -3,7 +3,8 @@
 //! each loss detection (RACK-TLP, the default, and RFC 6675's duplicate-ACK rule): the time against
 //! the clean transfer's in the same round, and the sender's counters that show how losses were
 //! repaired (RACK's marks and reordering timeouts, tail loss probes, recoveries, retransmission
-//! timeouts). Rounds interleave the four runs; medians are quoted.
+//! timeouts), and where the time went: the receiver's waits for data by length, which tell the
+//! timer that ended each. Rounds interleave the four runs; medians are quoted.
 
 use std::time::Duration;
 
@@ -75,10 +76,18 @@ pub struct LossRow {
     pub timeouts: f64,
     /// D-SACK blocks the sender received.
     pub dsacks: f64,
+    /// Seconds the receiver waited for data, in waits of 1 ms or more: under 10 ms (RACK's
+    /// reordering timer, a tail loss probe: both at least 2 ms, as Linux arms them), 10 to 100 ms
+    /// (the receiver's 40 ms delayed ACK), 100 ms or more (a retransmission timeout, at least
+    /// 200 ms).
+    pub wait_short: f64,
+    pub wait_delayed_ack: f64,
+    pub wait_timeout: f64,
 }
 
-/// The sender's counters after one transfer, in [`LossRow`]'s order from `segments`.
-type Counts = [f64; 9];
+/// The sender's counters after one transfer, in [`LossRow`]'s order from `segments`, then the
+/// waits.
+type Counts = [f64; 12];
 
 /// A bulk transfer of `bytes` from one stack to another over a pair impaired at `rate`.
 fn transfer(
@@ -102,8 +111,9 @@ fn transfer(
     };
     let caps = LinkCapabilities::plain(1500);
     let limit = Duration::from_secs(600);
-    let (seconds, a) = super::tcp::pair_transfer(config, caps, impair, bytes, limit)?;
-    let t = &a.counters().tcp;
+    let run = super::tcp::pair_transfer(config, caps, impair, bytes, limit)?;
+    let t = &run.sender.counters().tcp;
+    let [short, delayed_ack, timeout] = run.waits;
     let counts = [
         t.out_segs,
         t.retrans_segs,
@@ -116,7 +126,10 @@ fn transfer(
         t.dsacks_received,
     ]
     .map(|n| n as f64);
-    Ok((seconds, counts))
+    let mut all = [0.0; 12];
+    all[..9].copy_from_slice(&counts);
+    all[9..].copy_from_slice(&[short, delayed_ack, timeout]);
+    Ok((run.seconds, all))
 }
 
 /// Runs the experiment and returns its rows.
@@ -163,6 +176,9 @@ pub fn measure(args: &LossArgs) -> Result<Vec<LossRow>, String> {
                 loss_probe_recoveries: count(6),
                 timeouts: count(7),
                 dsacks: count(8),
+                wait_short: count(9),
+                wait_delayed_ack: count(10),
+                wait_timeout: count(11),
             });
         }
     }
@@ -180,7 +196,7 @@ pub fn run(args: &LossArgs) -> Result<(), String> {
         common::machine()
     ));
     outln!(
-        "{:<8} {:>6} {:>9} {:>8} {:>9} {:>8} {:>7} {:>8} {:>9} {:>6} {:>8} {:>7}",
+        "{:<8} {:>6} {:>9} {:>8} {:>9} {:>8} {:>7} {:>8} {:>9} {:>6} {:>8} {:>7} {:>9} {:>9} {:>9}",
         "loss",
         "rate",
         "seconds",
@@ -192,11 +208,14 @@ pub fn run(args: &LossArgs) -> Result<(), String> {
         "reo.tmo",
         "tlp",
         "tlp.rep",
-        "rto"
+        "rto",
+        "w<10ms",
+        "w<100ms",
+        "w>=100ms"
     );
     for r in &rows {
         outln!(
-            "{:<8} {:>6} {:>9.3} {:>8.1} {:>9.0} {:>8.0} {:>7.0} {:>8.0} {:>9.0} {:>6.0} {:>8.0} {:>7.0}",
+            "{:<8} {:>6} {:>9.3} {:>8.1} {:>9.0} {:>8.0} {:>7.0} {:>8.0} {:>9.0} {:>6.0} {:>8.0} {:>7.0} {:>9.3} {:>9.3} {:>9.3}",
             r.detection,
             r.rate,
             r.seconds,
@@ -208,7 +227,10 @@ pub fn run(args: &LossArgs) -> Result<(), String> {
             r.rack_reorder_timeouts,
             r.loss_probes,
             r.loss_probe_recoveries,
-            r.timeouts
+            r.timeouts,
+            r.wait_short,
+            r.wait_delayed_ack,
+            r.wait_timeout
         );
     }
     if let Some(json) = json {
@@ -225,15 +247,20 @@ mod tests {
     fn an_impaired_transfer_arrives_and_its_repairs_are_counted() {
         let (_, clean) = transfer(LossDetection::Rack, 0.0, 1 << 20, 1).unwrap();
         assert_eq!(clean[1], 0.0, "nothing resent on a clean pair");
+        assert_eq!(clean[11], 0.0, "no retransmission timeout waited for");
         let (_, counts) = transfer(LossDetection::Rack, 0.02, 4 << 20, 1).unwrap();
         assert!(counts[1] > 0.0, "losses were repaired: {counts:?}");
         assert!(counts[3] > 0.0, "by RACK: {counts:?}");
-        let (_, counts) = transfer(LossDetection::DupAck, 0.02, 4 << 20, 1).unwrap();
+        let (seconds, counts) = transfer(LossDetection::DupAck, 0.02, 4 << 20, 1).unwrap();
         assert_eq!(
             (counts[3], counts[5]),
             (0.0, 0.0),
             "no RACK, no probes: {counts:?}"
         );
         assert!(counts[2] > 0.0, "recoveries by duplicate ACKs: {counts:?}");
+        assert!(
+            counts[9..].iter().sum::<f64>() <= seconds,
+            "waits within the transfer: {counts:?} in {seconds} s"
+        );
     }
 }

@@ -142,20 +142,42 @@ fn pair_bulk(config_name: &str, mtu: usize, bytes: u64) -> Result<f64, String> {
     let mut caps = LinkCapabilities::plain(mtu);
     caps.tx_checksum_offload = config_name == "offload";
     let limit = Duration::from_secs(60);
-    pair_transfer(config, caps, Impairments::default(), bytes, limit).map(|(secs, _)| secs)
+    pair_transfer(config, caps, Impairments::default(), bytes, limit).map(|run| run.seconds)
+}
+
+/// What [`pair_transfer`] measured.
+pub struct PairRun {
+    /// From the handshake's end to the last byte read.
+    pub seconds: f64,
+    /// Seconds spent waiting between two reads that brought data, in the waits of 1 ms or more,
+    /// by length: under 10 ms (a reordering timer, a tail loss probe), 10 to 100 ms (a delayed
+    /// ACK), 100 ms or more (a retransmission timeout). A clean transfer has none.
+    pub waits: [f64; 3],
+    /// The sending stack, for its counters.
+    pub sender: Stack,
+}
+
+impl PairRun {
+    /// The class in `waits` of a wait of `seconds` (1 ms or more).
+    fn wait_class(seconds: f64) -> usize {
+        match seconds {
+            s if s < 0.010 => 0,
+            s if s < 0.100 => 1,
+            _ => 2,
+        }
+    }
 }
 
 /// `bytes` from one stack to another over the in-memory pair (impaired as `impair`), one thread
 /// polling both; the application fills the send buffer in place and takes received data in place.
-/// Returns the seconds from the handshake's end to the last byte read, and the sending stack (for
-/// its counters). Fails if it takes longer than `limit`.
+/// Fails if it takes longer than `limit`.
 pub fn pair_transfer(
     config: StackConfig,
     caps: LinkCapabilities,
     impair: Impairments,
     bytes: u64,
     limit: Duration,
-) -> Result<(f64, Stack), String> {
+) -> Result<PairRun, String> {
     let (ea, eb) = PairEnd::pair(caps, 1 << 16, impair);
     let (ia, ib) = (Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2));
     let mut a = Stack::new(config.clone());
@@ -187,6 +209,8 @@ pub fn pair_transfer(
     };
     let start = WallClock::now();
     let (mut sent, mut got) = (0u64, 0u64);
+    let mut waits = [0.0; 3];
+    let mut last_data = start;
     while got < bytes {
         while sent < bytes {
             let max = (bytes - sent).min(1 << 20) as usize;
@@ -197,17 +221,30 @@ pub fn pair_transfer(
         }
         a.poll(Instant::now());
         b.poll(Instant::now());
+        let before = got;
         while let Ok(n) = b.tcp(s).read_with(|d| d.len()) {
             if n == 0 {
                 break;
             }
             got += n as u64;
         }
-        if WallClock::now() > deadline {
+        let now = WallClock::now();
+        if got > before {
+            let wait = (now - last_data).as_secs_f64();
+            if wait >= 0.001 {
+                waits[PairRun::wait_class(wait)] += wait;
+            }
+            last_data = now;
+        }
+        if now > deadline {
             return Err(format!("pair transfer stalled at {got} of {bytes} bytes"));
         }
     }
-    Ok((start.elapsed().as_secs_f64(), a))
+    Ok(PairRun {
+        seconds: start.elapsed().as_secs_f64(),
+        waits,
+        sender: a,
+    })
 }
 
 #[cfg(target_os = "linux")]
