@@ -2051,6 +2051,8 @@ pub fn tcp_info_bytes(state: u8, info: Option<&ConnectionInfo>, now: Instant) ->
     put32(&mut b, 192, sat(i.delivered));
     put64(&mut b, 200, i.bytes_sent);
     put64(&mut b, 208, i.bytes_retransmitted);
+    put32(&mut b, 216, sat(i.dsack_dups));
+    put32(&mut b, 220, sat(i.reorderings));
     put32(&mut b, 228, i.snd_wnd);
     put32(&mut b, 232, i.rcv_wnd);
     b

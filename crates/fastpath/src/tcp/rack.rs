@@ -339,6 +339,14 @@ pub(crate) struct Rack {
     prior_fack: Option<Seq>,
     /// A segment below `fack` arrived without being sent again: the path reorders.
     pub(crate) reordering_seen: bool,
+    /// The farthest, in bytes, such a segment's start lay below `prior_fack`: the degree of
+    /// reordering seen (Linux's `tp->reordering`, there in segments, from `tcp_check_sack_reordering`).
+    pub(crate) reorder_distance: u32,
+    /// ACKs that showed reordering (Linux's `tcpi_reord_seen`, counted there at most once for an
+    /// ACK's SACK blocks and once for its cumulative part; here once an ACK).
+    pub(crate) reorderings: u64,
+    /// This ACK has been counted in `reorderings`.
+    reordering_counted: bool,
     /// The reordering window in quarters of the least RTT (RACK.reo_wnd_mult), widened by D-SACKs.
     reo_steps: u8,
     /// Recoveries left before `reo_steps` goes back to one (RACK.reo_wnd_persist).
@@ -346,7 +354,7 @@ pub(crate) struct Rack {
     /// No second widening until the ACK passes this (one per round trip).
     dsack_round: Option<Seq>,
     /// Segments reported duplicated by D-SACKs so far.
-    dsack_dups: u64,
+    pub(crate) dsack_dups: u64,
     /// What `Timer::Rack` is running for.
     pub(crate) timer: RackTimer,
     /// The end of the tail loss probe in flight (TLP.end_seq), and whether it was a retransmission.
@@ -364,6 +372,7 @@ impl Rack {
     /// An ACK is about to be taken: remembers what was delivered before it (see `prior_fack`).
     pub(crate) fn ack_begins(&mut self) {
         self.prior_fack = self.latest.map(|_| self.fack);
+        self.reordering_counted = false;
     }
 
     /// RACK's step 2 (RFC 8985 §6.2) for one delivered segment, with the least RTT measured (in
@@ -386,8 +395,16 @@ impl Rack {
         if self.latest.is_none() {
             self.fack = seg.end;
         }
-        if self.prior_fack.is_some_and(|f| seg.end < f) && !seg.retransmitted() {
+        if let Some(f) = self
+            .prior_fack
+            .filter(|&f| seg.end < f && !seg.retransmitted())
+        {
             self.reordering_seen = true;
+            self.reorder_distance = self.reorder_distance.max(f - seg.start);
+            if !self.reordering_counted {
+                self.reordering_counted = true;
+                self.reorderings += 1;
+            }
         }
         self.fack = self.fack.max(seg.end);
         self.rtt_us = rtt_us;

@@ -197,7 +197,9 @@ pub struct ConnectionInfo {
     pub lost: u32,
     /// Bytes written and not sent yet.
     pub not_sent: u32,
-    /// Duplicate ACKs that start a fast retransmit (RFC 5681's DupThresh).
+    /// The degree of reordering in segments (Linux's `tcpi_reordering`): RFC 5681's DupThresh of 3,
+    /// raised (with RACK, up to Linux's limit of 300) to the farthest a segment has been seen to
+    /// arrive behind segments sent after it.
     pub dupack_threshold: u32,
     /// Segments retransmitted.
     pub retransmits: u64,
@@ -229,6 +231,12 @@ pub struct ConnectionInfo {
     pub last_data_received: Option<Instant>,
     /// When a segment with an ACK last arrived.
     pub last_ack_received: Option<Instant>,
+    /// ACKs that showed segments arriving out of order, behind segments sent after them (Linux's
+    /// `tcpi_reord_seen`; with RACK).
+    pub reorderings: u64,
+    /// Segments the peer reported, by D-SACK, to have arrived twice (Linux's `tcpi_dsack_dups`;
+    /// with RACK).
+    pub dsack_dups: u64,
     /// Time spent with data queued or in flight (Linux's `tcpi_busy_time`), the two below
     /// included.
     pub busy_time: Duration,
@@ -863,7 +871,12 @@ impl<A: IpAddress> Tcb<A> {
             sacked: self.scoreboard.sacked_bytes(),
             lost: self.lost_bytes(),
             not_sent: self.not_sent() as u32,
-            dupack_threshold: DUPTHRESH,
+            dupack_threshold: DUPTHRESH.max(
+                self.rack
+                    .reorder_distance
+                    .div_ceil(self.mss.max(1))
+                    .min(300),
+            ),
             retransmits: self.retransmits,
             segments_out: a.segments_out,
             segments_in: a.segments_in,
@@ -878,6 +891,8 @@ impl<A: IpAddress> Tcb<A> {
             last_data_sent: a.last_data_sent,
             last_data_received: a.last_data_received,
             last_ack_received: a.last_ack_received,
+            reorderings: self.rack.reorderings,
+            dsack_dups: self.rack.dsack_dups,
             busy_time,
             rwnd_limited,
             sndbuf_limited,

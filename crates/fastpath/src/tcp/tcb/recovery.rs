@@ -44,6 +44,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             }
             if self.rack_on(cx.cfg) {
                 self.rack_detect(cx);
+                self.grow_on_sack(sacked_after.saturating_sub(sacked_before), cx);
             }
         }
         if self.recover.is_some() && self.sack_on && !self.rack_on(cx.cfg) {
@@ -83,6 +84,24 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             self.retries = 0;
         }
         true
+    }
+
+    /// An ACK that SACKed `newly_sacked` bytes and moved nothing else: on a path seen to reorder by
+    /// more than DupThresh segments, delivery out of order is delivery, and the window grows by it
+    /// outside recovery (Linux's `tcp_may_raise_cwnd`: RFC 5681 grows it only for data acknowledged
+    /// in order).
+    fn grow_on_sack(&mut self, newly_sacked: u32, cx: &mut Cx) {
+        if newly_sacked == 0
+            || self.rack.reorder_distance <= DUPTHRESH * self.mss
+            || self.recover.is_some()
+            || self.loss_until.is_some()
+        {
+            return;
+        }
+        if !cx.cfg.cwnd_validation || self.cc.is_cwnd_limited() {
+            let srtt = self.srtt_or_rto();
+            self.cc.on_ack(newly_sacked, self.mss, cx.now, srtt);
+        }
     }
 
     /// Records SACK blocks about data we sent (RFC 2018 §3, RFC 6675), and hands RACK the
@@ -193,7 +212,18 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
         match self.rack.timer {
             RackTimer::Reorder => {
                 cx.counters.rack_reorder_timeouts += 1;
+                let recovering = self.recover.is_some();
                 self.rack_detect(cx);
+                if !recovering && self.recover.is_some() && cx.cfg.prr {
+                    // Recovery begun by the timer, with no ACK to size the window: as Linux's
+                    // `tcp_rack_reo_timeout`, as if an ACK had delivered one segment, so that one
+                    // retransmission goes now and the rest as the ACKs come (RFC 6937).
+                    let (pipe, ssthresh) = (self.pipe(), self.cc.ssthresh);
+                    let mss = self.mss;
+                    if let Some(cwnd) = self.prr.on_ack(mss, pipe, ssthresh, mss, false, false) {
+                        self.cc.cwnd = cwnd;
+                    }
+                }
             }
             RackTimer::Probe => {
                 // The probe took the retransmission timer's place (as in Linux, where they share

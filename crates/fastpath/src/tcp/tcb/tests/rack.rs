@@ -348,3 +348,55 @@ fn a_segment_carrying_a_dsack_leaves_room_for_it() {
     // At least a block's room (two NOPs, kind, length, eight bytes) below the MSS.
     assert!(payload.len() <= MSS as usize - 12, "{}", payload.len());
 }
+
+/// A reordering timeout that starts recovery sizes the window as an ACK delivering one segment
+/// would (Linux's `tcp_rack_reo_timeout` calls `tcp_cwnd_reduction` so): one retransmission goes,
+/// not all that fits under ssthresh, and each later SACK lets one more go; a SACK for a segment far
+/// below the highest SACKed raises the reordering degree (sack/sack-shift-sacked-7-3-4-8-9-fack.pkt).
+#[test]
+fn a_reordering_timeout_that_starts_recovery_sends_one_retransmission() {
+    let mut h = established();
+    let t0 = ten_sent(&mut h);
+    h.advance(us(1000));
+    sack(&mut h, S, &[(m(7), m(8))]);
+    assert_eq!(sent(&mut h), []);
+    h.fire();
+    assert!(h.now > t0);
+    assert_eq!(h.counters.rack_lost, 7, "segments 0 to 6, sent before 7");
+    assert_eq!(h.counters.fast_recoveries, 1);
+    assert_eq!(sent(&mut h), [(S, MSS as usize)]);
+    h.advance(us(100));
+    assert_eq!(h.tcb.info().dupack_threshold, 3);
+    sack(&mut h, S, &[(m(3), m(4)), (m(7), m(8))]);
+    assert_eq!(sent(&mut h), [(m(1), MSS as usize)]);
+    // Segment 3 arrived behind 7 (from its start to 7's end, five segments): the reordering
+    // degree, as Linux's `tcpi_reordering` has it.
+    assert_eq!(h.tcb.info().dupack_threshold, 5);
+    assert_eq!(h.tcb.info().reorderings, 1);
+    h.advance(us(100));
+    sack(&mut h, S, &[(m(3), m(5)), (m(7), m(8))]);
+    assert_eq!(sent(&mut h), [(m(2), MSS as usize)]);
+}
+
+/// A SACK below the highest SACKed shows the path reordering by seven segments, more than
+/// DupThresh: from that ACK on, data SACKed grows the window as data acknowledged does, outside
+/// recovery (Linux's `tcp_may_raise_cwnd`), and each delivery counts once
+/// (cubic/cubic-rack-reo-timeout-retrans-failed-incoming-data.pkt).
+#[test]
+fn on_a_path_seen_to_reorder_a_sack_grows_the_window() {
+    let mut h = established();
+    ten_sent(&mut h);
+    let cwnd = h.tcb.info().cwnd;
+    h.advance(us(500));
+    sack(&mut h, S, &[(m(9), m(10))]);
+    assert_eq!(h.tcb.info().cwnd, cwnd, "no reordering seen yet");
+    sack(&mut h, S, &[(m(3), m(4)), (m(9), m(10))]);
+    let i = h.tcb.info();
+    assert_eq!((i.dupack_threshold, i.reorderings), (7, 1));
+    assert_eq!(i.cwnd, cwnd + MSS, "the segment SACKed now");
+    assert_eq!(h.counters.fast_recoveries, 0);
+    recv!(h, seg(ACK, R, m(10), 65535));
+    let i = h.tcb.info();
+    assert_eq!(i.cwnd, cwnd + 9 * MSS, "the eight not SACKed before");
+    assert_eq!(i.reorderings, 2, "segments 0 to 8 acknowledged behind 9");
+}
