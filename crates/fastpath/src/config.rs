@@ -210,6 +210,12 @@ pub struct TcpConfig {
     /// the ACK clock going (and show a loss by RACK or a third duplicate ACK) where the window would
     /// otherwise stop everything.
     pub limited_transmit: bool,
+    /// Nagle's algorithm (RFC 896, RFC 1122 §4.2.3.4) with Minshall's change, as Linux's
+    /// `tcp_nagle_check`: a partial segment waits only while a partial segment sent before it is
+    /// unacknowledged, not while any data is, so the tail of a write larger than a segment goes
+    /// with its full segments instead of after their ACK. Off: the classic rule, anything
+    /// unacknowledged holds it. (`TCP_NODELAY` turns either off for its socket.)
+    pub minshall_nagle: bool,
     /// Grow the congestion window only while it is used (Linux's `tcp_is_cwnd_limited`, in the
     /// spirit of RFC 7661): when sending was held back by the window in the current round trip, or
     /// in slow start while the window is below twice the most in flight. An application-limited
@@ -311,6 +317,7 @@ impl Default for TcpConfig {
             prr: true,
             dsack: true,
             limited_transmit: true,
+            minshall_nagle: true,
             cwnd_validation: true,
             restart_after_idle: true,
             hystart: true,
@@ -629,6 +636,7 @@ impl StackConfig {
                 prr: false,
                 dsack: false,
                 limited_transmit: false,
+                minshall_nagle: false,
                 cwnd_validation: false,
                 window_probe_without_data: false,
                 ecn: Ecn::Off,

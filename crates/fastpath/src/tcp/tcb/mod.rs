@@ -408,6 +408,9 @@ pub(crate) struct Tcb<A: IpAddress = Ipv4Addr> {
     /// data received, so ACKs wait to ride on our answers, quick-ACK mode or not. The delayed-ACK
     /// timer firing ends it.
     pingpong: bool,
+    /// The end of the last new segment sent shorter than a full one (Linux's `snd_sml`): while it
+    /// is unacknowledged, Nagle with Minshall's change holds the next partial segment.
+    snd_sml: Seq,
     /// The application waits to write once the connection is established (`expect_write`).
     write_pending: bool,
     pub(crate) error: Option<io::ErrorKind>,
@@ -617,6 +620,7 @@ impl<A: IpAddress> Tcb<A> {
             quick_acks: 0,
             last_data_in: None,
             pingpong: false,
+            snd_sml: iss,
             write_pending: false,
             error: None,
             iss,
@@ -1255,6 +1259,12 @@ impl<A: IpAddress> Tcb<A> {
     #[inline]
     pub(super) fn holds_partial(&self) -> bool {
         (self.corked || self.more) && !self.push_now
+    }
+
+    /// A partial segment of new data sent is unacknowledged (Linux's `tcp_minshall_check`).
+    #[inline]
+    pub(super) fn partial_in_flight(&self) -> bool {
+        self.snd_sml > self.snd_una && self.snd_sml <= self.snd_nxt
     }
 
     /// How much of `len` bytes from `seq` one segment may carry without crossing a record's end.

@@ -372,9 +372,11 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
         // Sender-side silly window avoidance and Nagle (RFC 9293 §3.8.6.2.1, RFC 1122 §4.2.3.4).
         let retransmitting = self.snd_nxt < self.snd_max;
         let full = len as u32 >= limit;
-        // Data in flight (a SYN-ACK still unacknowledged is not: a Fast Open connection answers at
-        // once).
-        let nothing_out = self.snd_una.max(self.tx_seq) == self.snd_nxt;
+        // Nagle lets a partial segment go when nothing is in flight (a SYN-ACK still
+        // unacknowledged is not: a Fast Open connection answers at once) or, with Minshall's
+        // change, no partial segment is.
+        let nothing_out = self.snd_una.max(self.tx_seq) == self.snd_nxt
+            || (cx.cfg.minshall_nagle && !self.partial_in_flight());
         let send = full
             || fin
             || probing
@@ -456,6 +458,9 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
         self.snd_nxt = end;
         if end > self.snd_max {
             self.snd_max = end;
+            if !(len as u32).is_multiple_of(limit) {
+                self.snd_sml = end;
+            }
             if self.tx_stamps.awaiting() {
                 self.tx_stamps.sent(end, now);
             }

@@ -46,12 +46,13 @@ fn data_in_and_out_is_counted_with_its_times() {
     let mut h = Harness::established();
     h.write(3000);
     let t_sent = h.now;
-    // Two full segments; the last 80 bytes wait for Nagle.
-    assert_eq!(h.send_all().len(), 2);
+    // Two full segments and the last 80 bytes (Nagle with Minshall's change: no partial segment
+    // was in flight).
+    assert_eq!(h.send_all().len(), 3);
     let i = h.tcb.info();
-    assert_eq!(i.unacked, 2 * MSS);
-    assert_eq!(i.not_sent, 3000 - 2 * MSS);
-    assert_eq!((i.data_segments_out, i.bytes_sent), (2, 2 * u64::from(MSS)));
+    assert_eq!(i.unacked, 3000);
+    assert_eq!(i.not_sent, 0);
+    assert_eq!((i.data_segments_out, i.bytes_sent), (3, 3000));
     assert_eq!(i.last_data_sent, Some(t_sent));
     h.advance(Duration::from_millis(50));
     recv!(h, seg(ACK, R, S + 2 * MSS, 65535), b"hello");

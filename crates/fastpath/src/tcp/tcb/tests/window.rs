@@ -185,6 +185,39 @@ fn nagle_holds_a_small_segment_while_data_is_unacknowledged() {
     send!(h, out(ACK | PSH, S + 200, R, 65535), 100);
 }
 
+/// Minshall's change (Linux's `tcp_nagle_check`): only a partial segment in flight holds the next
+/// one; full segments in flight do not, so a write's tail goes with its full segments
+/// (fastopen/client/nonblocking-sendto-over-mss.pkt). The classic rule holds it while anything is
+/// unacknowledged.
+#[test]
+fn nagle_with_minshalls_change_holds_a_partial_segment_only_behind_another() {
+    let sent = |h: &mut Harness| -> Vec<(u32, usize)> {
+        h.send_all()
+            .into_iter()
+            .map(|(r, d)| (r.seq, d.len()))
+            .collect()
+    };
+    let m = MSS as usize;
+    let mut h = Harness::established();
+    h.write(2 * m + 100);
+    assert_eq!(sent(&mut h), [(S, m), (S + MSS, m), (S + 2 * MSS, 100)]);
+    // Now a partial segment is in flight: the next waits for its ACK.
+    h.write(100);
+    assert_eq!(sent(&mut h), []);
+    recv!(h, seg(ACK, R, S + 2 * MSS + 100, 65535));
+    assert_eq!(sent(&mut h), [(S + 2 * MSS + 100, 100)]);
+
+    let cfg = TcpConfig {
+        minshall_nagle: false,
+        ..plain()
+    };
+    let mut h = Harness::established_with(cfg, TcpOptions::default());
+    h.write(2 * m + 100);
+    assert_eq!(sent(&mut h), [(S, m), (S + MSS, m)]);
+    recv!(h, seg(ACK, R, S + 2 * MSS, 65535));
+    assert_eq!(sent(&mut h), [(S + 2 * MSS, 100)]);
+}
+
 #[test]
 fn a_closed_peer_window_is_probed_with_one_byte_with_backoff() {
     let cfg = TcpConfig {
