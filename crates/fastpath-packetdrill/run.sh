@@ -97,6 +97,20 @@ for c in ethtool tc; do
     printf '#!/bin/sh\nexit 0\n' > "$FAKE/$c"
     chmod +x "$FAKE/$c"
 done
+# `ip tcp_metrics flush` empties the stack's Fast Open cache, which stands for the kernel's metrics:
+# the stand-in leaves a file the shim takes as the signal; anything else goes to the real `ip`.
+REAL_IP=$(command -v ip || echo /sbin/ip)
+cat > "$FAKE/ip" <<STANDIN
+#!/bin/sh
+if [ "\$1" = tcp_metrics ] && [ "\$2" = flush ]; then
+    : > "\$FASTPATH_PD_METRICS_FLUSHED"
+    exit 0
+fi
+exec $REAL_IP "\$@"
+STANDIN
+chmod +x "$FAKE/ip"
+FLUSHED=$(mktemp -u "${TMPDIR:-/tmp}/fastpath-pd-flushed.XXXXXX")
+trap 'rm -f "$FLUSHED"' EXIT
 
 SUITE=$PD_DIR/gtests/net/tcp
 if [ $# -eq 0 ]; then
@@ -127,7 +141,9 @@ for s in "$@"; do
     else
         # The shim, preloaded too: the scripts' Python blocks read TCP_INFO with the C library's
         # getsockopt, which the preloaded copy answers for the shim's descriptors.
-        log=$(cd "$dir" && PATH=$FAKE:$PATH timeout "$PD_TIMEOUT" $UNSHARE env LD_PRELOAD="$SO" "$BIN" \
+        rm -f "$FLUSHED"
+        log=$(cd "$dir" && PATH=$FAKE:$PATH timeout "$PD_TIMEOUT" $UNSHARE env LD_PRELOAD="$SO" \
+            FASTPATH_PD_METRICS_FLUSHED="$FLUSHED" "$BIN" \
             --so_filename="$SO" --so_flags="$FLAGS${PD_SO_FLAGS:+,$PD_SO_FLAGS}" $ARGS \
             "$(basename "$path")" 2>&1) && rc=0 || rc=$?
         log=$(printf '%s\n' "$log" | { grep -v '^sysctl: ' || true; })

@@ -360,6 +360,13 @@ impl State {
         if let Some(segs) = read("tcp_min_tso_segs") {
             tcp.min_tso_segments = segs.max(1);
         }
+        // `ip tcp_metrics flush` (the runner's stand-in for `ip` leaves this file): the Fast Open
+        // client's cache stands for the kernel's metrics.
+        if let Some(flushed) = std::env::var_os("FASTPATH_PD_METRICS_FLUSHED") {
+            if std::fs::remove_file(flushed).is_ok() {
+                self.stack.tcp_fast_open_forget();
+            }
+        }
     }
 
     fn insert(&mut self, sock: Sock, v6: bool, nonblock: bool) -> Result<i32, Errno> {

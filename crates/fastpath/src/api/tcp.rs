@@ -228,6 +228,13 @@ impl Stack {
         }
     }
 
+    /// Forgets what the Fast Open client learned of servers (their cookies, MSS and the option
+    /// format to ask in), as `ip tcp_metrics flush` does Linux's.
+    pub fn tcp_fast_open_forget(&mut self) {
+        self.tcp.fast_open_forget();
+        self.tcp6.fast_open_forget();
+    }
+
     /// A connection handle for calls: `stack.tcp(s).read(..)`.
     pub fn tcp(&mut self, stream: TcpStream) -> TcpStreamRef<'_> {
         TcpStreamRef {

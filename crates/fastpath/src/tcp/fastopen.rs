@@ -103,6 +103,9 @@ pub(crate) fn decide(
 pub(crate) struct Remembered {
     pub(crate) cookie: Option<FastOpenOption>,
     pub(crate) mss: Option<u16>,
+    /// With no cookie: 1 when the next request goes in the experimental option (a request in kind
+    /// 34 went unanswered), 2 when one in the experimental option did too (Linux's `try_exp`).
+    pub(crate) try_exp: u8,
 }
 
 /// Servers remembered at most: the oldest is forgotten past it.
@@ -131,8 +134,15 @@ impl<A: Copy + Eq + Hash> CookieCache<A> {
     }
 
     /// After a handshake that tried Fast Open: the server's MSS, and its cookie if it gave one (a
-    /// SYN-ACK without one keeps the cookie held).
-    pub(crate) fn learn(&mut self, server: A, cookie: Option<FastOpenOption>, mss: u16) {
+    /// SYN-ACK without one keeps the cookie held); without a cookie, `try_exp` (see
+    /// [`Remembered::try_exp`]) when a request went unanswered.
+    pub(crate) fn learn(
+        &mut self,
+        server: A,
+        cookie: Option<FastOpenOption>,
+        mss: u16,
+        try_exp: u8,
+    ) {
         if !self.entries.contains_key(&server) {
             if self.order.len() >= CACHE_ENTRIES {
                 if let Some(old) = self.order.pop_front() {
@@ -145,6 +155,8 @@ impl<A: Copy + Eq + Hash> CookieCache<A> {
         entry.mss = Some(mss);
         if cookie.is_some() {
             entry.cookie = cookie;
+        } else if try_exp > entry.try_exp && entry.cookie.is_none() {
+            entry.try_exp = try_exp;
         }
     }
 }
@@ -166,7 +178,7 @@ pub(crate) fn client_syn(
     match remembered.cookie {
         Some(cookie) => (Some(cookie), len.min(space)),
         None if cfg.client_without_cookie => (None, len.min(space)),
-        None => (Some(FastOpenOption::new(&[], false)), 0),
+        None => (Some(FastOpenOption::new(&[], remembered.try_exp == 1)), 0),
     }
 }
 
@@ -215,17 +227,18 @@ mod tests {
     fn the_client_cache_is_bounded_and_sizes_the_syn_data() {
         let mut cache = CookieCache::<u32>::default();
         let cookie = FastOpenOption::new(&[5; 8], false);
-        cache.learn(1, Some(cookie), 1460);
-        cache.learn(1, None, 940);
+        cache.learn(1, Some(cookie), 1460, 0);
+        cache.learn(1, None, 940, 0);
         assert_eq!(
             cache.get(1),
             Remembered {
                 cookie: Some(cookie),
-                mss: Some(940)
+                mss: Some(940),
+                try_exp: 0,
             }
         );
         for server in 2..=CACHE_ENTRIES as u32 + 1 {
-            cache.learn(server, None, 1460);
+            cache.learn(server, None, 1460, 0);
         }
         assert_eq!(
             cache.get(1),
@@ -237,6 +250,7 @@ mod tests {
         let remembered = Remembered {
             cookie: Some(cookie),
             mss: Some(940),
+            try_exp: 0,
         };
         // 940 less 40 bytes of room for options: 900 of 2000, as Linux sends.
         assert_eq!(
@@ -248,6 +262,22 @@ mod tests {
             (Some(FastOpenOption::new(&[], false)), 0),
             "no cookie: a request, no data"
         );
+        // A request in kind 34 went unanswered: the next in the experimental option; that one
+        // unanswered too, kind 34 again; a cookie ends the trying.
+        cache.learn(7, None, 1460, 1);
+        let asked = |cache: &CookieCache<u32>| client_syn(&cfg, cache.get(7), 1460, 10).0;
+        assert_eq!(asked(&cache), Some(FastOpenOption::new(&[], true)));
+        cache.learn(7, None, 1460, 2);
+        assert_eq!(asked(&cache), Some(FastOpenOption::new(&[], false)));
+        cache.learn(7, None, 1460, 1);
+        assert_eq!(
+            asked(&cache),
+            Some(FastOpenOption::new(&[], false)),
+            "not back"
+        );
+        let exp_cookie = FastOpenOption::new(&[6; 8], true);
+        cache.learn(7, Some(exp_cookie), 1460, 0);
+        assert_eq!(asked(&cache), Some(exp_cookie));
         let bold = FastOpenConfig {
             client_without_cookie: true,
             ..FastOpenConfig::default()

@@ -189,8 +189,9 @@ impl<N: Network> Tcp<N> {
                 if let Some(tcb) = self.tcb(index) {
                     let (server, mss) = (N::Addr::ip(&tcb.remote), tcb.peer_mss);
                     let cookie = tcb.syn_fast_open.take();
+                    let try_exp = tcb.fast_open_try_exp;
                     let mss = u16::try_from(mss).unwrap_or(u16::MAX);
-                    self.fast_open_cache.learn(server, cookie, mss);
+                    self.fast_open_cache.learn(server, cookie, mss, try_exp);
                 }
             }
             Verdict::Established => {

@@ -353,6 +353,11 @@ impl<N: Network> Tcp<N> {
         Ok((index, generation))
     }
 
+    /// The client forgets every server it learned of.
+    pub(crate) fn fast_open_forget(&mut self) {
+        self.fast_open_cache = fastopen::CookieCache::default();
+    }
+
     /// Whether the client holds a Fast Open cookie from `server`.
     pub(crate) fn fast_open_cookie_held(&self, server: N::Addr) -> bool {
         self.fast_open_cache.get(server).cookie.is_some()

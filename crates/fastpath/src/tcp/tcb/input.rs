@@ -671,7 +671,24 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
                 self.quick_acks = QUICK_ACKS as u8;
             }
             if tried_fast_open {
-                self.syn_fast_open = seg.options.fast_open.filter(|o| !o.cookie().is_empty());
+                // A cookie is taken only when our SYN carried the option (a request or a cookie):
+                // one a server sends unasked, to data sent without a cookie, is ignored (Linux's
+                // `tcp_rcv_fastopen_synack`). The server's MSS is learned either way.
+                let asked = self.syn_fast_open.is_some();
+                if asked
+                    && seg.options.fast_open.is_none()
+                    && self.syn_data == 0
+                    && self.retransmits == 0
+                {
+                    // The request went unanswered: a server (or a middlebox) that knows only
+                    // the other format may answer it (Linux's `tcp_rcv_fastopen_synack`).
+                    let exp = self.syn_fast_open.is_some_and(|o| o.experimental);
+                    self.fast_open_try_exp = if exp { 2 } else { 1 };
+                }
+                self.syn_fast_open = seg
+                    .options
+                    .fast_open
+                    .filter(|o| asked && !o.cookie().is_empty());
                 return Verdict::FastOpenLearned;
             }
             Verdict::Continue

@@ -395,6 +395,11 @@ pub(crate) struct Tcb<A: IpAddress = Ipv4Addr> {
     /// The Fast Open option our first SYN or our SYN-ACK carries (a cookie, or a request for one);
     /// once an active open's SYN-ACK arrives, the cookie it carried, for the stack's cache.
     pub(crate) syn_fast_open: Option<FastOpenOption>,
+    /// Our first SYN asked for a cookie (without data) and the SYN-ACK had no Fast Open option at
+    /// all: for the stack's cache, the format to ask in next (Linux's `try_exp`: 1, the
+    /// experimental option, after a request in kind 34; 2, kind 34 again, after one in the
+    /// experimental option; 0: nothing learned).
+    pub(crate) fast_open_try_exp: u8,
     /// Bytes of data the SYN carried (Fast Open): an active open's first SYN, from its send buffer;
     /// a passive open's, taken by its listener.
     pub(crate) syn_data: u32,
@@ -616,6 +621,7 @@ impl<A: IpAddress> Tcb<A> {
             held: false,
             fast_open: false,
             syn_fast_open: None,
+            fast_open_try_exp: 0,
             syn_data: 0,
             quick_acks: 0,
             last_data_in: None,

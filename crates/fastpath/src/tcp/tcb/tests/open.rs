@@ -382,3 +382,42 @@ fn a_waiting_writer_carries_the_handshakes_ack() {
     recv!(h, seg(ACK | PSH, IRS + 1, ISS + 101, 8192), &[0; 50]);
     send!(h, None);
 }
+
+/// Data sent in a SYN without a cookie (the cookie-less mode): a cookie the server sends unasked is
+/// not taken for the cache, as Linux ignores it (fastopen/client/cookie-less-sendto.pkt); the
+/// server's MSS still is.
+#[test]
+fn fast_open_client_ignores_a_cookie_it_did_not_ask_for() {
+    use crate::wire::tcp::FastOpenOption;
+    let mut h = Harness::connect(plain());
+    h.tcb.write(&[7u8; 100]).unwrap();
+    h.tcb.syn_data = 100;
+    let syn = h.send().expect("SYN with data").0;
+    assert_eq!(syn.options.fast_open, None, "no cookie, no request");
+    let mut syn_ack = seg(SYN | ACK, IRS, ISS + 101, 8192);
+    syn_ack.options = mss_only();
+    syn_ack.options.fast_open = Some(FastOpenOption::new(&[9; 8], false));
+    recv!(h, syn_ack, b"", Verdict::FastOpenLearned);
+    assert!(h.tcb.fast_open, "its data was acknowledged");
+    assert_eq!(h.tcb.syn_fast_open, None, "the unasked cookie is not kept");
+}
+
+/// A cookie request (kind 34, no data) that the SYN-ACK leaves without any Fast Open option: the
+/// next request is to go in the experimental option (Linux's `try_exp`,
+/// fastopen/client/fallback-exp-opt.pkt); a SYN-ACK with a cookie leaves nothing to try.
+#[test]
+fn fast_open_client_tries_the_other_format_after_an_unanswered_request() {
+    use crate::wire::tcp::FastOpenOption;
+    for (answer, try_exp) in [(None, 1), (Some(FastOpenOption::new(&[9; 8], false)), 0)] {
+        let mut h = Harness::connect(plain());
+        h.tcb.write(&[7u8; 100]).unwrap();
+        h.tcb.syn_fast_open = Some(FastOpenOption::new(&[], false));
+        h.send().expect("SYN with a request");
+        let mut syn_ack = seg(SYN | ACK, IRS, ISS + 1, 8192);
+        syn_ack.options = mss_only();
+        syn_ack.options.fast_open = answer;
+        recv!(h, syn_ack, b"", Verdict::FastOpenLearned);
+        assert_eq!(h.tcb.fast_open_try_exp, try_exp);
+        assert_eq!(h.tcb.syn_fast_open, answer);
+    }
+}
