@@ -395,22 +395,28 @@ impl Rack {
         if self.latest.is_none() {
             self.fack = seg.end;
         }
-        if let Some(f) = self
-            .prior_fack
-            .filter(|&f| seg.end < f && !seg.retransmitted())
-        {
-            self.reordering_seen = true;
-            self.reorder_distance = self.reorder_distance.max(f - seg.start);
-            if !self.reordering_counted {
-                self.reordering_counted = true;
-                self.reorderings += 1;
-            }
+        if self.prior_fack.is_some_and(|f| seg.end < f) && !seg.retransmitted() {
+            self.reordered(seg);
         }
         self.fack = self.fack.max(seg.end);
         self.rtt_us = rtt_us;
         match self.latest {
             Some((at, end)) if !sent_after(seg.at, seg.end, at, end) => {}
             _ => self.latest = Some((seg.at, seg.end)),
+        }
+    }
+
+    /// `seg`, never sent again, arrived below what was delivered before this ACK: the path
+    /// reorders, by as far as `seg` lay below it. Rare: out of line.
+    #[cold]
+    #[inline(never)]
+    fn reordered(&mut self, seg: &Sent) {
+        let prior = self.prior_fack.unwrap_or(seg.end);
+        self.reordering_seen = true;
+        self.reorder_distance = self.reorder_distance.max(prior - seg.start);
+        if !self.reordering_counted {
+            self.reordering_counted = true;
+            self.reorderings += 1;
         }
     }
 
