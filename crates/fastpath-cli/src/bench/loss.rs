@@ -115,21 +115,20 @@ fn transfer(
     let t = &run.sender.counters().tcp;
     let [short, delayed_ack, timeout] = run.waits;
     let counts = [
-        t.out_segs,
-        t.retrans_segs,
-        t.fast_recoveries,
-        t.rack_lost,
-        t.rack_reorder_timeouts,
-        t.loss_probes,
-        t.loss_probe_recoveries,
-        t.timeouts,
-        t.dsacks_received,
-    ]
-    .map(|n| n as f64);
-    let mut all = [0.0; 12];
-    all[..9].copy_from_slice(&counts);
-    all[9..].copy_from_slice(&[short, delayed_ack, timeout]);
-    Ok((run.seconds, all))
+        t.out_segs as f64,
+        t.retrans_segs as f64,
+        t.fast_recoveries as f64,
+        t.rack_lost as f64,
+        t.rack_reorder_timeouts as f64,
+        t.loss_probes as f64,
+        t.loss_probe_recoveries as f64,
+        t.timeouts as f64,
+        t.dsacks_received as f64,
+        short,
+        delayed_ack,
+        timeout,
+    ];
+    Ok((run.seconds, counts))
 }
 
 /// Runs the experiment and returns its rows.

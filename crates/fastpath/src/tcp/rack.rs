@@ -337,14 +337,14 @@ pub(crate) struct Rack {
     /// delivered: what reordering is judged against, so that the SACK blocks and the cumulative
     /// ACK of one ACK never count each other as reordered.
     prior_fack: Option<Seq>,
-    /// A segment below `fack` arrived without being sent again: the path reorders.
-    pub(crate) reordering_seen: bool,
-    /// The farthest, in bytes, such a segment's start lay below `prior_fack`: the degree of
-    /// reordering seen (Linux's `tp->reordering`, there in segments, from `tcp_check_sack_reordering`).
-    pub(crate) reorder_distance: u32,
-    /// ACKs that showed reordering (Linux's `tcpi_reord_seen`, counted there at most once for an
-    /// ACK's SACK blocks and once for its cumulative part; here once an ACK).
+    /// ACKs that showed reordering: a segment below `prior_fack` delivered without being sent
+    /// again (Linux's `tcpi_reord_seen`, counted there at most once for an ACK's SACK blocks and
+    /// once for its cumulative part; here once an ACK). Any at all: the path reorders.
     pub(crate) reorderings: u64,
+    /// The farthest, in bytes, such a segment's start lay below `prior_fack`: the degree of
+    /// reordering seen (Linux's `tp->reordering`, there in segments, from
+    /// `tcp_check_sack_reordering`).
+    pub(crate) reorder_distance: u32,
     /// This ACK has been counted in `reorderings`.
     reordering_counted: bool,
     /// The reordering window in quarters of the least RTT (RACK.reo_wnd_mult), widened by D-SACKs.
@@ -412,12 +412,16 @@ impl Rack {
     #[inline(never)]
     fn reordered(&mut self, seg: &Sent) {
         let prior = self.prior_fack.unwrap_or(seg.end);
-        self.reordering_seen = true;
         self.reorder_distance = self.reorder_distance.max(prior - seg.start);
         if !self.reordering_counted {
             self.reordering_counted = true;
             self.reorderings += 1;
         }
+    }
+
+    /// The path has been seen to reorder.
+    pub(crate) fn reordering_seen(&self) -> bool {
+        self.reorderings > 0
     }
 
     /// RACK's reordering window (RFC 8985 §6.2 step 4, as Linux's `tcp_rack_reo_wnd`): none when the
@@ -430,7 +434,7 @@ impl Rack {
         min_rtt: Duration,
         srtt: Duration,
     ) -> Duration {
-        if !self.reordering_seen && (in_recovery || sacked_segments >= 3) {
+        if !self.reordering_seen() && (in_recovery || sacked_segments >= 3) {
             return Duration::ZERO;
         }
         (min_rtt / 4 * u32::from(self.reo_steps.max(1))).min(srtt)
@@ -450,7 +454,7 @@ impl Rack {
         of_probe: bool,
     ) {
         self.dsack_dups += u64::from(segments.max(1));
-        if self.dsack_dups > retransmitted || !self.reordering_seen || of_probe {
+        if self.dsack_dups > retransmitted || !self.reordering_seen() || of_probe {
             return;
         }
         if self.dsack_round.is_some_and(|end| una < end) {
@@ -611,11 +615,11 @@ mod tests {
         });
         // Segment 1 in the same ACK (its cumulative part): not reordering, as Linux judges it.
         rack.delivered(&seg(MSS, 0), ms(10), min_rtt.as_nanos() as u64, |_| false);
-        assert!(!rack.reordering_seen);
+        assert!(!rack.reordering_seen());
         // Segment 0, never sent again, delivered by a later ACK after segment 2.
         rack.ack_begins();
         rack.delivered(&seg(0, 0), ms(11), min_rtt.as_nanos() as u64, |_| false);
-        assert!(rack.reordering_seen);
+        assert!(rack.reordering_seen());
         assert_eq!(
             rack.reo_wnd(true, 5, min_rtt, srtt),
             Duration::from_millis(2)

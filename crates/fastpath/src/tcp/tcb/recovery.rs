@@ -62,18 +62,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
                 - i64::from(sacked_before))
             .max(0) as u32;
             let newly_lost = self.sent_log.lost_bytes() > lost_before;
-            let (pipe, ssthresh) = (self.pipe(), self.cc.ssthresh);
-            let sized = self.prr.on_ack(
-                delivered,
-                pipe,
-                ssthresh,
-                self.mss,
-                una_advanced,
-                newly_lost,
-            );
-            if let Some(cwnd) = sized {
-                self.cc.cwnd = cwnd;
-            }
+            self.prr_resize(delivered, una_advanced, newly_lost);
         }
         // Window update (RFC 9293 §3.10.7.4, SND.WL1/WL2 rule).
         if self.snd_wl1 < seq || (self.snd_wl1 == seq && self.snd_wl2 <= ack) {
@@ -98,9 +87,27 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
         {
             return;
         }
+        self.grow_window(newly_sacked, cx);
+    }
+
+    /// The congestion window grows by `delivered` bytes, if it is being used (`cwnd_validation`).
+    #[inline]
+    fn grow_window(&mut self, delivered: u32, cx: &Cx) {
         if !cx.cfg.cwnd_validation || self.cc.is_cwnd_limited() {
             let srtt = self.srtt_or_rto();
-            self.cc.on_ack(newly_sacked, self.mss, cx.now, srtt);
+            self.cc.on_ack(delivered, self.mss, cx.now, srtt);
+        }
+    }
+
+    /// In recovery with PRR: the window becomes the pipe and what PRR lets go for `delivered`
+    /// bytes delivered (see [`Prr::on_ack`]).
+    fn prr_resize(&mut self, delivered: u32, una_advanced: bool, newly_lost: bool) {
+        let (pipe, ssthresh, mss) = (self.pipe(), self.cc.ssthresh, self.mss);
+        if let Some(cwnd) =
+            self.prr
+                .on_ack(delivered, pipe, ssthresh, mss, una_advanced, newly_lost)
+        {
+            self.cc.cwnd = cwnd;
         }
     }
 
@@ -218,11 +225,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
                     // Recovery begun by the timer, with no ACK to size the window: as Linux's
                     // `tcp_rack_reo_timeout`, as if an ACK had delivered one segment, so that one
                     // retransmission goes now and the rest as the ACKs come (RFC 6937).
-                    let (pipe, ssthresh) = (self.pipe(), self.cc.ssthresh);
-                    let mss = self.mss;
-                    if let Some(cwnd) = self.prr.on_ack(mss, pipe, ssthresh, mss, false, false) {
-                        self.cc.cwnd = cwnd;
-                    }
+                    self.prr_resize(self.mss, false, false);
                 }
             }
             RackTimer::Probe => {
@@ -466,11 +469,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             }
             None => {
                 self.dupacks = 0;
-                if !cx.cfg.cwnd_validation || self.cc.is_cwnd_limited() {
-                    let srtt = self.srtt_or_rto();
-                    self.cc
-                        .on_ack(acked.saturating_sub(sacked_below), self.mss, cx.now, srtt);
-                }
+                self.grow_window(acked.saturating_sub(sacked_below), cx);
             }
         }
         if self.rack.probe_high.is_some() {
