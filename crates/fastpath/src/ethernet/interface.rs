@@ -199,12 +199,25 @@ pub struct EthernetInterface {
     /// The state of the generator the report delays are drawn from (seeded from the hardware
     /// address, so that hosts on one link differ).
     mld_random: u64,
+    /// The earliest deadline of the timers the interface keeps itself (duplicate address
+    /// detection, router solicitation, advertised lifetimes, addresses' lifetimes, multicast
+    /// reports): worked out when one of them changes, since the stack asks at every poll.
+    own_deadline: Option<Instant>,
     /// What the interface counted.
     pub counters: EthernetCounters,
     /// Its drops, by reason, until the stack takes them into its own counters.
     pub drops: Drops,
     /// Something was dropped since the stack last took the drops.
     dropped: bool,
+}
+
+/// The earlier of two deadlines, either of which may be unset.
+#[inline]
+fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
 }
 
 /// Frames queued for the link, with the count the interface keeps.
@@ -249,6 +262,7 @@ impl EthernetInterface {
             mld_random: u64::from_be_bytes([
                 0, 0, mac.0[0], mac.0[1], mac.0[2], mac.0[3], mac.0[4], mac.0[5],
             ]) ^ 0x9e37_79b9_7f4a_7c15,
+            own_deadline: None,
             counters: EthernetCounters::default(),
             drops: Drops::default(),
             dropped: false,
@@ -293,6 +307,7 @@ impl EthernetInterface {
         if self.cfg.dad_transmits == 0 {
             self.ndp_if.addrs.push(cidr.addr);
             self.report_groups(now);
+            self.own_timers_changed();
             return true;
         }
         self.ndp_if.tentative.push(cidr.addr);
@@ -303,6 +318,7 @@ impl EthernetInterface {
             sent: 0,
             next: now,
         });
+        self.own_timers_changed();
         false
     }
 
@@ -332,6 +348,7 @@ impl EthernetInterface {
         if had && !self.groups().contains(&solicited_node(addr)) {
             self.report_groups(now);
         }
+        self.own_timers_changed();
         had
     }
 
@@ -383,15 +400,30 @@ impl EthernetInterface {
         std::mem::take(&mut self.events)
     }
 
-    /// The earliest time [`poll`](Self::poll) has something to do.
+    /// The earliest time [`poll`](Self::poll) has something to do. Asked at every poll, so it
+    /// only compares three values kept up to date.
+    #[inline]
     pub fn next_deadline(&self) -> Option<Instant> {
-        // Asked at every poll: the lists, empty on most links, are only walked when they are not.
-        let earliest = |a: Option<Instant>, b: Option<Instant>| match (a, b) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
-        let mut at = earliest(self.arp.next_deadline(), self.nd.next_deadline());
-        at = earliest(at, self.rs.map(|(_, next)| next));
+        #[cfg(test)]
+        assert_eq!(
+            self.own_deadline,
+            self.own_deadline_worked_out(),
+            "the interface's own deadline was not updated when its timers changed"
+        );
+        earliest(
+            earliest(self.arp.next_deadline(), self.nd.next_deadline()),
+            self.own_deadline,
+        )
+    }
+
+    /// One of the interface's own timers (not the neighbour caches') was set, moved or stopped.
+    fn own_timers_changed(&mut self) {
+        self.own_deadline = self.own_deadline_worked_out();
+    }
+
+    /// The earliest deadline of the interface's own timers, from their lists.
+    fn own_deadline_worked_out(&self) -> Option<Instant> {
+        let mut at = self.rs.map(|(_, next)| next);
         at = earliest(at, self.mld_due);
         if !self.dad.is_empty() {
             at = earliest(at, self.dad.iter().map(|d| d.next).min());
@@ -635,6 +667,7 @@ impl EthernetInterface {
             let frame = self.frame(packet, mac, EtherType::Ipv6);
             send(out, &mut self.counters, frame);
         }
+        self.own_timers_changed();
     }
 
     fn duplicate(&mut self, addr: Ipv6Addr) {
@@ -791,6 +824,7 @@ impl EthernetInterface {
                 self.mld_change = false;
             }
         }
+        self.own_timers_changed();
     }
 
     /// The groups changed: a report at once, at most one a second, and one more after it
@@ -802,6 +836,7 @@ impl EthernetInterface {
         self.mld_due = Some(self.mld_due.map_or(earliest, |d| d.min(earliest)));
         self.mld_repeats = MLD_ROBUSTNESS - 1;
         self.mld_change = true;
+        self.own_timers_changed();
     }
 
     /// A query asks who listens, to be answered within `max_delay` milliseconds: one report of
@@ -813,6 +848,7 @@ impl EthernetInterface {
             .map_or(now, |t| (t + Duration::from_secs(1)).max(now));
         let at = (now + self.mld_delay(u64::from(max_delay))).max(earliest);
         self.mld_due = Some(self.mld_due.map_or(at, |d| d.min(at)));
+        self.own_timers_changed();
     }
 
     /// A random delay below `ms` milliseconds (0 when `ms` is 0), from a xorshift generator: the
@@ -1068,6 +1104,7 @@ impl EthernetInterface {
                 });
             }
         }
+        self.own_timers_changed();
     }
 
     /// Deprecates the autoconfigured addresses whose preferred lifetime ran out, and gives up
@@ -1531,5 +1568,49 @@ mod tests {
             t = t + Duration::from_millis(100);
         }
         assert_eq!(records(&out), [vec![(2, solicited_node(ll))]]);
+    }
+
+    /// The deadline the stack asks for at every poll is kept rather than worked out each time;
+    /// `next_deadline` checks it against the lists in this crate's tests. Here every kind of
+    /// own timer is set, moved and stopped: duplicate detection, a router solicitation, a
+    /// query's report from a frame, an address's removal.
+    #[test]
+    fn the_kept_deadline_follows_every_timer_the_interface_sets() {
+        let mut e = EthernetInterface::new(MAC, EthernetConfig::default());
+        let t0 = Instant::from_millis(0);
+        let mut out = Vec::new();
+        assert_eq!(e.next_deadline(), None);
+        let ll = link_local(MAC);
+        assert!(!e.add_ipv6(Ipv6Cidr::new(ll, 64), t0), "tentative");
+        assert_eq!(
+            e.next_deadline(),
+            Some(t0),
+            "a report and a solicitation at once"
+        );
+        let mut t = t0;
+        let mut deadlines = Vec::new();
+        for step in 0..200 {
+            if step == 50 {
+                let mut frame = vec![0x33, 0x33, 0, 0, 0, 1, 2, 0, 0, 0, 0, 0x0c, 0x86, 0xdd];
+                frame.extend_from_slice(&query(1000));
+                let got = e.input(PacketBuf::from_slice(&frame), t, &mut out);
+                assert!(matches!(got, FrameIn::Consumed));
+                assert!(e
+                    .next_deadline()
+                    .is_some_and(|d| d <= t + Duration::from_secs(1)));
+            }
+            if step == 120 {
+                assert!(e.remove_ipv6(ll, t));
+            }
+            if let Some(d) = e.next_deadline() {
+                deadlines.push(d);
+                t = t.max(d);
+            } else {
+                t = t + Duration::from_millis(100);
+            }
+            e.poll(t, &mut out);
+        }
+        assert!(e.ndp_if.addrs.is_empty() && e.dad.is_empty());
+        assert!(deadlines.len() > 5, "the timers ran: {deadlines:?}");
     }
 }
