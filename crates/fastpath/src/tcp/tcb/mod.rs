@@ -1524,6 +1524,17 @@ impl<A: IpAddress> Tcb<A> {
         if mtu != self.path_mtu {
             self.path_mtu = mtu;
             self.mss = self.send_mss();
+            self.advertise_path_mtu();
+        }
+    }
+
+    /// Before the handshake is done, the MSS our SYN (or SYN-ACK) offers goes down with the path
+    /// MTU, never up: Linux's `tcp_advertise_mss` lowers it to the route's, whose MTU is the path
+    /// MTU learnt, each time it builds one. So a SYN sent again after a "fragmentation needed"
+    /// asks for segments that fit the path.
+    fn advertise_path_mtu(&mut self) {
+        if !self.state.is_synchronized() {
+            self.local_mss = self.local_mss.min(mss_for_mtu::<A>(self.path_mtu));
         }
     }
 
@@ -1539,7 +1550,9 @@ impl<A: IpAddress> Tcb<A> {
     /// follows, and if it shrank, everything outstanding is sent again at the new size, from
     /// SND.UNA. Not congestion (RFC 1191 §6.4 says it is not a loss to back off for; Linux's
     /// `tcp_simple_retransmit` leaves the window alone): cwnd, ssthresh and the RTO stay.
-    /// Returns true when there is something to send.
+    /// Before the handshake, the MSS offered follows (see `advertise_path_mtu`), and a SYN that
+    /// carried data is sent again at once without it. Returns true when there is something to
+    /// send.
     pub(crate) fn path_mtu_reduced(&mut self, mtu: usize) -> bool {
         if mtu >= self.path_mtu {
             return false;
@@ -1547,6 +1560,15 @@ impl<A: IpAddress> Tcb<A> {
         let before = self.mss;
         self.path_mtu = mtu;
         self.mss = self.send_mss();
+        self.advertise_path_mtu();
+        if self.state == State::SynSent && self.snd_max - self.iss > 1 {
+            // Our SYN carried data (Fast Open) and did not fit: the SYN goes again at once, a
+            // plain one as every retransmitted SYN is, offering the smaller MSS; the data follows
+            // the handshake (Linux's `tcp_simple_retransmit` on a Fast Open SYN).
+            self.snd_nxt = self.iss;
+            self.rtt_probe = None;
+            return true;
+        }
         if self.mss >= before || !self.state.is_synchronized() || self.snd_una == self.snd_max {
             return false;
         }

@@ -2,7 +2,7 @@
 
 use super::*;
 
-fn mss_only() -> TcpOptions {
+pub(super) fn mss_only() -> TcpOptions {
     TcpOptions {
         mss: Some(MSS as u16),
         ..TcpOptions::default()

@@ -4,6 +4,8 @@
 
 use super::*;
 
+use super::open::mss_only;
+
 const S: u32 = ISS + 1;
 const R: u32 = IRS + 1;
 
@@ -111,14 +113,61 @@ fn the_mss_follows_the_path_mtu_back_up_after_it_expires() {
 }
 
 #[test]
-fn a_connection_opened_along_a_known_path_offers_the_link_but_sends_the_path() {
+fn a_connection_opened_along_a_known_path_offers_and_sends_the_path() {
     let mut h = Harness::connect(plain());
     h.tcb.sync_path_mtu(1000, 1);
     let (syn, _) = h.send().expect("SYN");
-    // RFC 9293 §3.7.1: the MSS option tells what we can receive, from the link.
-    assert_eq!(syn.options.mss, Some(1460));
+    // RFC 9293 §3.7.1 bounds the MSS option by what the link can receive and leaves room below;
+    // Linux offers the path's (the route's advertised MSS follows its path MTU), so the peer's
+    // segments fit a symmetric path.
+    assert_eq!(syn.options.mss, Some(960));
     let mut syn_ack = seg(SYN | ACK, IRS, ISS + 1, 65535);
     syn_ack.options.mss = Some(1460);
     recv!(h, syn_ack);
+    assert_eq!(h.tcb.info().mss, 960);
+}
+
+/// A "fragmentation needed" for a SYN that carried data (Fast Open): the SYN goes again at once,
+/// plain, offering the MSS of the smaller path (MTU 800 less 40), and the data follows the
+/// handshake at the new size; before any "fragmentation needed", the SYN offers the link's.
+/// Linux does the same (fastopen/client/syn-data-icmp-unreach-frag-needed.pkt).
+#[test]
+fn a_syn_with_data_too_big_for_the_path_goes_again_at_once_offering_a_smaller_mss() {
+    let mut h = Harness::connect(plain());
+    h.tcb.write(&[7u8; 1000]).unwrap();
+    h.tcb.syn_data = 1000;
+    let mut syn = out(SYN, ISS, 0, 65535);
+    syn.options = mss_only();
+    send!(h, syn, 1000);
+    assert!(h.tcb.in_flight(ISS));
+    h.advance(Duration::from_millis(10));
+    // Not smaller than the path MTU in use: nothing.
+    assert!(!h.tcb.path_mtu_reduced(1500));
+    send!(h, None);
+    assert!(h.tcb.path_mtu_reduced(800));
+    let mut again = out(SYN, ISS, 0, 65535);
+    again.options = TcpOptions {
+        mss: Some(760),
+        ..TcpOptions::default()
+    };
+    send!(h, again);
+    send!(h, None);
+    assert_eq!(h.counters.retrans_segs, 1);
+    // The server acknowledges the SYN only; the data goes at the new size.
+    let mut syn_ack = seg(SYN | ACK, IRS, ISS + 1, 8192);
+    syn_ack.options = mss_only();
+    recv!(h, syn_ack, b"", Verdict::FastOpenLearned);
+    send!(h, out(ACK, ISS + 1, IRS + 1, 65535), 760);
+    send!(h, out(ACK | PSH, ISS + 761, IRS + 1, 65535), 240);
+    send!(h, None);
+}
+
+/// Once established, a smaller path MTU changes what we send, not what we offered.
+#[test]
+fn the_mss_offered_stays_once_the_handshake_is_done() {
+    let mut h = Harness::established();
+    let offered = h.tcb.local_mss;
+    assert!(!h.tcb.path_mtu_reduced(1000), "nothing in flight");
+    assert_eq!(h.tcb.local_mss, offered);
     assert_eq!(h.tcb.info().mss, 960);
 }
