@@ -88,7 +88,8 @@ SO=$REPO/target/debug/libfastpath_packetdrill.so
 # Each script runs in a network namespace of its own (unshare -n as root, with a user namespace
 # otherwise), so that the sysctls its init command (common/defaults.sh) sets stay there: the shim
 # reads the ones it honours (Fast Open's) from that namespace's /proc. The commands that configure
-# the kernel's TUN device (tc, ethtool) have no device to act on: stand-ins take their place.
+# the kernel's TUN device (tc, ethtool) have no device to act on: stand-ins take their place, as for
+# the commands that read or reset the kernel's TCP state (`ip tcp_metrics`, `nstat`).
 UNSHARE="unshare -n"
 [ "$(id -u)" -eq 0 ] || UNSHARE="unshare -rn"
 FAKE=$PD_DIR/fakebin-netns
@@ -109,8 +110,24 @@ fi
 exec $REAL_IP "\$@"
 STANDIN
 chmod +x "$FAKE/ip"
+# `nstat` prints what the kernel counted since its last call; its stand-in does the same with the
+# counters the shim publishes (by nstat's names) in a file, keeping what it showed beside it.
+cat > "$FAKE/nstat" <<'STANDIN'
+#!/bin/sh
+seen="$FASTPATH_PD_NSTAT.seen"
+echo "#kernel"
+[ -f "$FASTPATH_PD_NSTAT" ] || exit 0
+while read -r name value; do
+    before=$(awk -v n="$name" '$1 == n { print $2 }' "$seen" 2>/dev/null)
+    delta=$((value - ${before:-0}))
+    [ "$delta" -eq 0 ] || printf '%-32s %-14d %s\n' "$name" "$delta" 0.0
+done < "$FASTPATH_PD_NSTAT"
+cp "$FASTPATH_PD_NSTAT" "$seen"
+STANDIN
+chmod +x "$FAKE/nstat"
 FLUSHED=$(mktemp -u "${TMPDIR:-/tmp}/fastpath-pd-flushed.XXXXXX")
-trap 'rm -f "$FLUSHED"' EXIT
+NSTAT=$(mktemp -u "${TMPDIR:-/tmp}/fastpath-pd-nstat.XXXXXX")
+trap 'rm -f "$FLUSHED" "$NSTAT" "$NSTAT.seen"' EXIT
 
 SUITE=$PD_DIR/gtests/net/tcp
 if [ $# -eq 0 ]; then
@@ -141,9 +158,9 @@ for s in "$@"; do
     else
         # The shim, preloaded too: the scripts' Python blocks read TCP_INFO with the C library's
         # getsockopt, which the preloaded copy answers for the shim's descriptors.
-        rm -f "$FLUSHED"
+        rm -f "$FLUSHED" "$NSTAT" "$NSTAT.seen"
         log=$(cd "$dir" && PATH=$FAKE:$PATH timeout "$PD_TIMEOUT" $UNSHARE env LD_PRELOAD="$SO" \
-            FASTPATH_PD_METRICS_FLUSHED="$FLUSHED" "$BIN" \
+            FASTPATH_PD_METRICS_FLUSHED="$FLUSHED" FASTPATH_PD_NSTAT="$NSTAT" "$BIN" \
             --so_filename="$SO" --so_flags="$FLAGS${PD_SO_FLAGS:+,$PD_SO_FLAGS}" $ARGS \
             "$(basename "$path")" 2>&1) && rc=0 || rc=$?
         log=$(printf '%s\n' "$log" | { grep -v '^sysctl: ' || true; })

@@ -19,7 +19,7 @@ use std::time::Duration;
 use fastpath::buf::PacketBuf;
 use fastpath::link::{Impairments, Link, LinkCapabilities, PairEnd};
 use fastpath::{
-    CongestionState, ConnectionInfo, Ecn, FastOpenConfig, Instant, Ipv4Cidr, Ipv6Cidr,
+    CongestionState, ConnectionInfo, DropReason, Ecn, FastOpenConfig, Instant, Ipv4Cidr, Ipv6Cidr,
     PathMtuDiscovery, Stack, StackConfig, TcpListener, TcpSocketOptions, TcpState, TcpStream,
     TxTimestamp, TxTimestampKind, TxTimestamping, WriteFlags,
 };
@@ -228,7 +228,13 @@ struct State {
     input: u64,
     /// `input` as the blocked call last saw it when it tried: the clock waits until it is current.
     tried: u64,
+    /// The counters last published for the runner's stand-in for `nstat`.
+    nstat_published: [u64; NSTAT.len()],
 }
+
+/// The kernel counters (by `nstat`'s names) the suite's scripts read, and the stack's counts that
+/// stand for them.
+const NSTAT: [(&str, DropReason); 1] = [("TcpExtOutOfWindowIcmps", DropReason::TcpIcmpOutOfWindow)];
 
 thread_local! {
     /// When a call that blocked completed, in virtual time: the next `gettimeofday` on the same
@@ -294,6 +300,27 @@ impl State {
             self.out.push_back((p.data().to_vec(), self.now));
         }
         self.generation += 1;
+        self.publish_counters();
+    }
+
+    /// Writes the counters of [`NSTAT`] to the file `FASTPATH_PD_NSTAT` names, when they changed:
+    /// the runner's stand-in for `nstat` reads them there, as `nstat` reads the kernel's, and a
+    /// script's `nstat` command runs after the packet before it was taken in.
+    fn publish_counters(&mut self) {
+        let drops = &self.stack.counters().drops;
+        let now = NSTAT.map(|(_, reason)| drops.get(reason));
+        if now == self.nstat_published {
+            return;
+        }
+        self.nstat_published = now;
+        if let Some(path) = std::env::var_os("FASTPATH_PD_NSTAT") {
+            let text: String = NSTAT
+                .iter()
+                .zip(now)
+                .map(|((name, _), value)| format!("{name} {value}\n"))
+                .collect();
+            let _ = std::fs::write(path, text);
+        }
     }
 
     /// Runs virtual time forward to `target`, firing every timer due on the way at its own time.
@@ -695,6 +722,7 @@ impl Shim {
             waiting: 0,
             input: 0,
             tried: 0,
+            nstat_published: [0; NSTAT.len()],
         };
         state.step();
         Shim {

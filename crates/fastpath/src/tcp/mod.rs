@@ -597,6 +597,7 @@ impl<N: Network> Tcp<N> {
         let Some(SocketId(index)) = self.demux.lookup(local, remote) else {
             return;
         };
+        let awaiting_accept = self.awaiting_accept(index);
         let mut tcx = cx.tcb();
         let Some(tcb) = self.tcb(index) else {
             return;
@@ -610,7 +611,17 @@ impl<N: Network> Tcp<N> {
             && !tcb.fast_open
             && seq == tcb.iss()
             && effect.drops_half_open;
-        if (tcb.state == State::SynSent && effect.aborts_connect) || half_open {
+        // A connection Fast Open made, not yet accepted: any error about a segment it sent ends
+        // it, as Linux's `tcp_v4_err` ends a SYN-RECEIVED child whose request is still queued;
+        // it stays in the accept queue, closed, with the data its SYN brought and the error.
+        // Once accepted it is the application's, and the error is ignored as on a connection
+        // that is established. One quoting a sequence number outside what was sent is counted.
+        let fast_open = tcb.state == State::SynReceived && tcb.fast_open && awaiting_accept;
+        if fast_open && !tcb.sent_or_next(seq) {
+            cx.counters.drops.add(DropReason::TcpIcmpOutOfWindow);
+            return;
+        }
+        if (tcb.state == State::SynSent && effect.aborts_connect) || half_open || fast_open {
             tcx.counters.attempt_fails += 1;
             tcb.abort(kind, &mut tcx);
             self.finish(cx, index);

@@ -136,6 +136,16 @@ impl<N: Network> Tcp<N> {
         }
     }
 
+    /// Whether connection `index` waits in its listener's accept queue (made by a listener, not
+    /// yet taken by `accept`).
+    pub(super) fn awaiting_accept(&mut self, index: u32) -> bool {
+        let Some(parent) = self.slots.at(index).and_then(|slot| slot.parent) else {
+            return false;
+        };
+        self.listener(parent)
+            .is_some_and(|l| l.ready.iter().any(|id| id.0 == index))
+    }
+
     pub(super) fn listener(&mut self, index: u32) -> Option<&mut Listener<N::Addr>> {
         match self.entry(index, None)? {
             Entry::Listener(l) => Some(l),

@@ -1098,6 +1098,74 @@ fn an_icmp_error_quoting_the_syn_ack_drops_the_half_open_connection() {
     }
 }
 
+/// A connection Fast Open made and the application has not accepted yet is ended by a host
+/// unreachable quoting what it sent, as Linux's `tcp_v4_err` ends it: `accept` still gives it, a
+/// read returns the data its SYN carried and then the error, and the peer's later ACK finds no
+/// connection and is answered by RST. One quoting a sequence number past what was sent is ignored
+/// and counted (Linux's `OutOfWindowIcmps`); once accepted, the connection ignores such errors.
+#[test]
+fn an_icmp_error_ends_a_fast_open_connection_not_yet_accepted() {
+    for accept_first in [false, true] {
+        let mut cfg = StackConfig::default();
+        cfg.tcp.fast_open.server_without_cookie = true;
+        let (mut b, mut raw) = stack_and_raw(cfg, plain(1500));
+        let listener = b.tcp_listen("10.0.0.2:80", 8).unwrap();
+        b.tcp_listener(listener).set_fast_open(Some(8)).unwrap();
+        let t0 = Instant::from_secs(1);
+        // A SYN with ten bytes of data, taken at once: the SYN-ACK acknowledges them.
+        let mut syn = etherparse::TcpHeader::new(5000, 80, 1000, 64240);
+        syn.syn = true;
+        let mut bytes = Vec::new();
+        etherparse::PacketBuilder::ipv4(A.octets(), B.octets(), 64)
+            .tcp_header(syn)
+            .write(&mut bytes, b"0123456789")
+            .unwrap();
+        inject(&mut raw, &bytes);
+        b.poll(t0);
+        let out = capture(&mut raw);
+        let synack = &tcp_headers(&out)[0];
+        assert!(synack.syn && synack.ack);
+        assert_eq!(synack.acknowledgment_number, 1011, "the SYN's data taken");
+        let iss = synack.sequence_number;
+        let early = if accept_first {
+            Some(b.tcp_listener(listener).accept().unwrap().0)
+        } else {
+            None
+        };
+        let unreachable = |seq: u32| {
+            let mut quote = out[0][..28].to_vec();
+            quote[24..28].copy_from_slice(&seq.to_be_bytes());
+            let mut icmp = vec![3, 1, 0, 0, 0, 0, 0, 0];
+            icmp.extend_from_slice(&quote);
+            let sum = !fastpath::checksum::rfc1071(&icmp);
+            icmp[2..4].copy_from_slice(&sum.to_be_bytes());
+            ip_packet(A, B, 1, &icmp)
+        };
+        let out_of_window = fastpath::DropReason::TcpIcmpOutOfWindow;
+        inject(&mut raw, &unreachable(iss + 5000));
+        b.poll(t0);
+        if !accept_first {
+            assert_eq!(b.counters().drops.get(out_of_window), 1);
+        }
+        inject(&mut raw, &unreachable(iss));
+        b.poll(t0);
+        let conn = early.unwrap_or_else(|| b.tcp_listener(listener).accept().unwrap().0);
+        let mut buf = [0u8; 64];
+        if accept_first {
+            assert_eq!(b.tcp(conn).state().unwrap(), State::SynReceived, "ignored");
+            continue;
+        }
+        assert_eq!(b.tcp(conn).read(&mut buf).unwrap(), 10);
+        assert_eq!(&buf[..10], b"0123456789");
+        let err = b.tcp(conn).read(&mut buf).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::HostUnreachable);
+        inject(&mut raw, &from_a(1011, Some(iss + 1), ""));
+        b.poll(t0);
+        let answer = tcp_headers(&capture(&mut raw));
+        assert!(answer.len() == 1 && answer[0].rst, "{answer:?}");
+    }
+}
+
 /// A SYN whose options are malformed (an MSS of 3 bytes, a window scale past the header's end) is
 /// answered as one without them, as Linux answers it: the bad option is ignored, not the SYN.
 #[test]

@@ -1546,6 +1546,13 @@ impl<A: IpAddress> Tcb<A> {
         seq >= self.snd_una && seq < self.snd_max
     }
 
+    /// An ICMP error quoting sequence number `seq`: true when it is within `[SND.UNA, SND.NXT]`,
+    /// both ends included (Linux's test in `tcp_v4_err` for every error but path MTU's).
+    pub(crate) fn sent_or_next(&self, seq: u32) -> bool {
+        let seq = Seq(seq);
+        seq >= self.snd_una && seq <= self.snd_max
+    }
+
     /// The path MTU went down to `mtu` (a "fragmentation needed" about this connection): the MSS
     /// follows, and if it shrank, everything outstanding is sent again at the new size, from
     /// SND.UNA. Not congestion (RFC 1191 §6.4 says it is not a loss to back off for; Linux's
