@@ -17,7 +17,7 @@
 
 use std::net::Ipv6Addr;
 
-use super::neighbor::{Heard, NeighborCache};
+use super::neighbor::NeighborCache;
 use crate::buf::PacketBuf;
 use crate::time::Instant;
 use crate::wire::ndp::{multicast_mac, solicited_node, PrefixInfo};
@@ -216,15 +216,10 @@ pub fn ndp_input(
                 out.dropped = Some(NdpDrop::Invalid);
                 return out;
             }
-            let heard = if flags.solicited {
-                Heard::Solicited
-            } else {
-                Heard::Unsolicited
-            };
             match lladdr {
                 Some(mac) => {
                     out.released = cache
-                        .heard(target, mac, heard, now)
+                        .advertised(target, mac, (flags.solicited, flags.override_), now)
                         .into_iter()
                         .map(|p| (p, mac))
                         .collect();
@@ -470,6 +465,50 @@ mod tests {
         );
         assert!(out.released.is_empty() && out.reply.is_none());
         assert_eq!(c.state(other), None);
+    }
+
+    /// RFC 4861 §7.2.5's override flag: an advertisement without it that gives another address
+    /// makes a REACHABLE entry STALE and is otherwise ignored, the address kept; with it, the
+    /// address is replaced. An advertisement without it that gives the same address confirms it.
+    #[test]
+    fn an_advertisement_without_the_override_flag_does_not_replace_an_address() {
+        const OTHER: MacAddr = MacAddr([2, 0, 0, 0, 0, 0x99]);
+        let peer = ip("2001:db8::2");
+        let mut c = cache();
+        let _ = c.resolve(peer, PacketBuf::from_slice(b"held"), now());
+        let na = |solicited, override_, mac| NdpRepr::NeighborAdvert {
+            flags: NaFlags {
+                router: false,
+                solicited,
+                override_,
+            },
+            target: peer,
+            lladdr: Some(mac),
+        };
+        let hear = |c: &mut NeighborCache<Ipv6Addr>, repr: &NdpRepr| {
+            ndp_input(c, &iface(), (peer, ip("2001:db8::1"), PEER), repr, now())
+        };
+        // An INCOMPLETE entry takes the address whatever the flag says.
+        let out = hear(&mut c, &na(true, false, PEER));
+        assert_eq!(out.released.len(), 1);
+        let reachable = |c: &NeighborCache<Ipv6Addr>| {
+            matches!(c.state(peer), Some(NeighborState::Reachable { .. }))
+        };
+        assert!(reachable(&c) && c.mac(peer) == Some(PEER));
+        // Another address without the flag: STALE, the address kept; again: nothing.
+        hear(&mut c, &na(true, false, OTHER));
+        assert_eq!(c.state(peer), Some(NeighborState::Stale));
+        assert_eq!(c.mac(peer), Some(PEER));
+        hear(&mut c, &na(false, false, OTHER));
+        assert_eq!(c.state(peer), Some(NeighborState::Stale));
+        assert_eq!(c.mac(peer), Some(PEER));
+        // The same address without the flag, solicited: confirmed.
+        hear(&mut c, &na(true, false, PEER));
+        assert!(reachable(&c));
+        // With the flag the address is replaced (unsolicited: STALE until confirmed).
+        hear(&mut c, &na(false, true, OTHER));
+        assert_eq!(c.mac(peer), Some(OTHER));
+        assert_eq!(c.state(peer), Some(NeighborState::Stale));
     }
 
     #[test]

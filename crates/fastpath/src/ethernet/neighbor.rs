@@ -248,6 +248,35 @@ impl<A: Copy + Eq + Hash> NeighborCache<A> {
         e.queue.drain(..).collect()
     }
 
+    /// A neighbour advertisement for `addr` giving `mac` (RFC 4861 §7.2.5): taken as
+    /// [`heard`](Self::heard) takes an answer, except that one without the override flag does not
+    /// replace an address the entry already has. It only makes a REACHABLE entry STALE (the
+    /// neighbour may have moved, so the next use probes it), and changes nothing else: the
+    /// flag is how a proxy's or anycast answer avoids taking the place of the owner's.
+    pub fn advertised(
+        &mut self,
+        addr: A,
+        mac: MacAddr,
+        (solicited, override_): (bool, bool),
+        now: Instant,
+    ) -> Vec<PacketBuf> {
+        let Some(e) = self.entries.get_mut(&addr) else {
+            return Vec::new();
+        };
+        if !override_ && e.mac.is_some_and(|m| m != mac) {
+            if matches!(e.state, NeighborState::Reachable { .. }) {
+                e.state = NeighborState::Stale;
+            }
+            return Vec::new();
+        }
+        let heard = if solicited {
+            Heard::Solicited
+        } else {
+            Heard::Unsolicited
+        };
+        self.heard(addr, mac, heard, now)
+    }
+
     /// An answer for `addr` that came to another stack of this interface ([`NeighborBoard`]):
     /// taken as [`Heard::Solicited`] if this cache is itself asking (INCOMPLETE or PROBE), and
     /// ignored otherwise. Returns the packets that waited.
