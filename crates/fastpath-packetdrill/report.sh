@@ -59,7 +59,8 @@ The first error of each, and its reason.
 |---|---|---|
 EOF
 awk -F'\t' '
-    function reason(e) {
+    function reason(e, script) {
+        if (script ~ /retrans-failed|user-timeout-probe/) return "needs the local queue to drop what TCP sends (`tc qdisc ... limit 0`; the stand-in for `tc` does nothing)"
         if (e ~ /TCP_FASTOPEN_CONNECT|TCP_FASTOPEN_KEY/) return "Fast Open socket option not supported (TCP_FASTOPEN_CONNECT, TCP_FASTOPEN_KEY)"
         if (e ~ /epoll_create.*Function not implemented/) return "epoll is not in the shim"
         if (e ~ /setsockopt call.*Protocol not available/) return "socket option not supported"
@@ -82,7 +83,7 @@ awk -F'\t' '
     NR == FNR { if ($2 == "pass") l[$1] = 1; next }
     l[$1] && $2 != "pass" {
         e = $3; gsub(/\|/, "/", e); if (length(e) > 150) e = substr(e, 1, 150) "..."
-        printf "| %s | %s | %s |\n", $1, ($2 == "timeout" ? "hangs (time limit)" : reason(e)), e
+        printf "| %s | %s | %s |\n", $1, ($2 == "timeout" ? "hangs (time limit)" : reason(e, $1)), e
     }
 ' "$dir/linux-ipv4.tsv" "$dir/fastpath-ipv4.tsv"
 

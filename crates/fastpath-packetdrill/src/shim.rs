@@ -2013,9 +2013,9 @@ pub const INFINITE_SSTHRESH: u32 = 0x7fff_ffff;
 /// socket that is not a connection: only the state is filled in), `now` being the clock for the
 /// "milliseconds since" fields. Linux counts in segments what the stack counts in bytes: those are
 /// divided by the send MSS (rounded up, so a partly filled segment counts as one, as Linux counts
-/// packets). Fields the stack does not know stay 0: `ato`, `retrans` (segments retransmitted and
-/// still outstanding), `fackets`, `last_ack_sent`, `rcv_ssthresh`, `rcv_rtt`, `rcv_space`, the pacing
-/// rates, `delivered`, the ECN and D-SACK counters, `rehash`, `total_rto*`.
+/// packets). Fields the stack does not know stay 0: `ato`, `fackets`, `last_ack_sent`,
+/// `rcv_ssthresh`, `rcv_rtt`, `rcv_space`, the pacing rates, `delivered`, the ECN and D-SACK
+/// counters, `rehash`, `total_rto*`.
 pub fn tcp_info_bytes(state: u8, info: Option<&ConnectionInfo>, now: Instant) -> Vec<u8> {
     let mut b = vec![0u8; TCP_INFO_LEN];
     b[0] = state;
@@ -2056,6 +2056,7 @@ pub fn tcp_info_bytes(state: u8, info: Option<&ConnectionInfo>, now: Instant) ->
     put32(&mut b, 24, segments(i.unacked));
     put32(&mut b, 28, segments(i.sacked));
     put32(&mut b, 32, segments(i.lost));
+    put32(&mut b, 36, segments(i.retransmitted_out));
     put32(&mut b, 44, since_ms(i.last_data_sent));
     put32(&mut b, 52, since_ms(i.last_data_received));
     put32(&mut b, 56, since_ms(i.last_ack_received));

@@ -228,6 +228,15 @@ impl SentLog {
         self.marked
     }
 
+    /// Bytes sent again and neither acknowledged nor SACKed since (for the connection's figures).
+    pub(crate) fn retransmitted_out(&self) -> u32 {
+        self.records
+            .iter()
+            .filter(|r| r.flags & (RETRANSMITTED | SACKED) == RETRANSMITTED)
+            .map(|r| r.len())
+            .sum()
+    }
+
     /// The first record marked lost (to send again).
     pub(crate) fn first_lost(&self) -> Option<Sent> {
         if self.lost == 0 {

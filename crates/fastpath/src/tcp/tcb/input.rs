@@ -641,6 +641,12 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             self.snd_una = ack;
             self.writes_acked(ack, cx.now);
             self.snd_nxt = ack;
+            if self.syn_data > acked && self.rack_on(cx.cfg) {
+                // RACK's record of the SYN's data left unacknowledged (SACK is known to be on
+                // only now), so that sending it again is a retransmission that RACK can find
+                // lost, as Linux's keeps the SYN's data in its retransmission queue.
+                self.sent_log.sent(ack, self.snd_max, cx.now, self.mss);
+            }
             self.state = State::Established;
             self.activity.delivered += 1;
             // The window of a SYN is never scaled (RFC 7323 §2.2).

@@ -195,6 +195,9 @@ pub struct ConnectionInfo {
     /// RACK marked lost and is not SACKed since, resent or not (Linux's `lost_out`), or without
     /// RACK the holes below the highest SACK (one MSS without SACK).
     pub lost: u32,
+    /// Of `unacked`, bytes sent again and neither acknowledged nor SACKed since (Linux's
+    /// `retrans_out`, in bytes), from RACK's record; 0 when RACK is off.
+    pub retransmitted_out: u32,
     /// Bytes written and not sent yet.
     pub not_sent: u32,
     /// The degree of reordering in segments (Linux's `tcpi_reordering`): RFC 5681's DupThresh of 3,
@@ -880,6 +883,7 @@ impl<A: IpAddress> Tcb<A> {
             unacked: self.snd_max - self.snd_una,
             sacked: self.scoreboard.sacked_bytes(),
             lost: self.lost_bytes(),
+            retransmitted_out: self.sent_log.retransmitted_out(),
             not_sent: self.not_sent() as u32,
             dupack_threshold: DUPTHRESH.max(
                 self.rack

@@ -400,3 +400,38 @@ fn on_a_path_seen_to_reorder_a_sack_grows_the_window() {
     assert_eq!(i.cwnd, cwnd + 9 * MSS, "the eight not SACKed before");
     assert_eq!(i.reorderings, 2, "segments 0 to 8 acknowledged behind 9");
 }
+
+/// A Fast Open SYN's data that the SYN-ACK acknowledged only in part goes again at once, and is
+/// then a retransmission in RACK's record like any other: SACKs for everything after it mark it
+/// lost and send it again, as Linux does (fastopen/client/syn-data-partial-or-over-ack.pkt). The
+/// connection's figures count it as retransmitted and outstanding until then.
+#[test]
+fn syn_data_acknowledged_in_part_is_recovered_by_rack_like_any_retransmission() {
+    let mut h = Harness::connect(rack());
+    h.tcb.write(&[7u8; 1500]).unwrap();
+    h.tcb.syn_data = 1500;
+    let (syn, data) = h.send().expect("SYN with data");
+    assert_eq!((syn.flags, data.len()), (SYN, 1500));
+    h.advance(Duration::from_millis(10));
+    // The server took 100 bytes.
+    let mut syn_ack = seg(SYN | ACK, IRS, S + 100, 65535);
+    syn_ack.options = TcpOptions {
+        mss: Some(MSS as u16),
+        sack_permitted: true,
+        ..TcpOptions::default()
+    };
+    recv!(h, syn_ack, b"", Verdict::FastOpenLearned);
+    // The rest at once, in one segment as it went in the SYN.
+    assert_eq!(sent(&mut h), [(S + 100, 1400)]);
+    assert_eq!(h.tcb.info().retransmitted_out, 1400);
+    h.write(3 * MSS as usize);
+    assert_eq!(sent(&mut h).len(), 3);
+    // Everything after the resent segment arrives, 10 ms later.
+    h.advance(Duration::from_millis(10));
+    sack(&mut h, S + 100, &[(S + 1500, S + 1500 + 3 * MSS)]);
+    assert_eq!(sent(&mut h), [(S + 100, 1400)]);
+    assert_eq!(h.counters.rack_lost, 1);
+    assert_eq!(h.tcb.info().retransmitted_out, 1400);
+    recv!(h, seg(ACK, R, S + 1500 + 3 * MSS, 65535));
+    assert_eq!(h.tcb.info().retransmitted_out, 0);
+}
