@@ -264,6 +264,9 @@ drop_reasons! {
     NdpNotOurs => "ndp: solicitation for another address",
     /// Neighbour discovery: a router solicitation (for routers; we are a host).
     NdpForRouters => "ndp: router solicitation",
+    /// Neighbour discovery: a redirect from a router that is not the destination's first hop
+    /// now, or for a destination the application routed itself (RFC 4861 §8.1).
+    NdpRedirectNotFirstHop => "ndp: redirect not from the first hop",
     /// Neighbour discovery: a solicitation not sent, for want of an address of ours to send it
     /// from (every address still being checked).
     NdpNoSource => "ndp: no source address for a solicitation",

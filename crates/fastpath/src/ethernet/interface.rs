@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use super::arp::{arp_input, ArpDrop, ArpInterface};
 use super::board::NeighborBoard;
-use super::ndp::{link_local, ndp_input, NdpDrop, NdpInterface, RouterInfo, ALL_NODES};
+use super::ndp::{link_local, ndp_input, NdpDrop, NdpInterface, Redirect, RouterInfo, ALL_NODES};
 use super::neighbor::{NeighborAction, NeighborCache, Resolved};
 use crate::buf::{ChecksumOffload, PacketBuf};
 use crate::checksum;
@@ -72,6 +72,9 @@ pub enum EthernetEvent {
     /// An address formed from a router's prefix reached the end of its valid lifetime (RFC 4862
     /// §5.5.4): it is no longer ours, as a source or as a destination.
     AddressExpired(Ipv6Cidr),
+    /// A router redirects a destination (RFC 4861 §8): applied if it is the destination's first
+    /// hop now.
+    Redirect(Redirect),
 }
 
 /// What the interface counted, beyond its drops.
@@ -91,6 +94,9 @@ pub struct EthernetCounters {
     pub na_out: u64,
     /// Router advertisements heard.
     pub ra_in: u64,
+    /// Redirects heard that passed the message's own checks (the stack then checks their
+    /// sender against its route: `ndp: redirect not from the first hop`).
+    pub redirects_in: u64,
     /// Router solicitations sent.
     pub rs_out: u64,
     /// Multicast listener reports sent (MLDv2).
@@ -113,6 +119,7 @@ impl std::fmt::Display for EthernetCounters {
             (self.ns_out, "neighbor solicitations sent"),
             (self.na_out, "neighbor advertisements sent"),
             (self.ra_in, "router advertisements received"),
+            (self.redirects_in, "redirects received"),
             (self.rs_out, "router solicitations sent"),
             (self.mld_reports_out, "multicast listener reports sent"),
             (self.mld_queries_in, "multicast listener queries received"),
@@ -652,6 +659,10 @@ impl EthernetInterface {
             self.note_lifetimes(&info, now);
             self.autoconfigure(&info, now);
             self.events.push(EthernetEvent::Router(info));
+        }
+        if let Some(redirect) = outcome.redirect {
+            self.counters.redirects_in += 1;
+            self.events.push(EthernetEvent::Redirect(redirect));
         }
         if let Some((dst, mac, reply)) = outcome.reply {
             // The target answered for is ours, so is a good source (RFC 4861 §7.2.4); to all
@@ -1282,7 +1293,7 @@ fn is_ndp(p: &[u8]) -> bool {
         && p[6] == 58
         && 40 + usize::from(u16::from_be_bytes([p[4], p[5]])) <= p.len()
         && u16::from_be_bytes([p[4], p[5]]) >= 8
-        && (133..=136).contains(&p[40])
+        && (133..=137).contains(&p[40])
 }
 
 #[cfg(test)]

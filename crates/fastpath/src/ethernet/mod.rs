@@ -16,5 +16,5 @@ pub mod neighbor;
 pub use arp::{arp_input, ArpDrop, ArpInterface, ArpOutcome};
 pub use board::NeighborBoard;
 pub use interface::{EthernetConfig, EthernetCounters, EthernetEvent, EthernetInterface, FrameIn};
-pub use ndp::{ndp_input, NdpDrop, NdpInterface, NdpOutcome, RouterInfo};
+pub use ndp::{ndp_input, NdpDrop, NdpInterface, NdpOutcome, Redirect, RouterInfo};
 pub use neighbor::{Heard, NeighborAction, NeighborCache, NeighborConfig, NeighborState, Resolved};

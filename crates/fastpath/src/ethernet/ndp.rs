@@ -96,9 +96,11 @@ pub enum NdpDrop {
     FromUs,
     /// Another node claims one of our addresses.
     Conflict,
-    /// It breaks a rule of RFC 4861 §6.1 or §7.1 that needs the IPv6 header (a solicitation
-    /// from the unspecified address to a unicast address or with a source address option, a
-    /// solicited advertisement to a group, an advertisement from a router not link-local).
+    /// It breaks a rule of RFC 4861 §6.1, §7.1 or §8.1 that needs the IPv6 header (a
+    /// solicitation from the unspecified address to a unicast address or with a source address
+    /// option, a solicited advertisement to a group, an advertisement or a redirect from a
+    /// router not link-local, a redirect to a group or to a target neither link-local nor the
+    /// destination).
     Invalid,
     /// A solicitation for an address that is not ours.
     NotOurs,
@@ -119,6 +121,18 @@ pub struct RouterInfo {
     pub prefixes: Vec<PrefixInfo>,
 }
 
+/// A router's redirect (RFC 4861 §8), checked as far as the message alone allows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Redirect {
+    /// The router that sent it (link-local).
+    pub router: Ipv6Addr,
+    /// The destination redirected.
+    pub destination: Ipv6Addr,
+    /// Its better first hop: a router on the link, or the destination itself when it is on
+    /// the link.
+    pub target: Ipv6Addr,
+}
+
 /// What a neighbour discovery message asks of us.
 #[derive(Debug, Default)]
 pub struct NdpOutcome {
@@ -131,6 +145,9 @@ pub struct NdpOutcome {
     pub duplicate: Option<Ipv6Addr>,
     /// A router advertisement to apply.
     pub router: Option<RouterInfo>,
+    /// A redirect to apply if it comes from the destination's first hop (only the stack knows
+    /// the routes): the router that sent it, the destination and its better first hop.
+    pub redirect: Option<Redirect>,
     /// Why it was dropped, if it was.
     pub dropped: Option<NdpDrop>,
 }
@@ -256,6 +273,36 @@ pub fn ndp_input(
             });
         }
         NdpRepr::RouterSolicit { .. } => out.dropped = Some(NdpDrop::ForRouters),
+        NdpRepr::Redirect {
+            target,
+            destination,
+            lladdr,
+        } => {
+            // §8.1: from a router's link-local address, to us, and the target a router (link-local)
+            // or the destination itself.
+            let link_local = |a: Ipv6Addr| a.segments()[0] & 0xffc0 == 0xfe80;
+            if !link_local(src)
+                || dst.is_multicast()
+                || !(link_local(target) || target == destination)
+            {
+                out.dropped = Some(NdpDrop::Invalid);
+                return out;
+            }
+            // §8.3: the target's address, given, updates an entry that exists; none is made (an
+            // entry made for it unasked could be a spoofer's way to fill the cache).
+            if let Some(mac) = lladdr {
+                out.released = cache
+                    .advertised(target, mac, (false, true), now)
+                    .into_iter()
+                    .map(|p| (p, mac))
+                    .collect();
+            }
+            out.redirect = Some(Redirect {
+                router: src,
+                destination,
+                target,
+            });
+        }
     }
     out
 }

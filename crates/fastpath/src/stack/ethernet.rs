@@ -10,9 +10,11 @@ use super::Stack;
 use crate::buf::PacketBuf;
 use crate::ethernet::interface::mask;
 use crate::ethernet::{
-    EthernetCounters, EthernetEvent, EthernetInterface, FrameIn, NeighborBoard, RouterInfo,
+    EthernetCounters, EthernetEvent, EthernetInterface, FrameIn, NeighborBoard, Redirect,
+    RouterInfo,
 };
 use crate::route::{InterfaceId, Ipv4Cidr, Ipv6Cidr, Route};
+use crate::stats::DropReason;
 use crate::time::Instant;
 use crate::wire::MacAddr;
 
@@ -166,6 +168,7 @@ impl Stack {
                 EthernetEvent::AddressExpired(cidr) => {
                     self.ip6.remove_address(iface, cidr.addr, false);
                 }
+                EthernetEvent::Redirect(redirect) => self.redirect_heard(iface, redirect),
             }
         }
     }
@@ -194,6 +197,23 @@ impl Stack {
     /// can carry. The default route and the on-link routes go when their lifetimes run out
     /// ([`Self::advertised_expired`]). The addresses it offers for autoconfiguration are the
     /// link layer's to form and age (`EthernetInterface::autoconfigure`).
+    /// A router redirects a destination (RFC 4861 §8.3): taken only from the router the
+    /// destination's route goes through now, on the interface it came in on (§8.1), and then the
+    /// destination goes through the target (or, when the target is the destination, straight
+    /// over the link) by a route of its own, one of at most `ipv6::MAX_REDIRECTS`.
+    fn redirect_heard(&mut self, iface: InterfaceId, r: Redirect) {
+        let first_hop = self
+            .ip6
+            .route(r.destination)
+            .ok()
+            .filter(|hop| hop.iface == iface)
+            .map(|hop| hop.next_hop);
+        let gateway = (r.target != r.destination).then_some(r.target);
+        if first_hop != Some(r.router) || !self.ip6.redirect(r.destination, gateway, iface) {
+            self.counters.drops.add(DropReason::NdpRedirectNotFirstHop);
+        }
+    }
+
     fn router_heard(&mut self, iface: InterfaceId, info: &RouterInfo) {
         let default = Ipv6Cidr::new(Ipv6Addr::UNSPECIFIED, 0);
         if info.lifetime > 0 {

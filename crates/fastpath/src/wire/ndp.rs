@@ -90,6 +90,16 @@ pub enum NdpRepr {
         /// Target link-layer address option.
         lladdr: Option<MacAddr>,
     },
+    /// Redirect (type 137, RFC 4861 §4.5): `destination` is better reached through `target`, a
+    /// router on the link or, when the two are the same, the destination itself, on the link.
+    Redirect {
+        /// The better first hop.
+        target: Ipv6Addr,
+        /// The destination redirected.
+        destination: Ipv6Addr,
+        /// Target link-layer address option.
+        lladdr: Option<MacAddr>,
+    },
 }
 
 fn addr(b: &[u8]) -> Ipv6Addr {
@@ -163,7 +173,7 @@ fn options(mut b: &[u8]) -> Result<Options> {
 
 impl NdpRepr {
     /// Reads the ICMPv6 message `msg` (type, code, checksum and body), already checksummed. A type
-    /// that is not one of the four is [`WireError::Unrecognized`]; a message that breaks §6.1 or
+    /// that is not one of the five is [`WireError::Unrecognized`]; a message that breaks §6.1 or
     /// §7.1's rules on its own is [`WireError::BadLength`] (short, an option of length 0) or
     /// [`WireError::Unrecognized`] (a code other than 0, a multicast target).
     pub fn parse(msg: &[u8]) -> Result<NdpRepr> {
@@ -177,6 +187,7 @@ impl NdpRepr {
             msg_type::ROUTER_SOLICIT => 8,
             msg_type::ROUTER_ADVERT => 16,
             msg_type::NEIGHBOR_SOLICIT | msg_type::NEIGHBOR_ADVERT => 24,
+            msg_type::REDIRECT => 40,
             _ => return Err(WireError::Unrecognized),
         };
         if msg.len() < need {
@@ -203,6 +214,18 @@ impl NdpRepr {
                 NdpRepr::NeighborSolicit {
                     target,
                     lladdr: o.source,
+                }
+            }
+            msg_type::REDIRECT => {
+                // §8.1: the destination is not multicast.
+                let destination = addr(&msg[24..]);
+                if destination.is_multicast() {
+                    return Err(WireError::Unrecognized);
+                }
+                NdpRepr::Redirect {
+                    target: addr(&msg[8..]),
+                    destination,
+                    lladdr: o.target,
                 }
             }
             _ => {
@@ -236,6 +259,7 @@ impl NdpRepr {
             } => 16 + lladdr(l) + if mtu.is_some() { 8 } else { 0 } + 32 * prefixes.len(),
             NdpRepr::NeighborSolicit { lladdr: l, .. }
             | NdpRepr::NeighborAdvert { lladdr: l, .. } => 24 + lladdr(l),
+            NdpRepr::Redirect { lladdr: l, .. } => 40 + lladdr(l),
         }
     }
 
@@ -316,11 +340,23 @@ impl NdpRepr {
                     lladdr(&mut out[24..], OPT_TARGET_LLADDR, mac);
                 }
             }
+            NdpRepr::Redirect {
+                target,
+                destination,
+                lladdr: l,
+            } => {
+                out[0] = msg_type::REDIRECT;
+                out[8..24].copy_from_slice(&target.octets());
+                out[24..40].copy_from_slice(&destination.octets());
+                if let Some(mac) = l {
+                    lladdr(&mut out[40..], OPT_TARGET_LLADDR, mac);
+                }
+            }
         }
     }
 }
 
-/// The solicited-node multicast group of `addr` (RFC 4291 §2.7.1): `ff02::1:ffXX:XXXX`.
+/// The solicited-node multicast group of `addr` (RFC 4291 §2.7.1): `ff02::1:ffXX:`.
 pub fn solicited_node(addr: Ipv6Addr) -> Ipv6Addr {
     let o = addr.octets();
     Ipv6Addr::new(
@@ -394,9 +430,30 @@ mod tests {
                     preferred_lifetime: 604_800,
                 }],
             },
+            NdpRepr::Redirect {
+                target,
+                destination: "2001:db8::9".parse().unwrap(),
+                lladdr: Some(MAC),
+            },
+            NdpRepr::Redirect {
+                target,
+                destination: target,
+                lladdr: None,
+            },
         ] {
             assert_eq!(roundtrip(&r), r);
         }
+        // §8.1: a redirect for a multicast destination, or shorter than its fixed part, is not one.
+        let mut b = vec![0u8; 40];
+        NdpRepr::Redirect {
+            target,
+            destination: target,
+            lladdr: None,
+        }
+        .emit(&mut b);
+        assert!(NdpRepr::parse(&b[..39]).is_err());
+        b[24] = 0xff;
+        assert!(NdpRepr::parse(&b).is_err());
     }
 
     #[test]

@@ -385,6 +385,119 @@ fn a_router_advertisement_gives_a_default_route_and_an_address() {
     assert_eq!(b.counters().drops.get(DropReason::NdpNotFromLink), 1);
 }
 
+/// A redirect (RFC 4861 §8) from `router` for `destination` to `target`, to B's link-local
+/// address, with the target's hardware address when `lladdr` is given.
+fn redirect(router: Ipv6Addr, target: Ipv6Addr, destination: Ipv6Addr, hop_limit: u8) -> Vec<u8> {
+    let mut m = vec![137, 0, 0, 0, 0, 0, 0, 0];
+    m.extend_from_slice(&target.octets());
+    m.extend_from_slice(&destination.octets());
+    let packet = crate::common::ipv6_icmp(router, v6("fe80::ff:fe00:b"), hop_limit, &m);
+    frame(MAC_B, MAC_A, 0x86dd, &packet)
+}
+
+/// The IPv6 address a neighbour solicitation B sent asks for, if `f` is one.
+fn solicited(f: &[u8]) -> Option<Ipv6Addr> {
+    let ip = &f[14..];
+    (ip.len() >= 64 && ip[6] == 58 && ip[40] == 135).then(|| {
+        let mut t = [0u8; 16];
+        t.copy_from_slice(&ip[48..64]);
+        Ipv6Addr::from(t)
+    })
+}
+
+/// A redirect from the router a destination is reached through sends that destination's packets
+/// to the target from then on (a router, or the destination itself on the link), each resolved by
+/// neighbour discovery; one from another router, one for a destination reached directly, and one
+/// naming a target neither link-local nor the destination are dropped by reason (§8.1). At most
+/// 64 destinations are redirected at once: the oldest is forgotten.
+#[test]
+fn a_redirect_from_the_first_hop_router_moves_a_destination_to_its_target() {
+    let (mut b, mut raw) = b_and_raw();
+    let now = Instant::from_secs(1);
+    b.poll(now);
+    // A default route through fe80::1 (MAC_A), with its hardware address.
+    let mut ra = vec![134, 0, 0, 0, 64, 0, 0x07, 0x08, 0, 0, 0, 0, 0, 0, 0, 0];
+    ra.extend_from_slice(&[1, 1]);
+    ra.extend_from_slice(&MAC_A.0);
+    let packet = crate::common::ipv6_icmp(v6("fe80::1"), v6("ff02::1"), 255, &ra);
+    inject(
+        &mut raw,
+        &frame(MacAddr([0x33, 0x33, 0, 0, 0, 1]), MAC_A, 0x86dd, &packet),
+    );
+    let now = now + Duration::from_secs(3);
+    b.poll(now);
+    b.add_ipv6_address(ETH, "2001:db8:1::b/64".parse().unwrap())
+        .unwrap();
+    let mut now = now;
+    for _ in 0..30 {
+        now = now + Duration::from_millis(100);
+        b.poll(now);
+    }
+    let on_link: Vec<Ipv6Addr> = b.ipv6_addresses(ETH).iter().map(|c| c.addr).collect();
+    assert!(on_link.contains(&v6("2001:db8:1::b")), "{on_link:?}");
+    capture(&mut raw);
+    let tx = b.udp_bind("[::]:0").unwrap();
+    let send = |b: &mut Stack, raw: &mut PairEnd, to: &str| {
+        b.udp(tx).send_to(b"away", to).unwrap();
+        b.poll(now);
+        capture(raw)
+    };
+    let far = v6("2001:db8:99::1");
+    let out = send(&mut b, &mut raw, "[2001:db8:99::1]:9");
+    assert_eq!(&out[0][..6], &MAC_A.0, "through the router");
+    // Refused: from a router that is not the first hop, for an on-link destination, a target
+    // neither link-local nor the destination, hop limit not 255.
+    inject(&mut raw, &redirect(v6("fe80::9"), v6("fe80::2"), far, 255));
+    inject(
+        &mut raw,
+        &redirect(v6("fe80::1"), v6("fe80::2"), v6("2001:db8:1::7"), 255),
+    );
+    inject(
+        &mut raw,
+        &redirect(v6("fe80::1"), v6("2001:db8:5::1"), far, 255),
+    );
+    inject(&mut raw, &redirect(v6("fe80::1"), v6("fe80::2"), far, 64));
+    b.poll(now);
+    let drops = &b.counters().drops;
+    assert_eq!(drops.get(DropReason::NdpRedirectNotFirstHop), 2);
+    assert_eq!(drops.get(DropReason::NdpMalformed), 1);
+    assert_eq!(drops.get(DropReason::NdpNotFromLink), 1);
+    let out = send(&mut b, &mut raw, "[2001:db8:99::1]:9");
+    assert_eq!(&out[0][..6], &MAC_A.0, "still through the router");
+    // From the first hop: the destination goes through fe80::2, which is resolved first.
+    inject(&mut raw, &redirect(v6("fe80::1"), v6("fe80::2"), far, 255));
+    b.poll(now);
+    assert_eq!(b.ethernet_counters(ETH).unwrap().redirects_in, 3);
+    let out = send(&mut b, &mut raw, "[2001:db8:99::1]:9");
+    assert_eq!(out.len(), 1, "{out:?}");
+    assert_eq!(solicited(&out[0]), Some(v6("fe80::2")));
+    // Only fe80::2 may redirect it now; it says the destination is on the link.
+    inject(&mut raw, &redirect(v6("fe80::1"), far, far, 255));
+    b.poll(now);
+    assert_eq!(
+        b.counters().drops.get(DropReason::NdpRedirectNotFirstHop),
+        2 + 1
+    );
+    inject(&mut raw, &redirect(v6("fe80::2"), far, far, 255));
+    b.poll(now);
+    let out = send(&mut b, &mut raw, "[2001:db8:99::1]:9");
+    assert_eq!(solicited(&out[0]), Some(far));
+    // Other destinations still go through the router; 64 more redirects forget the first.
+    let out = send(&mut b, &mut raw, "[2001:db8:99::2]:9");
+    assert_eq!(&out[0][..6], &MAC_A.0);
+    for i in 0..64u16 {
+        let dst = Ipv6Addr::new(0x2001, 0xdb8, 0x98, 0, 0, 0, 0, i + 1);
+        inject(&mut raw, &redirect(v6("fe80::1"), v6("fe80::3"), dst, 255));
+        b.poll(now);
+    }
+    let out = send(&mut b, &mut raw, "[2001:db8:99::1]:9");
+    assert_eq!(
+        &out[0][..6],
+        &MAC_A.0,
+        "forgotten: through the router again"
+    );
+}
+
 /// A router advertisement with lifetimes: the default route (3 s) and the on-link prefix (5 s).
 fn short_lived_advert() -> Vec<u8> {
     let mut ra = vec![134, 0, 0, 0, 64, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0];
