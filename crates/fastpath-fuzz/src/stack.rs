@@ -227,6 +227,7 @@ impl Host {
             + c.icmp.in_dest_unreachs
             + c.icmp.in_time_excds
             + c.icmp.in_parm_probs
+            + c.icmp.in_redirects
             + c.icmp.in_timestamps
             + c.icmp.in_timestamp_reps;
         assert!(
@@ -235,7 +236,8 @@ impl Host {
                     <= c.icmp.in_msgs
                         + c.icmp.in_dest_unreachs
                         + c.icmp.in_time_excds
-                        + c.icmp.in_parm_probs,
+                        + c.icmp.in_parm_probs
+                        + c.icmp.in_redirects,
             "{c}"
         );
         // Errors meet the global limit: a burst, then the rate. Echo replies are not limited, but

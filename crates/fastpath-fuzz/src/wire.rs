@@ -177,7 +177,7 @@ pub fn icmpv4(data: &[u8]) {
         Err(WireError::Truncated)
     } else if reference_sum(data) != 0xffff {
         Err(WireError::BadChecksum)
-    } else if !matches!(data[0], 0 | 3 | 8 | 11 | 12 | 13 | 14) {
+    } else if !(matches!(data[0], 0 | 3 | 8 | 11 | 12 | 13 | 14) || data[0] == 5 && data[1] <= 3) {
         Err(WireError::Unrecognized)
     } else {
         Ok(())
@@ -255,6 +255,16 @@ pub fn icmpv4(data: &[u8]) {
             assert_eq!(data[0], 11);
             assert_eq!(reason, TimeExceeded::from(data[1]));
             assert_eq!(u8::from(reason), data[1]);
+            assert_eq!(d, &data[8..]);
+            icmp_quoted(d);
+        }
+        Icmpv4Repr::Redirect {
+            code,
+            gateway,
+            data: d,
+        } => {
+            assert_eq!((data[0], code), (5, data[1]));
+            assert_eq!(gateway.octets(), [data[4], data[5], data[6], data[7]]);
             assert_eq!(d, &data[8..]);
             icmp_quoted(d);
         }

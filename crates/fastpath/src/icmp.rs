@@ -82,6 +82,13 @@ pub(crate) enum IcmpInput {
         head: [u8; 8],
         mtu: usize,
     },
+    /// A redirect from `router`: `destination` is better reached through `gateway`, if the stack
+    /// finds the redirect acceptable.
+    Redirect {
+        router: Ipv4Addr,
+        destination: Ipv4Addr,
+        gateway: Ipv4Addr,
+    },
 }
 
 /// The ICMP layer: the limits on the errors it sends and the echo replies waiting for the
@@ -319,6 +326,19 @@ impl Icmp {
             Icmpv4Repr::ParamProblem { .. } => {
                 cx.counters.in_parm_probs += 1;
                 IcmpInput::Done
+            }
+            // Every code is taken as a host redirect for the quoted destination, as Linux takes
+            // them (RFC 1812 §5.2.7.2: routers send no network redirects); the stack decides.
+            Icmpv4Repr::Redirect { gateway, data, .. } => {
+                cx.counters.in_redirects += 1;
+                match icmpv4::parse_quoted(data) {
+                    Ok((quoted, _)) => IcmpInput::Redirect {
+                        router: ip.src_addr,
+                        destination: quoted.dst_addr,
+                        gateway,
+                    },
+                    Err(_) => drop(cx, DropReason::IcmpUnhandled),
+                }
             }
             // RFC 792: the request's originate timestamp, and the times it was received and the
             // reply sent (one reading, as Linux gives); not to a broadcast, as echo (Linux's

@@ -97,17 +97,69 @@ pub struct Route<A = Ipv4Addr> {
 #[derive(Clone, Debug)]
 pub struct RoutingTable<A = Ipv4Addr> {
     routes: Vec<Route<A>>,
+    /// The destinations redirected (each with a host route in `routes`), oldest first, at most
+    /// [`MAX_REDIRECTS`].
+    redirected: std::collections::VecDeque<A>,
 }
+
+/// The most destinations redirected at once (RFC 1122 §3.2.2.2, RFC 4861 §8.3: a destination
+/// cache, bounded): past it the oldest redirect is forgotten, so that redirects cannot grow the
+/// routing table without end.
+pub const MAX_REDIRECTS: usize = 64;
 
 impl<A> Default for RoutingTable<A> {
     fn default() -> Self {
-        RoutingTable { routes: Vec::new() }
+        RoutingTable {
+            routes: Vec::new(),
+            redirected: std::collections::VecDeque::new(),
+        }
     }
 }
 
 impl<A: IpAddress> RoutingTable<A> {
-    /// Adds a route (replacing one for the same prefix).
+    /// A router redirected `destination` to `gateway` (`None`: straight over the link) on
+    /// `iface`: a host route of its own, replacing an earlier redirect's, the oldest redirect
+    /// forgotten past [`MAX_REDIRECTS`]. False, and nothing changed, when a route for exactly
+    /// the destination was given otherwise (by the application): it stays.
+    pub fn redirect(&mut self, destination: A, gateway: Option<A>, iface: InterfaceId) -> bool {
+        let dest = Cidr {
+            addr: destination,
+            prefix_len: A::BITS,
+        };
+        if !self.redirected.contains(&destination) {
+            if self.routes.iter().any(|r| r.dest == dest) {
+                return false;
+            }
+            if self.redirected.len() >= MAX_REDIRECTS {
+                if let Some(oldest) = self.redirected.pop_front() {
+                    self.routes.retain(|r| {
+                        r.dest
+                            != Cidr {
+                                addr: oldest,
+                                prefix_len: A::BITS,
+                            }
+                    });
+                }
+            }
+            self.redirected.push_back(destination);
+        }
+        self.insert(Route {
+            dest,
+            gateway,
+            iface,
+        });
+        true
+    }
+
+    /// Adds a route (replacing one for the same prefix, a redirect's included).
     pub fn add(&mut self, route: Route<A>) {
+        if route.dest.prefix_len == A::BITS {
+            self.redirected.retain(|&d| d != route.dest.addr);
+        }
+        self.insert(route);
+    }
+
+    fn insert(&mut self, route: Route<A>) {
         self.routes.retain(|r| r.dest != route.dest);
         let at = self
             .routes
@@ -117,6 +169,9 @@ impl<A: IpAddress> RoutingTable<A> {
 
     /// Removes the route for exactly `dest`; true if there was one.
     pub fn remove(&mut self, dest: Cidr<A>) -> bool {
+        if dest.prefix_len == A::BITS {
+            self.redirected.retain(|&d| d != dest.addr);
+        }
         let before = self.routes.len();
         self.routes.retain(|r| r.dest != dest);
         before != self.routes.len()
@@ -137,6 +192,53 @@ impl<A: IpAddress> RoutingTable<A> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A redirect is a host route of its own: replaced by the next redirect for the destination,
+    /// never over a route the application gave for exactly it, the oldest forgotten past
+    /// [`MAX_REDIRECTS`]; a route the application adds for a redirected destination takes its
+    /// place and is not forgotten.
+    #[test]
+    fn redirects_are_host_routes_bounded_and_never_over_a_given_route() {
+        let mut t = RoutingTable::default();
+        let router = Ipv4Addr::new(10, 0, 0, 1);
+        t.add(Route {
+            dest: "0.0.0.0/0".parse().unwrap(),
+            gateway: Some(router),
+            iface: InterfaceId(1),
+        });
+        let host = |i: u32| Ipv4Addr::from(0x0808_0000 + i);
+        let via = |t: &RoutingTable, d| t.lookup(d).and_then(|r| r.gateway);
+        let other = Some(Ipv4Addr::new(10, 0, 0, 2));
+        assert!(t.redirect(host(0), other, InterfaceId(1)));
+        assert_eq!(via(&t, host(0)), other);
+        assert!(t.redirect(host(0), None, InterfaceId(1)), "replaced");
+        assert_eq!(via(&t, host(0)), None);
+        let given: Ipv4Cidr = Cidr::new(host(1), 32);
+        t.add(Route {
+            dest: given,
+            gateway: Some(router),
+            iface: InterfaceId(1),
+        });
+        assert!(!t.redirect(host(1), other, InterfaceId(1)));
+        assert_eq!(via(&t, host(1)), Some(router));
+        for i in 2..2 + MAX_REDIRECTS as u32 {
+            assert!(t.redirect(host(i), other, InterfaceId(1)));
+        }
+        assert_eq!(via(&t, host(0)), Some(router), "the oldest forgotten");
+        assert_eq!(via(&t, host(2)), other);
+        assert_eq!(t.routes().len(), 1 + 1 + MAX_REDIRECTS);
+        // The application's route for a redirected destination replaces the redirect for good.
+        t.add(Route {
+            dest: Cidr::new(host(2), 32),
+            gateway: Some(router),
+            iface: InterfaceId(1),
+        });
+        for i in 100..100 + MAX_REDIRECTS as u32 {
+            t.redirect(host(i), other, InterfaceId(1));
+        }
+        assert_eq!(via(&t, host(2)), Some(router));
+        assert_eq!(via(&t, host(1)), Some(router));
+    }
 
     #[test]
     fn longest_prefix_wins() {

@@ -101,6 +101,11 @@ drop_reasons! {
     IcmpBadChecksum => "icmp: bad checksum",
     /// ICMP: a type this stack does not handle, or a malformed error message.
     IcmpUnhandled => "icmp: unhandled type",
+    /// ICMP: a redirect not taken (RFC 1122 §3.2.2.2, and Linux's `secure_redirects`): not from
+    /// the gateway the destination goes through, or to a gateway that is not on the link and
+    /// already a gateway of a route, or about a destination or gateway that is ours, a broadcast
+    /// or a group.
+    IcmpRedirectRejected => "icmp: redirect not taken",
     /// ICMP: an echo or timestamp request sent to a broadcast address (ignored, RFC 1122 §3.2.2.6,
     /// as Linux's `icmp_echo_ignore_broadcasts`).
     IcmpBroadcastEcho => "icmp: broadcast echo request",
@@ -483,6 +488,8 @@ pub struct IcmpCounters {
     pub in_time_excds: u64,
     /// Parameter problem messages received.
     pub in_parm_probs: u64,
+    /// Redirects received (taken or not: `icmp: redirect not taken`).
+    pub in_redirects: u64,
     /// Timestamp requests received.
     pub in_timestamps: u64,
     /// Timestamp replies received.
@@ -677,6 +684,7 @@ impl fmt::Display for Counters {
             (icmp.in_dest_unreachs, "destination unreachable received"),
             (icmp.in_time_excds, "time exceeded received"),
             (icmp.in_parm_probs, "parameter problems received"),
+            (icmp.in_redirects, "redirects received"),
             (icmp.in_timestamps, "timestamp requests received"),
             (icmp.in_timestamp_reps, "timestamp replies received"),
             (icmp.out_msgs, "messages sent"),

@@ -149,6 +149,21 @@ impl Ipv4 {
         self.route_epoch = self.route_epoch.wrapping_add(1);
     }
 
+    /// A router redirected `destination` (see [`RoutingTable::redirect`]); cached routes are
+    /// stale if it was taken.
+    pub(crate) fn redirect(
+        &mut self,
+        destination: Ipv4Addr,
+        gateway: Ipv4Addr,
+        iface: InterfaceId,
+    ) -> bool {
+        let taken = self.routes.redirect(destination, Some(gateway), iface);
+        if taken {
+            self.route_epoch = self.route_epoch.wrapping_add(1);
+        }
+        taken
+    }
+
     /// Routes `dst`: the loopback interface for this host's own addresses, else the longest-prefix match.
     #[inline]
     pub(crate) fn route(&self, dst: Ipv4Addr) -> Result<NextHop, crate::stats::DropReason> {

@@ -80,14 +80,7 @@ pub(crate) struct Ipv6 {
     /// The next fragment identification, from a random start (RFC 7739 §5.1's counter; one for the
     /// host, since fragments are rare here: only UDP datagrams larger than the path MTU make them).
     next_ident: u32,
-    /// The destinations routers redirected (each with a route of its own in `routes`), oldest
-    /// first, at most [`MAX_REDIRECTS`].
-    redirected: std::collections::VecDeque<Ipv6Addr>,
 }
-
-/// The most destinations redirected at once (RFC 4861 §8.3's destination cache, bounded): past
-/// it the oldest redirect is forgotten, so redirects cannot grow the routing table without end.
-pub(crate) const MAX_REDIRECTS: usize = 64;
 
 impl Ipv6 {
     pub(crate) fn new(config: &StackConfig, secret: SecretKey) -> Ipv6 {
@@ -110,7 +103,6 @@ impl Ipv6 {
                 floor: MIN_MTU,
             }),
             next_ident: secret.prf(b"ident") as u32,
-            redirected: std::collections::VecDeque::new(),
         }
     }
 
@@ -191,35 +183,19 @@ impl Ipv6 {
         self.route_epoch = self.route_epoch.wrapping_add(1);
     }
 
-    /// A router redirected `destination` to `gateway` (`None`: on the link) on `iface`: a route
-    /// of its own, replacing an earlier redirect's, the oldest redirect forgotten past
-    /// [`MAX_REDIRECTS`]. False, and nothing changed, when the application routed the
-    /// destination itself (a route for exactly it): its route stays.
+    /// A router redirected `destination` (see [`RoutingTable::redirect`]); cached routes are
+    /// stale if it was taken.
     pub(crate) fn redirect(
         &mut self,
         destination: Ipv6Addr,
         gateway: Option<Ipv6Addr>,
         iface: InterfaceId,
     ) -> bool {
-        let dest = Ipv6Cidr::new(destination, 128);
-        let redirected_before = self.redirected.contains(&destination);
-        if !redirected_before && self.routes.routes().iter().any(|r| r.dest == dest) {
-            return false;
+        let taken = self.routes.redirect(destination, gateway, iface);
+        if taken {
+            self.route_epoch = self.route_epoch.wrapping_add(1);
         }
-        if !redirected_before && self.redirected.len() >= MAX_REDIRECTS {
-            if let Some(oldest) = self.redirected.pop_front() {
-                self.routes.remove(Ipv6Cidr::new(oldest, 128));
-            }
-        }
-        if !redirected_before {
-            self.redirected.push_back(destination);
-        }
-        self.add_route(Route {
-            dest,
-            gateway,
-            iface,
-        });
-        true
+        taken
     }
 
     /// Removes the route for exactly `dest` (and makes cached routes stale).

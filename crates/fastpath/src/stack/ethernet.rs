@@ -200,7 +200,7 @@ impl Stack {
     /// A router redirects a destination (RFC 4861 §8.3): taken only from the router the
     /// destination's route goes through now, on the interface it came in on (§8.1), and then the
     /// destination goes through the target (or, when the target is the destination, straight
-    /// over the link) by a route of its own, one of at most `ipv6::MAX_REDIRECTS`.
+    /// over the link) by a route of its own, one of at most `route::MAX_REDIRECTS`.
     fn redirect_heard(&mut self, iface: InterfaceId, r: Redirect) {
         let first_hop = self
             .ip6

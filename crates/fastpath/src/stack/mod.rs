@@ -935,6 +935,45 @@ impl Stack {
                     tcp.report_path_mtu(&mut cx, addresses, &head, mtu);
                 }
             },
+            IcmpInput::Redirect {
+                router,
+                destination,
+                gateway,
+            } => self.icmp_redirect(router, destination, gateway),
+        }
+    }
+
+    /// A redirect (RFC 1122 §3.2.2.2), taken as Linux takes one under its defaults
+    /// (`accept_redirects`, `secure_redirects`): only from the gateway the destination's route
+    /// goes through now, for a destination that is not ours, a broadcast or a group, to another
+    /// gateway that is on the same link (reached straight over that interface) and already the
+    /// gateway of a route there. The destination then goes through it by a host route of its
+    /// own, one of at most `route::MAX_REDIRECTS`. Nothing is sent in answer.
+    fn icmp_redirect(&mut self, router: Ipv4Addr, destination: Ipv4Addr, gateway: Ipv4Addr) {
+        let ip = &self.ip;
+        let special = |a: Ipv4Addr| {
+            a.is_multicast() || a.is_unspecified() || ip.is_broadcast(a) || ip.is_own_address(a)
+        };
+        let iface = ip.route(destination).ok().and_then(|hop| {
+            let to_gateway = ip.route(gateway).ok()?;
+            let known = ip
+                .routes
+                .routes()
+                .iter()
+                .any(|r| r.gateway == Some(gateway) && r.iface == hop.iface);
+            let acceptable = hop.next_hop == router
+                && router != destination
+                && gateway != router
+                && !special(destination)
+                && !special(gateway)
+                && to_gateway.iface == hop.iface
+                && to_gateway.next_hop == gateway
+                && known;
+            acceptable.then_some(hop.iface)
+        });
+        let taken = iface.is_some_and(|iface| self.ip.redirect(destination, gateway, iface));
+        if !taken {
+            self.counters.drops.add(DropReason::IcmpRedirectRejected);
         }
     }
 

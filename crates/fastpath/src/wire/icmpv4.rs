@@ -6,6 +6,8 @@
 //! [`Icmpv4Repr::emit`] fills it. [`parse_quoted`] reads the datagram an error message quotes, to find the socket
 //! it concerns.
 
+use std::net::Ipv4Addr;
+
 use super::ipv4::{Ipv4Packet, Ipv4Repr};
 use super::{read_u16, write_u16, Result, WireError};
 use crate::checksum;
@@ -40,6 +42,8 @@ pub enum Message {
     EchoReply,
     /// Destination unreachable, type 3.
     DstUnreachable,
+    /// Redirect, type 5.
+    Redirect,
     /// Echo request, type 8.
     EchoRequest,
     /// Time exceeded, type 11.
@@ -59,6 +63,7 @@ impl From<u8> for Message {
         match value {
             0 => Message::EchoReply,
             3 => Message::DstUnreachable,
+            5 => Message::Redirect,
             8 => Message::EchoRequest,
             11 => Message::TimeExceeded,
             12 => Message::ParamProblem,
@@ -74,6 +79,7 @@ impl From<Message> for u8 {
         match value {
             Message::EchoReply => 0,
             Message::DstUnreachable => 3,
+            Message::Redirect => 5,
             Message::EchoRequest => 8,
             Message::TimeExceeded => 11,
             Message::ParamProblem => 12,
@@ -343,6 +349,16 @@ pub enum Icmpv4Repr<'a> {
         /// bytes.
         data: &'a [u8],
     },
+    /// Redirect (RFC 792; RFC 1122 §3.2.2.2): datagrams to the quoted datagram's destination
+    /// (or its network, codes 0 and 2) are better sent through `gateway`.
+    Redirect {
+        /// 0 network, 1 host, 2 and 3 the same for a type of service.
+        code: u8,
+        /// The better gateway, on the sender's network.
+        gateway: Ipv4Addr,
+        /// The quoted datagram: its IP header and at least its first 8 payload bytes.
+        data: &'a [u8],
+    },
 }
 
 impl<'a> Icmpv4Repr<'a> {
@@ -350,7 +366,7 @@ impl<'a> Icmpv4Repr<'a> {
     ///
     /// Errors: [`WireError::Truncated`] if shorter than the header, [`WireError::BadChecksum`] if the checksum
     /// over the whole buffer fails, [`WireError::Unrecognized`] for any type but echo request/reply, destination
-    /// unreachable, time exceeded, parameter problem and timestamp request/reply. The code of an echo message is ignored (RFC 792 says 0; Linux accepts
+    /// unreachable, redirect (codes 0 to 3), time exceeded, parameter problem and timestamp request/reply. The code of an echo message is ignored (RFC 792 says 0; Linux accepts
     /// any). The data of an error is returned as is; [`parse_quoted`] checks it.
     pub fn parse<T: AsRef<[u8]> + ?Sized>(packet: &Icmpv4Packet<&'a T>) -> Result<Icmpv4Repr<'a>> {
         let buffer: &'a [u8] = <T as AsRef<[u8]>>::as_ref(packet.buffer);
@@ -401,7 +417,13 @@ impl<'a> Icmpv4Repr<'a> {
                 pointer: buffer[4],
                 data,
             },
-            Message::Unknown(_) => return Err(WireError::Unrecognized),
+            // RFC 792: codes 0 to 3 (network, host, and each for a type of service).
+            Message::Redirect if packet.code() <= 3 => Icmpv4Repr::Redirect {
+                code: packet.code(),
+                gateway: Ipv4Addr::from([buffer[4], buffer[5], buffer[6], buffer[7]]),
+                data,
+            },
+            Message::Redirect | Message::Unknown(_) => return Err(WireError::Unrecognized),
         };
         Ok(repr)
     }
@@ -414,6 +436,7 @@ impl<'a> Icmpv4Repr<'a> {
             | Icmpv4Repr::DstUnreachable { data, .. }
             | Icmpv4Repr::TimeExceeded { data, .. }
             | Icmpv4Repr::ParamProblem { data, .. }
+            | Icmpv4Repr::Redirect { data, .. }
             | Icmpv4Repr::Timestamp { data, .. }
             | Icmpv4Repr::TimestampReply { data, .. } => data,
         }
@@ -478,6 +501,11 @@ impl<'a> Icmpv4Repr<'a> {
                 packet.clear_unused();
                 packet.set_next_hop_mtu(0);
                 packet.buffer[4] = pointer;
+            }
+            Icmpv4Repr::Redirect { code, gateway, .. } => {
+                packet.set_msg_type(Message::Redirect);
+                packet.set_code(code);
+                packet.buffer[4..8].copy_from_slice(&gateway.octets());
             }
         }
         packet.data_mut().copy_from_slice(self.data());
@@ -869,7 +897,7 @@ mod tests {
 
     #[test]
     fn unknown_types_are_unrecognized() {
-        for msg_type in [4u8, 5, 15, 16, 42, 255] {
+        for msg_type in [4u8, 15, 16, 42, 255] {
             let mut bytes = icmp(&ECHO_REQUEST).to_vec();
             bytes[0] = msg_type;
             Icmpv4Packet::new_unchecked(&mut bytes[..]).fill_checksum();
@@ -879,6 +907,33 @@ mod tests {
                 "type {msg_type}"
             );
         }
+    }
+
+    /// A redirect's codes 0 to 3 are read with the gateway and the quote, and written back the
+    /// same; another code is not a redirect.
+    #[test]
+    fn a_redirect_round_trips_and_only_its_four_codes_are_read() {
+        let quote = &icmp(&PORT_UNREACHABLE)[8..];
+        for code in 0..=3 {
+            let repr = Icmpv4Repr::Redirect {
+                code,
+                gateway: Ipv4Addr::new(10, 0, 0, 7),
+                data: quote,
+            };
+            let mut bytes = vec![0u8; repr.buffer_len()];
+            repr.emit(&mut bytes);
+            assert_eq!(parse(&bytes), Ok(repr));
+        }
+        let mut bytes = vec![0u8; 8 + quote.len()];
+        Icmpv4Repr::Redirect {
+            code: 0,
+            gateway: Ipv4Addr::new(10, 0, 0, 7),
+            data: quote,
+        }
+        .emit(&mut bytes);
+        bytes[1] = 4;
+        Icmpv4Packet::new_unchecked(&mut bytes[..]).fill_checksum();
+        assert_eq!(parse(&bytes), Err(WireError::Unrecognized));
     }
 
     #[test]

@@ -17,6 +17,7 @@ mod layers;
 mod library_api;
 mod pmtu;
 mod properties;
+mod redirect;
 mod route_cache;
 mod secret;
 mod socket_api;
