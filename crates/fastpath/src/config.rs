@@ -489,6 +489,16 @@ pub struct EthernetConfig {
     /// advertises itself (RFC 4861 §6.3.7's `MAX_RTR_SOLICITATIONS`, 3 as Linux); 0 sends none
     /// and waits for routers' periodic advertisements.
     pub router_solicitations: u8,
+    /// Stable, opaque interface identifiers (RFC 7217) for the addresses formed from advertised
+    /// prefixes: a keyed hash (SipHash, under a key derived from [`StackConfig::secret`]) of the
+    /// prefix, the hardware address and a count of duplicates met, so that an address does not
+    /// carry the hardware address off the link and differs from network to network, yet stays
+    /// the same on one network for as long as the secret does (give `StackConfig::secret` to keep
+    /// it across restarts). A duplicate found tries the next count, up to three more times (§6).
+    /// Off, the default as in Linux (`addr_gen_mode` 0): the modified EUI-64 identifier of the
+    /// hardware address (RFC 4862 §5.5.3). The link-local address keeps that identifier either
+    /// way (its frames carry the hardware address anyway).
+    pub stable_privacy: bool,
 }
 
 impl Default for EthernetConfig {
@@ -498,6 +508,7 @@ impl Default for EthernetConfig {
             vlan: None,
             dad_transmits: 1,
             router_solicitations: 3,
+            stable_privacy: false,
         }
     }
 }

@@ -23,6 +23,7 @@ use crate::buf::{ChecksumOffload, PacketBuf};
 use crate::checksum;
 pub use crate::config::EthernetConfig;
 use crate::route::{Ipv4Cidr, Ipv6Cidr};
+use crate::secret::SecretKey;
 use crate::stats::{DropReason, Drops};
 use crate::time::Instant;
 use crate::wire::ethernet::HEADER_LEN;
@@ -151,6 +152,18 @@ struct Autoconf {
     /// Another node has it (duplicate address detection failed): not used, and not formed again
     /// while the prefix stays valid (as Linux keeps such an address, marked failed).
     failed: bool,
+    /// RFC 7217's DAD_Counter: duplicates met for this prefix (stable identifiers only).
+    dad_counter: u8,
+}
+
+/// RFC 7217 §6's IDGEN_RETRIES: identifiers tried after the first, past duplicates or reserved
+/// identifiers.
+const IDGEN_RETRIES: u8 = 3;
+
+/// Whether an interface identifier is one a host may not take (RFC 5453): all zeros (the
+/// subnet-router anycast address) or one of the reserved subnet anycast identifiers.
+fn reserved_id(id: u64) -> bool {
+    id == 0 || (0xfdff_ffff_ffff_ff80..=0xfdff_ffff_ffff_ffff).contains(&id)
 }
 
 impl Autoconf {
@@ -206,6 +219,8 @@ pub struct EthernetInterface {
     /// The state of the generator the report delays are drawn from (seeded from the hardware
     /// address, so that hosts on one link differ).
     mld_random: u64,
+    /// The key of RFC 7217's stable identifiers, when they are on.
+    privacy_key: Option<SecretKey>,
     /// The earliest deadline of the timers the interface keeps itself (duplicate address
     /// detection, router solicitation, advertised lifetimes, addresses' lifetimes, multicast
     /// reports): worked out when one of them changes, since the stack asks at every poll.
@@ -270,6 +285,7 @@ impl EthernetInterface {
                 0, 0, mac.0[0], mac.0[1], mac.0[2], mac.0[3], mac.0[4], mac.0[5],
             ]) ^ 0x9e37_79b9_7f4a_7c15,
             own_deadline: None,
+            privacy_key: None,
             counters: EthernetCounters::default(),
             drops: Drops::default(),
             dropped: false,
@@ -357,6 +373,36 @@ impl EthernetInterface {
         }
         self.own_timers_changed();
         had
+    }
+
+    /// Forms the addresses of advertised prefixes with RFC 7217's stable identifiers under `key`
+    /// (see `EthernetConfig::stable_privacy`).
+    pub fn set_privacy_key(&mut self, key: SecretKey) {
+        self.privacy_key = Some(key);
+    }
+
+    /// The address for prefix `prefix` (a /64) with `dad_counter` duplicates met, and the count
+    /// it was formed with: the modified EUI-64 identifier, or RFC 7217's stable one, skipping
+    /// reserved identifiers; `None` once every try is used up.
+    fn autoconf_address(&self, prefix: Ipv6Addr, dad_counter: u8) -> Option<(Ipv6Addr, u8)> {
+        let mut octets = mask(prefix, 64).octets();
+        let Some(key) = &self.privacy_key else {
+            octets[8..].copy_from_slice(&link_local(self.arp_if.mac).octets()[8..]);
+            return (dad_counter == 0).then_some((Ipv6Addr::from(octets), 0));
+        };
+        (dad_counter..=IDGEN_RETRIES).find_map(|count| {
+            // F(Prefix, Net_Iface, Network_ID, DAD_Counter, secret_key), §5: the hardware
+            // address names the interface; no network identifier.
+            let mut message = [0u8; 15];
+            message[..8].copy_from_slice(&octets[..8]);
+            message[8..14].copy_from_slice(&self.arp_if.mac.0);
+            message[14] = count;
+            let id = key.prf(&message);
+            (!reserved_id(id)).then(|| {
+                octets[8..].copy_from_slice(&id.to_be_bytes());
+                (Ipv6Addr::from(octets), count)
+            })
+        })
     }
 
     /// Shares answers with the stacks of the interface's other queues through `board`.
@@ -650,7 +696,7 @@ impl EthernetInterface {
             });
         }
         if let Some(addr) = outcome.duplicate {
-            self.duplicate(addr);
+            self.duplicate(addr, now);
         }
         if let Some(info) = outcome.router {
             self.counters.ra_in += 1;
@@ -681,14 +727,31 @@ impl EthernetInterface {
         self.own_timers_changed();
     }
 
-    fn duplicate(&mut self, addr: Ipv6Addr) {
+    fn duplicate(&mut self, addr: Ipv6Addr, now: Instant) {
         self.ndp_if.tentative.retain(|&a| a != addr);
         self.dad.retain(|d| d.cidr.addr != addr);
-        for a in self.autoconf.iter_mut().filter(|a| a.cidr.addr == addr) {
-            a.failed = true;
-        }
         self.counters.duplicates += 1;
         self.events.push(EthernetEvent::Duplicate(addr));
+        let Some(i) = self.autoconf.iter().position(|a| a.cidr.addr == addr) else {
+            return;
+        };
+        // A stable identifier tries the next count (RFC 7217 §6); otherwise, or with the tries
+        // used up, the prefix gives no address.
+        let next = self.privacy_key.and_then(|_| {
+            let a = &self.autoconf[i];
+            self.autoconf_address(a.cidr.addr, a.dad_counter + 1)
+        });
+        match next {
+            Some((addr, count)) => {
+                let cidr = Ipv6Cidr::new(addr, 64);
+                self.autoconf[i].cidr = cidr;
+                self.autoconf[i].dad_counter = count;
+                if self.add_ipv6(cidr, now) {
+                    self.events.push(EthernetEvent::AddressReady(cidr));
+                }
+            }
+            None => self.autoconf[i].failed = true,
+        }
     }
 
     // ---------------------------------------------------------------------------------------------
@@ -1058,7 +1121,6 @@ impl EthernetInterface {
             (Some(a), Some(b)) => a > b,
             (Some(_), None) => false,
         };
-        let id = link_local(self.arp_if.mac).octets();
         for p in &info.prefixes {
             let link_local = p.prefix.segments()[0] & 0xffc0 == 0xfe80;
             if !p.autonomous
@@ -1068,11 +1130,13 @@ impl EthernetInterface {
             {
                 continue;
             }
-            let mut octets = mask(p.prefix, 64).octets();
-            octets[8..].copy_from_slice(&id[8..]);
-            let cidr = Ipv6Cidr::new(Ipv6Addr::from(octets), 64);
+            let prefix = mask(p.prefix, 64);
             let (preferred, valid) = (until(p.preferred_lifetime), until(p.valid_lifetime));
-            let i = match self.autoconf.iter().position(|a| a.cidr == cidr) {
+            let known = self
+                .autoconf
+                .iter()
+                .position(|a| mask(a.cidr.addr, 64) == prefix);
+            let i = match known {
                 Some(i) => {
                     let a = &mut self.autoconf[i];
                     a.preferred = preferred;
@@ -1087,6 +1151,10 @@ impl EthernetInterface {
                     i
                 }
                 None => {
+                    let Some((addr, dad_counter)) = self.autoconf_address(prefix, 0) else {
+                        continue;
+                    };
+                    let cidr = Ipv6Cidr::new(addr, 64);
                     let ours = self.ndp_if.addrs.contains(&cidr.addr)
                         || self.ndp_if.tentative.contains(&cidr.addr);
                     if p.valid_lifetime == 0 || ours || self.autoconf.len() >= MAX_AUTOCONF {
@@ -1098,6 +1166,7 @@ impl EthernetInterface {
                         valid,
                         deprecated: false,
                         failed: false,
+                        dad_counter,
                     });
                     if self.add_ipv6(cidr, now) {
                         self.events.push(EthernetEvent::AddressReady(cidr));
@@ -1110,7 +1179,7 @@ impl EthernetInterface {
             if deprecated != a.deprecated {
                 a.deprecated = deprecated;
                 self.events.push(EthernetEvent::Deprecated {
-                    addr: cidr.addr,
+                    addr: a.cidr.addr,
                     deprecated,
                 });
             }
@@ -1381,6 +1450,58 @@ mod tests {
 
     const SLAAC: &str = "2001:db8:1:0:0:ff:fe00:b";
 
+    /// RFC 7217: with a key, the address formed from a prefix has an identifier that is not the
+    /// hardware address's, the same for the same key, prefix and interface, another for another
+    /// prefix or key; a duplicate tries the next count, and after three more the prefix gives
+    /// nothing. Without a key, the EUI-64 identifier, and a duplicate ends it at once.
+    #[test]
+    fn stable_identifiers_hide_the_hardware_address_and_retry_past_duplicates() {
+        let t0 = Instant::from_secs(100);
+        let formed = |key: Option<[u8; 16]>, prefix: &str| {
+            let mut e = host();
+            if let Some(k) = key {
+                e.set_privacy_key(SecretKey::from_bytes(k));
+            }
+            e.autoconfigure(&advert(prefix, 100, 300), t0);
+            let [EthernetEvent::AddressReady(cidr)] = e.take_events()[..] else {
+                panic!("one address");
+            };
+            (e, cidr.addr)
+        };
+        let (_, eui64) = formed(None, "2001:db8:1::");
+        assert_eq!(eui64, v6(SLAAC));
+        let (mut e, a) = formed(Some([7; 16]), "2001:db8:1::");
+        assert_eq!(mask(a, 64), v6("2001:db8:1::"));
+        assert_ne!(a, eui64);
+        assert_eq!(formed(Some([7; 16]), "2001:db8:1::").1, a, "stable");
+        assert_ne!(formed(Some([8; 16]), "2001:db8:1::").1, a, "another key");
+        let b = formed(Some([7; 16]), "2001:db8:2::").1;
+        assert_ne!(b.octets()[8..], a.octets()[8..], "another prefix");
+        // Duplicates: the next count each time, three more, then nothing.
+        let mut seen = vec![a];
+        let mut now_addr = a;
+        for _ in 0..IDGEN_RETRIES {
+            e.duplicate(now_addr, t0);
+            let events = e.take_events();
+            let Some(EthernetEvent::AddressReady(cidr)) = events.last() else {
+                panic!("{events:?}");
+            };
+            assert!(!seen.contains(&cidr.addr));
+            assert!(e.is_autoconfigured(cidr.addr));
+            seen.push(cidr.addr);
+            now_addr = cidr.addr;
+        }
+        e.duplicate(now_addr, t0);
+        assert_eq!(e.take_events(), [EthernetEvent::Duplicate(now_addr)]);
+        assert!(!e.is_autoconfigured(now_addr));
+        // Without a key a duplicate ends the prefix's address at once.
+        let (mut e, a) = formed(None, "2001:db8:1::");
+        e.duplicate(a, t0);
+        assert_eq!(e.take_events(), [EthernetEvent::Duplicate(a)]);
+        assert!(!e.is_autoconfigured(a));
+        assert!(reserved_id(0) && reserved_id(0xfdff_ffff_ffff_ff80) && !reserved_id(1));
+    }
+
     #[test]
     fn an_address_is_formed_from_an_advertised_prefix_deprecated_then_given_up() {
         let mut e = host();
@@ -1476,7 +1597,7 @@ mod tests {
         let mut out = Vec::new();
         e.autoconfigure(&advert("2001:db8:1::", 10, 30), t0);
         assert!(e.is_tentative(v6(SLAAC)));
-        e.duplicate(v6(SLAAC));
+        e.duplicate(v6(SLAAC), t0);
         assert!(!e.is_tentative(v6(SLAAC)) && !e.is_autoconfigured(v6(SLAAC)));
         e.take_events();
         // The next advertisement forms nothing and starts no check.

@@ -23,6 +23,9 @@ impl Stack {
     /// checked for duplicates before use.
     pub(super) fn attach_ethernet(&mut self, iface: InterfaceId, mac: MacAddr, cidr: Ipv4Cidr) {
         let mut eth = EthernetInterface::new(mac, self.config.ethernet);
+        if self.config.ethernet.stable_privacy {
+            eth.set_privacy_key(self.privacy_key);
+        }
         eth.add_ipv4(cidr);
         self.devices.list[iface.0].eth = Some(Box::new(eth));
         self.devices.ethernet = true;

@@ -54,6 +54,8 @@ pub struct Stack {
     pub(crate) ip6: Ipv6,
     pub(crate) icmp6: Icmpv6,
     pub(crate) counters: Counters,
+    /// The key of RFC 7217's interface identifiers (`EthernetConfig::stable_privacy`).
+    pub(crate) privacy_key: SecretKey,
     pub(crate) now: Instant,
     rx_batch: Vec<PacketBuf>,
 }
@@ -277,6 +279,7 @@ impl Stack {
             ip6: Ipv6::new(&config, secret.derive("ipv6")),
             icmp6: Icmpv6::new(&config.limits, secret.derive("icmp6")),
             counters: Counters::default(),
+            privacy_key: secret.derive("stable-privacy"),
             now: Instant::ZERO,
             rx_batch: Vec::with_capacity(config.rx_batch),
             config,

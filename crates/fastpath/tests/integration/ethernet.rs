@@ -498,6 +498,60 @@ fn a_redirect_from_the_first_hop_router_moves_a_destination_to_its_target() {
     );
 }
 
+/// With `stable_privacy` the address a router's prefix gives hides the hardware address (RFC
+/// 7217), and is the same from one run of a stack to the next with the same secret.
+#[test]
+fn stable_privacy_addresses_hide_the_hardware_address_and_stay_with_the_secret() {
+    let address = |secret: [u8; 16]| {
+        let (raw, eb) = PairEnd::ethernet_pair(
+            LinkCapabilities::plain(1500),
+            4096,
+            Impairments::default(),
+            [MAC_A, MAC_B],
+        );
+        let mut raw = raw;
+        let mut cfg = config();
+        cfg.ethernet.stable_privacy = true;
+        cfg.secret = Some(fastpath::secret::SecretKey::from_bytes(secret));
+        let mut b = Stack::new(cfg);
+        b.add_interface("eth0", eb, Ipv4Cidr::new(B, 24));
+        let mut now = Instant::from_secs(1);
+        b.poll(now);
+        let mut ra = vec![134, 0, 0, 0, 64, 0, 0x07, 0x08, 0, 0, 0, 0, 0, 0, 0, 0];
+        ra.extend_from_slice(&[3, 4, 64, 0xc0]);
+        ra.extend_from_slice(&u32::MAX.to_be_bytes());
+        ra.extend_from_slice(&u32::MAX.to_be_bytes());
+        ra.extend_from_slice(&[0; 4]);
+        ra.extend_from_slice(&v6("2001:db8:1::").octets());
+        let packet = crate::common::ipv6_icmp(v6("fe80::1"), v6("ff02::1"), 255, &ra);
+        inject(
+            &mut raw,
+            &frame(MacAddr([0x33, 0x33, 0, 0, 0, 1]), MAC_A, 0x86dd, &packet),
+        );
+        for _ in 0..30 {
+            now = now + Duration::from_millis(100);
+            b.poll(now);
+        }
+        let global: Vec<Ipv6Addr> = b
+            .ipv6_addresses(ETH)
+            .iter()
+            .map(|c| c.addr)
+            .filter(|a| a.segments()[0] == 0x2001)
+            .collect();
+        assert_eq!(global.len(), 1, "{global:?}");
+        global[0]
+    };
+    let a = address([1; 16]);
+    assert_eq!(a.segments()[..4], [0x2001, 0xdb8, 1, 0]);
+    assert_ne!(
+        a,
+        v6("2001:db8:1:0:0:ff:fe00:b"),
+        "not the EUI-64 identifier"
+    );
+    assert_eq!(address([1; 16]), a, "stable with the secret");
+    assert_ne!(address([2; 16]), a);
+}
+
 /// A router advertisement with lifetimes: the default route (3 s) and the on-link prefix (5 s).
 fn short_lived_advert() -> Vec<u8> {
     let mut ra = vec![134, 0, 0, 0, 64, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0];
