@@ -217,8 +217,8 @@ impl Host {
             "packets received do not add up:\n{c}"
         );
         assert!(c.ip.reasm_oks <= c.ip.reasm_reqds);
-        // ICMP messages received are handled once each (an error whose quote is bad also counts as
-        // unhandled).
+        // ICMP messages received are handled once each (an error or a redirect whose quote is bad
+        // also counts as unhandled, a timestamp request too short for its timestamp as truncated).
         let icmp_seen = c.drops.get(DropReason::IcmpTruncated)
             + c.drops.get(DropReason::IcmpBadChecksum)
             + c.drops.get(DropReason::IcmpUnhandled)
@@ -237,7 +237,8 @@ impl Host {
                         + c.icmp.in_dest_unreachs
                         + c.icmp.in_time_excds
                         + c.icmp.in_parm_probs
-                        + c.icmp.in_redirects,
+                        + c.icmp.in_redirects
+                        + c.icmp.in_timestamps,
             "{c}"
         );
         // Errors meet the global limit: a burst, then the rate. Echo replies are not limited, but
