@@ -291,6 +291,9 @@ impl<N: Network> Tcp<N> {
         let Ok(hop) = cx.ip.route_link(N::Addr::ip(&remote)) else {
             return;
         };
+        if super::off_host_loopback::<N>(N::Addr::ip(&local), &hop) {
+            return;
+        }
         if repr.flags.contains(Flags::ACK) {
             self.send_reset(cx, &hop, local, remote, repr.ack, None);
         } else {

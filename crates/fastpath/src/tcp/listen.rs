@@ -261,7 +261,13 @@ impl<N: Network> Tcp<N> {
         // table must not.
         let syn = repr.flags.contains(Flags::SYN) && !repr.flags.contains(Flags::ACK);
         let room = self.connections() < cx.max_connections || (syn && self.recycle_time_wait(cx));
-        let hop = cx.ip.route_link(N::Addr::ip(&remote)).ok();
+        // No way back that a loopback destination may take (a packet from outside the host to it):
+        // as no route.
+        let hop = cx
+            .ip
+            .route_link(N::Addr::ip(&remote))
+            .ok()
+            .filter(|hop| !super::off_host_loopback::<N>(N::Addr::ip(&local), hop));
         let dst = N::Addr::ip(&local);
         let Tcp {
             slots,

@@ -49,7 +49,7 @@ use crate::buf::{ChecksumOffload, PacketBuf};
 use crate::checksum;
 use crate::config::{StackConfig, TcpConfig};
 use crate::demux::{Demux, Demuxer, Pcb, SocketId};
-use crate::ip::{Delivery, NextHop, Transmit};
+use crate::ip::{Delivery, NextHop, Transmit, LOOPBACK};
 use crate::ipv4::Ipv4;
 use crate::secret::SecretKey;
 use crate::stats::DropReason;
@@ -177,6 +177,13 @@ pub(crate) struct Tcp<N: Network = Ipv4> {
     /// before this time ([`Tcp::recycle_time_wait`]).
     no_time_wait_until: Option<Instant>,
     _family: PhantomData<fn() -> N>,
+}
+
+/// Whether a segment from `src` through `hop` would carry a loopback address (127/8, `::1`) off
+/// the host, which RFC 1122 §3.2.1.3 and RFC 4291 §2.5.3 forbid: a connect is refused and a reply
+/// (a RST, a SYN-ACK) not sent, as Linux's route lookup refuses them.
+pub(crate) fn off_host_loopback<N: Network>(src: N::Addr, hop: &NextHop<N::Addr>) -> bool {
+    N::is_loopback(src) && hop.iface != LOOPBACK
 }
 
 /// What an ICMP error does to a connection not yet established: the rules differ by family.
@@ -397,6 +404,13 @@ impl<N: Network> Tcp<N> {
         } else {
             N::Addr::ip(&local)
         };
+        if off_host_loopback::<N>(addr, &hop) {
+            // As UDP refuses it, and Linux's route lookup (EINVAL).
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("a socket bound to {addr} cannot connect to {remote}, off the host"),
+            ));
+        }
         let port = self.ports.choose(N::Addr::port(&local))?;
         let local = <N::Addr as IpAddress>::socket(addr, port);
         let taken = self

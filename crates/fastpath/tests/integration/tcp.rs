@@ -1166,6 +1166,41 @@ fn an_icmp_error_ends_a_fast_open_connection_not_yet_accepted() {
     }
 }
 
+/// A loopback address never leaves the host in a TCP segment (RFC 1122 §3.2.1.3): a connect from
+/// a socket bound to 127.0.0.1 to another host is refused, as UDP's send and Linux's route lookup
+/// refuse it, and a segment that reached a loopback address from outside through the loopback
+/// interface (the fuzz target injects such) is answered by nothing, SYN or not.
+#[test]
+fn a_loopback_address_never_leaves_the_host_in_a_segment() {
+    let (mut b, mut raw) = stack_and_raw(StackConfig::default(), plain(1500));
+    let err = b
+        .tcp_connect_from("127.0.0.1:0", (A, 80))
+        .expect_err("off the host from 127.0.0.1");
+    assert_eq!(err.kind(), ErrorKind::InvalidInput);
+    b.tcp_connect_from("10.0.0.2:0", (A, 80))
+        .expect("from the link's address");
+    b.tcp_listen("0.0.0.0:80", 8).unwrap();
+    b.poll(Instant::from_secs(1));
+    capture(&mut raw);
+    for flags in ["S", ""] {
+        let mut tcp =
+            etherparse::TcpHeader::new(5000, if flags == "S" { 80 } else { 81 }, 1000, 64240);
+        tcp.syn = flags == "S";
+        tcp.ack = flags.is_empty();
+        let mut bytes = Vec::new();
+        etherparse::PacketBuilder::ipv4(A.octets(), [127, 0, 0, 9], 64)
+            .tcp_header(tcp)
+            .write(&mut bytes, &[])
+            .unwrap();
+        b.receive(
+            fastpath::stack::LOOPBACK,
+            fastpath::buf::PacketBuf::from_slice(&bytes),
+        );
+        b.poll(Instant::from_secs(1));
+    }
+    assert_eq!(capture(&mut raw), Vec::<Vec<u8>>::new());
+}
+
 /// A SYN whose options are malformed (an MSS of 3 bytes, a window scale past the header's end) is
 /// answered as one without them, as Linux answers it: the bad option is ignored, not the SYN.
 #[test]
