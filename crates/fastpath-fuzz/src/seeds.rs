@@ -637,6 +637,21 @@ fn stack() -> Vec<(&'static str, Vec<u8>)> {
         ("offload_metadata", offload.0),
         ("sends", sends.0),
         ("raw", raw.0),
+        // Inputs campaigns found failing, kept as they were found (`regressions/stack/`): a
+        // timestamp request too short for its timestamp, a SYN to 127.0.0.9 from outside, two
+        // stacks' timestamp replies compared.
+        (
+            "truncated_timestamp_request",
+            include_bytes!("../regressions/stack/truncated_timestamp_request").to_vec(),
+        ),
+        (
+            "loopback_destination_from_outside",
+            include_bytes!("../regressions/stack/loopback_destination_from_outside").to_vec(),
+        ),
+        (
+            "timestamp_reply_compared",
+            include_bytes!("../regressions/stack/timestamp_reply_compared").to_vec(),
+        ),
     ]
 }
 
