@@ -122,23 +122,15 @@ impl<A: IpAddress> RoutingTable<A> {
     /// forgotten past [`MAX_REDIRECTS`]. False, and nothing changed, when a route for exactly
     /// the destination was given otherwise (by the application): it stays.
     pub fn redirect(&mut self, destination: A, gateway: Option<A>, iface: InterfaceId) -> bool {
-        let dest = Cidr {
-            addr: destination,
-            prefix_len: A::BITS,
-        };
+        let dest = Cidr::new(destination, A::BITS);
         if !self.redirected.contains(&destination) {
             if self.routes.iter().any(|r| r.dest == dest) {
                 return false;
             }
             if self.redirected.len() >= MAX_REDIRECTS {
                 if let Some(oldest) = self.redirected.pop_front() {
-                    self.routes.retain(|r| {
-                        r.dest
-                            != Cidr {
-                                addr: oldest,
-                                prefix_len: A::BITS,
-                            }
-                    });
+                    let oldest = Cidr::new(oldest, A::BITS);
+                    self.routes.retain(|r| r.dest != oldest);
                 }
             }
             self.redirected.push_back(destination);

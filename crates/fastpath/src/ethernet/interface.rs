@@ -735,13 +735,10 @@ impl EthernetInterface {
         let Some(i) = self.autoconf.iter().position(|a| a.cidr.addr == addr) else {
             return;
         };
-        // A stable identifier tries the next count (RFC 7217 §6); otherwise, or with the tries
-        // used up, the prefix gives no address.
-        let next = self.privacy_key.and_then(|_| {
-            let a = &self.autoconf[i];
-            self.autoconf_address(a.cidr.addr, a.dad_counter + 1)
-        });
-        match next {
+        // A stable identifier tries the next count (RFC 7217 §6); an EUI-64 one has no next, and
+        // with the tries used up the prefix gives no address.
+        let a = &self.autoconf[i];
+        match self.autoconf_address(a.cidr.addr, a.dad_counter + 1) {
             Some((addr, count)) => {
                 let cidr = Ipv6Cidr::new(addr, 64);
                 self.autoconf[i].cidr = cidr;

@@ -280,10 +280,9 @@ pub fn ndp_input(
         } => {
             // §8.1: from a router's link-local address, to us, and the target a router (link-local)
             // or the destination itself.
-            let link_local = |a: Ipv6Addr| a.segments()[0] & 0xffc0 == 0xfe80;
-            if !link_local(src)
+            if !src.is_unicast_link_local()
                 || dst.is_multicast()
-                || !(link_local(target) || target == destination)
+                || !(target.is_unicast_link_local() || target == destination)
             {
                 out.dropped = Some(NdpDrop::Invalid);
                 return out;

@@ -611,7 +611,12 @@ impl<N: Network> Tcp<N> {
         let Some(SocketId(index)) = self.demux.lookup(local, remote) else {
             return;
         };
-        let awaiting_accept = self.awaiting_accept(index);
+        // Only a connection Fast Open made, still half-open, may wait in an accept queue that
+        // matters here: the queue is looked through for it alone.
+        let fast_open_child = self
+            .tcb(index)
+            .is_some_and(|t| t.state == State::SynReceived && t.fast_open);
+        let fast_open = fast_open_child && self.awaiting_accept(index);
         let mut tcx = cx.tcb();
         let Some(tcb) = self.tcb(index) else {
             return;
@@ -630,7 +635,6 @@ impl<N: Network> Tcp<N> {
         // it stays in the accept queue, closed, with the data its SYN brought and the error.
         // Once accepted it is the application's, and the error is ignored as on a connection
         // that is established. One quoting a sequence number outside what was sent is counted.
-        let fast_open = tcb.state == State::SynReceived && tcb.fast_open && awaiting_accept;
         if fast_open && !tcb.sent_or_next(seq) {
             cx.counters.drops.add(DropReason::TcpIcmpOutOfWindow);
             return;
