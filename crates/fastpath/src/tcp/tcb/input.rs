@@ -246,10 +246,37 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
         cx: &mut Cx,
     ) -> Result<Verdict, Verdict> {
         self.check_paws(seg, payload.len() as u32, cx)?;
+        let crossed = self.crossed_syn_ack(seg, payload.len());
+        if crossed {
+            // The peer's SYN-ACK after crossing SYNs: its SYN is one we have (reported as a
+            // D-SACK), its ACK completes the open (Linux's `tcp_validate_incoming` lets it pass).
+            self.note_duplicate(self.irs, self.irs + 1, cx);
+            seg.flags = Flags(seg.flags.0 & !Flags::SYN.0);
+            seg.seq = seg.seq.wrapping_add(1);
+        }
         self.check_syn(seg, cx)?;
         self.check_sequence(seg, payload, cx)?;
         self.check_rst(seg, cx)?;
-        self.check_ack(seg, payload.len() as u32, cx)
+        let verdict = self.check_ack(seg, payload.len() as u32, cx)?;
+        if crossed {
+            // The window of a SYN is never scaled (RFC 7323 §2.2).
+            self.snd_wnd = u32::from(seg.window);
+            self.max_snd_wnd = self.snd_wnd;
+        }
+        Ok(verdict)
+    }
+
+    /// Whether `seg` is the peer's SYN-ACK answering our SYN after its own SYN crossed it: the
+    /// SYN we already took, no data, acknowledging all we sent.
+    fn crossed_syn_ack(&self, seg: &TcpRepr, payload_len: usize) -> bool {
+        self.simultaneous_open
+            && self.state == State::SynReceived
+            && seg.flags.contains(Flags::SYN | Flags::ACK)
+            && !seg.flags.contains(Flags::FIN)
+            && !seg.flags.contains(Flags::RST)
+            && payload_len == 0
+            && Seq(seg.seq) + 1 == self.rcv_nxt
+            && Seq(seg.ack) == self.snd_max
     }
 
     /// PAWS (RFC 7323 §5.3): a timestamp older than the last in-window one means an old duplicate.
@@ -699,9 +726,13 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             }
             Verdict::Continue
         } else {
-            // Simultaneous open (RFC 9293 §3.5): SYN-RECEIVED, send a SYN-ACK.
+            // Simultaneous open (RFC 9293 §3.5): SYN-RECEIVED, send a SYN-ACK. It is our SYN
+            // again with ACK set: without a Fast Open option (Linux's request ended with the
+            // call that sent the SYN) and without the SYN's data.
             self.state = State::SynReceived;
             self.snd_nxt = self.iss;
+            self.syn_fast_open = None;
+            self.simultaneous_open = true;
             Verdict::Continue
         }
     }

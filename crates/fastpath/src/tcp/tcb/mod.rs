@@ -406,6 +406,8 @@ pub(crate) struct Tcb<A: IpAddress = Ipv4Addr> {
     /// Bytes of data the SYN carried (Fast Open): an active open's first SYN, from its send buffer;
     /// a passive open's, taken by its listener.
     pub(crate) syn_data: u32,
+    /// SYN-RECEIVED reached from SYN-SENT by the peer's SYN crossing ours (RFC 9293 §3.5).
+    simultaneous_open: bool,
     /// ACKs left to send at once in quick-ACK mode (`TcpConfig::quick_ack`).
     quick_acks: u8,
     /// When in-order data last arrived (none yet: the first starts quick-ACK mode, and nothing sent
@@ -626,6 +628,7 @@ impl<A: IpAddress> Tcb<A> {
             syn_fast_open: None,
             fast_open_try_exp: 0,
             syn_data: 0,
+            simultaneous_open: false,
             quick_acks: 0,
             last_data_in: None,
             pingpong: false,

@@ -140,6 +140,9 @@ fn syn_received_rst_closes_the_child() {
     assert_eq!(h.tcb.deadline(), None);
 }
 
+/// Crossing SYNs (RFC 9293 §3.5, figure 8): SYN-SENT → SYN-RECEIVED, our SYN-ACK; the peer's
+/// SYN-ACK acknowledging our SYN completes the open (its SYN, which we have, draws the ACK); the
+/// peer's later ACK is a duplicate, not answered.
 #[test]
 fn simultaneous_open_syn_sent_to_syn_received_to_established() {
     let mut h = Harness::connect(plain());
@@ -152,17 +155,66 @@ fn simultaneous_open_syn_sent_to_syn_received_to_established() {
     let mut syn_ack = out(SYN | ACK, ISS, IRS + 1, 65535);
     syn_ack.options = mss_only();
     send!(h, syn_ack);
-    // Its SYN-ACK (our SYN acknowledged) is a SYN on a connection past SYN-SENT: it draws an ACK,
-    // which completes the peer's side; the peer's ACK of our SYN-ACK completes ours.
-    recv!(h, seg(SYN | ACK, IRS, ISS + 1, 16384));
-    send!(h, out(ACK, ISS + 1, IRS + 1, 65535));
     recv!(
         h,
-        seg(ACK, IRS + 1, ISS + 1, 16384),
+        seg(SYN | ACK, IRS, ISS + 1, 16384),
         b"",
         Verdict::Established
     );
     assert_eq!(h.tcb.state, State::Established);
+    assert_eq!(h.tcb.info().snd_wnd, 16384, "a SYN's window is not scaled");
+    send!(h, out(ACK, ISS + 1, IRS + 1, 65535));
+    recv!(h, seg(ACK, IRS + 1, ISS + 1, 16384));
+    send!(h, None);
+    assert_eq!(h.drops.get(DropReason::TcpChallenged), 0);
+}
+
+/// Crossing SYNs when ours carried Fast Open data, as Linux answers them: our SYN-ACK is the SYN
+/// again without the option or the data; the peer's SYN-ACK that acknowledges the data completes
+/// the open, and our ACK (after the data) reports the peer's SYN as a duplicate (a D-SACK); a
+/// SYN-ACK acknowledging less is challenged instead.
+#[test]
+fn crossing_syns_with_fast_open_data_are_answered_as_linux() {
+    use crate::wire::tcp::FastOpenOption;
+    let cookie = FastOpenOption::new(&[1, 2, 3, 4, 5, 6, 7, 8], false);
+    let crossed = || {
+        let mut h = Harness::connect(TcpConfig {
+            sack: true,
+            dsack: true,
+            ..plain()
+        });
+        h.tcb.write(&[7u8; 100]).unwrap();
+        h.tcb.syn_fast_open = Some(cookie);
+        h.tcb.syn_data = 100;
+        let (syn, len) = h.send().expect("SYN");
+        assert_eq!((syn.options.fast_open, len.len()), (Some(cookie), 100));
+        let mut syn = seg(SYN, IRS, 0, 16384);
+        syn.options = mss_only();
+        syn.options.sack_permitted = true;
+        recv!(h, syn, b"not taken");
+        let mut syn_ack = out(SYN | ACK, ISS, IRS + 1, 65535);
+        syn_ack.options = mss_only();
+        syn_ack.options.sack_permitted = true;
+        send!(h, syn_ack);
+        h
+    };
+    let mut h = crossed();
+    recv!(
+        h,
+        seg(SYN | ACK, IRS, ISS + 101, 16384),
+        b"",
+        Verdict::Established
+    );
+    let mut ack = out(ACK, ISS + 101, IRS + 1, 65535);
+    ack.options.sack[0] = (IRS, IRS + 1);
+    ack.options.sack_count = 1;
+    send!(h, ack);
+    send!(h, None);
+    // Acknowledging only the SYN: not the SYN-ACK of everything sent, so a SYN to challenge.
+    let mut h = crossed();
+    recv!(h, seg(SYN | ACK, IRS, ISS + 1, 16384));
+    assert_eq!(h.tcb.state, State::SynReceived);
+    assert_eq!(h.drops.get(DropReason::TcpChallenged), 1);
 }
 
 #[test]
