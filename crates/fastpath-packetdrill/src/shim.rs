@@ -276,6 +276,8 @@ pub fn errno_of(e: &io::Error) -> Errno {
         NetworkUnreachable => libc::ENETUNREACH,
         OutOfMemory => libc::ENOMEM,
         Unsupported => libc::EOPNOTSUPP,
+        PermissionDenied => libc::EACCES,
+        InvalidData => libc::EPROTO,
         _ => libc::EIO,
     }
 }

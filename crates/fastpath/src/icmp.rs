@@ -72,6 +72,10 @@ pub(crate) enum IcmpInput {
         quoted: Ipv4Repr,
         head: [u8; 8],
         kind: io::ErrorKind,
+        /// Whether it ends a half-open connection whose SYN-ACK it quotes (TCP): a parameter
+        /// problem, a time exceeded, a network or host unreachable, as Linux's `tcp_v4_err`
+        /// decides for a connection request.
+        ends_half_open: bool,
     },
     /// A "fragmentation needed" (RFC 1191) about a datagram this host sent, quoted as `quoted` and
     /// its first 8 transport bytes: the path to `quoted.dst_addr` takes at most `mtu` bytes, if the
@@ -114,6 +118,47 @@ fn quote(ip: &Ipv4Repr, payload: &[u8]) -> ([u8; 28], usize) {
     q[10..12].copy_from_slice(&(!sum).to_be_bytes());
     q[20..20 + n].copy_from_slice(&payload[..n]);
     (q, 20 + n)
+}
+
+/// What a destination unreachable about a TCP segment tells TCP, as Linux's `tcp_v4_err` takes
+/// it (its `icmp_err_convert` table, with `io::ErrorKind`s for the errno values that have one): the
+/// error, and whether it ends a half-open connection whose SYN-ACK it quotes (`tcp_req_err`: a
+/// network or host unreachable does, a port unreachable does not). "Fragmentation needed" is path
+/// MTU discovery's, not an error; an undefined code (past 15) is ignored.
+fn tcp_unreachable(reason: DstUnreachable) -> Option<(io::ErrorKind, bool)> {
+    use io::ErrorKind::{ConnectionRefused, HostUnreachable, NetworkUnreachable, Unsupported};
+    Some(match reason {
+        DstUnreachable::NetUnreachable => (NetworkUnreachable, true),
+        DstUnreachable::HostUnreachable => (HostUnreachable, true),
+        DstUnreachable::ProtoUnreachable | DstUnreachable::PortUnreachable => {
+            (ConnectionRefused, false)
+        }
+        DstUnreachable::FragRequired => return None,
+        // Source route failed.
+        DstUnreachable::Other(5) => (Unsupported, false),
+        // Network unknown, administratively prohibited, unreachable for the type of service.
+        DstUnreachable::Other(6 | 9 | 11) => (NetworkUnreachable, false),
+        // Host unknown or isolated, administratively prohibited, unreachable for the type of
+        // service, communication prohibited, precedence violation or cut-off.
+        DstUnreachable::Other(7 | 8 | 10 | 12..=15) => (HostUnreachable, false),
+        DstUnreachable::Other(_) => return None,
+    })
+}
+
+/// A time exceeded or parameter problem quoting `data`: reported to TCP as `kind` (ending a
+/// half-open connection too), nothing to UDP (as Linux's `__udp4_lib_err` without `IP_RECVERR`).
+/// The message itself is counted by its type, whatever it quotes.
+fn tcp_report(data: &[u8], kind: io::ErrorKind) -> IcmpInput {
+    match icmpv4::parse_quoted(data) {
+        Ok((quoted, head)) if quoted.protocol == IpProtocol::Tcp => IcmpInput::Report {
+            protocol: IpProtocol::Tcp,
+            quoted,
+            head,
+            kind,
+            ends_half_open: true,
+        },
+        _ => IcmpInput::Done,
+    }
 }
 
 /// Milliseconds since midnight UT, as timestamps carry them (RFC 791 §3.1, RFC 792); from a clock
@@ -278,54 +323,47 @@ impl Icmp {
             }
             Icmpv4Repr::DstUnreachable { reason, data, .. } => {
                 cx.counters.in_dest_unreachs += 1;
-                let error = match reason {
-                    DstUnreachable::PortUnreachable => Some(io::ErrorKind::ConnectionRefused),
-                    DstUnreachable::HostUnreachable => Some(io::ErrorKind::HostUnreachable),
-                    DstUnreachable::NetUnreachable => Some(io::ErrorKind::NetworkUnreachable),
-                    _ => None,
-                };
                 match icmpv4::parse_quoted(data) {
                     // UDP: the errors a socket can be told about.
-                    Ok((quoted, head)) if quoted.protocol == IpProtocol::Udp => match error {
-                        Some(kind) => IcmpInput::Report {
+                    Ok((quoted, head)) if quoted.protocol == IpProtocol::Udp => {
+                        let kind = match reason {
+                            DstUnreachable::PortUnreachable => io::ErrorKind::ConnectionRefused,
+                            DstUnreachable::HostUnreachable => io::ErrorKind::HostUnreachable,
+                            DstUnreachable::NetUnreachable => io::ErrorKind::NetworkUnreachable,
+                            _ => return IcmpInput::Done,
+                        };
+                        IcmpInput::Report {
                             protocol: IpProtocol::Udp,
                             quoted,
                             head,
                             kind,
-                        },
-                        None => IcmpInput::Done,
-                    },
-                    // TCP: hard errors (RFC 1122 §4.2.3.9), and network or host unreachable, which
-                    // end only a half-open connection (TCP decides).
-                    Ok((quoted, head)) if quoted.protocol == IpProtocol::Tcp => {
-                        let reported = matches!(
-                            reason,
-                            DstUnreachable::PortUnreachable
-                                | DstUnreachable::ProtoUnreachable
-                                | DstUnreachable::HostUnreachable
-                                | DstUnreachable::NetUnreachable
-                        );
-                        if !reported {
-                            return IcmpInput::Done;
+                            ends_half_open: false,
                         }
-                        IcmpInput::Report {
-                            protocol: IpProtocol::Tcp,
-                            quoted,
-                            head,
-                            kind: error.unwrap_or(io::ErrorKind::ConnectionRefused),
+                    }
+                    Ok((quoted, head)) if quoted.protocol == IpProtocol::Tcp => {
+                        match tcp_unreachable(reason) {
+                            Some((kind, ends_half_open)) => IcmpInput::Report {
+                                protocol: IpProtocol::Tcp,
+                                quoted,
+                                head,
+                                kind,
+                                ends_half_open,
+                            },
+                            None => IcmpInput::Done,
                         }
                     }
                     Ok(_) => IcmpInput::Done,
                     Err(_) => drop(cx, DropReason::IcmpUnhandled),
                 }
             }
-            Icmpv4Repr::TimeExceeded { .. } => {
+            // TCP is told of both (a connection being made fails), as Linux's `tcp_v4_err`.
+            Icmpv4Repr::TimeExceeded { data, .. } => {
                 cx.counters.in_time_excds += 1;
-                IcmpInput::Done
+                tcp_report(data, io::ErrorKind::HostUnreachable)
             }
-            Icmpv4Repr::ParamProblem { .. } => {
+            Icmpv4Repr::ParamProblem { data, .. } => {
                 cx.counters.in_parm_probs += 1;
-                IcmpInput::Done
+                tcp_report(data, io::ErrorKind::InvalidData)
             }
             // Every code is taken as a host redirect for the quoted destination, as Linux takes
             // them (RFC 1812 §5.2.7.2: routers send no network redirects); the stack decides.

@@ -48,9 +48,47 @@ pub(crate) enum Icmp6Input {
     /// Send this (an echo reply).
     Send(Icmp6Out),
     /// An error about a packet this host sent: tell the transport (`quoted.upper` is UDP or TCP).
-    Report { quoted: Quoted, kind: io::ErrorKind },
+    /// `ends_half_open`: whether it ends a half-open TCP connection whose SYN-ACK it quotes (the
+    /// errors Linux's `icmpv6_err_convert` calls fatal).
+    Report {
+        quoted: Quoted,
+        kind: io::ErrorKind,
+        ends_half_open: bool,
+    },
     /// Packet too big (RFC 8201): the path to `quoted.ip.dst_addr` carries at most `mtu` bytes.
     TooBig { quoted: Quoted, mtu: u32 },
+}
+
+/// What a destination unreachable of `code` about a TCP segment tells TCP, as Linux's
+/// `icmpv6_err_convert` takes it (with `io::ErrorKind`s for its errno values): the error, and
+/// whether it is fatal (it then ends a half-open connection whose SYN-ACK it quotes). Codes past
+/// those defined are protocol errors, fatal.
+fn tcp_unreachable(code: u8) -> (io::ErrorKind, bool) {
+    use io::ErrorKind::{
+        ConnectionRefused, HostUnreachable, InvalidData, NetworkUnreachable, PermissionDenied,
+    };
+    match code {
+        unreachable::NO_ROUTE => (NetworkUnreachable, false),
+        // Beyond the scope of the source address (once "not a neighbour"), address unreachable.
+        2 | unreachable::ADDRESS => (HostUnreachable, false),
+        unreachable::PORT => (ConnectionRefused, true),
+        // Administratively prohibited, source address failed policy, reject route.
+        unreachable::PROHIBITED | 5 | 6 => (PermissionDenied, true),
+        _ => (InvalidData, true),
+    }
+}
+
+/// A time exceeded or parameter problem quoting `data`: reported to TCP as `kind`, nothing to UDP
+/// (as Linux's `__udp6_lib_err` without `IPV6_RECVERR`).
+fn tcp_report(data: &[u8], kind: io::ErrorKind, ends_half_open: bool) -> Icmp6Input {
+    match icmpv6::parse_quoted(data) {
+        Ok(quoted) if quoted.upper == IpProtocol::Tcp => Icmp6Input::Report {
+            quoted,
+            kind,
+            ends_half_open,
+        },
+        _ => Icmp6Input::Done,
+    }
 }
 
 /// An error this host may send about a packet it received.
@@ -141,21 +179,28 @@ impl Icmpv6 {
             }
             Icmpv6Repr::DstUnreachable { code, data } => {
                 cx.counters.in_errors += 1;
-                let kind = match code {
-                    unreachable::PORT => io::ErrorKind::ConnectionRefused,
-                    unreachable::NO_ROUTE => io::ErrorKind::NetworkUnreachable,
-                    unreachable::ADDRESS => io::ErrorKind::HostUnreachable,
-                    unreachable::PROHIBITED => io::ErrorKind::PermissionDenied,
-                    _ => return Icmp6Input::Done,
-                };
                 match icmpv6::parse_quoted(data) {
                     Ok(quoted) if quoted.upper == IpProtocol::Udp => {
-                        Icmp6Input::Report { quoted, kind }
+                        let kind = match code {
+                            unreachable::PORT => io::ErrorKind::ConnectionRefused,
+                            unreachable::NO_ROUTE => io::ErrorKind::NetworkUnreachable,
+                            unreachable::ADDRESS => io::ErrorKind::HostUnreachable,
+                            unreachable::PROHIBITED => io::ErrorKind::PermissionDenied,
+                            _ => return Icmp6Input::Done,
+                        };
+                        Icmp6Input::Report {
+                            quoted,
+                            kind,
+                            ends_half_open: false,
+                        }
                     }
-                    // TCP: only hard errors (RFC 1122 §4.2.3.9; RFC 4443 §3.1 leaves it to the
-                    // transport): port unreachable.
-                    Ok(quoted) if quoted.upper == IpProtocol::Tcp && code == unreachable::PORT => {
-                        Icmp6Input::Report { quoted, kind }
+                    Ok(quoted) if quoted.upper == IpProtocol::Tcp => {
+                        let (kind, ends_half_open) = tcp_unreachable(code);
+                        Icmp6Input::Report {
+                            quoted,
+                            kind,
+                            ends_half_open,
+                        }
                     }
                     Ok(_) => Icmp6Input::Done,
                     Err(_) => drop(cx, DropReason::Icmpv6Unhandled),
@@ -169,9 +214,15 @@ impl Icmpv6 {
                     Err(_) => drop(cx, DropReason::Icmpv6Unhandled),
                 }
             }
-            Icmpv6Repr::TimeExceeded { .. } | Icmpv6Repr::ParamProblem { .. } => {
+            // TCP is told of both (a connection being made fails), as Linux's `tcp_v6_err`; the
+            // message is counted whatever it quotes.
+            Icmpv6Repr::TimeExceeded { data, .. } => {
                 cx.counters.in_errors += 1;
-                Icmp6Input::Done
+                tcp_report(data, io::ErrorKind::HostUnreachable, false)
+            }
+            Icmpv6Repr::ParamProblem { data, .. } => {
+                cx.counters.in_errors += 1;
+                tcp_report(data, io::ErrorKind::InvalidData, true)
             }
             Icmpv6Repr::Other { msg_type, .. } => {
                 let reason = match msg_type {

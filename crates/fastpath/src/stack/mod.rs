@@ -879,24 +879,20 @@ impl Stack {
         tcp.abort_with_reset(&mut cx, index);
     }
 
-    fn tcp_report_error(&mut self, quoted: &Ipv4Repr, head: &[u8; 8], kind: io::ErrorKind) {
-        // Linux's IPv4 rules (`tcp_v4_err`): a port or protocol unreachable refuses a connection
-        // being made; a network or host unreachable drops a half-open one (`tcp_req_err`).
-        let soft = matches!(
-            kind,
-            io::ErrorKind::HostUnreachable | io::ErrorKind::NetworkUnreachable
-        );
-        let effect = crate::tcp::IcmpEffect {
-            aborts_connect: !soft,
-            drops_half_open: soft,
-        };
+    fn tcp_report_error(
+        &mut self,
+        quoted: &Ipv4Repr,
+        head: &[u8; 8],
+        kind: io::ErrorKind,
+        ends_half_open: bool,
+    ) {
         let (tcp, mut cx) = tcp_cx!(self);
         tcp.report_error(
             &mut cx,
             (quoted.src_addr, quoted.dst_addr),
             head,
             kind,
-            effect,
+            ends_half_open,
         );
     }
 
@@ -918,9 +914,10 @@ impl Stack {
                 quoted,
                 head,
                 kind,
+                ends_half_open,
             } => match protocol {
                 IpProtocol::Udp => self.udp_report_error(&quoted, &head, kind),
-                _ => self.tcp_report_error(&quoted, &head, kind),
+                _ => self.tcp_report_error(&quoted, &head, kind, ends_half_open),
             },
             IcmpInput::PathMtu {
                 protocol,

@@ -294,19 +294,17 @@ impl Stack {
                     ip6.learn_path_mtu(&mut cx, quoted.ip.dst_addr, mtu);
                 }
             }
-            Icmp6Input::Report { quoted, kind } => {
+            Icmp6Input::Report {
+                quoted,
+                kind,
+                ends_half_open,
+            } => {
                 let addresses = (quoted.ip.src_addr, quoted.ip.dst_addr);
                 if quoted.upper == IpProtocol::Udp {
                     self.udp.v6.report_error(addresses, &quoted.head, kind);
                 } else {
                     let (tcp, mut cx) = <Ipv6 as TcpFamily>::tcp(self);
-                    // Linux's IPv6 rule (`tcp_v6_err`): the fatal errors (port unreachable, the
-                    // only one reported to TCP) end a connection being made or half-open.
-                    let effect = crate::tcp::IcmpEffect {
-                        aborts_connect: true,
-                        drops_half_open: true,
-                    };
-                    tcp.report_error(&mut cx, addresses, &quoted.head, kind, effect);
+                    tcp.report_error(&mut cx, addresses, &quoted.head, kind, ends_half_open);
                 }
             }
         }

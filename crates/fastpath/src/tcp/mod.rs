@@ -186,15 +186,6 @@ pub(crate) fn off_host_loopback<N: Network>(src: N::Addr, hop: &NextHop<N::Addr>
     N::is_loopback(src) && hop.iface != LOOPBACK
 }
 
-/// What an ICMP error does to a connection not yet established: the rules differ by family.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct IcmpEffect {
-    /// It refuses a connection being made (SYN-SENT).
-    pub(crate) aborts_connect: bool,
-    /// It drops a half-open connection (SYN-RECEIVED) whose SYN-ACK it quotes.
-    pub(crate) drops_half_open: bool,
-}
-
 impl<N: Network> Tcp<N> {
     pub(crate) fn new(config: &StackConfig, secret: SecretKey) -> Tcp<N> {
         Tcp {
@@ -593,18 +584,25 @@ impl<N: Network> Tcp<N> {
         }
     }
 
-    /// An ICMP error quoting a TCP segment we sent. One that `effect` says aborts a connection
-    /// being made refuses it (a hard error, RFC 1122 §4.2.3.9); one that drops a half-open
-    /// connection, quoting its SYN-ACK (its sequence number the ISN), drops it unanswered, as Linux's
-    /// `tcp_req_err` does: the peer's later ACK then finds no connection and is answered by RST. A
-    /// connection taken by Fast Open is the application's already, and stays. Others are ignored.
+    /// An ICMP error (`kind`) quoting a TCP segment we sent, taken as Linux's `tcp_v4_err` and
+    /// `tcp_v6_err` take it. Its quoted sequence number must lie in what was sent (`[SND.UNA,
+    /// SND.NXT]`, RFC 5927 §4.1), else it is counted and ignored. A connection being made (SYN-SENT,
+    /// or SYN-RECEIVED after crossing SYNs) is refused with the error: RFC 1122 §4.2.3.9 would
+    /// take a network or host unreachable as soft and try again, but Linux fails the connect at
+    /// once (an application learns in one round trip that the host cannot be reached, not after a
+    /// minute of SYNs; a blind attacker must still guess the ISN). A half-open connection its
+    /// listener made, quoted at its SYN-ACK (the ISN), is dropped unanswered when `ends_half_open`
+    /// says so, as Linux's `tcp_req_err` does: the peer's later ACK then finds no connection and is
+    /// answered by RST. A connection Fast Open made, not yet accepted, ends whatever the error.
+    /// On any other connection the error is soft (RFC 1122 §4.2.3.9): kept, and reported instead
+    /// of "timed out" should the connection time out before anything more is acknowledged.
     pub(crate) fn report_error(
         &mut self,
         cx: &mut TcpCx<impl Transmit, N>,
         (src, dst): (N::Addr, N::Addr),
         head: &[u8; 8],
         kind: std::io::ErrorKind,
-        effect: IcmpEffect,
+        ends_half_open: bool,
     ) {
         let local = src.socket(u16::from_be_bytes([head[0], head[1]]));
         let remote = dst.socket(u16::from_be_bytes([head[2], head[3]]));
@@ -625,24 +623,28 @@ impl<N: Network> Tcp<N> {
             return;
         }
         let seq = u32::from_be_bytes([head[4], head[5], head[6], head[7]]);
-        let half_open = tcb.state == State::SynReceived
-            && !tcb.held
-            && !tcb.fast_open
-            && seq == tcb.iss()
-            && effect.drops_half_open;
-        // A connection Fast Open made, not yet accepted: any error about a segment it sent ends
-        // it, as Linux's `tcp_v4_err` ends a SYN-RECEIVED child whose request is still queued;
-        // it stays in the accept queue, closed, with the data its SYN brought and the error.
-        // Once accepted it is the application's, and the error is ignored as on a connection
-        // that is established. One quoting a sequence number outside what was sent is counted.
-        if fast_open && !tcb.sent_or_next(seq) {
+        let half_open = tcb.state == State::SynReceived && !tcb.fast_open && !tcb.simultaneous_open;
+        let plausible = if half_open {
+            seq == tcb.iss()
+        } else {
+            tcb.sent_or_next(seq)
+        };
+        if !plausible {
             cx.counters.drops.add(DropReason::TcpIcmpOutOfWindow);
             return;
         }
-        if (tcb.state == State::SynSent && effect.aborts_connect) || half_open || fast_open {
+        let ends = match tcb.state {
+            State::SynSent => true,
+            State::SynReceived if half_open => ends_half_open && !tcb.held,
+            State::SynReceived if tcb.simultaneous_open => true,
+            _ => fast_open,
+        };
+        if ends {
             tcx.counters.attempt_fails += 1;
             tcb.abort(kind, &mut tcx);
             self.finish(cx, index);
+        } else {
+            tcb.soft_error = Some(kind);
         }
     }
 }

@@ -1384,3 +1384,48 @@ fn a_first_fragment_with_only_destination_options_gets_code_3() {
     assert!(h.exchange(&ipv6(PEER, US, 44, &p)).is_empty());
     assert_eq!(h.drops(DropReason::Ipv6IncompleteChain), 1);
 }
+
+/// Over IPv6 too a connection being made fails at once on an ICMPv6 error quoting its SYN, as
+/// Linux's `tcp_v6_err` fails it: every destination unreachable, a time exceeded, a parameter
+/// problem, each with its error; one quoting another sequence number is counted and ignored.
+#[test]
+fn an_icmpv6_error_about_the_syn_fails_the_connect_at_once() {
+    use std::io::ErrorKind;
+    let cases = [
+        (1, 0, ErrorKind::NetworkUnreachable),
+        (1, 1, ErrorKind::PermissionDenied),
+        (1, 3, ErrorKind::HostUnreachable),
+        (1, 4, ErrorKind::ConnectionRefused),
+        (3, 0, ErrorKind::HostUnreachable),
+        (4, 0, ErrorKind::InvalidData),
+    ];
+    for (kind, code, error) in cases {
+        let (mut raw, eb) =
+            fastpath::PairEnd::pair(LinkCapabilities::plain(1500), 64, Default::default());
+        let mut b = Stack::new(StackConfig::default());
+        let ib = b.add_interface("pair0", eb, "10.0.0.2/24".parse().unwrap());
+        b.add_ipv6_address(ib, "2001:db8::2/64".parse().unwrap())
+            .unwrap();
+        let t0 = Instant::from_secs(1);
+        let c = b.tcp_connect("[2001:db8::1]:80").unwrap();
+        b.poll(t0);
+        let syn = capture(&mut raw).remove(0);
+        assert_eq!(syn[6], 6, "a TCP segment");
+        let about = |seq: u32| {
+            let mut quote = syn.clone();
+            quote[44..48].copy_from_slice(&seq.to_be_bytes());
+            let pointer = if kind == 4 { [0, 0, 0, 6] } else { [0; 4] };
+            let m = icmp6("2001:db8::fe", "2001:db8::2", kind, code, pointer, &quote);
+            ipv6("2001:db8::fe", "2001:db8::2", 58, &m)
+        };
+        let iss = u32::from_be_bytes([syn[44], syn[45], syn[46], syn[47]]);
+        inject(&mut raw, &about(iss.wrapping_add(5000)));
+        b.poll(t0);
+        assert_eq!(b.counters().drops.get(DropReason::TcpIcmpOutOfWindow), 1);
+        assert!(b.tcp(c).take_error().unwrap().is_none());
+        inject(&mut raw, &about(iss));
+        b.poll(t0);
+        let err = b.tcp(c).take_error().unwrap().expect("the connect failed");
+        assert_eq!(err.kind(), error, "type {kind} code {code}");
+    }
+}

@@ -1267,3 +1267,97 @@ fn syn_fin_is_answered_as_linux_answers_it() {
     assert_eq!(challenge[0].acknowledgment_number, 1001);
     assert!(b.tcp(conn).is_established());
 }
+
+/// An ICMP error quoting `segment` (an IPv4 packet we sent), of `icmp_type` and `code`, with the
+/// quoted sequence number replaced by `seq`, from A.
+fn icmp_about(segment: &[u8], icmp_type: u8, code: u8, seq: u32) -> Vec<u8> {
+    let mut quote = segment[..28].to_vec();
+    quote[24..28].copy_from_slice(&seq.to_be_bytes());
+    let mut icmp = vec![icmp_type, code, 0, 0, 0, 0, 0, 0];
+    icmp.extend_from_slice(&quote);
+    let sum = !fastpath::checksum::rfc1071(&icmp);
+    icmp[2..4].copy_from_slice(&sum.to_be_bytes());
+    ip_packet(A, B, 1, &icmp)
+}
+
+/// A connection being made fails at once on an ICMP error quoting its SYN, each with its own
+/// error, as Linux's `tcp_v4_err` fails it (RFC 1122 §4.2.3.9 would retry on a host unreachable);
+/// an error quoting a sequence number the SYN did not have is counted and ignored (RFC 5927 §4.1),
+/// and so is a "fragmentation needed" as an error.
+#[test]
+fn an_icmp_error_about_the_syn_fails_the_connect_at_once() {
+    let cases = [
+        (3, 0, ErrorKind::NetworkUnreachable),
+        (3, 1, ErrorKind::HostUnreachable),
+        (3, 3, ErrorKind::ConnectionRefused),
+        (3, 13, ErrorKind::HostUnreachable),
+        (11, 0, ErrorKind::HostUnreachable),
+        (12, 0, ErrorKind::InvalidData),
+    ];
+    for (icmp_type, code, kind) in cases {
+        let (mut b, mut raw) = stack_and_raw(StackConfig::default(), plain(1500));
+        let t0 = Instant::from_secs(1);
+        let c = b.tcp_connect(sa(A, 80)).unwrap();
+        b.poll(t0);
+        let out = capture(&mut raw);
+        let iss = tcp_headers(&out)[0].sequence_number;
+        inject(
+            &mut raw,
+            &icmp_about(&out[0], icmp_type, code, iss.wrapping_add(5000)),
+        );
+        b.poll(t0);
+        let out_of_window = fastpath::DropReason::TcpIcmpOutOfWindow;
+        assert_eq!(b.counters().drops.get(out_of_window), 1);
+        assert_eq!(b.tcp(c).state().unwrap(), State::SynSent);
+        inject(&mut raw, &icmp_about(&out[0], icmp_type, code, iss));
+        b.poll(t0);
+        let err = b.tcp(c).take_error().unwrap().expect("the connect failed");
+        assert_eq!(err.kind(), kind, "type {icmp_type} code {code}");
+        assert!(capture(&mut raw).is_empty(), "nothing sent in answer");
+    }
+}
+
+/// On an established connection an ICMP error is soft (RFC 1122 §4.2.3.9): the connection goes on,
+/// and should it time out, the error it heard is the one reported, not "timed out", as Linux's
+/// `tcp_write_err` reports it; an acknowledgment after the error forgets it.
+#[test]
+fn a_soft_error_is_what_a_connection_that_times_out_reports() {
+    for acked_after in [false, true] {
+        let (mut b, mut raw) = stack_and_raw(StackConfig::default(), plain(1500));
+        let t0 = Instant::from_secs(1);
+        let listener = b.tcp_listen("10.0.0.2:80", 8).unwrap();
+        inject(&mut raw, &from_a(1000, None, "S"));
+        b.poll(t0);
+        let iss = tcp_headers(&capture(&mut raw))[0].sequence_number;
+        inject(&mut raw, &from_a(1001, Some(iss + 1), ""));
+        b.poll(t0);
+        let (s, _) = b.tcp_listener(listener).accept().unwrap();
+        b.tcp(s)
+            .set_user_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        b.tcp(s).write(b"hello").unwrap();
+        b.poll(t0);
+        let out = capture(&mut raw);
+        inject(&mut raw, &icmp_about(&out[0], 3, 1, iss + 1));
+        b.poll(t0);
+        assert_eq!(b.tcp(s).state().unwrap(), State::Established, "soft");
+        if acked_after {
+            b.tcp(s).write(b"again").unwrap();
+            b.poll(t0);
+            inject(&mut raw, &from_a(1001, Some(iss + 6), ""));
+            b.poll(t0);
+        }
+        let mut t = t0;
+        while b.tcp(s).state().unwrap() != State::Closed && t < Instant::from_secs(60) {
+            t = t + Duration::from_millis(100);
+            b.poll(t);
+        }
+        let err = b.tcp(s).take_error().unwrap().expect("timed out");
+        let expected = if acked_after {
+            ErrorKind::TimedOut
+        } else {
+            ErrorKind::HostUnreachable
+        };
+        assert_eq!(err.kind(), expected);
+    }
+}

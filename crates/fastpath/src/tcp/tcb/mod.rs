@@ -407,7 +407,10 @@ pub(crate) struct Tcb<A: IpAddress = Ipv4Addr> {
     /// a passive open's, taken by its listener.
     pub(crate) syn_data: u32,
     /// SYN-RECEIVED reached from SYN-SENT by the peer's SYN crossing ours (RFC 9293 §3.5).
-    simultaneous_open: bool,
+    pub(crate) simultaneous_open: bool,
+    /// The last ICMP error about the connection since something was last acknowledged (Linux's
+    /// `sk_err_soft`): reported instead of "timed out" if the connection times out.
+    pub(crate) soft_error: Option<io::ErrorKind>,
     /// ACKs left to send at once in quick-ACK mode (`TcpConfig::quick_ack`).
     quick_acks: u8,
     /// When in-order data last arrived (none yet: the first starts quick-ACK mode, and nothing sent
@@ -629,6 +632,7 @@ impl<A: IpAddress> Tcb<A> {
             fast_open_try_exp: 0,
             syn_data: 0,
             simultaneous_open: false,
+            soft_error: None,
             quick_acks: 0,
             last_data_in: None,
             pingpong: false,

@@ -399,6 +399,8 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             self.tx_seq = self.tx_seq + n;
         }
         self.activity.bytes_acked += u64::from(acked);
+        // Something got through: an ICMP error heard before no longer says why (Linux's `tcp_ack`).
+        self.soft_error = None;
         self.activity.delivered += u64::from(acked.div_ceil(self.mss.max(1)));
         self.unacked_since = (ack != self.snd_max).then_some(cx.now);
         if self.loss_until.is_some_and(|point| ack >= point) {
@@ -607,7 +609,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             } else {
                 cx.counters.attempt_fails += 1;
             }
-            self.abort(io::ErrorKind::TimedOut, cx);
+            self.abort(self.soft_error.unwrap_or(io::ErrorKind::TimedOut), cx);
             return if synchronized {
                 Verdict::Reset {
                     seq: self.snd_nxt.0,

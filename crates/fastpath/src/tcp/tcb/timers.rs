@@ -121,7 +121,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             let (_, interval, probes) = self.keepalive_times(cx.cfg);
             if self.keepalive_probes >= probes {
                 cx.counters.estab_resets += 1;
-                self.abort(io::ErrorKind::TimedOut, cx);
+                self.abort(self.soft_error.unwrap_or(io::ErrorKind::TimedOut), cx);
                 return Verdict::Reset {
                     seq: self.snd_nxt.0,
                     ack: None,
