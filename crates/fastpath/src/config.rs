@@ -496,8 +496,8 @@ pub struct EthernetConfig {
     /// the same on one network for as long as the secret does (give `StackConfig::secret` to keep
     /// it across restarts). A duplicate found tries the next count, up to three more times (§6).
     /// Off, the default as in Linux (`addr_gen_mode` 0): the modified EUI-64 identifier of the
-    /// hardware address (RFC 4862 §5.5.3). The link-local address keeps that identifier either
-    /// way (its frames carry the hardware address anyway).
+    /// hardware address (RFC 4862 §5.5.3). The link-local address is formed the same way, from
+    /// `fe80::/64`, as Linux forms it under `addr_gen_mode` 2 and 3.
     pub stable_privacy: bool,
 }
 

@@ -173,6 +173,9 @@ impl Autoconf {
     }
 }
 
+/// The link-local prefix, `fe80::/64` (RFC 4291 §2.5.6).
+const LINK_LOCAL_PREFIX: Ipv6Addr = Ipv6Addr::new(0xfe80, 0, 0, 0, 0, 0, 0, 0);
+
 /// One Ethernet interface's link layer (see the module's notes).
 #[derive(Debug)]
 pub struct EthernetInterface {
@@ -221,6 +224,9 @@ pub struct EthernetInterface {
     mld_random: u64,
     /// The key of RFC 7217's stable identifiers, when they are on.
     privacy_key: Option<SecretKey>,
+    /// The link-local address formed with a stable identifier, and the count of duplicates met
+    /// it was formed with (none with the EUI-64 identifier).
+    stable_link_local: Option<(Ipv6Addr, u8)>,
     /// The earliest deadline of the timers the interface keeps itself (duplicate address
     /// detection, router solicitation, advertised lifetimes, addresses' lifetimes, multicast
     /// reports): worked out when one of them changes, since the stack asks at every poll.
@@ -286,6 +292,7 @@ impl EthernetInterface {
             ]) ^ 0x9e37_79b9_7f4a_7c15,
             own_deadline: None,
             privacy_key: None,
+            stable_link_local: None,
             counters: EthernetCounters::default(),
             drops: Drops::default(),
             dropped: false,
@@ -375,10 +382,23 @@ impl EthernetInterface {
         had
     }
 
-    /// Forms the addresses of advertised prefixes with RFC 7217's stable identifiers under `key`
-    /// (see `EthernetConfig::stable_privacy`).
+    /// Forms the addresses of advertised prefixes, and the link-local address, with RFC 7217's
+    /// stable identifiers under `key` (see `EthernetConfig::stable_privacy`).
     pub fn set_privacy_key(&mut self, key: SecretKey) {
         self.privacy_key = Some(key);
+    }
+
+    /// The interface's link-local address (`fe80::/64`): the modified EUI-64 identifier of the
+    /// hardware address (RFC 4862 §5.3), or with a privacy key, RFC 7217's stable identifier for
+    /// that prefix, as Linux forms it under `addr_gen_mode` 2 and 3 (a duplicate then tries the
+    /// next count, as for a prefix's address).
+    pub fn link_local(&mut self) -> Ipv6Addr {
+        if self.privacy_key.is_none() {
+            return link_local(self.arp_if.mac);
+        }
+        let formed = self.autoconf_address(LINK_LOCAL_PREFIX, 0);
+        self.stable_link_local = formed;
+        formed.map_or_else(|| link_local(self.arp_if.mac), |(addr, _)| addr)
     }
 
     /// The address for prefix `prefix` (a /64) with `dad_counter` duplicates met, and the count
@@ -732,6 +752,17 @@ impl EthernetInterface {
         self.dad.retain(|d| d.cidr.addr != addr);
         self.counters.duplicates += 1;
         self.events.push(EthernetEvent::Duplicate(addr));
+        if let Some((ll, count)) = self.stable_link_local.filter(|&(ll, _)| ll == addr) {
+            // A stable link-local identifier tries the next count too (RFC 7217 §6).
+            self.stable_link_local = self.autoconf_address(ll, count + 1);
+            if let Some((next, _)) = self.stable_link_local {
+                let cidr = Ipv6Cidr::new(next, 64);
+                if self.add_ipv6(cidr, now) {
+                    self.events.push(EthernetEvent::AddressReady(cidr));
+                }
+            }
+            return;
+        }
         let Some(i) = self.autoconf.iter().position(|a| a.cidr.addr == addr) else {
             return;
         };
@@ -1497,6 +1528,25 @@ mod tests {
         assert_eq!(e.take_events(), [EthernetEvent::Duplicate(a)]);
         assert!(!e.is_autoconfigured(a));
         assert!(reserved_id(0) && reserved_id(0xfdff_ffff_ffff_ff80) && !reserved_id(1));
+        // The link-local address: EUI-64 without a key; with one, a stable identifier that
+        // tries the next count when duplicated, as a prefix's address does.
+        assert_eq!(host().link_local(), link_local(MAC));
+        let mut e = host();
+        e.set_privacy_key(SecretKey::from_bytes([7; 16]));
+        let ll = e.link_local();
+        assert_eq!(mask(ll, 64), v6("fe80::"));
+        assert_ne!(ll, link_local(MAC));
+        assert_eq!(e.link_local(), ll, "stable");
+        e.add_ipv6(Ipv6Cidr::new(ll, 64), t0);
+        e.take_events();
+        e.duplicate(ll, t0);
+        let events = e.take_events();
+        let [EthernetEvent::Duplicate(d), EthernetEvent::AddressReady(next)] = events[..] else {
+            panic!("{events:?}");
+        };
+        assert_eq!(d, ll);
+        assert_eq!(mask(next.addr, 64), v6("fe80::"));
+        assert_ne!(next.addr, ll);
     }
 
     #[test]

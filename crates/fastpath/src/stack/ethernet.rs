@@ -27,9 +27,9 @@ impl Stack {
             eth.set_privacy_key(self.privacy_key);
         }
         eth.add_ipv4(cidr);
+        let ll = Ipv6Cidr::new(eth.link_local(), 64);
         self.devices.list[iface.0].eth = Some(Box::new(eth));
         self.devices.ethernet = true;
-        let ll = Ipv6Cidr::new(crate::ethernet::ndp::link_local(mac), 64);
         self.ethernet_add_ipv6(iface, ll);
     }
 

@@ -539,17 +539,32 @@ fn stable_privacy_addresses_hide_the_hardware_address_and_stay_with_the_secret()
             .filter(|a| a.segments()[0] == 0x2001)
             .collect();
         assert_eq!(global.len(), 1, "{global:?}");
-        global[0]
+        let link_local: Vec<Ipv6Addr> = b
+            .ipv6_addresses(ETH)
+            .iter()
+            .map(|c| c.addr)
+            .filter(|a| a.is_unicast_link_local())
+            .collect();
+        assert_eq!(link_local.len(), 1, "{link_local:?}");
+        (global[0], link_local[0])
     };
-    let a = address([1; 16]);
+    let (a, ll) = address([1; 16]);
     assert_eq!(a.segments()[..4], [0x2001, 0xdb8, 1, 0]);
     assert_ne!(
         a,
         v6("2001:db8:1:0:0:ff:fe00:b"),
         "not the EUI-64 identifier"
     );
-    assert_eq!(address([1; 16]), a, "stable with the secret");
-    assert_ne!(address([2; 16]), a);
+    assert_eq!(ll.segments()[..4], [0xfe80, 0, 0, 0]);
+    assert_ne!(ll, v6("fe80::ff:fe00:b"), "nor for the link-local address");
+    assert_ne!(
+        ll.octets()[8..],
+        a.octets()[8..],
+        "another for another prefix"
+    );
+    assert_eq!(address([1; 16]), (a, ll), "stable with the secret");
+    let (a2, ll2) = address([2; 16]);
+    assert!(a2 != a && ll2 != ll);
 }
 
 /// A router advertisement with lifetimes: the default route (3 s) and the on-link prefix (5 s).
