@@ -2,8 +2,10 @@
 //! written once over [`IpAddress`] and kept by each IP layer for its family.
 
 use std::net::{Ipv4Addr, Ipv6Addr};
+use std::time::Duration;
 
 use crate::addr::IpAddress;
+use crate::time::Instant;
 
 /// Index of an interface in the stack.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -97,10 +99,16 @@ pub struct Route<A = Ipv4Addr> {
 #[derive(Clone, Debug)]
 pub struct RoutingTable<A = Ipv4Addr> {
     routes: Vec<Route<A>>,
-    /// The destinations redirected (each with a host route in `routes`), oldest first, at most
-    /// [`MAX_REDIRECTS`].
-    redirected: std::collections::VecDeque<A>,
+    /// The destinations redirected (each with a host route in `routes`) and when each redirect
+    /// ends, oldest first, at most [`MAX_REDIRECTS`].
+    redirected: std::collections::VecDeque<(A, Instant)>,
 }
+
+/// How long a redirect holds after the router sent it (RFC 1122 §3.2.2.2 and RFC 4861 §8.3 leave
+/// it open): 300 s, as Linux keeps an IPv4 redirect (`ip_rt_gc_timeout`); then the destination
+/// goes by the routes again, and a router that still prefers another sends a new redirect. (Linux
+/// drops an IPv6 one sooner, after about 60 s unused.)
+pub const REDIRECT_LIFETIME: Duration = Duration::from_secs(300);
 
 /// The most destinations redirected at once (RFC 1122 §3.2.2.2, RFC 4861 §8.3: a destination
 /// cache, bounded): past it the oldest redirect is forgotten, so that redirects cannot grow the
@@ -118,23 +126,34 @@ impl<A> Default for RoutingTable<A> {
 
 impl<A: IpAddress> RoutingTable<A> {
     /// A router redirected `destination` to `gateway` (`None`: straight over the link) on
-    /// `iface`: a host route of its own, replacing an earlier redirect's, the oldest redirect
-    /// forgotten past [`MAX_REDIRECTS`]. False, and nothing changed, when a route for exactly
-    /// the destination was given otherwise (by the application): it stays.
-    pub fn redirect(&mut self, destination: A, gateway: Option<A>, iface: InterfaceId) -> bool {
+    /// `iface` at `now`: a host route of its own for [`REDIRECT_LIFETIME`], replacing an earlier
+    /// redirect's, the oldest redirect forgotten past [`MAX_REDIRECTS`]. False, and nothing
+    /// changed, when a route for exactly the destination was given otherwise (by the
+    /// application): it stays.
+    pub fn redirect(
+        &mut self,
+        destination: A,
+        gateway: Option<A>,
+        iface: InterfaceId,
+        now: Instant,
+    ) -> bool {
         let dest = Cidr::new(destination, A::BITS);
-        if !self.redirected.contains(&destination) {
+        let before = self.redirected.len();
+        self.redirected.retain(|&(d, _)| d != destination);
+        if self.redirected.len() == before {
             if self.routes.iter().any(|r| r.dest == dest) {
                 return false;
             }
             if self.redirected.len() >= MAX_REDIRECTS {
-                if let Some(oldest) = self.redirected.pop_front() {
+                if let Some((oldest, _)) = self.redirected.pop_front() {
                     let oldest = Cidr::new(oldest, A::BITS);
                     self.routes.retain(|r| r.dest != oldest);
                 }
             }
-            self.redirected.push_back(destination);
         }
+        // Kept in the order they end: each lasts as long.
+        self.redirected
+            .push_back((destination, now + REDIRECT_LIFETIME));
         self.insert(Route {
             dest,
             gateway,
@@ -143,10 +162,30 @@ impl<A: IpAddress> RoutingTable<A> {
         true
     }
 
+    /// When the next redirect ends, if any holds.
+    pub fn next_expiry(&self) -> Option<Instant> {
+        self.redirected.front().map(|&(_, end)| end)
+    }
+
+    /// Forgets the redirects that have ended by `now` (their host routes go); returns how many.
+    pub fn expire(&mut self, now: Instant) -> usize {
+        let mut n = 0;
+        while let Some(&(destination, end)) = self.redirected.front() {
+            if end > now {
+                break;
+            }
+            self.redirected.pop_front();
+            let dest = Cidr::new(destination, A::BITS);
+            self.routes.retain(|r| r.dest != dest);
+            n += 1;
+        }
+        n
+    }
+
     /// Adds a route (replacing one for the same prefix, a redirect's included).
     pub fn add(&mut self, route: Route<A>) {
         if route.dest.prefix_len == A::BITS {
-            self.redirected.retain(|&d| d != route.dest.addr);
+            self.redirected.retain(|&(d, _)| d != route.dest.addr);
         }
         self.insert(route);
     }
@@ -162,7 +201,7 @@ impl<A: IpAddress> RoutingTable<A> {
     /// Removes the route for exactly `dest`; true if there was one.
     pub fn remove(&mut self, dest: Cidr<A>) -> bool {
         if dest.prefix_len == A::BITS {
-            self.redirected.retain(|&d| d != dest.addr);
+            self.redirected.retain(|&(d, _)| d != dest.addr);
         }
         let before = self.routes.len();
         self.routes.retain(|r| r.dest != dest);
@@ -185,6 +224,8 @@ impl<A: IpAddress> RoutingTable<A> {
 mod tests {
     use super::*;
 
+    const T0: Instant = Instant::from_secs(1);
+
     /// A redirect is a host route of its own: replaced by the next redirect for the destination,
     /// never over a route the application gave for exactly it, the oldest forgotten past
     /// [`MAX_REDIRECTS`]; a route the application adds for a redirected destination takes its
@@ -201,9 +242,9 @@ mod tests {
         let host = |i: u32| Ipv4Addr::from(0x0808_0000 + i);
         let via = |t: &RoutingTable, d| t.lookup(d).and_then(|r| r.gateway);
         let other = Some(Ipv4Addr::new(10, 0, 0, 2));
-        assert!(t.redirect(host(0), other, InterfaceId(1)));
+        assert!(t.redirect(host(0), other, InterfaceId(1), T0));
         assert_eq!(via(&t, host(0)), other);
-        assert!(t.redirect(host(0), None, InterfaceId(1)), "replaced");
+        assert!(t.redirect(host(0), None, InterfaceId(1), T0), "replaced");
         assert_eq!(via(&t, host(0)), None);
         let given: Ipv4Cidr = Cidr::new(host(1), 32);
         t.add(Route {
@@ -211,10 +252,10 @@ mod tests {
             gateway: Some(router),
             iface: InterfaceId(1),
         });
-        assert!(!t.redirect(host(1), other, InterfaceId(1)));
+        assert!(!t.redirect(host(1), other, InterfaceId(1), T0));
         assert_eq!(via(&t, host(1)), Some(router));
         for i in 2..2 + MAX_REDIRECTS as u32 {
-            assert!(t.redirect(host(i), other, InterfaceId(1)));
+            assert!(t.redirect(host(i), other, InterfaceId(1), T0));
         }
         assert_eq!(via(&t, host(0)), Some(router), "the oldest forgotten");
         assert_eq!(via(&t, host(2)), other);
@@ -226,10 +267,40 @@ mod tests {
             iface: InterfaceId(1),
         });
         for i in 100..100 + MAX_REDIRECTS as u32 {
-            t.redirect(host(i), other, InterfaceId(1));
+            t.redirect(host(i), other, InterfaceId(1), T0);
         }
         assert_eq!(via(&t, host(2)), Some(router));
         assert_eq!(via(&t, host(1)), Some(router));
+    }
+
+    /// A redirect holds for [`REDIRECT_LIFETIME`] from the last one for its destination; then the
+    /// destination goes by the routes again.
+    #[test]
+    fn redirects_end_after_their_lifetime() {
+        let mut t = RoutingTable::default();
+        let router = Ipv4Addr::new(10, 0, 0, 1);
+        t.add(Route {
+            dest: "0.0.0.0/0".parse().unwrap(),
+            gateway: Some(router),
+            iface: InterfaceId(1),
+        });
+        let (a, b) = (Ipv4Addr::new(8, 8, 8, 8), Ipv4Addr::new(9, 9, 9, 9));
+        let other = Some(Ipv4Addr::new(10, 0, 0, 2));
+        let via = |t: &RoutingTable, d| t.lookup(d).and_then(|r| r.gateway);
+        assert_eq!(t.next_expiry(), None);
+        let later = T0 + Duration::from_secs(100);
+        assert!(t.redirect(a, other, InterfaceId(1), T0));
+        assert!(t.redirect(b, other, InterfaceId(1), T0));
+        // Redirected again later: it holds from then.
+        assert!(t.redirect(a, other, InterfaceId(1), later));
+        assert_eq!(t.next_expiry(), Some(T0 + REDIRECT_LIFETIME));
+        assert_eq!(t.expire(T0 + REDIRECT_LIFETIME - Duration::from_secs(1)), 0);
+        assert_eq!(t.expire(T0 + REDIRECT_LIFETIME), 1);
+        assert_eq!((via(&t, a), via(&t, b)), (other, Some(router)));
+        assert_eq!(t.next_expiry(), Some(later + REDIRECT_LIFETIME));
+        assert_eq!(t.expire(later + REDIRECT_LIFETIME), 1);
+        assert_eq!(via(&t, a), Some(router));
+        assert_eq!((t.routes().len(), t.next_expiry()), (1, None));
     }
 
     #[test]

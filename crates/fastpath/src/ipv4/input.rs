@@ -370,7 +370,9 @@ impl Ipv4 {
             cx.drops.add(DropReason::ReassemblyTimeout);
         }
         // Path MTUs past their time: the link's MTU is tried again (RFC 1191 §6.3).
-        if self.path_mtu.expire(cx.now, &mut cx.counters.path_mtu) > 0 {
+        // And redirects past theirs: the destinations go by the routes again.
+        let redirects = self.routes.expire(cx.now);
+        if self.path_mtu.expire(cx.now, &mut cx.counters.path_mtu) + redirects > 0 {
             self.route_epoch = self.route_epoch.wrapping_add(1);
         }
         expired

@@ -156,8 +156,9 @@ impl Ipv4 {
         destination: Ipv4Addr,
         gateway: Ipv4Addr,
         iface: InterfaceId,
+        now: Instant,
     ) -> bool {
-        let taken = self.routes.redirect(destination, Some(gateway), iface);
+        let taken = self.routes.redirect(destination, Some(gateway), iface, now);
         if taken {
             self.route_epoch = self.route_epoch.wrapping_add(1);
         }
@@ -208,10 +209,14 @@ impl Ipv4 {
 
     /// The earliest reassembly timeout or path MTU expiry.
     pub(crate) fn next_deadline(&self) -> Option<Instant> {
-        match (self.reassembly.next_deadline(), self.path_mtu.next_expiry()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        [
+            self.reassembly.next_deadline(),
+            self.path_mtu.next_expiry(),
+            self.routes.next_expiry(),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
     /// `hop` with its MTU lowered to the path MTU to `dst` when one is known at `now` (for a

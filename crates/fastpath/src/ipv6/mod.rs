@@ -190,8 +190,9 @@ impl Ipv6 {
         destination: Ipv6Addr,
         gateway: Option<Ipv6Addr>,
         iface: InterfaceId,
+        now: Instant,
     ) -> bool {
-        let taken = self.routes.redirect(destination, gateway, iface);
+        let taken = self.routes.redirect(destination, gateway, iface, now);
         if taken {
             self.route_epoch = self.route_epoch.wrapping_add(1);
         }
@@ -280,21 +281,26 @@ impl Ipv6 {
 
     /// The earliest reassembly timeout or path MTU expiry.
     pub(crate) fn next_deadline(&self) -> Option<Instant> {
-        match (self.reassembly.next_deadline(), self.path_mtu.next_expiry()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        [
+            self.reassembly.next_deadline(),
+            self.path_mtu.next_expiry(),
+            self.routes.next_expiry(),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
     /// Discards the reassemblies whose time is up (counted) and returns what ICMPv6 may quote of
-    /// them; forgets the path MTUs past their time.
+    /// them; forgets the path MTUs and redirects past their time.
     pub(crate) fn expire(&mut self, cx: &mut Ip6Cx) -> Vec<Ipv6Expired> {
         let mut expired = Vec::new();
         let n = self.reassembly.expire(cx.now, cx.pool, |e| expired.push(e));
         for _ in 0..n {
             cx.drops.add(DropReason::ReassemblyTimeout);
         }
-        if self.path_mtu.expire(cx.now, &mut cx.counters.path_mtu) > 0 {
+        let redirects = self.routes.expire(cx.now);
+        if self.path_mtu.expire(cx.now, &mut cx.counters.path_mtu) + redirects > 0 {
             self.route_epoch = self.route_epoch.wrapping_add(1);
         }
         expired

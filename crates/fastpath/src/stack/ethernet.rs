@@ -212,7 +212,9 @@ impl Stack {
             .filter(|hop| hop.iface == iface)
             .map(|hop| hop.next_hop);
         let gateway = (r.target != r.destination).then_some(r.target);
-        if first_hop != Some(r.router) || !self.ip6.redirect(r.destination, gateway, iface) {
+        if first_hop != Some(r.router)
+            || !self.ip6.redirect(r.destination, gateway, iface, self.now)
+        {
             self.counters.drops.add(DropReason::NdpRedirectNotFirstHop);
         }
     }

@@ -971,7 +971,8 @@ impl Stack {
                 && known;
             acceptable.then_some(hop.iface)
         });
-        let taken = iface.is_some_and(|iface| self.ip.redirect(destination, gateway, iface));
+        let taken =
+            iface.is_some_and(|iface| self.ip.redirect(destination, gateway, iface, self.now));
         if !taken {
             self.counters.drops.add(DropReason::IcmpRedirectRejected);
         }

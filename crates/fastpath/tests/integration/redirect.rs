@@ -94,3 +94,35 @@ fn a_redirect_is_taken_only_from_the_first_hop_to_a_known_gateway_on_the_link() 
     b.poll(now);
     assert_eq!(capture(&mut raw).len(), 1);
 }
+
+/// A redirect holds for five minutes from the router's last one (as Linux keeps an IPv4
+/// redirect); then the destination goes by the routes again, and `next_deadline` says when.
+#[test]
+fn a_redirect_ends_after_five_minutes() {
+    let (mut b, mut raw) = stack_and_raw(StackConfig::default(), LinkCapabilities::plain(1500));
+    b.add_route(Ipv4Cidr::new(Ipv4Addr::UNSPECIFIED, 0), Some(ROUTER), ETH)
+        .unwrap();
+    b.add_route(
+        Ipv4Cidr::new(Ipv4Addr::new(198, 51, 100, 0), 24),
+        Some(OTHER_ROUTER),
+        ETH,
+    )
+    .unwrap();
+    let t0 = Instant::from_secs(1);
+    b.poll(t0);
+    assert_eq!(b.next_deadline(), None);
+    inject(&mut raw, &redirect(ROUTER, FAR, OTHER_ROUTER, 1));
+    b.poll(t0);
+    assert_eq!(gateway_for(&b, FAR), Some(OTHER_ROUTER));
+    let end = t0 + std::time::Duration::from_secs(300);
+    assert_eq!(b.next_deadline(), Some(end));
+    b.poll(end - std::time::Duration::from_millis(1));
+    assert_eq!(gateway_for(&b, FAR), Some(OTHER_ROUTER));
+    b.poll(end);
+    assert_eq!(
+        gateway_for(&b, FAR),
+        Some(ROUTER),
+        "by the default route again"
+    );
+    assert_eq!(b.next_deadline(), None);
+}
