@@ -137,7 +137,10 @@ pub struct TcpConfig {
     pub initial_rto: Duration,
     /// Upper bound of the retransmission timeout (RFC 6298 §2.5).
     pub max_rto: Duration,
-    /// Retransmissions of one segment before the connection is abandoned (RFC 1122 §4.2.3.5's R2).
+    /// When an established connection that gets no acknowledgment is abandoned (RFC 1122
+    /// §4.2.3.5's R2): after as long as this many retransmission timeouts take from `min_rto`,
+    /// doubling up to `max_rto`, as Linux counts `tcp_retries2` (by time, whatever the
+    /// connection's own RTO; 522.2 s for 15 under these defaults).
     pub max_retries: u32,
     /// Retransmissions of a SYN before a connect fails.
     pub syn_retries: u32,

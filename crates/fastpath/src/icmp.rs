@@ -14,7 +14,7 @@ use std::net::Ipv4Addr;
 
 use crate::buf::{BufferPool, PacketBuf};
 use crate::config::Limits;
-use crate::ip::ErrorLimit;
+use crate::ip::{ErrorLimit, IcmpError};
 use crate::ipv4::{Delivery, Ipv4, NextHop, LOOPBACK};
 use crate::reassembly::Ipv4Expired;
 use crate::secret::SecretKey;
@@ -71,11 +71,7 @@ pub(crate) enum IcmpInput {
         protocol: IpProtocol,
         quoted: Ipv4Repr,
         head: [u8; 8],
-        kind: io::ErrorKind,
-        /// Whether it ends a half-open connection whose SYN-ACK it quotes (TCP): a parameter
-        /// problem, a time exceeded, a network or host unreachable, as Linux's `tcp_v4_err`
-        /// decides for a connection request.
-        ends_half_open: bool,
+        error: IcmpError,
     },
     /// A "fragmentation needed" (RFC 1191) about a datagram this host sent, quoted as `quoted` and
     /// its first 8 transport bytes: the path to `quoted.dst_addr` takes at most `mtu` bytes, if the
@@ -122,27 +118,37 @@ fn quote(ip: &Ipv4Repr, payload: &[u8]) -> ([u8; 28], usize) {
 
 /// What a destination unreachable about a TCP segment tells TCP, as Linux's `tcp_v4_err` takes
 /// it (its `icmp_err_convert` table, with `io::ErrorKind`s for the errno values that have one): the
-/// error, and whether it ends a half-open connection whose SYN-ACK it quotes (`tcp_req_err`: a
-/// network or host unreachable does, a port unreachable does not). "Fragmentation needed" is path
-/// MTU discovery's, not an error; an undefined code (past 15) is ignored.
-fn tcp_unreachable(reason: DstUnreachable) -> Option<(io::ErrorKind, bool)> {
+/// error; whether it ends a half-open connection whose SYN-ACK it quotes (`tcp_req_err`: a network
+/// or host unreachable does, a port unreachable does not); whether it undoes a doubling of the
+/// retransmission timeout (the same two, RFC 6069). "Fragmentation needed" is path MTU
+/// discovery's, not an error; an undefined code (past 15) is ignored.
+fn tcp_unreachable(reason: DstUnreachable) -> Option<IcmpError> {
     use io::ErrorKind::{ConnectionRefused, HostUnreachable, NetworkUnreachable, Unsupported};
-    Some(match reason {
-        DstUnreachable::NetUnreachable => (NetworkUnreachable, true),
-        DstUnreachable::HostUnreachable => (HostUnreachable, true),
-        DstUnreachable::ProtoUnreachable | DstUnreachable::PortUnreachable => {
-            (ConnectionRefused, false)
+    let kind = match reason {
+        DstUnreachable::NetUnreachable | DstUnreachable::HostUnreachable => {
+            let kind = if reason == DstUnreachable::NetUnreachable {
+                NetworkUnreachable
+            } else {
+                HostUnreachable
+            };
+            return Some(IcmpError {
+                kind,
+                ends_half_open: true,
+                reverts_backoff: true,
+            });
         }
+        DstUnreachable::ProtoUnreachable | DstUnreachable::PortUnreachable => ConnectionRefused,
         DstUnreachable::FragRequired => return None,
         // Source route failed.
-        DstUnreachable::Other(5) => (Unsupported, false),
+        DstUnreachable::Other(5) => Unsupported,
         // Network unknown, administratively prohibited, unreachable for the type of service.
-        DstUnreachable::Other(6 | 9 | 11) => (NetworkUnreachable, false),
+        DstUnreachable::Other(6 | 9 | 11) => NetworkUnreachable,
         // Host unknown or isolated, administratively prohibited, unreachable for the type of
         // service, communication prohibited, precedence violation or cut-off.
-        DstUnreachable::Other(7 | 8 | 10 | 12..=15) => (HostUnreachable, false),
+        DstUnreachable::Other(7 | 8 | 10 | 12..=15) => HostUnreachable,
         DstUnreachable::Other(_) => return None,
-    })
+    };
+    Some(IcmpError::report(kind))
 }
 
 /// A time exceeded or parameter problem quoting `data`: reported to TCP as `kind` (ending a
@@ -154,8 +160,10 @@ fn tcp_report(data: &[u8], kind: io::ErrorKind) -> IcmpInput {
             protocol: IpProtocol::Tcp,
             quoted,
             head,
-            kind,
-            ends_half_open: true,
+            error: IcmpError {
+                ends_half_open: true,
+                ..IcmpError::report(kind)
+            },
         },
         _ => IcmpInput::Done,
     }
@@ -336,18 +344,16 @@ impl Icmp {
                             protocol: IpProtocol::Udp,
                             quoted,
                             head,
-                            kind,
-                            ends_half_open: false,
+                            error: IcmpError::report(kind),
                         }
                     }
                     Ok((quoted, head)) if quoted.protocol == IpProtocol::Tcp => {
                         match tcp_unreachable(reason) {
-                            Some((kind, ends_half_open)) => IcmpInput::Report {
+                            Some(error) => IcmpInput::Report {
                                 protocol: IpProtocol::Tcp,
                                 quoted,
                                 head,
-                                kind,
-                                ends_half_open,
+                                error,
                             },
                             None => IcmpInput::Done,
                         }

@@ -11,7 +11,7 @@ use std::net::Ipv6Addr;
 
 use crate::buf::{BufferPool, PacketBuf};
 use crate::config::Limits;
-use crate::ip::{Delivery, ErrorLimit};
+use crate::ip::{Delivery, ErrorLimit, IcmpError};
 use crate::ipv6::{Ipv6, NextHop6};
 use crate::secret::SecretKey;
 use crate::stats::{DropReason, Drops, Icmp6Counters};
@@ -48,26 +48,21 @@ pub(crate) enum Icmp6Input {
     /// Send this (an echo reply).
     Send(Icmp6Out),
     /// An error about a packet this host sent: tell the transport (`quoted.upper` is UDP or TCP).
-    /// `ends_half_open`: whether it ends a half-open TCP connection whose SYN-ACK it quotes (the
-    /// errors Linux's `icmpv6_err_convert` calls fatal).
-    Report {
-        quoted: Quoted,
-        kind: io::ErrorKind,
-        ends_half_open: bool,
-    },
+    Report { quoted: Quoted, error: IcmpError },
     /// Packet too big (RFC 8201): the path to `quoted.ip.dst_addr` carries at most `mtu` bytes.
     TooBig { quoted: Quoted, mtu: u32 },
 }
 
 /// What a destination unreachable of `code` about a TCP segment tells TCP, as Linux's
-/// `icmpv6_err_convert` takes it (with `io::ErrorKind`s for its errno values): the error, and
-/// whether it is fatal (it then ends a half-open connection whose SYN-ACK it quotes). Codes past
-/// those defined are protocol errors, fatal.
-fn tcp_unreachable(code: u8) -> (io::ErrorKind, bool) {
+/// `icmpv6_err_convert` and `tcp_v6_err` take it (with `io::ErrorKind`s for its errno values): the
+/// error; whether it is fatal (it then ends a half-open connection whose SYN-ACK it quotes; codes
+/// past those defined are protocol errors, fatal); whether it undoes a doubling of the
+/// retransmission timeout (no route, RFC 6069).
+fn tcp_unreachable(code: u8) -> IcmpError {
     use io::ErrorKind::{
         ConnectionRefused, HostUnreachable, InvalidData, NetworkUnreachable, PermissionDenied,
     };
-    match code {
+    let (kind, ends_half_open) = match code {
         unreachable::NO_ROUTE => (NetworkUnreachable, false),
         // Beyond the scope of the source address (once "not a neighbour"), address unreachable.
         2 | unreachable::ADDRESS => (HostUnreachable, false),
@@ -75,6 +70,11 @@ fn tcp_unreachable(code: u8) -> (io::ErrorKind, bool) {
         // Administratively prohibited, source address failed policy, reject route.
         unreachable::PROHIBITED | 5 | 6 => (PermissionDenied, true),
         _ => (InvalidData, true),
+    };
+    IcmpError {
+        kind,
+        ends_half_open,
+        reverts_backoff: code == unreachable::NO_ROUTE,
     }
 }
 
@@ -84,8 +84,10 @@ fn tcp_report(data: &[u8], kind: io::ErrorKind, ends_half_open: bool) -> Icmp6In
     match icmpv6::parse_quoted(data) {
         Ok(quoted) if quoted.upper == IpProtocol::Tcp => Icmp6Input::Report {
             quoted,
-            kind,
-            ends_half_open,
+            error: IcmpError {
+                ends_half_open,
+                ..IcmpError::report(kind)
+            },
         },
         _ => Icmp6Input::Done,
     }
@@ -190,18 +192,13 @@ impl Icmpv6 {
                         };
                         Icmp6Input::Report {
                             quoted,
-                            kind,
-                            ends_half_open: false,
+                            error: IcmpError::report(kind),
                         }
                     }
-                    Ok(quoted) if quoted.upper == IpProtocol::Tcp => {
-                        let (kind, ends_half_open) = tcp_unreachable(code);
-                        Icmp6Input::Report {
-                            quoted,
-                            kind,
-                            ends_half_open,
-                        }
-                    }
+                    Ok(quoted) if quoted.upper == IpProtocol::Tcp => Icmp6Input::Report {
+                        quoted,
+                        error: tcp_unreachable(code),
+                    },
                     Ok(_) => Icmp6Input::Done,
                     Err(_) => drop(cx, DropReason::Icmpv6Unhandled),
                 }

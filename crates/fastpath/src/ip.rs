@@ -68,6 +68,30 @@ pub(crate) trait Transmit {
     ) -> usize;
 }
 
+/// An ICMP error about a packet a transport sent, as the transport is told of it: the error, and
+/// what TCP does with it beyond reporting it (Linux's `tcp_v4_err` and `tcp_v6_err`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct IcmpError {
+    /// The error a socket is given.
+    pub(crate) kind: std::io::ErrorKind,
+    /// It ends a half-open connection whose SYN-ACK it quotes.
+    pub(crate) ends_half_open: bool,
+    /// A network or host unreachable (over IPv6, no route): it undoes one doubling of the
+    /// retransmission timeout of the segment it quotes (RFC 6069).
+    pub(crate) reverts_backoff: bool,
+}
+
+impl IcmpError {
+    /// An error that does nothing more than report `kind`.
+    pub(crate) fn report(kind: std::io::ErrorKind) -> IcmpError {
+        IcmpError {
+            kind,
+            ends_half_open: false,
+            reverts_backoff: false,
+        }
+    }
+}
+
 /// A token bucket: `rate` tokens a second, at most `burst` saved up.
 #[derive(Debug)]
 pub(crate) struct RateLimit {

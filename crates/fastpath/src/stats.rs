@@ -570,6 +570,9 @@ pub struct TcpCounters {
     pub ecn_reductions: u64,
     /// Retransmission timer expiries.
     pub timeouts: u64,
+    /// Doublings of a retransmission timeout undone by an ICMP unreachable about the segment
+    /// (RFC 6069).
+    pub rto_reverts: u64,
     /// SYN-ACKs sent as SYN cookies.
     pub syn_cookies_sent: u64,
     /// Connections made from a valid SYN cookie.
@@ -787,6 +790,7 @@ impl fmt::Display for Counters {
             (tcp.ecn_ce_received, "ecn congestion marks received"),
             (tcp.ecn_reductions, "ecn window reductions"),
             (tcp.timeouts, "retransmission timeouts"),
+            (tcp.rto_reverts, "timeout backoffs undone by icmp"),
             (tcp.syn_cookies_sent, "syn cookies sent"),
             (tcp.syn_cookies_ok, "connections from syn cookies"),
             (tcp.fast_open_accepted, "connections taken by fast open"),

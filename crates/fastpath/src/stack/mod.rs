@@ -15,6 +15,7 @@ use crate::buf::{BufferDepot, BufferPool, PacketBuf, PoolStats};
 use crate::config::StackConfig;
 use crate::icmp::{EchoReply, Icmp, IcmpCx, IcmpInput, IcmpOut};
 use crate::icmpv6::Icmpv6;
+use crate::ip::IcmpError;
 use crate::ipv4::{Delivery, Input4, IpCx, Ipv4, NextHop};
 use crate::ipv6::Ipv6;
 use crate::link::{Link, LinkCapabilities, Loopback, Medium, StackLink};
@@ -879,21 +880,9 @@ impl Stack {
         tcp.abort_with_reset(&mut cx, index);
     }
 
-    fn tcp_report_error(
-        &mut self,
-        quoted: &Ipv4Repr,
-        head: &[u8; 8],
-        kind: io::ErrorKind,
-        ends_half_open: bool,
-    ) {
+    fn tcp_report_error(&mut self, quoted: &Ipv4Repr, head: &[u8; 8], error: IcmpError) {
         let (tcp, mut cx) = tcp_cx!(self);
-        tcp.report_error(
-            &mut cx,
-            (quoted.src_addr, quoted.dst_addr),
-            head,
-            kind,
-            ends_half_open,
-        );
+        tcp.report_error(&mut cx, (quoted.src_addr, quoted.dst_addr), head, error);
     }
 
     /// Input: one ICMP message, with the IP options an echo reply reflects; what it asks for is sent,
@@ -913,11 +902,10 @@ impl Stack {
                 protocol,
                 quoted,
                 head,
-                kind,
-                ends_half_open,
+                error,
             } => match protocol {
-                IpProtocol::Udp => self.udp_report_error(&quoted, &head, kind),
-                _ => self.tcp_report_error(&quoted, &head, kind, ends_half_open),
+                IpProtocol::Udp => self.udp_report_error(&quoted, &head, error.kind),
+                _ => self.tcp_report_error(&quoted, &head, error),
             },
             IcmpInput::PathMtu {
                 protocol,

@@ -294,17 +294,15 @@ impl Stack {
                     ip6.learn_path_mtu(&mut cx, quoted.ip.dst_addr, mtu);
                 }
             }
-            Icmp6Input::Report {
-                quoted,
-                kind,
-                ends_half_open,
-            } => {
+            Icmp6Input::Report { quoted, error } => {
                 let addresses = (quoted.ip.src_addr, quoted.ip.dst_addr);
                 if quoted.upper == IpProtocol::Udp {
-                    self.udp.v6.report_error(addresses, &quoted.head, kind);
+                    self.udp
+                        .v6
+                        .report_error(addresses, &quoted.head, error.kind);
                 } else {
                     let (tcp, mut cx) = <Ipv6 as TcpFamily>::tcp(self);
-                    tcp.report_error(&mut cx, addresses, &quoted.head, kind, ends_half_open);
+                    tcp.report_error(&mut cx, addresses, &quoted.head, error);
                 }
             }
         }

@@ -595,14 +595,16 @@ impl<N: Network> Tcp<N> {
     /// says so, as Linux's `tcp_req_err` does: the peer's later ACK then finds no connection and is
     /// answered by RST. A connection Fast Open made, not yet accepted, ends whatever the error.
     /// On any other connection the error is soft (RFC 1122 §4.2.3.9): kept, and reported instead
-    /// of "timed out" should the connection time out before anything more is acknowledged.
+    /// of "timed out" should the connection time out before anything more is acknowledged; a
+    /// network or host unreachable about the segment being retransmitted undoes one doubling of
+    /// its timeout (RFC 6069, Linux's `tcp_ld_RTO_revert`), so that it goes again soon after the
+    /// path is back, not minutes later.
     pub(crate) fn report_error(
         &mut self,
         cx: &mut TcpCx<impl Transmit, N>,
         (src, dst): (N::Addr, N::Addr),
         head: &[u8; 8],
-        kind: std::io::ErrorKind,
-        ends_half_open: bool,
+        error: crate::ip::IcmpError,
     ) {
         let local = src.socket(u16::from_be_bytes([head[0], head[1]]));
         let remote = dst.socket(u16::from_be_bytes([head[2], head[3]]));
@@ -635,16 +637,20 @@ impl<N: Network> Tcp<N> {
         }
         let ends = match tcb.state {
             State::SynSent => true,
-            State::SynReceived if half_open => ends_half_open && !tcb.held,
+            State::SynReceived if half_open => error.ends_half_open && !tcb.held,
             State::SynReceived if tcb.simultaneous_open => true,
             _ => fast_open,
         };
         if ends {
             tcx.counters.attempt_fails += 1;
-            tcb.abort(kind, &mut tcx);
+            tcb.abort(error.kind, &mut tcx);
             self.finish(cx, index);
-        } else {
-            tcb.soft_error = Some(kind);
+            return;
+        }
+        tcb.soft_error = Some(error.kind);
+        if error.reverts_backoff && tcb.revert_backoff(seq, tcx.cfg, tcx.now) {
+            cx.counters.tcp.rto_reverts += 1;
+            self.schedule(index);
         }
     }
 }

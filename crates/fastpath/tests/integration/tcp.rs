@@ -1361,3 +1361,47 @@ fn a_soft_error_is_what_a_connection_that_times_out_reports() {
         assert_eq!(err.kind(), expected);
     }
 }
+
+/// A host unreachable about a segment being retransmitted undoes one doubling of its timeout
+/// (RFC 6069, as Linux): after two timeouts the next retransmission is due 4 RTOs after the last;
+/// the unreachable brings it to 2, and it is counted. A port unreachable, no sign of a broken
+/// path, does not.
+#[test]
+fn a_host_unreachable_brings_the_next_retransmission_closer() {
+    for code in [3, 1] {
+        let (mut b, mut raw) = stack_and_raw(StackConfig::default(), plain(1500));
+        let t0 = Instant::from_secs(1);
+        let listener = b.tcp_listen("10.0.0.2:80", 8).unwrap();
+        inject(&mut raw, &from_a(1000, None, "S"));
+        b.poll(t0);
+        let iss = tcp_headers(&capture(&mut raw))[0].sequence_number;
+        inject(&mut raw, &from_a(1001, Some(iss + 1), ""));
+        b.poll(t0);
+        let (s, _) = b.tcp_listener(listener).accept().unwrap();
+        b.tcp(s).write(b"hello").unwrap();
+        b.poll(t0);
+        let first = capture(&mut raw);
+        assert_eq!(first.len(), 1);
+        let rto = b.tcp(s).info().unwrap().rto;
+        let mut last = t0;
+        for _ in 0..2 {
+            last = b.next_deadline().expect("the retransmission timer");
+            b.poll(last);
+            assert_eq!(capture(&mut raw).len(), 1, "a retransmission");
+        }
+        assert_eq!(b.next_deadline(), Some(last + rto * 4));
+        inject(&mut raw, &icmp_about(&first[0], 3, code, iss + 1));
+        b.poll(last);
+        let reverted = code == 1;
+        let next = if reverted {
+            last + rto * 2
+        } else {
+            last + rto * 4
+        };
+        assert_eq!(b.next_deadline(), Some(next), "code {code}");
+        assert_eq!(b.counters().tcp.rto_reverts, u64::from(reverted));
+        assert_eq!(b.tcp(s).state().unwrap(), State::Established);
+        b.poll(next);
+        assert_eq!(capture(&mut raw).len(), 1, "sent again then");
+    }
+}

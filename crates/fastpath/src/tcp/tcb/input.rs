@@ -683,6 +683,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             self.snd_wl2 = ack;
             self.timers.clear(Timer::Retransmit);
             self.retries = 0;
+            self.retry_since = None;
             if let Some((_, ecr)) = seg.options.timestamps.filter(|_| self.ts_on) {
                 self.rtt_from_echo(ecr, cx);
             } else if let Some((_, sent)) = self.rtt_probe.take() {

@@ -169,7 +169,7 @@ pub struct ConnectionInfo {
     pub min_rtt: Option<Duration>,
     /// Current retransmission timeout.
     pub rto: Duration,
-    /// Retransmission timeouts in a row without progress (the exponent of the RTO's backoff).
+    /// Doublings of the RTO since it was last computed from the RTT (Linux's `tcpi_backoff`).
     pub backoff: u32,
     /// Window or keep-alive probes sent without an answer.
     pub probes: u32,
@@ -521,7 +521,14 @@ pub(crate) struct Tcb<A: IpAddress = Ipv4Addr> {
     rttvar: u64,
     /// Karn: a sequence number being timed and when it was sent (without timestamps).
     rtt_probe: Option<(Seq, Instant)>,
+    /// Retransmission timeouts in a row without progress (Linux's `icsk_retransmits`).
     retries: u32,
+    /// Doublings of the RTO since it was last computed from the RTT (Linux's `icsk_backoff`): one
+    /// less after an ICMP unreachable about what is being retransmitted (RFC 6069).
+    backoff: u32,
+    /// When the run of retransmission timeouts under way began (the retransmission timer's start
+    /// before the first): what a synchronized connection's give-up time counts from.
+    retry_since: Option<Instant>,
 
     /// Every timer's deadline (see [`Timer`]).
     timers: Timers,
@@ -691,6 +698,8 @@ impl<A: IpAddress> Tcb<A> {
             rttvar: 0,
             rtt_probe: None,
             retries: 0,
+            backoff: 0,
+            retry_since: None,
             timers: Timers::default(),
             new_data_sent: false,
             persist_backoff: 0,
@@ -874,7 +883,7 @@ impl<A: IpAddress> Tcb<A> {
             rttvar: Duration::from_nanos(self.rttvar),
             min_rtt: (a.min_rtt > 0).then(|| Duration::from_nanos(a.min_rtt)),
             rto: Duration::from_nanos(self.rto),
-            backoff: self.retries,
+            backoff: self.backoff,
             probes: self.persist_backoff.max(self.keepalive_probes),
             mss: self.mss,
             advertised_mss: u32::from(self.local_mss),

@@ -81,3 +81,66 @@ fn the_user_timeout_counts_from_the_data_not_from_the_handshake() {
     assert_eq!(h.fire(), Verdict::Continue);
     assert_eq!(h.tcb.state, State::Established);
 }
+
+/// A synchronized connection gives up by time, as Linux's `retransmits_timed_out`: after what
+/// `max_retries` timeouts take from the least RTO doubling up to the greatest (522.2 s under the
+/// defaults, 15 from 200 ms up to 60 s; 1.4 s for two from 200 ms), whatever its own RTO. With a 1 s RTO that is at the second
+/// timeout, 3 s on, after one retransmission, where counting would have allowed two.
+#[test]
+fn retransmissions_give_up_by_time_not_by_count() {
+    use crate::tcp::tcb::recovery::give_up_after;
+    assert_eq!(
+        give_up_after(&TcpConfig::default()),
+        Duration::from_millis(522_200)
+    );
+    let cfg = TcpConfig {
+        max_retries: 2,
+        ..plain()
+    };
+    assert_eq!(give_up_after(&cfg), Duration::from_millis(1400));
+    let mut h = Harness::established_with(cfg, TcpOptions::default());
+    h.tcb.rto = 1_000_000_000;
+    let t0 = h.now;
+    h.write(100);
+    h.send_all();
+    assert_eq!(h.fire(), Verdict::Continue);
+    assert_eq!(h.send_all().len(), 1);
+    assert!(matches!(h.fire(), Verdict::Reset { .. }));
+    assert_eq!(h.now, t0 + Duration::from_secs(3));
+    assert_eq!(h.tcb.take_error(), Some(io::ErrorKind::TimedOut));
+}
+
+/// RFC 6069, as Linux's `tcp_ld_RTO_revert`: after two timeouts (the RTO doubled twice), a
+/// network or host unreachable about SND.UNA undoes one doubling, and the timer runs that much
+/// from the last retransmission; a second, when that time is past, makes it due at once. One about
+/// another sequence number, or with nothing backed off, changes nothing.
+#[test]
+fn an_unreachable_about_the_segment_retransmitted_undoes_a_doubling() {
+    let mut h = Harness::established();
+    let rto = Duration::from_nanos(h.tcb.rto);
+    h.write(100);
+    h.send_all();
+    let cfg = h.cfg.clone();
+    assert!(!h.tcb.revert_backoff(S, &cfg, h.now), "not backed off");
+    for _ in 0..2 {
+        h.fire();
+        assert_eq!(h.send_all().len(), 1);
+    }
+    let last = h.now;
+    assert_eq!(h.tcb.info().backoff, 2);
+    assert_eq!(h.tcb.deadline(), Some(last + rto * 4));
+    assert!(!h.tcb.revert_backoff(S + 1, &cfg, h.now), "not SND.UNA");
+    assert!(h.tcb.revert_backoff(S, &cfg, h.now));
+    assert_eq!(h.tcb.info().backoff, 1);
+    assert_eq!(h.tcb.deadline(), Some(last + rto * 2));
+    h.advance(rto + rto / 2);
+    assert!(h.tcb.revert_backoff(S, &cfg, h.now));
+    assert_eq!(h.tcb.info().backoff, 0);
+    assert_eq!(h.tcb.deadline(), Some(h.now), "its time is past: due now");
+    assert!(
+        !h.tcb.revert_backoff(S, &cfg, h.now),
+        "nothing left to undo"
+    );
+    assert_eq!(h.fire(), Verdict::Continue);
+    assert_eq!(h.send_all().len(), 1, "sent again at once");
+}
