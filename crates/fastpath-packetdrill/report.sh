@@ -94,3 +94,9 @@ cat <<EOF
 EOF
 awk -F'\t' 'NR == FNR { if ($2 != "pass") l[$1] = $3; next } $2 == "pass" && ($1 in l) { e = l[$1]; gsub(/\|/, "/", e); printf "- %s (Linux here: %s)\n", $1, substr(e, 1, 120) }' \
     "$dir/linux-ipv4.tsv" "$dir/fastpath-ipv4.tsv"
+
+# The choices where Linux and the RFCs differ, written by hand beside the tables.
+if [ -f "$dir/choices.md" ]; then
+    echo
+    cat "$dir/choices.md"
+fi
