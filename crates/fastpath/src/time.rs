@@ -71,6 +71,15 @@ pub(crate) fn nanos(d: Duration) -> u64 {
         .saturating_add(u64::from(d.subsec_nanos()))
 }
 
+/// The earlier of two deadlines, either of which may be unset.
+#[inline]
+pub(crate) fn earlier(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
 impl Add<Duration> for Instant {
     type Output = Instant;
     fn add(self, d: Duration) -> Instant {

@@ -375,6 +375,7 @@ impl Ipv4 {
         if self.path_mtu.expire(cx.now, &mut cx.counters.path_mtu) + redirects > 0 {
             self.route_epoch = self.route_epoch.wrapping_add(1);
         }
+        self.routes_changed();
         expired
     }
 }

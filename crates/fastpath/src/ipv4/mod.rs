@@ -107,6 +107,9 @@ pub(crate) struct Ipv4 {
     /// Bumped whenever routes or interfaces change, and whenever a path MTU is learned or expires:
     /// routes cached from before (UDP's `TxRoute`, a TCP connection's MSS) are stale.
     pub(crate) route_epoch: u32,
+    /// The earlier of the next path MTU's and the next redirect's end, kept as they change (the
+    /// stack asks at every poll): never later than either.
+    routes_deadline: Option<Instant>,
 }
 
 impl Ipv4 {
@@ -123,6 +126,7 @@ impl Ipv4 {
                 floor: config.limits.path_mtu_floor,
             }),
             route_epoch: 0,
+            routes_deadline: None,
         }
     }
 
@@ -161,6 +165,7 @@ impl Ipv4 {
         let taken = self.routes.redirect(destination, Some(gateway), iface, now);
         if taken {
             self.route_epoch = self.route_epoch.wrapping_add(1);
+            self.routes_changed();
         }
         taken
     }
@@ -209,14 +214,15 @@ impl Ipv4 {
 
     /// The earliest reassembly timeout or path MTU expiry.
     pub(crate) fn next_deadline(&self) -> Option<Instant> {
-        [
-            self.reassembly.next_deadline(),
-            self.path_mtu.next_expiry(),
-            self.routes.next_expiry(),
-        ]
-        .into_iter()
-        .flatten()
-        .min()
+        #[cfg(test)]
+        {
+            let due = crate::time::earlier(self.path_mtu.next_expiry(), self.routes.next_expiry());
+            assert!(
+                due.is_none_or(|due| self.routes_deadline.is_some_and(|kept| kept <= due)),
+                "the kept deadline is never later than what it keeps"
+            );
+        }
+        crate::time::earlier(self.reassembly.next_deadline(), self.routes_deadline)
     }
 
     /// `hop` with its MTU lowered to the path MTU to `dst` when one is known at `now` (for a
@@ -225,6 +231,12 @@ impl Ipv4 {
     pub(crate) fn along_path(&self, mut hop: NextHop, dst: Ipv4Addr, now: Instant) -> NextHop {
         hop.caps.mtu = self.path_mtu.path_mtu(dst, hop.caps.mtu, now);
         hop
+    }
+
+    /// Works out [`Self::routes_deadline`] again after a path MTU or a redirect came or went.
+    fn routes_changed(&mut self) {
+        self.routes_deadline =
+            crate::time::earlier(self.path_mtu.next_expiry(), self.routes.next_expiry());
     }
 
     /// A "fragmentation needed" said datagrams to `dst` (whose first hop takes `link_mtu`) must be at
@@ -246,6 +258,7 @@ impl Ipv4 {
         {
             Ok(mtu) => {
                 self.route_epoch = self.route_epoch.wrapping_add(1);
+                self.routes_changed();
                 Some(mtu)
             }
             Err(Refused::NotSmaller(current)) => Some(current),

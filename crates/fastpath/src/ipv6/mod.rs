@@ -80,6 +80,9 @@ pub(crate) struct Ipv6 {
     /// The next fragment identification, from a random start (RFC 7739 §5.1's counter; one for the
     /// host, since fragments are rare here: only UDP datagrams larger than the path MTU make them).
     next_ident: u32,
+    /// The earlier of the next path MTU's and the next redirect's end, kept as they change (the
+    /// stack asks at every poll): never later than either.
+    routes_deadline: Option<Instant>,
 }
 
 impl Ipv6 {
@@ -92,6 +95,7 @@ impl Ipv6 {
             ifaces: Vec::new(),
             routes: RoutingTable::default(),
             route_epoch: 0,
+            routes_deadline: None,
             // RFC 8200 §4.5: 60 seconds to reassemble, twice IPv4's 30.
             reassembly: Ipv6Reassembly::new(&crate::config::Limits {
                 reassembly_timeout: config.limits.reassembly_timeout * 2,
@@ -195,6 +199,7 @@ impl Ipv6 {
         let taken = self.routes.redirect(destination, gateway, iface, now);
         if taken {
             self.route_epoch = self.route_epoch.wrapping_add(1);
+            self.routes_changed();
         }
         taken
     }
@@ -281,14 +286,15 @@ impl Ipv6 {
 
     /// The earliest reassembly timeout or path MTU expiry.
     pub(crate) fn next_deadline(&self) -> Option<Instant> {
-        [
-            self.reassembly.next_deadline(),
-            self.path_mtu.next_expiry(),
-            self.routes.next_expiry(),
-        ]
-        .into_iter()
-        .flatten()
-        .min()
+        #[cfg(test)]
+        {
+            let due = crate::time::earlier(self.path_mtu.next_expiry(), self.routes.next_expiry());
+            assert!(
+                due.is_none_or(|due| self.routes_deadline.is_some_and(|kept| kept <= due)),
+                "the kept deadline is never later than what it keeps"
+            );
+        }
+        crate::time::earlier(self.reassembly.next_deadline(), self.routes_deadline)
     }
 
     /// Discards the reassemblies whose time is up (counted) and returns what ICMPv6 may quote of
@@ -303,6 +309,7 @@ impl Ipv6 {
         if self.path_mtu.expire(cx.now, &mut cx.counters.path_mtu) + redirects > 0 {
             self.route_epoch = self.route_epoch.wrapping_add(1);
         }
+        self.routes_changed();
         expired
     }
 
@@ -310,6 +317,12 @@ impl Ipv6 {
     pub(crate) fn along_path(&self, mut hop: NextHop6, dst: Ipv6Addr, now: Instant) -> NextHop6 {
         hop.caps.mtu = self.path_mtu.path_mtu(dst, hop.caps.mtu, now);
         hop
+    }
+
+    /// Works out [`Self::routes_deadline`] again after a path MTU or a redirect came or went.
+    fn routes_changed(&mut self) {
+        self.routes_deadline =
+            crate::time::earlier(self.path_mtu.next_expiry(), self.routes.next_expiry());
     }
 
     /// A packet too big said packets to `dst` must be at most `mtu` bytes (RFC 8201 §4): learned
@@ -342,6 +355,7 @@ impl Ipv6 {
         {
             Ok(mtu) => {
                 self.route_epoch = self.route_epoch.wrapping_add(1);
+                self.routes_changed();
                 Some(mtu)
             }
             Err(Refused::NotSmaller(current)) => Some(current),
