@@ -595,7 +595,7 @@ impl<N: Network> Tcp<N> {
     /// says so, as Linux's `tcp_req_err` does: the peer's later ACK then finds no connection and is
     /// answered by RST. A connection Fast Open made, not yet accepted, ends whatever the error.
     /// On any other connection the error is soft (RFC 1122 §4.2.3.9): kept, and reported instead
-    /// of "timed out" should the connection time out before anything more is acknowledged; a
+    /// of "timed out" should the connection time out before the peer's next acknowledgment; a
     /// network or host unreachable about the segment being retransmitted undoes one doubling of
     /// its timeout (RFC 6069, Linux's `tcp_ld_RTO_revert`), so that it goes again soon after the
     /// path is back, not minutes later.

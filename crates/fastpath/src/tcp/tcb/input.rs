@@ -188,9 +188,14 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
         self.max_snd_wnd = self.max_snd_wnd.max(wnd);
         self.snd_wl1 = Seq(seg.seq);
         self.snd_wl2 = Seq(seg.ack);
+        // The peer answers: no probe is unanswered, and an ICMP error heard before no longer
+        // says why nothing moves (Linux's `tcp_ack`, for every ACK that is not old).
+        self.probes_out = 0;
+        self.soft_error = None;
         if wnd > 0 {
             self.timers.clear(Timer::Persist);
             self.persist_backoff = 0;
+            self.probe_since = None;
         }
     }
 

@@ -408,7 +408,7 @@ pub(crate) struct Tcb<A: IpAddress = Ipv4Addr> {
     pub(crate) syn_data: u32,
     /// SYN-RECEIVED reached from SYN-SENT by the peer's SYN crossing ours (RFC 9293 §3.5).
     pub(crate) simultaneous_open: bool,
-    /// The last ICMP error about the connection since something was last acknowledged (Linux's
+    /// The last ICMP error about the connection since the peer's last acknowledgment (Linux's
     /// `sk_err_soft`): reported instead of "timed out" if the connection times out.
     pub(crate) soft_error: Option<io::ErrorKind>,
     /// ACKs left to send at once in quick-ACK mode (`TcpConfig::quick_ack`).
@@ -536,6 +536,12 @@ pub(crate) struct Tcb<A: IpAddress = Ipv4Addr> {
     /// be armed when it ends ([`Tcb::burst_sent`]).
     new_data_sent: bool,
     persist_backoff: u32,
+    /// Window probes sent since the peer last answered anything (Linux's `icsk_probes_out`):
+    /// `TcpConfig::max_retries` of them unanswered end the connection.
+    probes_out: u32,
+    /// When the first window probe of the present closed window went (Linux's
+    /// `icsk_probes_tstamp`): the user timeout counts from it.
+    probe_since: Option<Instant>,
     keepalive_probes: u32,
     pub(crate) keepalive: bool,
     /// Keep-alive's idle time, interval and probes for this connection (`TCP_KEEPIDLE`,
@@ -703,6 +709,8 @@ impl<A: IpAddress> Tcb<A> {
             timers: Timers::default(),
             new_data_sent: false,
             persist_backoff: 0,
+            probes_out: 0,
+            probe_since: None,
             keepalive_probes: 0,
             keepalive: false,
             keepalive_times: None,
@@ -884,7 +892,7 @@ impl<A: IpAddress> Tcb<A> {
             min_rtt: (a.min_rtt > 0).then(|| Duration::from_nanos(a.min_rtt)),
             rto: Duration::from_nanos(self.rto),
             backoff: self.backoff,
-            probes: self.persist_backoff.max(self.keepalive_probes),
+            probes: self.probes_out.max(self.keepalive_probes),
             mss: self.mss,
             advertised_mss: u32::from(self.local_mss),
             path_mtu: self.path_mtu as u32,

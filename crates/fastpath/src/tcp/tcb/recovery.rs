@@ -400,8 +400,6 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             self.tx_seq = self.tx_seq + n;
         }
         self.activity.bytes_acked += u64::from(acked);
-        // Something got through: an ICMP error heard before no longer says why (Linux's `tcp_ack`).
-        self.soft_error = None;
         self.activity.delivered += u64::from(acked.div_ceil(self.mss.max(1)));
         self.unacked_since = (ack != self.snd_max).then_some(cx.now);
         if self.loss_until.is_some_and(|point| ack >= point) {

@@ -114,6 +114,23 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             self.rack_timeout(cx);
         }
         if self.timers.take_due(Timer::Persist, now) {
+            // A peer that answers probes is kept for ever (RFC 1122 §4.2.2.17); one that stops
+            // answering is given up after `max_retries` probes, or at the user timeout from the
+            // first probe, as Linux's `tcp_probe_timer` gives it up.
+            let since = *self.probe_since.get_or_insert(now);
+            let out_of_time = match self.user_timeout {
+                Some(limit) => now.saturating_since(since) >= limit,
+                None => self.probes_out >= cx.cfg.max_retries,
+            };
+            if out_of_time && self.state.is_synchronized() {
+                cx.counters.estab_resets += 1;
+                self.abort(self.soft_error.unwrap_or(io::ErrorKind::TimedOut), cx);
+                return Verdict::Reset {
+                    seq: self.snd_nxt.0,
+                    ack: None,
+                };
+            }
+            self.probes_out += 1;
             self.persist_backoff += 1;
             self.probe = Some(Probe::Window);
         }

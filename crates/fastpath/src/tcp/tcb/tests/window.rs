@@ -431,3 +431,55 @@ fn the_window_restarts_after_idle() {
     assert_eq!(h.send_all().len(), 20);
     assert_eq!(h.tcb.cc.cwnd, 36000);
 }
+
+/// A peer that keeps its window closed and answers the probes is kept for ever (RFC 1122
+/// §4.2.2.17); one that stops answering is given up after `max_retries` unanswered probes, and,
+/// with a user timeout, at the first probe that finds that long since the first, answered or not,
+/// as Linux's `tcp_probe_timer` gives it up.
+#[test]
+fn a_closed_window_is_given_up_only_when_its_probes_go_unanswered() {
+    let closed = |user_timeout: Option<Duration>| {
+        let cfg = TcpConfig {
+            max_retries: 3,
+            ..plain()
+        };
+        let mut h = Harness::established_with(cfg, TcpOptions::default());
+        h.tcb.set_user_timeout(user_timeout);
+        recv!(h, seg(ACK, R, S, 0));
+        h.write(100);
+        send!(h, None);
+        h
+    };
+    // Answered, with the window still closed: ten probes and more, and still there.
+    let mut h = closed(None);
+    for _ in 0..10 {
+        assert_eq!(h.fire(), Verdict::Continue);
+        send!(h, out(ACK, S - 1, R, 65535), 0);
+        recv!(h, seg(ACK, R, S, 0));
+        assert_eq!(h.tcb.info().probes, 0, "answered");
+        send!(h, None);
+    }
+    assert_eq!(h.tcb.state, State::Established);
+    // Unanswered: three probes, and the fourth expiry ends it.
+    let mut h = closed(None);
+    for n in 1..=3 {
+        assert_eq!(h.fire(), Verdict::Continue);
+        send!(h, out(ACK, S - 1, R, 65535), 0);
+        send!(h, None);
+        assert_eq!(h.tcb.info().probes, n);
+    }
+    assert!(matches!(h.fire(), Verdict::Reset { .. }));
+    assert_eq!(h.tcb.take_error(), Some(io::ErrorKind::TimedOut));
+    // A user timeout of one second: probes at 200, 600 and 1400 ms after the write, answered;
+    // the third finds 1.2 s since the first and ends it.
+    let mut h = closed(Some(Duration::from_secs(1)));
+    let t0 = h.now;
+    for _ in 0..2 {
+        assert_eq!(h.fire(), Verdict::Continue);
+        send!(h, out(ACK, S - 1, R, 65535), 0);
+        recv!(h, seg(ACK, R, S, 0));
+        send!(h, None);
+    }
+    assert!(matches!(h.fire(), Verdict::Reset { .. }));
+    assert_eq!(h.now, t0 + Duration::from_millis(1400));
+}
