@@ -83,6 +83,8 @@ drop_reasons! {
     UdpBadChecksum => "udp: bad checksum",
     /// UDP: no socket for the destination port (ICMP port unreachable is sent, rate permitting).
     UdpNoSocket => "udp: no socket",
+    /// UDP: an ICMP error quoting a datagram of no socket of ours (Linux counts it in `InErrors`).
+    UdpIcmpNoSocket => "udp: icmp error for no socket",
     /// UDP over IPv6: a zero checksum, which IPv6 does not allow (RFC 8200 §8.1).
     UdpZeroChecksumIpv6 => "udp: zero checksum over ipv6",
     /// UDP: the socket's receive queue was full.
@@ -231,6 +233,9 @@ drop_reasons! {
     /// TCP: an ICMP error quoting a sequence number not in flight, outside `[SND.UNA, SND.NXT)` (RFC
     /// 5927 §5.2; Linux's `OutOfWindowIcmps`).
     TcpIcmpOutOfWindow => "tcp: icmp quotes a sequence not in flight",
+    /// TCP: an ICMP error quoting a segment of no connection of ours (Linux counts it in
+    /// `InErrors`).
+    TcpIcmpNoConnection => "tcp: icmp error for no connection",
     /// TCP: a segment the state machine has no use for (after the connection's end, a SYN-ACK
     /// without a SYN sent, ...).
     TcpUnexpected => "tcp: unexpected segment",

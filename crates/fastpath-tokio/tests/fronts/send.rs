@@ -264,15 +264,19 @@ async fn interception_holds_confirms_refuses_and_answers_udp() {
     let mut reply = Vec::new();
     conn.read_to_end(&mut reply).await.unwrap();
     assert_eq!(reply, b"hello");
-    // fastpath's connect takes an ICMP host unreachable as a soft error (RFC 1122 §4.2.3.9) and
-    // sends its SYN again, a new held connection, which the proxy refuses.
+    // fastpath's connect, as Linux's, fails at once on the ICMP host unreachable the proxy
+    // answers with; the next one the proxy refuses with a RST.
     let unreachs = || a.with_stack(|s| s.counters().icmp.in_dest_unreachs);
     let before = unreachs();
     let e = TcpStream::connect(&a, "198.51.100.8:443")
         .await
         .unwrap_err();
+    assert_eq!(e.kind(), std::io::ErrorKind::HostUnreachable);
+    assert_eq!(unreachs(), before + 1, "the ICMP error");
+    let e = TcpStream::connect(&a, "198.51.100.9:443")
+        .await
+        .unwrap_err();
     assert_eq!(e.kind(), std::io::ErrorKind::ConnectionRefused);
-    assert_eq!(unreachs(), before + 1, "the ICMP error came first");
     drop(proxy.await.unwrap());
 
     let intercept = UdpIntercept::new(&b);

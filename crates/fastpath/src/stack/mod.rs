@@ -764,9 +764,10 @@ impl Stack {
     }
 
     fn udp_report_error(&mut self, quoted: &Ipv4Repr, head: &[u8; 8], kind: io::ErrorKind) {
-        self.udp
-            .v4
-            .report_error((quoted.src_addr, quoted.dst_addr), head, kind);
+        let addresses = (quoted.src_addr, quoted.dst_addr);
+        if !self.udp.v4.report_error(addresses, head, kind) {
+            self.counters.drops.add(DropReason::UdpIcmpNoSocket);
+        }
     }
 
     /// Input: one TCP segment.

@@ -297,9 +297,13 @@ impl Stack {
             Icmp6Input::Report { quoted, error } => {
                 let addresses = (quoted.ip.src_addr, quoted.ip.dst_addr);
                 if quoted.upper == IpProtocol::Udp {
-                    self.udp
+                    if !self
+                        .udp
                         .v6
-                        .report_error(addresses, &quoted.head, error.kind);
+                        .report_error(addresses, &quoted.head, error.kind)
+                    {
+                        self.counters.drops.add(DropReason::UdpIcmpNoSocket);
+                    }
                 } else {
                     let (tcp, mut cx) = <Ipv6 as TcpFamily>::tcp(self);
                     tcp.report_error(&mut cx, addresses, &quoted.head, error);

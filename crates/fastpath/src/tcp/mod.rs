@@ -608,7 +608,16 @@ impl<N: Network> Tcp<N> {
     ) {
         let local = src.socket(u16::from_be_bytes([head[0], head[1]]));
         let remote = dst.socket(u16::from_be_bytes([head[2], head[3]]));
-        let Some(SocketId(index)) = self.demux.lookup(local, remote) else {
+        let found = self.demux.lookup(local, remote).filter(|&SocketId(index)| {
+            match self.slots.at(index).map(|slot| &slot.entry) {
+                Some(Entry::Conn(t)) => t.local == local && t.remote == remote,
+                // A connection in TIME-WAIT has nothing left to be told (as Linux).
+                Some(Entry::TimeWait(_)) => true,
+                _ => false,
+            }
+        });
+        let Some(SocketId(index)) = found else {
+            cx.counters.drops.add(DropReason::TcpIcmpNoConnection);
             return;
         };
         // Only a connection Fast Open made, still half-open, may wait in an accept queue that
@@ -621,9 +630,6 @@ impl<N: Network> Tcp<N> {
         let Some(tcb) = self.tcb(index) else {
             return;
         };
-        if tcb.local != local || tcb.remote != remote {
-            return;
-        }
         let seq = u32::from_be_bytes([head[4], head[5], head[6], head[7]]);
         let half_open = tcb.state == State::SynReceived && !tcb.fast_open && !tcb.simultaneous_open;
         let plausible = if half_open {

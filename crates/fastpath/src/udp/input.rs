@@ -177,21 +177,23 @@ impl Table<Ipv4> {
 impl<N: Network> Table<N> {
     /// Reports an ICMP error about a datagram this host sent (from `src` to `dst`, the first bytes of
     /// its UDP header in `head`) to the connected socket that sent it; unconnected sockets are not told
-    /// (as in BSD and Linux without `IP_RECVERR`).
+    /// (as in BSD and Linux without `IP_RECVERR`). Returns false when no socket sent it.
     pub(crate) fn report_error(
         &mut self,
         (src, dst): (N::Addr, N::Addr),
         head: &[u8; 8],
         kind: io::ErrorKind,
-    ) {
+    ) -> bool {
         let local = src.socket(u16::from_be_bytes([head[0], head[1]]));
         let remote = dst.socket(u16::from_be_bytes([head[2], head[3]]));
-        if let Some(id) = self.demux.lookup(local, remote) {
-            let socket = self.by_id(id);
-            if socket.pcb.is_connected() {
-                socket.error = Some(kind);
-                self.hints.note(id.0);
-            }
+        let Some(id) = self.demux.lookup(local, remote) else {
+            return false;
+        };
+        let socket = self.by_id(id);
+        if socket.pcb.is_connected() {
+            socket.error = Some(kind);
+            self.hints.note(id.0);
         }
+        true
     }
 }

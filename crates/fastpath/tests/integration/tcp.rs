@@ -1405,3 +1405,31 @@ fn a_host_unreachable_brings_the_next_retransmission_closer() {
         assert_eq!(capture(&mut raw).len(), 1, "sent again then");
     }
 }
+
+/// An ICMP error quoting a segment of no connection (or of a listener, which sends none), or a
+/// datagram of no socket, is counted and does nothing else, as Linux counts it (`InErrors`).
+#[test]
+fn an_icmp_error_about_no_connection_is_counted() {
+    let (mut b, mut raw) = stack_and_raw(StackConfig::default(), plain(1500));
+    b.tcp_listen("10.0.0.2:80", 8).unwrap();
+    let t0 = Instant::from_secs(1);
+    for port in [80u16, 81] {
+        let mut tcp = etherparse::TcpHeader::new(port, 5000, 1000, 64240);
+        tcp.ack = true;
+        let mut segment = Vec::new();
+        etherparse::PacketBuilder::ipv4(B.octets(), A.octets(), 64)
+            .tcp_header(tcp)
+            .write(&mut segment, &[])
+            .unwrap();
+        inject(&mut raw, &icmp_about(&segment, 3, 1, 1000));
+    }
+    // And UDP's, about a datagram of no socket.
+    let datagram = udp_packet(sa(B, 5353), sa(A, 53), b"query");
+    inject(&mut raw, &icmp_about(&datagram, 3, 3, 0));
+    b.poll(t0);
+    let no_connection = fastpath::DropReason::TcpIcmpNoConnection;
+    assert_eq!(b.counters().drops.get(no_connection), 2);
+    let no_socket = fastpath::DropReason::UdpIcmpNoSocket;
+    assert_eq!(b.counters().drops.get(no_socket), 1);
+    assert!(capture(&mut raw).is_empty());
+}
