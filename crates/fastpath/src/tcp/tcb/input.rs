@@ -177,6 +177,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             self.timers
                 .set(Timer::KeepAlive, cx.now + self.keepalive_times(cx.cfg).0);
             self.keepalive_probes = 0;
+            self.heard_at = cx.now;
         }
     }
 

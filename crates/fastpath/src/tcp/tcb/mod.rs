@@ -543,6 +543,8 @@ pub(crate) struct Tcb<A: IpAddress = Ipv4Addr> {
     /// `icsk_probes_tstamp`): the user timeout counts from it.
     probe_since: Option<Instant>,
     keepalive_probes: u32,
+    /// With keep-alive on, when the peer was last heard from (or keep-alive turned on).
+    heard_at: Instant,
     pub(crate) keepalive: bool,
     /// Keep-alive's idle time, interval and probes for this connection (`TCP_KEEPIDLE`,
     /// `TCP_KEEPINTVL`, `TCP_KEEPCNT`), instead of the stack's [`TcpConfig::keepalive`].
@@ -712,6 +714,7 @@ impl<A: IpAddress> Tcb<A> {
             probes_out: 0,
             probe_since: None,
             keepalive_probes: 0,
+            heard_at: Instant::ZERO,
             keepalive: false,
             keepalive_times: None,
             syn_retries: None,

@@ -136,7 +136,15 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
         }
         if self.timers.take_due(Timer::KeepAlive, now) {
             let (_, interval, probes) = self.keepalive_times(cx.cfg);
-            if self.keepalive_probes >= probes {
+            // With a user timeout, the time since the peer was last heard decides, once a probe
+            // has gone, as Linux's `tcp_keepalive_timer`; else the probes unanswered.
+            let out_of_time = match self.user_timeout {
+                Some(limit) => {
+                    self.keepalive_probes > 0 && now.saturating_since(self.heard_at) >= limit
+                }
+                None => self.keepalive_probes >= probes,
+            };
+            if out_of_time {
                 cx.counters.estab_resets += 1;
                 self.abort(self.soft_error.unwrap_or(io::ErrorKind::TimedOut), cx);
                 return Verdict::Reset {
@@ -155,6 +163,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
     pub(crate) fn set_keepalive(&mut self, on: bool, now: Instant, idle: Duration) {
         self.keepalive = on;
         if on {
+            self.heard_at = now;
             self.timers.set(Timer::KeepAlive, now + idle);
         } else {
             self.timers.clear(Timer::KeepAlive);

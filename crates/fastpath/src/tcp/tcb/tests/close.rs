@@ -264,3 +264,27 @@ fn keep_alive_probes_then_gives_up() {
     assert_eq!(h.fire(), Verdict::Reset { seq: S, ack: None });
     assert_eq!(h.tcb.error, Some(io::ErrorKind::TimedOut));
 }
+
+/// With a user timeout, keep-alive gives up by the time since the peer was last heard, once a
+/// probe has gone unanswered, whatever the probe count, as Linux's `tcp_keepalive_timer` does:
+/// idle 10 s, probes 5 s apart, a user timeout of 12 s: a probe at 10 s, and the end at 15 s
+/// (where nine probes would take until 55 s).
+#[test]
+fn keep_alive_with_a_user_timeout_gives_up_by_time() {
+    let mut h = Harness::established();
+    let t0 = h.now;
+    h.tcb.set_keepalive(true, t0, Duration::from_secs(10));
+    h.tcb.set_keepalive_times(
+        Some((Duration::from_secs(10), Duration::from_secs(5), 9)),
+        t0,
+        &h.cfg.clone(),
+    );
+    h.tcb.set_user_timeout(Some(Duration::from_secs(12)));
+    recv!(h, seg(ACK, R, S, 65535));
+    assert_eq!(h.fire(), Verdict::Continue);
+    assert_eq!(h.now, t0 + Duration::from_secs(10));
+    send!(h, out(ACK, S - 1, R, 65535));
+    assert_eq!(h.fire(), Verdict::Reset { seq: S, ack: None });
+    assert_eq!(h.now, t0 + Duration::from_secs(15));
+    assert_eq!(h.tcb.error, Some(io::ErrorKind::TimedOut));
+}
