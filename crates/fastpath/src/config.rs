@@ -142,6 +142,11 @@ pub struct TcpConfig {
     /// doubling up to `max_rto`, as Linux counts `tcp_retries2` (by time, whatever the
     /// connection's own RTO; 522.2 s for 15 under these defaults).
     pub max_retries: u32,
+    /// `max_retries` for a connection the application has closed with data unacknowledged (an
+    /// orphan, which nobody waits for), and the window probes it sends unanswered: Linux's
+    /// `tcp_orphan_retries` (8 where the sysctl says 0), so that orphans, which hold buffers no
+    /// one reads, are given up sooner (102.2 s of retransmissions under the defaults).
+    pub orphan_retries: u32,
     /// Retransmissions of a SYN before a connect fails.
     pub syn_retries: u32,
     /// The maximum segment lifetime; TIME-WAIT lasts twice this (RFC 9293 §3.4.2).
@@ -303,6 +308,7 @@ impl Default for TcpConfig {
             initial_rto: Duration::from_secs(1),
             max_rto: Duration::from_secs(60),
             max_retries: 15,
+            orphan_retries: 8,
             syn_retries: 6,
             msl: Duration::from_secs(30),
             fin_wait2_timeout: Duration::from_secs(60),

@@ -644,8 +644,19 @@ impl<A: IpAddress> Tcb<A> {
     /// as Linux's `retransmits_timed_out`, so that a connection whose RTO an ICMP unreachable kept
     /// short (RFC 6069) is not abandoned sooner than another.
     fn retries_timed_out(&self, now: Instant, cfg: &TcpConfig) -> bool {
+        let retries = self.retry_limit(cfg);
         self.retry_since
-            .is_some_and(|since| now.saturating_since(since) >= give_up_after(cfg))
+            .is_some_and(|since| now.saturating_since(since) >= give_up_after(cfg, retries))
+    }
+
+    /// How many retransmission timeouts (or window probes unanswered) this connection takes:
+    /// `max_retries`, or `orphan_retries` once the application has closed it.
+    pub(super) fn retry_limit(&self, cfg: &TcpConfig) -> u32 {
+        if self.orphan {
+            cfg.orphan_retries
+        } else {
+            cfg.max_retries
+        }
     }
 
     /// A network or host unreachable quoting `seq` arrived (RFC 6069, as Linux's
@@ -692,19 +703,20 @@ fn rto_of(srtt: u64, rttvar: u64, cfg: &TcpConfig) -> u64 {
     (srtt + (rttvar * 4).max(floor)).clamp(min_rto, nanos(cfg.max_rto))
 }
 
-/// How long a synchronized connection retransmits before it gives up: what `max_retries`
-/// timeouts take from `min_rto`, doubling up to `max_rto` (Linux's `tcp_model_timeout`): 522.2 s
-/// under the defaults, 15 from 200 ms up to 60 s (Linux's ceiling of 120 s makes its 924.6 s).
-pub(crate) fn give_up_after(cfg: &TcpConfig) -> Duration {
+/// How long a synchronized connection retransmits before it gives up: what `retries` timeouts
+/// take from `min_rto`, doubling up to `max_rto` (Linux's `tcp_model_timeout`): 522.2 s for
+/// `max_retries` under the defaults, 15 from 200 ms up to 60 s (Linux's ceiling of 120 s makes its
+/// 924.6 s), 102.2 s for an orphan's 8.
+pub(crate) fn give_up_after(cfg: &TcpConfig, retries: u32) -> Duration {
     let base = cfg.min_rto.max(Duration::from_micros(1));
     let max = cfg.max_rto.max(base);
     // Doublings before the ceiling (Linux's `linear_backoff_thresh`).
     let doublings = (max.as_nanos() / base.as_nanos()).ilog2();
     let exponential = |n: u32| base.saturating_mul(((2u64 << n.min(31)) - 1) as u32);
-    if cfg.max_retries <= doublings {
-        exponential(cfg.max_retries)
+    if retries <= doublings {
+        exponential(retries)
     } else {
-        exponential(doublings).saturating_add(max.saturating_mul(cfg.max_retries - doublings))
+        exponential(doublings).saturating_add(max.saturating_mul(retries - doublings))
     }
 }
 

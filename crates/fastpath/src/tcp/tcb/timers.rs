@@ -115,12 +115,12 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
         }
         if self.timers.take_due(Timer::Persist, now) {
             // A peer that answers probes is kept for ever (RFC 1122 §4.2.2.17); one that stops
-            // answering is given up after `max_retries` probes, or at the user timeout from the
-            // first probe, as Linux's `tcp_probe_timer` gives it up.
+            // answering is given up after `max_retries` probes (an orphan's `orphan_retries`), or
+            // at the user timeout from the first probe, as Linux's `tcp_probe_timer` gives it up.
             let since = *self.probe_since.get_or_insert(now);
             let out_of_time = match self.user_timeout {
                 Some(limit) => now.saturating_since(since) >= limit,
-                None => self.probes_out >= cx.cfg.max_retries,
+                None => self.probes_out >= self.retry_limit(cx.cfg),
             };
             if out_of_time && self.state.is_synchronized() {
                 cx.counters.estab_resets += 1;

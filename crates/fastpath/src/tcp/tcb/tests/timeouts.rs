@@ -89,15 +89,20 @@ fn the_user_timeout_counts_from_the_data_not_from_the_handshake() {
 #[test]
 fn retransmissions_give_up_by_time_not_by_count() {
     use crate::tcp::tcb::recovery::give_up_after;
+    let defaults = TcpConfig::default();
     assert_eq!(
-        give_up_after(&TcpConfig::default()),
+        give_up_after(&defaults, defaults.max_retries),
         Duration::from_millis(522_200)
+    );
+    assert_eq!(
+        give_up_after(&defaults, defaults.orphan_retries),
+        Duration::from_millis(102_200)
     );
     let cfg = TcpConfig {
         max_retries: 2,
         ..plain()
     };
-    assert_eq!(give_up_after(&cfg), Duration::from_millis(1400));
+    assert_eq!(give_up_after(&cfg, 2), Duration::from_millis(1400));
     let mut h = Harness::established_with(cfg, TcpOptions::default());
     h.tcb.rto = 1_000_000_000;
     let t0 = h.now;
@@ -143,4 +148,29 @@ fn an_unreachable_about_the_segment_retransmitted_undoes_a_doubling() {
     );
     assert_eq!(h.fire(), Verdict::Continue);
     assert_eq!(h.send_all().len(), 1, "sent again at once");
+}
+
+/// An orphan (closed by the application with data unacknowledged) takes `orphan_retries`, not
+/// `max_retries`, as Linux's `tcp_orphan_retries`: with one, it is given up at the second timeout
+/// (0.6 s from 200 ms), where a connection the application holds goes on.
+#[test]
+fn an_orphan_is_given_up_after_its_own_retries() {
+    for orphan in [false, true] {
+        let cfg = TcpConfig {
+            orphan_retries: 1,
+            ..plain()
+        };
+        let mut h = Harness::established_with(cfg, TcpOptions::default());
+        h.write(100);
+        h.send_all();
+        h.tcb.orphan = orphan;
+        assert_eq!(h.fire(), Verdict::Continue);
+        h.send_all();
+        let second = h.fire();
+        assert_eq!(
+            matches!(second, Verdict::Reset { .. }),
+            orphan,
+            "orphan {orphan}"
+        );
+    }
 }
