@@ -537,7 +537,8 @@ pub(crate) struct Tcb<A: IpAddress = Ipv4Addr> {
     new_data_sent: bool,
     persist_backoff: u32,
     /// Window probes sent since the peer last answered anything (Linux's `icsk_probes_out`):
-    /// `TcpConfig::max_retries` of them unanswered end the connection.
+    /// `TcpConfig::max_retries` of them unanswered (an orphan's `orphan_retries`) end the
+    /// connection.
     probes_out: u32,
     /// When the first window probe of the present closed window went (Linux's
     /// `icsk_probes_tstamp`): the user timeout counts from it.
