@@ -24,6 +24,12 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             self.challenge_ack(cx);
             return false;
         }
+        if ack >= self.snd_una {
+            // The peer answers (an ACK that is not old, Linux's `tcp_ack`): no probe is
+            // unanswered, and an ICMP error heard before no longer says why nothing moves.
+            self.probes_out = 0;
+            self.soft_error = None;
+        }
         self.take_timestamp(seg);
         let una_before = self.snd_una;
         let sacked_before = self.scoreboard.sacked_bytes();

@@ -174,3 +174,24 @@ fn an_orphan_is_given_up_after_its_own_retries() {
         );
     }
 }
+
+/// A soft ICMP error is forgotten at any ACK that is not old, even one on a segment that takes no
+/// window (out of order, below one that came before), as Linux's `tcp_ack` forgets it; an old ACK
+/// leaves it.
+#[test]
+fn a_soft_error_is_forgotten_at_the_peers_next_ack() {
+    let mut h = Harness::established();
+    h.write(100);
+    h.send_all();
+    recv!(h, seg(ACK, R, S + 100, 65535));
+    recv!(h, seg(ACK, R + 1000, S + 100, 65535), b"far");
+    h.tcb.soft_error = Some(io::ErrorKind::HostUnreachable);
+    recv!(h, seg(ACK, R, S, 65535));
+    assert_eq!(
+        h.tcb.soft_error,
+        Some(io::ErrorKind::HostUnreachable),
+        "old"
+    );
+    recv!(h, seg(ACK, R + 500, S + 100, 65535), b"middle");
+    assert_eq!(h.tcb.soft_error, None);
+}
