@@ -9,7 +9,8 @@ use std::time::Duration;
 use crate::addr::IpAddress;
 use crate::buf::PacketBuf;
 use crate::link::LinkCapabilities;
-use crate::route::InterfaceId;
+use crate::pmtu::PathMtuCache;
+use crate::route::{InterfaceId, RoutingTable};
 use crate::secret::SecretKey;
 use crate::stats::DropReason;
 use crate::time::Instant;
@@ -66,6 +67,15 @@ pub(crate) trait Transmit {
         next_hop: A,
         packet: PacketBuf,
     ) -> usize;
+}
+
+/// When an IP layer's routing state next changes by itself: the earlier of the next path MTU's
+/// end and the next redirect's (each IP layer keeps it, as the stack asks at every poll).
+pub(crate) fn routes_deadline<A: IpAddress>(
+    path_mtu: &PathMtuCache<A>,
+    routes: &RoutingTable<A>,
+) -> Option<Instant> {
+    crate::time::earlier(path_mtu.next_expiry(), routes.next_expiry())
 }
 
 /// An ICMP error about a packet a transport sent, as the transport is told of it: the error, and

@@ -212,11 +212,11 @@ impl Ipv4 {
         addr.is_broadcast() || self.ifaces.iter().any(|f| f.broadcast == Some(addr))
     }
 
-    /// The earliest reassembly timeout or path MTU expiry.
+    /// The earliest reassembly timeout, path MTU expiry or redirect's end.
     pub(crate) fn next_deadline(&self) -> Option<Instant> {
         #[cfg(test)]
         {
-            let due = crate::time::earlier(self.path_mtu.next_expiry(), self.routes.next_expiry());
+            let due = crate::ip::routes_deadline(&self.path_mtu, &self.routes);
             assert!(
                 due.is_none_or(|due| self.routes_deadline.is_some_and(|kept| kept <= due)),
                 "the kept deadline is never later than what it keeps"
@@ -235,8 +235,7 @@ impl Ipv4 {
 
     /// Works out [`Self::routes_deadline`] again after a path MTU or a redirect came or went.
     fn routes_changed(&mut self) {
-        self.routes_deadline =
-            crate::time::earlier(self.path_mtu.next_expiry(), self.routes.next_expiry());
+        self.routes_deadline = crate::ip::routes_deadline(&self.path_mtu, &self.routes);
     }
 
     /// A "fragmentation needed" said datagrams to `dst` (whose first hop takes `link_mtu`) must be at

@@ -284,11 +284,11 @@ impl Ipv6 {
             .any(|c| u128::from(c.addr) & 0xff_ffff == low)
     }
 
-    /// The earliest reassembly timeout or path MTU expiry.
+    /// The earliest reassembly timeout, path MTU expiry or redirect's end.
     pub(crate) fn next_deadline(&self) -> Option<Instant> {
         #[cfg(test)]
         {
-            let due = crate::time::earlier(self.path_mtu.next_expiry(), self.routes.next_expiry());
+            let due = crate::ip::routes_deadline(&self.path_mtu, &self.routes);
             assert!(
                 due.is_none_or(|due| self.routes_deadline.is_some_and(|kept| kept <= due)),
                 "the kept deadline is never later than what it keeps"
@@ -321,8 +321,7 @@ impl Ipv6 {
 
     /// Works out [`Self::routes_deadline`] again after a path MTU or a redirect came or went.
     fn routes_changed(&mut self) {
-        self.routes_deadline =
-            crate::time::earlier(self.path_mtu.next_expiry(), self.routes.next_expiry());
+        self.routes_deadline = crate::ip::routes_deadline(&self.path_mtu, &self.routes);
     }
 
     /// A packet too big said packets to `dst` must be at most `mtu` bytes (RFC 8201 §4): learned

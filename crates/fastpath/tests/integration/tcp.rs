@@ -1325,26 +1325,24 @@ fn a_soft_error_is_what_a_connection_that_times_out_reports() {
     for acked_after in [false, true] {
         let (mut b, mut raw) = stack_and_raw(StackConfig::default(), plain(1500));
         let t0 = Instant::from_secs(1);
-        let listener = b.tcp_listen("10.0.0.2:80", 8).unwrap();
-        inject(&mut raw, &from_a(1000, None, "S"));
-        b.poll(t0);
-        let iss = tcp_headers(&capture(&mut raw))[0].sequence_number;
-        inject(&mut raw, &from_a(1001, Some(iss + 1), ""));
-        b.poll(t0);
-        let (s, _) = b.tcp_listener(listener).accept().unwrap();
+        let (s, peer_next, next) = raw_connection(&mut b, &mut raw);
         b.tcp(s)
             .set_user_timeout(Some(Duration::from_secs(5)))
             .unwrap();
         b.tcp(s).write(b"hello").unwrap();
         b.poll(t0);
         let out = capture(&mut raw);
-        inject(&mut raw, &icmp_about(&out[0], 3, 1, iss + 1));
+        inject(&mut raw, &icmp_about(&out[0], 3, 1, next));
         b.poll(t0);
         assert_eq!(b.tcp(s).state().unwrap(), State::Established, "soft");
         if acked_after {
             b.tcp(s).write(b"again").unwrap();
             b.poll(t0);
-            inject(&mut raw, &from_a(1001, Some(iss + 6), ""));
+            let ack = Some(next.wrapping_add(5));
+            inject(
+                &mut raw,
+                &raw_tcp(sa(A, 1000), sa(B, 80), peer_next, ack, false, &[]),
+            );
             b.poll(t0);
         }
         let mut t = t0;
@@ -1371,13 +1369,7 @@ fn a_host_unreachable_brings_the_next_retransmission_closer() {
     for code in [3, 1] {
         let (mut b, mut raw) = stack_and_raw(StackConfig::default(), plain(1500));
         let t0 = Instant::from_secs(1);
-        let listener = b.tcp_listen("10.0.0.2:80", 8).unwrap();
-        inject(&mut raw, &from_a(1000, None, "S"));
-        b.poll(t0);
-        let iss = tcp_headers(&capture(&mut raw))[0].sequence_number;
-        inject(&mut raw, &from_a(1001, Some(iss + 1), ""));
-        b.poll(t0);
-        let (s, _) = b.tcp_listener(listener).accept().unwrap();
+        let (s, _, next) = raw_connection(&mut b, &mut raw);
         b.tcp(s).write(b"hello").unwrap();
         b.poll(t0);
         let first = capture(&mut raw);
@@ -1390,7 +1382,7 @@ fn a_host_unreachable_brings_the_next_retransmission_closer() {
             assert_eq!(capture(&mut raw).len(), 1, "a retransmission");
         }
         assert_eq!(b.next_deadline(), Some(last + rto * 4));
-        inject(&mut raw, &icmp_about(&first[0], 3, code, iss + 1));
+        inject(&mut raw, &icmp_about(&first[0], 3, code, next));
         b.poll(last);
         let reverted = code == 1;
         let next = if reverted {

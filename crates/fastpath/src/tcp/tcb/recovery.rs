@@ -606,21 +606,12 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             self.retries > self.syn_retries(cx.cfg)
         };
         if out_of_time {
-            let synchronized = self.state.is_synchronized();
-            if synchronized {
-                cx.counters.estab_resets += 1;
-            } else {
-                cx.counters.attempt_fails += 1;
+            if self.state.is_synchronized() {
+                return self.time_out(cx);
             }
+            cx.counters.attempt_fails += 1;
             self.abort(self.soft_error.unwrap_or(io::ErrorKind::TimedOut), cx);
-            return if synchronized {
-                Verdict::Reset {
-                    seq: self.snd_nxt.0,
-                    ack: None,
-                }
-            } else {
-                Verdict::Remove
-            };
+            return Verdict::Remove;
         }
         // Back off (RFC 6298 §5.5) and go back to the first unacknowledged byte.
         self.rto = self.rto.saturating_mul(2).min(nanos(cx.cfg.max_rto));
@@ -644,6 +635,18 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
 }
 
 impl<A: IpAddress> Tcb<A> {
+    /// A synchronized connection gives up (its retransmissions, window probes or keep-alive
+    /// probes ran out): counted, ended with the ICMP error last heard or "timed out" (Linux's
+    /// `tcp_write_err`), and a RST for the peer.
+    pub(super) fn time_out(&mut self, cx: &mut Cx) -> Verdict {
+        cx.counters.estab_resets += 1;
+        self.abort(self.soft_error.unwrap_or(io::ErrorKind::TimedOut), cx);
+        Verdict::Reset {
+            seq: self.snd_nxt.0,
+            ack: None,
+        }
+    }
+
     /// Whether a synchronized connection's retransmissions have run out of time: as long as
     /// `max_retries` of them take from the least RTO, doubling up to the greatest
     /// ([`give_up_after`]), since the first timeout's timer started. By time rather than by count,

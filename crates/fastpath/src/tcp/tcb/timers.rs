@@ -123,12 +123,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
                 None => self.probes_out >= self.retry_limit(cx.cfg),
             };
             if out_of_time && self.state.is_synchronized() {
-                cx.counters.estab_resets += 1;
-                self.abort(self.soft_error.unwrap_or(io::ErrorKind::TimedOut), cx);
-                return Verdict::Reset {
-                    seq: self.snd_nxt.0,
-                    ack: None,
-                };
+                return self.time_out(cx);
             }
             self.probes_out += 1;
             self.persist_backoff += 1;
@@ -145,12 +140,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
                 None => self.keepalive_probes >= probes,
             };
             if out_of_time {
-                cx.counters.estab_resets += 1;
-                self.abort(self.soft_error.unwrap_or(io::ErrorKind::TimedOut), cx);
-                return Verdict::Reset {
-                    seq: self.snd_nxt.0,
-                    ack: None,
-                };
+                return self.time_out(cx);
             }
             self.keepalive_probes += 1;
             self.timers.set(Timer::KeepAlive, now + interval);
