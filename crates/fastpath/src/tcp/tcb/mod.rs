@@ -413,6 +413,9 @@ pub(crate) struct Tcb<A: IpAddress = Ipv4Addr> {
     pub(crate) soft_error: Option<io::ErrorKind>,
     /// ACKs left to send at once in quick-ACK mode (`TcpConfig::quick_ack`).
     quick_acks: u8,
+    /// Data arrived (in order, out of order or again) since the last ACK went: that ACK spends
+    /// one of `quick_acks` (Linux's `ICSK_ACK_SCHED`).
+    ack_scheduled: bool,
     /// When in-order data last arrived (none yet: the first starts quick-ACK mode, and nothing sent
     /// before it makes the connection interactive); a silence longer than the RTO restarts quick-ACK
     /// mode.
@@ -650,6 +653,7 @@ impl<A: IpAddress> Tcb<A> {
             simultaneous_open: false,
             soft_error: None,
             quick_acks: 0,
+            ack_scheduled: false,
             last_data_in: None,
             pingpong: false,
             snd_sml: iss,

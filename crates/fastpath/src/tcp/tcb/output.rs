@@ -763,6 +763,11 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
                 repr.options.sack_count = n as u8;
             }
             self.last_ack_sent = self.rcv_nxt;
+            // An ACK of data that called for one spends a quick ACK (Linux's
+            // `tcp_dec_quickack_mode`, since 6.6: one per ACK of new data, whatever it covers).
+            if std::mem::take(&mut self.ack_scheduled) {
+                self.quick_acks = self.quick_acks.saturating_sub(1);
+            }
             self.ack_now = false;
             self.timers.clear(Timer::DelayedAck);
             self.unacked_segments = 0;

@@ -9,6 +9,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
     pub(super) fn data_arrived(&mut self, len: u32, cx: &mut Cx) {
         // A large segment (coalesced by the link) counts as the full-sized segments it holds.
         self.unacked_segments += (len / self.mss.max(1)).max(1);
+        self.ack_scheduled |= len > 0;
         if cx.cfg.quick_ack && !self.pingpong {
             // Linux's quick-ACK mode (`tcp_event_data_recv`, `tcp_incr_quickack`): the first data
             // of a connection, and data after a silence longer than the RTO, start a run of ACKs
@@ -26,7 +27,8 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             }
             self.last_data_in = Some(cx.now);
             if self.quick_acks > 0 && len > 0 {
-                self.quick_acks -= 1;
+                // Spent by the ACK that goes (`finish_with`), not by the segment: one ACK for a
+                // flight that arrived in one poll is one quick ACK, as for Linux's GRO packet.
                 self.ack_now = true;
                 return;
             }
@@ -75,6 +77,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
                 self.fin_arrived(cx);
             } else if had_holes {
                 // Filling a hole is acknowledged at once (RFC 5681 §4.2).
+                self.ack_scheduled = true;
                 self.ack_now = true;
                 self.ack_immediately = true;
             } else {
@@ -94,6 +97,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             }
             // Out of order: a duplicate ACK at once, with SACK blocks (RFC 5681 §4.2), not
             // coalesced with the batch: the sender counts them for fast retransmit.
+            self.ack_scheduled = true;
             self.ack_now = true;
             self.ack_immediately = true;
         }
@@ -115,6 +119,7 @@ impl<A: crate::addr::IpAddress> Tcb<A> {
             self.quick_acks = self.quick_acks.max(half_window.clamp(2, QUICK_ACKS) as u8);
             self.pingpong = false;
         }
+        self.ack_scheduled = true;
         self.ack_now = true;
     }
 

@@ -364,6 +364,42 @@ fn quick_ack_mode_acknowledges_the_first_segments_at_once() {
     assert_eq!(ack.ack, seq + 100);
 }
 
+/// A quick ACK is spent by each ACK sent, not by each segment (Linux's `tcp_dec_quickack_mode`
+/// since 6.6): segments taken in together (a GRO packet's, or one poll's) and answered by one ACK
+/// spend one. After 8 flights of three segments, 8 of the 16 are left: 8 lone segments are
+/// acknowledged at once, and the next waits for the delayed-ACK timer.
+#[test]
+fn a_quick_ack_is_spent_by_an_ack_not_by_a_segment() {
+    let cfg = TcpConfig {
+        quick_ack: true,
+        ..plain()
+    };
+    let mut h = Harness::established_with(cfg, TcpOptions::default());
+    let mut seq = R;
+    for i in 0..8u32 {
+        for _ in 0..3 {
+            recv!(h, seg(ACK, seq, S, 65535), &[0; 100]);
+            seq += 100;
+        }
+        let (ack, _) = h
+            .send()
+            .unwrap_or_else(|| panic!("flight {i} acknowledged at once"));
+        assert_eq!(ack.ack, seq);
+        send!(h, None);
+    }
+    for i in 0..8u32 {
+        recv!(h, seg(ACK, seq, S, 65535), &[0; 100]);
+        seq += 100;
+        let (ack, _) = h
+            .send()
+            .unwrap_or_else(|| panic!("lone segment {i} acknowledged at once"));
+        assert_eq!(ack.ack, seq);
+    }
+    recv!(h, seg(ACK, seq, S, 65535), &[0; 100]);
+    send!(h, None);
+    assert_eq!(h.tcb.deadline(), Some(h.now + Duration::from_millis(40)));
+}
+
 /// Linux's pingpong mode: a connection that answers data within the delayed-ACK time is interactive,
 /// and the peer's next data waits for the delayed ACK (to ride on the answer) even in quick-ACK mode;
 /// the delayed-ACK timer firing ends it.
