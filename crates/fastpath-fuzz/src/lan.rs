@@ -13,7 +13,7 @@ use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::Duration;
 
 use fastpath::buf::PacketBuf;
-use fastpath::config::{EthernetConfig, NeighborConfig};
+use fastpath::config::{EthernetConfig, NeighborConfig, TemporaryAddresses, TemporaryMode};
 use fastpath::link::{Impairments, Link, LinkCapabilities, PairEnd};
 use fastpath::wire::MacAddr;
 use fastpath::{Instant, InterfaceId, Ipv4Cidr, Stack, StackConfig};
@@ -81,13 +81,24 @@ struct Host {
 }
 
 impl Host {
-    fn new() -> Host {
+    /// A host past its duplicate checks; `private` forms its addresses as a host that hides its
+    /// hardware address does (RFC 7217's stable identifiers, RFC 8981's temporary addresses).
+    fn new(private: bool) -> Host {
         let config = StackConfig {
             ethernet: EthernetConfig {
                 neighbor: NeighborConfig {
                     max_entries: MAX_ENTRIES,
                     queue_bytes: 4096,
                     ..NeighborConfig::default()
+                },
+                stable_privacy: private,
+                temporary: TemporaryAddresses {
+                    mode: if private {
+                        TemporaryMode::Prefer
+                    } else {
+                        TemporaryMode::Off
+                    },
+                    ..TemporaryAddresses::default()
                 },
                 ..EthernetConfig::default()
             },
@@ -138,6 +149,10 @@ impl Host {
             eth.nd_cache().len() <= MAX_ENTRIES,
             "ND cache past its bound"
         );
+        // The link-local and the given address, and at most 16 formed from prefixes and 16
+        // temporary ones.
+        let addrs = self.stack.ipv6_addresses(ETH).len();
+        assert!(addrs <= 2 + 16 + 16, "{addrs} IPv6 addresses");
     }
 }
 
@@ -250,7 +265,9 @@ fn frame(input: &mut Input<'_>) -> Vec<u8> {
 pub fn lan(data: &[u8]) {
     let mut input = Input::new(data);
     let mode = input.u8();
-    let mut h = Host::new();
+    // Private addresses in the programs only: one frame into a quiet host checks answers, and an
+    // advertisement of several prefixes starts a duplicate check for each address it gives.
+    let mut h = Host::new(mode & 1 == 1);
     if mode & 1 == 0 {
         let f = frame(&mut input);
         h.raw.transmit(&mut vec![PacketBuf::from_slice(&f)]);

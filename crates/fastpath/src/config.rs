@@ -508,6 +508,51 @@ pub struct EthernetConfig {
     /// hardware address (RFC 4862 §5.5.3). The link-local address is formed the same way, from
     /// `fe80::/64`, as Linux forms it under `addr_gen_mode` 2 and 3.
     pub stable_privacy: bool,
+    /// Temporary addresses (RFC 8981), beside the address each advertised prefix gives.
+    pub temporary: TemporaryAddresses,
+}
+
+/// Whether temporary addresses are formed and preferred (Linux's `use_tempaddr`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TemporaryMode {
+    /// None (`use_tempaddr` 0, Linux's default).
+    #[default]
+    Off,
+    /// Formed, but the prefix's stable address is the source of new traffic (`use_tempaddr` 1).
+    Form,
+    /// Formed and preferred as the source of new traffic to global destinations (`use_tempaddr`
+    /// 2; RFC 6724 §5's rule 7).
+    Prefer,
+}
+
+/// RFC 8981's temporary addresses: for each prefix a router advertises for autoconfiguration,
+/// an address whose interface identifier is random (a keyed hash, under a key drawn afresh for
+/// each stack, of the prefix, a count and the time, §3.3.2), so that what one host sends from
+/// one network cannot be linked over time by its address. Each is preferred for at most
+/// `preferred_lifetime` less a random part of it (§3.8's `DESYNC_FACTOR`, up to 0.4 of it, so
+/// that hosts do not all change at once) and valid for at most `valid_lifetime`, never beyond
+/// the prefix's own lifetimes; a new one is formed `REGEN_ADVANCE` (2 s plus the time three
+/// duplicate checks take) before the last one is deprecated, and the old one is kept for the
+/// connections that use it until its valid lifetime ends. A duplicate tries another identifier,
+/// three times at most (`TEMP_IDGEN_RETRIES`). At most 16 exist at once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TemporaryAddresses {
+    /// Whether they are formed and preferred as sources.
+    pub mode: TemporaryMode,
+    /// `TEMP_VALID_LIFETIME`: RFC 8981's 2 days (Linux's `temp_valid_lft` is 7).
+    pub valid_lifetime: Duration,
+    /// `TEMP_PREFERRED_LIFETIME`: 1 day, RFC 8981's and Linux's `temp_prefered_lft`.
+    pub preferred_lifetime: Duration,
+}
+
+impl Default for TemporaryAddresses {
+    fn default() -> TemporaryAddresses {
+        TemporaryAddresses {
+            mode: TemporaryMode::Off,
+            valid_lifetime: Duration::from_secs(2 * 86_400),
+            preferred_lifetime: Duration::from_secs(86_400),
+        }
+    }
 }
 
 impl Default for EthernetConfig {
@@ -518,6 +563,7 @@ impl Default for EthernetConfig {
             dad_transmits: 1,
             router_solicitations: 3,
             stable_privacy: false,
+            temporary: TemporaryAddresses::default(),
         }
     }
 }

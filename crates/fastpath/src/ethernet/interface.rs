@@ -22,6 +22,7 @@ use super::neighbor::{NeighborAction, NeighborCache, Resolved};
 use crate::buf::{ChecksumOffload, PacketBuf};
 use crate::checksum;
 pub use crate::config::EthernetConfig;
+use crate::config::TemporaryMode;
 use crate::route::{Ipv4Cidr, Ipv6Cidr};
 use crate::secret::SecretKey;
 use crate::stats::{DropReason, Drops};
@@ -106,6 +107,8 @@ pub struct EthernetCounters {
     pub mld_queries_in: u64,
     /// IPv6 addresses found to be duplicates.
     pub duplicates: u64,
+    /// Temporary addresses formed (RFC 8981), each new identifier counted.
+    pub temporary_formed: u64,
 }
 
 impl std::fmt::Display for EthernetCounters {
@@ -154,7 +157,29 @@ struct Autoconf {
     failed: bool,
     /// RFC 7217's DAD_Counter: duplicates met for this prefix (stable identifiers only).
     dad_counter: u8,
+    /// A temporary address (RFC 8981), not the prefix's own.
+    temporary: Option<Temporary>,
 }
+
+/// What makes an autoconfigured address temporary (RFC 8981).
+#[derive(Clone, Copy, Debug)]
+struct Temporary {
+    /// When it was formed: its lifetimes are bounded from then.
+    created: Instant,
+    /// Its `DESYNC_FACTOR` (§3.8), taken off its preferred lifetime.
+    desync: Duration,
+    /// Its successor was formed (or tried), `REGEN_ADVANCE` before it is deprecated.
+    succeeded: bool,
+    /// Identifiers tried before this one after duplicates (at most `TEMP_IDGEN_RETRIES`).
+    retries: u8,
+}
+
+/// RFC 8981 §3.8's `TEMP_IDGEN_RETRIES`: identifiers tried after a duplicate.
+const TEMP_IDGEN_RETRIES: u8 = 3;
+
+/// Temporary addresses an interface has at most at once (Linux bounds all of an interface's
+/// addresses by `max_addresses`, 16).
+const MAX_TEMPORARY: usize = 16;
 
 /// RFC 7217 §6's IDGEN_RETRIES: identifiers tried after the first, past duplicates or reserved
 /// identifiers.
@@ -171,6 +196,30 @@ impl Autoconf {
     fn deprecated_at(&self, now: Instant) -> bool {
         self.preferred.is_some_and(|t| t <= now)
     }
+
+    /// Whether it is `prefix`'s own address (not a temporary one).
+    fn is_public_of(&self, prefix: Ipv6Addr) -> bool {
+        self.temporary.is_none() && mask(self.cidr.addr, 64) == prefix
+    }
+
+    /// When its successor is due, if it is a temporary address that has none yet.
+    fn regenerate_at(&self, regen_advance: Duration) -> Option<Instant> {
+        let t = self.temporary?;
+        if t.succeeded || self.failed || self.deprecated {
+            return None;
+        }
+        let preferred = self.preferred?;
+        Some(Instant::from_micros(
+            preferred
+                .total_micros()
+                .saturating_sub(regen_advance.as_micros() as u64),
+        ))
+    }
+}
+
+/// The earlier of two lifetimes' ends (`None`: infinite).
+fn sooner(a: Option<Instant>, b: Instant) -> Instant {
+    a.map_or(b, |a| a.min(b))
 }
 
 /// The link-local prefix, `fe80::/64` (RFC 4291 §2.5.6).
@@ -227,6 +276,8 @@ pub struct EthernetInterface {
     /// The link-local address formed with a stable identifier, and the count of duplicates met
     /// it was formed with (none with the EUI-64 identifier).
     stable_link_local: Option<(Ipv6Addr, u8)>,
+    /// The key temporary identifiers are drawn under, when they are on, and how many were drawn.
+    temporary_key: Option<(SecretKey, u64)>,
     /// The earliest deadline of the timers the interface keeps itself (duplicate address
     /// detection, router solicitation, advertised lifetimes, addresses' lifetimes, multicast
     /// reports): worked out when one of them changes, since the stack asks at every poll.
@@ -293,6 +344,7 @@ impl EthernetInterface {
             own_deadline: None,
             privacy_key: None,
             stable_link_local: None,
+            temporary_key: None,
             counters: EthernetCounters::default(),
             drops: Drops::default(),
             dropped: false,
@@ -386,6 +438,121 @@ impl EthernetInterface {
     /// stable identifiers under `key` (see `EthernetConfig::stable_privacy`).
     pub fn set_privacy_key(&mut self, key: SecretKey) {
         self.privacy_key = Some(key);
+    }
+
+    /// Forms temporary addresses (RFC 8981, `EthernetConfig::temporary`) with identifiers drawn
+    /// under `key`, which should be random and not kept from one run to the next.
+    pub fn set_temporary_key(&mut self, key: SecretKey) {
+        self.temporary_key = Some((key, 0));
+    }
+
+    /// Whether `addr` is a temporary address (RFC 8981).
+    pub fn is_temporary(&self, addr: Ipv6Addr) -> bool {
+        self.autoconf
+            .iter()
+            .any(|a| a.cidr.addr == addr && a.temporary.is_some() && !a.failed)
+    }
+
+    /// RFC 8981 §3.8's `REGEN_ADVANCE`: 2 s, and the time three duplicate checks take.
+    fn regen_advance(&self) -> Duration {
+        Duration::from_secs(2)
+            + self.cfg.neighbor.retrans
+                * (u32::from(TEMP_IDGEN_RETRIES) * u32::from(self.cfg.dad_transmits))
+    }
+
+    /// Forms a temporary address for the prefix of the address at `public` (RFC 8981 §3.4), its
+    /// `retries`th after duplicates: an identifier that is neither reserved nor already ours, and
+    /// lifetimes within the prefix address's and the configured ones, less a random `DESYNC_FACTOR`
+    /// off the preferred one. None is formed when the preferred lifetime left would not outlast
+    /// `REGEN_ADVANCE` (§3.4 step 5), or when [`MAX_TEMPORARY`] exist.
+    fn form_temporary(&mut self, public: usize, retries: u8, now: Instant) {
+        let t = self.cfg.temporary;
+        let Some((key, drawn)) = self.temporary_key.as_mut() else {
+            return;
+        };
+        let temporaries = self
+            .autoconf
+            .iter()
+            .filter(|a| a.temporary.is_some())
+            .count();
+        if t.mode == TemporaryMode::Off || temporaries >= MAX_TEMPORARY {
+            return;
+        }
+        let p = self.autoconf[public];
+        let prefix = mask(p.cidr.addr, 64).octets();
+        // §3.3.2: a hash, under the key, of the prefix, the hardware address, a count and the
+        // time; the next count past a reserved identifier or an address we have.
+        let (addr, desync) = loop {
+            *drawn += 1;
+            let mut message = [0u8; 30];
+            message[..8].copy_from_slice(&prefix[..8]);
+            message[8..14].copy_from_slice(&self.arp_if.mac.0);
+            message[14..22].copy_from_slice(&drawn.to_be_bytes());
+            message[22..].copy_from_slice(&now.total_micros().to_be_bytes());
+            let id = key.prf(&message);
+            let mut octets = prefix;
+            octets[8..].copy_from_slice(&id.to_be_bytes());
+            let addr = Ipv6Addr::from(octets);
+            let ours = self.ndp_if.addrs.contains(&addr) || self.ndp_if.tentative.contains(&addr);
+            if !reserved_id(id) && !ours {
+                // DESYNC_FACTOR: up to MAX_DESYNC_FACTOR, 0.4 of the preferred lifetime.
+                let max_desync = t.preferred_lifetime.as_micros() as u64 * 2 / 5;
+                let draw = key.prf(&id.to_be_bytes()) % (max_desync + 1);
+                break (addr, Duration::from_micros(draw));
+            }
+        };
+        let valid = sooner(p.valid, now + t.valid_lifetime);
+        let preferred = sooner(
+            p.preferred,
+            now + t.preferred_lifetime.saturating_sub(desync),
+        );
+        if preferred <= now + self.regen_advance() || valid <= now {
+            return;
+        }
+        let cidr = Ipv6Cidr::new(addr, 64);
+        self.autoconf.push(Autoconf {
+            cidr,
+            preferred: Some(preferred),
+            valid: Some(valid),
+            deprecated: false,
+            failed: false,
+            dad_counter: 0,
+            temporary: Some(Temporary {
+                created: now,
+                desync,
+                succeeded: false,
+                retries,
+            }),
+        });
+        self.counters.temporary_formed += 1;
+        if self.add_ipv6(cidr, now) {
+            self.events.push(EthernetEvent::AddressReady(cidr));
+        }
+    }
+
+    /// A router advertised the prefix of the address at `public` again (RFC 8981 §3.4, §3.5):
+    /// its temporary addresses take its new lifetimes where they are shorter than their own
+    /// bounds (counted from when each was formed), and one is formed if none is preferred.
+    fn renew_temporaries(&mut self, public: usize, now: Instant) {
+        let t = self.cfg.temporary;
+        let p = self.autoconf[public];
+        if t.mode == TemporaryMode::Off || p.failed {
+            return;
+        }
+        let prefix = mask(p.cidr.addr, 64);
+        let mut preferred_one = false;
+        for a in &mut self.autoconf {
+            let Some(tmp) = a.temporary.filter(|_| mask(a.cidr.addr, 64) == prefix) else {
+                continue;
+            };
+            a.valid = Some(sooner(p.valid, tmp.created + t.valid_lifetime));
+            let own = tmp.created + t.preferred_lifetime.saturating_sub(tmp.desync);
+            a.preferred = Some(sooner(p.preferred, own));
+            preferred_one |= !a.failed && !a.deprecated_at(now);
+        }
+        if !preferred_one {
+            self.form_temporary(public, 0, now);
+        }
     }
 
     /// The interface's link-local address (`fe80::/64`): the modified EUI-64 identifier of the
@@ -504,11 +671,13 @@ impl EthernetInterface {
         if !self.advertised.is_empty() {
             at = earliest(at, self.advertised.iter().map(|a| a.2).min());
         }
+        let regen_advance = self.regen_advance();
         for a in &self.autoconf {
             at = earliest(at, a.valid);
             if !a.deprecated && !a.failed {
                 at = earliest(at, a.preferred);
             }
+            at = earliest(at, a.regenerate_at(regen_advance));
         }
         at
     }
@@ -766,6 +935,17 @@ impl EthernetInterface {
         let Some(i) = self.autoconf.iter().position(|a| a.cidr.addr == addr) else {
             return;
         };
+        if let Some(tmp) = self.autoconf[i].temporary {
+            // Another identifier, at most `TEMP_IDGEN_RETRIES` times (RFC 8981 §3.4 step 7).
+            let prefix = mask(addr, 64);
+            self.autoconf.remove(i);
+            let public = self.autoconf.iter().position(|p| p.is_public_of(prefix));
+            if let Some(public) = public.filter(|_| tmp.retries < TEMP_IDGEN_RETRIES) {
+                self.form_temporary(public, tmp.retries + 1, now);
+            }
+            self.own_timers_changed();
+            return;
+        }
         // A stable identifier tries the next count (RFC 7217 §6); an EUI-64 one has no next, and
         // with the tries used up the prefix gives no address.
         let a = &self.autoconf[i];
@@ -1160,10 +1340,7 @@ impl EthernetInterface {
             }
             let prefix = mask(p.prefix, 64);
             let (preferred, valid) = (until(p.preferred_lifetime), until(p.valid_lifetime));
-            let known = self
-                .autoconf
-                .iter()
-                .position(|a| mask(a.cidr.addr, 64) == prefix);
+            let known = self.autoconf.iter().position(|a| a.is_public_of(prefix));
             let i = match known {
                 Some(i) => {
                     let a = &mut self.autoconf[i];
@@ -1185,7 +1362,8 @@ impl EthernetInterface {
                     let cidr = Ipv6Cidr::new(addr, 64);
                     let ours = self.ndp_if.addrs.contains(&cidr.addr)
                         || self.ndp_if.tentative.contains(&cidr.addr);
-                    if p.valid_lifetime == 0 || ours || self.autoconf.len() >= MAX_AUTOCONF {
+                    let formed = self.autoconf.iter().filter(|a| a.temporary.is_none());
+                    if p.valid_lifetime == 0 || ours || formed.count() >= MAX_AUTOCONF {
                         continue;
                     }
                     self.autoconf.push(Autoconf {
@@ -1195,6 +1373,7 @@ impl EthernetInterface {
                         deprecated: false,
                         failed: false,
                         dad_counter,
+                        temporary: None,
                     });
                     if self.add_ipv6(cidr, now) {
                         self.events.push(EthernetEvent::AddressReady(cidr));
@@ -1202,17 +1381,27 @@ impl EthernetInterface {
                     self.autoconf.len() - 1
                 }
             };
-            let a = &mut self.autoconf[i];
-            let deprecated = a.deprecated_at(now);
-            if deprecated != a.deprecated {
-                a.deprecated = deprecated;
-                self.events.push(EthernetEvent::Deprecated {
-                    addr: a.cidr.addr,
-                    deprecated,
-                });
+            self.renew_temporaries(i, now);
+            for j in 0..self.autoconf.len() {
+                if mask(self.autoconf[j].cidr.addr, 64) == prefix {
+                    self.note_deprecation(j, now);
+                }
             }
         }
         self.own_timers_changed();
+    }
+
+    /// Reports the address at `i` deprecated, or preferred again, if that changed by `now`.
+    fn note_deprecation(&mut self, i: usize, now: Instant) {
+        let a = &mut self.autoconf[i];
+        let deprecated = a.deprecated_at(now) && !a.failed;
+        if deprecated != a.deprecated {
+            a.deprecated = deprecated;
+            self.events.push(EthernetEvent::Deprecated {
+                addr: a.cidr.addr,
+                deprecated,
+            });
+        }
     }
 
     /// Deprecates the autoconfigured addresses whose preferred lifetime ran out, and gives up
@@ -1231,14 +1420,22 @@ impl EthernetInterface {
                 }
                 continue;
             }
-            let deprecated = a.deprecated_at(now) && !a.failed;
-            if deprecated != a.deprecated {
-                self.autoconf[i].deprecated = deprecated;
-                self.events.push(EthernetEvent::Deprecated {
-                    addr: a.cidr.addr,
-                    deprecated,
-                });
+            // A temporary address's successor, `REGEN_ADVANCE` before it is deprecated (RFC 8981
+            // §3.5), from the prefix's own address if there still is one.
+            if a.regenerate_at(self.regen_advance())
+                .is_some_and(|t| t <= now)
+            {
+                if let Some(tmp) = self.autoconf[i].temporary.as_mut() {
+                    tmp.succeeded = true;
+                }
+                let prefix = mask(a.cidr.addr, 64);
+                if let Some(public) = self.autoconf.iter().position(|p| p.is_public_of(prefix)) {
+                    if !self.autoconf[public].failed {
+                        self.form_temporary(public, 0, now);
+                    }
+                }
             }
+            self.note_deprecation(i, now);
             i += 1;
         }
     }
@@ -1582,6 +1779,203 @@ mod tests {
             !e.ndp_if.addrs.contains(&cidr.addr),
             "no longer answered for"
         );
+    }
+
+    /// An interface forming temporary addresses (RFC 8981) under a fixed key, checking no
+    /// address for duplicates.
+    fn temporary_host(mode: TemporaryMode) -> EthernetInterface {
+        let mut cfg = host().cfg;
+        cfg.temporary.mode = mode;
+        let mut e = EthernetInterface::new(MAC, cfg);
+        e.set_temporary_key(SecretKey::from_bytes([5; 16]));
+        e
+    }
+
+    /// The temporary addresses the interface has: address, preferred and valid lifetimes' ends,
+    /// deprecated.
+    fn temporaries(e: &EthernetInterface) -> Vec<(Ipv6Addr, Instant, Instant, bool)> {
+        e.autoconf
+            .iter()
+            .filter(|a| a.temporary.is_some())
+            .map(|a| {
+                (
+                    a.cidr.addr,
+                    a.preferred.unwrap(),
+                    a.valid.unwrap(),
+                    a.deprecated,
+                )
+            })
+            .collect()
+    }
+
+    /// RFC 8981: beside the prefix's own address, a temporary one with a random identifier,
+    /// preferred for a day less its random DESYNC_FACTOR (at most 0.4 of a day) and valid for
+    /// two; its successor formed REGEN_ADVANCE before it is deprecated, it then deprecated and
+    /// given up at the end of its two days. Over ten days of a prefix advertised for ever, one
+    /// temporary address is always preferred, and never more than four exist.
+    #[test]
+    fn temporary_addresses_come_and_go_while_the_prefix_lasts() {
+        let day = Duration::from_secs(86_400);
+        let mut e = temporary_host(TemporaryMode::Prefer);
+        let t0 = Instant::from_secs(100);
+        e.autoconfigure(&advert("2001:db8:1::", u32::MAX, u32::MAX), t0);
+        let events = e.take_events();
+        let [EthernetEvent::AddressReady(public), EthernetEvent::AddressReady(temp)] = events[..]
+        else {
+            panic!("{events:?}");
+        };
+        assert_eq!(public.addr, v6(SLAAC));
+        assert_eq!(mask(temp.addr, 64), v6("2001:db8:1::"));
+        assert_ne!(temp.addr, public.addr);
+        assert!(e.is_temporary(temp.addr) && !e.is_temporary(public.addr));
+        assert!(
+            e.is_autoconfigured(temp.addr),
+            "no on-link route of its own"
+        );
+        assert_eq!(e.counters.temporary_formed, 1);
+        let [(addr, preferred, valid, false)] = temporaries(&e)[..] else {
+            panic!("{:?}", temporaries(&e));
+        };
+        assert_eq!(addr, temp.addr);
+        assert_eq!(valid, t0 + 2 * day);
+        assert!(
+            preferred <= t0 + day && preferred >= t0 + day * 3 / 5,
+            "{preferred:?}"
+        );
+        // REGEN_ADVANCE is 2 s with no duplicate checks.
+        let regen = Instant::from_secs(preferred.total_micros() / 1_000_000 - 2);
+        assert!(e.next_deadline().unwrap() <= regen);
+        let mut out = Vec::new();
+        e.poll(regen + Duration::from_secs(1), &mut out);
+        let events = e.take_events();
+        let [EthernetEvent::AddressReady(next)] = events[..] else {
+            panic!("{events:?}");
+        };
+        assert!(e.is_temporary(next.addr) && next.addr != temp.addr);
+        e.poll(preferred, &mut out);
+        assert_eq!(
+            e.take_events(),
+            [EthernetEvent::Deprecated {
+                addr: temp.addr,
+                deprecated: true
+            }]
+        );
+        e.poll(valid, &mut out);
+        assert!(e
+            .take_events()
+            .contains(&EthernetEvent::AddressExpired(temp)));
+        assert!(!e.is_temporary(temp.addr));
+        // Ten days, from deadline to deadline.
+        let mut now = valid;
+        let mut seen = vec![temp.addr, next.addr];
+        while now < t0 + 10 * day {
+            now = e
+                .next_deadline()
+                .expect("a temporary address always has a deadline");
+            e.poll(now, &mut out);
+            e.take_events();
+            let live = temporaries(&e);
+            assert!(live.len() <= 4, "{live:?}");
+            assert!(
+                live.iter().any(|t| !t.3),
+                "one preferred at {now:?}: {live:?}"
+            );
+            for t in live {
+                if !seen.contains(&t.0) {
+                    seen.push(t.0);
+                }
+            }
+        }
+        assert!(
+            seen.len() >= 10,
+            "a new one at least every day: {}",
+            seen.len()
+        );
+        assert_eq!(e.counters.temporary_formed, seen.len() as u64);
+    }
+
+    /// A temporary address lives no longer than its prefix: a shorter advertised lifetime bounds
+    /// it (and one of 0 deprecates it), and none is formed when less than REGEN_ADVANCE of the
+    /// prefix's preferred lifetime is left (RFC 8981 §3.4). Another key draws other identifiers
+    /// and another DESYNC_FACTOR; with the mode off, none is formed.
+    #[test]
+    fn temporary_addresses_live_within_their_prefix() {
+        let t0 = Instant::from_secs(100);
+        let mut e = temporary_host(TemporaryMode::Form);
+        e.autoconfigure(&advert("2001:db8:1::", 600, 3 * 3600), t0);
+        let [(temp, preferred, valid, false)] = temporaries(&e)[..] else {
+            panic!("{:?}", temporaries(&e));
+        };
+        assert_eq!(preferred, t0 + Duration::from_secs(600));
+        assert_eq!(valid, t0 + Duration::from_secs(3 * 3600));
+        // The router says the prefix is deprecated: so is the temporary address, at once.
+        let t1 = t0 + Duration::from_secs(60);
+        e.take_events();
+        e.autoconfigure(&advert("2001:db8:1::", 0, 3 * 3600), t1);
+        let events = e.take_events();
+        assert!(
+            events.contains(&EthernetEvent::Deprecated {
+                addr: temp,
+                deprecated: true
+            }),
+            "{events:?}"
+        );
+        assert_eq!(
+            temporaries(&e).len(),
+            1,
+            "no new one for a deprecated prefix"
+        );
+        // Preferred again for long enough: a new one, since none is preferred.
+        e.autoconfigure(&advert("2001:db8:1::", 3600, 3 * 3600), t1);
+        let events = e.take_events();
+        assert!(events.contains(&EthernetEvent::Deprecated {
+            addr: temp,
+            deprecated: false
+        }));
+        assert_eq!(temporaries(&e).len(), 1, "the old one is preferred again");
+        // Too short a preferred lifetime for a first one.
+        let mut e = temporary_host(TemporaryMode::Form);
+        e.autoconfigure(&advert("2001:db8:2::", 2, 3 * 3600), t0);
+        assert!(temporaries(&e).is_empty());
+        // Another key: another identifier.
+        let mut other = temporary_host(TemporaryMode::Form);
+        other.set_temporary_key(SecretKey::from_bytes([6; 16]));
+        other.autoconfigure(&advert("2001:db8:1::", 600, 3 * 3600), t0);
+        assert_ne!(temporaries(&other)[0].0, temp);
+        // Off: none, though a key is set.
+        let mut off = temporary_host(TemporaryMode::Off);
+        off.autoconfigure(&advert("2001:db8:1::", 600, 3 * 3600), t0);
+        assert!(temporaries(&off).is_empty());
+        assert_eq!(off.take_events().len(), 1);
+    }
+
+    /// A temporary address another node has is dropped and another identifier tried, three
+    /// times at most (RFC 8981's TEMP_IDGEN_RETRIES); then the prefix has none until it is
+    /// advertised again.
+    #[test]
+    fn a_duplicate_temporary_address_is_drawn_again_three_times_at_most() {
+        let t0 = Instant::from_secs(100);
+        let mut e = temporary_host(TemporaryMode::Prefer);
+        e.autoconfigure(&advert("2001:db8:1::", 3600, 7200), t0);
+        e.take_events();
+        let mut seen = Vec::new();
+        for i in 0..=TEMP_IDGEN_RETRIES {
+            let [(temp, ..)] = temporaries(&e)[..] else {
+                panic!("try {i}: {:?}", temporaries(&e));
+            };
+            assert!(!seen.contains(&temp));
+            seen.push(temp);
+            e.duplicate(temp, t0);
+            assert!(!e.is_temporary(temp));
+        }
+        assert!(temporaries(&e).is_empty());
+        assert_eq!(e.counters.temporary_formed, 4);
+        assert_eq!(e.counters.duplicates, 4);
+        e.autoconfigure(
+            &advert("2001:db8:1::", 3600, 7200),
+            t0 + Duration::from_secs(1),
+        );
+        assert_eq!(temporaries(&e).len(), 1);
     }
 
     #[test]

@@ -41,6 +41,10 @@ pub(crate) struct Iface6 {
     /// Addresses whose preferred lifetime ran out (RFC 4862 §5.5.4): still ours, but a source
     /// only when no other will do (RFC 6724 §5, rule 3).
     pub(crate) deprecated: Vec<Ipv6Addr>,
+    /// Temporary addresses (RFC 8981), and whether they are preferred as sources over the others
+    /// (RFC 6724 §5, rule 7) or the others over them.
+    pub(crate) temporary: Vec<Ipv6Addr>,
+    pub(crate) prefer_temporary: bool,
     pub(crate) caps: LinkCapabilities,
     /// Takes packets to any unicast address as [`Delivery::Intercepted`](crate::ip::Delivery)
     /// (`Stack::set_intercept`).
@@ -117,6 +121,8 @@ impl Ipv6 {
         self.ifaces.push(Iface6 {
             addrs: Vec::new(),
             deprecated: Vec::new(),
+            temporary: Vec::new(),
+            prefer_temporary: false,
             caps,
             intercept: false,
         });
@@ -159,6 +165,7 @@ impl Ipv6 {
         };
         let cidr = f.addrs.remove(at);
         f.deprecated.retain(|&a| a != addr);
+        f.temporary.retain(|&a| a != addr);
         let given = self
             .routes
             .routes()
@@ -178,6 +185,21 @@ impl Ipv6 {
         if deprecated {
             f.deprecated.push(addr);
         }
+        self.route_epoch = self.route_epoch.wrapping_add(1);
+    }
+
+    /// Marks `addr` of `iface` temporary (RFC 8981): see [`Iface6::temporary`].
+    pub(crate) fn set_temporary(&mut self, iface: InterfaceId, addr: Ipv6Addr) {
+        let f = &mut self.ifaces[iface.0];
+        if !f.temporary.contains(&addr) {
+            f.temporary.push(addr);
+        }
+        self.route_epoch = self.route_epoch.wrapping_add(1);
+    }
+
+    /// Whether `iface`'s temporary addresses are preferred as sources (RFC 6724 §5, rule 7).
+    pub(crate) fn prefer_temporary(&mut self, iface: InterfaceId, prefer: bool) {
+        self.ifaces[iface.0].prefer_temporary = prefer;
         self.route_epoch = self.route_epoch.wrapping_add(1);
     }
 
@@ -230,8 +252,9 @@ impl Ipv6 {
 
     /// Source address selection, the parts of RFC 6724 §5 a host with a few addresses needs: the
     /// same scope as the destination first (rule 2: a link-local destination from a link-local
-    /// address, a global one from a global address), then one not deprecated (rule 3), then the
-    /// longest common prefix (rule 8).
+    /// address, a global one from a global address), then one not deprecated (rule 3), then a
+    /// temporary one, or one not temporary, as the interface prefers (rule 7), then the longest
+    /// common prefix (rule 8).
     fn source_for(f: &Iface6, dst: Ipv6Addr) -> Option<Ipv6Addr> {
         let link_local = |a: &Ipv6Addr| a.segments()[0] & 0xffc0 == 0xfe80;
         let common = |a: &Ipv6Addr| (u128::from(*a) ^ u128::from(dst)).leading_zeros();
@@ -239,6 +262,7 @@ impl Ipv6 {
             (
                 link_local(a) == link_local(&dst),
                 !f.deprecated.contains(a),
+                f.temporary.contains(a) == f.prefer_temporary,
                 common(a),
             )
         })

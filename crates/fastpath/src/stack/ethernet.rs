@@ -8,12 +8,14 @@ use std::net::Ipv6Addr;
 
 use super::Stack;
 use crate::buf::PacketBuf;
+use crate::config::TemporaryMode;
 use crate::ethernet::interface::mask;
 use crate::ethernet::{
     EthernetCounters, EthernetEvent, EthernetInterface, FrameIn, NeighborBoard, Redirect,
     RouterInfo,
 };
 use crate::route::{InterfaceId, Ipv4Cidr, Ipv6Cidr, Route};
+use crate::secret::SecretKey;
 use crate::stats::DropReason;
 use crate::time::Instant;
 use crate::wire::MacAddr;
@@ -26,6 +28,14 @@ impl Stack {
         if self.config.ethernet.stable_privacy {
             eth.set_privacy_key(self.privacy_key);
         }
+        let temporary = self.config.ethernet.temporary.mode;
+        if temporary != TemporaryMode::Off {
+            // Drawn afresh, not from the stack's secret: a temporary address must not come back
+            // when the stack starts again with the same secret and the same clock.
+            eth.set_temporary_key(SecretKey::random());
+        }
+        self.ip6
+            .prefer_temporary(iface, temporary == TemporaryMode::Prefer);
         eth.add_ipv4(cidr);
         let ll = Ipv6Cidr::new(eth.link_local(), 64);
         self.devices.list[iface.0].eth = Some(Box::new(eth));
@@ -158,6 +168,13 @@ impl Stack {
                         .as_ref()
                         .is_some_and(|e| e.is_autoconfigured(cidr.addr));
                     self.ip6.add_address(iface, cidr, !autoconf);
+                    if self.devices.list[i]
+                        .eth
+                        .as_ref()
+                        .is_some_and(|e| e.is_temporary(cidr.addr))
+                    {
+                        self.ip6.set_temporary(iface, cidr.addr);
+                    }
                 }
                 // Counted by the interface; the address is simply not used (RFC 4862 §5.4.5).
                 EthernetEvent::Duplicate(_) => {}

@@ -567,6 +567,91 @@ fn stable_privacy_addresses_hide_the_hardware_address_and_stay_with_the_secret()
     assert!(a2 != a && ll2 != ll);
 }
 
+/// Temporary addresses (RFC 8981) through the stack: a router's prefix gives the host its own
+/// address and a temporary one; traffic to the world leaves from the temporary one when they are
+/// preferred (Linux's `use_tempaddr` 2), from the other when they are only formed (1), and with
+/// the mode off there is no temporary address. Each stack draws its own: two stacks with the
+/// same secret and the same clock get different ones.
+#[test]
+fn temporary_addresses_are_the_source_of_new_traffic_when_preferred() {
+    use fastpath::config::TemporaryMode;
+    let run = |mode: TemporaryMode| {
+        let (raw, eb) = PairEnd::ethernet_pair(
+            LinkCapabilities::plain(1500),
+            4096,
+            Impairments::default(),
+            [MAC_A, MAC_B],
+        );
+        let mut raw = raw;
+        let mut cfg = config();
+        cfg.ethernet.temporary.mode = mode;
+        cfg.secret = Some(fastpath::secret::SecretKey::from_bytes([1; 16]));
+        let mut b = Stack::new(cfg);
+        b.add_interface("eth0", eb, Ipv4Cidr::new(B, 24));
+        let mut now = Instant::from_secs(1);
+        b.poll(now);
+        // A default router (fe80::1, MAC_A) and the autonomous prefix 2001:db8:1::/64.
+        let mut ra = vec![134, 0, 0, 0, 64, 0, 0x07, 0x08, 0, 0, 0, 0, 0, 0, 0, 0];
+        ra.extend_from_slice(&[1, 1]);
+        ra.extend_from_slice(&MAC_A.0);
+        ra.extend_from_slice(&[3, 4, 64, 0xc0]);
+        ra.extend_from_slice(&86_400u32.to_be_bytes());
+        ra.extend_from_slice(&14_400u32.to_be_bytes());
+        ra.extend_from_slice(&[0; 4]);
+        ra.extend_from_slice(&v6("2001:db8:1::").octets());
+        let packet = crate::common::ipv6_icmp(v6("fe80::1"), v6("ff02::1"), 255, &ra);
+        inject(
+            &mut raw,
+            &frame(MacAddr([0x33, 0x33, 0, 0, 0, 1]), MAC_A, 0x86dd, &packet),
+        );
+        for _ in 0..30 {
+            now = now + Duration::from_millis(100);
+            b.poll(now);
+        }
+        let eth = b.ethernet(ETH).unwrap();
+        let global: Vec<Ipv6Addr> = b
+            .ipv6_addresses(ETH)
+            .iter()
+            .map(|c| c.addr)
+            .filter(|a| a.segments()[0] == 0x2001)
+            .collect();
+        let temporary: Vec<Ipv6Addr> = global
+            .iter()
+            .copied()
+            .filter(|&a| eth.is_temporary(a))
+            .collect();
+        capture(&mut raw);
+        let tx = b.udp_bind("[::]:0").unwrap();
+        b.udp(tx).send_to(b"out", "[2001:db8:99::1]:9").unwrap();
+        b.poll(now);
+        let out = capture(&mut raw);
+        assert_eq!(out.len(), 1, "{out:?}");
+        assert_eq!(&out[0][..6], &MAC_A.0, "through the router");
+        let mut src = [0u8; 16];
+        src.copy_from_slice(&out[0][14 + 8..14 + 24]);
+        (global, temporary, Ipv6Addr::from(src))
+    };
+    let (global, temporary, src) = run(TemporaryMode::Prefer);
+    assert_eq!(global.len(), 2, "{global:?}");
+    assert_eq!(temporary.len(), 1, "{global:?}");
+    assert_eq!(src, temporary[0], "from the temporary address");
+    let public = global
+        .iter()
+        .find(|&&a| a != temporary[0])
+        .copied()
+        .unwrap();
+    assert_eq!(public, v6("2001:db8:1:0:0:ff:fe00:b"));
+    let (again, temporary_again, _) = run(TemporaryMode::Prefer);
+    assert!(again.contains(&public));
+    assert_ne!(temporary_again, temporary, "drawn afresh by each stack");
+    let (global, temporary, src) = run(TemporaryMode::Form);
+    assert_eq!((global.len(), temporary.len()), (2, 1));
+    assert_eq!(src, public, "from the prefix's own address");
+    let (global, temporary, src) = run(TemporaryMode::Off);
+    assert_eq!((global.len(), temporary.len()), (1, 0));
+    assert_eq!(src, public);
+}
+
 /// A router advertisement with lifetimes: the default route (3 s) and the on-link prefix (5 s).
 fn short_lived_advert() -> Vec<u8> {
     let mut ra = vec![134, 0, 0, 0, 64, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0];
