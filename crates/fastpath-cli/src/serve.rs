@@ -23,6 +23,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant as WallClock};
 
 use clap::{Args, ValueEnum};
+use fastpath::config::TemporaryMode;
 use fastpath::ethernet::{EthernetCounters, NeighborBoard};
 use fastpath::link::{
     Impaired, Impairments, Link, TunConfig, TunHandle, TunLink, XdpConfig, XdpHandle, XdpLink,
@@ -43,6 +44,17 @@ pub enum OnOff {
     On,
     /// Off.
     Off,
+}
+
+/// `--temporary-addresses`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Temporary {
+    /// None.
+    Off,
+    /// Formed, not preferred.
+    Form,
+    /// Formed and preferred.
+    Prefer,
 }
 
 /// Options of `fastpath serve`.
@@ -127,6 +139,11 @@ pub struct ServeArgs {
     /// fastpath a host on the link as with `--tap` (copy mode on veth, no offloads).
     #[arg(long, value_name = "IFACE")]
     xdp: Option<String>,
+    /// Temporary IPv6 addresses (RFC 8981) beside those formed from a router's prefixes, on
+    /// Ethernet links (`--tap`, `--xdp`): `form` them, or `prefer` them as the source of new
+    /// traffic (Linux's `use_tempaddr` 1 and 2).
+    #[arg(long, value_enum, default_value_t = Temporary::Off)]
+    temporary_addresses: Temporary,
     /// Stop after this many seconds (default: run until SIGINT or SIGTERM).
     #[arg(long, value_parser = crate::bench::common::parse_non_negative)]
     duration: Option<f64>,
@@ -542,24 +559,20 @@ impl QueueLink {
     /// `queues` sharing its buffers.
     fn into_stack(
         self,
+        config: StackConfig,
         queue: usize,
         queues: usize,
     ) -> Result<(QueueHandle, Box<dyn Link>, Stack), String> {
         match self {
             QueueLink::Tun(mut link) => {
-                let stack = crate::queues::stack_for_queue(
-                    &mut link,
-                    StackConfig::default(),
-                    queue,
-                    queues,
-                )?;
+                let stack = crate::queues::stack_for_queue(&mut link, config, queue, queues)?;
                 Ok((QueueHandle::Tun(link.handle()), Box::new(link), stack))
             }
             QueueLink::Xdp(mut link) => {
                 // Each queue's stack takes the flows the interface's hash gives it, and the
                 // replies to its own connections, which the links hand it: its share of the
                 // ephemeral ports says which those are.
-                let mut config = StackConfig::default();
+                let mut config = config;
                 config.ephemeral_ports =
                     fastpath::link::tun::ephemeral_share(&config.ephemeral_ports, queue, queues)
                         .ok_or("the ephemeral ports cannot be shared by that many queues")?;
@@ -641,7 +654,13 @@ impl Shard {
     /// A stack on `link`, queue `queue`'s, listening on every service.
     fn new(link: QueueLink, ctx: &ShardContext, queue: usize) -> Result<Shard, String> {
         let args = &ctx.args;
-        let (tun, link, mut stack) = link.into_stack(queue, ctx.queues)?;
+        let mut config = StackConfig::default();
+        config.ethernet.temporary.mode = match ctx.args.temporary_addresses {
+            Temporary::Off => TemporaryMode::Off,
+            Temporary::Form => TemporaryMode::Form,
+            Temporary::Prefer => TemporaryMode::Prefer,
+        };
+        let (tun, link, mut stack) = link.into_stack(config, queue, ctx.queues)?;
         let cidr = Ipv4Cidr::new(args.addr, args.kernel_addr.prefix_len);
         let link: Box<dyn Link> = match args.impair {
             Some((impair, delay)) => Box::new(Impaired::new(link, impair).with_delay(delay)),

@@ -291,6 +291,134 @@ fn router_and_path_mtu(link: &[&str]) {
     assert!(counter(&out, "neighbor solicitations sent") >= 3, "{out}");
 }
 
+/// Addresses from a real router's advertisements: radvd, in the namespace on the TAP interface's
+/// kernel end, advertises `fd00:77::/64` (autonomous, on-link); fastpath forms an address from it
+/// (the modified EUI-64 identifier) and, with `--temporary-addresses`, a temporary one (RFC 8981),
+/// then connects to a kernel echo server on that prefix. With `prefer` the kernel sees the
+/// connection come from the temporary address (an identifier that is not EUI-64), with `form`
+/// from the prefix's own (RFC 6724 rule 7 either way).
+#[test]
+fn fastpath_forms_its_addresses_from_radvd_s_advertisements() {
+    if !environment_ok("fastpath_forms_its_addresses_from_radvd_s_advertisements") {
+        return;
+    }
+    let radvd = ["/usr/sbin/radvd", "/sbin/radvd"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).exists());
+    let Some(radvd) = radvd else {
+        let why = "fastpath_forms_its_addresses_from_radvd_s_advertisements: needs radvd";
+        if std::env::var("FASTPATH_REQUIRE_TUN").as_deref() == Ok("1") {
+            panic!("{why} (FASTPATH_REQUIRE_TUN=1)");
+        }
+        eprintln!("skipping {why}");
+        return;
+    };
+    for (mode, temporary) in [("prefer", true), ("form", false)] {
+        let source = source_under_radvd(radvd, mode);
+        let segments = source.segments();
+        assert_eq!(segments[..4], [0xfd00, 0x77, 0, 0], "{mode}: {source}");
+        let eui64 = segments[5] & 0xff == 0xff && segments[6] >> 8 == 0xfe;
+        assert_eq!(eui64, !temporary, "{mode}: {source}");
+    }
+}
+
+/// Runs `serve --tap --temporary-addresses MODE` beside radvd and returns the address its
+/// connection to the kernel came from.
+fn source_under_radvd(radvd: &str, mode: &str) -> std::net::Ipv6Addr {
+    let ns = TestNetns::create();
+    let mut args = vec!["--tap", "--kernel-addr6", KERNEL6, "--addr6", FASTPATH6];
+    args.extend([
+        "--temporary-addresses",
+        mode,
+        "--connect",
+        "[fd00:77::1]:7777",
+    ]);
+    args.extend(["--send", "65536", "--connect-delay", "7"]);
+    let server = Server::start(&ns.0, &args);
+    let ip = |a: &[&str]| {
+        let ok = Command::new("ip")
+            .args(["-n", &ns.0])
+            .args(a)
+            .status()
+            .expect("ip");
+        assert!(ok.success(), "ip {a:?}");
+    };
+    ip(&["-6", "addr", "add", "fd00:77::1/64", "dev", "fpt0", "nodad"]);
+    let ok = Command::new("ip")
+        .args(["netns", "exec", &ns.0, "sysctl", "-qw"])
+        .arg("net.ipv6.conf.all.forwarding=1")
+        .status()
+        .expect("sysctl");
+    assert!(ok.success());
+    // radvd needs the interface's own link-local address, checked for duplicates first.
+    let started = std::time::Instant::now();
+    loop {
+        let out = Command::new("ip")
+            .args([
+                "-n", &ns.0, "-6", "addr", "show", "dev", "fpt0", "scope", "link",
+            ])
+            .output()
+            .expect("ip addr");
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        if text.contains("fe80::") && !text.contains("tentative") {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(5), "{text}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let dir = std::env::temp_dir().join(format!("fastpath-radvd-{}", ns.0));
+    std::fs::create_dir_all(&dir).unwrap();
+    let conf = dir.join("radvd.conf");
+    std::fs::write(
+        &conf,
+        "interface fpt0 {\n  AdvSendAdvert on;\n  MinRtrAdvInterval 3;\n  MaxRtrAdvInterval 4;\n  \
+         AdvDefaultLifetime 0;\n  prefix fd00:77::/64 {\n    AdvOnLink on;\n    \
+         AdvAutonomous on;\n    AdvPreferredLifetime 3600;\n    AdvValidLifetime 7200;\n  };\n};\n",
+    )
+    .unwrap();
+    let listener = in_netns(&ns.0, || {
+        std::net::TcpListener::bind("[fd00:77::1]:7777").expect("listen in the namespace")
+    });
+    let accepted = std::thread::spawn(move || {
+        let (mut s, peer) = listener.accept().expect("accept");
+        let mut buf = vec![0u8; 65536];
+        while let Ok(n) = s.read(&mut buf) {
+            if n == 0 || s.write_all(&buf[..n]).is_err() {
+                break;
+            }
+        }
+        peer
+    });
+    let mut router = Command::new("ip")
+        .args(["netns", "exec", &ns.0, radvd, "-n", "-m", "stderr", "-C"])
+        .arg(&conf)
+        .arg("-p")
+        .arg(dir.join("radvd.pid"))
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start radvd");
+    let out = server.wait_exit(Duration::from_secs(60));
+    let _ = router.kill();
+    let _ = router.wait();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(
+        out.contains("65536 bytes echoed back, intact"),
+        "{mode}: {out}"
+    );
+    assert!(
+        counter(&out, "router advertisements received") >= 1,
+        "{out}"
+    );
+    assert!(
+        counter(&out, "temporary addresses formed") >= 1,
+        "{mode}: {out}"
+    );
+    match accepted.join().unwrap() {
+        SocketAddr::V6(peer) => *peer.ip(),
+        other => panic!("{other}"),
+    }
+}
+
 #[test]
 fn the_kernel_talks_to_fastpath_on_af_xdp() {
     if environment_ok("the_kernel_talks_to_fastpath_on_af_xdp") {

@@ -128,6 +128,7 @@ impl std::fmt::Display for EthernetCounters {
             (self.mld_reports_out, "multicast listener reports sent"),
             (self.mld_queries_in, "multicast listener queries received"),
             (self.duplicates, "duplicate addresses found"),
+            (self.temporary_formed, "temporary addresses formed"),
         ] {
             if n > 0 {
                 writeln!(f, "    {n} {what}")?;
