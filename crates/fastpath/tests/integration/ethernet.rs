@@ -498,6 +498,29 @@ fn a_redirect_from_the_first_hop_router_moves_a_destination_to_its_target() {
     );
 }
 
+/// A router advertisement from fe80::1 (MAC_A) to all nodes, in its frame: a default router for
+/// `lifetime` seconds (0: none), with its hardware address if `lladdr`, and the /64 `prefix` with
+/// `flags` (0x80 on-link, 0x40 autonomous) and its valid and preferred lifetimes in seconds.
+fn advert_frame(
+    lifetime: u16,
+    lladdr: bool,
+    (prefix, flags, valid, preferred): (&str, u8, u32, u32),
+) -> Vec<u8> {
+    let mut ra = vec![134, 0, 0, 0, 64, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+    ra[6..8].copy_from_slice(&lifetime.to_be_bytes());
+    if lladdr {
+        ra.extend_from_slice(&[1, 1]);
+        ra.extend_from_slice(&MAC_A.0);
+    }
+    ra.extend_from_slice(&[3, 4, 64, flags]);
+    ra.extend_from_slice(&valid.to_be_bytes());
+    ra.extend_from_slice(&preferred.to_be_bytes());
+    ra.extend_from_slice(&[0; 4]);
+    ra.extend_from_slice(&v6(prefix).octets());
+    let packet = crate::common::ipv6_icmp(v6("fe80::1"), v6("ff02::1"), 255, &ra);
+    frame(MacAddr([0x33, 0x33, 0, 0, 0, 1]), MAC_A, 0x86dd, &packet)
+}
+
 /// With `stable_privacy` the address a router's prefix gives hides the hardware address (RFC
 /// 7217), and is the same from one run of a stack to the next with the same secret.
 #[test]
@@ -517,17 +540,8 @@ fn stable_privacy_addresses_hide_the_hardware_address_and_stay_with_the_secret()
         b.add_interface("eth0", eb, Ipv4Cidr::new(B, 24));
         let mut now = Instant::from_secs(1);
         b.poll(now);
-        let mut ra = vec![134, 0, 0, 0, 64, 0, 0x07, 0x08, 0, 0, 0, 0, 0, 0, 0, 0];
-        ra.extend_from_slice(&[3, 4, 64, 0xc0]);
-        ra.extend_from_slice(&u32::MAX.to_be_bytes());
-        ra.extend_from_slice(&u32::MAX.to_be_bytes());
-        ra.extend_from_slice(&[0; 4]);
-        ra.extend_from_slice(&v6("2001:db8:1::").octets());
-        let packet = crate::common::ipv6_icmp(v6("fe80::1"), v6("ff02::1"), 255, &ra);
-        inject(
-            &mut raw,
-            &frame(MacAddr([0x33, 0x33, 0, 0, 0, 1]), MAC_A, 0x86dd, &packet),
-        );
+        let prefix = ("2001:db8:1::", 0xc0, u32::MAX, u32::MAX);
+        inject(&mut raw, &advert_frame(1800, false, prefix));
         for _ in 0..30 {
             now = now + Duration::from_millis(100);
             b.poll(now);
@@ -591,19 +605,8 @@ fn temporary_addresses_are_the_source_of_new_traffic_when_preferred() {
         let mut now = Instant::from_secs(1);
         b.poll(now);
         // A default router (fe80::1, MAC_A) and the autonomous prefix 2001:db8:1::/64.
-        let mut ra = vec![134, 0, 0, 0, 64, 0, 0x07, 0x08, 0, 0, 0, 0, 0, 0, 0, 0];
-        ra.extend_from_slice(&[1, 1]);
-        ra.extend_from_slice(&MAC_A.0);
-        ra.extend_from_slice(&[3, 4, 64, 0xc0]);
-        ra.extend_from_slice(&86_400u32.to_be_bytes());
-        ra.extend_from_slice(&14_400u32.to_be_bytes());
-        ra.extend_from_slice(&[0; 4]);
-        ra.extend_from_slice(&v6("2001:db8:1::").octets());
-        let packet = crate::common::ipv6_icmp(v6("fe80::1"), v6("ff02::1"), 255, &ra);
-        inject(
-            &mut raw,
-            &frame(MacAddr([0x33, 0x33, 0, 0, 0, 1]), MAC_A, 0x86dd, &packet),
-        );
+        let prefix = ("2001:db8:1::", 0xc0, 86_400, 14_400);
+        inject(&mut raw, &advert_frame(1800, true, prefix));
         for _ in 0..30 {
             now = now + Duration::from_millis(100);
             b.poll(now);
@@ -746,18 +749,9 @@ fn an_autoconfigured_address_is_deprecated_then_given_up_as_its_lifetimes_say() 
     b.poll(now);
     // RA: a default router for 1800 s, prefix 2001:db8:1::/64 autonomous but not on-link,
     // preferred for 3 s, valid for 6 s.
-    let mut ra = vec![134, 0, 0, 0, 64, 0, 0x07, 0x08, 0, 0, 0, 0, 0, 0, 0, 0];
-    ra.extend_from_slice(&[1, 1]);
-    ra.extend_from_slice(&MAC_A.0);
-    ra.extend_from_slice(&[3, 4, 64, 0x40]);
-    ra.extend_from_slice(&6u32.to_be_bytes());
-    ra.extend_from_slice(&3u32.to_be_bytes());
-    ra.extend_from_slice(&[0; 4]);
-    ra.extend_from_slice(&v6("2001:db8:1::").octets());
-    let packet = crate::common::ipv6_icmp(v6("fe80::1"), v6("ff02::1"), 255, &ra);
     inject(
         &mut raw,
-        &frame(MacAddr([0x33, 0x33, 0, 0, 0, 1]), MAC_A, 0x86dd, &packet),
+        &advert_frame(1800, true, ("2001:db8:1::", 0x40, 6, 3)),
     );
     let slaac = v6("2001:db8:1:0:0:ff:fe00:b");
     let has = |b: &Stack| b.ipv6_addresses(ETH).iter().any(|c| c.addr == slaac);
