@@ -313,8 +313,16 @@ fn fastpath_forms_its_addresses_from_radvd_s_advertisements() {
         eprintln!("skipping {why}");
         return;
     };
-    for (mode, temporary) in [("prefer", true), ("form", false)] {
-        let source = source_under_radvd(radvd, mode);
+    // Both at once, each in a namespace of its own: most of each run is waiting.
+    let runs: Vec<_> = [("prefer", true), ("form", false)]
+        .into_iter()
+        .map(|(mode, temporary)| {
+            let run = std::thread::spawn(move || source_under_radvd(radvd, mode));
+            (mode, temporary, run)
+        })
+        .collect();
+    for (mode, temporary, run) in runs {
+        let source = run.join().expect("a run under radvd");
         let segments = source.segments();
         assert_eq!(segments[..4], [0xfd00, 0x77, 0, 0], "{mode}: {source}");
         let eui64 = segments[5] & 0xff == 0xff && segments[6] >> 8 == 0xfe;
@@ -324,7 +332,7 @@ fn fastpath_forms_its_addresses_from_radvd_s_advertisements() {
 
 /// Runs `serve --tap --temporary-addresses MODE` beside radvd and returns the address its
 /// connection to the kernel came from.
-fn source_under_radvd(radvd: &str, mode: &str) -> std::net::Ipv6Addr {
+fn source_under_radvd(radvd: &'static str, mode: &'static str) -> std::net::Ipv6Addr {
     let ns = TestNetns::create();
     let mut args = vec!["--tap", "--kernel-addr6", KERNEL6, "--addr6", FASTPATH6];
     args.extend([
