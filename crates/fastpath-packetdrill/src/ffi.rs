@@ -7,9 +7,9 @@
 //! The library also exports `getsockopt` itself, for when it is preloaded (`LD_PRELOAD`, as the
 //! runner does): packetdrill's `%{ ... }%` code blocks read `TCP_INFO`, `TCP_CC_INFO` and
 //! `SO_MEMINFO` with the C library's `getsockopt` on the socket's descriptor, not through the table.
-//! A descriptor of the live shim ([`CURRENT`]) is answered from the stack; any other goes on to the
+//! A descriptor of the live shim (`CURRENT`) is answered from the stack; any other goes on to the
 //! next `getsockopt` (the C library's). packetdrill's `dlopen` of the preloaded file returns the
-//! preloaded copy (the loader matches the file), so both see one [`CURRENT`]. It exports `sendfile`
+//! preloaded copy (the loader matches the file), so both see one `CURRENT`. It exports `sendfile`
 //! the same way: packetdrill calls it directly too.
 //!
 //! `fcntl` and `ioctl` are variadic in C. They are defined here with one fixed `c_long` third

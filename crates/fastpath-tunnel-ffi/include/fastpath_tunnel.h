@@ -75,7 +75,7 @@ struct fastpath_tunnel_config {
   // The interface's MTU (the tunnel neither sets nor reads it); 0: 1500.
   uint32_t mtu;
   // Where flows go unless a route says otherwise: "direct" (NULL),
-  // "socks5://[USER[:PASSWORD]@]IP:PORT" or "http://[USER[:PASSWORD]@]IP:PORT" (HTTP CONNECT, TCP
+  // `socks5://[USER[:PASSWORD]@]IP:PORT` or `http://[USER[:PASSWORD]@]IP:PORT` (HTTP CONNECT, TCP
   // only: UDP routed there is dropped).
   const char *proxy;
   // Routes by destination, one "MATCH=UPSTREAM" per line (a prefix, an address or a domain;

@@ -73,7 +73,7 @@ pub struct fastpath_tunnel_config {
     /// The interface's MTU (the tunnel neither sets nor reads it); 0: 1500.
     pub mtu: u32,
     /// Where flows go unless a route says otherwise: "direct" (NULL),
-    /// "socks5://[USER[:PASSWORD]@]IP:PORT" or "http://[USER[:PASSWORD]@]IP:PORT" (HTTP CONNECT, TCP
+    /// `socks5://[USER[:PASSWORD]@]IP:PORT` or `http://[USER[:PASSWORD]@]IP:PORT` (HTTP CONNECT, TCP
     /// only: UDP routed there is dropped).
     pub proxy: *const c_char,
     /// Routes by destination, one "MATCH=UPSTREAM" per line (a prefix, an address or a domain;
