@@ -480,10 +480,14 @@ impl EthernetInterface {
             return;
         }
         let p = self.autoconf[public];
+        if p.failed {
+            return;
+        }
         let prefix = mask(p.cidr.addr, 64).octets();
         // §3.3.2: a hash, under the key, of the prefix, the hardware address, a count and the
-        // time; the next count past a reserved identifier or an address we have.
-        let (addr, desync) = loop {
+        // time; the next count past a reserved identifier or an address we have (a few times:
+        // with 64 random bits, one is as good as certain).
+        let drawn_one = (0..4).find_map(|_| {
             *drawn += 1;
             let mut message = [0u8; 30];
             message[..8].copy_from_slice(&prefix[..8]);
@@ -495,12 +499,15 @@ impl EthernetInterface {
             octets[8..].copy_from_slice(&id.to_be_bytes());
             let addr = Ipv6Addr::from(octets);
             let ours = self.ndp_if.addrs.contains(&addr) || self.ndp_if.tentative.contains(&addr);
-            if !reserved_id(id) && !ours {
+            (!reserved_id(id) && !ours).then(|| {
                 // DESYNC_FACTOR: up to MAX_DESYNC_FACTOR, 0.4 of the preferred lifetime.
                 let max_desync = t.preferred_lifetime.as_micros() as u64 * 2 / 5;
                 let draw = key.prf(&id.to_be_bytes()) % (max_desync + 1);
-                break (addr, Duration::from_micros(draw));
-            }
+                (addr, Duration::from_micros(draw))
+            })
+        });
+        let Some((addr, desync)) = drawn_one else {
+            return;
         };
         let valid = sooner(p.valid, now + t.valid_lifetime);
         let preferred = sooner(
