@@ -52,14 +52,22 @@ pub enum EthernetEvent {
     AddressReady(Ipv6Cidr),
     /// An IPv6 address being checked belongs to another node: it is not used.
     Duplicate(Ipv6Addr),
-    /// A router advertised itself.
+    /// A router advertised itself (its prefixes and MTU for the stack to apply; the default
+    /// router is [`EthernetEvent::DefaultRouter`]'s).
     Router(RouterInfo),
-    /// What a router advertised ran out: the default route through it (`prefix_len` 0), or the
-    /// on-link route to a prefix it gave.
+    /// The default router changed (RFC 4861 §6.3.6): the default route goes through `router`
+    /// now, or through none when no router is left; `replaced` is the one it went through.
+    DefaultRouter {
+        /// The router chosen.
+        router: Option<Ipv6Addr>,
+        /// The router chosen before.
+        replaced: Option<Ipv6Addr>,
+    },
+    /// The on-link route to a prefix a router gave ran out.
     Expired {
-        /// The router, for a default route.
+        /// The router.
         router: Ipv6Addr,
-        /// The prefix (`::/0` for the default route).
+        /// The prefix.
         prefix: Ipv6Cidr,
     },
     /// An address formed from a router's prefix (RFC 4862 §5.5.3) changed preference: deprecated
@@ -182,6 +190,22 @@ const TEMP_IDGEN_RETRIES: u8 = 3;
 /// addresses by `max_addresses`, 16).
 const MAX_TEMPORARY: usize = 16;
 
+/// A router on the default router list (RFC 4861 §6.3.6).
+#[derive(Clone, Copy, Debug)]
+struct DefaultRouter {
+    addr: Ipv6Addr,
+    /// When its router lifetime runs out.
+    until: Instant,
+    /// Its preference (RFC 4191 §2.2): 1 high, 0 medium, -1 low.
+    preference: i8,
+    /// It did not answer neighbour discovery's probes since it last advertised itself.
+    suspect: bool,
+}
+
+/// Routers on the default router list at most; an advertisement from one more is taken for its
+/// prefixes but not as a default router.
+const MAX_DEFAULT_ROUTERS: usize = 16;
+
 /// RFC 7217 §6's IDGEN_RETRIES: identifiers tried after the first, past duplicates or reserved
 /// identifiers.
 const IDGEN_RETRIES: u8 = 3;
@@ -246,9 +270,13 @@ pub struct EthernetInterface {
     rs: Option<(u8, Instant)>,
     /// A router has advertised itself: no more solicitations.
     router_heard: bool,
-    /// What routers advertised and when it runs out: the default route through each (the prefix
-    /// `::/0`) and each on-link prefix, at most [`MAX_ADVERTISED`].
+    /// What routers advertised and when it runs out: each on-link prefix, at most
+    /// [`MAX_ADVERTISED`].
     advertised: Vec<(Ipv6Addr, Ipv6Cidr, Instant)>,
+    /// The default router list (RFC 4861 §6.3.6), at most [`MAX_DEFAULT_ROUTERS`], and the one
+    /// the default route goes through.
+    routers: Vec<DefaultRouter>,
+    default_router: Option<Ipv6Addr>,
     /// The addresses formed from advertised prefixes, at most [`MAX_AUTOCONF`].
     autoconf: Vec<Autoconf>,
     /// The groups the last multicast listener report named as joined.
@@ -332,6 +360,8 @@ impl EthernetInterface {
             rs: None,
             router_heard: false,
             advertised: Vec::new(),
+            routers: Vec::new(),
+            default_router: None,
             autoconf: Vec::new(),
             mld_joined: Vec::new(),
             mld_leaving: Vec::new(),
@@ -679,6 +709,7 @@ impl EthernetInterface {
         if !self.advertised.is_empty() {
             at = earliest(at, self.advertised.iter().map(|a| a.2).min());
         }
+        at = earliest(at, self.routers.iter().map(|r| r.until).min());
         let regen_advance = self.regen_advance();
         for a in &self.autoconf {
             at = earliest(at, a.valid);
@@ -900,6 +931,7 @@ impl EthernetInterface {
             self.router_heard = true;
             self.rs = None;
             self.note_lifetimes(&info, now);
+            self.list_router(&info, now);
             self.autoconfigure(&info, now);
             self.events.push(EthernetEvent::Router(info));
         }
@@ -1055,10 +1087,11 @@ impl EthernetInterface {
         for action in self.nd.poll(now) {
             match action {
                 NeighborAction::Solicit { addr, unicast } => self.solicit(addr, unicast, out),
-                NeighborAction::Failed { dropped, .. } => {
+                NeighborAction::Failed { dropped, addr } => {
                     for _ in dropped {
                         self.count_drop(DropReason::NeighborUnreachable);
                     }
+                    self.router_failed(addr);
                 }
             }
         }
@@ -1100,6 +1133,10 @@ impl EthernetInterface {
         }
         self.solicit_routers(now, out);
         self.expire_advertised(now);
+        if self.routers.iter().any(|r| r.until <= now) {
+            self.routers.retain(|r| r.until > now);
+            self.choose_router(false);
+        }
         self.age_autoconf(now);
         if self.mld_due.is_some_and(|t| t <= now) {
             self.mld_due = None;
@@ -1281,7 +1318,7 @@ impl EthernetInterface {
         self.rs = Some((sent + 1, now + Duration::from_secs(4)));
     }
 
-    /// Keeps when what `info` advertises runs out: its default route, and the on-link prefixes.
+    /// Keeps when what `info` advertises runs out: its on-link prefixes.
     fn note_lifetimes(&mut self, info: &RouterInfo, now: Instant) {
         let mut keep = |router: Ipv6Addr, prefix: Ipv6Cidr, secs: u32| {
             self.advertised
@@ -1293,17 +1330,94 @@ impl EthernetInterface {
             let until = now + Duration::from_secs(u64::from(secs));
             self.advertised.push((router, prefix, until));
         };
-        keep(
-            info.router,
-            Ipv6Cidr::new(Ipv6Addr::UNSPECIFIED, 0),
-            u32::from(info.lifetime),
-        );
         for p in info.prefixes.iter().filter(|p| p.on_link) {
             if (1..=128).contains(&p.prefix_len) {
                 let prefix = Ipv6Cidr::new(mask(p.prefix, p.prefix_len), p.prefix_len);
                 keep(info.router, prefix, p.valid_lifetime);
             }
         }
+    }
+
+    /// Keeps `info`'s router on the default router list for its router lifetime, with its
+    /// preference, or takes it off at a lifetime of 0 (RFC 4861 §6.3.4), and chooses again.
+    fn list_router(&mut self, info: &RouterInfo, now: Instant) {
+        let at = self.routers.iter().position(|r| r.addr == info.router);
+        match (at, info.lifetime) {
+            (Some(i), 0) => {
+                self.routers.remove(i);
+            }
+            (None, 0) => {}
+            (at, secs) => {
+                let router = DefaultRouter {
+                    addr: info.router,
+                    until: now + Duration::from_secs(u64::from(secs)),
+                    preference: info.preference,
+                    suspect: false,
+                };
+                match at {
+                    Some(i) => self.routers[i] = router,
+                    None if self.routers.len() < MAX_DEFAULT_ROUTERS => self.routers.push(router),
+                    None => {}
+                }
+            }
+        }
+        self.choose_router(false);
+        self.own_timers_changed();
+    }
+
+    /// Neighbour discovery gave `addr` up: if it is a listed router, it is suspect until it
+    /// advertises itself again, and if the default route went through it, another router is
+    /// chosen (the next of those as good, round robin when none is known to be reachable).
+    fn router_failed(&mut self, addr: Ipv6Addr) {
+        let Some(r) = self.routers.iter_mut().find(|r| r.addr == addr) else {
+            return;
+        };
+        r.suspect = true;
+        self.choose_router(self.default_router == Some(addr));
+    }
+
+    /// Default router selection (RFC 4861 §6.3.6, with RFC 4191's preferences, as Linux's
+    /// `rt6_select` scores routers): a router not suspect before one that is, then the higher
+    /// preference; the router in use is kept while none is better, and, when `move_on` (it just
+    /// failed), the next as good after it in the list is taken, so that routers none of which
+    /// answers are tried in turn. Reports a change as [`EthernetEvent::DefaultRouter`].
+    fn choose_router(&mut self, move_on: bool) {
+        let nd = &self.nd;
+        let key = |r: &DefaultRouter| {
+            // Heard from since it failed (its entry valid again), it is not suspect.
+            let heard = nd
+                .state(r.addr)
+                .is_some_and(|s| !matches!(s, super::neighbor::NeighborState::Incomplete { .. }));
+            (!r.suspect || heard, r.preference)
+        };
+        let best = self.routers.iter().map(key).max();
+        let current = self
+            .default_router
+            .and_then(|a| self.routers.iter().position(|r| r.addr == a));
+        let chosen = match (current, best) {
+            (Some(i), Some(b)) if !move_on && key(&self.routers[i]) == b => Some(i),
+            (_, Some(b)) => {
+                let n = self.routers.len();
+                let start = current.map_or(0, |i| i + 1);
+                (0..n)
+                    .map(|k| (start + k) % n)
+                    .find(|&j| key(&self.routers[j]) == b)
+            }
+            (_, None) => None,
+        };
+        let router = chosen.map(|i| self.routers[i].addr);
+        if router != self.default_router {
+            self.events.push(EthernetEvent::DefaultRouter {
+                router,
+                replaced: self.default_router,
+            });
+            self.default_router = router;
+        }
+    }
+
+    /// The router the default route goes through (RFC 4861 §6.3.6), if any.
+    pub fn default_router(&self) -> Option<Ipv6Addr> {
+        self.default_router
     }
 
     /// Reports what routers advertised and has run out.
@@ -1669,6 +1783,7 @@ mod tests {
         RouterInfo {
             router: v6("fe80::1"),
             lifetime: 0,
+            preference: 0,
             mtu: None,
             prefixes: vec![crate::wire::ndp::PrefixInfo {
                 prefix: v6(prefix),
@@ -1787,6 +1902,74 @@ mod tests {
             !e.ndp_if.addrs.contains(&cidr.addr),
             "no longer answered for"
         );
+    }
+
+    /// RFC 4861 §6.3.6 with RFC 4191's preferences: the first router heard is kept while no
+    /// better one comes (a second as good changes nothing), a higher preference takes over, a
+    /// router that stops being one (lifetime 0, or its lifetime ends) gives the route back, and
+    /// a router neighbour discovery gives up is passed over for the next as good, in turn when
+    /// none answers, until it advertises itself again.
+    #[test]
+    fn the_default_router_list_prefers_reachable_routers_then_higher_preference() {
+        let mut e = host();
+        let t0 = Instant::from_secs(100);
+        let router = |addr: &str, lifetime: u16, preference: i8| RouterInfo {
+            router: v6(addr),
+            lifetime,
+            preference,
+            mtu: None,
+            prefixes: Vec::new(),
+        };
+        let chosen = |e: &mut EthernetInterface| {
+            e.take_events()
+                .into_iter()
+                .filter_map(|ev| match ev {
+                    EthernetEvent::DefaultRouter { router, .. } => Some(router),
+                    _ => None,
+                })
+                .collect::<Vec<_>>()
+        };
+        let (r1, r2, r3) = (v6("fe80::1"), v6("fe80::2"), v6("fe80::3"));
+        e.list_router(&router("fe80::1", 1800, 0), t0);
+        assert_eq!(chosen(&mut e), [Some(r1)]);
+        e.list_router(&router("fe80::2", 600, 0), t0);
+        assert_eq!(chosen(&mut e), [], "as good: the first stays");
+        e.list_router(&router("fe80::3", 1800, 1), t0);
+        assert_eq!(chosen(&mut e), [Some(r3)], "a higher preference");
+        e.list_router(&router("fe80::3", 0, 1), t0);
+        assert_eq!(chosen(&mut e), [Some(r1)], "no longer a router");
+        // fe80::1 does not answer: the next as good; then fe80::2 neither: fe80::1 again.
+        e.router_failed(r1);
+        assert_eq!(chosen(&mut e), [Some(r2)]);
+        e.router_failed(v6("fe80::9"));
+        assert_eq!(chosen(&mut e), [], "not a router");
+        e.router_failed(r2);
+        assert_eq!(chosen(&mut e), [Some(r1)], "in turn when none answers");
+        // fe80::2 advertises itself again: no longer suspect, so better than fe80::1.
+        e.list_router(&router("fe80::2", 600, 0), t0 + Duration::from_secs(1));
+        assert_eq!(chosen(&mut e), [Some(r2)]);
+        assert_eq!(e.default_router(), Some(r2));
+        // Lifetimes: fe80::2's ends first (601 s), then fe80::1's (1800 s), then none is left.
+        assert_eq!(e.next_deadline(), Some(t0 + Duration::from_secs(601)));
+        let mut out = Vec::new();
+        e.poll(t0 + Duration::from_secs(601), &mut out);
+        assert_eq!(chosen(&mut e), [Some(r1)]);
+        e.poll(t0 + Duration::from_secs(1800), &mut out);
+        let events = e.take_events();
+        assert!(
+            events.contains(&EthernetEvent::DefaultRouter {
+                router: None,
+                replaced: Some(r1)
+            }),
+            "{events:?}"
+        );
+        assert_eq!(e.default_router(), None);
+        // Bounded: past 16 routers, more are not listed.
+        for i in 0..20u16 {
+            let addr = format!("fe80::{:x}", 0x100 + i);
+            e.list_router(&router(&addr, 1800, 0), t0 + Duration::from_secs(2000));
+        }
+        assert_eq!(e.routers.len(), MAX_DEFAULT_ROUTERS);
     }
 
     /// An interface forming temporary addresses (RFC 8981) under a fixed key, checking no

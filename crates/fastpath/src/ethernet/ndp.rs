@@ -115,6 +115,8 @@ pub struct RouterInfo {
     pub router: Ipv6Addr,
     /// Seconds it stays a default router (0: it is not one).
     pub lifetime: u16,
+    /// Its preference as a default router (RFC 4191 §2.2): 1 high, 0 medium, -1 low.
+    pub preference: i8,
     /// The link's MTU, if it says.
     pub mtu: Option<u32>,
     /// Its prefix information.
@@ -248,6 +250,7 @@ pub fn ndp_input(
         }
         NdpRepr::RouterAdvert {
             router_lifetime,
+            flags,
             lladdr,
             mtu,
             ref prefixes,
@@ -265,9 +268,16 @@ pub fn ndp_input(
                     .map(|p| (p, mac))
                     .collect();
             }
+            // The Prf field (RFC 4191 §2.2): 01 high, 11 low, the reserved 10 as medium.
+            let preference = match (flags >> 3) & 0b11 {
+                0b01 => 1,
+                0b11 => -1,
+                _ => 0,
+            };
             out.router = Some(RouterInfo {
                 router: src,
                 lifetime: router_lifetime,
+                preference,
                 mtu,
                 prefixes: prefixes.clone(),
             });

@@ -179,6 +179,9 @@ impl Stack {
                 // Counted by the interface; the address is simply not used (RFC 4862 §5.4.5).
                 EthernetEvent::Duplicate(_) => {}
                 EthernetEvent::Router(info) => self.router_heard(iface, &info),
+                EthernetEvent::DefaultRouter { router, replaced } => {
+                    self.default_router_chosen(iface, router, replaced)
+                }
                 EthernetEvent::Expired { router, prefix } => {
                     self.advertised_expired(iface, router, prefix)
                 }
@@ -193,30 +196,50 @@ impl Stack {
         }
     }
 
-    /// What a router advertised ran out (RFC 4861 §6.3.4, §6.3.5): the default route through it,
-    /// or the on-link route to a prefix, if the route is still the one it gave.
-    fn advertised_expired(&mut self, iface: InterfaceId, router: Ipv6Addr, prefix: Ipv6Cidr) {
-        let probe = if prefix.prefix_len == 0 {
-            Ipv6Addr::UNSPECIFIED
-        } else {
-            prefix.addr
-        };
-        let gateway = (prefix.prefix_len == 0).then_some(router);
+    /// The on-link route to a prefix a router advertised ran out (RFC 4861 §6.3.5): removed if
+    /// it is still the one the advertisement gave.
+    fn advertised_expired(&mut self, iface: InterfaceId, _router: Ipv6Addr, prefix: Ipv6Cidr) {
         let ours = self
             .ip6
             .routes
-            .lookup(probe)
-            .is_some_and(|r| r.dest == prefix && r.gateway == gateway && r.iface == iface);
+            .lookup(prefix.addr)
+            .is_some_and(|r| r.dest == prefix && r.gateway.is_none() && r.iface == iface);
         if ours {
             self.ip6.remove_route(prefix);
         }
     }
 
-    /// A router's advertisement (RFC 4861 §6.3.4): a default route through it while it says it is
-    /// one, routes to the prefixes it says are on the link, and its MTU when it is one the link
-    /// can carry. The default route and the on-link routes go when their lifetimes run out
-    /// ([`Self::advertised_expired`]). The addresses it offers for autoconfiguration are the
-    /// link layer's to form and age (`EthernetInterface::autoconfigure`).
+    /// The interface chose another default router (RFC 4861 §6.3.6): the default route goes
+    /// through it, or, with none left, the route through the one `replaced` goes (a default
+    /// route the application gave through another gateway stays).
+    fn default_router_chosen(
+        &mut self,
+        iface: InterfaceId,
+        router: Option<Ipv6Addr>,
+        replaced: Option<Ipv6Addr>,
+    ) {
+        let default = Ipv6Cidr::new(Ipv6Addr::UNSPECIFIED, 0);
+        match router {
+            Some(router) => self.ip6.add_route(Route {
+                dest: default,
+                gateway: Some(router),
+                iface,
+            }),
+            None => {
+                let ours = self
+                    .ip6
+                    .routes
+                    .lookup(Ipv6Addr::UNSPECIFIED)
+                    .is_some_and(|r| {
+                        r.dest == default && r.gateway == replaced && r.iface == iface
+                    });
+                if ours {
+                    self.ip6.remove_route(default);
+                }
+            }
+        }
+    }
+
     /// A router redirects a destination (RFC 4861 §8.3): taken only from the router the
     /// destination's route goes through now, on the interface it came in on (§8.1), and then the
     /// destination goes through the target (or, when the target is the destination, straight
@@ -236,22 +259,13 @@ impl Stack {
         }
     }
 
+    /// A router's advertisement (RFC 4861 §6.3.4): routes to the prefixes it says are on the
+    /// link, and its MTU when it is one the link can carry. The on-link routes go when their
+    /// lifetimes run out ([`Self::advertised_expired`]); the default route is the link layer's
+    /// choice among the routers heard ([`Self::default_router_chosen`]), and the addresses it
+    /// offers for autoconfiguration are the link layer's to form and age
+    /// (`EthernetInterface::autoconfigure`).
     fn router_heard(&mut self, iface: InterfaceId, info: &RouterInfo) {
-        let default = Ipv6Cidr::new(Ipv6Addr::UNSPECIFIED, 0);
-        if info.lifetime > 0 {
-            self.ip6.add_route(Route {
-                dest: default,
-                gateway: Some(info.router),
-                iface,
-            });
-        } else if self
-            .ip6
-            .routes
-            .lookup(Ipv6Addr::UNSPECIFIED)
-            .is_some_and(|r| r.gateway == Some(info.router) && r.dest.prefix_len == 0)
-        {
-            self.ip6.remove_route(default);
-        }
         for p in &info.prefixes {
             // The link-local prefix is every link's already; a length past 128 is no prefix, and
             // one of 0 would make the whole Internet on-link (RFC 4861 §6.3.4 leaves both out).

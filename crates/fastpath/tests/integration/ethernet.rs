@@ -655,6 +655,82 @@ fn temporary_addresses_are_the_source_of_new_traffic_when_preferred() {
     assert_eq!(src, public);
 }
 
+/// A router advertisement from `router` (`mac`) to all nodes, in its frame: a default router for
+/// `lifetime` seconds with the preference bits `prf` (RFC 4191: 0b01 high, 0b11 low), its
+/// hardware address given, no prefix.
+fn router_frame(router: &str, mac: MacAddr, lifetime: u16, prf: u8) -> Vec<u8> {
+    let mut ra = vec![134, 0, 0, 0, 64, prf << 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+    ra[6..8].copy_from_slice(&lifetime.to_be_bytes());
+    ra.extend_from_slice(&[1, 1]);
+    ra.extend_from_slice(&mac.0);
+    let packet = crate::common::ipv6_icmp(v6(router), v6("ff02::1"), 255, &ra);
+    frame(MacAddr([0x33, 0x33, 0, 0, 0, 1]), mac, 0x86dd, &packet)
+}
+
+/// Two routers on the link: traffic to the world goes through the first heard; when it stops
+/// answering neighbour discovery's probes (RFC 4861 §7.3.3: STALE, DELAY 5 s, three unicast
+/// probes a second apart), through the other (§6.3.6); a router that advertises a high
+/// preference (RFC 4191) takes over.
+#[test]
+fn a_router_that_stops_answering_is_replaced_by_another() {
+    let (mut b, mut raw) = b_and_raw();
+    let mac_c = MacAddr([2, 0, 0, 0, 0, 0x0c]);
+    let mac_d = MacAddr([2, 0, 0, 0, 0, 0x0d]);
+    let mut now = Instant::from_secs(1);
+    b.poll(now);
+    b.add_ipv6_address(ETH, "2001:db8:1::b/64".parse().unwrap())
+        .unwrap();
+    inject(&mut raw, &router_frame("fe80::1", MAC_A, 1800, 0));
+    inject(&mut raw, &router_frame("fe80::2", mac_c, 1800, 0));
+    for _ in 0..20 {
+        now = now + Duration::from_millis(100);
+        b.poll(now);
+    }
+    let tx = b.udp_bind("[::]:0").unwrap();
+    // The hardware address the next datagram to the world goes to.
+    let first_hop = |b: &mut Stack, raw: &mut PairEnd, now: Instant| {
+        capture(raw);
+        b.udp(tx).send_to(b"out", "[2001:db8:99::1]:9").unwrap();
+        b.poll(now);
+        let out = capture(raw);
+        let datagram = out.iter().find(|f| f.len() > 54 && f[20] == 17);
+        datagram.map(|f| MacAddr(f[..6].try_into().unwrap()))
+    };
+    assert_eq!(
+        first_hop(&mut b, &mut raw, now),
+        Some(MAC_A),
+        "the first router heard"
+    );
+    assert_eq!(
+        b.ethernet(ETH).unwrap().default_router(),
+        Some(v6("fe80::1"))
+    );
+    // fe80::1 answers nothing; one datagram a second keeps its entry in use.
+    let mut hops = Vec::new();
+    for _ in 0..12 {
+        now = now + Duration::from_secs(1);
+        b.poll(now);
+        hops.push(first_hop(&mut b, &mut raw, now));
+    }
+    assert_eq!(hops.last(), Some(&Some(mac_c)), "{hops:?}");
+    assert!(
+        hops.contains(&Some(MAC_A)),
+        "through fe80::1 until it failed: {hops:?}"
+    );
+    assert_eq!(
+        b.ethernet(ETH).unwrap().default_router(),
+        Some(v6("fe80::2"))
+    );
+    // A third router with a high preference.
+    inject(&mut raw, &router_frame("fe80::3", mac_d, 1800, 0b01));
+    b.poll(now);
+    assert_eq!(first_hop(&mut b, &mut raw, now), Some(mac_d));
+    // It leaves (lifetime 0): back to fe80::2, not to fe80::1, which still has not answered.
+    inject(&mut raw, &router_frame("fe80::3", mac_d, 0, 0b01));
+    b.poll(now);
+    assert_eq!(first_hop(&mut b, &mut raw, now), Some(mac_c));
+}
+
 /// A router advertisement with lifetimes: the default route (3 s) and the on-link prefix (5 s).
 fn short_lived_advert() -> Vec<u8> {
     let mut ra = vec![134, 0, 0, 0, 64, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0];
