@@ -494,10 +494,17 @@ pub struct EthernetConfig {
     /// Solicitations sent to check an IPv6 address before using it (RFC 4862's
     /// `DupAddrDetectTransmits`, 1 as Linux); 0 uses an address at once.
     pub dad_transmits: u8,
-    /// Router solicitations sent once the link-local address is usable, 4 s apart, until a router
-    /// advertises itself (RFC 4861 §6.3.7's `MAX_RTR_SOLICITATIONS`, 3 as Linux); 0 sends none
-    /// and waits for routers' periodic advertisements.
-    pub router_solicitations: u8,
+    /// Router solicitations sent once the link-local address is usable, until a router advertises
+    /// itself: the first at once, the second about 4 s later (RFC 4861 §6.3.7's
+    /// `RTR_SOLICITATION_INTERVAL`), then at intervals that double, each within 10% of the
+    /// double, up to `router_solicitation_max_interval` (RFC 7559's backoff). `None`, the
+    /// default, solicits until a router answers (Linux's `router_solicitations` of -1); `Some(3)`
+    /// is RFC 4861's `MAX_RTR_SOLICITATIONS`; `Some(0)` sends none and waits for routers'
+    /// periodic advertisements.
+    pub router_solicitations: Option<u32>,
+    /// The longest interval between router solicitations (RFC 7559's `MAX_RTR_SOLICITATION_
+    /// INTERVAL`, and Linux's `router_solicitation_max_interval`: an hour).
+    pub router_solicitation_max_interval: Duration,
     /// Stable, opaque interface identifiers (RFC 7217) for the addresses formed from advertised
     /// prefixes: a keyed hash (SipHash, under a key derived from [`StackConfig::secret`]) of the
     /// prefix, the hardware address and a count of duplicates met, so that an address does not
@@ -561,7 +568,8 @@ impl Default for EthernetConfig {
             neighbor: NeighborConfig::default(),
             vlan: None,
             dad_transmits: 1,
-            router_solicitations: 3,
+            router_solicitations: None,
+            router_solicitation_max_interval: Duration::from_secs(3600),
             stable_privacy: false,
             temporary: TemporaryAddresses::default(),
         }

@@ -267,7 +267,7 @@ pub struct EthernetInterface {
     board: Option<(NeighborBoard, u64)>,
     /// Router solicitations (RFC 4861 §6.3.7): sent so far and when the next is due, once the
     /// link-local address is usable, until a router advertises itself.
-    rs: Option<(u8, Instant)>,
+    rs: Option<(u32, Instant, Duration)>,
     /// A router has advertised itself: no more solicitations.
     router_heard: bool,
     /// What routers advertised and when it runs out: each on-link prefix, at most
@@ -420,6 +420,7 @@ impl EthernetInterface {
         if self.cfg.dad_transmits == 0 {
             self.ndp_if.addrs.push(cidr.addr);
             self.report_groups(now);
+            self.usable(cidr.addr, now);
             self.own_timers_changed();
             return true;
         }
@@ -433,6 +434,15 @@ impl EthernetInterface {
         });
         self.own_timers_changed();
         false
+    }
+
+    /// `addr` became usable: with a link-local address, ask for routers rather than wait for
+    /// their next advertisement (RFC 4861 §6.3.7).
+    fn usable(&mut self, addr: Ipv6Addr, now: Instant) {
+        let link_local = addr.segments()[0] & 0xffc0 == 0xfe80;
+        if link_local && !self.router_heard && self.cfg.router_solicitations != Some(0) {
+            self.rs.get_or_insert((0, now, Duration::ZERO));
+        }
     }
 
     /// Whether `addr` is being checked for duplicates.
@@ -701,7 +711,7 @@ impl EthernetInterface {
 
     /// The earliest deadline of the interface's own timers, from their lists.
     fn own_deadline_worked_out(&self) -> Option<Instant> {
-        let mut at = self.rs.map(|(_, next)| next);
+        let mut at = self.rs.map(|(_, next, _)| next);
         at = earliest(at, self.mld_due);
         if !self.dad.is_empty() {
             at = earliest(at, self.dad.iter().map(|d| d.next).min());
@@ -927,13 +937,7 @@ impl EthernetInterface {
             self.duplicate(addr, now);
         }
         if let Some(info) = outcome.router {
-            self.counters.ra_in += 1;
-            self.router_heard = true;
-            self.rs = None;
-            self.note_lifetimes(&info, now);
-            self.list_router(&info, now);
-            self.autoconfigure(&info, now);
-            self.events.push(EthernetEvent::Router(info));
+            self.router_advertised(info, now);
         }
         if let Some(redirect) = outcome.redirect {
             self.counters.redirects_in += 1;
@@ -1124,12 +1128,7 @@ impl EthernetInterface {
             self.ndp_if.tentative.retain(|&a| a != d.cidr.addr);
             self.ndp_if.addrs.push(d.cidr.addr);
             self.events.push(EthernetEvent::AddressReady(d.cidr));
-            // With a link-local address, ask for routers rather than wait for their next
-            // advertisement (§6.3.7).
-            let link_local = d.cidr.addr.segments()[0] & 0xffc0 == 0xfe80;
-            if link_local && !self.router_heard && self.cfg.router_solicitations > 0 {
-                self.rs.get_or_insert((0, now));
-            }
+            self.usable(d.cidr.addr, now);
         }
         self.solicit_routers(now, out);
         self.expire_advertised(now);
@@ -1292,16 +1291,22 @@ impl EthernetInterface {
         send(out, &mut self.counters, frame);
     }
 
-    /// Sends a router solicitation when one is due: `router_solicitations` of them,
-    /// `RTR_SOLICITATION_INTERVAL` (4 s) apart.
+    /// Sends a router solicitation when one is due (`EthernetConfig::router_solicitations`): the
+    /// first at once, then RFC 7559's backoff, as Linux's `rfc3315_s14_backoff_init` and
+    /// `_update` draw it: `RTR_SOLICITATION_INTERVAL` (4 s) times 0.9 to 1.1, then each interval
+    /// times 1.9 to 2.1, and past the maximum, the maximum times 0.9 to 1.1.
     fn solicit_routers(&mut self, now: Instant, out: &mut Vec<PacketBuf>) {
-        let Some((sent, next)) = self.rs else {
+        let Some((sent, next, interval)) = self.rs else {
             return;
         };
         if next > now {
             return;
         }
-        if sent >= self.cfg.router_solicitations {
+        if self
+            .cfg
+            .router_solicitations
+            .is_some_and(|limit| sent >= limit)
+        {
             self.rs = None;
             return;
         }
@@ -1315,7 +1320,23 @@ impl EthernetInterface {
         self.counters.rs_out += 1;
         let frame = self.ndp_frame(src, ALL_ROUTERS, multicast_mac(ALL_ROUTERS), &rs);
         send(out, &mut self.counters, frame);
-        self.rs = Some((sent + 1, now + Duration::from_secs(4)));
+        let max = self.cfg.router_solicitation_max_interval;
+        // A factor from 0.9 to 1.1 (in thousandths), drawn as the multicast report delays are.
+        let mut jitter = |base: Duration, low: u32| {
+            let thousandths = low + self.mld_delay(201).as_millis() as u32;
+            base * thousandths / 1000
+        };
+        let interval = if sent == 0 {
+            jitter(Duration::from_secs(4), 900)
+        } else {
+            let doubled = jitter(interval, 1900);
+            if doubled > max {
+                jitter(max, 900)
+            } else {
+                doubled
+            }
+        };
+        self.rs = Some((sent + 1, now + interval, interval));
     }
 
     /// Keeps when what `info` advertises runs out: its on-link prefixes.
@@ -1336,6 +1357,19 @@ impl EthernetInterface {
                 keep(info.router, prefix, p.valid_lifetime);
             }
         }
+    }
+
+    /// A router advertised itself (RFC 4861 §6.3.4): no more solicitations; its lifetimes kept,
+    /// it listed as a default router, addresses formed from its prefixes, and the rest reported.
+    fn router_advertised(&mut self, info: RouterInfo, now: Instant) {
+        self.counters.ra_in += 1;
+        self.router_heard = true;
+        self.rs = None;
+        self.note_lifetimes(&info, now);
+        self.list_router(&info, now);
+        self.autoconfigure(&info, now);
+        self.events.push(EthernetEvent::Router(info));
+        self.own_timers_changed();
     }
 
     /// Keeps `info`'s router on the default router list for its router lifetime, with its
@@ -1772,7 +1806,7 @@ mod tests {
     fn host() -> EthernetInterface {
         let cfg = EthernetConfig {
             dad_transmits: 0,
-            router_solicitations: 0,
+            router_solicitations: Some(0),
             ..EthernetConfig::default()
         };
         EthernetInterface::new(MAC, cfg)
@@ -1970,6 +2004,73 @@ mod tests {
             e.list_router(&router(&addr, 1800, 0), t0 + Duration::from_secs(2000));
         }
         assert_eq!(e.routers.len(), MAX_DEFAULT_ROUTERS);
+    }
+
+    /// Router solicitations (RFC 4861 §6.3.7 with RFC 7559's backoff, as Linux 6.18 sends them
+    /// with its defaults): the first as soon as the link-local address is usable, the next about
+    /// 4 s later (3.6 to 4.4), each interval then 1.9 to 2.1 times the last, up to an hour
+    /// (3,240 to 3,960 s), for as long as no router answers; none once one has. With a limit of
+    /// 3, RFC 4861's `MAX_RTR_SOLICITATIONS`, three in all.
+    #[test]
+    fn routers_are_solicited_with_rfc_7559_s_backoff_until_one_answers() {
+        let solicitations = |limit: Option<u32>, hours: u64, answer_at: Option<Instant>| {
+            let mut cfg = host().cfg;
+            cfg.router_solicitations = limit;
+            let mut e = EthernetInterface::new(MAC, cfg);
+            let t0 = Instant::from_secs(100);
+            e.add_ipv6(Ipv6Cidr::new(link_local(MAC), 64), t0);
+            let mut sent = Vec::new();
+            let mut now = t0;
+            let mut answered = false;
+            while now < t0 + Duration::from_secs(hours * 3600) {
+                if answer_at.is_some_and(|t| t <= now) && !answered {
+                    answered = true;
+                    e.router_advertised(advert("2001:db8:1::", 0, 0), now);
+                }
+                let mut out = Vec::new();
+                e.poll(now, &mut out);
+                let rs = out
+                    .iter()
+                    .filter(|f| f.data().len() > 54 && f.data()[54] == 133);
+                sent.extend(rs.map(|_| now));
+                let Some(next) = e.next_deadline() else { break };
+                now = next.max(now + Duration::from_millis(1));
+            }
+            (t0, sent)
+        };
+        let (t0, sent) = solicitations(None, 10, None);
+        assert_eq!(sent[0], t0, "at once");
+        let gaps: Vec<f64> = sent
+            .windows(2)
+            .map(|w| (w[1].total_micros() - w[0].total_micros()) as f64 / 1e6)
+            .collect();
+        assert!((3.6..=4.4).contains(&gaps[0]), "{gaps:?}");
+        let mut capped = 0;
+        for w in gaps.windows(2) {
+            if (3240.0..=3960.0).contains(&w[1]) && w[0] * 1.9 > 3600.0 * 0.9 {
+                capped += 1;
+            } else {
+                assert!((1.9..=2.1).contains(&(w[1] / w[0])), "{gaps:?}");
+            }
+        }
+        assert!(capped >= 6, "an hour apart once past the maximum: {gaps:?}");
+        assert!(gaps.iter().all(|&g| g <= 3960.0));
+        let draws: Vec<u64> = gaps.iter().map(|g| (g * 1000.0) as u64).collect();
+        assert_ne!(
+            draws[1],
+            draws[0] * 2,
+            "the intervals are drawn, not exact doublings"
+        );
+        // A router answers after a minute: no more.
+        let (t0, sent) = solicitations(None, 2, Some(Instant::from_secs(160)));
+        assert!(
+            sent.iter().all(|&t| t < t0 + Duration::from_secs(60)),
+            "{sent:?}"
+        );
+        assert_eq!(sent.len(), 5, "at 0, about 4, 12, 28 and 60 s: {sent:?}");
+        // RFC 4861's three.
+        let (_, sent) = solicitations(Some(3), 2, None);
+        assert_eq!(sent.len(), 3);
     }
 
     /// An interface forming temporary addresses (RFC 8981) under a fixed key, checking no
@@ -2221,7 +2322,7 @@ mod tests {
     #[test]
     fn an_address_another_node_has_is_not_formed_again_until_its_prefix_expires() {
         let cfg = EthernetConfig {
-            router_solicitations: 0,
+            router_solicitations: Some(0),
             ..EthernetConfig::default()
         };
         let mut e = EthernetInterface::new(MAC, cfg);
