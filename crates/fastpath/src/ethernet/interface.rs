@@ -1365,6 +1365,23 @@ impl EthernetInterface {
         self.counters.ra_in += 1;
         self.router_heard = true;
         self.rs = None;
+        // RFC 4861 §6.3.4: a Reachable Time and a Retrans Timer that are not 0 are the link's
+        // from now on, for neighbour discovery and the duplicate checks (ARP keeps its own, as
+        // in Linux), within Linux's floors (100 ms, 10 ms) and ceilings of an hour (RFC 4861's
+        // MAX_REACHABLE_TIME) and a minute, so that a forged advertisement cannot stall
+        // resolution for longer.
+        if info.reachable_time != 0 || info.retrans_time != 0 {
+            let ms =
+                |v: u32, low: u64, high: u64| Duration::from_millis(u64::from(v).clamp(low, high));
+            let n = &mut self.cfg.neighbor;
+            if info.reachable_time != 0 {
+                n.reachable = ms(info.reachable_time, 100, 3_600_000);
+            }
+            if info.retrans_time != 0 {
+                n.retrans = ms(info.retrans_time, 10, 60_000);
+            }
+            self.nd.set_timers(n.reachable, n.retrans);
+        }
         self.note_lifetimes(&info, now);
         self.list_router(&info, now);
         self.autoconfigure(&info, now);
@@ -1818,6 +1835,9 @@ mod tests {
             router: v6("fe80::1"),
             lifetime: 0,
             preference: 0,
+            hop_limit: 0,
+            reachable_time: 0,
+            retrans_time: 0,
             mtu: None,
             prefixes: vec![crate::wire::ndp::PrefixInfo {
                 prefix: v6(prefix),
@@ -1951,6 +1971,9 @@ mod tests {
             router: v6(addr),
             lifetime,
             preference,
+            hop_limit: 0,
+            reachable_time: 0,
+            retrans_time: 0,
             mtu: None,
             prefixes: Vec::new(),
         };

@@ -117,6 +117,12 @@ pub struct RouterInfo {
     pub lifetime: u16,
     /// Its preference as a default router (RFC 4191 §2.2): 1 high, 0 medium, -1 low.
     pub preference: i8,
+    /// The hop limit hosts on the link should use (0: unspecified).
+    pub hop_limit: u8,
+    /// Milliseconds a neighbour's confirmation holds, `BaseReachableTime` (0: unspecified).
+    pub reachable_time: u32,
+    /// Milliseconds between solicitations, `RetransTimer` (0: unspecified).
+    pub retrans_time: u32,
     /// The link's MTU, if it says.
     pub mtu: Option<u32>,
     /// Its prefix information.
@@ -249,12 +255,14 @@ pub fn ndp_input(
             }
         }
         NdpRepr::RouterAdvert {
+            hop_limit,
             router_lifetime,
             flags,
+            reachable_time,
+            retrans_time,
             lladdr,
             mtu,
             ref prefixes,
-            ..
         } => {
             // §6.1.2: a router speaks from its link-local address.
             if src.segments()[0] & 0xffc0 != 0xfe80 {
@@ -278,6 +286,9 @@ pub fn ndp_input(
                 router: src,
                 lifetime: router_lifetime,
                 preference,
+                hop_limit,
+                reachable_time,
+                retrans_time,
                 mtu,
                 prefixes: prefixes.clone(),
             });

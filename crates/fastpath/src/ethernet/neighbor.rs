@@ -149,6 +149,13 @@ impl<A: Copy + Eq + Hash> NeighborCache<A> {
         }
     }
 
+    /// How long a confirmation holds and the time between solicitations from now on (a router's
+    /// advertisement of them, RFC 4861 §6.3.4).
+    pub fn set_timers(&mut self, reachable: std::time::Duration, retrans: std::time::Duration) {
+        self.cfg.reachable = reachable;
+        self.cfg.retrans = retrans;
+    }
+
     /// Entries held.
     pub fn len(&self) -> usize {
         self.entries.len()

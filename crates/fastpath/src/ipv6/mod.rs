@@ -45,6 +45,9 @@ pub(crate) struct Iface6 {
     /// (RFC 6724 §5, rule 7) or the others over them.
     pub(crate) temporary: Vec<Ipv6Addr>,
     pub(crate) prefer_temporary: bool,
+    /// The hop limit of packets sent out of it: the stack's, or what a router advertised for the
+    /// link (RFC 4861 §6.3.4's CurHopLimit, kept per interface as Linux keeps it per device).
+    pub(crate) hop_limit: u8,
     pub(crate) caps: LinkCapabilities,
     /// Takes packets to any unicast address as [`Delivery::Intercepted`](crate::ip::Delivery)
     /// (`Stack::set_intercept`).
@@ -54,7 +57,8 @@ pub(crate) struct Iface6 {
 /// IPv6's slice of the stack's configuration.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Ipv6Config {
-    /// The hop limit of packets this host sends (the IPv4 TTL's setting: Linux uses 64 for both).
+    /// The hop limit of packets this host sends (the IPv4 TTL's setting: Linux uses 64 for both),
+    /// unless a router gave an interface its own ([`Iface6::hop_limit`]).
     pub(crate) hop_limit: u8,
     /// `input_header_prediction`: the common shape of packet (UDP or TCP right after the fixed
     /// header, to one of our addresses) takes a short path.
@@ -123,6 +127,7 @@ impl Ipv6 {
             deprecated: Vec::new(),
             temporary: Vec::new(),
             prefer_temporary: false,
+            hop_limit: self.cfg.hop_limit,
             caps,
             intercept: false,
         });
@@ -195,6 +200,23 @@ impl Ipv6 {
             f.temporary.push(addr);
         }
         self.route_epoch = self.route_epoch.wrapping_add(1);
+    }
+
+    /// The hop limit of packets out of `iface` (a router's advertisement of it, RFC 4861 §6.3.4);
+    /// cached headers are stale.
+    pub(crate) fn set_hop_limit(&mut self, iface: InterfaceId, hop_limit: u8) {
+        if self.ifaces[iface.0].hop_limit != hop_limit {
+            self.ifaces[iface.0].hop_limit = hop_limit;
+            self.route_epoch = self.route_epoch.wrapping_add(1);
+        }
+    }
+
+    /// The hop limit of packets out of `iface`.
+    #[inline]
+    pub(crate) fn hop_limit(&self, iface: InterfaceId) -> u8 {
+        self.ifaces
+            .get(iface.0)
+            .map_or(self.cfg.hop_limit, |f| f.hop_limit)
     }
 
     /// Whether `iface`'s temporary addresses are preferred as sources (RFC 6724 §5, rule 7).

@@ -6,6 +6,7 @@ use std::net::Ipv6Addr;
 use super::{Ip6Cx, Ipv6, NextHop6};
 use crate::buf::{ChecksumOffload, PacketBuf};
 use crate::ip::Transmit;
+use crate::route::InterfaceId;
 use crate::stats::DropReason;
 use crate::wire::ipv6::{HEADER_LEN, MIN_MTU};
 use crate::wire::ipv6ext::FragmentHeader;
@@ -21,10 +22,11 @@ pub(crate) struct HeaderTemplate6 {
 }
 
 impl HeaderTemplate6 {
-    /// The template for packets from `src` to `dst` with `next_header`: traffic class and flow label
-    /// 0, the configured hop limit.
+    /// The template for packets from `src` to `dst` with `next_header` out of `iface`: traffic
+    /// class and flow label 0, the interface's hop limit.
     pub(crate) fn new(
         ip: &Ipv6,
+        iface: InterfaceId,
         src: Ipv6Addr,
         dst: Ipv6Addr,
         next_header: IpProtocol,
@@ -35,7 +37,7 @@ impl HeaderTemplate6 {
             dst_addr: dst,
             next_header,
             payload_len: 0,
-            hop_limit: ip.cfg.hop_limit,
+            hop_limit: ip.hop_limit(iface),
             traffic_class: 0,
             flow_label: 0,
         }
@@ -110,7 +112,7 @@ impl Ipv6 {
             dst_addr: dst,
             next_header,
             payload_len: buf.len(),
-            hop_limit: self.cfg.hop_limit,
+            hop_limit: self.hop_limit(hop.iface),
             // The sending socket's DSCP and a TCP segment's ECN field (RFC 3168 §5).
             traffic_class: buf.meta.tos(),
             flow_label: 0,

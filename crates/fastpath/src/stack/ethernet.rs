@@ -259,13 +259,17 @@ impl Stack {
         }
     }
 
-    /// A router's advertisement (RFC 4861 §6.3.4): routes to the prefixes it says are on the
-    /// link, and its MTU when it is one the link can carry. The on-link routes go when their
+    /// A router's advertisement (RFC 4861 §6.3.4): the hop limit it gives, routes to the prefixes
+    /// it says are on the link, and its MTU when it is one the link can carry. The on-link routes go when their
     /// lifetimes run out ([`Self::advertised_expired`]); the default route is the link layer's
     /// choice among the routers heard ([`Self::default_router_chosen`]), and the addresses it
     /// offers for autoconfiguration are the link layer's to form and age
     /// (`EthernetInterface::autoconfigure`).
     fn router_heard(&mut self, iface: InterfaceId, info: &RouterInfo) {
+        // CurHopLimit (RFC 4861 §6.3.4): the hop limit of what leaves by this interface.
+        if info.hop_limit != 0 {
+            self.ip6.set_hop_limit(iface, info.hop_limit);
+        }
         for p in &info.prefixes {
             // The link-local prefix is every link's already; a length past 128 is no prefix, and
             // one of 0 would make the whole Internet on-link (RFC 4861 §6.3.4 leaves both out).

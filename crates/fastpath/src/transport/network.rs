@@ -11,6 +11,7 @@ use crate::demux::TableAddress;
 use crate::ip::{NextHop, Transmit};
 use crate::ipv4::{HeaderTemplate, IpCx, Ipv4};
 use crate::ipv6::{HeaderTemplate6, Ip6Cx, Ipv6};
+use crate::route::InterfaceId;
 use crate::stats::{Counters, DropReason};
 use crate::time::Instant;
 use crate::wire::IpProtocol;
@@ -55,10 +56,11 @@ pub(crate) trait Network {
     fn is_broadcast(&self, addr: Self::Addr) -> bool;
     /// True for an address that must not leave the host (127/8, `::1`).
     fn is_loopback(addr: Self::Addr) -> bool;
-    /// The header template for `src` to `dst` carrying `protocol`, with type of service (IPv6's
-    /// traffic class) `tos`.
+    /// The header template for `src` to `dst` out of `iface` carrying `protocol`, with type of
+    /// service (IPv6's traffic class) `tos`.
     fn template(
         &self,
+        iface: InterfaceId,
         src: Self::Addr,
         dst: Self::Addr,
         protocol: IpProtocol,
@@ -148,6 +150,7 @@ impl Network for Ipv4 {
     #[inline]
     fn template(
         &self,
+        _iface: InterfaceId,
         src: Ipv4Addr,
         dst: Ipv4Addr,
         protocol: IpProtocol,
@@ -245,12 +248,13 @@ impl Network for Ipv6 {
     }
     fn template(
         &self,
+        iface: InterfaceId,
         src: Ipv6Addr,
         dst: Ipv6Addr,
         protocol: IpProtocol,
         tos: u8,
     ) -> HeaderTemplate6 {
-        HeaderTemplate6::new(self, src, dst, protocol).with_traffic_class(tos)
+        HeaderTemplate6::new(self, iface, src, dst, protocol).with_traffic_class(tos)
     }
     #[inline(always)]
     fn output(

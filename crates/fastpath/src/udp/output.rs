@@ -224,7 +224,9 @@ pub(super) fn tx_route<N: Network>(
         mode,
         mode_fragmented,
         pseudo,
-        ip: cx.ip.template(src, daddr, IpProtocol::Udp, options.tos),
+        ip: cx
+            .ip
+            .template(hop.iface, src, daddr, IpProtocol::Udp, options.tos),
     })
 }
 

@@ -731,6 +731,67 @@ fn a_router_that_stops_answering_is_replaced_by_another() {
     assert_eq!(first_hop(&mut b, &mut raw, now), Some(mac_c));
 }
 
+/// What a router's advertisement says of the link (RFC 4861 §6.3.4) is taken: its Cur Hop Limit
+/// becomes the hop limit of what leaves by the interface (a UDP socket's cached header too), and
+/// its Retrans Timer the time between neighbour solicitations.
+#[test]
+fn a_routers_hop_limit_and_retransmission_timer_are_the_links() {
+    let (mut b, mut raw) = b_and_raw();
+    let mut now = Instant::from_secs(1);
+    b.poll(now);
+    b.add_ipv6_address(ETH, "2001:db8:1::b/64".parse().unwrap())
+        .unwrap();
+    for _ in 0..15 {
+        now = now + Duration::from_millis(100);
+        b.poll(now);
+    }
+    let tx = b.udp_bind("[::]:0").unwrap();
+    let hop_limit = |b: &mut Stack, raw: &mut PairEnd, now: Instant| {
+        capture(raw);
+        b.udp(tx).send_to(b"out", "[2001:db8:99::1]:9").unwrap();
+        b.poll(now);
+        let out = capture(raw);
+        out.iter()
+            .find(|f| f.len() > 54 && f[20] == 17)
+            .map(|f| f[21])
+    };
+    // A default router, fe80::1 (MAC_A), that says nothing of hop limits and timers.
+    inject(&mut raw, &router_frame("fe80::1", MAC_A, 1800, 0));
+    b.poll(now);
+    assert_eq!(
+        hop_limit(&mut b, &mut raw, now),
+        Some(64),
+        "the stack's own"
+    );
+    // Cur Hop Limit 17, Reachable Time 5 s, Retrans Timer 300 ms.
+    let mut ra = vec![134, 0, 0, 0, 17, 0, 0x07, 0x08];
+    ra.extend_from_slice(&5000u32.to_be_bytes());
+    ra.extend_from_slice(&300u32.to_be_bytes());
+    ra.extend_from_slice(&[1, 1]);
+    ra.extend_from_slice(&MAC_A.0);
+    let packet = crate::common::ipv6_icmp(v6("fe80::1"), v6("ff02::1"), 255, &ra);
+    inject(
+        &mut raw,
+        &frame(MacAddr([0x33, 0x33, 0, 0, 0, 1]), MAC_A, 0x86dd, &packet),
+    );
+    b.poll(now);
+    assert_eq!(hop_limit(&mut b, &mut raw, now), Some(17), "the router's");
+    // A neighbour that does not answer: solicited three times, 300 ms apart.
+    capture(&mut raw);
+    b.udp(tx).send_to(b"x", "[2001:db8:1::7]:9").unwrap();
+    let mut asked = Vec::new();
+    for step in 0..20u64 {
+        let at = now + Duration::from_millis(50 * step);
+        b.poll(at);
+        for f in capture(&mut raw) {
+            if solicited(&f) == Some(v6("2001:db8:1::7")) {
+                asked.push(50 * step);
+            }
+        }
+    }
+    assert_eq!(asked, [0, 300, 600], "{asked:?}");
+}
+
 /// A router advertisement with lifetimes: the default route (3 s) and the on-link prefix (5 s).
 fn short_lived_advert() -> Vec<u8> {
     let mut ra = vec![134, 0, 0, 0, 64, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0];
