@@ -455,8 +455,8 @@ pub struct NeighborConfig {
     pub max_entries: usize,
     /// Bytes of packets held per address being resolved (Linux's `unres_qlen_bytes`).
     pub queue_bytes: usize,
-    /// How long a confirmed address stays REACHABLE (`REACHABLE_TIME`; RFC 4861 randomizes it
-    /// between half and one and a half times, which the caller may do).
+    /// How long a confirmed address stays REACHABLE (`BaseReachableTime`: an Ethernet interface
+    /// draws its ReachableTime between half and one and a half times this, RFC 4861 §6.3.2).
     pub reachable: Duration,
     /// Between solicitations (`RETRANS_TIMER`).
     pub retrans: Duration,

@@ -18,7 +18,7 @@ use std::time::Duration;
 use super::arp::{arp_input, ArpDrop, ArpInterface};
 use super::board::NeighborBoard;
 use super::ndp::{link_local, ndp_input, NdpDrop, NdpInterface, Redirect, RouterInfo, ALL_NODES};
-use super::neighbor::{NeighborAction, NeighborCache, Resolved};
+use super::neighbor::{NeighborAction, NeighborCache, NeighborState, Resolved};
 use crate::buf::{ChecksumOffload, PacketBuf};
 use crate::checksum;
 pub use crate::config::EthernetConfig;
@@ -337,7 +337,7 @@ fn send(out: &mut Vec<PacketBuf>, counters: &mut EthernetCounters, frame: Packet
 impl EthernetInterface {
     /// An interface with hardware address `mac` and no protocol address yet.
     pub fn new(mac: MacAddr, cfg: EthernetConfig) -> EthernetInterface {
-        EthernetInterface {
+        let mut e = EthernetInterface {
             vlan: cfg.vlan.map(|id| VlanTag {
                 priority: 0,
                 drop_eligible: false,
@@ -380,7 +380,22 @@ impl EthernetInterface {
             drops: Drops::default(),
             dropped: false,
             cfg,
-        }
+        };
+        // RFC 4861 §6.3.2: ReachableTime drawn between half and one and a half times
+        // BaseReachableTime, so that hosts' confirmations do not fall due together (Linux's
+        // `neigh_rand_reach_time`, for ARP too).
+        let base = e.cfg.neighbor.reachable;
+        let (arp, nd) = (e.random_reachable(base), e.random_reachable(base));
+        e.arp.set_timers(arp, e.cfg.neighbor.retrans);
+        e.nd.set_timers(nd, e.cfg.neighbor.retrans);
+        e
+    }
+
+    /// A reachable time between half and one and a half times `base` (RFC 4861 §6.3.2's
+    /// MIN_RANDOM_FACTOR and MAX_RANDOM_FACTOR), drawn as the report delays are.
+    fn random_reachable(&mut self, base: Duration) -> Duration {
+        let thousandths = 500 + self.mld_delay(1001).as_millis() as u32;
+        base * thousandths / 1000
     }
 
     /// The interface's hardware address.
@@ -1380,7 +1395,10 @@ impl EthernetInterface {
             if info.retrans_time != 0 {
                 n.retrans = ms(info.retrans_time, 10, 60_000);
             }
-            self.nd.set_timers(n.reachable, n.retrans);
+            let reachable = n.reachable;
+            let retrans = n.retrans;
+            let drawn = self.random_reachable(reachable);
+            self.nd.set_timers(drawn, retrans);
         }
         self.note_lifetimes(&info, now);
         self.list_router(&info, now);
@@ -1438,7 +1456,7 @@ impl EthernetInterface {
             // Heard from since it failed (its entry valid again), it is not suspect.
             let heard = nd
                 .state(r.addr)
-                .is_some_and(|s| !matches!(s, super::neighbor::NeighborState::Incomplete { .. }));
+                .is_some_and(|s| !matches!(s, NeighborState::Incomplete { .. }));
             (!r.suspect || heard, r.preference)
         };
         let best = self.routers.iter().map(key).max();
@@ -2090,10 +2108,51 @@ mod tests {
             sent.iter().all(|&t| t < t0 + Duration::from_secs(60)),
             "{sent:?}"
         );
-        assert_eq!(sent.len(), 5, "at 0, about 4, 12, 28 and 60 s: {sent:?}");
+        assert!(sent.len() >= 4, "at 0 and about 4, 12 and 28 s: {sent:?}");
         // RFC 4861's three.
         let (_, sent) = solicitations(Some(3), 2, None);
         assert_eq!(sent.len(), 3);
+    }
+
+    /// RFC 4861 §6.3.2: a confirmation holds for a ReachableTime drawn between half and one and
+    /// a half times BaseReachableTime (30 s), not the same on every host; a router's Reachable
+    /// Time is drawn the same way.
+    #[test]
+    fn reachable_times_are_drawn_around_the_base() {
+        let t0 = Instant::from_secs(100);
+        let reachable = |e: &mut EthernetInterface| {
+            let (v4, v6a) = (Ipv4Addr::new(10, 0, 0, 9), v6("fe80::9"));
+            e.arp.learn(v4, MacAddr([2, 0, 0, 0, 0, 9]), t0);
+            e.arp.confirm(v4, t0);
+            e.nd.learn(v6a, MacAddr([2, 0, 0, 0, 0, 9]), t0);
+            e.nd.confirm(v6a, t0);
+            let until = |s: Option<NeighborState>| match s {
+                Some(NeighborState::Reachable { until }) => {
+                    until.total_micros() - t0.total_micros()
+                }
+                other => panic!("{other:?}"),
+            };
+            (until(e.arp.state(v4)), until(e.nd.state(v6a)))
+        };
+        let mut drawn = Vec::new();
+        for last in 1..=8u8 {
+            let mut e = EthernetInterface::new(MacAddr([2, 0, 0, 0, 0, last]), host().cfg);
+            let (a, n) = reachable(&mut e);
+            for t in [a, n] {
+                assert!((15_000_000..=45_000_000).contains(&t), "{t}");
+                drawn.push(t);
+            }
+        }
+        drawn.sort_unstable();
+        drawn.dedup();
+        assert!(drawn.len() >= 12, "drawn, not fixed: {drawn:?}");
+        // A router's Reachable Time of 10 s: between 5 and 15 s.
+        let mut e = host();
+        let mut info = advert("2001:db8:1::", 0, 0);
+        info.reachable_time = 10_000;
+        e.router_advertised(info, t0);
+        let (_, n) = reachable(&mut e);
+        assert!((5_000_000..=15_000_000).contains(&n), "{n}");
     }
 
     /// An interface forming temporary addresses (RFC 8981) under a fixed key, checking no
