@@ -404,6 +404,12 @@ impl<A: Copy + Eq + Hash> NeighborCache<A> {
                             unicast: e.mac,
                         });
                     } else {
+                        // Unreachable (RFC 4861 §7.3.3): the entry goes, and those who route
+                        // through it learn (a router is passed over, §6.3.6).
+                        actions.push(NeighborAction::Failed {
+                            addr,
+                            dropped: e.queue.drain(..).collect(),
+                        });
                         gone.push(addr);
                     }
                 }
@@ -573,7 +579,11 @@ mod tests {
             assert_eq!(c.poll(t).len(), 1);
             t = t + cfg.retrans;
         }
-        assert!(c.poll(t).is_empty());
+        // Given up, and said so: whoever routes through it must learn (nothing was waiting).
+        assert!(matches!(
+            &c.poll(t)[..],
+            [NeighborAction::Failed { addr, dropped }] if *addr == ip(2) && dropped.is_empty()
+        ));
         assert!(c.is_empty());
     }
 

@@ -84,10 +84,20 @@ impl<N: Network> Tcp<N> {
     fn output_owed(&mut self, cx: &mut TcpCx<impl Transmit, N>, index: u32) {
         let use_offload = self.checksum.offload_allowed();
         if let Some(tcb) = self.tcb(index) {
-            // A path MTU learned (by another connection), expired, or a route changed since this
-            // connection last looked: its MSS follows the path MTU now in use.
+            // A route changed since this connection last looked (a redirect, another default
+            // router, a route added or removed, a path MTU learned or expired): it goes by the
+            // route now in use, still from its own address (as Linux checks a socket's cached
+            // route before it sends), or by the one it had if none is left; its MSS follows the
+            // path MTU now in use.
             if tcb.route_epoch != cx.ip.route_epoch() {
-                let (mtu, epoch) = cx.path_mtu(N::Addr::ip(&tcb.remote), tcb.hop.caps.mtu);
+                let remote = N::Addr::ip(&tcb.remote);
+                if let Ok(hop) = cx.ip.route_link(remote) {
+                    tcb.hop = NextHop {
+                        src: N::Addr::ip(&tcb.local),
+                        ..hop
+                    };
+                }
+                let (mtu, epoch) = cx.path_mtu(remote, tcb.hop.caps.mtu);
                 tcb.sync_path_mtu(mtu, epoch);
             }
         }

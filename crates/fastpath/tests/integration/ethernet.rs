@@ -731,6 +731,44 @@ fn a_router_that_stops_answering_is_replaced_by_another() {
     assert_eq!(first_hop(&mut b, &mut raw, now), Some(mac_c));
 }
 
+/// A connection goes by the route in use when it sends, not the one it was opened with: when the
+/// first router stops answering, the SYN's retransmissions go through the second (as a redirect
+/// would move them), as Linux re-checks a socket's cached route.
+#[test]
+fn a_connection_follows_its_route_to_another_router() {
+    let (mut b, mut raw) = b_and_raw();
+    let mac_c = MacAddr([2, 0, 0, 0, 0, 0x0c]);
+    let mut now = Instant::from_secs(1);
+    b.poll(now);
+    b.add_ipv6_address(ETH, "2001:db8:1::b/64".parse().unwrap())
+        .unwrap();
+    inject(&mut raw, &router_frame("fe80::1", MAC_A, 1800, 0));
+    inject(&mut raw, &router_frame("fe80::2", mac_c, 1800, 0));
+    for _ in 0..20 {
+        now = now + Duration::from_millis(100);
+        b.poll(now);
+    }
+    capture(&mut raw);
+    b.tcp_connect("[2001:db8:99::1]:80").unwrap();
+    // Where each SYN went, over 20 s.
+    let mut syns = Vec::new();
+    for _ in 0..200 {
+        b.poll(now);
+        for f in capture(&mut raw) {
+            if f.len() > 54 && f[12..14] == [0x86, 0xdd] && f[20] == 6 {
+                syns.push(MacAddr(f[..6].try_into().unwrap()));
+            }
+        }
+        now = now + Duration::from_millis(100);
+    }
+    assert_eq!(syns.first(), Some(&MAC_A), "{syns:?}");
+    assert_eq!(syns.last(), Some(&mac_c), "{syns:?}");
+    assert_eq!(
+        b.ethernet(ETH).unwrap().default_router(),
+        Some(v6("fe80::2"))
+    );
+}
+
 /// What a router's advertisement says of the link (RFC 4861 §6.3.4) is taken: its Cur Hop Limit
 /// becomes the hop limit of what leaves by the interface (a UDP socket's cached header too), and
 /// its Retrans Timer the time between neighbour solicitations.
