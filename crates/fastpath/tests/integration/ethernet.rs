@@ -667,34 +667,55 @@ fn router_frame(router: &str, mac: MacAddr, lifetime: u16, prf: u8) -> Vec<u8> {
     frame(MacAddr([0x33, 0x33, 0, 0, 0, 1]), mac, 0x86dd, &packet)
 }
 
+/// B with the global address 2001:db8:1::b checked and the routers `routers` (link-local
+/// address, hardware address) heard, in that order, each a default router for 1800 s at medium
+/// preference; the raw end's queue emptied. Returns B, the raw end and the time.
+fn host_with_routers(routers: &[(&str, MacAddr)]) -> (Stack, PairEnd, Instant) {
+    let (mut b, mut raw) = b_and_raw();
+    let mut now = Instant::from_secs(1);
+    b.poll(now);
+    b.add_ipv6_address(ETH, "2001:db8:1::b/64".parse().unwrap())
+        .unwrap();
+    for &(router, mac) in routers {
+        inject(&mut raw, &router_frame(router, mac, 1800, 0));
+    }
+    for _ in 0..20 {
+        now = now + Duration::from_millis(100);
+        b.poll(now);
+    }
+    capture(&mut raw);
+    (b, raw, now)
+}
+
+/// The frame of the UDP datagram socket `tx` of B sends to the world (2001:db8:99::1) at `now`,
+/// if it left at once.
+fn datagram_out(
+    b: &mut Stack,
+    raw: &mut PairEnd,
+    tx: fastpath::UdpSocket,
+    now: Instant,
+) -> Option<Vec<u8>> {
+    capture(raw);
+    b.udp(tx).send_to(b"out", "[2001:db8:99::1]:9").unwrap();
+    b.poll(now);
+    capture(raw)
+        .into_iter()
+        .find(|f| f.len() > 54 && f[20] == 17)
+}
+
 /// Two routers on the link: traffic to the world goes through the first heard; when it stops
 /// answering neighbour discovery's probes (RFC 4861 §7.3.3: STALE, DELAY 5 s, three unicast
 /// probes a second apart), through the other (§6.3.6); a router that advertises a high
 /// preference (RFC 4191) takes over.
 #[test]
 fn a_router_that_stops_answering_is_replaced_by_another() {
-    let (mut b, mut raw) = b_and_raw();
     let mac_c = MacAddr([2, 0, 0, 0, 0, 0x0c]);
     let mac_d = MacAddr([2, 0, 0, 0, 0, 0x0d]);
-    let mut now = Instant::from_secs(1);
-    b.poll(now);
-    b.add_ipv6_address(ETH, "2001:db8:1::b/64".parse().unwrap())
-        .unwrap();
-    inject(&mut raw, &router_frame("fe80::1", MAC_A, 1800, 0));
-    inject(&mut raw, &router_frame("fe80::2", mac_c, 1800, 0));
-    for _ in 0..20 {
-        now = now + Duration::from_millis(100);
-        b.poll(now);
-    }
+    let (mut b, mut raw, mut now) = host_with_routers(&[("fe80::1", MAC_A), ("fe80::2", mac_c)]);
     let tx = b.udp_bind("[::]:0").unwrap();
     // The hardware address the next datagram to the world goes to.
     let first_hop = |b: &mut Stack, raw: &mut PairEnd, now: Instant| {
-        capture(raw);
-        b.udp(tx).send_to(b"out", "[2001:db8:99::1]:9").unwrap();
-        b.poll(now);
-        let out = capture(raw);
-        let datagram = out.iter().find(|f| f.len() > 54 && f[20] == 17);
-        datagram.map(|f| MacAddr(f[..6].try_into().unwrap()))
+        datagram_out(b, raw, tx, now).map(|f| MacAddr(f[..6].try_into().unwrap()))
     };
     assert_eq!(
         first_hop(&mut b, &mut raw, now),
@@ -736,19 +757,8 @@ fn a_router_that_stops_answering_is_replaced_by_another() {
 /// would move them), as Linux re-checks a socket's cached route.
 #[test]
 fn a_connection_follows_its_route_to_another_router() {
-    let (mut b, mut raw) = b_and_raw();
     let mac_c = MacAddr([2, 0, 0, 0, 0, 0x0c]);
-    let mut now = Instant::from_secs(1);
-    b.poll(now);
-    b.add_ipv6_address(ETH, "2001:db8:1::b/64".parse().unwrap())
-        .unwrap();
-    inject(&mut raw, &router_frame("fe80::1", MAC_A, 1800, 0));
-    inject(&mut raw, &router_frame("fe80::2", mac_c, 1800, 0));
-    for _ in 0..20 {
-        now = now + Duration::from_millis(100);
-        b.poll(now);
-    }
-    capture(&mut raw);
+    let (mut b, mut raw, mut now) = host_with_routers(&[("fe80::1", MAC_A), ("fe80::2", mac_c)]);
     b.tcp_connect("[2001:db8:99::1]:80").unwrap();
     // Where each SYN went, over 20 s.
     let mut syns = Vec::new();
@@ -774,28 +784,12 @@ fn a_connection_follows_its_route_to_another_router() {
 /// its Retrans Timer the time between neighbour solicitations.
 #[test]
 fn a_routers_hop_limit_and_retransmission_timer_are_the_links() {
-    let (mut b, mut raw) = b_and_raw();
-    let mut now = Instant::from_secs(1);
-    b.poll(now);
-    b.add_ipv6_address(ETH, "2001:db8:1::b/64".parse().unwrap())
-        .unwrap();
-    for _ in 0..15 {
-        now = now + Duration::from_millis(100);
-        b.poll(now);
-    }
+    // A default router, fe80::1 (MAC_A), that says nothing of hop limits and timers.
+    let (mut b, mut raw, now) = host_with_routers(&[("fe80::1", MAC_A)]);
     let tx = b.udp_bind("[::]:0").unwrap();
     let hop_limit = |b: &mut Stack, raw: &mut PairEnd, now: Instant| {
-        capture(raw);
-        b.udp(tx).send_to(b"out", "[2001:db8:99::1]:9").unwrap();
-        b.poll(now);
-        let out = capture(raw);
-        out.iter()
-            .find(|f| f.len() > 54 && f[20] == 17)
-            .map(|f| f[21])
+        datagram_out(b, raw, tx, now).map(|f| f[21])
     };
-    // A default router, fe80::1 (MAC_A), that says nothing of hop limits and timers.
-    inject(&mut raw, &router_frame("fe80::1", MAC_A, 1800, 0));
-    b.poll(now);
     assert_eq!(
         hop_limit(&mut b, &mut raw, now),
         Some(64),
