@@ -22,7 +22,7 @@ use super::neighbor::{NeighborAction, NeighborCache, NeighborState, Resolved};
 use crate::buf::{ChecksumOffload, PacketBuf};
 use crate::checksum;
 pub use crate::config::EthernetConfig;
-use crate::config::TemporaryMode;
+use crate::config::{TemporaryAddresses, TemporaryMode};
 use crate::route::{Ipv4Cidr, Ipv6Cidr};
 use crate::secret::SecretKey;
 use crate::stats::{DropReason, Drops};
@@ -206,6 +206,10 @@ struct DefaultRouter {
 /// prefixes but not as a default router.
 const MAX_DEFAULT_ROUTERS: usize = 16;
 
+/// RFC 4861 §6.3.2's MIN_RANDOM_FACTOR and MAX_RANDOM_FACTOR, in thousandths: ReachableTime is
+/// drawn between half and one and a half times BaseReachableTime.
+const REACHABLE_FACTOR: (u32, u32) = (500, 1500);
+
 /// RFC 7217 §6's IDGEN_RETRIES: identifiers tried after the first, past duplicates or reserved
 /// identifiers.
 const IDGEN_RETRIES: u8 = 3;
@@ -230,7 +234,7 @@ impl Autoconf {
     /// When its successor is due, if it is a temporary address that has none yet.
     fn regenerate_at(&self, regen_advance: Duration) -> Option<Instant> {
         let t = self.temporary?;
-        if t.succeeded || self.failed || self.deprecated {
+        if t.succeeded || self.deprecated {
             return None;
         }
         let preferred = self.preferred?;
@@ -242,9 +246,19 @@ impl Autoconf {
     }
 }
 
-/// The earlier of two lifetimes' ends (`None`: infinite).
-fn sooner(a: Option<Instant>, b: Instant) -> Instant {
-    a.map_or(b, |a| a.min(b))
+impl Temporary {
+    /// The ends of its preferred and valid lifetimes (§3.4 step 4, §3.5): its own bounds from
+    /// when it was formed (the preferred one less its `DESYNC_FACTOR`), never past those of the
+    /// prefix's address `public` (`None` there: infinite).
+    fn lifetimes(&self, public: &Autoconf, t: &TemporaryAddresses) -> (Instant, Instant) {
+        let sooner = |a: Option<Instant>, b: Instant| a.map_or(b, |a| a.min(b));
+        let preferred = self.created + t.preferred_lifetime.saturating_sub(self.desync);
+        let valid = self.created + t.valid_lifetime;
+        (
+            sooner(public.preferred, preferred),
+            sooner(public.valid, valid),
+        )
+    }
 }
 
 /// The link-local prefix, `fe80::/64` (RFC 4291 §2.5.6).
@@ -297,9 +311,9 @@ pub struct EthernetInterface {
     /// The report due is a change's (state-change records), not only a query's answer
     /// (current-state records).
     mld_change: bool,
-    /// The state of the generator the report delays are drawn from (seeded from the hardware
-    /// address, so that hosts on one link differ).
-    mld_random: u64,
+    /// The state of the generator report delays, solicitation intervals and reachable times are
+    /// drawn from (seeded from the hardware address, so that hosts on one link differ).
+    random: u64,
     /// The key of RFC 7217's stable identifiers, when they are on.
     privacy_key: Option<SecretKey>,
     /// The link-local address formed with a stable identifier, and the count of duplicates met
@@ -369,7 +383,7 @@ impl EthernetInterface {
             mld_last: None,
             mld_repeats: 0,
             mld_change: false,
-            mld_random: u64::from_be_bytes([
+            random: u64::from_be_bytes([
                 0, 0, mac.0[0], mac.0[1], mac.0[2], mac.0[3], mac.0[4], mac.0[5],
             ]) ^ 0x9e37_79b9_7f4a_7c15,
             own_deadline: None,
@@ -384,18 +398,14 @@ impl EthernetInterface {
         // RFC 4861 §6.3.2: ReachableTime drawn between half and one and a half times
         // BaseReachableTime, so that hosts' confirmations do not fall due together (Linux's
         // `neigh_rand_reach_time`, for ARP too).
-        let base = e.cfg.neighbor.reachable;
-        let (arp, nd) = (e.random_reachable(base), e.random_reachable(base));
-        e.arp.set_timers(arp, e.cfg.neighbor.retrans);
-        e.nd.set_timers(nd, e.cfg.neighbor.retrans);
+        let (base, retrans) = (e.cfg.neighbor.reachable, e.cfg.neighbor.retrans);
+        let (arp, nd) = (
+            e.jittered(base, REACHABLE_FACTOR),
+            e.jittered(base, REACHABLE_FACTOR),
+        );
+        e.arp.set_timers(arp, retrans);
+        e.nd.set_timers(nd, retrans);
         e
-    }
-
-    /// A reachable time between half and one and a half times `base` (RFC 4861 §6.3.2's
-    /// MIN_RANDOM_FACTOR and MAX_RANDOM_FACTOR), drawn as the report delays are.
-    fn random_reachable(&mut self, base: Duration) -> Duration {
-        let thousandths = 500 + self.mld_delay(1001).as_millis() as u32;
-        base * thousandths / 1000
     }
 
     /// The interface's hardware address.
@@ -506,7 +516,7 @@ impl EthernetInterface {
     pub fn is_temporary(&self, addr: Ipv6Addr) -> bool {
         self.autoconf
             .iter()
-            .any(|a| a.cidr.addr == addr && a.temporary.is_some() && !a.failed)
+            .any(|a| a.cidr.addr == addr && a.temporary.is_some())
     }
 
     /// RFC 8981 §3.8's `REGEN_ADVANCE`: 2 s, and the time three duplicate checks take.
@@ -564,11 +574,13 @@ impl EthernetInterface {
         let Some((addr, desync)) = drawn_one else {
             return;
         };
-        let valid = sooner(p.valid, now + t.valid_lifetime);
-        let preferred = sooner(
-            p.preferred,
-            now + t.preferred_lifetime.saturating_sub(desync),
-        );
+        let temporary = Temporary {
+            created: now,
+            desync,
+            succeeded: false,
+            retries,
+        };
+        let (preferred, valid) = temporary.lifetimes(&p, &t);
         if preferred <= now + self.regen_advance() || valid <= now {
             return;
         }
@@ -580,12 +592,7 @@ impl EthernetInterface {
             deprecated: false,
             failed: false,
             dad_counter: 0,
-            temporary: Some(Temporary {
-                created: now,
-                desync,
-                succeeded: false,
-                retries,
-            }),
+            temporary: Some(temporary),
         });
         self.counters.temporary_formed += 1;
         if self.add_ipv6(cidr, now) {
@@ -608,10 +615,9 @@ impl EthernetInterface {
             let Some(tmp) = a.temporary.filter(|_| mask(a.cidr.addr, 64) == prefix) else {
                 continue;
             };
-            a.valid = Some(sooner(p.valid, tmp.created + t.valid_lifetime));
-            let own = tmp.created + t.preferred_lifetime.saturating_sub(tmp.desync);
-            a.preferred = Some(sooner(p.preferred, own));
-            preferred_one |= !a.failed && !a.deprecated_at(now);
+            let (preferred, valid) = tmp.lifetimes(&p, &t);
+            (a.preferred, a.valid) = (Some(preferred), Some(valid));
+            preferred_one |= !a.deprecated_at(now);
         }
         if !preferred_one {
             self.form_temporary(public, 0, now);
@@ -1160,7 +1166,7 @@ impl EthernetInterface {
                 // The change's retransmission, at a random time within the unsolicited report
                 // interval (RFC 3810 §6.1, 1 s; §9.11).
                 self.mld_repeats -= 1;
-                self.mld_due = Some(now + self.mld_delay(1000).max(Duration::from_millis(1)));
+                self.mld_due = Some(now + self.random_delay(1000).max(Duration::from_millis(1)));
             } else {
                 self.mld_change = false;
             }
@@ -1187,20 +1193,26 @@ impl EthernetInterface {
         let earliest = self
             .mld_last
             .map_or(now, |t| (t + Duration::from_secs(1)).max(now));
-        let at = (now + self.mld_delay(u64::from(max_delay))).max(earliest);
+        let at = (now + self.random_delay(u64::from(max_delay))).max(earliest);
         self.mld_due = Some(self.mld_due.map_or(at, |d| d.min(at)));
         self.own_timers_changed();
     }
 
     /// A random delay below `ms` milliseconds (0 when `ms` is 0), from a xorshift generator: the
-    /// point is only that listeners on one link do not answer together.
-    fn mld_delay(&mut self, ms: u64) -> Duration {
-        let mut x = self.mld_random;
+    /// point is only that hosts on one link do not all act at once.
+    fn random_delay(&mut self, ms: u64) -> Duration {
+        let mut x = self.random;
         x ^= x << 13;
         x ^= x >> 7;
         x ^= x << 17;
-        self.mld_random = x;
+        self.random = x;
         Duration::from_millis(x.checked_rem(ms).unwrap_or(0))
+    }
+
+    /// `base` times a factor drawn from `low` to `high` thousandths.
+    fn jittered(&mut self, base: Duration, (low, high): (u32, u32)) -> Duration {
+        let thousandths = low + self.random_delay(u64::from(high - low + 1)).as_millis() as u32;
+        base * thousandths / 1000
     }
 
     /// The solicited-node groups of our addresses, tentative ones included (RFC 4862 §5.4.2),
@@ -1336,17 +1348,12 @@ impl EthernetInterface {
         let frame = self.ndp_frame(src, ALL_ROUTERS, multicast_mac(ALL_ROUTERS), &rs);
         send(out, &mut self.counters, frame);
         let max = self.cfg.router_solicitation_max_interval;
-        // A factor from 0.9 to 1.1 (in thousandths), drawn as the multicast report delays are.
-        let mut jitter = |base: Duration, low: u32| {
-            let thousandths = low + self.mld_delay(201).as_millis() as u32;
-            base * thousandths / 1000
-        };
         let interval = if sent == 0 {
-            jitter(Duration::from_secs(4), 900)
+            self.jittered(Duration::from_secs(4), (900, 1100))
         } else {
-            let doubled = jitter(interval, 1900);
+            let doubled = self.jittered(interval, (1900, 2100));
             if doubled > max {
-                jitter(max, 900)
+                self.jittered(max, (900, 1100))
             } else {
                 doubled
             }
@@ -1395,10 +1402,9 @@ impl EthernetInterface {
             if info.retrans_time != 0 {
                 n.retrans = ms(info.retrans_time, 10, 60_000);
             }
-            let reachable = n.reachable;
-            let retrans = n.retrans;
-            let drawn = self.random_reachable(reachable);
-            self.nd.set_timers(drawn, retrans);
+            let (base, retrans) = (n.reachable, n.retrans);
+            let reachable = self.jittered(base, REACHABLE_FACTOR);
+            self.nd.set_timers(reachable, retrans);
         }
         self.note_lifetimes(&info, now);
         self.list_router(&info, now);
@@ -1823,12 +1829,12 @@ mod tests {
         let cfg = EthernetConfig::default();
         let mut a = EthernetInterface::new(MacAddr([2, 0, 0, 0, 0, 1]), cfg);
         let mut b = EthernetInterface::new(MacAddr([2, 0, 0, 0, 0, 2]), cfg);
-        let da: Vec<Duration> = (0..32).map(|_| a.mld_delay(1000)).collect();
-        let db: Vec<Duration> = (0..32).map(|_| b.mld_delay(1000)).collect();
+        let da: Vec<Duration> = (0..32).map(|_| a.random_delay(1000)).collect();
+        let db: Vec<Duration> = (0..32).map(|_| b.random_delay(1000)).collect();
         assert!(da.iter().chain(&db).all(|d| *d < Duration::from_secs(1)));
         assert_ne!(da, db);
         assert!(da.windows(2).any(|w| w[0] != w[1]));
-        assert_eq!(a.mld_delay(0), Duration::ZERO);
+        assert_eq!(a.random_delay(0), Duration::ZERO);
     }
 
     const MAC: MacAddr = MacAddr([2, 0, 0, 0, 0, 0x0b]);

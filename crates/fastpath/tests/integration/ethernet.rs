@@ -216,13 +216,18 @@ fn arp(op: u16, sender: (MacAddr, Ipv4Addr), target: (MacAddr, Ipv4Addr)) -> Vec
 
 /// B alone on the LAN, the test holding the other end.
 fn b_and_raw() -> (Stack, PairEnd) {
+    b_and_raw_with(config())
+}
+
+/// B with `cfg` on an Ethernet pair, and the pair's raw end (MAC_A).
+fn b_and_raw_with(cfg: StackConfig) -> (Stack, PairEnd) {
     let (raw, eb) = PairEnd::ethernet_pair(
         LinkCapabilities::plain(1500),
         4096,
         Impairments::default(),
         [MAC_A, MAC_B],
     );
-    let mut b = Stack::new(config());
+    let mut b = Stack::new(cfg);
     b.add_interface("eth0", eb, Ipv4Cidr::new(B, 24));
     (b, raw)
 }
@@ -526,18 +531,10 @@ fn advert_frame(
 #[test]
 fn stable_privacy_addresses_hide_the_hardware_address_and_stay_with_the_secret() {
     let address = |secret: [u8; 16]| {
-        let (raw, eb) = PairEnd::ethernet_pair(
-            LinkCapabilities::plain(1500),
-            4096,
-            Impairments::default(),
-            [MAC_A, MAC_B],
-        );
-        let mut raw = raw;
         let mut cfg = config();
         cfg.ethernet.stable_privacy = true;
         cfg.secret = Some(fastpath::secret::SecretKey::from_bytes(secret));
-        let mut b = Stack::new(cfg);
-        b.add_interface("eth0", eb, Ipv4Cidr::new(B, 24));
+        let (mut b, mut raw) = b_and_raw_with(cfg);
         let mut now = Instant::from_secs(1);
         b.poll(now);
         let prefix = ("2001:db8:1::", 0xc0, u32::MAX, u32::MAX);
@@ -590,18 +587,10 @@ fn stable_privacy_addresses_hide_the_hardware_address_and_stay_with_the_secret()
 fn temporary_addresses_are_the_source_of_new_traffic_when_preferred() {
     use fastpath::config::TemporaryMode;
     let run = |mode: TemporaryMode| {
-        let (raw, eb) = PairEnd::ethernet_pair(
-            LinkCapabilities::plain(1500),
-            4096,
-            Impairments::default(),
-            [MAC_A, MAC_B],
-        );
-        let mut raw = raw;
         let mut cfg = config();
         cfg.ethernet.temporary.mode = mode;
         cfg.secret = Some(fastpath::secret::SecretKey::from_bytes([1; 16]));
-        let mut b = Stack::new(cfg);
-        b.add_interface("eth0", eb, Ipv4Cidr::new(B, 24));
+        let (mut b, mut raw) = b_and_raw_with(cfg);
         let mut now = Instant::from_secs(1);
         b.poll(now);
         // A default router (fe80::1, MAC_A) and the autonomous prefix 2001:db8:1::/64.
